@@ -1,0 +1,41 @@
+# The commands people, the README and CI all run.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install run test test-sqlite test-postgres lint format bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Set up, create a demo owner and key (printed), and serve on http://127.0.0.1:8000
+run: install
+	$(BIN)/calendar-service demo
+	$(BIN)/calendar-service serve
+
+## Set up and run lint plus the whole suite on SQLite and (if reachable) PostgreSQL
+test: install
+	scripts/test
+
+test-sqlite: install
+	scripts/test --sqlite-only
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: install
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info

@@ -1,0 +1,73 @@
+"""``create_app(config)``: assembles the fronts and owns the lifespan.
+
+/api/v1/...                 REST (calendar_service.rest)
+/api/openapi.json           OpenAPI 3.1.0 (also /.well-known/openapi.json)
+/healthz                    liveness + database check
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sqlalchemy import text
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from calendar_service.config import Config
+from calendar_service.db import Database
+from calendar_service.ratelimit import RateLimiter
+from calendar_service.rest import openapi, routes
+from calendar_service.rest.context import RequestIdMiddleware, Services, services
+from calendar_service.rest.errors import HANDLERS
+from calendar_service.rest.responses import JSONResponse
+
+
+async def healthz(request: Request) -> Response:
+    await services(request).db.run(lambda conn: conn.execute(text("SELECT 1")).scalar())
+    return JSONResponse({"status": "ok"}, headers={"Cache-Control": "no-store"})
+
+
+def create_app(
+    config: Config,
+    *,
+    db: Database | None = None,
+    run_webhooks: bool = True,
+) -> Starlette:
+    """The whole service as one ASGI app. The schema must already be migrated."""
+    database = db or Database(config)
+    svc = Services(config=config, db=database, limiter=RateLimiter(*config.rate_limit))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        async with contextlib.AsyncExitStack() as stack:
+            if db is None:
+                stack.callback(database.close)
+            yield {}
+
+    app = Starlette(
+        routes=[
+            *routes.routes(),
+            *openapi.routes(),
+            Route("/healthz", healthz, methods=["GET"]),
+        ],
+        middleware=[Middleware(RequestIdMiddleware)],
+        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        lifespan=lifespan,
+    )
+    app.state.services = svc
+    app.state.openapi_cache = {}
+    app.state.run_webhooks = run_webhooks
+    return app
+
+
+def app_from_env() -> Starlette:
+    """The uvicorn factory used by ``calendar-service serve`` (one call per worker process)."""
+    config = Config.from_env()
+    run_webhooks = os.environ.get("CALENDAR_RUN_WEBHOOKS", "1") != "0"
+    return create_app(config, run_webhooks=run_webhooks)

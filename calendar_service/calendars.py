@@ -1,0 +1,163 @@
+"""Calendars, and the one place that decides which calendars a key may reach."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+
+from calendar_service.errors import FieldError, InsufficientScope, NotFound, ValidationFailed
+from calendar_service.ids import new_id
+from calendar_service.keys import Principal
+from calendar_service.models import DEFAULT_CALENDAR_NAME, Calendar
+from calendar_service.timeutil import is_valid_zone
+
+calendars_t = Calendar.__table__  # type: ignore[attr-defined]
+NAME_MAX = 200
+
+_COLUMNS = (
+    calendars_t.c.id,
+    calendars_t.c.name,
+    calendars_t.c.time_zone,
+    calendars_t.c.is_default,
+    calendars_t.c.max_event_seconds,
+)
+
+
+def calendar_public(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "name": row.name,
+        "timeZone": row.time_zone,
+        "isDefault": bool(row.is_default),
+    }
+
+
+def create_calendar(
+    conn: Connection,
+    *,
+    user_id: str,
+    name: str,
+    time_zone: str = "UTC",
+    now: datetime,
+    is_default: bool = False,
+) -> dict[str, Any]:
+    errors: list[FieldError] = []
+    name = (name or "").strip()
+    if not 1 <= len(name) <= NAME_MAX:
+        errors.append(FieldError("name", f"must be 1 to {NAME_MAX} characters"))
+    elif conn.execute(
+        select(calendars_t.c.id).where(calendars_t.c.user_id == user_id, calendars_t.c.name == name)
+    ).first():
+        errors.append(FieldError("name", f"a calendar named {name!r} already exists"))
+    if not is_valid_zone(time_zone):
+        errors.append(FieldError("timeZone", "must be an IANA time zone such as Europe/Berlin"))
+    if errors:
+        raise ValidationFailed(errors)
+    values = {
+        "id": new_id("cal"),
+        "user_id": user_id,
+        "name": name,
+        "time_zone": time_zone,
+        "is_default": is_default,
+        "max_event_seconds": 0,
+        "created_at": now,
+    }
+    conn.execute(insert(calendars_t).values(**values))
+    return {"id": values["id"], "name": name, "timeZone": time_zone, "isDefault": is_default}
+
+
+def list_owner_calendars(conn: Connection, *, user_id: str) -> list[Any]:
+    return list(
+        conn.execute(
+            select(*_COLUMNS)
+            .where(calendars_t.c.user_id == user_id)
+            .order_by(calendars_t.c.is_default.desc(), calendars_t.c.name, calendars_t.c.id)
+        )
+    )
+
+
+def accessible_calendars(conn: Connection, *, principal: Principal) -> list[Any]:
+    """The calendars this key may reach: the owner's, narrowed to one for a one-calendar key."""
+    query = select(*_COLUMNS).where(calendars_t.c.user_id == principal.user_id)
+    if principal.calendar_id is not None:
+        query = query.where(calendars_t.c.id == principal.calendar_id)
+    return list(conn.execute(query.order_by(calendars_t.c.is_default.desc(), calendars_t.c.name)))
+
+
+def resolve_target(
+    conn: Connection,
+    *,
+    principal: Principal,
+    calendar_id: str | None,
+    calendar_name: str | None,
+) -> Any:
+    """The calendar a new event goes to, by the rules of SPEC.md.
+
+    - both sent: they must name the same calendar (400 otherwise);
+    - neither: a one-calendar key writes to its calendar, an all-calendars key to the default;
+    - a calendar the owner does not have: 400 naming it (never created silently);
+    - a calendar of the owner outside a one-calendar key's scope: 401 insufficient_scope.
+    """
+    owner = principal.user_id
+    by_id = by_name = None
+    errors: list[FieldError] = []
+    if calendar_id is not None:
+        by_id = conn.execute(
+            select(*_COLUMNS).where(calendars_t.c.user_id == owner, calendars_t.c.id == calendar_id)
+        ).first()
+        if by_id is None:
+            errors.append(FieldError("calendarId", f"no calendar with id {calendar_id!r}"))
+    if calendar_name is not None:
+        by_name = conn.execute(
+            select(*_COLUMNS).where(
+                calendars_t.c.user_id == owner, calendars_t.c.name == calendar_name.strip()
+            )
+        ).first()
+        if by_name is None:
+            errors.append(FieldError("calendar", f"no calendar named {calendar_name!r}"))
+    if errors:
+        raise ValidationFailed(errors)
+    if by_id is not None and by_name is not None and by_id.id != by_name.id:
+        raise ValidationFailed(
+            [
+                FieldError(
+                    "calendar",
+                    f"calendarId {by_id.id!r} is calendar {by_id.name!r}, not {by_name.name!r}; "
+                    "send one of them, or both naming the same calendar",
+                )
+            ],
+        )
+    target = by_id or by_name
+    if target is None:
+        if principal.calendar_id is not None:
+            target = conn.execute(
+                select(*_COLUMNS).where(calendars_t.c.id == principal.calendar_id)
+            ).first()
+        else:
+            target = conn.execute(
+                select(*_COLUMNS).where(
+                    calendars_t.c.user_id == owner, calendars_t.c.is_default.is_(True)
+                )
+            ).first()
+            if target is None:
+                raise ValidationFailed(
+                    [FieldError("calendar", f"no default calendar {DEFAULT_CALENDAR_NAME!r}")]
+                )
+    check_in_scope(principal, target.id)
+    return target
+
+
+def check_in_scope(principal: Principal, calendar_id: str) -> None:
+    if principal.calendar_id is not None and principal.calendar_id != calendar_id:
+        raise InsufficientScope(
+            "This API key is limited to one calendar and cannot reach that one.",
+        )
+
+
+def get_calendar_row(conn: Connection, *, calendar_id: str) -> Any:
+    row = conn.execute(select(*_COLUMNS).where(calendars_t.c.id == calendar_id)).first()
+    if row is None:
+        raise NotFound(f"No calendar {calendar_id!r}.")
+    return row

@@ -1,0 +1,99 @@
+"""Typed configuration, built once from the environment where the app is assembled.
+
+Nothing here runs at import time: ``Config.from_env()`` is called by the CLI and by
+``create_app``; tests build ``Config(...)`` directly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from calendar_service.errors import ConfigError
+
+DEFAULT_RETRY_SCHEDULE = "5s,1m,5m,30m,2h,5h,10h,14h,20h,24h"
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, None: 1}
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*(second|minute|hour|day|s|m|h|d)\s*$")
+_RATE_UNITS = {"second": 1, "s": 1, "minute": 60, "m": 60, "hour": 3600, "h": 3600}
+_RATE_UNITS.update({"day": 86400, "d": 86400})
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse ``90s``, ``5m``, ``2h``, ``30d`` or a bare number of seconds."""
+    match = _DURATION.match(text)
+    if not match:
+        raise ConfigError(f"{text!r} is not a duration such as 30s, 5m, 2h or 30d")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def parse_retry_schedule(text: str) -> tuple[timedelta, ...]:
+    delays = tuple(parse_duration(part) for part in text.split(",") if part.strip())
+    if not delays:
+        raise ConfigError("CALENDAR_WEBHOOK_RETRY_SCHEDULE must list at least one delay")
+    return delays
+
+
+def parse_rate_limit(text: str) -> tuple[int, int]:
+    """Parse ``600/minute`` into (requests, period seconds)."""
+    match = _RATE.match(text)
+    if not match or int(match.group(1)) < 1:
+        raise ConfigError(f"{text!r} is not a rate such as 600/minute")
+    return int(match.group(1)), _RATE_UNITS[match.group(2)]
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    database_url: str = "sqlite:///calendar.db"
+    service_name: str = "calendar"
+    base_url: str = "http://127.0.0.1:8000"
+    webhook_allow_local: bool = False
+    webhook_retry_schedule: tuple[timedelta, ...] = field(
+        default_factory=lambda: parse_retry_schedule(DEFAULT_RETRY_SCHEDULE)
+    )
+    webhook_timeout_seconds: float = 10.0
+    rate_limit: tuple[int, int] = (600, 60)
+    call_history_days: int = 90
+    api_key: str | None = None
+    session_secret: str | None = None
+    sqlite_synchronous: str = "NORMAL"
+
+    @property
+    def signature_header(self) -> str:
+        return f"x-{self.service_name.lower()}-signature"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Config:
+        env = os.environ if environ is None else environ
+        name = env.get("CALENDAR_SERVICE_NAME", "calendar").strip().lower()
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,62}", name):
+            raise ConfigError("CALENDAR_SERVICE_NAME must be lower-case letters, digits and '-'")
+        days = env.get("CALENDAR_CALL_HISTORY_DAYS", "90")
+        if not days.isdigit() or int(days) < 1:
+            raise ConfigError("CALENDAR_CALL_HISTORY_DAYS must be a whole number of days >= 1")
+        return cls(
+            database_url=env.get("CALENDAR_DATABASE_URL", "sqlite:///calendar.db"),
+            service_name=name,
+            base_url=env.get("CALENDAR_BASE_URL", "http://127.0.0.1:8000").rstrip("/"),
+            webhook_allow_local=_flag(env.get("CALENDAR_WEBHOOK_ALLOW_LOCAL")),
+            webhook_retry_schedule=parse_retry_schedule(
+                env.get("CALENDAR_WEBHOOK_RETRY_SCHEDULE", DEFAULT_RETRY_SCHEDULE)
+            ),
+            rate_limit=parse_rate_limit(env.get("CALENDAR_RATE_LIMIT", "600/minute")),
+            call_history_days=int(days),
+            api_key=env.get("CALENDAR_API_KEY") or None,
+            session_secret=env.get("CALENDAR_SESSION_SECRET") or None,
+            sqlite_synchronous=env.get("CALENDAR_SQLITE_SYNCHRONOUS", "NORMAL").upper(),
+        )

@@ -1,0 +1,142 @@
+"""Engines, connections and the bridge from async fronts to the synchronous core.
+
+The core is written against SQLAlchemy Core ``Connection`` objects and runs in worker threads.
+``Database.run(fn, ...)`` runs ``fn(conn, ...)`` inside one transaction and commits it.
+
+SQLite allows one writer at a time; many threads writing fight over its lock, so on SQLite
+every call runs on a single dedicated thread (one connection, WAL, ``synchronous=NORMAL``),
+which keeps the event loop free without lock contention. PostgreSQL gets a pool of threads
+matched to the connection pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.pool import QueuePool
+
+from calendar_service.config import Config
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+POSTGRES_POOL_SIZE = 8
+
+
+def make_engine(config: Config) -> Engine:
+    url = config.database_url
+    if config.is_sqlite:
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            poolclass=QueuePool,
+            pool_size=4,
+            max_overflow=4,
+        )
+        synchronous = config.sqlite_synchronous
+        if synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            synchronous = "NORMAL"
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            # Let SQLAlchemy, not pysqlite, decide when transactions begin.
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute(f"PRAGMA synchronous={synchronous}")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _sqlite_begin(conn: Connection) -> None:
+            # IMMEDIATE takes the write lock up front: a read that later writes can then never
+            # fail with "database is locked" half-way through.
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    return create_engine(url, pool_size=POSTGRES_POOL_SIZE, max_overflow=4, pool_pre_ping=True)
+
+
+def sqlite_path(config: Config) -> Path | None:
+    if not config.is_sqlite:
+        return None
+    path = config.database_url.split("///", 1)[-1]
+    return None if path in {"", ":memory:"} else Path(path)
+
+
+class Database:
+    """An engine plus the executor that runs core calls off the event loop."""
+
+    def __init__(self, config: Config, engine: Engine | None = None) -> None:
+        self.config = config
+        self.engine = engine or make_engine(config)
+        workers = 1 if config.is_sqlite else POSTGRES_POOL_SIZE
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="db")
+        # Called (from a database thread) after a transaction that queued webhook deliveries
+        # commits; the app points it at the dispatcher's wake-up.
+        self.on_outbox_commit: Callable[[], None] | None = None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        with self.engine.begin() as conn:
+            yield conn
+
+    def call(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, ...)`` in one transaction, synchronously (CLI, scheduler threads)."""
+        with self.engine.connect() as conn:
+            try:
+                with conn.begin():
+                    result = fn(conn, *args, **kwargs)
+            except BaseException:
+                conn.info.pop("outbox_dirty", None)
+                raise
+            self._after(conn)
+        return result
+
+    def call_connected(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, ...)`` on a connection outside a transaction: ``fn`` owns them."""
+        with self.engine.connect() as conn:
+            try:
+                return fn(conn, *args, **kwargs)
+            finally:
+                self._after(conn)
+
+    def _after(self, conn: Connection) -> None:
+        # Set by outbox.enqueue; a rolled-back transaction may leave it set too, which only
+        # costs the dispatcher a spurious look.
+        if conn.info.pop("outbox_dirty", False) and self.on_outbox_commit is not None:
+            self.on_outbox_commit()
+
+    async def run(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, ...)`` in one transaction on the database thread(s)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, functools.partial(self.call, fn, *args, **kwargs)
+        )
+
+    async def run_connected(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``call_connected`` on the database thread(s)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, functools.partial(self.call_connected, fn, *args, **kwargs)
+        )
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+        self.engine.dispose()

@@ -1,0 +1,215 @@
+"""One error tree for the whole service.
+
+Every error a caller can cause is a ``CalendarError`` with a stable machine-readable ``code``,
+an HTTP ``status`` and a message that is safe to show a stranger (and a model). The fronts
+translate them in one place each: the REST exception handler (RFC 9457 problem details) and
+the MCP tool wrapper (a tool error). Anything that is not a ``CalendarError`` is a bug and is
+answered as an opaque 500.
+
+    CalendarError
+    ├── ConfigError                     (not an HTTP error: bad settings at start-up)
+    ├── ValidationFailed        400     validation_error, with errors=[{field, message}]
+    ├── BadRequest              400     bad_request (a caller mistake that is not a field)
+    │   ├── KeyInUrl            400     api_key_in_url
+    │   ├── CalendarMismatch    400     calendar_mismatch (reported as a ValidationFailed)
+    │   └── WebhookTargetRefused 400    webhook_target_refused
+    ├── AuthError               401     WWW-Authenticate: Bearer error="invalid_token"
+    │   ├── MissingKey                  missing_api_key
+    │   ├── MalformedKey                malformed_api_key
+    │   ├── UnknownKey                  unknown_api_key
+    │   ├── ExpiredKey                  expired_api_key
+    │   ├── RevokedKey                  revoked_api_key
+    │   └── InsufficientScope           insufficient_scope (error="insufficient_scope")
+    ├── NotFound                404     not_found
+    ├── MethodNotAllowed        405     method_not_allowed
+    ├── IdempotencyInFlight     409     idempotency_in_flight
+    ├── PayloadTooLarge         413     payload_too_large
+    ├── UnsupportedMediaType    415     unsupported_media_type
+    ├── IdempotencyMismatch     422     idempotency_key_reused
+    └── RateLimited             429     rate_limited
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class CalendarError(Exception):
+    code: ClassVar[str] = "error"
+    status: ClassVar[int] = 500
+    title: ClassVar[str] = "Error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message}
+
+
+class ConfigError(CalendarError):
+    code = "config_error"
+    title = "Configuration error"
+
+
+class FieldError(dict[str, str]):
+    """``{"field": ..., "message": ...}``: one bad input field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(field=field, message=message)
+
+
+class ValidationFailed(CalendarError):
+    code = "validation_error"
+    status = 400
+    title = "Invalid request"
+
+    def __init__(self, errors: list[FieldError], message: str | None = None) -> None:
+        self.errors = errors
+        if message is None:
+            fields = ", ".join(dict.fromkeys(e["field"] for e in errors))
+            message = f"The request has invalid fields: {fields}." if fields else "Invalid request."
+        super().__init__(message)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "errors": list(self.errors)}
+
+
+class BadRequest(CalendarError):
+    code = "bad_request"
+    status = 400
+    title = "Bad request"
+
+
+class KeyInUrl(BadRequest):
+    code = "api_key_in_url"
+    title = "API key in the URL"
+
+    def __init__(self, parameter: str) -> None:
+        super().__init__(
+            f"Do not put an API key in the URL (query parameter {parameter!r}): URLs end up in "
+            "logs and browser history. Send it as 'Authorization: Bearer <API_KEY>' instead, "
+            "and consider revoking the key if it was a real one."
+        )
+
+
+class WebhookTargetRefused(BadRequest):
+    code = "webhook_target_refused"
+    title = "Webhook target refused"
+
+
+class AuthError(CalendarError):
+    status = 401
+    title = "Unauthorized"
+    bearer_error: ClassVar[str] = "invalid_token"
+
+
+class MissingKey(AuthError):
+    code = "missing_api_key"
+
+    def __init__(self) -> None:
+        super().__init__("No API key: send 'Authorization: Bearer <API_KEY>'.")
+
+
+class MalformedKey(AuthError):
+    code = "malformed_api_key"
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(
+            "The API key is malformed"
+            + (f" ({detail})" if detail else "")
+            + ": check that it was copied whole, as shown when it was created."
+        )
+
+
+class UnknownKey(AuthError):
+    code = "unknown_api_key"
+
+    def __init__(self) -> None:
+        super().__init__("The API key is not known to this service.")
+
+
+class ExpiredKey(AuthError):
+    code = "expired_api_key"
+
+    def __init__(self, expired_at: str) -> None:
+        super().__init__(f"The API key expired at {expired_at}; ask its owner for a new one.")
+
+
+class RevokedKey(AuthError):
+    code = "revoked_api_key"
+
+    def __init__(self) -> None:
+        super().__init__("The API key has been revoked by its owner.")
+
+
+class InsufficientScope(AuthError):
+    code = "insufficient_scope"
+    title = "Insufficient scope"
+    bearer_error = "insufficient_scope"
+
+    def __init__(self, message: str, required_scope: str | None = None) -> None:
+        super().__init__(message)
+        self.required_scope = required_scope
+
+
+class NotFound(CalendarError):
+    code = "not_found"
+    status = 404
+    title = "Not found"
+
+
+class MethodNotAllowed(CalendarError):
+    code = "method_not_allowed"
+    status = 405
+    title = "Method not allowed"
+
+
+class IdempotencyInFlight(CalendarError):
+    code = "idempotency_in_flight"
+    status = 409
+    title = "Request in progress"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "A request with this Idempotency-Key is still being processed; retry shortly."
+        )
+
+
+class PayloadTooLarge(CalendarError):
+    code = "payload_too_large"
+    status = 413
+    title = "Payload too large"
+
+
+class UnsupportedMediaType(CalendarError):
+    code = "unsupported_media_type"
+    status = 415
+    title = "Unsupported media type"
+
+
+class IdempotencyMismatch(CalendarError):
+    code = "idempotency_key_reused"
+    status = 422
+    title = "Idempotency key reused"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "This Idempotency-Key was already used with a different request body; "
+            "use a new key for a new request."
+        )
+
+
+class RateLimited(CalendarError):
+    code = "rate_limited"
+    status = 429
+    title = "Too many requests"
+
+    def __init__(self, retry_after: int, limit: int, period: int) -> None:
+        super().__init__(
+            f"This API key made more than {limit} requests in {period} seconds; "
+            f"retry after {retry_after} seconds."
+        )
+        self.retry_after = retry_after
+        self.limit = limit
+        self.period = period

@@ -1,0 +1,531 @@
+"""Calendar events: list, get, create, update, delete, scoped by the calling key.
+
+Every query starts from what the principal may reach (``accessible_calendars``); every change
+writes its webhook delivery row in the same transaction (``outbox.record_change``). Core
+functions raise ``CalendarError`` subclasses *before* they write anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, and_, delete, insert, or_, select, update
+
+from calendar_service import idempotency
+from calendar_service.calendars import (
+    accessible_calendars,
+    calendars_t,
+    check_in_scope,
+    get_calendar_row,
+    resolve_target,
+)
+from calendar_service.errors import FieldError, NotFound, ValidationFailed
+from calendar_service.ids import new_id
+from calendar_service.keys import Principal
+from calendar_service.models import TITLE_MAX, Event, EventCreate, EventUpdate
+from calendar_service.outbox import record_change
+from calendar_service.timeutil import (
+    ONE_DAY,
+    format_in,
+    format_utc,
+    midnight,
+    parse_date_time,
+    parse_day,
+    zone,
+)
+
+events_t = Event.__table__  # type: ignore[attr-defined]
+
+DEFAULT_LIMIT = 250
+MAX_LIMIT = 2500
+
+_EVENT_COLUMNS = (
+    events_t.c.id,
+    events_t.c.calendar_id,
+    events_t.c.title,
+    events_t.c.starts_at,
+    events_t.c.ends_at,
+    events_t.c.all_day,
+    events_t.c.description,
+    events_t.c.location,
+    events_t.c.created_at,
+    events_t.c.updated_at,
+)
+
+
+def event_public(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
+    """The public event object (``EventPublic``), times in the calendar's zone."""
+    return {
+        "id": row.id,
+        "calendarId": row.calendar_id,
+        "calendar": calendar_name,
+        "title": row.title,
+        "startsAt": format_in(row.starts_at, tz),
+        "endsAt": format_in(row.ends_at, tz),
+        "allDay": bool(row.all_day),
+        "description": row.description,
+        "location": row.location,
+        "createdAt": format_utc(row.created_at),
+        "updatedAt": format_utc(row.updated_at),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Listing
+
+
+def _encode_token(starts_at: datetime, event_id: str, fingerprint: str) -> str:
+    raw = orjson.dumps({"s": format_utc(starts_at), "i": event_id, "f": fingerprint})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_token(token: str, fingerprint: str) -> tuple[datetime, str]:
+    bad = ValidationFailed(
+        [
+            FieldError(
+                "pageToken",
+                "is not a page token returned by this query; start again without pageToken",
+            )
+        ]
+    )
+    try:
+        data = orjson.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        starts_at = datetime.fromisoformat(data["s"].replace("Z", "+00:00"))
+        event_id = data["i"]
+        if data["f"] != fingerprint or not isinstance(event_id, str) or starts_at.tzinfo is None:
+            raise bad
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        binascii.Error,
+        orjson.JSONDecodeError,
+    ):
+        raise bad from None
+    return starts_at, event_id
+
+
+def _query_fingerprint(
+    principal: Principal, time_min: datetime | None, time_max: datetime | None
+) -> str:
+    text = f"{principal.key_id}|{time_min}|{time_max}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _parse_bound(text: str, tz: tzinfo) -> datetime:
+    """A list bound: a date-time, or a bare date meaning that day's midnight."""
+    text = text.strip()
+    if len(text) == 10:
+        return midnight(parse_day(text, tz), tz)
+    return parse_date_time(text, tz)
+
+
+def parse_list_params(
+    *,
+    time_min: str | None,
+    time_max: str | None,
+    limit: Any,
+    tz: tzinfo,
+) -> tuple[datetime | None, datetime | None, int]:
+    errors: list[FieldError] = []
+    bounds: list[datetime | None] = []
+    for name, text in (("timeMin", time_min), ("timeMax", time_max)):
+        if text is None or text == "":
+            bounds.append(None)
+            continue
+        try:
+            bounds.append(_parse_bound(text, tz))
+        except ValueError as exc:
+            bounds.append(None)
+            errors.append(FieldError(name, str(exc)))
+    low, high = bounds
+    if low is not None and high is not None and high < low:
+        errors.append(FieldError("timeMax", "must not be before timeMin"))
+    size = DEFAULT_LIMIT
+    if limit is not None and limit != "":
+        try:
+            size = int(limit)
+        except (TypeError, ValueError):
+            size = 0
+        if not 1 <= size <= MAX_LIMIT or (isinstance(limit, str) and not limit.isdigit()):
+            errors.append(FieldError("limit", f"must be a whole number from 1 to {MAX_LIMIT}"))
+    if errors:
+        raise ValidationFailed(errors)
+    return low, high, size
+
+
+def list_events(
+    conn: Connection,
+    *,
+    principal: Principal,
+    time_min: str | None = None,
+    time_max: str | None = None,
+    limit: Any = None,
+    page_token: str | None = None,
+) -> dict[str, Any]:
+    """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``.
+
+    An event overlaps when ``endsAt > timeMin`` (or it starts at/after timeMin, so zero-length
+    events at timeMin count) and ``startsAt < timeMax``. Either bound may be omitted. Date-times
+    without an offset are read in the time zone of the key's calendar (or the default one).
+    """
+    calendars = accessible_calendars(conn, principal=principal)
+    by_id = {c.id: c for c in calendars}
+    default = next((c for c in calendars if c.is_default), calendars[0] if calendars else None)
+    low, high, size = parse_list_params(
+        time_min=time_min,
+        time_max=time_max,
+        limit=limit,
+        tz=zone(default.time_zone) if default is not None else UTC,
+    )
+    fingerprint = _query_fingerprint(principal, low, high)
+    result: dict[str, Any] = {
+        "calendars": [
+            {"id": c.id, "name": c.name, "timeZone": c.time_zone, "isDefault": bool(c.is_default)}
+            for c in calendars
+        ],
+        "events": [],
+    }
+    if not calendars:
+        return result
+    query = select(*_EVENT_COLUMNS)
+    if len(calendars) == 1:
+        query = query.where(events_t.c.calendar_id == calendars[0].id)
+    else:
+        query = query.where(events_t.c.calendar_id.in_(list(by_id)))
+    if low is not None:
+        # Bounded below by the longest event so the index on (calendar_id, starts_at) does the
+        # work on both sides instead of scanning every older event.
+        longest = max(c.max_event_seconds for c in calendars)
+        query = query.where(
+            events_t.c.starts_at >= low - timedelta(seconds=longest),
+            or_(events_t.c.ends_at > low, events_t.c.starts_at >= low),
+        )
+    if high is not None:
+        query = query.where(events_t.c.starts_at < high)
+    if page_token:
+        after_start, after_id = _decode_token(page_token, fingerprint)
+        query = query.where(
+            events_t.c.starts_at >= after_start,
+            or_(
+                events_t.c.starts_at > after_start,
+                and_(events_t.c.starts_at == after_start, events_t.c.id > after_id),
+            ),
+        )
+    rows = conn.execute(query.order_by(events_t.c.starts_at, events_t.c.id).limit(size + 1)).all()
+    zones = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
+    events = result["events"]
+    for row in rows[:size]:
+        name, tz = zones[row.calendar_id]
+        events.append(event_public(row, calendar_name=name, tz=tz))
+    if len(rows) > size:
+        last = rows[size - 1]
+        result["nextPageToken"] = _encode_token(last.starts_at, last.id, fingerprint)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation shared by create and update
+
+
+def _check_title(value: Any, errors: list[FieldError]) -> str | None:
+    if not isinstance(value, str):
+        errors.append(FieldError("title", "must be a string"))
+        return None
+    title = value.strip()
+    if not title:
+        errors.append(FieldError("title", "must not be empty"))
+    elif len(title) > TITLE_MAX:
+        errors.append(
+            FieldError("title", f"must be at most {TITLE_MAX} characters (got {len(title)})")
+        )
+    return title
+
+
+def _resolve_times(
+    *,
+    starts: str | None,
+    ends: str | None,
+    all_day: bool,
+    tz: tzinfo,
+    errors: list[FieldError],
+) -> tuple[datetime | None, datetime | None]:
+    """Parse startsAt/endsAt for a timed or an all-day event; returns UTC bounds."""
+    if all_day:
+        days = []
+        for name, text in (("startsAt", starts), ("endsAt", ends)):
+            try:
+                days.append(parse_day(text, tz) if text is not None else None)
+            except ValueError as exc:
+                errors.append(FieldError(name, str(exc)))
+                days.append(None)
+        first, last = days
+        if first is None or last is None:
+            return None, None
+        if last < first:
+            errors.append(FieldError("endsAt", "must not be before startsAt"))
+            return None, None
+        # endsAt is exclusive; equal to startsAt means a one-day event.
+        if last == first:
+            last = first + ONE_DAY
+        return midnight(first, tz), midnight(last, tz)
+    bounds = []
+    for name, text in (("startsAt", starts), ("endsAt", ends)):
+        try:
+            bounds.append(parse_date_time(text, tz) if text is not None else None)
+        except ValueError as exc:
+            message = str(exc)
+            if isinstance(text, str) and len(text.strip()) == 10:
+                message = (
+                    "must be a date-time such as 2026-03-02T09:30:00+01:00; for a "
+                    "whole-day event send a date with allDay: true"
+                )
+            errors.append(FieldError(name, message))
+            bounds.append(None)
+    start, end = bounds
+    if start is not None and end is not None and end < start:
+        errors.append(FieldError("endsAt", "must not be before startsAt"))
+    return start, end
+
+
+def _bump_longest(conn: Connection, calendar: Any, start: datetime, end: datetime) -> None:
+    seconds = int((end - start).total_seconds()) + 1
+    if seconds > calendar.max_event_seconds:
+        conn.execute(
+            update(calendars_t)
+            .where(calendars_t.c.id == calendar.id, calendars_t.c.max_event_seconds < seconds)
+            .values(max_event_seconds=seconds)
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Create, get, update, delete
+
+
+def create_event(
+    conn: Connection,
+    *,
+    principal: Principal,
+    data: EventCreate,
+    now: datetime,
+    prior_errors: Sequence[FieldError] = (),
+) -> dict[str, Any]:
+    """Create an event in the calendar chosen by the SPEC.md rules; queue ``created``.
+
+    ``prior_errors`` are type errors already found in the input (see ``inputs.parse_partial``):
+    they are reported together with every value error found here."""
+    principal.require_write()
+    errors: list[FieldError] = list(prior_errors)
+    calendar = None
+    try:
+        calendar = resolve_target(
+            conn, principal=principal, calendar_id=data.calendar_id, calendar_name=data.calendar
+        )
+    except ValidationFailed as exc:
+        errors.extend(exc.errors)
+    tz = zone(calendar.time_zone) if calendar is not None else UTC
+    bad = {e["field"] for e in prior_errors}
+    title = _check_title(data.title, errors) if "title" not in bad else None
+    start, end = _resolve_times(
+        starts=data.starts_at,
+        ends=data.ends_at,
+        all_day=bool(data.all_day),
+        tz=tz,
+        errors=errors,
+    )
+    if errors or calendar is None or start is None or end is None or title is None:
+        raise ValidationFailed(errors)
+    values = {
+        "id": new_id("ev"),
+        "calendar_id": calendar.id,
+        "title": title,
+        "starts_at": start,
+        "ends_at": end,
+        "all_day": data.all_day,
+        "description": data.description,
+        "location": data.location,
+        "created_at": now,
+        "updated_at": now,
+    }
+    conn.execute(insert(events_t).values(**values))
+    _bump_longest(conn, calendar, start, end)
+    event = event_public(_Row(values), calendar_name=calendar.name, tz=tz)
+    record_change(
+        conn, user_id=principal.user_id, event_type="calendar.event.created", event=event, now=now
+    )
+    return event
+
+
+def create_event_once(
+    conn: Connection,
+    *,
+    principal: Principal,
+    data: EventCreate,
+    now: datetime,
+    idempotency_key: str | None,
+    prior_errors: Sequence[FieldError] = (),
+) -> tuple[dict[str, Any], bool]:
+    """``create_event`` honouring an ``Idempotency-Key``; returns (event, replayed)."""
+    if idempotency_key is None or prior_errors:
+        event = create_event(
+            conn, principal=principal, data=data, now=now, prior_errors=prior_errors
+        )
+        return event, False
+    principal.require_write()
+    key = idempotency.check_key(idempotency_key)
+    print_ = idempotency.fingerprint(data.model_dump(mode="json"))
+    replay = idempotency.lookup(conn, key_id=principal.key_id, idem_key=key, print_=print_, now=now)
+    if replay is not None:
+        return replay.body, True
+    event = create_event(conn, principal=principal, data=data, now=now)
+    idempotency.store(
+        conn, key_id=principal.key_id, idem_key=key, print_=print_, status=201, body=event, now=now
+    )
+    return event, False
+
+
+class _Row:
+    """Attribute access over a dict, so a just-inserted row formats like a fetched one."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self._values = values
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _load_in_scope(conn: Connection, *, principal: Principal, event_id: str) -> tuple[Any, Any]:
+    """The event and its calendar, if the key may reach it; otherwise 404 (never revealing
+    whether an event exists outside the key's reach)."""
+    row = conn.execute(
+        select(*_EVENT_COLUMNS, calendars_t.c.user_id)
+        .join(calendars_t, calendars_t.c.id == events_t.c.calendar_id)
+        .where(events_t.c.id == event_id, calendars_t.c.user_id == principal.user_id)
+    ).first()
+    if row is None or (
+        principal.calendar_id is not None and row.calendar_id != principal.calendar_id
+    ):
+        raise NotFound(f"No event {event_id!r} in the calendars this key can reach.")
+    check_in_scope(principal, row.calendar_id)
+    return row, get_calendar_row(conn, calendar_id=row.calendar_id)
+
+
+def get_event(conn: Connection, *, principal: Principal, event_id: str) -> dict[str, Any]:
+    row, calendar = _load_in_scope(conn, principal=principal, event_id=event_id)
+    return event_public(row, calendar_name=calendar.name, tz=zone(calendar.time_zone))
+
+
+def update_event(
+    conn: Connection,
+    *,
+    principal: Principal,
+    event_id: str,
+    data: EventUpdate,
+    now: datetime,
+    prior_errors: Sequence[FieldError] = (),
+) -> dict[str, Any]:
+    """Change the fields sent (PATCH semantics; ``null`` clears description or location)."""
+    principal.require_write()
+    row, calendar = _load_in_scope(conn, principal=principal, event_id=event_id)
+    tz = zone(calendar.time_zone)
+    sent = data.model_fields_set
+    errors: list[FieldError] = list(prior_errors)
+    bad = {e["field"] for e in prior_errors}
+    for name in ("title", "starts_at", "ends_at", "all_day"):
+        if name in sent and getattr(data, name) is None and _camel(name) not in bad:
+            errors.append(FieldError(_camel(name), "must not be null"))
+    values: dict[str, Any] = {}
+    if "title" in sent and data.title is not None:
+        values["title"] = _check_title(data.title, errors)
+    all_day = data.all_day if data.all_day is not None else bool(row.all_day)
+    if {"starts_at", "ends_at", "all_day"} & sent:
+        current = _current_times(row, tz, all_day)
+        start, end = _resolve_times(
+            starts=data.starts_at if data.starts_at is not None else current[0],
+            ends=data.ends_at if data.ends_at is not None else current[1],
+            all_day=all_day,
+            tz=tz,
+            errors=errors,
+        )
+        values.update(starts_at=start, ends_at=end, all_day=all_day)
+    for name in ("description", "location"):
+        if name in sent:
+            values[name] = getattr(data, name)
+    if errors:
+        raise ValidationFailed(errors)
+    if not values:
+        return event_public(row, calendar_name=calendar.name, tz=tz)
+    values["updated_at"] = now
+    conn.execute(update(events_t).where(events_t.c.id == row.id).values(**values))
+    if "starts_at" in values:
+        _bump_longest(conn, calendar, values["starts_at"], values["ends_at"])
+    merged = {name: getattr(row, name) for name in row._fields}
+    merged.update(values)
+    event = event_public(_Row(merged), calendar_name=calendar.name, tz=tz)
+    record_change(
+        conn, user_id=principal.user_id, event_type="calendar.event.updated", event=event, now=now
+    )
+    return event
+
+
+def _current_times(row: Any, tz: tzinfo, all_day: bool) -> tuple[str, str]:
+    """The stored bounds as input strings, for re-validating a partial update."""
+    if all_day and bool(row.all_day):
+        return (
+            row.starts_at.astimezone(tz).date().isoformat(),
+            row.ends_at.astimezone(tz).date().isoformat(),
+        )
+    return format_in(row.starts_at, tz), format_in(row.ends_at, tz)
+
+
+def delete_event(
+    conn: Connection, *, principal: Principal, event_id: str, now: datetime
+) -> dict[str, Any]:
+    """Delete an event; the ``deleted`` webhook carries it as it was."""
+    principal.require_write()
+    row, calendar = _load_in_scope(conn, principal=principal, event_id=event_id)
+    event = event_public(row, calendar_name=calendar.name, tz=zone(calendar.time_zone))
+    conn.execute(delete(events_t).where(events_t.c.id == row.id))
+    record_change(
+        conn, user_id=principal.user_id, event_type="calendar.event.deleted", event=event, now=now
+    )
+    return event
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def owner_principal(user_id: str, *, calendar_id: str | None = None) -> Principal:
+    """A principal for the owner acting in person (settings page, CLI): full access."""
+    return Principal(
+        key_id="owner",
+        user_id=user_id,
+        permission="write",
+        calendar_id=calendar_id,
+        expires_at=datetime.max.replace(tzinfo=UTC),
+    )
+
+
+__all__: Sequence[str] = (
+    "create_event",
+    "create_event_once",
+    "delete_event",
+    "get_event",
+    "list_events",
+    "owner_principal",
+    "update_event",
+)

@@ -1,0 +1,109 @@
+"""The one path every key-authenticated operation takes, for REST and MCP alike.
+
+``perform`` identifies the key, authorizes it (revoked and expired keys are refused at once:
+nothing is cached), spends its rate budget, runs the operation and records the call in the
+history, all in one transaction, so that each request costs one commit. A request that fails
+is rolled back and its call is recorded in a transaction of its own. Requests whose key does not
+exist (missing, malformed, unknown) have no history to be recorded in.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from sqlalchemy import Connection
+
+from calendar_service.errors import CalendarError
+from calendar_service.history import CallRecord, record_call
+from calendar_service.keys import Principal, authorize, identify
+from calendar_service.ratelimit import RateLimiter, RateState
+from calendar_service.timeutil import utcnow
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class CallContext:
+    """What the front knows about the request (never the query string or the body)."""
+
+    transport: str  # "rest" | "mcp"
+    operation: str
+    method: str
+    path: str
+    client_addr: str | None
+    user_agent: str | None
+    request_id: str | None
+    started: float  # time.perf_counter() when the request arrived
+
+
+@dataclass(slots=True)
+class Outcome(Generic[T]):
+    status: int
+    value: T
+    principal: Principal
+    rate: RateState | None
+
+
+Operation = Callable[[Connection, Principal], tuple[int, T]]
+
+
+def _record(conn: Connection, ctx: CallContext, key_id: str, status: int) -> None:
+    record_call(
+        conn,
+        CallRecord(
+            key_id=key_id,
+            at=utcnow(),
+            transport=ctx.transport,
+            operation=ctx.operation,
+            method=ctx.method,
+            path=ctx.path,
+            status=status,
+            latency_ms=(time.perf_counter() - ctx.started) * 1000.0,
+            client_addr=ctx.client_addr,
+            user_agent=ctx.user_agent,
+            request_id=ctx.request_id,
+        ),
+    )
+
+
+def perform(
+    conn: Connection,
+    *,
+    secret: str | None,
+    ctx: CallContext,
+    op: Operation[T],
+    limiter: RateLimiter | None = None,
+) -> Outcome[T]:
+    """Run ``op(conn, principal)`` for the key ``secret``. ``conn`` must not be in a
+    transaction: this function owns them."""
+    key_id: str | None = None
+    try:
+        with conn.begin():
+            row = identify(conn, secret=secret)
+            key_id = row.id
+            principal = authorize(row, now=utcnow())
+            rate = limiter.take(principal.key_id, time.monotonic()) if limiter else None
+            status, value = op(conn, principal)
+            _record(conn, ctx, principal.key_id, status)
+        return Outcome(status, value, principal, rate)
+    except CalendarError as exc:
+        if key_id is not None:
+            with conn.begin():
+                _record(conn, ctx, key_id, exc.status)
+        raise
+    except Exception:
+        if key_id is not None:
+            with conn.begin():
+                _record(conn, ctx, key_id, 500)
+        raise
+
+
+def authenticate(conn: Connection, *, secret: str | None) -> Principal:
+    """Verify a key without recording a call (MCP's transport-level check)."""
+    return authorize(identify(conn, secret=secret), now=utcnow())
+
+
+__all__ = ["CallContext", "Outcome", "authenticate", "perform"]

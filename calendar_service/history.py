@@ -1,0 +1,114 @@
+"""Call history: one row per request that presented an existing key, whatever its outcome.
+
+Stored: time, key, transport, operation, method, path (never the query string), status,
+latency, client address, user agent, request id. Never a secret or a body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, select
+
+from calendar_service.errors import FieldError, ValidationFailed
+from calendar_service.models import Call
+from calendar_service.timeutil import format_utc
+
+calls_t = Call.__table__  # type: ignore[attr-defined]
+
+STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
+TRANSPORTS = ("rest", "mcp")
+
+
+@dataclass(slots=True)
+class CallRecord:
+    key_id: str
+    at: datetime
+    transport: str
+    operation: str
+    method: str
+    path: str
+    status: int
+    latency_ms: float
+    client_addr: str | None
+    user_agent: str | None
+    request_id: str | None
+
+
+_INSERT = insert(calls_t)
+
+
+def record_call(conn: Connection, record: CallRecord) -> None:
+    path = record.path.split("?", 1)[0][:512]  # never a query string
+    conn.execute(
+        _INSERT,
+        {
+            "key_id": record.key_id,
+            "at": record.at,
+            "transport": record.transport,
+            "operation": record.operation[:64],
+            "method": record.method[:16],
+            "path": path,
+            "status": record.status,
+            "latency_ms": round(record.latency_ms, 3),
+            "client_addr": (record.client_addr or None) and record.client_addr[:64],
+            "user_agent": (record.user_agent or None) and record.user_agent[:512],
+            "request_id": record.request_id,
+        },
+    )
+
+
+def call_public(row: Any) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "at": format_utc(row.at),
+        "transport": row.transport,
+        "operation": row.operation,
+        "method": row.method,
+        "path": row.path,
+        "status": row.status,
+        "latencyMs": row.latency_ms,
+        "clientAddr": row.client_addr,
+        "userAgent": row.user_agent,
+        "requestId": row.request_id,
+    }
+
+
+def list_calls(
+    conn: Connection,
+    *,
+    key_id: str,
+    status_class: str | None = None,
+    transport: str | None = None,
+    limit: int = 50,
+    before_id: int | None = None,
+    since: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """A key's calls, newest first; ``before_id`` pages further back."""
+    errors = []
+    if status_class is not None and status_class not in STATUS_CLASSES:
+        errors.append(FieldError("status", f"must be one of {', '.join(STATUS_CLASSES)}"))
+    if transport is not None and transport not in TRANSPORTS:
+        errors.append(FieldError("transport", "must be 'rest' or 'mcp'"))
+    if errors:
+        raise ValidationFailed(errors)
+    query = select(calls_t).where(calls_t.c.key_id == key_id)
+    if status_class is not None:
+        low = int(status_class[0]) * 100
+        query = query.where(calls_t.c.status >= low, calls_t.c.status < low + 100)
+    if transport is not None:
+        query = query.where(calls_t.c.transport == transport)
+    if before_id is not None:
+        query = query.where(calls_t.c.id < before_id)
+    if since is not None:
+        query = query.where(calls_t.c.at >= since)
+    rows = conn.execute(query.order_by(calls_t.c.id.desc()).limit(limit))
+    return [call_public(r) for r in rows]
+
+
+def purge_calls(conn: Connection, *, now: datetime, keep_days: int) -> int:
+    """Delete history older than the retention period; returns how many rows went."""
+    result = conn.execute(delete(calls_t).where(calls_t.c.at < now - timedelta(days=keep_days)))
+    return int(result.rowcount or 0)

@@ -1,0 +1,102 @@
+"""``Idempotency-Key`` for event creation (IETF httpapi draft; Stripe's behaviour).
+
+The same key with the same request within 24 h returns the first response; with a different
+request, 422; while the first is still in flight, 409.
+
+The lookup, the work and the stored response share one transaction, so a durable 201 always
+has its record and a failed request (a validation error, a crash) leaves nothing behind: the key
+can be reused once the request is fixed. On PostgreSQL a transaction-scoped advisory lock on
+(key, Idempotency-Key) tells a concurrent duplicate that the first is in flight (409); SQLite
+runs write transactions one at a time, so there a duplicate simply waits and replays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, delete, insert, select, text
+
+from calendar_service.errors import (
+    FieldError,
+    IdempotencyInFlight,
+    IdempotencyMismatch,
+    ValidationFailed,
+)
+from calendar_service.models import IdempotencyRecord
+
+records_t = IdempotencyRecord.__table__  # type: ignore[attr-defined]
+RETENTION = timedelta(hours=24)
+MAX_KEY_LENGTH = 255
+
+
+@dataclass(slots=True)
+class Replay:
+    status: int
+    body: Any
+
+
+def fingerprint(value: Any) -> str:
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def check_key(idem_key: str) -> str:
+    if not 1 <= len(idem_key) <= MAX_KEY_LENGTH or not idem_key.isprintable():
+        raise ValidationFailed(
+            [FieldError("Idempotency-Key", f"must be 1 to {MAX_KEY_LENGTH} printable characters")]
+        )
+    return idem_key
+
+
+def lookup(
+    conn: Connection, *, key_id: str, idem_key: str, print_: str, now: datetime
+) -> Replay | None:
+    """The stored response to replay, or None when this request should run (and be stored)."""
+    if conn.dialect.name == "postgresql":
+        lock = int.from_bytes(
+            hashlib.sha256(f"{key_id}\0{idem_key}".encode()).digest()[:8], "big", signed=True
+        )
+        if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": lock}).scalar():
+            raise IdempotencyInFlight()
+    row = conn.execute(
+        select(records_t).where(records_t.c.key_id == key_id, records_t.c.idem_key == idem_key)
+    ).first()
+    if row is None:
+        return None
+    if row.created_at <= now - RETENTION:
+        conn.execute(delete(records_t).where(records_t.c.id == row.id))
+        return None
+    if row.fingerprint != print_:
+        raise IdempotencyMismatch()
+    return Replay(row.status_code, orjson.loads(row.response))
+
+
+def store(
+    conn: Connection,
+    *,
+    key_id: str,
+    idem_key: str,
+    print_: str,
+    status: int,
+    body: Any,
+    now: datetime,
+) -> None:
+    conn.execute(
+        insert(records_t).values(
+            key_id=key_id,
+            idem_key=idem_key,
+            fingerprint=print_,
+            status_code=status,
+            response=orjson.dumps(body).decode(),
+            created_at=now,
+            completed_at=now,
+        )
+    )
+
+
+def purge(conn: Connection, *, now: datetime) -> int:
+    result = conn.execute(delete(records_t).where(records_t.c.created_at < now - RETENTION))
+    return int(result.rowcount or 0)

@@ -1,0 +1,234 @@
+"""API keys: issuing, verifying and revoking.
+
+A secret looks like ``calsk_`` + 40 base62 characters (238 bits of randomness) + a 6-character
+base62 CRC32 of those 40: secret scanners can recognise the prefix, and a mistyped or truncated
+key is refused as malformed without a database read. Only the SHA-256 hash of the whole secret is
+stored; the secret is shown once, when the key is created.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import zlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, select, update
+
+from calendar_service.errors import (
+    ExpiredKey,
+    FieldError,
+    InsufficientScope,
+    MalformedKey,
+    MissingKey,
+    NotFound,
+    RevokedKey,
+    UnknownKey,
+    ValidationFailed,
+)
+from calendar_service.ids import base62, new_id
+from calendar_service.models import ApiKey, Calendar, Call
+from calendar_service.timeutil import format_utc
+
+SECRET_PREFIX = "calsk_"  # noqa: S105 - a public prefix, not a secret
+_BODY_LEN = 40
+_CHECK_LEN = 6
+SECRET_LEN = len(SECRET_PREFIX) + _BODY_LEN + _CHECK_LEN
+_SECRET_RE = re.compile(rf"^{SECRET_PREFIX}[0-9A-Za-z]{{{_BODY_LEN + _CHECK_LEN}}}$")
+WRITE_SCOPE = "calendar:write"
+PERMISSIONS = ("read", "write")
+
+keys_t = ApiKey.__table__  # type: ignore[attr-defined]
+calendars_t = Calendar.__table__  # type: ignore[attr-defined]
+calls_t = Call.__table__  # type: ignore[attr-defined]
+
+
+def _checksum(body: str) -> str:
+    return base62(zlib.crc32(body.encode()).to_bytes(4, "big")).rjust(_CHECK_LEN, "0")
+
+
+def generate_secret() -> str:
+    body = base62(secrets.token_bytes(30)).rjust(_BODY_LEN, "0")[-_BODY_LEN:]
+    return f"{SECRET_PREFIX}{body}{_checksum(body)}"
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def check_format(secret: str) -> None:
+    """Refuse a malformed secret without touching the database."""
+    if not secret.startswith(SECRET_PREFIX):
+        raise MalformedKey(f"it should start with {SECRET_PREFIX!r}")
+    if not _SECRET_RE.match(secret):
+        raise MalformedKey(f"it should be {SECRET_LEN} letters and digits")
+    body, check = secret[len(SECRET_PREFIX) : -_CHECK_LEN], secret[-_CHECK_LEN:]
+    if not hmac.compare_digest(_checksum(body), check):
+        raise MalformedKey("its checksum does not match")
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: the key, its owner and what it may reach."""
+
+    key_id: str
+    user_id: str
+    permission: str
+    calendar_id: str | None  # None: all of the owner's calendars
+    expires_at: datetime
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        return ("calendar:read", WRITE_SCOPE) if self.permission == "write" else ("calendar:read",)
+
+    def require_write(self) -> None:
+        if self.permission != "write":
+            raise InsufficientScope(
+                f"This API key is read-only: this operation needs the {WRITE_SCOPE!r} "
+                "permission. Ask the owner for a read-and-write key.",
+                required_scope=WRITE_SCOPE,
+            )
+
+
+_VERIFY_COLUMNS = (
+    keys_t.c.id,
+    keys_t.c.user_id,
+    keys_t.c.permission,
+    keys_t.c.calendar_id,
+    keys_t.c.expires_at,
+    keys_t.c.revoked_at,
+    keys_t.c.secret_hash,
+)
+
+
+def identify(conn: Connection, *, secret: str | None) -> Any:
+    """The key row for ``secret`` (any state), or raise missing/malformed/unknown."""
+    if not secret:
+        raise MissingKey()
+    check_format(secret)
+    digest = hash_secret(secret)
+    row = conn.execute(select(*_VERIFY_COLUMNS).where(keys_t.c.secret_hash == digest)).first()
+    if row is None or not hmac.compare_digest(row.secret_hash, digest):
+        raise UnknownKey()
+    return row
+
+
+def authorize(row: Any, *, now: datetime) -> Principal:
+    """Turn an identified key row into a principal, or raise revoked/expired."""
+    if row.revoked_at is not None:
+        raise RevokedKey()
+    if row.expires_at <= now:
+        raise ExpiredKey(format_utc(row.expires_at))
+    return Principal(row.id, row.user_id, row.permission, row.calendar_id, row.expires_at)
+
+
+def create_key(
+    conn: Connection,
+    *,
+    user_id: str,
+    name: str,
+    permission: str,
+    expires_at: datetime,
+    calendar_id: str | None,
+    now: datetime,
+) -> tuple[dict[str, Any], str]:
+    """Issue a key. Returns its public record and the secret (shown once, never stored)."""
+    errors: list[FieldError] = []
+    name = (name or "").strip()
+    if not 1 <= len(name) <= 200:
+        errors.append(FieldError("name", "must be 1 to 200 characters"))
+    if permission not in PERMISSIONS:
+        errors.append(FieldError("permission", "must be 'read' or 'write'"))
+    if expires_at <= now:
+        errors.append(FieldError("expiresAt", "must be in the future"))
+    if calendar_id is not None:
+        owned = conn.execute(
+            select(calendars_t.c.id).where(
+                calendars_t.c.user_id == user_id, calendars_t.c.id == calendar_id
+            )
+        ).first()
+        if owned is None:
+            errors.append(FieldError("calendarId", f"no calendar {calendar_id!r} of this owner"))
+    if errors:
+        raise ValidationFailed(errors)
+    secret = generate_secret()
+    values = {
+        "id": new_id("key"),
+        "user_id": user_id,
+        "name": name,
+        "prefix": secret[: len(SECRET_PREFIX) + 6],
+        "secret_hash": hash_secret(secret),
+        "permission": permission,
+        "calendar_id": calendar_id,
+        "created_at": now,
+        "expires_at": expires_at,
+        "revoked_at": None,
+    }
+    conn.execute(insert(keys_t).values(**values))
+    return key_public(values, now=now), secret
+
+
+def key_state(row: Any, *, now: datetime) -> str:
+    if row["revoked_at"] is not None:
+        return "revoked"
+    return "expired" if row["expires_at"] <= now else "active"
+
+
+def key_public(row: Any, *, now: datetime, last_used_at: datetime | None = None) -> dict[str, Any]:
+    row = dict(row)
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "prefix": row["prefix"],
+        "permission": row["permission"],
+        "scopes": ["calendar:read", WRITE_SCOPE]
+        if row["permission"] == "write"
+        else ["calendar:read"],
+        "calendarId": row["calendar_id"],
+        "createdAt": format_utc(row["created_at"]),
+        "expiresAt": format_utc(row["expires_at"]),
+        "revokedAt": format_utc(row["revoked_at"]) if row["revoked_at"] else None,
+        "lastUsedAt": format_utc(last_used_at) if last_used_at else None,
+        "state": key_state(row, now=now),
+    }
+
+
+def list_keys(conn: Connection, *, user_id: str, now: datetime) -> list[dict[str, Any]]:
+    """The owner's keys, newest first, with when each was last used."""
+    from sqlalchemy import func
+
+    last_used = (
+        select(func.max(calls_t.c.at)).where(calls_t.c.key_id == keys_t.c.id).scalar_subquery()
+    )
+    rows = conn.execute(
+        select(keys_t, last_used.label("last_used_at"))
+        .where(keys_t.c.user_id == user_id)
+        .order_by(keys_t.c.created_at.desc(), keys_t.c.id)
+    ).mappings()
+    return [key_public(r, now=now, last_used_at=r["last_used_at"]) for r in rows]
+
+
+def get_key(conn: Connection, *, user_id: str | None, key_id: str) -> dict[str, Any]:
+    """One key of ``user_id`` (``None``: any owner, for the operator's CLI)."""
+    query = select(keys_t).where(keys_t.c.id == key_id)
+    if user_id is not None:
+        query = query.where(keys_t.c.user_id == user_id)
+    row = conn.execute(query).mappings().first()
+    if row is None:
+        raise NotFound(f"No API key {key_id!r}.")
+    return dict(row)
+
+
+def revoke_key(
+    conn: Connection, *, user_id: str | None, key_id: str, now: datetime
+) -> dict[str, Any]:
+    """Revoke a key at once. Revoking a revoked key is a no-op that keeps the first time."""
+    row = get_key(conn, user_id=user_id, key_id=key_id)
+    if row["revoked_at"] is None:
+        conn.execute(update(keys_t).where(keys_t.c.id == key_id).values(revoked_at=now))
+        row["revoked_at"] = now
+    return key_public(row, now=now)

@@ -1,0 +1,318 @@
+"""The schema (SQLModel tables) and the public shapes of each entity.
+
+One family per entity: the table class, and the pydantic shapes that the REST API, the MCP tools
+and the OpenAPI document share (``EventCreate``, ``EventUpdate``, ``EventPublic``...), so the fronts
+cannot drift. Hot paths read and write the tables with SQLAlchemy Core statements
+(``Event.__table__``), not ORM objects.
+
+Date-times are stored as UTC; ``UTCDateTime`` makes them timezone-aware on the way out on every
+database (SQLite keeps ISO text, PostgreSQL ``timestamptz``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from pydantic import Field as PydanticField
+from pydantic.alias_generators import to_camel
+from sqlalchemy import BigInteger, Column, DateTime, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.types import TypeDecorator
+from sqlmodel import Field, SQLModel
+
+TITLE_MAX = 300
+DEFAULT_CALENDAR_NAME = "Личное"
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC ``datetime`` on every backend."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTCDateTime column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _dt(nullable: bool = False, index: bool = False) -> Any:
+    return Field(sa_column=Column(UTCDateTime(), nullable=nullable, index=index))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+
+
+class User(SQLModel, table=True):
+    __tablename__ = "users"
+
+    id: str = Field(primary_key=True, max_length=40)
+    email: str = Field(sa_column=Column(String(320), nullable=False, unique=True))
+    password_hash: str | None = Field(default=None, max_length=200)
+    created_at: datetime = _dt()
+
+
+class Calendar(SQLModel, table=True):
+    __tablename__ = "calendars"
+    __table_args__ = (UniqueConstraint("user_id", "name", name="uq_calendars_user_name"),)
+
+    id: str = Field(primary_key=True, max_length=40)
+    user_id: str = Field(foreign_key="users.id", index=True, max_length=40)
+    name: str = Field(max_length=200)
+    time_zone: str = Field(default="UTC", max_length=64)
+    is_default: bool = False
+    # Longest event ever stored in this calendar (seconds). It only grows; the list query uses
+    # it to bound ``starts_at`` from below so that the index does the overlap work.
+    max_event_seconds: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
+    created_at: datetime = _dt()
+
+
+class Event(SQLModel, table=True):
+    __tablename__ = "events"
+    __table_args__ = (Index("ix_events_calendar_start", "calendar_id", "starts_at", "id"),)
+
+    id: str = Field(primary_key=True, max_length=40)
+    calendar_id: str = Field(foreign_key="calendars.id", max_length=40)
+    title: str = Field(max_length=TITLE_MAX)
+    starts_at: datetime = _dt()
+    ends_at: datetime = _dt()
+    all_day: bool = False
+    description: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    location: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = _dt()
+    updated_at: datetime = _dt()
+
+
+class ApiKey(SQLModel, table=True):
+    __tablename__ = "api_keys"
+
+    id: str = Field(primary_key=True, max_length=40)
+    user_id: str = Field(foreign_key="users.id", index=True, max_length=40)
+    name: str = Field(max_length=200)
+    prefix: str = Field(max_length=40)
+    secret_hash: str = Field(sa_column=Column(String(64), nullable=False, unique=True))
+    permission: str = Field(max_length=16)  # "read" | "write"
+    calendar_id: str | None = Field(default=None, foreign_key="calendars.id", max_length=40)
+    created_at: datetime = _dt()
+    expires_at: datetime = _dt()
+    revoked_at: datetime | None = _dt(nullable=True)
+
+
+class Call(SQLModel, table=True):
+    """One request made with an existing key: the key's call history."""
+
+    __tablename__ = "calls"
+    __table_args__ = (
+        Index("ix_calls_key_at", "key_id", "at"),
+        Index("ix_calls_at", "at"),
+    )
+
+    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    key_id: str = Field(foreign_key="api_keys.id", max_length=40)
+    at: datetime = _dt()
+    transport: str = Field(max_length=8)  # "rest" | "mcp"
+    operation: str = Field(max_length=64)
+    method: str = Field(max_length=16)
+    path: str = Field(max_length=512)
+    status: int
+    latency_ms: float
+    client_addr: str | None = Field(default=None, max_length=64)
+    user_agent: str | None = Field(default=None, max_length=512)
+    request_id: str | None = Field(default=None, max_length=64)
+
+
+class IdempotencyRecord(SQLModel, table=True):
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (UniqueConstraint("key_id", "idem_key", name="uq_idempotency_key"),)
+
+    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    key_id: str = Field(foreign_key="api_keys.id", max_length=40)
+    idem_key: str = Field(max_length=255)
+    fingerprint: str = Field(max_length=64)
+    status_code: int | None = None
+    response: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    created_at: datetime = _dt(index=True)
+    completed_at: datetime | None = _dt(nullable=True)
+
+
+class WebhookEndpoint(SQLModel, table=True):
+    __tablename__ = "webhook_endpoints"
+
+    id: str = Field(primary_key=True, max_length=40)
+    user_id: str = Field(foreign_key="users.id", unique=True, max_length=40)
+    url: str = Field(max_length=2048)
+    secret: str = Field(max_length=100)
+    previous_secret: str | None = Field(default=None, max_length=100)
+    previous_secret_expires_at: datetime | None = _dt(nullable=True)
+    status: str = Field(default="active", max_length=16)  # "active" | "disabled"
+    disabled_reason: str | None = Field(default=None, max_length=200)
+    failing_since: datetime | None = _dt(nullable=True)
+    created_at: datetime = _dt()
+    updated_at: datetime = _dt()
+
+
+class WebhookDelivery(SQLModel, table=True):
+    """The outbox: one row per change per endpoint, written in the change's transaction."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
+        Index("ix_webhook_deliveries_user", "user_id", "created_at"),
+    )
+
+    id: str = Field(primary_key=True, max_length=40)  # "evt_…": the stable webhook-id
+    user_id: str = Field(foreign_key="users.id", max_length=40)
+    endpoint_id: str = Field(foreign_key="webhook_endpoints.id", max_length=40)
+    event_type: str = Field(max_length=64)
+    payload: str = Field(sa_column=Column(Text, nullable=False))
+    # pending → succeeded, or retrying → failed
+    status: str = Field(default="pending", max_length=16)
+    attempts: int = 0
+    next_attempt_at: datetime = _dt()
+    lease_until: datetime | None = _dt(nullable=True)
+    last_status_code: int | None = None
+    last_error: str | None = Field(default=None, max_length=500)
+    created_at: datetime = _dt()
+    completed_at: datetime | None = _dt(nullable=True)
+
+
+class WebhookAttempt(SQLModel, table=True):
+    __tablename__ = "webhook_attempts"
+
+    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    delivery_id: str = Field(foreign_key="webhook_deliveries.id", index=True, max_length=40)
+    at: datetime = _dt()
+    status_code: int | None = None
+    duration_ms: float = 0.0
+    response_excerpt: str | None = Field(default=None, max_length=1000)
+    error: str | None = Field(default=None, max_length=500)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public shapes (wire format: camelCase JSON)
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class _Input(_Wire):
+    # Strict types: "true" is not a boolean and 5 is not a title. Unknown fields are refused
+    # so that a typo such as "startAt" is an error rather than a silently ignored value.
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, strict=True, extra="forbid"
+    )
+
+
+_DATE_TIME_DOC = (
+    "RFC 3339 date-time, e.g. 2026-03-02T09:30:00+01:00. Without an offset it is read in the "
+    "target calendar's time zone. With allDay, a date (2026-03-02) or a midnight date-time."
+)
+
+
+class CalendarPublic(_Wire):
+    id: str
+    name: str
+    time_zone: str = PydanticField(description="IANA time zone, e.g. Europe/Berlin")
+    is_default: bool
+
+
+class EventCreate(_Input):
+    """CreateEvent: the body of ``POST /api/v1/calendar/events``."""
+
+    title: str = PydanticField(
+        description="1 to 300 characters after trimming.",
+        json_schema_extra={"maxLength": TITLE_MAX, "minLength": 1},
+    )
+    starts_at: str = PydanticField(
+        description=_DATE_TIME_DOC, json_schema_extra={"format": "date-time"}
+    )
+    ends_at: str = PydanticField(
+        description=_DATE_TIME_DOC + " Must not be before startsAt.",
+        json_schema_extra={"format": "date-time"},
+    )
+    calendar_id: str | None = PydanticField(
+        default=None, description="Identifier of the target calendar."
+    )
+    calendar: str | None = PydanticField(
+        default=None,
+        description=(
+            "Name of the target calendar (default: the key's calendar, or "
+            f"{DEFAULT_CALENDAR_NAME!r} for an all-calendars key). If calendarId is also sent, "
+            "both must name the same one."
+        ),
+        json_schema_extra={"default": DEFAULT_CALENDAR_NAME},
+    )
+    all_day: bool = False
+    description: str | None = None
+    location: str | None = None
+
+
+class EventUpdate(_Input):
+    """The body of ``PATCH /api/v1/calendar/events/{eventId}``: only the fields sent change."""
+
+    title: str | None = PydanticField(default=None, json_schema_extra={"maxLength": TITLE_MAX})
+    starts_at: str | None = PydanticField(default=None, json_schema_extra={"format": "date-time"})
+    ends_at: str | None = PydanticField(default=None, json_schema_extra={"format": "date-time"})
+    all_day: bool | None = None
+    description: str | None = None
+    location: str | None = None
+
+
+class EventPublic(_Wire):
+    id: str
+    calendar_id: str
+    calendar: str = PydanticField(description="Name of the event's calendar.")
+    title: str
+    starts_at: str = PydanticField(json_schema_extra={"format": "date-time"})
+    ends_at: str = PydanticField(
+        description="Exclusive end; for all-day events the midnight after the last day.",
+        json_schema_extra={"format": "date-time"},
+    )
+    all_day: bool
+    description: str | None
+    location: str | None
+    created_at: str = PydanticField(json_schema_extra={"format": "date-time"})
+    updated_at: str = PydanticField(json_schema_extra={"format": "date-time"})
+
+
+class EventList(_Wire):
+    calendars: list[CalendarPublic] = PydanticField(
+        description="The calendars accessible to the key."
+    )
+    events: list[EventPublic] = PydanticField(
+        description="Events overlapping [timeMin, timeMax), ordered by startsAt then id."
+    )
+    next_page_token: str | None = PydanticField(
+        default=None, description="Present when more events remain: pass it back as pageToken."
+    )
+
+
+class FieldErrorPublic(BaseModel):
+    field: str
+    message: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    instance: str | None = None
+    errors: list[FieldErrorPublic] | None = None
+
+
+Permission = Literal["read", "write"]

@@ -1,0 +1,127 @@
+"""Per-request plumbing: request ids, the bearer token, client facts, body limits."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from calendar_service.config import Config
+from calendar_service.db import Database
+from calendar_service.errors import (
+    KeyInUrl,
+    MalformedKey,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+)
+from calendar_service.gateway import CallContext
+from calendar_service.ids import new_id
+from calendar_service.ratelimit import RateLimiter
+
+MAX_BODY = 1024 * 1024
+KEY_PARAMETERS = ("api_key", "access_token", "key", "token", "apikey", "api-key")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+
+
+@dataclass(slots=True)
+class Services:
+    """What the fronts need, built once by ``create_app``."""
+
+    config: Config
+    db: Database
+    limiter: RateLimiter
+
+
+def services(request: Request) -> Services:
+    return request.app.state.services  # type: ignore[no-any-return]
+
+
+class RequestIdMiddleware:
+    """Give every request an id (the caller's ``Request-Id`` if sane) and echo it back."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        incoming = None
+        for name, value in scope["headers"]:
+            if name in (b"request-id", b"x-request-id"):
+                incoming = value.decode("latin-1")
+                break
+        request_id = incoming if incoming and _REQUEST_ID.match(incoming) else new_id("req")
+        scope.setdefault("state", {})["request_id"] = request_id
+        scope["state"]["started"] = time.perf_counter()
+        raw_id = request_id.encode()
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.append((b"request-id", raw_id))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
+
+
+def request_id(request: Request) -> str:
+    return str(request.scope.get("state", {}).get("request_id", ""))
+
+
+def refuse_key_in_url(request: Request) -> None:
+    params = request.query_params
+    if params:
+        for name in KEY_PARAMETERS:
+            if name in params:
+                raise KeyInUrl(name)
+
+
+def bearer_token(request: Request) -> str | None:
+    header = request.headers.get("authorization")
+    if header is None or not header.strip():
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise MalformedKey("send it as 'Authorization: Bearer <API_KEY>'")
+    return token.strip()
+
+
+def call_context(request: Request, operation: str, transport: str = "rest") -> CallContext:
+    client = request.client
+    state = request.scope.get("state", {})
+    return CallContext(
+        transport=transport,
+        operation=operation,
+        method=request.method,
+        path=request.url.path,
+        client_addr=client.host if client else None,
+        user_agent=request.headers.get("user-agent"),
+        request_id=state.get("request_id"),
+        started=state.get("started", time.perf_counter()),
+    )
+
+
+async def read_json_body(request: Request) -> bytes:
+    """The raw body, refusing non-JSON media types and anything over 1 MiB."""
+    content_type = request.headers.get("content-type", "")
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media and media != "application/json" and not media.endswith("+json"):
+        raise UnsupportedMediaType(
+            f"Send the body as JSON with 'Content-Type: application/json' (got {media!r})."
+        )
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > MAX_BODY:
+        raise PayloadTooLarge(f"The body is larger than {MAX_BODY} bytes (1 MiB).")
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise PayloadTooLarge(f"The body is larger than {MAX_BODY} bytes (1 MiB).")
+        chunks.append(chunk)
+    return b"".join(chunks)

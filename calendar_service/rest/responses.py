@@ -1,0 +1,82 @@
+"""JSON and problem+json responses (orjson)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.responses import Response
+
+from calendar_service.errors import AuthError, CalendarError, InsufficientScope, RateLimited
+
+PROBLEM_TYPE = "urn:calendar-service:problem:{code}"
+
+
+class JSONResponse(Response):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+class ProblemResponse(JSONResponse):
+    media_type = "application/problem+json"
+
+
+def problem(
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    *,
+    instance: str | None = None,
+    extra: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> ProblemResponse:
+    body: dict[str, Any] = {
+        "type": PROBLEM_TYPE.format(code=code),
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+    }
+    if instance:
+        body["instance"] = instance
+    if extra:
+        body.update(extra)
+    return ProblemResponse(body, status_code=status, headers=headers)
+
+
+def www_authenticate(exc: AuthError, realm: str) -> str:
+    """RFC 6750 §3: no error code when no credentials were sent at all."""
+    if exc.code == "missing_api_key":
+        return f'Bearer realm="{realm}"'
+    detail = exc.message.replace("\\", "").replace('"', "'")
+    value = f'Bearer realm="{realm}", error="{exc.bearer_error}", error_description="{detail}"'
+    if isinstance(exc, InsufficientScope) and exc.required_scope:
+        value += f', scope="{exc.required_scope}"'
+    return value
+
+
+def error_response(exc: CalendarError, *, realm: str, instance: str | None) -> ProblemResponse:
+    headers: dict[str, str] = {}
+    if isinstance(exc, AuthError):
+        headers["WWW-Authenticate"] = www_authenticate(exc, realm)
+    if isinstance(exc, RateLimited):
+        headers["Retry-After"] = str(exc.retry_after)
+        headers["RateLimit-Policy"] = f"{exc.limit};w={exc.period}"
+        headers["RateLimit-Limit"] = str(exc.limit)
+        headers["RateLimit-Remaining"] = "0"
+        headers["RateLimit-Reset"] = str(exc.retry_after)
+    extra = exc.to_dict()
+    extra.pop("code", None)
+    extra.pop("message", None)
+    return problem(
+        exc.status,
+        exc.code,
+        exc.title,
+        exc.message,
+        instance=instance,
+        extra=extra,
+        headers=headers,
+    )

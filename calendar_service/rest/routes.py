@@ -1,0 +1,152 @@
+"""``/api/v1/calendar/events``: thin handlers over the core, through ``gateway.perform``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from calendar_service import events
+from calendar_service.errors import CalendarError
+from calendar_service.gateway import Operation, Outcome, perform
+from calendar_service.inputs import parse_json_body, parse_partial
+from calendar_service.keys import Principal
+from calendar_service.models import EventCreate, EventUpdate
+from calendar_service.rest.context import (
+    bearer_token,
+    call_context,
+    read_json_body,
+    refuse_key_in_url,
+    services,
+)
+from calendar_service.rest.responses import JSONResponse
+from calendar_service.timeutil import utcnow
+
+EVENTS_PATH = "/api/v1/calendar/events"
+
+
+async def _perform(request: Request, operation: str, op: Operation[Any]) -> Outcome[Any]:
+    refuse_key_in_url(request)
+    svc = services(request)
+    return await svc.db.run_connected(
+        perform,
+        secret=bearer_token(request),
+        ctx=call_context(request, operation),
+        op=op,
+        limiter=svc.limiter,
+    )
+
+
+def _respond(outcome: Outcome[Any], **extra_headers: str) -> Response:
+    headers = outcome.rate.headers() if outcome.rate else {}
+    headers["Cache-Control"] = "no-store"
+    headers.update(extra_headers)
+    if outcome.status == 204:
+        return Response(status_code=204, headers=headers)
+    return JSONResponse(outcome.value, status_code=outcome.status, headers=headers)
+
+
+async def list_calendar_events(request: Request) -> Response:
+    params = request.query_params
+
+    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
+        return 200, events.list_events(
+            conn,
+            principal=principal,
+            time_min=params.get("timeMin"),
+            time_max=params.get("timeMax"),
+            limit=params.get("limit"),
+            page_token=params.get("pageToken"),
+        )
+
+    return _respond(await _perform(request, "listCalendarEvents", op))
+
+
+async def create_calendar_event(request: Request) -> Response:
+    idem_key = request.headers.get("idempotency-key")
+    # The body is read (and refused if too large or not JSON) before the key is checked; a
+    # body error for a key that exists is still recorded, through the operation below.
+    try:
+        raw: bytes | Exception = await read_json_body(request)
+    except CalendarError as exc:  # recorded with the key below
+        raw = exc
+    replayed = False
+
+    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
+        nonlocal replayed
+        if isinstance(raw, Exception):
+            raise raw
+        principal.require_write()
+        data, prior = parse_partial(EventCreate, parse_json_body(raw))
+        event, replayed = events.create_event_once(
+            conn,
+            principal=principal,
+            data=data,
+            now=utcnow(),
+            idempotency_key=idem_key,
+            prior_errors=prior,
+        )
+        return 201, event
+
+    outcome = await _perform(request, "createCalendarEvent", op)
+    base = services(request).config.base_url
+    headers = {"Location": f"{base}{EVENTS_PATH}/{outcome.value['id']}"}
+    if replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return _respond(outcome, **headers)
+
+
+async def get_calendar_event(request: Request) -> Response:
+    event_id = request.path_params["event_id"]
+
+    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
+        return 200, events.get_event(conn, principal=principal, event_id=event_id)
+
+    return _respond(await _perform(request, "getCalendarEvent", op))
+
+
+async def update_calendar_event(request: Request) -> Response:
+    event_id = request.path_params["event_id"]
+    try:
+        raw: bytes | Exception = await read_json_body(request)
+    except CalendarError as exc:
+        raw = exc
+
+    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
+        if isinstance(raw, Exception):
+            raise raw
+        principal.require_write()
+        data, prior = parse_partial(EventUpdate, parse_json_body(raw))
+        return 200, events.update_event(
+            conn,
+            principal=principal,
+            event_id=event_id,
+            data=data,
+            now=utcnow(),
+            prior_errors=prior,
+        )
+
+    return _respond(await _perform(request, "updateCalendarEvent", op))
+
+
+async def delete_calendar_event(request: Request) -> Response:
+    event_id = request.path_params["event_id"]
+
+    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
+        events.delete_event(conn, principal=principal, event_id=event_id, now=utcnow())
+        return 204, None
+
+    return _respond(await _perform(request, "deleteCalendarEvent", op))
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route(EVENTS_PATH, list_calendar_events, methods=["GET"]),
+        Route(EVENTS_PATH, create_calendar_event, methods=["POST"]),
+        Route(EVENTS_PATH + "/{event_id}", get_calendar_event, methods=["GET"]),
+        Route(EVENTS_PATH + "/{event_id}", update_calendar_event, methods=["PATCH"]),
+        Route(EVENTS_PATH + "/{event_id}", delete_calendar_event, methods=["DELETE"]),
+    ]

@@ -1,0 +1,118 @@
+"""Owners: the people whose calendars these are. Each gets a default calendar at creation."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import Connection, func, insert, select, update
+
+from calendar_service.calendars import create_calendar
+from calendar_service.errors import FieldError, NotFound, ValidationFailed
+from calendar_service.ids import new_id
+from calendar_service.models import DEFAULT_CALENDAR_NAME, User
+
+users_t = User.__table__  # type: ignore[attr-defined]
+_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}$")
+_hasher = PasswordHasher()  # Argon2id with the library's recommended parameters
+MIN_PASSWORD = 8
+
+
+def normalize_email(email: str) -> str:
+    return (email or "").strip().lower()
+
+
+def hash_password(password: str) -> str:
+    if len(password) < MIN_PASSWORD:
+        raise ValidationFailed(
+            [FieldError("password", f"must be at least {MIN_PASSWORD} characters")]
+        )
+    return _hasher.hash(password)
+
+
+def create_user(
+    conn: Connection,
+    *,
+    email: str,
+    password: str | None,
+    now: datetime,
+    time_zone: str = "UTC",
+) -> dict[str, Any]:
+    """Create an owner and their default calendar ``Личное``."""
+    email = normalize_email(email)
+    if not _EMAIL.match(email):
+        raise ValidationFailed([FieldError("email", "must be an email address")])
+    if conn.execute(select(users_t.c.id).where(users_t.c.email == email)).first():
+        raise ValidationFailed([FieldError("email", f"an owner {email!r} already exists")])
+    user_id = new_id("usr")
+    conn.execute(
+        insert(users_t).values(
+            id=user_id,
+            email=email,
+            password_hash=hash_password(password) if password else None,
+            created_at=now,
+        )
+    )
+    calendar = create_calendar(
+        conn,
+        user_id=user_id,
+        name=DEFAULT_CALENDAR_NAME,
+        time_zone=time_zone,
+        now=now,
+        is_default=True,
+    )
+    return {"id": user_id, "email": email, "defaultCalendarId": calendar["id"]}
+
+
+def get_user_by_email(conn: Connection, *, email: str) -> dict[str, Any]:
+    row = (
+        conn.execute(select(users_t).where(users_t.c.email == normalize_email(email)))
+        .mappings()
+        .first()
+    )
+    if row is None:
+        raise NotFound(f"No owner with email {normalize_email(email)!r}.")
+    return dict(row)
+
+
+def get_user(conn: Connection, *, user_id: str) -> dict[str, Any]:
+    row = conn.execute(select(users_t).where(users_t.c.id == user_id)).mappings().first()
+    if row is None:
+        raise NotFound(f"No owner {user_id!r}.")
+    return dict(row)
+
+
+def set_password(conn: Connection, *, email: str, password: str) -> dict[str, Any]:
+    user = get_user_by_email(conn, email=email)
+    conn.execute(
+        update(users_t)
+        .where(users_t.c.id == user["id"])
+        .values(password_hash=hash_password(password))
+    )
+    return {"id": user["id"], "email": user["email"]}
+
+
+def check_password(conn: Connection, *, email: str, password: str) -> dict[str, Any] | None:
+    """The owner if ``password`` is theirs, else None (timing does not tell which part failed)."""
+    row = (
+        conn.execute(select(users_t).where(users_t.c.email == normalize_email(email)))
+        .mappings()
+        .first()
+    )
+    stored = row["password_hash"] if row is not None else None
+    try:
+        # Verify against a dummy hash when there is no such owner, so both take as long.
+        _hasher.verify(stored or _DUMMY_HASH, password)
+    except (VerificationError, InvalidHashError):
+        return None
+    return dict(row) if row is not None and stored else None
+
+
+def count_users(conn: Connection) -> int:
+    return int(conn.execute(select(func.count()).select_from(users_t)).scalar_one())
+
+
+_DUMMY_HASH = _hasher.hash("not a real password, only for timing")

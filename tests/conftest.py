@@ -1,0 +1,93 @@
+"""Shared fixtures. The suite runs against SQLite by default and against PostgreSQL when
+``CALENDAR_TEST_POSTGRES_URL`` points at a server (a fresh database is created per run)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+from calendar_service.app import create_app
+from calendar_service.config import Config, parse_retry_schedule
+from calendar_service.db import Database
+from calendar_service.migrate import upgrade
+from tests.support import Factory, RunningServer, run_server
+
+POSTGRES_ADMIN_URL = os.environ.get("CALENDAR_TEST_POSTGRES_URL")
+
+
+def _backend() -> str:
+    return "postgresql" if POSTGRES_ADMIN_URL else "sqlite"
+
+
+def pytest_report_header() -> str:
+    return f"calendar-service database backend: {_backend()}"
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh, empty database for this test run (a file, or a new PostgreSQL database)."""
+    if not POSTGRES_ADMIN_URL:
+        path = Path(tmp_path_factory.mktemp("db")) / "calendar.db"
+        yield f"sqlite:///{path}"
+        return
+    name = f"calendar_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    base = POSTGRES_ADMIN_URL.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def make_config(database_url: str, **overrides: object) -> Config:
+    values: dict[str, object] = {
+        "database_url": database_url,
+        "webhook_allow_local": True,
+        "webhook_retry_schedule": parse_retry_schedule("1s,2s"),
+        "rate_limit": (100_000, 60),
+        "session_secret": "test-session-secret-not-for-production",
+    }
+    values.update(overrides)
+    return Config(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def config(database_url: str) -> Config:
+    return make_config(database_url)
+
+
+@pytest.fixture(scope="session")
+def db(config: Config) -> Iterator[Database]:
+    database = Database(config)
+    upgrade(database.engine)
+    yield database
+    database.close()
+
+
+@pytest.fixture(scope="session")
+def factory(db: Database) -> Factory:
+    return Factory(db)
+
+
+@pytest.fixture(scope="session")
+def server(config: Config, db: Database) -> Iterator[RunningServer]:
+    """The whole app served by a real uvicorn on 127.0.0.1 and a random port."""
+    app = create_app(config, db=db)
+    with run_server(app) as running:
+        yield running
+
+
+@pytest.fixture
+def api(server: RunningServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        yield client

@@ -1,0 +1,130 @@
+"""Test helpers: a real uvicorn server in a background thread, owners and keys made through
+the core, and bounded waits (never bare sleeps)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+import uvicorn
+from starlette.types import ASGIApp
+
+from calendar_service import calendars, keys, users
+from calendar_service.db import Database
+from calendar_service.timeutil import utcnow
+
+T = TypeVar("T")
+
+
+def wait_for(
+    predicate: Callable[[], T], *, timeout: float = 10.0, interval: float = 0.01, what: str = ""
+) -> T:
+    """Poll ``predicate`` until it returns something truthy, or fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+@dataclass
+class RunningServer:
+    url: str
+    host: str
+    port: int
+    server: uvicorn.Server
+    thread: threading.Thread
+
+
+@contextmanager
+def run_server(app: ASGIApp, **uvicorn_options: Any) -> Iterator[RunningServer]:
+    """Serve ``app`` with uvicorn on 127.0.0.1 and a random free port, in a thread."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", **uvicorn_options)
+    server = uvicorn.Server(config)
+    scheme = "https" if uvicorn_options.get("ssl_certfile") else "http"
+
+    def serve() -> None:
+        asyncio.run(server.serve(sockets=[sock]))
+
+    thread = threading.Thread(target=serve, name=f"uvicorn-{port}", daemon=True)
+    thread.start()
+    wait_for(lambda: server.started, timeout=20, what="uvicorn to start")
+    try:
+        yield RunningServer(f"{scheme}://127.0.0.1:{port}", "127.0.0.1", port, server, thread)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+        sock.close()
+
+
+@dataclass
+class Owner:
+    id: str
+    email: str
+    default_calendar_id: str
+    password: str
+
+
+class Factory:
+    """Makes owners, calendars and keys through the core functions (as the CLI does)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def owner(self, *, time_zone: str = "UTC", password: str = "correct horse 1") -> Owner:
+        email = f"owner-{uuid.uuid4().hex[:12]}@example.com"
+        data = self.db.call(
+            users.create_user, email=email, password=password, now=utcnow(), time_zone=time_zone
+        )
+        return Owner(data["id"], email, data["defaultCalendarId"], password)
+
+    def calendar(self, owner: Owner, *, name: str | None = None, time_zone: str = "UTC") -> str:
+        data = self.db.call(
+            calendars.create_calendar,
+            user_id=owner.id,
+            name=name or f"cal-{uuid.uuid4().hex[:8]}",
+            time_zone=time_zone,
+            now=utcnow(),
+        )
+        return str(data["id"])
+
+    def key(
+        self,
+        owner: Owner,
+        *,
+        permission: str = "write",
+        calendar_id: str | None = None,
+        expires_at: datetime | None = None,
+        name: str = "test key",
+    ) -> tuple[str, str]:
+        """Returns (key id, secret)."""
+        now = utcnow()
+        record, secret = self.db.call(
+            keys.create_key,
+            user_id=owner.id,
+            name=name,
+            permission=permission,
+            expires_at=expires_at or now + timedelta(days=1),
+            calendar_id=calendar_id,
+            now=now,
+        )
+        return record["id"], secret
+
+
+def bearer(secret: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {secret}"}
