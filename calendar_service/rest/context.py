@@ -12,7 +12,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.errors import (
-    KeyInUrl,
     MalformedKey,
     PayloadTooLarge,
     UnsupportedMediaType,
@@ -73,12 +72,14 @@ def request_id(request: Request) -> str:
     return str(request.scope.get("state", {}).get("request_id", ""))
 
 
-def refuse_key_in_url(request: Request) -> None:
+def key_in_url(request: Request) -> tuple[str, str] | None:
+    """The (parameter, value) of a credential put in the query string, if any."""
     params = request.query_params
     if params:
         for name in KEY_PARAMETERS:
             if name in params:
-                raise KeyInUrl(name)
+                return name, params[name]
+    return None
 
 
 def bearer_token(request: Request) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from sqlalchemy import Connection
@@ -10,7 +11,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service import events
-from calendar_service.errors import CalendarError
+from calendar_service.errors import AuthError, CalendarError, KeyInUrl
 from calendar_service.gateway import Operation, Outcome, perform
 from calendar_service.inputs import parse_json_body, parse_partial
 from calendar_service.keys import Principal
@@ -18,8 +19,8 @@ from calendar_service.models import EventCreate, EventUpdate
 from calendar_service.rest.context import (
     bearer_token,
     call_context,
+    key_in_url,
     read_json_body,
-    refuse_key_in_url,
     services,
 )
 from calendar_service.rest.responses import JSONResponse
@@ -29,8 +30,10 @@ EVENTS_PATH = "/api/v1/calendar/events"
 
 
 async def _perform(request: Request, operation: str, op: Operation[Any]) -> Outcome[Any]:
-    refuse_key_in_url(request)
     svc = services(request)
+    leaked = key_in_url(request)
+    if leaked is not None:
+        return await _refuse_key_in_url(request, operation, *leaked)
     return await svc.db.run_connected(
         perform,
         secret=bearer_token(request),
@@ -38,6 +41,27 @@ async def _perform(request: Request, operation: str, op: Operation[Any]) -> Outc
         op=op,
         limiter=svc.limiter,
     )
+
+
+async def _refuse_key_in_url(
+    request: Request, operation: str, parameter: str, value: str
+) -> Outcome[Any]:
+    """400 for a key in the URL. If it is a real key (in the header or the URL), the refused
+    call goes into that key's history, so its owner can see the key may have leaked."""
+    refusal = KeyInUrl(parameter)
+
+    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
+        raise refusal
+
+    try:
+        secret = bearer_token(request) or value
+    except CalendarError:
+        secret = value
+    with contextlib.suppress(AuthError):
+        await services(request).db.run_connected(
+            perform, secret=secret, ctx=call_context(request, operation), op=op
+        )
+    raise refusal
 
 
 def _respond(outcome: Outcome[Any], **extra_headers: str) -> Response:

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Create an event, then list this week's events, with the key in CALENDAR_API_KEY.
+#   CALENDAR_API_KEY=calsk_... examples/curl.sh            (server at http://127.0.0.1:8000)
+#   CALENDAR_BASE_URL=https://calendar.example.com CALENDAR_API_KEY=... examples/curl.sh
+set -euo pipefail
+BASE=${CALENDAR_BASE_URL:-http://127.0.0.1:8000}
+: "${CALENDAR_API_KEY:?set CALENDAR_API_KEY to a key printed by 'make run' or 'calendar-service keys create'}"
+
+start=$(date -u +%Y-%m-%dT%H:00:00Z)
+end=$(date -u -d '+1 hour' +%Y-%m-%dT%H:00:00Z 2>/dev/null || date -u -v+1H +%Y-%m-%dT%H:00:00Z)
+week_ago=$(date -u -d '-7 days' +%Y-%m-%dT00:00:00Z 2>/dev/null || date -u -v-7d +%Y-%m-%dT00:00:00Z)
+in_a_week=$(date -u -d '+7 days' +%Y-%m-%dT00:00:00Z 2>/dev/null || date -u -v+7d +%Y-%m-%dT00:00:00Z)
+
+echo "# create an event"
+curl -sS --fail-with-body -X POST "$BASE/api/v1/calendar/events" \
+  -H "Authorization: Bearer $CALENDAR_API_KEY" \
+  -H "Content-Type: application/json" \
+  -H "Idempotency-Key: curl-example-$start" \
+  -d "{\"title\": \"Planning (from examples/curl.sh)\", \"startsAt\": \"$start\", \"endsAt\": \"$end\"}"
+echo
+
+echo "# list events from a week ago to a week ahead"
+curl -sS --fail-with-body -G "$BASE/api/v1/calendar/events" \
+  -H "Authorization: Bearer $CALENDAR_API_KEY" \
+  --data-urlencode "timeMin=$week_ago" \
+  --data-urlencode "timeMax=$in_a_week"
+echo
