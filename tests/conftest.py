@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from calendar_service.app import create_app
 from calendar_service.config import Config, parse_retry_schedule
 from calendar_service.db import Database
 from calendar_service.migrate import upgrade
-from tests.support import Factory, RunningServer, run_server
+from tests.support import Factory, RunningServer, bind_free_port, run_server
 
 POSTGRES_ADMIN_URL = os.environ.get("CALENDAR_TEST_POSTGRES_URL")
 
@@ -62,8 +63,18 @@ def make_config(database_url: str, **overrides: object) -> Config:
 
 
 @pytest.fixture(scope="session")
-def config(database_url: str) -> Config:
-    return make_config(database_url)
+def server_socket() -> Iterator[socket.socket]:
+    """The socket the ``server`` fixture will serve on, bound early so that the config's
+    base URL (Location headers, OpenAPI servers) is the server's real address."""
+    sock = bind_free_port()
+    yield sock
+    sock.close()
+
+
+@pytest.fixture(scope="session")
+def config(database_url: str, server_socket: socket.socket) -> Config:
+    port = server_socket.getsockname()[1]
+    return make_config(database_url, base_url=f"http://127.0.0.1:{port}")
 
 
 @pytest.fixture(scope="session")
@@ -80,10 +91,10 @@ def factory(db: Database) -> Factory:
 
 
 @pytest.fixture(scope="session")
-def server(config: Config, db: Database) -> Iterator[RunningServer]:
+def server(config: Config, db: Database, server_socket: socket.socket) -> Iterator[RunningServer]:
     """The whole app served by a real uvicorn on 127.0.0.1 and a random port."""
     app = create_app(config, db=db)
-    with run_server(app) as running:
+    with run_server(app, sock=server_socket) as running:
         yield running
 
 

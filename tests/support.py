@@ -47,12 +47,20 @@ class RunningServer:
     thread: threading.Thread
 
 
-@contextmanager
-def run_server(app: ASGIApp, **uvicorn_options: Any) -> Iterator[RunningServer]:
-    """Serve ``app`` with uvicorn on 127.0.0.1 and a random free port, in a thread."""
+def bind_free_port() -> socket.socket:
+    """A listening-ready socket on 127.0.0.1 and a random free port."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+@contextmanager
+def run_server(
+    app: ASGIApp, *, sock: socket.socket | None = None, **uvicorn_options: Any
+) -> Iterator[RunningServer]:
+    """Serve ``app`` with uvicorn on 127.0.0.1 (``sock``, or a random free port), in a thread."""
+    sock = sock or bind_free_port()
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", lifespan="on", **uvicorn_options)
     server = uvicorn.Server(config)
