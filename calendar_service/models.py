@@ -198,6 +198,43 @@ class WebhookAttempt(SQLModel, table=True):
     error: str | None = Field(default=None, max_length=500)
 
 
+class OwnerSession(SQLModel, table=True):
+    """A browser signed in to the settings pages. The cookie carries a random token; only its
+    SHA-256 is stored, so a copy of this table signs nobody in."""
+
+    __tablename__ = "owner_sessions"
+
+    id: str = Field(primary_key=True, max_length=64)  # sha256 hex of the cookie's token
+    user_id: str = Field(foreign_key="users.id", index=True, max_length=40)
+    csrf_token: str = Field(max_length=64)  # the synchronizer token every form must echo
+    # Changes when the password does: a new password signs every browser out.
+    password_fingerprint: str = Field(max_length=64)
+    created_at: datetime = _dt()
+    expires_at: datetime = _dt(index=True)
+
+
+class SignInFailure(SQLModel, table=True):
+    """A failed sign-in, counted per email and per client address to throttle guessing."""
+
+    __tablename__ = "sign_in_failures"
+    __table_args__ = (Index("ix_sign_in_failures_bucket_at", "bucket", "at"),)
+
+    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    bucket: str = Field(max_length=64)  # sha256 hex of "email:…" or "addr:…", never the text
+    at: datetime = _dt(index=True)
+
+
+class ServiceSecret(SQLModel, table=True):
+    """Secrets the service generates for itself, shared by every process on the database
+    (the settings session-signing key when ``CALENDAR_SESSION_SECRET`` is not set)."""
+
+    __tablename__ = "service_secrets"
+
+    name: str = Field(primary_key=True, max_length=64)
+    value: str = Field(max_length=200)
+    created_at: datetime = _dt()
+
+
 # ---------------------------------------------------------------------------------------------
 # Public shapes (wire format: camelCase JSON)
 
