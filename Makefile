@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
 
 .PHONY: install run test test-sqlite test-postgres lint format bench clean
 
@@ -17,7 +19,7 @@ install: $(STAMP)
 ## Set up, create a demo owner and key (printed), and serve on http://127.0.0.1:8000
 run: install
 	$(BIN)/calendar-service demo
-	$(BIN)/calendar-service serve
+	$(BIN)/calendar-service serve --host $(HOST) --port $(PORT)
 
 ## Set up and run lint plus the whole suite on SQLite and (if reachable) PostgreSQL
 test: install

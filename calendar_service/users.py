@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime
 from typing import Any
@@ -105,7 +106,7 @@ def check_password(conn: Connection, *, email: str, password: str) -> dict[str, 
     stored = row["password_hash"] if row is not None else None
     try:
         # Verify against a dummy hash when there is no such owner, so both take as long.
-        _hasher.verify(stored or _DUMMY_HASH, password)
+        _hasher.verify(stored or _dummy_hash(), password)
     except (VerificationError, InvalidHashError):
         return None
     return dict(row) if row is not None and stored else None
@@ -115,4 +116,6 @@ def count_users(conn: Connection) -> int:
     return int(conn.execute(select(func.count()).select_from(users_t)).scalar_one())
 
 
-_DUMMY_HASH = _hasher.hash("not a real password, only for timing")
+@functools.cache
+def _dummy_hash() -> str:
+    return _hasher.hash("not a real password, only for timing")

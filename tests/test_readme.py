@@ -1,0 +1,74 @@
+"""The README's first command gives a newcomer a running service and a key, and the curl
+example in examples/ returns their events."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import httpx
+
+from tests.support import bind_free_port, wait_for
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_readme_opens_with_the_run_and_test_commands() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_block = readme.split("```bash", 1)[1].split("```", 1)[0]
+    commands = [line.split("#")[0].strip() for line in first_block.strip().splitlines()]
+    assert commands == ["make run", "make test"]
+    assert "make test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_make_run_serves_a_demo_key_that_the_curl_example_uses(tmp_path: Path) -> None:
+    sock = bind_free_port()
+    port = sock.getsockname()[1]
+    sock.close()
+    base = f"http://127.0.0.1:{port}"
+    env = {
+        **os.environ,
+        "CALENDAR_DATABASE_URL": f"sqlite:///{tmp_path / 'calendar.db'}",
+        "CALENDAR_BASE_URL": base,
+    }
+    log = (tmp_path / "run.log").open("w+")
+    proc = subprocess.Popen(
+        ["make", "--no-print-directory", "run", f"PORT={port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+
+        def ready() -> bool:
+            try:
+                return httpx.get(f"{base}/healthz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                assert proc.poll() is None, Path(log.name).read_text()
+                return False
+
+        wait_for(ready, timeout=120, interval=0.2, what="make run to serve")
+        output = Path(log.name).read_text()
+        match = re.search(r"demo key \(read and write, 30 days\): (calsk_\w+)", output)
+        assert match, output
+        example = subprocess.run(
+            [str(ROOT / "examples" / "curl.sh")],
+            env={**env, "CALENDAR_API_KEY": match.group(1)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        assert example.returncode == 0, example.stderr
+        assert example.stdout.count("Planning (from examples/curl.sh)") == 2
+        assert '"calendars":[{' in example.stdout
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+        log.close()
