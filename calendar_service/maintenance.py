@@ -1,0 +1,17 @@
+"""Housekeeping run periodically by the scheduler: retention of history and idempotency keys."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Connection
+
+from calendar_service import history, idempotency
+
+
+def purge_expired(conn: Connection, *, now: datetime, call_history_days: int) -> dict[str, int]:
+    """Delete call history past its retention and idempotency records past 24 hours."""
+    return {
+        "calls": history.purge_calls(conn, now=now, keep_days=call_history_days),
+        "idempotencyKeys": idempotency.purge(conn, now=now),
+    }
