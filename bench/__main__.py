@@ -1,0 +1,522 @@
+"""``python -m bench`` (``make bench``): our service side by side with the hand-written minimum.
+
+1. Seeds our database with the reference shape (20 calendars x 5,000 events over 100 weeks) and
+   the minimum's own database (its ``seed_db.py``); both are cached in ``bench/results/db`` and
+   copied afresh for each run.
+2. Serves both (our ``calendar-service serve``, the minimum under uvicorn with uvloop and
+   httptools, one worker each) and alternates them, round by round, under the same bounded load
+   (wrk -t2 -c32 where installed, else the bundled asyncio generator): list with a one-calendar
+   read key and random one-week windows, then create. Prints req/s, p50, p99 and the ratio of
+   each round, and the median ratio.
+3. The rest of the picture: list at 10k, 100k and 1M events; PostgreSQL with one and with two
+   server processes; webhooks (``bench/webhooks.py``) when present.
+
+Raw results go to ``bench/results/`` (git-ignored); the chart to ``docs/performance.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import load, report, seed, servers
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+DEFAULT_PG = "postgresql+psycopg://root@127.0.0.1:5432/calendar_bench"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--events", type=int, default=100_000, help="events for list/create rounds")
+    p.add_argument("--rounds", type=int, default=5, help="alternating rounds per workload")
+    p.add_argument("--duration", type=float, default=10.0, help="seconds per load run")
+    p.add_argument("--max-requests", type=int, default=200_000, help="bound per load run")
+    p.add_argument("--connections", type=int, default=32)
+    p.add_argument("--threads", type=int, default=2, help="wrk threads")
+    p.add_argument("--warmup", type=float, default=2.0, help="seconds of unmeasured load first")
+    p.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
+    p.add_argument("--scale-sizes", default="10000,100000,1000000", help="'' to skip")
+    p.add_argument("--scale-rounds", type=int, default=2)
+    p.add_argument("--postgres-url", default=os.environ.get("CALENDAR_BENCH_POSTGRES_URL"))
+    p.add_argument("--skip-postgres", action="store_true")
+    p.add_argument("--pg-rounds", type=int, default=3)
+    p.add_argument("--skip-webhooks", action="store_true")
+    p.add_argument("--only", default="main,scale,postgres,webhooks", help="phases to run")
+    p.add_argument("--out", type=Path, default=RESULTS, help="where raw results go")
+    p.add_argument("--chart", type=Path, default=None, help="PNG path (default docs/...)")
+    p.add_argument(
+        "--profile",
+        choices=("list", "create"),
+        default=None,
+        help="only profile our server under that load with py-spy",
+    )
+    p.add_argument(
+        "--tiny",
+        action="store_true",
+        help="a smoke run in seconds: 10k events, 1 round of 1 s, no PostgreSQL",
+    )
+    args = p.parse_args(argv)
+    if args.tiny:
+        args.events = 10_000
+        args.rounds = 1
+        args.duration = 1.0
+        args.max_requests = 300
+        args.connections = 8
+        args.warmup = 0.0
+        args.scale_sizes = "10000"
+        args.scale_rounds = 1
+        args.skip_postgres = args.postgres_url is None
+        args.pg_rounds = 1
+        args.skip_webhooks = True
+    if args.events < 10_000:
+        p.error("--events must be at least 10000 (two calendars: one read, one written)")
+    return args
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.out: Path = args.out
+        self.dbdir = RESULTS / "db"  # the seeded databases are cached across runs
+        self.work = self.out / "work"
+        self.logs = self.out / "logs"
+        for d in (self.out, self.dbdir, self.work, self.logs):
+            d.mkdir(parents=True, exist_ok=True)
+        self.shared = servers.shared_dir()
+        self.tool = (
+            args.loadgen if args.loadgen != "auto" else ("wrk" if load.have_wrk() else "python")
+        )
+        self.raw: list[dict[str, Any]] = []
+
+    def log(self, text: str = "") -> None:
+        print(text, flush=True)
+
+    # --- databases ----------------------------------------------------------------------------
+
+    def ours_sqlite(self, rows: int) -> seed.Seeded:
+        """A fresh working copy of our seeded SQLite database with ``rows`` events."""
+        pristine = self.dbdir / f"ours-{rows}.db"
+        meta = seed.seed_ours(
+            f"sqlite:///{pristine}", rows, pristine.with_suffix(".json"), log=self.log
+        )
+        work = self.work / f"ours-{rows}.db"
+        _copy_sqlite(pristine, work)
+        return seed.Seeded(**{**meta.__dict__, "url": f"sqlite:///{work}"})
+
+    def minimum_db(self, rows: int) -> Path:
+        assert self.shared is not None
+        pristine = seed.seed_reference(
+            self.shared / "reference" / "seed_db.py",
+            self.dbdir / f"minimum-{rows}.sqlite",
+            rows,
+            log=self.log,
+        )
+        work = self.work / f"minimum-{rows}.sqlite"
+        _copy_sqlite(pristine, work)
+        return work
+
+    def ours_postgres(self, url: str, rows: int) -> seed.Seeded:
+        """Seed (cached) ``<db>`` and run on a fresh copy ``<db>_run`` (CREATE ... TEMPLATE)."""
+        meta = seed.seed_ours(url, rows, self.dbdir / f"postgres-{rows}.json", log=self.log)
+        from sqlalchemy import create_engine, text
+
+        base, name = url.rsplit("/", 1)
+        run_name = f"{name}_run"
+        admin = create_engine(f"{base}/postgres", isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{run_name}" WITH (FORCE)'))
+            conn.execute(text(f'CREATE DATABASE "{run_name}" TEMPLATE "{name}"'))
+        admin.dispose()
+        return seed.Seeded(**{**meta.__dict__, "url": f"{base}/{run_name}"})
+
+    # --- load ---------------------------------------------------------------------------------
+
+    def measure(
+        self, server: servers.Server, work: load.Workload, label: str, **meta: Any
+    ) -> dict[str, Any]:
+        a = self.args
+        result = load.run(
+            server.url,
+            work,
+            duration=a.duration,
+            max_requests=a.max_requests,
+            connections=a.connections,
+            threads=a.threads,
+            tool=self.tool,
+        )
+        row = {
+            "label": label,
+            "target": server.name,
+            "kind": work.kind,
+            **meta,
+            **load.result_dict(result),
+        }
+        self.raw.append(row)
+        self.log(report.line(label, row))
+        return row
+
+    def warm(self, server: servers.Server, work: load.Workload) -> None:
+        if self.args.warmup > 0:
+            load.run(
+                server.url,
+                work,
+                duration=self.args.warmup,
+                max_requests=10**9,
+                connections=self.args.connections,
+                threads=self.args.threads,
+                tool=self.tool,
+            )
+
+    def alternate(
+        self,
+        kind: str,
+        ours_srv: servers.Server,
+        ours_work: load.Workload,
+        base_srv: servers.Server,
+        base_work: load.Workload,
+        rounds: int,
+        **meta: Any,
+    ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Rounds of (minimum, ours), the order flipped every round; prints each ratio."""
+        self.warm(base_srv, base_work)
+        self.warm(ours_srv, ours_work)
+        pairs = []
+        for r in range(1, rounds + 1):
+            self.log(f" {kind} round {r}/{rounds}")
+            legs = [("minimum", base_srv, base_work), ("ours", ours_srv, ours_work)]
+            if r % 2 == 0:
+                legs.reverse()
+            got = {who: self.measure(srv, work, who, round=r, **meta) for who, srv, work in legs}
+            o, b = got["ours"], got["minimum"]
+            ratio = o["rps"] / b["rps"] if b["rps"] else 0.0
+            p99 = o["p99_ms"] / b["p99_ms"] if b["p99_ms"] else 0.0
+            self.log(
+                f"  {'ratio ours/minimum':<22} {ratio:>9.2f} x req/s                p99 {p99:.2f} x"
+            )
+            pairs.append((o, b))
+        return pairs
+
+    # --- phases -------------------------------------------------------------------------------
+
+    def main_phase(self) -> dict[str, Any]:
+        a = self.args
+        rows = a.events
+        self.log(
+            f"== list and create, {rows:,} events, {a.rounds} rounds of {a.duration:g}s "
+            f"({self.tool}, {a.connections} connections)"
+        )
+        ours_db = self.ours_sqlite(rows)
+        base_db = self.minimum_db(rows)
+        summary = {}
+        with (
+            servers.ours(ours_db.url, log_dir=self.logs) as o,
+            servers.reference(
+                self.shared,
+                base_db,
+                log_dir=self.logs,  # type: ignore[arg-type]
+            ) as b,
+        ):
+            for kind in ("list", "create"):
+                token = ours_db.read_secret if kind == "list" else ours_db.write_secret
+                pairs = self.alternate(
+                    kind,
+                    o,
+                    load.Workload.ours(kind, token),
+                    b,
+                    load.Workload.minimum(kind, seed.REFERENCE_TOKEN),
+                    a.rounds,
+                    phase="main",
+                    events=rows,
+                )
+                summary[kind] = report.pair_summary(pairs)
+                s = summary[kind]
+                self.log(
+                    f" {kind}: median ratio {s['rps_ratio']:.2f} x req/s, "
+                    f"p99 {s['p99_ratio']:.2f} x  (ours {s['ours']['rps']:,.0f} req/s "
+                    f"p50 {s['ours']['p50_ms']} p99 {s['ours']['p99_ms']} ms; minimum "
+                    f"{s['minimum']['rps']:,.0f} req/s p50 {s['minimum']['p50_ms']} "
+                    f"p99 {s['minimum']['p99_ms']} ms)"
+                )
+        return summary
+
+    def scale_phase(self) -> dict[str, Any]:
+        a = self.args
+        sizes = [int(s) for s in a.scale_sizes.split(",") if s.strip()]
+        summary = {}
+        for rows in sizes:
+            self.log(f"== list at {rows:,} events, {a.scale_rounds} rounds")
+            ours_db = self.ours_sqlite(rows)
+            base_db = self.minimum_db(rows)
+            with (
+                servers.ours(ours_db.url, log_dir=self.logs) as o,
+                servers.reference(
+                    self.shared,
+                    base_db,
+                    log_dir=self.logs,  # type: ignore[arg-type]
+                ) as b,
+            ):
+                pairs = self.alternate(
+                    "list",
+                    o,
+                    load.Workload.ours("list", ours_db.read_secret),
+                    b,
+                    load.Workload.minimum("list", seed.REFERENCE_TOKEN),
+                    a.scale_rounds,
+                    phase="scale",
+                    events=rows,
+                )
+            summary[str(rows)] = report.pair_summary(pairs)
+        if len(summary) > 1:
+            rps = [s["ours"]["rps"] for s in summary.values()]
+            spread = (max(rps) - min(rps)) / max(rps)
+            self.log(
+                f" ours, list across sizes: {', '.join(f'{r:,.0f}' for r in rps)} req/s; "
+                f"spread {spread:.1%} (target within 15%)"
+            )
+            summary["spread"] = round(spread, 3)  # type: ignore[assignment]
+        return summary
+
+    def postgres_phase(self) -> dict[str, Any]:
+        a = self.args
+        url = a.postgres_url or DEFAULT_PG
+        if not _postgres_reachable(url):
+            self.log(f"== PostgreSQL skipped: {seed._display(url)} is not reachable")
+            return {}
+        self.log(f"== PostgreSQL ({seed._display(url)}), {a.events:,} events: 1 vs 2 workers")
+        db = self.ours_postgres(url, a.events)
+        summary: dict[str, Any] = {}
+        with (
+            servers.ours(db.url, log_dir=self.logs, workers=1, name="pg-1") as one,
+            servers.ours(db.url, log_dir=self.logs, workers=2, name="pg-2") as two,
+        ):
+            for kind in ("list", "create"):
+                token = db.read_secret if kind == "list" else db.write_secret
+                work = load.Workload.ours(kind, token)
+                self.warm(one, work)
+                self.warm(two, work)
+                runs: dict[str, list[dict[str, Any]]] = {"1": [], "2": []}
+                for r in range(1, a.pg_rounds + 1):
+                    self.log(f" {kind} round {r}/{a.pg_rounds}")
+                    legs = [("1", one), ("2", two)]
+                    if r % 2 == 0:
+                        legs.reverse()
+                    for workers, srv in legs:
+                        runs[workers].append(
+                            self.measure(
+                                srv,
+                                work,
+                                f"{workers} worker(s)",
+                                round=r,
+                                phase="postgres",
+                                workers=int(workers),
+                                events=a.events,
+                            )
+                        )
+                summary[kind] = {w: report._medians(rs) for w, rs in runs.items()}
+                ratios = [
+                    t["rps"] / o["rps"]
+                    for o, t in zip(runs["1"], runs["2"], strict=True)
+                    if o["rps"]
+                ]
+                summary[kind]["ratio"] = round(report.median(ratios), 3)
+                self.log(
+                    f" {kind}: 2 workers / 1 worker = {summary[kind]['ratio']:.2f} x "
+                    "(target >= 1.6 x for list)"
+                )
+        return summary
+
+    def webhooks_phase(self) -> dict[str, Any]:
+        """Hook for ``bench/webhooks.py`` (commit-to-request latency, deliveries per second):
+        run it as ``python -m bench.webhooks --json PATH`` and fold in what it reports."""
+        if importlib.util.find_spec("bench.webhooks") is None:
+            self.log("== webhooks: bench/webhooks.py not present yet; skipped")
+            return {}
+        self.log("== webhooks (bench/webhooks.py)")
+        path = self.out / "webhooks.json"
+        path.unlink(missing_ok=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.webhooks", "--json", str(path)],
+            cwd=ROOT,
+            timeout=900,
+            check=False,
+        )
+        if proc.returncode != 0 or not path.exists():
+            self.log(f" webhooks benchmark failed (exit {proc.returncode})")
+            return {"error": proc.returncode}
+        return json.loads(path.read_text())  # type: ignore[no-any-return]
+
+    def profile(self, kind: str) -> None:
+        """Sample our server with py-spy while it serves ``kind``; write a summary."""
+        a = self.args
+        pyspy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        if not Path(pyspy).exists() and shutil.which("py-spy") is None:
+            raise SystemExit("py-spy is not installed: pip install py-spy")
+        db = self.ours_sqlite(a.events)
+        token = db.read_secret if kind == "list" else db.write_secret
+        work = load.Workload.ours(kind, token)
+        raw = self.out / f"profile-{kind}.txt"
+        with servers.ours(db.url, log_dir=self.logs) as srv:
+            self.warm(srv, work)
+            spy = subprocess.Popen(
+                [
+                    pyspy,
+                    "record",
+                    "--pid",
+                    str(srv.proc.pid),
+                    "--subprocesses",
+                    "--threads",
+                    "--format",
+                    "raw",
+                    "--rate",
+                    "250",
+                    "--duration",
+                    str(int(a.duration)),
+                    "-o",
+                    str(raw),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            self.measure(srv, work, f"ours ({kind}, profiled)", phase="profile")
+            spy.wait(timeout=a.duration + 60)
+        text = report.summarise_profile(raw)
+        (self.out / f"profile-{kind}-summary.txt").write_text(text)
+        self.log(text)
+
+    # --- the whole run ------------------------------------------------------------------------
+
+    def run(self) -> int:
+        a = self.args
+        if a.profile:
+            self.profile(a.profile)
+            return 0
+        phases = {p.strip() for p in a.only.split(",")}
+        started = time.time()
+        self.log(f"machine: {machine()}; load average {os.getloadavg()[0]:.2f}")
+        summary: dict[str, Any] = {
+            "machine": machine(),
+            "tool": self.tool,
+            "connections": a.connections,
+            "duration": a.duration,
+            "rounds": a.rounds,
+            "events": a.events,
+            "load_before": round(os.getloadavg()[0], 2),
+        }
+        if self.shared is None:
+            self.log("shared/reference not found (set CALENDAR_SHARED_DIR): no comparison")
+            return 2
+        if "main" in phases:
+            summary["main"] = self.main_phase()
+        if "scale" in phases and a.scale_sizes.strip():
+            summary["scale"] = self.scale_phase()
+        if "postgres" in phases and not a.skip_postgres:
+            summary["postgres"] = self.postgres_phase()
+        if "webhooks" in phases and not a.skip_webhooks:
+            summary["webhooks"] = self.webhooks_phase()
+        summary["seconds"] = round(time.time() - started, 1)
+        summary["load_after"] = round(os.getloadavg()[0], 2)
+        stamp = load.now_stamp()
+        doc = {"summary": summary, "runs": self.raw}
+        (self.out / f"run-{stamp}.json").write_text(json.dumps(doc, indent=1))
+        (self.out / "latest.json").write_text(json.dumps(doc, indent=1))
+        chart_path = a.chart or (
+            self.out / "performance.png" if a.tiny else ROOT / "docs" / "performance.png"
+        )
+        drawn = report.chart(_chart_data(summary), chart_path, summary["machine"])
+        self.log("")
+        self.log(summary_text(summary))
+        self.log(
+            f"raw results: {self.out / f'run-{stamp}.json'}"
+            + (f"; chart: {drawn}" if drawn else "")
+        )
+        return 0
+
+
+def _chart_data(summary: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    if summary.get("main"):
+        data["main"] = summary["main"]
+    scale = {k: v for k, v in summary.get("scale", {}).items() if k != "spread"}
+    if len(scale) > 1:
+        data["scale"] = scale
+    pg = summary.get("postgres") or {}
+    if pg:
+        data["postgres"] = pg
+    return data
+
+
+def summary_text(s: dict[str, Any]) -> str:
+    out = ["== summary (medians over rounds)"]
+    for kind, m in (s.get("main") or {}).items():
+        out.append(
+            f"{kind:<7} ours {m['ours']['rps']:>7,.0f} req/s p50 {m['ours']['p50_ms']:>6.2f} "
+            f"p99 {m['ours']['p99_ms']:>6.2f} ms | minimum {m['minimum']['rps']:>7,.0f} req/s "
+            f"p50 {m['minimum']['p50_ms']:>6.2f} p99 {m['minimum']['p99_ms']:>6.2f} ms | "
+            f"ratio {m['rps_ratio']:.2f} x req/s, p99 {m['p99_ratio']:.2f} x"
+        )
+    for size, m in (s.get("scale") or {}).items():
+        if size == "spread":
+            out.append(f"list spread across sizes (ours): {m:.1%}")
+            continue
+        out.append(
+            f"list @{int(size):>9,} ours {m['ours']['rps']:>7,.0f} req/s p99 "
+            f"{m['ours']['p99_ms']:>6.2f} ms | minimum {m['minimum']['rps']:>7,.0f} req/s p99 "
+            f"{m['minimum']['p99_ms']:>6.2f} ms | ratio {m['rps_ratio']:.2f} x"
+        )
+    for kind, m in (s.get("postgres") or {}).items():
+        out.append(
+            f"postgres {kind:<7} 1 worker {m['1']['rps']:>7,.0f} req/s p99 {m['1']['p99_ms']:.2f}"
+            f" ms | 2 workers {m['2']['rps']:>7,.0f} req/s p99 {m['2']['p99_ms']:.2f} ms | "
+            f"{m['ratio']:.2f} x"
+        )
+    if s.get("webhooks"):
+        out.append(f"webhooks: {json.dumps(s['webhooks'])}")
+    return "\n".join(out)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for text in Path("/proc/cpuinfo").read_text().splitlines():
+            if text.startswith("model name"):
+                cpu = text.split(":", 1)[1].strip()
+                break
+    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+
+
+def _copy_sqlite(src: Path, dst: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{dst}{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(src, dst)
+
+
+def _postgres_reachable(url: str) -> bool:
+    try:
+        import psycopg
+    except ImportError:
+        return False
+    base = url.rsplit("/", 1)[0].replace("+psycopg", "")
+    try:
+        psycopg.connect(f"{base}/postgres", connect_timeout=3).close()
+    except Exception:
+        return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    return Bench(parse_args(argv)).run()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

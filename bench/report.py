@@ -1,0 +1,156 @@
+"""Printing the rounds, summarising them (medians), the chart, and profile summaries."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+
+def median(values: list[float]) -> float:
+    return float(statistics.median(values)) if values else 0.0
+
+
+def line(label: str, r: dict[str, Any]) -> str:
+    err = f"  errors {r['errors']}" if r["errors"] else ""
+    return (
+        f"  {label:<22} {r['rps']:>9,.0f} req/s   p50 {r['p50_ms']:>7.2f} ms   "
+        f"p99 {r['p99_ms']:>7.2f} ms   ({r['requests']:,} requests){err}"
+    )
+
+
+def pair_summary(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    """Medians over rounds of (ours, minimum) pairs, and the median of the per-round ratios."""
+    ours = [p[0] for p in pairs]
+    base = [p[1] for p in pairs]
+    return {
+        "rounds": len(pairs),
+        "ours": _medians(ours),
+        "minimum": _medians(base),
+        "rps_ratio": round(median([o["rps"] / b["rps"] for o, b in pairs if b["rps"]]), 3),
+        "p99_ratio": round(median([o["p99_ms"] / b["p99_ms"] for o, b in pairs if b["p99_ms"]]), 3),
+        "errors": sum(o["errors"] for o in ours) + sum(b["errors"] for b in base),
+    }
+
+
+def _medians(results: list[dict[str, Any]]) -> dict[str, float]:
+    return {key: round(median([r[key] for r in results]), 2) for key in ("rps", "p50_ms", "p99_ms")}
+
+
+def chart(summary: dict[str, Any], path: Path, machine: str) -> Path | None:
+    """Bars of ours against the minimum: req/s and p99 for list and create, list at each size,
+    and PostgreSQL with one and two workers."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    panels = []
+    main = summary.get("main", {})
+    if main:
+        panels.append(("req/s (median)", "rps", main))
+        panels.append(("p99 latency, ms (median)", "p99_ms", main))
+    scale = summary.get("scale", {})
+    pg = summary.get("postgres", {})
+    n = len(panels) + bool(scale) + bool(pg)
+    if n == 0:
+        return None
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.0), squeeze=False)
+    colours = {"ours": "#1f77b4", "minimum": "#bbbbbb"}
+    i = 0
+    for title, key, data in panels:
+        ax = axes[0][i]
+        i += 1
+        kinds = list(data)
+        xs = range(len(kinds))
+        for j, who in enumerate(("minimum", "ours")):
+            vals = [data[k][who][key] for k in kinds]
+            bars = ax.bar(
+                [x + (j - 0.5) * 0.38 for x in xs], vals, 0.38, label=who, color=colours[who]
+            )
+            ax.bar_label(bars, fmt="%.0f" if key == "rps" else "%.1f", fontsize=8)
+        ax.set_xticks(list(xs), kinds)
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=8)
+    if scale:
+        ax = axes[0][i]
+        i += 1
+        sizes = sorted(scale, key=int)
+        labels = [_size_label(int(s)) for s in sizes]
+        for who in ("minimum", "ours"):
+            ax.plot(
+                labels,
+                [scale[s][who]["rps"] for s in sizes],
+                marker="o",
+                label=who,
+                color=colours[who],
+            )
+        ax.set_ylim(bottom=0)
+        ax.set_title("list req/s by number of events", fontsize=10)
+        ax.legend(fontsize=8)
+    if pg:
+        ax = axes[0][i]
+        kinds = list(pg)
+        xs = range(len(kinds))
+        for j, workers in enumerate(("1", "2")):
+            vals = [pg[k][workers]["rps"] for k in kinds]
+            bars = ax.bar(
+                [x + (j - 0.5) * 0.38 for x in xs],
+                vals,
+                0.38,
+                label=f"{workers} worker{'s' if workers == '2' else ''}",
+                color=["#9ecae1", "#1f77b4"][j],
+            )
+            ax.bar_label(bars, fmt="%.0f", fontsize=8)
+        ax.set_xticks(list(xs), kinds)
+        ax.set_title("PostgreSQL req/s (ours)", fontsize=10)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"calendar-service vs the hand-written minimum ({machine})", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _size_label(n: int) -> str:
+    return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}k"
+
+
+def summarise_profile(raw: Path, top: int = 25) -> str:
+    """py-spy's collapsed stacks (``--format raw``) as the functions with the most samples,
+    on their own (self) and with their callees (inclusive)."""
+    own: dict[str, int] = defaultdict(int)
+    incl: dict[str, int] = defaultdict(int)
+    total = 0
+    for text in raw.read_text().splitlines():
+        stack, _, count = text.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        frames = stack.split(";")
+        own[_short(frames[-1])] += n
+        for frame in {_short(f) for f in frames}:
+            incl[frame] += n
+    if not total:
+        return "no samples"
+    out = [f"{total} samples", "", "self %   function"]
+    out += [
+        f"{100 * n / total:6.1f}   {f}" for f, n in sorted(own.items(), key=lambda x: -x[1])[:top]
+    ]
+    out += ["", "incl %   function"]
+    out += [
+        f"{100 * n / total:6.1f}   {f}" for f, n in sorted(incl.items(), key=lambda x: -x[1])[:top]
+    ]
+    return "\n".join(out)
+
+
+def _short(frame: str) -> str:
+    # "list_events (calendar_service/events.py:221)" -> "list_events (events.py)"
+    name, _, where = frame.partition(" (")
+    file = where.split(":", 1)[0].rsplit("/", 1)[-1]
+    return f"{name} ({file})" if file else name

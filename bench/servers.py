@@ -1,0 +1,184 @@
+"""The two servers under test, as subprocesses on 127.0.0.1: our ``calendar-service serve`` and
+the reference minimum (``shared/reference/minimal_app.py`` under uvicorn, uvloop, httptools)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HOST = "127.0.0.1"
+
+
+def shared_dir() -> Path | None:
+    """``shared/`` beside the repository, or where ``CALENDAR_SHARED_DIR`` points."""
+    env = os.environ.get("CALENDAR_SHARED_DIR")
+    for candidate in ([Path(env)] if env else []) + [ROOT.parent / "shared", ROOT / "shared"]:
+        if (candidate / "reference" / "minimal_app.py").exists():
+            return candidate.resolve()
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    name: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+
+def _bin(name: str) -> str:
+    local = Path(sys.executable).with_name(name)
+    return str(local) if local.exists() else (shutil.which(name) or name)
+
+
+def _wait_ready(server: Server, probe: str, headers: dict[str, str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            raise RuntimeError(
+                f"{server.name} exited with {server.proc.returncode}; see {server.log_path}"
+            )
+        try:
+            req = urllib.request.Request(server.url + probe, headers=headers)
+            with urllib.request.urlopen(req, timeout=2) as resp:
+                if resp.status < 500:
+                    return
+        except Exception as exc:  # not up yet
+            last = exc
+        time.sleep(0.1)
+    raise RuntimeError(f"{server.name} did not start within {timeout}s ({last}); {server.log_path}")
+
+
+@contextlib.contextmanager
+def ours(
+    database_url: str,
+    *,
+    log_dir: Path,
+    workers: int = 1,
+    name: str = "ours",
+    env: dict[str, str] | None = None,
+) -> Iterator[Server]:
+    """``calendar-service serve`` on a free port, with a budget the load cannot exhaust (the
+    rate limiter still runs on every request)."""
+    port = free_port()
+    log_path = log_dir / f"{name}-{port}.log"
+    full_env = {
+        **os.environ,
+        "CALENDAR_DATABASE_URL": database_url,
+        "CALENDAR_RATE_LIMIT": "1000000000/minute",
+        "CALENDAR_BASE_URL": f"http://{HOST}:{port}",
+        **(env or {}),
+    }
+    cmd = [
+        _bin("calendar-service"),
+        "serve",
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--no-webhooks",
+        "--log-level",
+        "warning",
+    ]
+    with _running(name, port, cmd, full_env, log_path) as server:
+        _wait_ready(server, "/healthz", {}, timeout=60)
+        if workers > 1:  # every worker process must be up before the load starts
+            time.sleep(1.0 + 0.5 * workers)
+        yield server
+
+
+@contextlib.contextmanager
+def reference(
+    shared: Path, db_path: Path, *, log_dir: Path, mode: str = "inline"
+) -> Iterator[Server]:
+    """The hand-written minimum, one uvicorn worker with uvloop and httptools, as measured."""
+    port = free_port()
+    log_path = log_dir / f"minimum-{port}.log"
+    env = {
+        **os.environ,
+        "BENCH_DB": str(db_path),
+        "BENCH_SYNC": "NORMAL",
+        "BENCH_MODE": mode,
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "minimal_app:app",
+        "--app-dir",
+        str(shared / "reference"),
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+        "--workers",
+        "1",
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
+    from bench.seed import REFERENCE_TOKEN
+
+    with _running("minimum", port, cmd, env, log_path) as server:
+        probe = "/v1/calendars/1/events?start=2024-01-01T00:00:00Z&end=2024-01-02T00:00:00Z"
+        _wait_ready(server, probe, {"Authorization": f"Bearer {REFERENCE_TOKEN}"}, timeout=60)
+        yield server
+
+
+@contextlib.contextmanager
+def _running(
+    name: str, port: int, cmd: list[str], env: dict[str, str], log_path: Path
+) -> Iterator[Server]:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True
+        )
+        server = Server(name, port, proc, log_path)
+        try:
+            yield server
+        finally:
+            stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGINT the server's process group (uvicorn's graceful stop), then insist."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
