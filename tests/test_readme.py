@@ -7,11 +7,12 @@ import os
 import re
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 
-from tests.support import bind_free_port, wait_for
+from tests.support import Factory, RunningServer, bind_free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,3 +73,20 @@ def test_make_run_serves_a_demo_key_that_the_curl_example_uses(tmp_path: Path) -
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
         log.close()
+
+
+def test_the_python_client_example_creates_and_lists(
+    server: RunningServer, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner())
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "python_client.py")],
+        env={**os.environ, "CALENDAR_BASE_URL": server.url, "CALENDAR_API_KEY": secret},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("created ev_")
+    assert "Call with Ana (Личное)" in result.stdout
