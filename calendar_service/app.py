@@ -2,6 +2,7 @@
 
 /api/v1/...                 REST (calendar_service.rest)
 /api/openapi.json           OpenAPI 3.1.0 (also /.well-known/openapi.json)
+/mcp                        MCP tools over streamable HTTP (mcp_tools)
 /healthz                    liveness + database check
 """
 
@@ -26,6 +27,7 @@ from calendar_service.rest import openapi, routes
 from calendar_service.rest.context import RequestIdMiddleware, Services, services
 from calendar_service.rest.errors import HANDLERS
 from calendar_service.rest.responses import JSONResponse
+from mcp_tools.http import MCP_PATH, mcp_http
 
 
 async def healthz(request: Request) -> Response:
@@ -42,12 +44,14 @@ def create_app(
     """The whole service as one ASGI app. The schema must already be migrated."""
     database = db or Database(config)
     svc = Services(config=config, db=database, limiter=RateLimiter(*config.rate_limit))
+    mcp = mcp_http(svc)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         async with contextlib.AsyncExitStack() as stack:
             if db is None:
                 stack.callback(database.close)
+            await stack.enter_async_context(mcp.run())
             yield {}
 
     app = Starlette(
@@ -55,6 +59,7 @@ def create_app(
             *routes.routes(),
             *openapi.routes(),
             Route("/healthz", healthz, methods=["GET"]),
+            Route(MCP_PATH, mcp.endpoint),
         ],
         middleware=[Middleware(RequestIdMiddleware)],
         exception_handlers=HANDLERS,  # type: ignore[arg-type]

@@ -128,6 +128,23 @@ def migrate() -> None:
     typer.echo("schema is up to date")
 
 
+@app.command()
+def mcp() -> None:
+    """Serve the MCP tools over stdio, acting with the key in CALENDAR_API_KEY."""
+    from mcp_tools import stdio
+
+    db: Database | None = None
+    try:
+        config = Config.from_env()
+        db = open_database(config)
+        stdio.serve(config, db)
+    except CalendarError as exc:
+        fail(exc)
+    finally:
+        if db is not None:
+            db.close()
+
+
 # ---------------------------------------------------------------------------------------------
 # users
 

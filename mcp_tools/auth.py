@@ -1,0 +1,168 @@
+"""The key check in front of the remote MCP transport, and how a tool call finds its key.
+
+Every HTTP request to ``/mcp`` presents ``Authorization: Bearer <API_KEY>``, verified by the same
+core code as REST (``gateway.authenticate``) on each request, so revoking a key takes effect at
+once, open client or not. A missing or bad key gets the REST API's 401: problem details with an
+RFC 6750 ``WWW-Authenticate`` challenge. A refused key that exists (revoked, expired) is recorded
+in its history, as REST does. A verified request reaches the MCP transport with ``scope["user"]``
+set to the key (the SDK binds sessions to it and ``get_access_token()`` returns it), and each
+tool call then goes through ``gateway.perform`` again: permission and calendar scope are decided
+there, per call, and the call is recorded.
+
+``Origin`` is validated: browsers send it, and a page on another site must not drive the tools
+(DNS rebinding). Requests without ``Origin`` (every non-browser client) pass to the key check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.mcpserver import Context
+from sqlalchemy import Connection
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from calendar_service.errors import CalendarError, ExpiredKey, KeyInUrl, RevokedKey
+from calendar_service.gateway import CallContext, authenticate, perform
+from calendar_service.ids import new_id
+from calendar_service.keys import Principal
+from calendar_service.rest.context import MAX_BODY, Services, bearer_token, call_context, key_in_url
+from calendar_service.rest.responses import error_response, problem
+from mcp_tools.server import Caller
+
+TOOL_NAMES = frozenset(
+    {
+        "listCalendarEvents",
+        "createCalendarEvent",
+        "getCalendarEvent",
+        "updateCalendarEvent",
+        "deleteCalendarEvent",
+    }
+)
+# JSON-RPC methods a refused request may be recorded under; anything else is recorded as "mcp".
+_KNOWN_METHODS = frozenset({"initialize", "server/discover", "tools/list", "tools/call", "ping"})
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of a URL, as browsers send it in ``Origin``."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+class KeyAuth:
+    """ASGI wrapper: Origin check, then the API key check, then the MCP transport."""
+
+    def __init__(self, app: ASGIApp, *, services: Services, allowed_origins: Iterable[str]) -> None:
+        self.app = AuthContextMiddleware(app)
+        self.services = services
+        self.allowed_origins = frozenset(origin.lower().rstrip("/") for origin in allowed_origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        path = request.url.path
+        origin = request.headers.get("origin")
+        if origin is not None and origin.lower().rstrip("/") not in self.allowed_origins:
+            response = problem(
+                403,
+                "origin_not_allowed",
+                "Origin not allowed",
+                f"Requests from the web origin {origin!r} are not accepted by this MCP endpoint.",
+                instance=path,
+            )
+            await response(scope, receive, send)
+            return
+        try:
+            principal, secret = await self._verify(request)
+        except CalendarError as exc:
+            realm = self.services.config.service_name
+            await error_response(exc, realm=realm, instance=path)(scope, receive, send)
+            return
+        scope["user"] = AuthenticatedUser(
+            AccessToken(
+                token=secret,
+                client_id=principal.key_id,
+                scopes=list(principal.scopes),
+                expires_at=int(principal.expires_at.timestamp()),
+                subject=principal.user_id,
+            )
+        )
+        await self.app(scope, receive, send)
+
+    async def _verify(self, request: Request) -> tuple[Principal, str]:
+        leaked = key_in_url(request)
+        if leaked is not None:
+            await self._record_refusal(request, KeyInUrl(leaked[0]), fallback_secret=leaked[1])
+        secret = bearer_token(request)
+        try:
+            principal = await self.services.db.run(authenticate, secret=secret)
+        except (RevokedKey, ExpiredKey) as exc:
+            # The key exists: its owner sees the refused request in its history.
+            await self._record_refusal(request, exc)
+        assert secret is not None
+        return principal, secret
+
+    async def _record_refusal(
+        self, request: Request, refusal: CalendarError, fallback_secret: str | None = None
+    ) -> None:
+        """Record ``refusal`` in the history of the key presented (if it exists); raise it."""
+        operation = await _operation(request)
+
+        def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
+            raise refusal
+
+        try:
+            secret = bearer_token(request) or fallback_secret
+        except CalendarError:
+            secret = fallback_secret
+        with contextlib.suppress(CalendarError):
+            await self.services.db.run_connected(
+                perform, secret=secret, ctx=call_context(request, operation, "mcp"), op=op
+            )
+        raise refusal
+
+
+async def _operation(request: Request) -> str:
+    """What a refused request asked for: the tool name, else the JSON-RPC method, else mcp.
+
+    Only called for requests that are answered without reaching the transport, so reading the
+    body here takes nothing from it."""
+    if request.method != "POST" or int(request.headers.get("content-length") or 0) > MAX_BODY:
+        return "mcp"
+    try:
+        message = orjson.loads(await request.body())
+    except (orjson.JSONDecodeError, RuntimeError):
+        return "mcp"
+    if not isinstance(message, dict) or message.get("method") not in _KNOWN_METHODS:
+        return "mcp"
+    params = message.get("params")
+    if message["method"] == "tools/call" and isinstance(params, dict):
+        name = params.get("name")
+        if name in TOOL_NAMES:
+            return str(name)
+    return str(message["method"])
+
+
+def identify(ctx: Context, operation: str) -> Caller:
+    """The key ``KeyAuth`` verified for this HTTP request, and the request's facts."""
+    token = get_access_token()
+    request = ctx.request_context.request
+    if isinstance(request, Request):
+        call = call_context(request, operation, "mcp")
+    else:  # pragma: no cover - the HTTP transport always attaches its request
+        call = CallContext("mcp", operation, "POST", "/mcp", None, None, new_id("req"), 0.0)
+        call.started = time.perf_counter()
+    return Caller(secret=token.token if token is not None else None, call=call)
+
+
+__all__ = ["KeyAuth", "identify", "origin_of"]

@@ -1,0 +1,55 @@
+"""The remote transport: streamable HTTP at ``/mcp``, in the same app and process as REST.
+
+The transport is stateless and answers in JSON (no session, no server-sent events): every request
+stands alone, so any server process behind a load balancer can answer it, which is how the
+service scales past one machine; and nothing outlives a request for a revoked key to keep using.
+The tools ask nothing of the client mid-call, so they lose nothing by it. The host app's lifespan
+must enter ``McpHttp.run()`` (Starlette does not run a mounted app's lifespan).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp
+
+from calendar_service import __version__
+from calendar_service.rest.context import MAX_BODY, Services
+from mcp_tools.auth import KeyAuth, identify, origin_of
+from mcp_tools.server import Backend, build_server
+
+MCP_PATH = "/mcp"
+
+
+@dataclass(frozen=True, slots=True)
+class McpHttp:
+    endpoint: ASGIApp  # an ASGI app instance: as a Route endpoint it takes every method
+    session_manager: StreamableHTTPSessionManager
+
+    def run(self) -> AbstractAsyncContextManager[None]:
+        """Enter once, in the host app's lifespan."""
+        return self.session_manager.run()
+
+
+def mcp_http(services: Services, *, extra_origins: Iterable[str] = ()) -> McpHttp:
+    """The ``/mcp`` endpoint for ``services``: key check, then the SDK's transport."""
+    backend = Backend(db=services.db, limiter=services.limiter, identify=identify)
+    server = build_server(backend, name=services.config.service_name, version=__version__)
+    # Builds the session manager; the Starlette app it returns is not used. Host/Origin checks
+    # are KeyAuth's (the SDK's default allows only loopback Host headers, which would refuse
+    # every deployment behind a real host name).
+    server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        max_request_body_size=MAX_BODY,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    manager = server.session_manager
+    origins = [origin_of(services.config.base_url), *extra_origins]
+    endpoint = KeyAuth(StreamableHTTPASGIApp(manager), services=services, allowed_origins=origins)
+    return McpHttp(endpoint=endpoint, session_manager=manager)

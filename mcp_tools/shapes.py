@@ -1,0 +1,148 @@
+"""The tools' input schemas and result models, built from the public models REST uses.
+
+The write tools take exactly the fields of ``EventCreate`` / ``EventUpdate`` (same limits, same
+formats, the same ``Личное`` default), so the two fronts cannot drift. The arguments are checked
+by the core (``inputs.parse_partial``), not by the SDK, so that every bad field is reported at
+once, in the core's words, and the call is recorded in the key's history like any other.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from pydantic import Field as PydanticField
+from pydantic.alias_generators import to_camel
+
+from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
+from calendar_service.idempotency import MAX_KEY_LENGTH
+from calendar_service.models import EventCreate, EventList, EventPublic, EventUpdate
+
+_BOUND_DOC = (
+    "RFC 3339 date-time such as 2026-03-02T00:00:00+01:00, or a date (2026-03-02, meaning its "
+    "midnight). Without an offset it is read in the time zone of the key's calendar (for an "
+    "all-calendars key, the default calendar). Omit for no bound."
+)
+
+
+class _Arguments(BaseModel):
+    # Strict, like the REST bodies: "5" is not a number and unknown arguments are refused.
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, strict=True, extra="forbid"
+    )
+
+
+class ListArguments(_Arguments):
+    time_min: str | None = PydanticField(
+        default=None,
+        description="Start of the window: events ending after it are returned. " + _BOUND_DOC,
+        json_schema_extra={"format": "date-time"},
+    )
+    time_max: str | None = PydanticField(
+        default=None,
+        description="End of the window (exclusive): events starting before it are returned. "
+        + _BOUND_DOC,
+        json_schema_extra={"format": "date-time"},
+    )
+    limit: int | None = PydanticField(
+        default=None,
+        description=f"Events per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}).",
+        json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+    )
+    page_token: str | None = PydanticField(
+        default=None,
+        description="The nextPageToken of the previous result, to get the next page of the "
+        "same query (same timeMin and timeMax).",
+    )
+
+
+class EventRef(_Arguments):
+    event_id: str = PydanticField(description="The event's id (the id field of an event).")
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+
+
+class EventsPage(EventList):
+    """What ``listCalendarEvents`` returns: ``EventList`` plus the current time."""
+
+    now: str = PydanticField(
+        description="The current time, in the time zone of the first calendar listed (the "
+        "default one for an all-calendars key), with its offset: the reference for 'today' "
+        "and 'tomorrow'.",
+        json_schema_extra={"format": "date-time"},
+    )
+
+
+class DeletedEvent(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    deleted: Literal[True] = True
+    event: EventPublic = PydanticField(description="The event as it was before deletion.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Input schemas
+
+
+def _clean(schema: dict[str, Any]) -> dict[str, Any]:
+    """A model's JSON schema as a tool input schema: no generated titles or REST wording."""
+    properties = {
+        name: {key: value for key, value in prop.items() if key != "title"}
+        for name, prop in schema["properties"].items()
+    }
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if schema.get("required"):
+        out["required"] = list(schema["required"])
+    out["additionalProperties"] = False
+    return out
+
+
+_UPDATE_DOCS = {
+    "title": "New title, 1 to 300 characters after trimming.",
+    "startsAt": "New start. RFC 3339 date-time, e.g. 2026-03-02T09:30:00+01:00; without an "
+    "offset it is read in the event's calendar's time zone. With allDay, a date.",
+    "endsAt": "New end (exclusive), same format as startsAt; must not be before startsAt.",
+    "allDay": "true for a whole-day event (startsAt/endsAt are then dates), false for a timed one.",
+    "description": "New description; null clears it.",
+    "location": "New location; null clears it.",
+}
+
+
+def list_schema() -> dict[str, Any]:
+    return _clean(ListArguments.model_json_schema(by_alias=True))
+
+
+def event_ref_schema() -> dict[str, Any]:
+    return _clean(EventRef.model_json_schema(by_alias=True))
+
+
+def create_schema() -> dict[str, Any]:
+    schema = _clean(EventCreate.model_json_schema(by_alias=True))
+    props = schema["properties"]
+    props["allDay"]["description"] = (
+        "true for a whole-day event: startsAt and endsAt are then dates, endsAt exclusive "
+        "(or equal to startsAt for a one-day event)."
+    )
+    props["description"]["description"] = "Free text shown with the event."
+    props["location"]["description"] = "Where the event takes place."
+    props["idempotencyKey"] = {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_KEY_LENGTH,
+        "description": "Optional. A unique string for this creation (a UUID, say). Retrying "
+        "with the same key and the same arguments within 24 hours returns the event created "
+        "the first time instead of creating a second one.",
+    }
+    return schema
+
+
+def update_schema() -> dict[str, Any]:
+    schema = _clean(EventUpdate.model_json_schema(by_alias=True))
+    for name, doc in _UPDATE_DOCS.items():
+        schema["properties"][name]["description"] = doc
+    ref = event_ref_schema()
+    schema["properties"] = {**ref["properties"], **schema["properties"]}
+    schema["required"] = ["eventId"]
+    return schema

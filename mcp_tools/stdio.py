@@ -1,0 +1,73 @@
+"""The local transport: ``calendar-service mcp`` speaks MCP over stdin/stdout.
+
+It acts with one key, the one in ``CALENDAR_API_KEY``, checked at start (a missing or refused key
+stops it with a message saying why) and again on every tool call through ``gateway.perform``, so a
+key revoked or expired while the assistant runs is refused from its next call. Calls are recorded
+in the key's history with transport ``mcp``, method ``STDIO`` and path ``stdio``.
+
+stdout carries only the protocol: nothing here prints, and logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+from mcp.server.mcpserver import Context
+
+from calendar_service import __version__
+from calendar_service.config import Config
+from calendar_service.db import Database
+from calendar_service.errors import AuthError, ConfigError
+from calendar_service.gateway import CallContext, authenticate
+from calendar_service.ids import new_id
+from calendar_service.keys import Principal
+from calendar_service.ratelimit import RateLimiter
+from mcp_tools.server import Backend, Caller, Identify, build_server
+
+KEY_VARIABLE = "CALENDAR_API_KEY"
+
+
+def check_key(db: Database, secret: str | None) -> Principal:
+    """The principal for ``secret``, or a ``ConfigError`` that says what to do."""
+    if not secret:
+        raise ConfigError(
+            f"{KEY_VARIABLE} is not set. Create a key with 'calendar-service keys create "
+            "--user EMAIL --name assistant --permission write' and put its secret in "
+            f"{KEY_VARIABLE}."
+        )
+    try:
+        return db.call(authenticate, secret=secret.strip())
+    except AuthError as exc:
+        raise ConfigError(f"The key in {KEY_VARIABLE} is refused: {exc.message}") from None
+
+
+def stdio_identity(secret: str) -> Identify:
+    def identify(ctx: Context, operation: str) -> Caller:
+        client = ctx.request_context.session.client_params
+        info = client.client_info if client is not None else None
+        agent = f"{info.name}/{info.version}" if info is not None else None
+        call = CallContext(
+            transport="mcp",
+            operation=operation,
+            method="STDIO",
+            path="stdio",
+            client_addr=None,
+            user_agent=agent,
+            request_id=new_id("req"),
+            started=time.perf_counter(),
+        )
+        return Caller(secret=secret, call=call)
+
+    return identify
+
+
+def serve(config: Config, db: Database) -> None:
+    """Check the key, then serve the tools on stdin/stdout until the client closes them."""
+    secret = (config.api_key or "").strip()
+    check_key(db, secret)
+    backend = Backend(
+        db=db, limiter=RateLimiter(*config.rate_limit), identify=stdio_identity(secret)
+    )
+    server = build_server(backend, name=config.service_name, version=__version__)
+    anyio.run(server.run_stdio_async)

@@ -1,0 +1,62 @@
+"""Connecting the official MCP client to the test server, with an API key."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult, TextContent
+
+from tests.support import bearer
+
+MODES = ("auto", "legacy")
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-test", "version": "1"},
+    },
+}
+JSON_RPC_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+@asynccontextmanager
+async def connect(server_url: str, secret: str, *, mode: str = "auto") -> AsyncIterator[Client]:
+    """``mcp.Client`` over streamable HTTP at ``/mcp``, sending ``Authorization: Bearer``."""
+    async with (
+        httpx2.AsyncClient(headers=bearer(secret), timeout=30) as http,
+        Client(streamable_http_client(f"{server_url}/mcp", http_client=http), mode=mode) as client,
+    ):
+        yield client
+
+
+def text_of(result: CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, TextContent)
+    return block.text
+
+
+def structured(result: CallToolResult) -> dict[str, Any]:
+    """The structured result, checked to be the same JSON as the text content."""
+    assert not result.is_error, text_of(result)
+    assert result.structured_content is not None
+    assert json.loads(text_of(result)) == result.structured_content
+    return result.structured_content
+
+
+def event_args(**overrides: object) -> dict[str, object]:
+    args: dict[str, object] = {
+        "title": "Planning",
+        "startsAt": "2026-03-02T09:00:00Z",
+        "endsAt": "2026-03-02T10:00:00Z",
+    }
+    args.update(overrides)
+    return args

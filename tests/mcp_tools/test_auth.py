@@ -1,0 +1,135 @@
+"""The key check at /mcp: every 401 reason with its challenge, revocation at once, Origin."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import httpx
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from calendar_service import history, keys
+from calendar_service.db import Database
+from calendar_service.timeutil import utcnow
+from tests.mcp_tools.clients import INITIALIZE, JSON_RPC_HEADERS, MODES, connect
+from tests.support import Factory, RunningServer, bearer
+
+MCP = "/mcp"
+
+
+def _refused(response: httpx.Response, code: str) -> str:
+    assert response.status_code == 401, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["code"] == code
+    challenge = response.headers["www-authenticate"]
+    assert challenge.startswith('Bearer realm="calendar"')
+    return challenge
+
+
+def _expire(db: Database, key_id: str) -> None:
+    db.call(
+        lambda conn: conn.execute(
+            keys.keys_t.update()
+            .where(keys.keys_t.c.id == key_id)
+            .values(expires_at=utcnow() - timedelta(seconds=1))
+        )
+    )
+
+
+def _revoke(db: Database, key_id: str) -> None:
+    db.call(keys.revoke_key, user_id=None, key_id=key_id, now=utcnow())
+
+
+def test_a_request_without_a_key_gets_401_with_a_bare_bearer_challenge(
+    api: httpx.Client,
+) -> None:
+    response = api.post(MCP, json=INITIALIZE, headers=JSON_RPC_HEADERS)
+    assert _refused(response, "missing_api_key") == 'Bearer realm="calendar"'
+
+
+@pytest.mark.parametrize(
+    ("authorization", "code"),
+    [
+        ("Basic dXNlcjpwYXNz", "malformed_api_key"),
+        ("Bearer calsk_short", "malformed_api_key"),
+        (f"Bearer {keys.generate_secret()}", "unknown_api_key"),
+    ],
+)
+def test_a_malformed_or_unknown_key_gets_401_invalid_token(
+    api: httpx.Client, authorization: str, code: str
+) -> None:
+    headers = {**JSON_RPC_HEADERS, "Authorization": authorization}
+    challenge = _refused(api.post(MCP, json=INITIALIZE, headers=headers), code)
+    assert 'error="invalid_token"' in challenge
+
+
+@pytest.mark.parametrize(
+    ("spoil", "code"), [(_expire, "expired_api_key"), (_revoke, "revoked_api_key")]
+)
+def test_an_expired_or_revoked_key_gets_401_and_the_refusal_is_recorded(
+    api: httpx.Client, factory: Factory, db: Database, spoil: object, code: str
+) -> None:
+    key_id, secret = factory.key(factory.owner())
+    spoil(db, key_id)  # type: ignore[operator]
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "createCalendarEvent", "arguments": {}},
+    }
+    response = api.post(MCP, json=call, headers={**JSON_RPC_HEADERS, **bearer(secret)})
+    assert 'error="invalid_token"' in _refused(response, code)
+    calls = db.call(history.list_calls, key_id=key_id)
+    assert [(c["transport"], c["operation"], c["status"]) for c in calls] == [
+        ("mcp", "createCalendarEvent", 401)
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_official_client_cannot_connect_with_a_revoked_key(
+    server: RunningServer, factory: Factory, db: Database, mode: str
+) -> None:
+    key_id, secret = factory.key(factory.owner())
+    _revoke(db, key_id)
+    with pytest.raises(ExceptionGroup) as refused:
+        async with connect(server.url, secret, mode=mode):
+            pass
+    assert refused.group_contains(MCPError)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_revoking_a_key_refuses_an_open_client_at_its_next_call(
+    server: RunningServer, factory: Factory, db: Database, mode: str
+) -> None:
+    key_id, secret = factory.key(factory.owner())
+    async with connect(server.url, secret, mode=mode) as client:
+        assert not (await client.call_tool("listCalendarEvents", {})).is_error
+        _revoke(db, key_id)
+        with pytest.raises(MCPError):
+            await client.call_tool("listCalendarEvents", {})
+    statuses = [c["status"] for c in db.call(history.list_calls, key_id=key_id)]
+    assert statuses == [401, 200]
+
+
+def test_a_request_from_a_foreign_origin_is_refused(
+    api: httpx.Client, server: RunningServer, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner())
+    headers = {**JSON_RPC_HEADERS, **bearer(secret)}
+    foreign = api.post(MCP, json=INITIALIZE, headers={**headers, "Origin": "https://evil.example"})
+    assert foreign.status_code == 403
+    assert foreign.json()["code"] == "origin_not_allowed"
+    own = api.post(MCP, json=INITIALIZE, headers={**headers, "Origin": server.url})
+    assert own.status_code == 200, own.text
+    assert own.json()["result"]["serverInfo"]["name"] == "calendar"
+
+
+def test_a_key_in_the_url_is_refused_and_recorded(
+    api: httpx.Client, factory: Factory, db: Database
+) -> None:
+    key_id, secret = factory.key(factory.owner())
+    response = api.post(f"{MCP}?api_key={secret}", json=INITIALIZE, headers=JSON_RPC_HEADERS)
+    assert response.status_code == 400
+    assert response.json()["code"] == "api_key_in_url"
+    calls = db.call(history.list_calls, key_id=key_id)
+    assert [(c["operation"], c["status"], c["path"]) for c in calls] == [("initialize", 400, MCP)]

@@ -1,0 +1,53 @@
+"""The one translation of errors into tool errors: safe text, never internals."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+
+from calendar_service.errors import FieldError, NotFound, RateLimited, ValidationFailed
+from calendar_service.keys import Principal
+from calendar_service.timeutil import utcnow
+from mcp_tools.errors import tool_errors
+
+
+def test_an_unexpected_error_is_logged_and_answered_with_the_request_id_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with (
+        caplog.at_level(logging.ERROR, logger="mcp_tools"),
+        pytest.raises(ToolError) as raised,
+        tool_errors("listCalendarEvents", "req_abc"),
+    ):
+        raise RuntimeError("password=hunter2 at /srv/calendar/db.py line 12")
+    text = str(raised.value)
+    assert text.startswith("internal_error: internal error, request id req_abc.")
+    assert "hunter2" not in text and "db.py" not in text
+    assert "req_abc" in caplog.text and "RuntimeError" in caplog.text
+
+
+def test_a_read_only_key_is_told_which_permission_is_missing() -> None:
+    reader = Principal("key_1", "usr_1", "read", None, utcnow())
+    with pytest.raises(ToolError) as raised, tool_errors("deleteCalendarEvent", "req_1"):
+        reader.require_write()
+    assert str(raised.value).startswith("insufficient_scope: This API key is read-only")
+    assert str(raised.value).endswith("Missing permission: calendar:write.")
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (
+            ValidationFailed([FieldError("title", "must not be empty")]),
+            "validation_error: The request has invalid fields: title.\n- title: must not be empty",
+        ),
+        (NotFound("No event 'ev_1'."), "not_found: No event 'ev_1'."),
+        (RateLimited(7, 600, 60), "rate_limited: This API key made more than 600 requests"),
+    ],
+)
+def test_calendar_errors_keep_their_code_and_safe_message(error: Exception, expected: str) -> None:
+    with pytest.raises(ToolError) as raised, tool_errors("createCalendarEvent", "req_2"):
+        raise error
+    assert str(raised.value).startswith(expected)
