@@ -160,8 +160,8 @@ def identify(ctx: Context, operation: str) -> Caller:
     if isinstance(request, Request):
         call = call_context(request, operation, "mcp")
     else:  # pragma: no cover - the HTTP transport always attaches its request
-        call = CallContext("mcp", operation, "POST", "/mcp", None, None, new_id("req"), 0.0)
-        call.started = time.perf_counter()
+        started = time.perf_counter()
+        call = CallContext("mcp", operation, "POST", "/mcp", None, None, new_id("req"), started)
     return Caller(secret=token.token if token is not None else None, call=call)
 
 
