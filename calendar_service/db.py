@@ -3,10 +3,12 @@
 The core is written against SQLAlchemy Core ``Connection`` objects and runs in worker threads.
 ``Database.run(fn, ...)`` runs ``fn(conn, ...)`` inside one transaction and commits it.
 
-SQLite allows one writer at a time; many threads writing fight over its lock, so on SQLite
-every call runs on a single dedicated thread (one connection, WAL, ``synchronous=NORMAL``),
-which keeps the event loop free without lock contention. PostgreSQL gets a pool of threads
-matched to the connection pool.
+SQLite allows one writer at a time; many threads writing fight over its lock. So on SQLite
+every call from the event loop runs inline, on the loop, on one connection kept for it (WAL,
+``synchronous=NORMAL``): the calls are sub-millisecond, and a hop to a database thread and back
+cost more than the work (it also made the two threads fight over the GIL, which sent the p99
+up). PostgreSQL gets a pool of threads matched to the connection pool, since its calls wait on
+the network.
 """
 
 from __future__ import annotations
@@ -75,9 +77,14 @@ def sqlite_path(config: Config) -> Path | None:
 class Database:
     """An engine plus the executor that runs core calls off the event loop."""
 
-    def __init__(self, config: Config, engine: Engine | None = None) -> None:
+    def __init__(
+        self, config: Config, engine: Engine | None = None, *, inline: bool | None = None
+    ) -> None:
         self.config = config
         self.engine = engine or make_engine(config)
+        # Inline: ``run`` calls on the event loop itself (default on SQLite, see above).
+        self.inline = config.is_sqlite if inline is None else inline
+        self._loop_conn: Connection | None = None
         workers = 1 if config.is_sqlite else POSTGRES_POOL_SIZE
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="db")
         # Called (from a database thread) after a transaction that queued webhook deliveries
@@ -122,7 +129,9 @@ class Database:
     async def run(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """Run ``fn(conn, ...)`` in one transaction on the database thread(s)."""
+        """Run ``fn(conn, ...)`` in one transaction, inline or on the database thread(s)."""
+        if self.inline:
+            return self._on_loop(functools.partial(fn, *args, **kwargs), transaction=True)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._executor, functools.partial(self.call, fn, *args, **kwargs)
@@ -131,12 +140,38 @@ class Database:
     async def run_connected(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """``call_connected`` on the database thread(s)."""
+        """``call_connected``, inline or on the database thread(s)."""
+        if self.inline:
+            return self._on_loop(functools.partial(fn, *args, **kwargs), transaction=False)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._executor, functools.partial(self.call_connected, fn, *args, **kwargs)
         )
 
+    def _on_loop(self, fn: Callable[[Connection], T], *, transaction: bool) -> T:
+        """Run on the event loop's own connection (kept open: no pool check-out per call)."""
+        conn = self._loop_conn
+        if conn is None or conn.closed or conn.invalidated:
+            if conn is not None:
+                conn.close()
+            conn = self._loop_conn = self.engine.connect()
+        try:
+            if transaction:
+                with conn.begin():
+                    return fn(conn)
+            return fn(conn)
+        except BaseException:
+            if transaction:
+                conn.info.pop("outbox_dirty", None)
+            raise
+        finally:
+            if conn.in_transaction():  # never carry a transaction over to the next call
+                conn.rollback()
+            self._after(conn)
+
     def close(self) -> None:
+        if self._loop_conn is not None:
+            self._loop_conn.close()
+            self._loop_conn = None
         self._executor.shutdown(wait=True)
         self.engine.dispose()
