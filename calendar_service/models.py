@@ -21,28 +21,47 @@ from sqlalchemy import BigInteger, Column, DateTime, Index, Integer, String, Tex
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
+from calendar_service.timeutil import from_utc_text, utc_text
+
 TITLE_MAX = 300
 DEFAULT_CALENDAR_NAME = "Личное"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
-    """A timezone-aware UTC ``datetime`` on every backend."""
+    """A timezone-aware UTC ``datetime`` on every backend.
+
+    PostgreSQL: ``timestamptz``. SQLite: the fixed-width UTC text of ``timeutil.utc_text``
+    (``2026-03-02 08:30:00.000000``, which sorts in time order); hot paths that read rows
+    straight from the driver format that text without parsing it (``timeutil.format_utc``)."""
 
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given to a UTCDateTime column")
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+    def load_dialect_impl(self, dialect: Any) -> Any:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(String())
+        return dialect.type_descriptor(self.impl)
 
-    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | str | None:
+        return None if value is None else to_db(value, dialect.name)
+
+    def process_result_value(self, value: datetime | str | None, dialect: Any) -> datetime | None:
+        return None if value is None else from_db(value)
+
+
+def to_db(value: datetime, dialect_name: str) -> datetime | str:
+    """A date-time as the driver takes it for a ``UTCDateTime`` column."""
+    if value.tzinfo is None:
+        raise ValueError("naive datetime given to a UTCDateTime column")
+    return utc_text(value) if dialect_name == "sqlite" else value.astimezone(UTC)
+
+
+def from_db(value: datetime | str) -> datetime:
+    """A ``UTCDateTime`` column's value as the driver returns it, as an aware UTC datetime."""
+    if type(value) is str:
+        return from_utc_text(value)
+    assert isinstance(value, datetime)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _dt(nullable: bool = False, index: bool = False) -> Any:

@@ -43,14 +43,39 @@ def _zones() -> frozenset[str]:
     return frozenset(available_timezones())
 
 
-def format_utc(value: datetime) -> str:
-    """``2026-03-02T08:30:00Z`` (microseconds kept only when present)."""
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+def utc_text(value: datetime) -> str:
+    """A date-time as SQLite stores it: UTC, ``2026-03-02 08:30:00.000000``. Fixed width, so
+    the text sorts in time order (the list window compares it in the index)."""
+    v = value.astimezone(UTC)
+    return (
+        f"{v.year:04d}-{v.month:02d}-{v.day:02d} "
+        f"{v.hour:02d}:{v.minute:02d}:{v.second:02d}.{v.microsecond:06d}"
+    )
 
 
-def format_in(value: datetime, tz: tzinfo) -> str:
-    """RFC 3339 in ``tz`` with its explicit offset (``Z`` for UTC)."""
-    text = value.astimezone(tz).isoformat()
+def from_utc_text(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def format_utc(value: datetime | str) -> str:
+    """``2026-03-02T08:30:00Z`` (microseconds kept only when present).
+
+    ``value`` may also be the stored text (``utc_text``), formatted without parsing it."""
+    if type(value) is str:
+        if value.endswith(".000000"):
+            return f"{value[:10]}T{value[11:19]}Z"
+        return f"{value[:10]}T{value[11:]}Z"
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")  # type: ignore[union-attr]
+
+
+def format_in(value: datetime | str, tz: tzinfo) -> str:
+    """RFC 3339 in ``tz`` with its explicit offset (``Z`` for UTC); ``value`` as for
+    ``format_utc``."""
+    if tz is UTC:
+        return format_utc(value)
+    if type(value) is str:
+        value = from_utc_text(value)
+    text = value.astimezone(tz).isoformat()  # type: ignore[union-attr]
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
