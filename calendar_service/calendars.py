@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, bindparam, insert, select
 
+from calendar_service.db import Statement
 from calendar_service.errors import FieldError, InsufficientScope, NotFound, ValidationFailed
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
@@ -78,12 +79,32 @@ def list_owner_calendars(conn: Connection, *, user_id: str) -> list[Any]:
     )
 
 
-def accessible_calendars(conn: Connection, *, principal: Principal) -> list[Any]:
+class CalendarRow(NamedTuple):
+    id: str
+    name: str
+    time_zone: str
+    is_default: bool
+    max_event_seconds: int
+
+
+_OWNED = select(*_COLUMNS).where(calendars_t.c.user_id == bindparam("user_id"))
+_ORDER = (calendars_t.c.is_default.desc(), calendars_t.c.name)
+# Run on every list request, straight from the driver (see db.Statement).
+_ACCESSIBLE_ALL = Statement(_OWNED.order_by(*_ORDER))
+_ACCESSIBLE_ONE = Statement(
+    _OWNED.where(calendars_t.c.id == bindparam("calendar_id")).order_by(*_ORDER)
+)
+
+
+def accessible_calendars(conn: Connection, *, principal: Principal) -> list[CalendarRow]:
     """The calendars this key may reach: the owner's, narrowed to one for a one-calendar key."""
-    query = select(*_COLUMNS).where(calendars_t.c.user_id == principal.user_id)
-    if principal.calendar_id is not None:
-        query = query.where(calendars_t.c.id == principal.calendar_id)
-    return list(conn.execute(query.order_by(calendars_t.c.is_default.desc(), calendars_t.c.name)))
+    if principal.calendar_id is None:
+        rows = _ACCESSIBLE_ALL.all(conn, user_id=principal.user_id)
+    else:
+        rows = _ACCESSIBLE_ONE.all(
+            conn, user_id=principal.user_id, calendar_id=principal.calendar_id
+        )
+    return [CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4]) for r in rows]
 
 
 def resolve_target(
@@ -132,9 +153,7 @@ def resolve_target(
     target = by_id or by_name
     if target is None:
         if principal.calendar_id is not None:
-            target = conn.execute(
-                select(*_COLUMNS).where(calendars_t.c.id == principal.calendar_id)
-            ).first()
+            target = get_calendar_row(conn, calendar_id=principal.calendar_id)
         else:
             target = conn.execute(
                 select(*_COLUMNS).where(
@@ -156,8 +175,11 @@ def check_in_scope(principal: Principal, calendar_id: str) -> None:
         )
 
 
-def get_calendar_row(conn: Connection, *, calendar_id: str) -> Any:
-    row = conn.execute(select(*_COLUMNS).where(calendars_t.c.id == calendar_id)).first()
+_BY_ID = Statement(select(*_COLUMNS).where(calendars_t.c.id == bindparam("calendar_id")))
+
+
+def get_calendar_row(conn: Connection, *, calendar_id: str) -> CalendarRow:
+    row = _BY_ID.first(conn, calendar_id=calendar_id)
     if row is None:
         raise NotFound(f"No calendar {calendar_id!r}.")
-    return row
+    return CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4])

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
-from sqlalchemy import Connection, and_, delete, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, update
 
 from calendar_service import idempotency
 from calendar_service.calendars import (
@@ -25,10 +26,11 @@ from calendar_service.calendars import (
     get_calendar_row,
     resolve_target,
 )
+from calendar_service.db import Statement
 from calendar_service.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
-from calendar_service.models import TITLE_MAX, Event, EventCreate, EventUpdate
+from calendar_service.models import TITLE_MAX, Event, EventCreate, EventUpdate, to_db
 from calendar_service.outbox import record_change
 from calendar_service.timeutil import (
     ONE_DAY,
@@ -61,13 +63,14 @@ _EVENT_COLUMNS = (
 
 def event_public(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
     """The public event object (``EventPublic``), times in the calendar's zone."""
+    fmt = format_utc if tz is UTC else functools.partial(format_in, tz=tz)
     return {
         "id": row.id,
         "calendarId": row.calendar_id,
         "calendar": calendar_name,
         "title": row.title,
-        "startsAt": format_in(row.starts_at, tz),
-        "endsAt": format_in(row.ends_at, tz),
+        "startsAt": fmt(row.starts_at),
+        "endsAt": fmt(row.ends_at),
         "allDay": bool(row.all_day),
         "description": row.description,
         "location": row.location,
@@ -177,7 +180,6 @@ def list_events(
     without an offset are read in the time zone of the key's calendar (or the default one).
     """
     calendars = accessible_calendars(conn, principal=principal)
-    by_id = {c.id: c for c in calendars}
     default = next((c for c in calendars if c.is_default), calendars[0] if calendars else None)
     low, high, size = parse_list_params(
         time_min=time_min,
@@ -195,40 +197,80 @@ def list_events(
     }
     if not calendars:
         return result
-    query = select(*_EVENT_COLUMNS)
+    dialect = conn.dialect.name
+    params: dict[str, Any] = {"limit": size + 1}
     if len(calendars) == 1:
-        query = query.where(events_t.c.calendar_id == calendars[0].id)
+        params["calendar_id"] = calendars[0].id
     else:
-        query = query.where(events_t.c.calendar_id.in_(list(by_id)))
+        params["user_id"] = principal.user_id
     if low is not None:
+        longest = max(c.max_event_seconds for c in calendars)
+        params["low"] = to_db(low, dialect)
+        params["low_floor"] = to_db(low - timedelta(seconds=longest), dialect)
+    if high is not None:
+        params["high"] = to_db(high, dialect)
+    if page_token:
+        after_start, params["after_id"] = _decode_token(page_token, fingerprint)
+        params["after_start"] = to_db(after_start, dialect)
+    statement = _list_statement(
+        len(calendars) == 1, low is not None, high is not None, bool(page_token)
+    )
+    rows = statement.all(conn, **params)
+    zones = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
+    events = result["events"]
+    for row in rows[:size]:
+        event = EventRow._make(row)
+        name, tz = zones[event.calendar_id]
+        events.append(event_public(event, calendar_name=name, tz=tz))
+    if len(rows) > size:
+        last = EventRow._make(rows[size - 1])
+        result["nextPageToken"] = _encode_token(last.starts_at, last.id, fingerprint)
+    return result
+
+
+class EventRow(NamedTuple):
+    """An events row as the driver returns it (``_EVENT_COLUMNS``; see ``db.Statement``)."""
+
+    id: str
+    calendar_id: str
+    title: str
+    starts_at: Any  # UTCDateTime as stored: text on SQLite, datetime on PostgreSQL
+    ends_at: Any
+    all_day: Any
+    description: str | None
+    location: str | None
+    created_at: Any
+    updated_at: Any
+
+
+@functools.cache
+def _list_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> Statement:
+    """The window query, one compiled statement per shape of request."""
+    query = select(*_EVENT_COLUMNS)
+    if one_calendar:
+        query = query.where(events_t.c.calendar_id == bindparam("calendar_id"))
+    else:  # an all-calendars key reaches every calendar of its owner
+        owned = select(calendars_t.c.id).where(calendars_t.c.user_id == bindparam("user_id"))
+        query = query.where(events_t.c.calendar_id.in_(owned.scalar_subquery()))
+    if low:
         # Bounded below by the longest event so the index on (calendar_id, starts_at) does the
         # work on both sides instead of scanning every older event.
-        longest = max(c.max_event_seconds for c in calendars)
         query = query.where(
-            events_t.c.starts_at >= low - timedelta(seconds=longest),
-            or_(events_t.c.ends_at > low, events_t.c.starts_at >= low),
+            events_t.c.starts_at >= bindparam("low_floor"),
+            or_(events_t.c.ends_at > bindparam("low"), events_t.c.starts_at >= bindparam("low")),
         )
-    if high is not None:
-        query = query.where(events_t.c.starts_at < high)
-    if page_token:
-        after_start, after_id = _decode_token(page_token, fingerprint)
+    if high:
+        query = query.where(events_t.c.starts_at < bindparam("high"))
+    if after:
+        after_start = bindparam("after_start")
         query = query.where(
             events_t.c.starts_at >= after_start,
             or_(
                 events_t.c.starts_at > after_start,
-                and_(events_t.c.starts_at == after_start, events_t.c.id > after_id),
+                and_(events_t.c.starts_at == after_start, events_t.c.id > bindparam("after_id")),
             ),
         )
-    rows = conn.execute(query.order_by(events_t.c.starts_at, events_t.c.id).limit(size + 1)).all()
-    zones = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
-    events = result["events"]
-    for row in rows[:size]:
-        name, tz = zones[row.calendar_id]
-        events.append(event_public(row, calendar_name=name, tz=tz))
-    if len(rows) > size:
-        last = rows[size - 1]
-        result["nextPageToken"] = _encode_token(last.starts_at, last.id, fingerprint)
-    return result
+    return Statement(query.order_by(events_t.c.starts_at, events_t.c.id).limit(bindparam("limit")))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,6 +350,10 @@ def _bump_longest(conn: Connection, calendar: Any, start: datetime, end: datetim
 # ---------------------------------------------------------------------------------------------
 # Create, get, update, delete
 
+# Run straight from the driver (see db.Statement): every column, date-times through to_db.
+_INSERT = Statement(insert(events_t).values({c.name: bindparam(c.name) for c in events_t.c}))
+_DATE_TIMES = ("starts_at", "ends_at", "created_at", "updated_at")
+
 
 def create_event(
     conn: Connection,
@@ -354,7 +400,8 @@ def create_event(
         "created_at": now,
         "updated_at": now,
     }
-    conn.execute(insert(events_t).values(**values))
+    dialect = conn.dialect.name
+    _INSERT.run(conn, **{**values, **{k: to_db(values[k], dialect) for k in _DATE_TIMES}})
     _bump_longest(conn, calendar, start, end)
     event = event_public(_Row(values), calendar_name=calendar.name, tz=tz)
     record_change(

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, bindparam, delete, insert, select
 
+from calendar_service.db import Statement
 from calendar_service.errors import FieldError, ValidationFailed
-from calendar_service.models import Call
+from calendar_service.models import Call, to_db
 from calendar_service.timeutil import format_utc
 
 calls_t = Call.__table__  # type: ignore[attr-defined]
@@ -37,16 +38,19 @@ class CallRecord:
     request_id: str | None
 
 
-_INSERT = insert(calls_t)
+# Every request writes one; run straight from the driver (see db.Statement).
+_INSERT = Statement(
+    insert(calls_t).values({c.name: bindparam(c.name) for c in calls_t.c if c.name != "id"})
+)
 
 
 def record_call(conn: Connection, record: CallRecord) -> None:
     path = record.path.split("?", 1)[0][:512]  # never a query string
-    conn.execute(
-        _INSERT,
-        {
+    _INSERT.run(
+        conn,
+        **{
             "key_id": record.key_id,
-            "at": record.at,
+            "at": to_db(record.at, conn.dialect.name),
             "transport": record.transport,
             "operation": record.operation[:64],
             "method": record.method[:16],

@@ -15,10 +15,11 @@ import secrets
 import zlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 
+from calendar_service.db import Statement
 from calendar_service.errors import (
     ExpiredKey,
     FieldError,
@@ -31,7 +32,7 @@ from calendar_service.errors import (
     ValidationFailed,
 )
 from calendar_service.ids import base62, new_id
-from calendar_service.models import ApiKey, Calendar, Call
+from calendar_service.models import ApiKey, Calendar, Call, from_db
 from calendar_service.timeutil import format_utc
 
 SECRET_PREFIX = "calsk_"  # noqa: S105 - a public prefix, not a secret
@@ -105,16 +106,39 @@ _VERIFY_COLUMNS = (
 )
 
 
-def identify(conn: Connection, *, secret: str | None) -> Any:
+class KeyRow(NamedTuple):
+    id: str
+    user_id: str
+    permission: str
+    calendar_id: str | None
+    expires_at: datetime
+    revoked_at: datetime | None
+    secret_hash: str
+
+
+# Read on every request, straight from the driver (see db.Statement); never cached.
+_IDENTIFY = Statement(select(*_VERIFY_COLUMNS).where(keys_t.c.secret_hash == bindparam("digest")))
+
+
+def identify(conn: Connection, *, secret: str | None) -> KeyRow:
     """The key row for ``secret`` (any state), or raise missing/malformed/unknown."""
     if not secret:
         raise MissingKey()
     check_format(secret)
     digest = hash_secret(secret)
-    row = conn.execute(select(*_VERIFY_COLUMNS).where(keys_t.c.secret_hash == digest)).first()
-    if row is None or not hmac.compare_digest(row.secret_hash, digest):
+    found = _IDENTIFY.first(conn, digest=digest)
+    if found is None or not hmac.compare_digest(found[6], digest):
         raise UnknownKey()
-    return row
+    key_id, user_id, permission, calendar_id, expires_at, revoked_at, secret_hash = found
+    return KeyRow(
+        key_id,
+        user_id,
+        permission,
+        calendar_id,
+        from_db(expires_at),
+        None if revoked_at is None else from_db(revoked_at),
+        secret_hash,
+    )
 
 
 def authorize(row: Any, *, now: datetime) -> Principal:
