@@ -64,17 +64,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--tiny",
         action="store_true",
-        help="a smoke run in seconds: 10k events, 1 round of 1 s, no PostgreSQL",
+        help="a smoke run in seconds: 10k events, one short round, list and create",
     )
     args = p.parse_args(argv)
     if args.tiny:
         args.events = 10_000
         args.rounds = 1
         args.duration = 1.0
-        args.max_requests = 300
+        args.max_requests = 200
         args.connections = 8
         args.warmup = 0.0
-        args.scale_sizes = "10000"
+        args.scale_sizes = ""
         args.scale_rounds = 1
         args.skip_postgres = args.postgres_url is None
         args.pg_rounds = 1
@@ -88,7 +88,7 @@ class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.out: Path = args.out
-        self.dbdir = RESULTS / "db"  # the seeded databases are cached across runs
+        self.dbdir = self.out / "db"  # the seeded databases are cached across runs
         self.work = self.out / "work"
         self.logs = self.out / "logs"
         for d in (self.out, self.dbdir, self.work, self.logs):

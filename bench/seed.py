@@ -65,7 +65,7 @@ class Seeded:
     url: str
     rows: int
     calendars: int
-    calendar_id: str  # the calendar the keys below reach
+    calendar_id: str  # the calendar the read key reaches (the write key: the last one)
     read_secret: str  # one-calendar read key
     write_secret: str  # one-calendar write key
     fingerprint: str
@@ -184,7 +184,7 @@ def seed_ours(url: str, rows: int, meta_path: Path, *, log=print) -> Seeded:  # 
                 conn, name="bench read", permission="read", calendar_id=cal_ids[0], **common
             )
             _, write_secret = keys.create_key(
-                conn, name="bench write", permission="write", calendar_id=cal_ids[0], **common
+                conn, name="bench write", permission="write", calendar_id=cal_ids[-1], **common
             )
             conn.execute(
                 insert(keys.keys_t),

@@ -1,0 +1,46 @@
+"""The benchmark still runs end to end (at a tiny size, in seconds): it cannot rot unseen.
+
+Nothing here is timed; the figures are in docs/performance.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.servers import shared_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.skipif(
+        bool(os.environ.get("CALENDAR_TEST_POSTGRES_URL")),
+        reason="the smoke run uses SQLite; once per suite is enough",
+    ),
+    pytest.mark.skipif(shared_dir() is None, reason="shared/reference (the minimum) not found"),
+]
+
+
+def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
+    tmp_path: Path,
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--tiny", "--loadgen", "python", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "median ratio" in proc.stdout
+    summary = json.loads((tmp_path / "latest.json").read_text())["summary"]
+    for kind in ("list", "create"):
+        result = summary["main"][kind]
+        assert result["errors"] == 0, result
+        assert result["ours"]["rps"] > 0 and result["minimum"]["rps"] > 0
+    assert (tmp_path / "performance.png").exists()
