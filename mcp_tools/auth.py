@@ -58,7 +58,7 @@ def origin_of(url: str) -> str:
 
 
 class KeyAuth:
-    """ASGI wrapper: Origin check, then the API key check, then the MCP transport."""
+    """ASGI wrapper: Origin check, POST only, then the API key check, then the MCP transport."""
 
     def __init__(self, app: ASGIApp, *, services: Services, allowed_origins: Iterable[str]) -> None:
         self.app = AuthContextMiddleware(app)
@@ -79,6 +79,19 @@ class KeyAuth:
                 "Origin not allowed",
                 f"Requests from the web origin {origin!r} are not accepted by this MCP endpoint.",
                 instance=path,
+            )
+            await response(scope, receive, send)
+            return
+        if request.method != "POST":
+            # Stateless JSON transport: no server-sent event stream to GET, no session to
+            # DELETE. 405 is the answer the MCP specification gives for both.
+            response = problem(
+                405,
+                "method_not_allowed",
+                "Method not allowed",
+                f"{request.method} is not allowed on {path}: send MCP messages with POST.",
+                instance=path,
+                headers={"Allow": "POST"},
             )
             await response(scope, receive, send)
             return
@@ -137,7 +150,7 @@ async def _operation(request: Request) -> str:
 
     Only called for requests that are answered without reaching the transport, so reading the
     body here takes nothing from it."""
-    if request.method != "POST" or int(request.headers.get("content-length") or 0) > MAX_BODY:
+    if int(request.headers.get("content-length") or 0) > MAX_BODY:
         return "mcp"
     try:
         message = orjson.loads(await request.body())

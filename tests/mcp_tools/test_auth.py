@@ -133,3 +133,13 @@ def test_a_key_in_the_url_is_refused_and_recorded(
     assert response.json()["code"] == "api_key_in_url"
     calls = db.call(history.list_calls, key_id=key_id)
     assert [(c["operation"], c["status"], c["path"]) for c in calls] == [("initialize", 400, MCP)]
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_only_post_is_served_because_the_transport_is_stateless(
+    api: httpx.Client, factory: Factory, method: str
+) -> None:
+    _, secret = factory.key(factory.owner())
+    response = api.request(method, MCP, headers={**JSON_RPC_HEADERS, **bearer(secret)})
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
