@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import orjson
@@ -58,7 +58,7 @@ def origin_of(url: str) -> str:
 
 
 class KeyAuth:
-    """ASGI wrapper: Origin check, POST only, then the API key check, then the MCP transport."""
+    """ASGI wrapper: Origin check, the API key check, POST only, then the MCP transport."""
 
     def __init__(self, app: ASGIApp, *, services: Services, allowed_origins: Iterable[str]) -> None:
         self.app = AuthContextMiddleware(app)
@@ -82,6 +82,12 @@ class KeyAuth:
             )
             await response(scope, receive, send)
             return
+        try:
+            principal, secret = await self._verify(request)
+        except CalendarError as exc:
+            realm = self.services.config.service_name
+            await error_response(exc, realm=realm, instance=path)(scope, receive, send)
+            return
         if request.method != "POST":
             # Stateless JSON transport: no server-sent event stream to GET, no session to
             # DELETE. 405 is the answer the MCP specification gives for both.
@@ -94,12 +100,6 @@ class KeyAuth:
                 headers={"Allow": "POST"},
             )
             await response(scope, receive, send)
-            return
-        try:
-            principal, secret = await self._verify(request)
-        except CalendarError as exc:
-            realm = self.services.config.service_name
-            await error_response(exc, realm=realm, instance=path)(scope, receive, send)
             return
         scope["user"] = AuthenticatedUser(
             AccessToken(
@@ -127,7 +127,7 @@ class KeyAuth:
 
     async def _record_refusal(
         self, request: Request, refusal: CalendarError, fallback_secret: str | None = None
-    ) -> None:
+    ) -> NoReturn:
         """Record ``refusal`` in the history of the key presented (if it exists); raise it."""
         operation = await _operation(request)
 
