@@ -197,3 +197,25 @@ async def test_an_idempotency_key_makes_a_retried_create_return_the_first_event(
     assert other.is_error and "idempotency_key_reused" in text_of(other)
     listed = api.get(EVENTS, headers=bearer(secret)).json()
     assert [e["id"] for e in listed["events"]] == [first["id"]]
+
+
+async def test_a_long_list_comes_in_pages_linked_by_next_page_token(
+    server: RunningServer, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner())
+    async with connect(server.url, secret) as client:
+        for hour in (9, 10, 11):
+            start, end = f"2026-03-02T{hour:02}:00:00Z", f"2026-03-02T{hour:02}:30:00Z"
+            await client.call_tool("createCalendarEvent", event_args(startsAt=start, endsAt=end))
+        window = {"timeMin": "2026-03-02", "timeMax": "2026-03-03", "limit": 2}
+        first = structured(await client.call_tool("listCalendarEvents", window))
+        token = first["nextPageToken"]
+        second = structured(
+            await client.call_tool("listCalendarEvents", {**window, "pageToken": token})
+        )
+    assert [e["startsAt"][11:16] for e in first["events"] + second["events"]] == [
+        "09:00",
+        "10:00",
+        "11:00",
+    ]
+    assert "nextPageToken" not in second
