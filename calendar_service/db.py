@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,6 +35,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 POSTGRES_POOL_SIZE = 8
+KEEP_IDLE_SECONDS = 5.0
 
 
 def make_engine(config: Config) -> Engine:
@@ -87,7 +90,13 @@ class Database:
         self.engine = engine or make_engine(config)
         # Inline: ``run`` calls on the event loop itself (default on SQLite, see above).
         self.inline = config.is_sqlite if inline is None else inline
-        self._loop_conn: Connection | None = None
+        # The connection each calling thread (the loop, or a database thread) keeps between
+        # calls: a pool check-out per request, with PostgreSQL's pre-ping, was a round trip and
+        # a good part of a request. One left idle for KEEP_IDLE seconds goes back to the pool,
+        # and the next check-out is pinged, so a restarted server is noticed as before.
+        self._kept = threading.local()
+        self._all_kept: list[Connection] = []
+        self._kept_lock = threading.Lock()
         workers = 1 if config.is_sqlite else POSTGRES_POOL_SIZE
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="db")
         # Called (from a database thread) after a transaction that queued webhook deliveries
@@ -133,31 +142,41 @@ class Database:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run ``fn(conn, ...)`` in one transaction, inline or on the database thread(s)."""
+        work = functools.partial(self._on_kept, functools.partial(fn, *args, **kwargs), True)
         if self.inline:
-            return self._on_loop(functools.partial(fn, *args, **kwargs), transaction=True)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._executor, functools.partial(self.call, fn, *args, **kwargs)
-        )
+            return work()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
     async def run_connected(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """``call_connected``, inline or on the database thread(s)."""
+        work = functools.partial(self._on_kept, functools.partial(fn, *args, **kwargs), False)
         if self.inline:
-            return self._on_loop(functools.partial(fn, *args, **kwargs), transaction=False)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._executor, functools.partial(self.call_connected, fn, *args, **kwargs)
-        )
+            return work()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
-    def _on_loop(self, fn: Callable[[Connection], T], *, transaction: bool) -> T:
-        """Run on the event loop's own connection (kept open: no pool check-out per call)."""
-        conn = self._loop_conn
-        if conn is None or conn.closed or conn.invalidated:
-            if conn is not None:
-                conn.close()
-            conn = self._loop_conn = self.engine.connect()
+    def _kept_connection(self) -> Connection:
+        kept = self._kept
+        conn: Connection | None = getattr(kept, "conn", None)
+        now = time.monotonic()
+        if conn is not None and (
+            conn.closed or conn.invalidated or now - kept.used > KEEP_IDLE_SECONDS
+        ):
+            with self._kept_lock, contextlib.suppress(ValueError):
+                self._all_kept.remove(conn)
+            conn.close()
+            conn = None
+        if conn is None:
+            conn = kept.conn = self.engine.connect()
+            with self._kept_lock:
+                self._all_kept.append(conn)
+        kept.used = now
+        return conn
+
+    def _on_kept(self, fn: Callable[[Connection], T], transaction: bool) -> T:
+        """Run ``fn`` on the calling thread's kept connection (see ``__init__``)."""
+        conn = self._kept_connection()
         try:
             if transaction:
                 with conn.begin():
@@ -173,10 +192,11 @@ class Database:
             self._after(conn)
 
     def close(self) -> None:
-        if self._loop_conn is not None:
-            self._loop_conn.close()
-            self._loop_conn = None
         self._executor.shutdown(wait=True)
+        with self._kept_lock:
+            kept, self._all_kept = self._all_kept, []
+        for conn in kept:
+            conn.close()
         self.engine.dispose()
 
 
