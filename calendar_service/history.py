@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select
+from sqlalchemy import Connection, bindparam, case, delete, func, insert, select
 
 from calendar_service.db import Statement
 from calendar_service.errors import FieldError, ValidationFailed
@@ -110,6 +110,23 @@ def list_calls(
         query = query.where(calls_t.c.at >= since)
     rows = conn.execute(query.order_by(calls_t.c.id.desc()).limit(limit))
     return [call_public(r) for r in rows]
+
+
+def calls_per_day(conn: Connection, *, key_id: str, since: datetime) -> dict[str, tuple[int, int]]:
+    """A key's calls since ``since``, counted per UTC day: ``{"2026-03-02": (ok, failed)}``.
+
+    A call succeeded when its status is below 400."""
+    if conn.dialect.name == "sqlite":
+        day = func.substr(calls_t.c.at, 1, 10)  # stored as UTC text "YYYY-MM-DD HH:MM:SS…"
+    else:
+        day = func.to_char(func.timezone("UTC", calls_t.c.at), "YYYY-MM-DD")
+    failed = func.sum(case((calls_t.c.status >= 400, 1), else_=0))
+    rows = conn.execute(
+        select(day.label("day"), func.count().label("total"), failed.label("failed"))
+        .where(calls_t.c.key_id == key_id, calls_t.c.at >= since)
+        .group_by(day)
+    )
+    return {str(r.day): (int(r.total) - int(r.failed), int(r.failed)) for r in rows}
 
 
 def purge_calls(conn: Connection, *, now: datetime, keep_days: int) -> int:
