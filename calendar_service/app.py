@@ -3,6 +3,7 @@
 /api/v1/...                 REST (calendar_service.rest)
 /api/openapi.json           OpenAPI 3.1.0 (also /.well-known/openapi.json)
 /mcp                        MCP tools over streamable HTTP (mcp_tools)
+/settings/...               the owner's account settings pages (calendar_service.account)
 /healthz                    liveness + database check
 """
 
@@ -18,8 +19,9 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
+from calendar_service.account import create_account_app
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.ratelimit import RateLimiter
@@ -59,6 +61,7 @@ def create_app(
             *routes.routes(),
             *openapi.routes(),
             Route("/healthz", healthz, methods=["GET"]),
+            Mount("/settings", app=create_account_app(svc)),
             Route(MCP_PATH, mcp.endpoint),
         ],
         middleware=[Middleware(RequestIdMiddleware)],

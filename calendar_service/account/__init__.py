@@ -1,0 +1,76 @@
+"""The owner's account settings: server-rendered pages mounted at ``/settings``.
+
+    /settings/sign-in                    GET form, POST email + password (throttled)
+    /settings/sign-out                   POST
+    /settings/keys                       GET list + create form, POST create (secret shown once)
+    /settings/keys/{id}/revoke           GET confirmation, POST revoke
+    /settings/keys/{id}/calls            GET history: filters, pages, chart per day
+    /settings/keys/{id}/calls.csv        GET the same history as CSV
+    /settings/webhook...                 the webhook, its secret and its deliveries
+    /settings/calendars                  GET calendars + upcoming events, POST new calendar
+    /settings/events/new, /events/{id}   the event form: create, edit, delete
+    /settings/static/...                 this app's CSS, icon and copy-button script (public)
+
+Jinja2 templates, no JavaScript needed (one small script adds copy buttons), nothing loaded
+from elsewhere. See docs/settings.md for the decisions behind sessions, CSRF and throttling.
+"""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from calendar_service.account import (
+    calendar_pages,
+    history_pages,
+    keys_pages,
+    signin,
+    webhook_pages,
+)
+from calendar_service.account.sessions import OwnerSessionInfo
+from calendar_service.account.web import (
+    HANDLERS,
+    HERE,
+    Account,
+    SecurityHeaders,
+    make_env,
+    owner_page,
+    root,
+)
+from calendar_service.rest.context import Services
+
+
+@owner_page
+async def home(request: Request, owner: OwnerSessionInfo) -> Response:
+    return RedirectResponse(root(request) + "/keys", 303)
+
+
+def account_routes() -> list[BaseRoute]:
+    """Every settings route (the tests walk this list to check each one refuses strangers)."""
+    return [
+        Route("/", home, methods=["GET"]),
+        *signin.routes(),
+        *keys_pages.routes(),
+        *history_pages.routes(),
+        *webhook_pages.routes(),
+        *calendar_pages.routes(),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+
+
+def create_account_app(services: Services) -> Starlette:
+    """The settings pages as an ASGI app, to be mounted at ``/settings``."""
+    app = Starlette(
+        routes=account_routes(),
+        middleware=[Middleware(SecurityHeaders)],
+        exception_handlers=HANDLERS,
+    )
+    app.state.account = Account(services=services, env=make_env())
+    return app
+
+
+__all__ = ["account_routes", "create_account_app"]

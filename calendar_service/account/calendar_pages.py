@@ -1,0 +1,361 @@
+"""The calendars page: time zones, upcoming events, new calendars, and event editing.
+
+Events are changed through the same core functions the API uses, with the owner acting in
+person (``events.owner_principal``), so each change writes its webhook delivery like any other.
+Times typed without an offset are read in the calendar's own time zone; an all-day event's
+"last day" is inclusive on the page (the API's ``endsAt`` is the exclusive midnight after).
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import date, datetime, timedelta
+from typing import Any
+from zoneinfo import available_timezones
+
+from sqlalchemy import Connection
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from calendar_service import calendars, events
+from calendar_service.account.sessions import OwnerSessionInfo
+from calendar_service.account.web import (
+    account,
+    field_errors,
+    form,
+    owner_page,
+    render,
+    see_other,
+)
+from calendar_service.errors import FieldError, ValidationFailed
+from calendar_service.inputs import parse_partial
+from calendar_service.models import EventCreate, EventUpdate
+from calendar_service.timeutil import format_utc, utcnow
+
+UPCOMING = 10
+NOTICES = {
+    "calendar-created": "Calendar created.",
+    "event-created": "Event created.",
+    "event-updated": "Event saved.",
+    "event-deleted": "Event deleted.",
+}
+# Core field names (as in the API) to the form's groups of inputs.
+_EVENT_FIELDS = {
+    "startsAt": "start",
+    "endsAt": "end",
+    "calendarId": "calendar",
+    "calendar": "calendar",
+}
+_EVENT_FIELDS.update(timeZone="time_zone", allDay="all_day")
+
+
+@functools.cache
+def time_zones() -> list[str]:
+    return sorted(available_timezones() | {"UTC"})
+
+
+def _overview(conn: Connection, *, user_id: str, now: datetime) -> list[dict[str, Any]]:
+    found = []
+    for row in calendars.list_owner_calendars(conn, user_id=user_id):
+        principal = events.owner_principal(user_id, calendar_id=row.id)
+        listed = events.list_events(
+            conn, principal=principal, time_min=format_utc(now), limit=UPCOMING
+        )
+        for event in listed["events"]:
+            event["lastDay"] = _from_event(event)["end_date"]
+        found.append(
+            {
+                **calendars.calendar_public(row),
+                "events": listed["events"],
+                "more": "nextPageToken" in listed,
+            }
+        )
+    return found
+
+
+async def _calendars_page(
+    request: Request,
+    owner: OwnerSessionInfo,
+    *,
+    values: dict[str, str] | None = None,
+    errors: dict[str, str] | None = None,
+    status_code: int = 200,
+) -> Response:
+    data = await account(request).services.db.run(_overview, user_id=owner.user_id, now=utcnow())
+    return render(
+        request,
+        "calendars.html",
+        {
+            "section": "calendars",
+            "calendars": data,
+            "zones": time_zones(),
+            "values": values or {"name": "", "time_zone": "UTC"},
+            "errors": errors or {},
+            "notice": NOTICES.get(request.query_params.get("notice", "")),
+        },
+        status_code=status_code,
+    )
+
+
+@owner_page
+async def calendars_page(request: Request, owner: OwnerSessionInfo) -> Response:
+    return await _calendars_page(request, owner)
+
+
+@owner_page
+async def create_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
+    data = await form(request)
+    values = {"name": str(data.get("name", "")), "time_zone": str(data.get("time_zone", ""))}
+    try:
+        await account(request).services.db.run(
+            calendars.create_calendar,
+            user_id=owner.user_id,
+            name=values["name"],
+            time_zone=values["time_zone"].strip() or "UTC",
+            now=utcnow(),
+        )
+    except ValidationFailed as exc:
+        errors = {_EVENT_FIELDS.get(k, k): v for k, v in field_errors(exc).items()}
+        return await _calendars_page(request, owner, values=values, errors=errors, status_code=400)
+    return see_other(request, "/calendars", notice="calendar-created")
+
+
+# ---------------------------------------------------------------------------------------------
+# The event form
+
+
+def _form_values(data: FormData) -> dict[str, str]:
+    names = (
+        "calendar",
+        "title",
+        "start_date",
+        "start_time",
+        "end_date",
+        "end_time",
+        "location",
+        "description",
+    )
+    values = {name: str(data.get(name, "")).strip() for name in names}
+    values["all_day"] = "on" if data.get("all_day") else ""
+    return values
+
+
+def _to_api(values: dict[str, str]) -> tuple[dict[str, Any], list[FieldError]]:
+    """The form's inputs as the API's event fields (date-times without an offset)."""
+    errors: list[FieldError] = []
+    all_day = bool(values["all_day"])
+    body: dict[str, Any] = {
+        "title": values["title"],
+        "allDay": all_day,
+        "description": values["description"] or None,
+        "location": values["location"] or None,
+    }
+    for side, field in (("start", "startsAt"), ("end", "endsAt")):
+        day, clock = values[f"{side}_date"], values[f"{side}_time"]
+        if not day:
+            errors.append(FieldError(field, "choose a date"))
+            continue
+        if all_day:
+            if side == "end":  # inclusive last day on the page, exclusive midnight in the API
+                try:
+                    day = (date.fromisoformat(day) + timedelta(days=1)).isoformat()
+                except ValueError:
+                    errors.append(FieldError(field, "choose a date such as 2026-03-02"))
+                    continue
+            body[field] = day
+        elif not clock:
+            errors.append(FieldError(field, "choose a time, or tick “All day”"))
+        else:
+            body[field] = f"{day}T{clock}"
+    return body, errors
+
+
+def _from_event(event: dict[str, Any]) -> dict[str, str]:
+    """An event's fields as the form's inputs, in its calendar's time zone."""
+    starts = datetime.fromisoformat(event["startsAt"].replace("Z", "+00:00"))
+    ends = datetime.fromisoformat(event["endsAt"].replace("Z", "+00:00"))
+    if event["allDay"]:
+        last = ends.date() - timedelta(days=1)
+        ends_values = (max(last, starts.date()).isoformat(), "")
+    else:
+        ends_values = (ends.date().isoformat(), f"{ends:%H:%M}")
+    return {
+        "calendar": event["calendarId"],
+        "title": event["title"],
+        "start_date": starts.date().isoformat(),
+        "start_time": "" if event["allDay"] else f"{starts:%H:%M}",
+        "end_date": ends_values[0],
+        "end_time": ends_values[1],
+        "all_day": "on" if event["allDay"] else "",
+        "location": event["location"] or "",
+        "description": event["description"] or "",
+    }
+
+
+def _event_form(
+    request: Request,
+    *,
+    owned: list[dict[str, Any]],
+    values: dict[str, str],
+    errors: dict[str, str] | None = None,
+    event: dict[str, Any] | None = None,
+    status_code: int = 200,
+) -> Response:
+    return render(
+        request,
+        "event_form.html",
+        {
+            "section": "calendars",
+            "calendars": owned,
+            "values": values,
+            "errors": errors or {},
+            "event": event,
+        },
+        status_code=status_code,
+    )
+
+
+def _owned(conn: Connection, *, user_id: str) -> list[dict[str, Any]]:
+    return [
+        calendars.calendar_public(c) for c in calendars.list_owner_calendars(conn, user_id=user_id)
+    ]
+
+
+def _event_errors(exc: ValidationFailed) -> dict[str, str]:
+    return {_EVENT_FIELDS.get(k, k): v for k, v in field_errors(exc).items()}
+
+
+@owner_page
+async def new_event(request: Request, owner: OwnerSessionInfo) -> Response:
+    owned = await account(request).services.db.run(_owned, user_id=owner.user_id)
+    chosen = request.query_params.get("calendar", "")
+    if chosen not in {c["id"] for c in owned}:
+        chosen = next((c["id"] for c in owned if c["isDefault"]), "")
+    today = utcnow().date().isoformat()
+    values = {
+        "calendar": chosen,
+        "title": "",
+        "start_date": today,
+        "start_time": "09:00",
+        "end_date": today,
+        "end_time": "10:00",
+        "all_day": "",
+        "location": "",
+        "description": "",
+    }
+    return _event_form(request, owned=owned, values=values)
+
+
+def _create(
+    conn: Connection, *, user_id: str, values: dict[str, str], now: datetime
+) -> dict[str, Any]:
+    body, errors = _to_api(values)
+    body["calendarId"] = values["calendar"] or None
+    data, prior = parse_partial(EventCreate, body)
+    # The form's own errors first (they name the input), then whatever the core finds.
+    return events.create_event(
+        conn,
+        principal=events.owner_principal(user_id),
+        data=data,
+        now=now,
+        prior_errors=[*errors, *prior],
+    )
+
+
+@owner_page
+async def create_event(request: Request, owner: OwnerSessionInfo) -> Response:
+    values = _form_values(await form(request))
+    db = account(request).services.db
+    try:
+        await db.run(_create, user_id=owner.user_id, values=values, now=utcnow())
+    except ValidationFailed as exc:
+        owned = await db.run(_owned, user_id=owner.user_id)
+        return _event_form(
+            request, owned=owned, values=values, errors=_event_errors(exc), status_code=400
+        )
+    return see_other(request, "/calendars", notice="event-created")
+
+
+@owner_page
+async def edit_event(request: Request, owner: OwnerSessionInfo) -> Response:
+    event = await account(request).services.db.run(
+        events.get_event,
+        principal=events.owner_principal(owner.user_id),
+        event_id=request.path_params["event_id"],
+    )
+    return _event_form(request, owned=[], values=_from_event(event), event=event)
+
+
+def _update(
+    conn: Connection, *, user_id: str, event_id: str, values: dict[str, str], now: datetime
+) -> dict[str, Any]:
+    principal = events.owner_principal(user_id)
+    events.get_event(conn, principal=principal, event_id=event_id)  # 404 before validation
+    body, errors = _to_api(values)
+    data, prior = parse_partial(EventUpdate, body)
+    return events.update_event(
+        conn,
+        principal=principal,
+        event_id=event_id,
+        data=data,
+        now=now,
+        prior_errors=[*errors, *prior],
+    )
+
+
+@owner_page
+async def update_event(request: Request, owner: OwnerSessionInfo) -> Response:
+    values = _form_values(await form(request))
+    event_id = request.path_params["event_id"]
+    db = account(request).services.db
+    try:
+        await db.run(_update, user_id=owner.user_id, event_id=event_id, values=values, now=utcnow())
+    except ValidationFailed as exc:
+        event = await db.run(
+            events.get_event, principal=events.owner_principal(owner.user_id), event_id=event_id
+        )
+        return _event_form(
+            request,
+            owned=[],
+            values=values,
+            errors=_event_errors(exc),
+            event=event,
+            status_code=400,
+        )
+    return see_other(request, "/calendars", notice="event-updated")
+
+
+@owner_page
+async def confirm_delete(request: Request, owner: OwnerSessionInfo) -> Response:
+    event = await account(request).services.db.run(
+        events.get_event,
+        principal=events.owner_principal(owner.user_id),
+        event_id=request.path_params["event_id"],
+    )
+    return render(request, "event_delete.html", {"section": "calendars", "event": event})
+
+
+@owner_page
+async def delete_event(request: Request, owner: OwnerSessionInfo) -> Response:
+    await account(request).services.db.run(
+        events.delete_event,
+        principal=events.owner_principal(owner.user_id),
+        event_id=request.path_params["event_id"],
+        now=utcnow(),
+    )
+    return see_other(request, "/calendars", notice="event-deleted")
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/calendars", calendars_page, methods=["GET"]),
+        Route("/calendars", create_calendar, methods=["POST"]),
+        Route("/events/new", new_event, methods=["GET"]),
+        Route("/events", create_event, methods=["POST"]),
+        Route("/events/{event_id}/edit", edit_event, methods=["GET"]),
+        Route("/events/{event_id}", update_event, methods=["POST"]),
+        Route("/events/{event_id}/delete", confirm_delete, methods=["GET"]),
+        Route("/events/{event_id}/delete", delete_event, methods=["POST"]),
+    ]

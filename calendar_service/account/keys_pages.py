@@ -1,0 +1,159 @@
+"""The API keys page: list, create (the secret is shown once), revoke with confirmation."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from sqlalchemy import Connection
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from calendar_service import calendars, keys
+from calendar_service.account.sessions import OwnerSessionInfo
+from calendar_service.account.web import (
+    account,
+    field_errors,
+    form,
+    owner_page,
+    render,
+    see_other,
+)
+from calendar_service.errors import FieldError, ValidationFailed
+from calendar_service.timeutil import utcnow
+
+EXPIRY_CHOICES = (
+    ("7d", "7 days", timedelta(days=7)),
+    ("30d", "30 days", timedelta(days=30)),
+    ("90d", "90 days", timedelta(days=90)),
+    ("365d", "1 year", timedelta(days=365)),
+)
+NOTICES = {
+    "key-revoked": "The key is revoked: any request made with it is now refused.",
+}
+# The core names fields as the API does; the form names them as the page does.
+_FORM_FIELDS = {"expiresAt": "expires", "calendarId": "calendar"}
+
+
+def _page_data(conn: Connection, *, user_id: str, now: datetime) -> dict[str, Any]:
+    owned = calendars.list_owner_calendars(conn, user_id=user_id)
+    return {
+        "keys": keys.list_keys(conn, user_id=user_id, now=now),
+        "calendars": [calendars.calendar_public(c) for c in owned],
+        "calendar_names": {c.id: c.name for c in owned},
+    }
+
+
+async def _keys_page(
+    request: Request,
+    owner: OwnerSessionInfo,
+    *,
+    values: dict[str, str] | None = None,
+    errors: dict[str, str] | None = None,
+    status_code: int = 200,
+) -> Response:
+    data = await account(request).services.db.run(_page_data, user_id=owner.user_id, now=utcnow())
+    return render(
+        request,
+        "keys.html",
+        {
+            **data,
+            "section": "keys",
+            "expiry_choices": [(value, label) for value, label, _ in EXPIRY_CHOICES],
+            "values": values or {"permission": "read", "expires": "30d", "calendar": ""},
+            "errors": errors or {},
+            "notice": NOTICES.get(request.query_params.get("notice", "")),
+        },
+        status_code=status_code,
+    )
+
+
+@owner_page
+async def keys_page(request: Request, owner: OwnerSessionInfo) -> Response:
+    return await _keys_page(request, owner)
+
+
+def parse_expiry(choice: str, on_date: str, now: datetime) -> datetime:
+    """A preset (``30d``) from now, or the end of a chosen day (UTC): a key set to expire on
+    2026-12-31 works through that whole day."""
+    for value, _, delta in EXPIRY_CHOICES:
+        if choice == value:
+            return now + delta
+    if choice == "custom":
+        try:
+            day = date.fromisoformat(on_date.strip())
+        except ValueError:
+            raise ValidationFailed(
+                [FieldError("expires", "choose a date such as 2026-12-31")]
+            ) from None
+        return datetime.combine(day + timedelta(days=1), time(0), tzinfo=UTC)
+    raise ValidationFailed([FieldError("expires", "choose when the key expires")])
+
+
+@owner_page
+async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
+    data = await form(request)
+    values = {
+        name: str(data.get(name, ""))
+        for name in ("name", "permission", "expires", "expires_on", "calendar")
+    }
+    now = utcnow()
+    try:
+        expires_at = parse_expiry(values["expires"], values["expires_on"], now)
+        record, secret = await account(request).services.db.run(
+            keys.create_key,
+            user_id=owner.user_id,
+            name=values["name"],
+            permission=values["permission"],
+            expires_at=expires_at,
+            calendar_id=values["calendar"] or None,
+            now=now,
+        )
+    except ValidationFailed as exc:
+        errors = {_FORM_FIELDS.get(k, k): v for k, v in field_errors(exc).items()}
+        return await _keys_page(request, owner, values=values, errors=errors, status_code=400)
+    # Rendered in the POST's own response (never redirected to, never stored): reloading
+    # cannot show it again, and Cache-Control: no-store keeps it out of the browser's cache.
+    return render(
+        request,
+        "key_created.html",
+        {"section": "keys", "key": record, "secret": secret},
+        status_code=201,
+    )
+
+
+def _load_key(conn: Connection, *, user_id: str, key_id: str, now: datetime) -> dict[str, Any]:
+    keys.get_key(conn, user_id=user_id, key_id=key_id)  # another owner's key: 404
+    public = next(k for k in keys.list_keys(conn, user_id=user_id, now=now) if k["id"] == key_id)
+    names = {c.id: c.name for c in calendars.list_owner_calendars(conn, user_id=user_id)}
+    public["calendarName"] = names.get(public["calendarId"]) if public["calendarId"] else None
+    return public
+
+
+@owner_page
+async def confirm_revoke(request: Request, owner: OwnerSessionInfo) -> Response:
+    key = await account(request).services.db.run(
+        _load_key, user_id=owner.user_id, key_id=request.path_params["key_id"], now=utcnow()
+    )
+    return render(request, "key_revoke.html", {"section": "keys", "key": key})
+
+
+@owner_page
+async def revoke(request: Request, owner: OwnerSessionInfo) -> Response:
+    await account(request).services.db.run(
+        keys.revoke_key,
+        user_id=owner.user_id,
+        key_id=request.path_params["key_id"],
+        now=utcnow(),
+    )
+    return see_other(request, "/keys", notice="key-revoked")
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/keys", keys_page, methods=["GET"]),
+        Route("/keys", create_key, methods=["POST"]),
+        Route("/keys/{key_id}/revoke", confirm_revoke, methods=["GET"]),
+        Route("/keys/{key_id}/revoke", revoke, methods=["POST"]),
+    ]

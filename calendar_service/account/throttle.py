@@ -1,0 +1,100 @@
+"""Throttling repeated failed sign-ins, per email address and per client address.
+
+A sliding window: more than ``EMAIL_LIMIT`` failures for one email, or ``ADDRESS_LIMIT`` from one
+client address, within ``WINDOW`` lock further attempts (right password or not) until the oldest
+of those failures leaves the window. Attempts refused while locked do not count, so somebody
+hammering an owner's email cannot keep the owner out for longer than one window. A successful
+sign-in clears the email's failures (the address's other failures stay).
+
+The counters live in the database, so every server process shares them. Buckets are stored as
+keyed hashes (HMAC with the session-signing secret): a mistyped password pasted into the email
+field never lands in the table as text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from sqlalchemy import Connection, delete, insert, select
+
+from calendar_service.models import SignInFailure
+from calendar_service.users import normalize_email
+
+failures_t = SignInFailure.__table__  # type: ignore[attr-defined]
+
+WINDOW = timedelta(minutes=15)
+EMAIL_LIMIT = 5
+ADDRESS_LIMIT = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Lockout:
+    """Sign-in is refused until ``retry_at`` because of too many failures for ``scope``."""
+
+    scope: Literal["email", "address"]
+    retry_at: datetime
+
+
+def _bucket(pepper: str, kind: str, value: str) -> str:
+    return hmac.new(pepper.encode(), f"{kind}:{value}".encode(), hashlib.sha256).hexdigest()
+
+
+def _buckets(pepper: str, email: str, client_addr: str | None) -> list[tuple[str, str, int]]:
+    found = [("email", _bucket(pepper, "email", normalize_email(email)), EMAIL_LIMIT)]
+    if client_addr:
+        found.append(("address", _bucket(pepper, "addr", client_addr), ADDRESS_LIMIT))
+    return found
+
+
+def check(
+    conn: Connection, *, pepper: str, email: str, client_addr: str | None, now: datetime
+) -> Lockout | None:
+    """The lockout in force for this email or address, if any (the later one wins)."""
+    worst: Lockout | None = None
+    for scope, bucket, limit in _buckets(pepper, email, client_addr):
+        recent = conn.execute(
+            select(failures_t.c.at)
+            .where(failures_t.c.bucket == bucket, failures_t.c.at > now - WINDOW)
+            .order_by(failures_t.c.at.desc())
+            .limit(limit)
+        ).all()
+        if len(recent) >= limit:
+            retry_at = recent[-1].at + WINDOW
+            if worst is None or retry_at > worst.retry_at:
+                worst = Lockout(scope, retry_at)  # type: ignore[arg-type]
+    return worst
+
+
+def record_failure(
+    conn: Connection, *, pepper: str, email: str, client_addr: str | None, now: datetime
+) -> list[int]:
+    """Count a failure for the email and the address; returns the rows' ids.
+
+    Sign-in records each attempt as a failure *before* checking the password (which takes a
+    good fraction of a second) and takes it back (``forget``) on success, so that attempts made in
+    parallel cannot all slip past the limit while their passwords are being checked."""
+    ids = [
+        int(
+            conn.execute(
+                insert(failures_t).values(bucket=bucket, at=now).returning(failures_t.c.id)
+            ).scalar_one()
+        )
+        for _, bucket, _ in _buckets(pepper, email, client_addr)
+    ]
+    conn.execute(delete(failures_t).where(failures_t.c.at <= now - WINDOW))
+    return ids
+
+
+def forget(conn: Connection, *, ids: list[int]) -> None:
+    """Take back failures recorded for an attempt that succeeded."""
+    if ids:
+        conn.execute(delete(failures_t).where(failures_t.c.id.in_(ids)))
+
+
+def clear_email(conn: Connection, *, pepper: str, email: str) -> None:
+    bucket = _bucket(pepper, "email", normalize_email(email))
+    conn.execute(delete(failures_t).where(failures_t.c.bucket == bucket))

@@ -1,0 +1,364 @@
+"""The settings pages' plumbing: templates, cookies, the signed-in owner, CSRF, headers, errors.
+
+Every page handler is wrapped by ``owner_page``: no session, no page (a redirect to sign-in);
+and every POST must carry the session's CSRF synchronizer token. Handlers then call core
+functions scoped by ``owner.user_id`` first, so another owner's id in a URL is a 404.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import secrets
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote
+
+from itsdangerous import BadSignature, TimestampSigner
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from calendar_service.account import sessions
+from calendar_service.account.sessions import OwnerSessionInfo
+from calendar_service.errors import CalendarError, NotFound, ValidationFailed
+from calendar_service.rest.context import Services, request_id
+from calendar_service.timeutil import utcnow
+
+log = logging.getLogger("calendar_service.account")
+
+HERE = Path(__file__).resolve().parent
+SESSION_COOKIE = "calendar_session"
+SIGN_IN_COOKIE = "calendar_sign_in"  # the CSRF token of the sign-in form, before a session
+MAX_FORM = 64 * 1024
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+
+_NEXT = re.compile(r"^/[A-Za-z0-9_\-./]*$")
+
+
+# ---------------------------------------------------------------------------------------------
+# The sub-app's state
+
+
+@dataclass(slots=True)
+class Account:
+    """What every settings handler needs, kept on the sub-app's state."""
+
+    services: Services
+    env: Environment
+    _secret: str | None = field(default=None)
+
+    async def secret(self) -> str:
+        """``CALENDAR_SESSION_SECRET``, or the one generated once and kept in the database."""
+        if self._secret is None:
+            configured = self.services.config.session_secret
+            self._secret = configured or await self.services.db.run(
+                sessions.session_signing_secret, now=utcnow()
+            )
+        return self._secret
+
+    async def signer(self, purpose: str) -> TimestampSigner:
+        return TimestampSigner(await self.secret(), salt=f"calendar-service.settings.{purpose}")
+
+
+def account(request: Request) -> Account:
+    return request.app.state.account  # type: ignore[no-any-return]
+
+
+def root(request: Request) -> str:
+    """Where the settings pages are mounted (``/settings``)."""
+    return str(request.scope.get("root_path", ""))
+
+
+def is_https(request: Request) -> bool:
+    base = account(request).services.config.base_url
+    return request.url.scheme == "https" or base.startswith("https://")
+
+
+# ---------------------------------------------------------------------------------------------
+# Templates
+
+
+def _utc(value: str | datetime | None) -> str:
+    """``2026-03-02 09:30 UTC`` from an RFC 3339 string or an aware datetime."""
+    if value is None:
+        return "—"
+    moment = (
+        datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else value
+    )
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _local(value: str) -> str:
+    """``Mon 2 Mar 2026, 09:30`` in the offset the value carries (the calendar's zone)."""
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return f"{moment:%a} {moment.day} {moment:%b %Y, %H:%M}"
+
+
+def _day(value: str) -> str:
+    """``Mon 2 Mar 2026`` from a date or a date-time."""
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return f"{moment:%a} {moment.day} {moment:%b %Y}"
+
+
+def _clock(value: str) -> str:
+    return f"{datetime.fromisoformat(value.replace('Z', '+00:00')):%H:%M}"
+
+
+def make_env() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["utc"] = _utc
+    env.filters["local"] = _local
+    env.filters["day"] = _day
+    env.filters["clock"] = _clock
+    return env
+
+
+def render(
+    request: Request,
+    template: str,
+    context: dict[str, Any] | None = None,
+    *,
+    status_code: int = 200,
+    owner: OwnerSessionInfo | None = None,
+) -> HTMLResponse:
+    owner = owner or getattr(request.state, "owner", None)
+    values: dict[str, Any] = {
+        "root": root(request),
+        "owner": owner,
+        "csrf_token": owner.csrf_token if owner else "",
+        "section": "",
+        "notice": None,
+        "request_id": request_id(request),
+        "base_url": account(request).services.config.base_url,
+    }
+    values.update(context or {})
+    html = account(request).env.get_template(template).render(**values)
+    return HTMLResponse(html, status_code=status_code)
+
+
+def see_other(request: Request, path: str, **params: str) -> RedirectResponse:
+    """A 303 to a settings path (after a POST: the browser then GETs it)."""
+    query = "&".join(f"{k}={quote(v, safe='')}" for k, v in params.items() if v)
+    return RedirectResponse(root(request) + path + (f"?{query}" if query else ""), 303)
+
+
+# ---------------------------------------------------------------------------------------------
+# Forms
+
+
+class CsrfRefused(Exception):
+    """A POST without this session's token: a forged or stale form."""
+
+
+async def form(request: Request) -> FormData:
+    """The url-encoded form body (at most 64 KiB), parsed once per request."""
+    cached = getattr(request.state, "form", None)
+    if cached is not None:
+        return cached  # type: ignore[no-any-return]
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media != "application/x-www-form-urlencoded":
+        raise HTTPException(415, "Send the form as application/x-www-form-urlencoded.")
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_FORM:
+        raise HTTPException(413, "The form is too large.")
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > MAX_FORM:
+            raise HTTPException(413, "The form is too large.")
+    data = FormData(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+    request.state.form = data
+    return data
+
+
+def field_errors(exc: ValidationFailed) -> dict[str, str]:
+    """``{field: message}`` for showing each error beside its input."""
+    found: dict[str, str] = {}
+    for item in exc.errors:
+        found.setdefault(item["field"], item["message"])
+    return found
+
+
+def tokens_match(expected: str, given: str | None) -> bool:
+    return bool(given) and secrets.compare_digest(expected.encode(), str(given).encode())
+
+
+def cross_site(request: Request) -> bool:
+    # Defence in depth beside the token: browsers say when a request comes from another site.
+    return request.headers.get("sec-fetch-site", "") == "cross-site"
+
+
+# ---------------------------------------------------------------------------------------------
+# The signed-in owner
+
+
+async def current_owner(request: Request) -> OwnerSessionInfo | None:
+    raw = request.cookies.get(SESSION_COOKIE)
+    if not raw:
+        return None
+    signer = await account(request).signer("session")
+    try:
+        token = signer.unsign(raw, max_age=int(sessions.SESSION_LIFETIME.total_seconds()))
+    except BadSignature:
+        return None
+    db = account(request).services.db
+    return await db.run(sessions.load_session, token=token.decode(), now=utcnow())
+
+
+def safe_next(request: Request, value: str | None) -> str:
+    """A local settings path to return to after sign-in; anything else goes to the keys page."""
+    prefix = root(request) + "/"
+    if value and value.startswith(prefix) and _NEXT.match(value) and "//" not in value:
+        return value
+    return prefix + "keys"
+
+
+def to_sign_in(request: Request) -> RedirectResponse:
+    target = root(request) + "/sign-in"
+    if request.method == "GET":
+        target += "?next=" + quote(request.url.path, safe="/")
+    return RedirectResponse(target, 303)
+
+
+Handler = Callable[[Request, OwnerSessionInfo], Awaitable[Response]]
+
+
+def owner_page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """Only for a signed-in owner; a POST must also carry the session's CSRF token."""
+
+    @functools.wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        owner = await current_owner(request)
+        if owner is None:
+            return to_sign_in(request)
+        request.state.owner = owner
+        if request.method == "POST":
+            data = await form(request)
+            if cross_site(request) or not tokens_match(owner.csrf_token, data.get("csrf_token")):
+                raise CsrfRefused()
+        return await handler(request, owner)
+
+    return endpoint
+
+
+# ---------------------------------------------------------------------------------------------
+# Headers and errors
+
+
+class SecurityHeaders:
+    """CSP allowing nothing from elsewhere, no framing, no referrer; pages are never cached."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        static = scope["path"].startswith(str(scope.get("root_path", "")) + "/static/")
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [h for h in message.get("headers", []) if h[0] != b"cache-control"]
+                cache = [h for h in message.get("headers", []) if h[0] == b"cache-control"]
+                headers.extend(SECURITY_HEADERS)
+                headers.append((b"cache-control", b"no-cache" if static else b"no-store"))
+                if static and cache:
+                    headers[-1] = cache[0]
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _error_page(
+    request: Request, status: int, title: str, message: str, details: list[str] | None = None
+) -> HTMLResponse:
+    owner = getattr(request.state, "owner", None)
+    return render(
+        request,
+        "error.html",
+        {"status": status, "title": title, "message": message, "details": details or []},
+        status_code=status,
+        owner=owner,
+    )
+
+
+async def calendar_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, CalendarError)
+    if isinstance(exc, NotFound):
+        return _error_page(request, 404, "Not found", "There is nothing of yours at this address.")
+    details = [f"{e['field']}: {e['message']}" for e in getattr(exc, "errors", [])]
+    return _error_page(request, exc.status, exc.title, exc.message, details)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return _error_page(request, 404, "Not found", "There is no settings page at this address.")
+    return _error_page(request, exc.status_code, "Request refused", str(exc.detail))
+
+
+async def csrf_refused(request: Request, exc: Exception) -> Response:
+    return _error_page(
+        request,
+        403,
+        "Form expired",
+        "This form is out of date or did not come from this site. Go back, reload the page "
+        "and try again.",
+    )
+
+
+async def unexpected_error(request: Request, exc: Exception) -> Response:
+    rid = request_id(request)
+    # The method, path, request id and the traceback's frames only: never the form, the query
+    # string, or the exception's text (a database error's text can quote the values it held).
+    log.error(
+        "unhandled %s in %s %s (request %s)\n%s",
+        type(exc).__name__,
+        request.method,
+        request.url.path,
+        rid,
+        "".join(traceback.format_tb(exc.__traceback__)),
+    )
+    return _error_page(
+        request,
+        500,
+        "Something went wrong",
+        f"Something went wrong on our side. Quote request id {rid} if you report it.",
+    )
+
+
+HANDLERS: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+    CalendarError: calendar_error,
+    HTTPException: http_error,
+    CsrfRefused: csrf_refused,
+    Exception: unexpected_error,
+}

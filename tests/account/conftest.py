@@ -1,0 +1,166 @@
+"""Fixtures for the settings pages: signed-in HTTP clients, and headless Chromium.
+
+Browser tests use Debian's ``/usr/bin/chromium`` through Playwright (never a downloaded
+browser) and run in the SQLite leg only: the PostgreSQL leg covers the same routes with the
+HTTP tests, which are backend-sensitive, while the browser adds nothing backend-specific.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from argon2 import PasswordHasher
+
+from calendar_service import users
+from tests.support import Factory, Owner, RunningServer
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+_TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def csrf_from(html: str) -> str:
+    match = _TOKEN.search(html)
+    assert match, "no CSRF token in the page"
+    return match.group(1)
+
+
+def text_of(html: str) -> str:
+    """A page's text as a reader sees it: tags dropped, white space collapsed."""
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def sign_in(client: httpx.Client, email: str, password: str) -> httpx.Response:
+    """Fetch the sign-in form (for its token and cookie) and post it; returns the answer."""
+    form = client.get("/settings/sign-in")
+    assert form.status_code == 200, form.text
+    return client.post(
+        "/settings/sign-in",
+        data={"email": email, "password": password, "csrf_token": csrf_from(form.text)},
+    )
+
+
+@dataclass
+class Settings:
+    """An HTTP client signed in to the settings pages as ``owner``."""
+
+    client: httpx.Client
+    owner: Owner
+    csrf: str
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.client.get("/settings" + path, **kwargs)
+
+    def post(self, path: str, data: dict[str, str] | None = None) -> httpx.Response:
+        return self.client.post("/settings" + path, data={"csrf_token": self.csrf, **(data or {})})
+
+
+def signed_in(server: RunningServer, owner: Owner) -> Settings:
+    client = httpx.Client(base_url=server.url, timeout=30)
+    answer = sign_in(client, owner.email, owner.password)
+    assert answer.status_code == 303, answer.text
+    page = client.get("/settings/keys")
+    assert page.status_code == 200, page.text
+    return Settings(client, owner, csrf_from(page.text))
+
+
+@pytest.fixture(autouse=True)
+def quick_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Argon2id with small costs while these tests run: the production parameters spend about
+    a third of a second per hash, and nearly every test here makes an owner and signs in. The
+    code paths and the hash format are the same; only the cost parameters differ."""
+    monkeypatch.setattr(
+        users, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    )
+
+
+@pytest.fixture
+def owner(factory: Factory) -> Owner:
+    return factory.owner()
+
+
+@pytest.fixture
+def settings(server: RunningServer, owner: Owner) -> Iterator[Settings]:
+    session = signed_in(server, owner)
+    try:
+        yield session
+    finally:
+        session.client.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Headless Chromium
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Chromium for one test module. Not for the whole session: while the sync Playwright
+    driver is open it marks an event loop as running in this thread, which would break every
+    asyncio test that runs after it."""
+    if os.environ.get("CALENDAR_TEST_POSTGRES_URL"):
+        pytest.skip("browser tests run in the SQLite leg only")
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: RunningServer) -> Iterator[Any]:
+    """A fresh browser context (no cookies) on the running server. Fails the test if the page
+    broke its Content-Security-Policy or logged a script error."""
+    context = browser.new_context(
+        base_url=server.url,
+        viewport={"width": 1280, "height": 860},
+        device_scale_factor=1,
+        locale="en-GB",
+        timezone_id="UTC",
+    )
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+    tab = context.new_page()
+    tab.set_default_timeout(10_000)
+    problems: list[str] = []
+    tab.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: problems.append(str(e)))
+    try:
+        yield tab
+    finally:
+        context.close()
+    assert [p for p in problems if "favicon" not in p] == []
+
+
+def screenshot(tab: Any, name: str, *, full_page: bool = True) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full_page)
+
+
+def browser_sign_in(tab: Any, owner: Owner, start: str = "/settings/keys") -> None:
+    tab.goto(start)
+    tab.get_by_label("Email").fill(owner.email)
+    tab.get_by_label("Password").fill(owner.password)
+    tab.get_by_role("button", name="Sign in").click()
+    tab.wait_for_url(f"**{start}")

@@ -1,0 +1,208 @@
+"""The settings pages in real headless Chromium against the running server.
+
+Each test also saves screenshots under artifacts/screenshots/ (kept out of git).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import httpx
+from playwright.sync_api import expect
+
+from calendar_service.history import CallRecord, record_call
+from calendar_service.timeutil import utcnow
+from tests.account.conftest import browser_sign_in, screenshot
+from tests.support import Factory, Owner, bearer
+
+EVENTS = "/api/v1/calendar/events"
+
+
+def test_an_owner_creates_a_key_uses_it_sees_the_call_and_revokes_it(
+    page: Any, owner: Owner, api: httpx.Client
+) -> None:
+    page.goto("/settings/keys")
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    screenshot(page, "01-sign-in")
+    browser_sign_in(page, owner)
+    expect(page.get_by_text("You have no API keys yet")).to_be_visible()
+
+    page.get_by_label("Name").fill("CRM sync")
+    page.get_by_label("Read & write").check()
+    page.get_by_label("Expires after").select_option("90d")
+    page.get_by_role("button", name="Create key").click()
+    expect(page.get_by_role("heading", name="Key “CRM sync” created")).to_be_visible()
+    expect(page.get_by_text("it is shown only this once")).to_be_visible()
+    secret = page.get_by_label("Secret").input_value()
+    assert secret.startswith("calsk_")
+    page.get_by_role("button", name="Copy").click()
+    expect(page.get_by_text("Copied to the clipboard.")).to_be_visible()
+    assert page.evaluate("navigator.clipboard.readText()") == secret
+    screenshot(page, "02-key-created")
+
+    listed = api.get(EVENTS, headers={**bearer(secret), "User-Agent": "crm-sync/2.1"})
+    assert listed.status_code == 200, listed.text
+
+    page.get_by_role("link", name="I have copied it").click()
+    row = page.get_by_role("row", name="CRM sync")
+    expect(row).to_contain_text("Read & write")
+    expect(row).to_contain_text("Active")
+    expect(row.get_by_text("Never")).to_have_count(0)  # last use is shown
+    assert secret not in page.content()  # the secret is never shown again
+    screenshot(page, "03-keys")
+
+    row.get_by_role("link", name="History").click()
+    calls = page.get_by_role("table").last
+    expect(calls).to_contain_text("listCalendarEvents")
+    expect(calls).to_contain_text("GET /api/v1/calendar/events")
+    expect(calls).to_contain_text("crm-sync/2.1")
+    expect(page.get_by_text("Last 30 days, UTC: 1 succeeded, 0 failed.")).to_be_visible()
+
+    page.get_by_role("link", name="API keys").first.click()
+    page.get_by_role("row", name="CRM sync").get_by_role("link", name="Revoke").click()
+    expect(page.get_by_role("heading", name="Revoke “CRM sync”?")).to_be_visible()
+    screenshot(page, "05-revoke-confirmation")
+    page.get_by_role("button", name="Revoke key").click()
+    expect(page.get_by_role("status")).to_contain_text("The key is revoked")
+    expect(page.get_by_role("row", name="CRM sync")).to_contain_text("Revoked")
+
+    refused = api.get(EVENTS, headers=bearer(secret))
+    assert refused.status_code == 401
+    assert refused.json()["code"] == "revoked_api_key"
+    page.get_by_role("row", name="CRM sync").get_by_role("link", name="History").click()
+    expect(page.get_by_role("table").last.get_by_text("401")).to_be_visible()
+
+
+def test_the_history_page_charts_filters_and_pages_a_busy_key(
+    page: Any, owner: Owner, factory: Factory
+) -> None:
+    key_id, _ = factory.key(owner, name="Assistant", permission="read")
+    now = utcnow()
+
+    def seed(conn: Any) -> None:  # oldest first, as calls arrive
+        for day in range(13, -1, -1):
+            for n in range(3 + (day * 7) % 9):
+                status = 401 if n % 5 == 4 else (500 if (day + n) % 11 == 0 else 200)
+                record_call(
+                    conn,
+                    CallRecord(
+                        key_id=key_id,
+                        at=now - timedelta(days=day, minutes=60 - n),
+                        transport="mcp" if n % 3 == 0 else "rest",
+                        operation="listCalendarEvents" if n % 2 else "createCalendarEvent",
+                        method="POST" if n % 3 == 0 else "GET",
+                        path="/mcp" if n % 3 == 0 else EVENTS,
+                        status=status,
+                        latency_ms=3.5 + n,
+                        client_addr="203.0.113.7",
+                        user_agent="assistant/1.0",
+                        request_id=f"req_{day}_{n}",
+                    ),
+                )
+
+    factory.db.call(seed)
+    browser_sign_in(page, owner, start=f"/settings/keys/{key_id}/calls")
+    chart = page.get_by_role("img", name="Calls per day for Assistant")
+    expect(chart).to_be_visible()
+    assert chart.locator("rect.failed").count() > 0
+    page.set_viewport_size({"width": 1280, "height": 1500})
+    screenshot(page, "04-history", full_page=False)
+    page.set_viewport_size({"width": 1280, "height": 860})
+
+    page.get_by_label("Status").select_option("4xx")
+    page.get_by_label("Transport").select_option("rest")
+    page.get_by_role("button", name="Filter").click()
+    statuses = page.locator("table.calls .badge").all_inner_texts()
+    assert statuses and set(statuses) == {"401"}
+    expect(page.locator("table.calls")).not_to_contain_text("MCP")
+
+    page.get_by_label("Status").select_option("")
+    page.get_by_label("Transport").select_option("")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.locator("table.calls tbody tr")).to_have_count(50)
+    page.get_by_role("link", name="Older calls →").click()
+    expect(page.get_by_role("link", name="← Newest calls")).to_be_visible()
+    assert page.locator("table.calls tbody tr").count() > 0
+
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download CSV").click()
+    lines = download.value.path().read_text().splitlines()
+    assert lines[0].startswith("at,transport,operation,method,path,status")
+    assert len(lines) > 51
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.get_by_role("link", name="← Newest calls").click()
+    screenshot(page, "09-history-phone", full_page=False)
+
+
+def test_an_owner_creates_edits_and_deletes_an_event_that_the_api_sees(
+    page: Any, owner: Owner, factory: Factory, api: httpx.Client
+) -> None:
+    calendar_id = factory.calendar(owner, name="Work", time_zone="Europe/Berlin")
+    _, secret = factory.key(owner, permission="read")
+    browser_sign_in(page, owner, start="/settings/calendars")
+
+    page.get_by_label("Name").fill("Family")
+    page.get_by_label("Time zone").fill("America/New_York")
+    page.get_by_role("button", name="Create calendar").click()
+    expect(page.get_by_role("status")).to_have_text("Calendar created.")
+    expect(page.get_by_role("heading", name="Family")).to_be_visible()
+
+    page.get_by_role("link", name="New event in Work").click()
+    page.get_by_label("Title").fill("Quarterly planning")
+    page.locator("#start_date").fill("2031-03-04")
+    page.locator("#start_time").fill("09:30")
+    page.locator("#end_date").fill("2031-03-04")
+    page.locator("#end_time").fill("11:00")
+    page.get_by_label("Location (optional)").fill("Room 4")
+    screenshot(page, "07-event-form")
+    page.get_by_role("button", name="Create event").click()
+    expect(page.get_by_role("status")).to_have_text("Event created.")
+    work = page.locator("section.calendar", has=page.get_by_role("heading", name="Work"))
+    expect(work).to_contain_text("Quarterly planning")
+    expect(work).to_contain_text("Tue 4 Mar 2031, 09:30")
+
+    listed = api.get(EVENTS, params={"timeMin": "2031-03-01T00:00:00Z"}, headers=bearer(secret))
+    [event] = [e for e in listed.json()["events"] if e["calendarId"] == calendar_id]
+    assert event["title"] == "Quarterly planning"
+    assert event["startsAt"] == "2031-03-04T09:30:00+01:00"
+    assert event["endsAt"] == "2031-03-04T11:00:00+01:00"
+    assert event["location"] == "Room 4"
+
+    page.get_by_role("link", name="New event in Family").click()
+    page.get_by_label("Title").fill("School trip")
+    page.get_by_label("All day").check()
+    page.locator("#start_date").fill("2031-05-12")
+    page.locator("#end_date").fill("2031-05-13")
+    page.get_by_role("button", name="Create event").click()
+    expect(page.get_by_text("Mon 12 May 2031 – Tue 13 May 2031")).to_be_visible()
+    screenshot(page, "06-calendars")
+
+    page.get_by_role("link", name="Edit Quarterly planning").click()
+    page.get_by_label("Title").fill("Quarterly planning (moved)")
+    page.locator("#start_time").fill("14:00")
+    page.locator("#end_time").fill("15:30")
+    page.get_by_role("button", name="Save event").click()
+    expect(page.get_by_role("status")).to_have_text("Event saved.")
+    moved = api.get(f"{EVENTS}/{event['id']}", headers=bearer(secret)).json()
+    assert moved["title"] == "Quarterly planning (moved)"
+    assert moved["startsAt"] == "2031-03-04T14:00:00+01:00"
+
+    page.get_by_role("link", name="Delete Quarterly planning (moved)").click()
+    screenshot(page, "08-event-delete")
+    page.get_by_role("button", name="Delete event").click()
+    expect(page.get_by_role("status")).to_have_text("Event deleted.")
+    assert api.get(f"{EVENTS}/{event['id']}", headers=bearer(secret)).status_code == 404
+
+
+def test_the_keys_page_is_readable_on_a_phone(page: Any, owner: Owner, factory: Factory) -> None:
+    factory.key(owner, name="Zapier flow", permission="write")
+    other = factory.calendar(owner, name="Work")
+    factory.key(owner, name="Assistant (Work only)", permission="read", calendar_id=other)
+    page.set_viewport_size({"width": 390, "height": 844})
+    browser_sign_in(page, owner)
+    expect(page.get_by_role("rowheader", name="Zapier flow")).to_be_visible()
+    # No horizontal scrolling: everything fits the phone's width.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "10-keys-phone")

@@ -1,0 +1,150 @@
+"""The calendars page over HTTP: new calendars, the event form, and webhooks for its changes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import orjson
+from sqlalchemy import insert, select
+
+from calendar_service.ids import new_id
+from calendar_service.models import WebhookDelivery, WebhookEndpoint
+from calendar_service.timeutil import utcnow
+from tests.account.conftest import Settings, text_of
+from tests.support import Factory, bearer
+
+EVENTS = "/api/v1/calendar/events"
+
+
+def _event_form(calendar: str, **fields: str) -> dict[str, str]:
+    form = {
+        "calendar": calendar,
+        "title": "Standup",
+        "start_date": "2031-06-02",
+        "start_time": "09:00",
+        "end_date": "2031-06-02",
+        "end_time": "09:15",
+        "location": "",
+        "description": "",
+    }
+    form.update(fields)
+    return form
+
+
+def test_a_calendar_needs_a_fresh_name_and_a_real_time_zone(settings: Settings) -> None:
+    made = settings.post("/calendars", {"name": "Travel", "time_zone": "Asia/Tokyo"})
+    assert made.status_code == 303
+    page = settings.get("/calendars").text
+    assert "Travel" in page and "Asia/Tokyo" in page
+    bad = settings.post("/calendars", {"name": "Travel", "time_zone": "Mars/Olympus"})
+    assert bad.status_code == 400
+    assert "a calendar named &#39;Travel&#39; already exists" in bad.text
+    assert "must be an IANA time zone such as Europe/Berlin" in bad.text
+    assert 'value="Mars/Olympus"' in bad.text
+
+
+def test_the_event_form_reads_times_in_the_calendars_zone(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    tokyo = factory.calendar(settings.owner, name="Tokyo office", time_zone="Asia/Tokyo")
+    _, secret = factory.key(settings.owner, permission="read")
+    assert settings.post("/events", _event_form(tokyo)).status_code == 303
+    [event] = api.get(EVENTS, params={"timeMin": "2031-06-01"}, headers=bearer(secret)).json()[
+        "events"
+    ]
+    assert event["startsAt"] == "2031-06-02T09:00:00+09:00"
+    assert event["endsAt"] == "2031-06-02T09:15:00+09:00"
+    assert "Mon 2 Jun 2031, 09:00 – 09:15 Standup" in text_of(settings.get("/calendars").text)
+
+
+def test_an_all_day_events_last_day_is_inclusive_on_the_page(
+    settings: Settings, api: httpx.Client, factory: Factory
+) -> None:
+    _, secret = factory.key(settings.owner, permission="read")
+    form = _event_form(
+        settings.owner.default_calendar_id,
+        title="Conference",
+        all_day="on",
+        start_date="2031-09-15",
+        end_date="2031-09-17",
+        start_time="",
+        end_time="",
+    )
+    assert settings.post("/events", form).status_code == 303
+    [event] = api.get(EVENTS, params={"timeMin": "2031-09-01"}, headers=bearer(secret)).json()[
+        "events"
+    ]
+    assert event["allDay"] is True
+    assert event["endsAt"] == "2031-09-18T00:00:00Z"  # the API's end is the midnight after
+    edit = settings.get(f"/events/{event['id']}/edit").text
+    assert 'name="end_date" value="2031-09-17"' in edit
+    assert "Mon 15 Sep 2031 – Wed 17 Sep 2031 All day" in text_of(settings.get("/calendars").text)
+
+
+def test_the_event_form_names_each_bad_field_and_keeps_what_was_typed(settings: Settings) -> None:
+    answer = settings.post(
+        "/events",
+        _event_form(
+            settings.owner.default_calendar_id,
+            title=" ",
+            start_time="",
+            end_date="2031-06-01",
+            location="Room 9",
+        ),
+    )
+    assert answer.status_code == 400
+    assert 'id="title-error">must not be empty<' in answer.text
+    assert 'id="start-error">choose a time, or tick “All day”<' in answer.text
+    assert 'value="Room 9"' in answer.text
+    wrong_order = settings.post(
+        "/events", _event_form(settings.owner.default_calendar_id, end_time="08:00")
+    )
+    assert wrong_order.status_code == 400
+    assert 'id="end-error">must not be before startsAt<' in wrong_order.text
+
+
+def test_changes_made_in_the_page_queue_webhooks_like_any_other(
+    settings: Settings, factory: Factory
+) -> None:
+    owner = settings.owner
+
+    def add_endpoint(conn: Any) -> None:
+        now = utcnow()
+        conn.execute(
+            insert(WebhookEndpoint.__table__).values(  # type: ignore[attr-defined]
+                id=new_id("whe"),
+                user_id=owner.id,
+                url="https://hooks.example/calendar",
+                secret="whsec_" + "A" * 44,
+                status="active",
+                created_at=now,
+                updated_at=now,
+            )
+        )
+
+    factory.db.call(add_endpoint)
+    assert settings.post("/events", _event_form(owner.default_calendar_id)).status_code == 303
+
+    def deliveries(conn: Any) -> list[tuple[str, dict[str, Any]]]:
+        table = WebhookDelivery.__table__  # type: ignore[attr-defined]
+        rows = conn.execute(
+            select(table.c.event_type, table.c.payload)
+            .where(table.c.user_id == owner.id)
+            .order_by(table.c.created_at, table.c.id)
+        )
+        return [(r.event_type, orjson.loads(r.payload)["data"]["event"]) for r in rows]
+
+    [(kind, event)] = factory.db.call(deliveries)
+    assert kind == "calendar.event.created" and event["title"] == "Standup"
+    edited = _event_form(owner.default_calendar_id, title="Standup (longer)", end_time="09:45")
+    assert settings.post(f"/events/{event['id']}", edited).status_code == 303
+    assert settings.post(f"/events/{event['id']}/delete").status_code == 303
+    sent = factory.db.call(deliveries)
+    assert [kind for kind, _ in sent] == [
+        "calendar.event.created",
+        "calendar.event.updated",
+        "calendar.event.deleted",
+    ]
+    assert sent[1][1]["title"] == "Standup (longer)"
+    assert sent[1][1]["endsAt"] == "2031-06-02T09:45:00Z"

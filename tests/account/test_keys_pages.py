@@ -1,0 +1,127 @@
+"""The API keys page over HTTP: creating (secret once), listing, validation, revoking."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import httpx
+from sqlalchemy import update
+
+from calendar_service import keys
+from calendar_service.timeutil import utcnow
+from tests.account.conftest import Settings
+from tests.support import Factory, bearer
+
+EVENTS = "/api/v1/calendar/events"
+
+
+def _secret(html: str) -> str:
+    match = re.search(r'id="secret" class="secret" value="(calsk_[0-9A-Za-z]+)"', html)
+    assert match, "no secret on the page"
+    return match.group(1)
+
+
+def test_a_key_made_in_the_page_shows_its_secret_once_and_works_on_the_api(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    work = factory.calendar(settings.owner, name="Work")
+    created = settings.post(
+        "/keys",
+        {
+            "name": "Work reader",
+            "permission": "read",
+            "expires": "custom",
+            "expires_on": "2031-12-31",
+            "calendar": work,
+        },
+    )
+    assert created.status_code == 201
+    assert created.headers["cache-control"] == "no-store"
+    assert "it is shown only this once" in created.text
+    secret = _secret(created.text)
+
+    listing = settings.get("/keys").text
+    assert secret not in listing
+    assert secret[:12] in listing  # the prefix identifies it
+    [record] = factory.db.call(keys.list_keys, user_id=settings.owner.id, now=utcnow())
+    assert record["expiresAt"] == "2032-01-01T00:00:00Z"  # works through the chosen day
+    assert record["calendarId"] == work and record["permission"] == "read"
+    row = re.search(
+        r"<tr>\s*<th scope=\"row\" data-label=\"Name\">Work reader</th>.*?</tr>", listing, re.S
+    )
+    assert row is not None
+    assert "Read only" in row.group(0) and ">Work<" in row.group(0) and "Never" in row.group(0)
+
+    answer = api.get(EVENTS, headers=bearer(secret))
+    assert answer.status_code == 200
+    assert [c["id"] for c in answer.json()["calendars"]] == [work]
+
+
+def test_the_key_form_names_each_bad_field(settings: Settings) -> None:
+    answer = settings.post(
+        "/keys",
+        {"name": "  ", "permission": "admin", "expires": "custom", "expires_on": "2001-01-01"},
+    )
+    assert answer.status_code == 400
+    assert 'id="name-error">must be 1 to 200 characters<' in answer.text
+    assert 'id="permission-error">must be &#39;read&#39; or &#39;write&#39;<' in answer.text
+    assert 'id="expires-error">must be in the future<' in answer.text
+    assert 'value="custom" selected' in answer.text  # the form keeps what was typed
+    bad_date = settings.post(
+        "/keys", {"name": "x", "permission": "read", "expires": "custom", "expires_on": "soon"}
+    )
+    assert bad_date.status_code == 400
+    assert "choose a date such as 2026-12-31" in bad_date.text
+
+
+def test_revoking_asks_first_then_the_api_refuses_the_key(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    key_id, secret = factory.key(settings.owner, name="Old integration")
+    confirm = settings.get(f"/keys/{key_id}/revoke")
+    assert confirm.status_code == 200
+    assert "Revoke “Old integration”?" in confirm.text
+    assert (
+        factory.db.call(keys.get_key, user_id=settings.owner.id, key_id=key_id)["revoked_at"]
+        is None
+    )
+
+    done = settings.post(f"/keys/{key_id}/revoke")
+    assert done.status_code == 303
+    assert done.headers["location"] == "/settings/keys?notice=key-revoked"
+    assert "The key is revoked" in settings.get("/keys?notice=key-revoked").text
+    assert api.get(EVENTS, headers=bearer(secret)).status_code == 401
+
+    again = settings.post(f"/keys/{key_id}/revoke")  # harmless, keeps the first time
+    assert again.status_code == 303
+    assert "was already revoked" in settings.get(f"/keys/{key_id}/revoke").text
+
+
+def test_the_list_tells_active_expired_and_revoked_keys_apart(
+    settings: Settings, factory: Factory
+) -> None:
+    active, _ = factory.key(settings.owner, name="Still good")
+    expired, _ = factory.key(settings.owner, name="Ran out")
+    revoked, _ = factory.key(settings.owner, name="Pulled")
+
+    def age(conn: object) -> None:
+        conn.execute(  # type: ignore[attr-defined]
+            update(keys.keys_t)
+            .where(keys.keys_t.c.id == expired)
+            .values(expires_at=utcnow() - timedelta(days=1))
+        )
+
+    factory.db.call(age)
+    factory.db.call(keys.revoke_key, user_id=settings.owner.id, key_id=revoked, now=utcnow())
+    page = settings.get("/keys").text
+    states = dict(
+        re.findall(
+            r'data-label="Name">([^<]+)</th>.*?<span class="badge state-\w+">(\w+)</span>',
+            page,
+            re.S,
+        )
+    )
+    assert states == {"Still good": "Active", "Ran out": "Expired", "Pulled": "Revoked"}
+    assert f"/keys/{revoked}/revoke" not in page  # nothing left to revoke
+    assert f"/keys/{active}/revoke" in page
