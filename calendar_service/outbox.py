@@ -7,17 +7,45 @@ The ``webhooks`` package drains this table; the core only ever inserts into it.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, bindparam, insert, select
 
+from calendar_service.db import Statement
 from calendar_service.ids import new_id
-from calendar_service.models import WebhookDelivery, WebhookEndpoint
+from calendar_service.models import UTCDateTime, WebhookDelivery, WebhookEndpoint, to_db
 from calendar_service.timeutil import format_utc
 
 endpoints_t = WebhookEndpoint.__table__  # type: ignore[attr-defined]
 deliveries_t = WebhookDelivery.__table__  # type: ignore[attr-defined]
+
+# Every change writes these; run straight from the driver (see db.Statement).
+_ENDPOINT = Statement(
+    select(endpoints_t.c.id, endpoints_t.c.status).where(
+        endpoints_t.c.user_id == bindparam("user_id")
+    )
+)
+_INSERT_DELIVERY = Statement(
+    insert(deliveries_t).values({c.name: bindparam(c.name) for c in deliveries_t.c})
+)
+_DATE_TIMES = tuple(c.name for c in deliveries_t.c if isinstance(c.type, UTCDateTime))
+
+
+class _EndpointRow(NamedTuple):
+    id: str
+    status: str
+
+
+def _insert_delivery(conn: Connection, values: dict[str, Any]) -> None:
+    row: dict[str, Any] = dict.fromkeys(c.name for c in deliveries_t.c)
+    row.update(values)
+    dialect = conn.dialect.name
+    for name in _DATE_TIMES:
+        if row[name] is not None:
+            row[name] = to_db(row[name], dialect)
+    _INSERT_DELIVERY.run(conn, **row)
+
 
 EVENT_TYPES = ("calendar.event.created", "calendar.event.updated", "calendar.event.deleted")
 
@@ -41,11 +69,10 @@ def record_change(
 
     Returns the delivery id (the ``evt_…`` message id), or None when no webhook is set.
     """
-    endpoint = conn.execute(
-        select(endpoints_t.c.id, endpoints_t.c.status).where(endpoints_t.c.user_id == user_id)
-    ).first()
-    if endpoint is None:
+    found = _ENDPOINT.first(conn, user_id=user_id)
+    if found is None:
         return None
+    endpoint = _EndpointRow._make(found)
     return enqueue(
         conn,
         user_id=user_id,
@@ -66,8 +93,9 @@ def enqueue(
     now: datetime,
 ) -> str:
     message_id = new_id("evt")
-    conn.execute(
-        insert(deliveries_t).values(
+    _insert_delivery(
+        conn,
+        dict(
             id=message_id,
             user_id=user_id,
             endpoint_id=endpoint_id,
@@ -77,7 +105,7 @@ def enqueue(
             attempts=0,
             next_attempt_at=now,
             created_at=now,
-        )
+        ),
     )
     notify_committed(conn)
     return message_id
