@@ -14,6 +14,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 from sqlalchemy import text
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -30,6 +31,7 @@ from calendar_service.rest.context import RequestIdMiddleware, Services, service
 from calendar_service.rest.errors import HANDLERS
 from calendar_service.rest.responses import JSONResponse
 from mcp_tools.http import MCP_PATH, mcp_http
+from webhooks.scheduler import delivery_job
 
 
 async def healthz(request: Request) -> Response:
@@ -42,8 +44,13 @@ def create_app(
     *,
     db: Database | None = None,
     run_webhooks: bool = True,
+    webhook_client: httpx.AsyncClient | None = None,
 ) -> Starlette:
-    """The whole service as one ASGI app. The schema must already be migrated."""
+    """The whole service as one ASGI app. The schema must already be migrated.
+
+    With ``run_webhooks`` the lifespan runs the webhook delivery job; it sends through
+    ``webhook_client`` (default: ``webhooks.transport.make_client()``) and closes it at the
+    end."""
     database = db or Database(config)
     svc = Services(config=config, db=database, limiter=RateLimiter(*config.rate_limit))
     mcp = mcp_http(svc)
@@ -53,6 +60,10 @@ def create_app(
         async with contextlib.AsyncExitStack() as stack:
             if db is None:
                 stack.callback(database.close)
+            if run_webhooks:
+                await stack.enter_async_context(
+                    delivery_job(config, database, client=webhook_client)
+                )
             await stack.enter_async_context(mcp.run())
             yield {}
 

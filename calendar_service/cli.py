@@ -17,6 +17,7 @@ import typer
 
 from calendar_service import calendars as calendars_core
 from calendar_service import history, keys, users
+from calendar_service.cli_webhook import webhook_app, worker
 from calendar_service.config import Config, parse_duration
 from calendar_service.db import Database
 from calendar_service.errors import CalendarError, FieldError, ValidationFailed
@@ -37,6 +38,7 @@ keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
 app.add_typer(users_app, name="users")
 app.add_typer(calendars_app, name="calendars")
 app.add_typer(keys_app, name="keys")
+app.add_typer(webhook_app, name="webhook")
 
 DEMO_PASSWORD = "demo-password"  # noqa: S105 - printed for the local demo owner only
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
@@ -116,6 +118,9 @@ def serve(
         loop="auto",
         http="auto",
     )
+
+
+app.command()(worker)  # calendar_service.cli_webhook: the delivery job alone
 
 
 @app.command()

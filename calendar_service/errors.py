@@ -23,6 +23,7 @@ answered as an opaque 500.
     ├── NotFound                404     not_found
     ├── MethodNotAllowed        405     method_not_allowed
     ├── IdempotencyInFlight     409     idempotency_in_flight
+    ├── WebhookDisabled         409     webhook_disabled
     ├── PayloadTooLarge         413     payload_too_large
     ├── UnsupportedMediaType    415     unsupported_media_type
     ├── IdempotencyMismatch     422     idempotency_key_reused
@@ -174,6 +175,12 @@ class IdempotencyInFlight(CalendarError):
         super().__init__(
             "A request with this Idempotency-Key is still being processed; retry shortly."
         )
+
+
+class WebhookDisabled(CalendarError):
+    code = "webhook_disabled"
+    status = 409
+    title = "Webhook disabled"
 
 
 class PayloadTooLarge(CalendarError):

@@ -67,7 +67,9 @@ def record_change(
 ) -> str | None:
     """Queue a ``calendar.event.*`` notification for the owner's webhook, if one is set.
 
-    Returns the delivery id (the ``evt_…`` message id), or None when no webhook is set.
+    Returns the delivery id (the ``evt_…`` message id), or None when no webhook is set. While
+    the endpoint is disabled the delivery is recorded as failed at once, so that the owner can
+    re-send it after enabling the webhook again.
     """
     found = _ENDPOINT.first(conn, user_id=user_id)
     if found is None:
@@ -80,6 +82,7 @@ def record_change(
         event_type=event_type,
         data={"event": event},
         now=now,
+        active=endpoint.status == "active",
     )
 
 
@@ -91,7 +94,9 @@ def enqueue(
     event_type: str,
     data: dict[str, Any],
     now: datetime,
+    active: bool = True,
 ) -> str:
+    """Insert one delivery row (due now; already failed when the endpoint is not active)."""
     message_id = new_id("evt")
     _insert_delivery(
         conn,
@@ -101,13 +106,16 @@ def enqueue(
             endpoint_id=endpoint_id,
             event_type=event_type,
             payload=build_payload(message_id=message_id, event_type=event_type, now=now, data=data),
-            status="pending",
+            status="pending" if active else "failed",
             attempts=0,
             next_attempt_at=now,
+            last_error=None if active else "webhook disabled when the change was made",
             created_at=now,
+            completed_at=None if active else now,
         ),
     )
-    notify_committed(conn)
+    if active:
+        notify_committed(conn)
     return message_id
 
 

@@ -1,0 +1,257 @@
+"""``python -m bench.webhooks``: webhook deliveries per second and commit-to-request latency.
+
+A local receiver (uvicorn in a separate process, plain HTTP on 127.0.0.1, answering 204) notes
+when each request arrives. The delivery job is the real one (``webhooks.scheduler.delivery_job``
+with the production client), run on this process's event loop as ``serve`` runs it.
+
+1. Latency: events are created one at a time through the core (``events.create_event`` in its
+   own transaction, as a REST create does) at a steady pace; for each, the time from the commit
+   returning to the receiver seeing the request. Reports p50, p99 and max.
+2. Throughput: ``--count`` changes are committed at once with the job stopped; the job is then
+   started and timed until every delivery is recorded as succeeded. Reports deliveries/s.
+
+SQLite in a temporary directory by default; ``--database-url`` for PostgreSQL (an empty
+database: the benchmark's owner is new, but other deliveries in it would be sent too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import func, select
+
+from calendar_service import events, users, webhook_config
+from calendar_service.config import Config, parse_retry_schedule
+from calendar_service.db import Database
+from calendar_service.migrate import upgrade
+from calendar_service.models import EventCreate, WebhookDelivery
+from calendar_service.timeutil import utcnow
+from webhooks.scheduler import delivery_job
+
+deliveries_t = WebhookDelivery.__table__  # type: ignore[attr-defined]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.webhooks", description=__doc__.split("\n")[0])
+    p.add_argument("--database-url", default=None, help="default: SQLite in a temp directory")
+    p.add_argument("--samples", type=int, default=200, help="latency samples")
+    p.add_argument("--interval", type=float, default=0.02, help="seconds between latency commits")
+    p.add_argument("--count", type=int, default=2000, help="deliveries for the throughput run")
+    p.add_argument("--max-in-flight", type=int, default=200)
+    p.add_argument("--batch-size", type=int, default=100)
+    p.add_argument("--timeout", type=float, default=120.0, help="bound on each phase (s)")
+    p.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    p.add_argument("--receiver", type=int, default=None, help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+# ---------------------------------------------------------------------------------------------
+# The receiver process
+
+
+def receiver_app() -> Any:
+    """An ASGI app: POST records (event id → arrival time); GET /arrivals returns them."""
+    arrivals: dict[str, float] = {}
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if scope["method"] == "POST":
+            arrived = time.time()
+            arrivals[json.loads(body)["data"]["event"]["id"]] = arrived
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        payload = json.dumps(arrivals).encode()
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+    return app
+
+
+def serve_receiver(fd: int) -> None:
+    import uvicorn
+
+    uvicorn.run(receiver_app(), fd=fd, log_level="warning", access_log=False)
+
+
+@contextmanager
+def receiver_process() -> Iterator[str]:
+    """The receiver in its own process, on a socket bound here: connections made before it
+    is up wait in the listen backlog, so no start-up polling is needed."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(1024)
+        fd = sock.fileno()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.webhooks", "--receiver", str(fd)], pass_fds=(fd,)
+        )
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        try:
+            httpx.get(url + "/arrivals", timeout=30).raise_for_status()
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+# ---------------------------------------------------------------------------------------------
+# The measurements
+
+
+def make_owner(db: Database, receiver_url: str) -> str:
+    email = f"bench-{uuid.uuid4().hex[:10]}@example.com"
+    user = db.call(users.create_user, email=email, password=None, now=utcnow())
+    db.call(
+        webhook_config.set_endpoint, user_id=user["id"], url=f"{receiver_url}/hook", now=utcnow()
+    )
+    return str(user["id"])
+
+
+def event_data(n: int) -> EventCreate:
+    return EventCreate(
+        title=f"bench {n}", starts_at="2026-03-02T09:00:00Z", ends_at="2026-03-02T10:00:00Z"
+    )
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def measure_latency(
+    config: Config, db: Database, owner: str, receiver_url: str, a: argparse.Namespace
+) -> dict[str, Any]:
+    principal = events.owner_principal(owner)
+    committed: dict[str, float] = {}
+    options = {"max_in_flight": a.max_in_flight, "batch_size": a.batch_size}
+    async with delivery_job(config, db, **options):
+        for n in range(a.samples):
+            event = await db.run(
+                events.create_event, principal=principal, data=event_data(n), now=utcnow()
+            )
+            committed[event["id"]] = time.time()
+            await asyncio.sleep(a.interval)
+        arrivals = await wait_for_arrivals(receiver_url, set(committed), a.timeout)
+    ms = [(arrivals[i] - t) * 1000 for i, t in committed.items()]
+    return {
+        "samples": len(ms),
+        "p50_ms": round(percentile(ms, 0.50), 2),
+        "p99_ms": round(percentile(ms, 0.99), 2),
+        "max_ms": round(max(ms), 2),
+        "mean_ms": round(statistics.fmean(ms), 2),
+    }
+
+
+async def measure_throughput(
+    config: Config, db: Database, owner: str, a: argparse.Namespace
+) -> dict[str, Any]:
+    principal = events.owner_principal(owner)
+
+    def commit_all(conn: Any) -> None:
+        for n in range(a.count):
+            events.create_event(conn, principal=principal, data=event_data(n), now=utcnow())
+
+    db.call(commit_all)
+    options = {"max_in_flight": a.max_in_flight, "batch_size": a.batch_size}
+    started = time.perf_counter()
+    async with delivery_job(config, db, **options):
+        deadline = started + a.timeout
+        while await db.run(succeeded, owner=owner) < a.count:
+            if time.perf_counter() > deadline:
+                raise SystemExit("throughput run timed out")
+            await asyncio.sleep(0.01)
+        elapsed = time.perf_counter() - started
+    return {
+        "deliveries": a.count,
+        "seconds": round(elapsed, 3),
+        "per_second": round(a.count / elapsed, 1),
+    }
+
+
+def succeeded(conn: Any, *, owner: str) -> int:
+    return int(
+        conn.execute(
+            select(func.count())
+            .select_from(deliveries_t)
+            .where(deliveries_t.c.user_id == owner, deliveries_t.c.status == "succeeded")
+        ).scalar_one()
+    )
+
+
+async def wait_for_arrivals(url: str, wanted: set[str], timeout: float) -> dict[str, float]:
+    deadline = time.monotonic() + timeout
+    async with httpx.AsyncClient(timeout=10) as client:
+        while True:
+            arrivals: dict[str, float] = (await client.get(url + "/arrivals")).json()
+            if wanted <= arrivals.keys():
+                return arrivals
+            if time.monotonic() > deadline:
+                raise SystemExit(f"only {len(wanted & arrivals.keys())}/{len(wanted)} arrived")
+            await asyncio.sleep(0.05)
+
+
+def main(argv: list[str] | None = None) -> None:
+    a = parse_args(argv)
+    if a.receiver is not None:
+        serve_receiver(a.receiver)
+        return
+    with tempfile.TemporaryDirectory() as tmp, receiver_process() as receiver_url:
+        url = a.database_url or f"sqlite:///{Path(tmp) / 'webhooks-bench.db'}"
+        config = Config(
+            database_url=url,
+            webhook_allow_local=True,
+            webhook_retry_schedule=parse_retry_schedule("1s,5s"),
+        )
+        db = Database(config)
+        upgrade(db.engine)
+        try:
+            latency = asyncio.run(
+                measure_latency(config, db, make_owner(db, receiver_url), receiver_url, a)
+            )
+            throughput = asyncio.run(
+                measure_throughput(config, db, make_owner(db, receiver_url), a)
+            )
+        finally:
+            db.close()
+    backend = "postgresql" if url.startswith("postgresql") else "sqlite"
+    result = {
+        "backend": backend,
+        "cpus": os.cpu_count(),
+        "latency": latency,
+        "throughput": throughput,
+    }
+    print(
+        f"webhooks on {backend}: commit-to-request latency p50 {latency['p50_ms']} ms, "
+        f"p99 {latency['p99_ms']} ms (max {latency['max_ms']} ms, {latency['samples']} "
+        f"sequential changes {a.interval * 1000:g} ms apart); "
+        f"{throughput['per_second']} deliveries/s ({throughput['deliveries']} queued at once)"
+    )
+    if a.json is not None:
+        a.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+"""``calendar-service webhook …`` (the owner's webhook) and ``calendar-service worker``.
+
+Registered by ``cli.py``. The helpers shared with the other commands (``run``, ``emit``,
+``fail``, ``open_database``) are imported from ``cli`` when a command runs, because ``cli``
+imports this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from types import ModuleType
+from typing import Annotated, Any
+
+import typer
+
+from calendar_service import users, webhook_config
+from calendar_service.config import Config
+from calendar_service.errors import CalendarError
+from calendar_service.timeutil import utcnow
+
+webhook_app = typer.Typer(
+    help="The owner's webhook: signed notifications of every event change.", no_args_is_help=True
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+UserOption = Annotated[str, typer.Option("--user", help="Owner email.")]
+
+
+def _cli() -> ModuleType:
+    from calendar_service import cli  # here, not at the top: cli imports this module
+
+    return cli
+
+
+def _user_id(conn: Any, email: str) -> str:
+    return str(users.get_user_by_email(conn, email=email)["id"])
+
+
+def _print_secret(endpoint: dict[str, Any], secret: str) -> None:
+    typer.echo(f"signing secret (shown once, store it now): {secret}")
+    if endpoint.get("previousSecretExpiresAt"):
+        typer.echo(
+            f"the previous secret keeps signing too until {endpoint['previousSecretExpiresAt']}"
+        )
+
+
+@webhook_app.command("set")
+def webhook_set(
+    user: UserOption,
+    url: Annotated[str, typer.Option(help="Public https:// address that receives the events.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Set the owner's webhook URL and print its new signing secret (shown once).
+
+    The URL must be https:// and resolve only to public addresses (unless
+    CALENDAR_WEBHOOK_ALLOW_LOCAL=1). Setting it again issues a new secret; the old one keeps
+    signing beside it for 24 hours."""
+    from webhooks import guard
+
+    cli = _cli()
+    try:
+        config = Config.from_env()
+        asyncio.run(guard.check_target(url.strip(), allow_local=config.webhook_allow_local))
+
+        def work(conn: Any) -> tuple[dict[str, Any], str]:
+            return webhook_config.set_endpoint(
+                conn, user_id=_user_id(conn, user), url=url, now=utcnow()
+            )
+
+        endpoint, secret = cli.run(work)
+    except CalendarError as exc:
+        cli.fail(exc)
+
+    def text() -> None:
+        typer.echo(f"webhook set: {endpoint['url']} ({endpoint['id']})")
+        _print_secret(endpoint, secret)
+
+    cli.emit({**endpoint, "secret": secret}, as_json, text)
+
+
+@webhook_app.command("show")
+def webhook_show(user: UserOption, as_json: JsonFlag = False) -> None:
+    """Show the owner's webhook (never its secret)."""
+    cli = _cli()
+    try:
+        endpoint = cli.run(
+            lambda conn: webhook_config.get_endpoint(conn, user_id=_user_id(conn, user))
+        )
+    except CalendarError as exc:
+        cli.fail(exc)
+
+    def text() -> None:
+        typer.echo(f"{endpoint['id']}  {endpoint['url']}  {endpoint['status']}")
+        if endpoint["disabledReason"]:
+            typer.echo(f"disabled: {endpoint['disabledReason']}")
+        if endpoint["failingSince"]:
+            typer.echo(f"failing since {endpoint['failingSince']}")
+        if endpoint["previousSecretExpiresAt"]:
+            typer.echo(f"previous secret signs until {endpoint['previousSecretExpiresAt']}")
+
+    cli.emit(endpoint, as_json, text)
+
+
+@webhook_app.command("rotate")
+def webhook_rotate(user: UserOption, as_json: JsonFlag = False) -> None:
+    """Issue a new signing secret (shown once); the old one keeps signing for 24 hours."""
+    cli = _cli()
+    try:
+        endpoint, secret = cli.run(
+            lambda conn: webhook_config.rotate_secret(
+                conn, user_id=_user_id(conn, user), now=utcnow()
+            )
+        )
+    except CalendarError as exc:
+        cli.fail(exc)
+    cli.emit({**endpoint, "secret": secret}, as_json, lambda: _print_secret(endpoint, secret))
+
+
+@webhook_app.command("enable")
+def webhook_enable(
+    user: UserOption,
+    redeliver_failed: Annotated[
+        bool, typer.Option("--redeliver-failed", help="Also re-send every failed delivery.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Enable a webhook that was disabled (after 410 Gone or days of failures)."""
+    cli = _cli()
+    try:
+        endpoint = cli.run(
+            lambda conn: webhook_config.enable_endpoint(
+                conn, user_id=_user_id(conn, user), now=utcnow(), redeliver_failed=redeliver_failed
+            )
+        )
+    except CalendarError as exc:
+        cli.fail(exc)
+    cli.emit(
+        endpoint,
+        as_json,
+        f"webhook enabled: {endpoint['url']}; {endpoint['redelivered']} failed deliveries re-sent",
+    )
+
+
+@webhook_app.command("deliveries")
+def webhook_deliveries(
+    user: UserOption,
+    status: Annotated[
+        str | None, typer.Option(help="pending, retrying, succeeded or failed.")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
+    delivery: Annotated[
+        str | None, typer.Option("--id", help="Show one delivery with every attempt.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The webhook's deliveries, newest first (or one, with its attempts, with --id)."""
+    cli = _cli()
+
+    def work(conn: Any) -> dict[str, Any]:
+        user_id = _user_id(conn, user)
+        if delivery is not None:
+            return webhook_config.get_delivery(conn, user_id=user_id, delivery_id=delivery)
+        found = webhook_config.list_deliveries(conn, user_id=user_id, status=status, limit=limit)
+        return {"deliveries": found}
+
+    try:
+        data = cli.run(work)
+    except CalendarError as exc:
+        cli.fail(exc)
+
+    def text() -> None:
+        for d in data.get("deliveries", [data]):
+            code = d["lastStatusCode"] if d["lastStatusCode"] is not None else "-"
+            typer.echo(
+                f"{d['id']}  {d['createdAt']}  {d['eventType']:<24}  {d['status']:<9}  "
+                f"attempts {d['attempts']}  last {code}  {d['lastError'] or ''}".rstrip()
+            )
+        for a in data.get("attemptLog", []):
+            code = a["statusCode"] if a["statusCode"] is not None else "-"
+            typer.echo(f"  {a['at']}  {code}  {a['durationMs']:.0f} ms  {a['error'] or ''}")
+
+    cli.emit(data, as_json, text)
+
+
+@webhook_app.command("redeliver")
+def webhook_redeliver(
+    user: UserOption,
+    delivery_id: Annotated[str | None, typer.Argument(help="The delivery (evt_…).")] = None,
+    failed: Annotated[bool, typer.Option("--failed", help="Re-send every failed one.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Send a delivery again (same webhook-id), or every failed one with --failed."""
+    cli = _cli()
+    if (delivery_id is None) == (not failed):
+        typer.echo("error: give a delivery id or --failed", err=True)
+        raise typer.Exit(2)
+
+    def work(conn: Any) -> dict[str, Any]:
+        user_id = _user_id(conn, user)
+        if delivery_id is None:
+            count = webhook_config.redeliver_all_failed(conn, user_id=user_id, now=utcnow())
+            return {"redelivered": count}
+        found = webhook_config.redeliver(
+            conn, user_id=user_id, delivery_id=delivery_id, now=utcnow()
+        )
+        return {**found, "redelivered": 1}
+
+    try:
+        data = cli.run(work)
+    except CalendarError as exc:
+        cli.fail(exc)
+    cli.emit(data, as_json, f"{data['redelivered']} deliveries queued to be sent again")
+
+
+def worker(
+    poll_interval: Annotated[
+        float, typer.Option(min=0.05, help="Seconds between looks for due retries.")
+    ] = 1.0,
+    log_level: Annotated[str, typer.Option(help="Log level.")] = "info",
+) -> None:
+    """Run the webhook delivery job alone (no HTTP), until SIGINT or SIGTERM.
+
+    For deployments with many server processes started with `serve --no-webhooks`; several
+    workers may share one PostgreSQL database."""
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    cli = _cli()
+    db = None
+    try:
+        config = Config.from_env()
+        db = cli.open_database(config)
+        asyncio.run(_work_until_signalled(config, db, poll_interval))
+    except CalendarError as exc:
+        cli.fail(exc)
+    finally:
+        if db is not None:
+            db.close()
+
+
+async def _work_until_signalled(config: Config, db: Any, poll_interval: float) -> None:
+    from webhooks.scheduler import run_worker
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    logging.getLogger("webhooks").info("webhook worker started")
+    await run_worker(config, db, stop=stop, poll_interval=poll_interval)

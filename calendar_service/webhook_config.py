@@ -1,0 +1,326 @@
+"""The owner's webhook: its endpoint, signing secret and deliveries (the settings side).
+
+One endpoint per owner. Every function is keyword-only and starts from ``user_id``; none sends
+anything (the ``webhooks`` package does) and none resolves DNS: a front that sets a URL first
+runs ``webhooks.guard.check_target`` on it, then ``set_endpoint``.
+
+Secrets are ``whsec_`` + base64 of 32 random bytes (the Standard Webhooks format). They are
+returned once, by ``set_endpoint`` and ``rotate_secret``, and never by any read function. After a
+rotation the previous secret keeps signing beside the new one for ``ROTATION_OVERLAP``.
+
+States: endpoint ``active`` ⇄ ``disabled``; delivery ``pending`` → ``succeeded``, or
+``retrying`` → ``failed``. ``redeliver`` puts a delivery back to ``pending``.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets as secrets_lib
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import Connection, insert, or_, select, update
+
+from calendar_service.errors import FieldError, NotFound, ValidationFailed, WebhookDisabled
+from calendar_service.ids import new_id
+from calendar_service.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from calendar_service.outbox import notify_committed
+from calendar_service.timeutil import format_utc
+
+endpoints_t = WebhookEndpoint.__table__  # type: ignore[attr-defined]
+deliveries_t = WebhookDelivery.__table__  # type: ignore[attr-defined]
+attempts_t = WebhookAttempt.__table__  # type: ignore[attr-defined]
+
+ROTATION_OVERLAP = timedelta(hours=24)
+URL_MAX = 2048
+DELIVERY_STATUSES = ("pending", "retrying", "succeeded", "failed")
+OPEN_STATUSES = ("pending", "retrying")
+
+
+def new_secret() -> str:
+    """A fresh signing secret: ``whsec_`` + base64 of 32 random bytes."""
+    return "whsec_" + base64.b64encode(secrets_lib.token_bytes(32)).decode()
+
+
+def check_url_shape(url: str) -> str:
+    """An absolute ``http(s)`` URL with a host, at most 2048 characters; the scheme policy and
+    the address checks are the guard's (``webhooks.guard``)."""
+    url = (url or "").strip()
+    problem = None
+    try:
+        parts = urlsplit(url)
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            problem = "must be an absolute https:// URL"
+        elif len(url) > URL_MAX:
+            problem = f"must be at most {URL_MAX} characters"
+        elif parts.fragment:
+            problem = "must not have a #fragment"
+    except ValueError:
+        problem = "must be an absolute https:// URL"
+    if problem:
+        raise ValidationFailed([FieldError("url", problem)])
+    return url
+
+
+def endpoint_public(row: Any) -> dict[str, Any]:
+    """The endpoint as shown to its owner: never a secret."""
+    return {
+        "id": row.id,
+        "url": row.url,
+        "status": row.status,
+        "disabledReason": row.disabled_reason,
+        "failingSince": _fmt(row.failing_since),
+        "previousSecretExpiresAt": _fmt(row.previous_secret_expires_at),
+        "createdAt": format_utc(row.created_at),
+        "updatedAt": format_utc(row.updated_at),
+    }
+
+
+def signing_secrets(row: Any, *, now: datetime) -> list[str]:
+    """The secrets that sign a delivery made at ``now``: the current one, then the previous one
+    while its overlap lasts."""
+    found = [row.secret]
+    expires = row.previous_secret_expires_at
+    if row.previous_secret and expires is not None and expires > now:
+        found.append(row.previous_secret)
+    return found
+
+
+def _endpoint_row(conn: Connection, *, user_id: str) -> Any:
+    row = conn.execute(select(endpoints_t).where(endpoints_t.c.user_id == user_id)).first()
+    if row is None:
+        raise NotFound("No webhook is set for this owner.")
+    return row
+
+
+def get_endpoint(conn: Connection, *, user_id: str) -> dict[str, Any]:
+    """The owner's webhook endpoint (NotFound when none is set)."""
+    return endpoint_public(_endpoint_row(conn, user_id=user_id))
+
+
+def find_endpoint(conn: Connection, *, user_id: str) -> dict[str, Any] | None:
+    """The owner's webhook endpoint, or None when none is set."""
+    row = conn.execute(select(endpoints_t).where(endpoints_t.c.user_id == user_id)).first()
+    return None if row is None else endpoint_public(row)
+
+
+def set_endpoint(
+    conn: Connection, *, user_id: str, url: str, now: datetime
+) -> tuple[dict[str, Any], str]:
+    """Set the owner's webhook URL with a fresh secret; returns (endpoint, secret shown once).
+
+    Setting it again changes the URL, re-activates the endpoint and issues a new secret; the
+    old one keeps signing beside it for 24 hours, as after ``rotate_secret``."""
+    url = check_url_shape(url)
+    secret = new_secret()
+    current = conn.execute(select(endpoints_t).where(endpoints_t.c.user_id == user_id)).first()
+    if current is None:
+        conn.execute(
+            insert(endpoints_t).values(
+                id=new_id("whe"),
+                user_id=user_id,
+                url=url,
+                secret=secret,
+                status="active",
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    else:
+        conn.execute(
+            update(endpoints_t)
+            .where(endpoints_t.c.id == current.id)
+            .values(
+                url=url,
+                status="active",
+                disabled_reason=None,
+                failing_since=None,
+                updated_at=now,
+                **_rotated(current, secret, now),
+            )
+        )
+    return get_endpoint(conn, user_id=user_id), secret
+
+
+def rotate_secret(conn: Connection, *, user_id: str, now: datetime) -> tuple[dict[str, Any], str]:
+    """Issue a new secret; the current one keeps signing beside it for 24 hours.
+
+    Returns (endpoint, new secret shown once). Rotating again within the overlap retires the
+    oldest secret at once: at most two secrets sign at any time."""
+    row = _endpoint_row(conn, user_id=user_id)
+    secret = new_secret()
+    conn.execute(
+        update(endpoints_t)
+        .where(endpoints_t.c.id == row.id)
+        .values(updated_at=now, **_rotated(row, secret, now))
+    )
+    return get_endpoint(conn, user_id=user_id), secret
+
+
+def _rotated(row: Any, secret: str, now: datetime) -> dict[str, Any]:
+    return {
+        "secret": secret,
+        "previous_secret": row.secret,
+        "previous_secret_expires_at": now + ROTATION_OVERLAP,
+    }
+
+
+def enable_endpoint(
+    conn: Connection, *, user_id: str, now: datetime, redeliver_failed: bool = False
+) -> dict[str, Any]:
+    """Re-activate a disabled endpoint; with ``redeliver_failed`` also re-send its failed
+    deliveries. Returns the endpoint plus ``redelivered`` (how many were re-queued)."""
+    row = _endpoint_row(conn, user_id=user_id)
+    conn.execute(
+        update(endpoints_t)
+        .where(endpoints_t.c.id == row.id)
+        .values(status="active", disabled_reason=None, failing_since=None, updated_at=now)
+    )
+    count = redeliver_all_failed(conn, user_id=user_id, now=now) if redeliver_failed else 0
+    return {**get_endpoint(conn, user_id=user_id), "redelivered": count}
+
+
+def disable_endpoint(conn: Connection, *, user_id: str, reason: str, now: datetime) -> None:
+    """Disable the owner's endpoint and fail its open deliveries (except any being sent right
+    now, which fail when their attempt is recorded). Owners re-enable with ``enable_endpoint``."""
+    row = _endpoint_row(conn, user_id=user_id)
+    conn.execute(
+        update(endpoints_t)
+        .where(endpoints_t.c.id == row.id)
+        .values(status="disabled", disabled_reason=reason[:200], updated_at=now)
+    )
+    conn.execute(
+        update(deliveries_t)
+        .where(
+            deliveries_t.c.endpoint_id == row.id,
+            deliveries_t.c.status.in_(OPEN_STATUSES),
+            or_(deliveries_t.c.lease_until.is_(None), deliveries_t.c.lease_until < now),
+        )
+        .values(
+            status="failed",
+            last_error="webhook disabled: " + reason[:180],
+            lease_until=None,
+            completed_at=now,
+        )
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Deliveries
+
+
+def delivery_public(row: Any) -> dict[str, Any]:
+    """A delivery as listed: what was sent and how it went (never the body)."""
+    open_ = row.status in OPEN_STATUSES
+    return {
+        "id": row.id,
+        "eventType": row.event_type,
+        "status": row.status,
+        "attempts": row.attempts,
+        "lastStatusCode": row.last_status_code,
+        "lastError": row.last_error,
+        "createdAt": format_utc(row.created_at),
+        "nextAttemptAt": format_utc(row.next_attempt_at) if open_ else None,
+        "completedAt": _fmt(row.completed_at),
+    }
+
+
+def list_deliveries(
+    conn: Connection,
+    *,
+    user_id: str,
+    status: str | None = None,
+    limit: int = 50,
+) -> list[dict[str, Any]]:
+    """The owner's deliveries, newest first, optionally of one status."""
+    if status is not None and status not in DELIVERY_STATUSES:
+        allowed = ", ".join(DELIVERY_STATUSES)
+        raise ValidationFailed([FieldError("status", f"must be one of {allowed}")])
+    if not 1 <= limit <= 1000:
+        raise ValidationFailed([FieldError("limit", "must be a whole number from 1 to 1000")])
+    query = select(deliveries_t).where(deliveries_t.c.user_id == user_id)
+    if status is not None:
+        query = query.where(deliveries_t.c.status == status)
+    query = query.order_by(deliveries_t.c.created_at.desc(), deliveries_t.c.id.desc()).limit(limit)
+    return [delivery_public(row) for row in conn.execute(query)]
+
+
+def get_delivery(conn: Connection, *, user_id: str, delivery_id: str) -> dict[str, Any]:
+    """One delivery with every attempt (oldest first) and the payload that was signed."""
+    row = _delivery_row(conn, user_id=user_id, delivery_id=delivery_id)
+    attempts = conn.execute(
+        select(attempts_t)
+        .where(attempts_t.c.delivery_id == row.id)
+        .order_by(attempts_t.c.at, attempts_t.c.id)
+    )
+    return {
+        **delivery_public(row),
+        "payload": row.payload,
+        "attemptLog": [
+            {
+                "at": format_utc(a.at),
+                "statusCode": a.status_code,
+                "durationMs": a.duration_ms,
+                "responseExcerpt": a.response_excerpt,
+                "error": a.error,
+            }
+            for a in attempts
+        ],
+    }
+
+
+def _delivery_row(conn: Connection, *, user_id: str, delivery_id: str) -> Any:
+    row = conn.execute(
+        select(deliveries_t).where(
+            deliveries_t.c.user_id == user_id, deliveries_t.c.id == delivery_id
+        )
+    ).first()
+    if row is None:
+        raise NotFound(f"No webhook delivery {delivery_id!r} for this owner.")
+    return row
+
+
+def redeliver(conn: Connection, *, user_id: str, delivery_id: str, now: datetime) -> dict[str, Any]:
+    """Send a delivery again now, with the same ``webhook-id``.
+
+    A delivery whose retry schedule is used up gets one more attempt; one still retrying is
+    simply made due now. Refused while the endpoint is disabled."""
+    row = _delivery_row(conn, user_id=user_id, delivery_id=delivery_id)
+    _require_active(conn, user_id=user_id)
+    conn.execute(
+        update(deliveries_t)
+        .where(deliveries_t.c.id == row.id, _not_in_flight(now))
+        .values(status="pending", next_attempt_at=now, completed_at=None)
+    )
+    notify_committed(conn)
+    return delivery_public(_delivery_row(conn, user_id=user_id, delivery_id=delivery_id))
+
+
+def redeliver_all_failed(conn: Connection, *, user_id: str, now: datetime) -> int:
+    """Re-send every failed delivery of the owner; returns how many were re-queued."""
+    _require_active(conn, user_id=user_id)
+    result = conn.execute(
+        update(deliveries_t)
+        .where(deliveries_t.c.user_id == user_id, deliveries_t.c.status == "failed")
+        .values(status="pending", next_attempt_at=now, completed_at=None)
+    )
+    if result.rowcount:
+        notify_committed(conn)
+    return int(result.rowcount)
+
+
+def _require_active(conn: Connection, *, user_id: str) -> None:
+    if _endpoint_row(conn, user_id=user_id).status != "active":
+        raise WebhookDisabled(
+            "The webhook is disabled; enable it first (its failed deliveries can be re-sent then)."
+        )
+
+
+def _not_in_flight(now: datetime) -> Any:
+    # A delivery being sent right now finishes on its own; an expired lease is a dead worker's.
+    return or_(deliveries_t.c.lease_until.is_(None), deliveries_t.c.lease_until < now)
+
+
+def _fmt(value: datetime | None) -> str | None:
+    return None if value is None else format_utc(value)

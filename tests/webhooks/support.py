@@ -1,0 +1,206 @@
+"""A webhook receiver that records every request, a test CA, and fresh databases."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trustme
+from sqlalchemy import create_engine, text
+from starlette.types import Receive, Scope, Send
+
+from calendar_service import users, webhook_config
+from calendar_service.config import Config
+from calendar_service.db import Database
+from calendar_service.timeutil import utcnow
+from tests.conftest import POSTGRES_ADMIN_URL
+from tests.support import Owner, wait_for
+from webhooks.dispatcher import Dispatcher
+from webhooks.scheduler import delivery_job
+
+CERT_NAMES = ("127.0.0.1", "localhost", "hooks.example.test")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """How the receiver answers one request: a status, headers, a body, or a hold."""
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b"ok"
+    hold: float = 0.0  # seconds to wait before answering (longer than the attempt deadline)
+
+
+@dataclass(frozen=True)
+class Received:
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+    at: float  # time.time() on arrival
+
+
+class Receiver:
+    """An ASGI app: ``POST /hook/<name>`` is recorded and answered from that name's script
+    (then 200 once the script runs out)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._log: dict[str, list[Received]] = defaultdict(list)
+        self._scripts: dict[str, list[Reply]] = {}
+        self.base_url = ""
+
+    def path(self, *script: Reply | int) -> str:
+        """A fresh path with its own script of replies."""
+        name = uuid.uuid4().hex[:12]
+        self._scripts[name] = [r if isinstance(r, Reply) else Reply(status=r) for r in script]
+        return f"/hook/{name}"
+
+    def url(self, *script: Reply | int) -> str:
+        return self.base_url + self.path(*script)
+
+    def received(self, url_or_path: str) -> list[Received]:
+        name = url_or_path.rsplit("/", 1)[-1]
+        with self._lock:
+            return list(self._log[name])
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            message = await receive()
+            await send({"type": "lifespan.startup.complete"})
+            message = await receive()
+            assert message["type"] == "lifespan.shutdown"
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        name = scope["path"].rsplit("/", 1)[-1]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        with self._lock:
+            self._log[name].append(Received(headers=headers, body=body, at=time.time()))
+            script = self._scripts.get(name, [])
+            reply = script.pop(0) if script else Reply()
+        if reply.hold:
+            await asyncio.sleep(reply.hold)  # a slow receiver, not a test waiting
+        await send(
+            {
+                "type": "http.response.start",
+                "status": reply.status,
+                "headers": [(k.encode(), v.encode()) for k, v in reply.headers.items()],
+            }
+        )
+        await send({"type": "http.response.body", "body": reply.body})
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    ca: trustme.CA
+    certfile: Path
+    keyfile: Path
+    ca_file: Path
+
+    def client_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context()
+        self.ca.configure_trust(context)
+        return context
+
+
+def make_tls(directory: Path, names: tuple[str, ...] = CERT_NAMES) -> TLSFiles:
+    ca = trustme.CA()
+    cert = ca.issue_cert(*names)
+    tls = TLSFiles(
+        ca=ca,
+        certfile=directory / "server.pem",
+        keyfile=directory / "server.key",
+        ca_file=directory / "ca.pem",
+    )
+    cert.cert_chain_pems[0].write_to_path(str(tls.certfile))
+    for pem in cert.cert_chain_pems[1:]:
+        pem.write_to_path(str(tls.certfile), append=True)
+    cert.private_key_pem.write_to_path(str(tls.keyfile))
+    ca.cert_pem.write_to_path(str(tls.ca_file))
+    return tls
+
+
+@contextlib.contextmanager
+def fresh_database_url(directory: Path) -> Iterator[str]:
+    """A new, empty database: a SQLite file, or a new PostgreSQL database (dropped after)."""
+    if not POSTGRES_ADMIN_URL:
+        yield f"sqlite:///{directory / f'hooks-{uuid.uuid4().hex[:8]}.db'}"
+        return
+    name = f"calendar_hooks_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"{POSTGRES_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def set_webhook(db: Database, owner: Owner, url: str) -> str:
+    """Set the owner's webhook through the core; returns its secret."""
+    _, secret = db.call(webhook_config.set_endpoint, user_id=owner.id, url=url, now=utcnow())
+    return secret
+
+
+def delivery(db: Database, owner: Owner, delivery_id: str) -> dict[str, object]:
+    """One delivery of the owner, with its attempt log."""
+    return db.call(webhook_config.get_delivery, user_id=owner.id, delivery_id=delivery_id)
+
+
+def deliveries(db: Database, owner: Owner, limit: int = 50) -> list[dict[str, object]]:
+    """The owner's deliveries, newest first."""
+    return db.call(webhook_config.list_deliveries, user_id=owner.id, limit=limit)
+
+
+def make_owner(db: Database) -> Owner:
+    """An owner without a password (hashing one costs a quarter of a second)."""
+    email = f"hooks-{uuid.uuid4().hex[:12]}@example.com"
+    data = db.call(users.create_user, email=email, password=None, now=utcnow())
+    return Owner(data["id"], email, data["defaultCalendarId"], "")
+
+
+@contextlib.contextmanager
+def running_job(config: Config, db: Database, **options: Any) -> Iterator[Dispatcher]:
+    """The delivery job on its own event loop in a thread, like a worker process."""
+    started: list[tuple[asyncio.AbstractEventLoop, asyncio.Event, Dispatcher]] = []
+    failed: list[BaseException] = []
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        async with delivery_job(config, db, **options) as dispatcher:
+            started.append((asyncio.get_running_loop(), stop, dispatcher))
+            await stop.wait()
+
+    def run() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # reported by the waiting test
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="delivery-job", daemon=True)
+    thread.start()
+    wait_for(lambda: started or failed, what="the delivery job to start")
+    if failed:
+        raise failed[0]
+    loop, stop, dispatcher = started[0]
+    try:
+        yield dispatcher
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=30)
+        assert not thread.is_alive(), "the delivery job did not stop"

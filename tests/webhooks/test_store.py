@@ -1,0 +1,193 @@
+"""Claiming, leases and the retry arithmetic, driven with an injected clock."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+from calendar_service import events, outbox, webhook_config
+from calendar_service.db import Database
+from calendar_service.models import EventCreate
+from calendar_service.timeutil import utcnow
+from tests.support import Owner
+from tests.webhooks.support import Receiver, deliveries, delivery, make_owner, set_webhook
+from webhooks import store
+from webhooks.dispatcher import Dispatcher
+from webhooks.sender import AttemptResult, parse_retry_after
+from webhooks.transport import make_client
+
+SCHEDULE = (timedelta(seconds=5), timedelta(minutes=1), timedelta(hours=2))
+LEASE = timedelta(seconds=60)
+
+
+def create_event(db: Database, owner: Owner, title: str = "Standup") -> dict[str, object]:
+    data = EventCreate(
+        title=title, starts_at="2026-03-02T09:00:00Z", ends_at="2026-03-02T09:15:00Z"
+    )
+    return db.call(
+        events.create_event, principal=events.owner_principal(owner.id), data=data, now=utcnow()
+    )
+
+
+def test_a_claimed_delivery_is_leased_and_claimed_again_only_after_the_lease_expires(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    owner = make_owner(quiet_db)
+    set_webhook(quiet_db, owner, plain_receiver.url())
+    create_event(quiet_db, owner)
+    now = utcnow() + timedelta(seconds=1)
+
+    [claim] = quiet_db.call(store.claim_due, now=now, limit=10, lease=LEASE)
+    assert claim.lease_until == now + LEASE and claim.attempts == 0
+    assert (
+        quiet_db.call(
+            store.claim_due, now=now + LEASE - timedelta(seconds=1), limit=10, lease=LEASE
+        )
+        == []
+    )
+    [again] = quiet_db.call(
+        store.claim_due, now=now + LEASE + timedelta(seconds=1), limit=10, lease=LEASE
+    )
+    assert again.id == claim.id and again.lease_until > claim.lease_until
+
+
+async def test_a_delivery_stranded_by_a_dead_worker_is_sent_by_another_with_the_same_id(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    owner = make_owner(quiet_db)
+    url = plain_receiver.url()
+    set_webhook(quiet_db, owner, url)
+    create_event(quiet_db, owner)
+    start = utcnow() + timedelta(seconds=1)
+    # The first worker claims it and dies before sending.
+    [stranded] = quiet_db.call(store.claim_due, now=start, limit=10, lease=LEASE)
+
+    clock = [start + timedelta(seconds=30)]
+    survivor = Dispatcher(
+        quiet_db, quiet_db.config, make_client(), now=lambda: clock[0], lease=LEASE
+    )
+    await survivor.drain()
+    assert plain_receiver.received(url) == []  # still leased by the dead worker
+
+    clock[0] = start + LEASE + timedelta(seconds=1)
+    await survivor.drain()
+    await survivor.close()
+    [request] = plain_receiver.received(url)
+    assert request.headers["webhook-id"] == stranded.id
+    assert delivery(quiet_db, owner, stranded.id)["status"] == "succeeded"
+
+
+def test_an_attempt_recorded_after_the_lease_passed_does_not_overwrite_the_new_holder(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    owner = make_owner(quiet_db)
+    set_webhook(quiet_db, owner, plain_receiver.url())
+    create_event(quiet_db, owner)
+    now = utcnow() + timedelta(seconds=1)
+    [old] = quiet_db.call(store.claim_due, now=now, limit=10, lease=LEASE)
+    later = now + LEASE + timedelta(seconds=1)
+    [new] = quiet_db.call(store.claim_due, now=later, limit=10, lease=LEASE)
+
+    late = AttemptResult(at=now, duration_ms=1.0, status_code=500, error="HTTP 500")
+    outcome = quiet_db.call(
+        store.record_attempt,
+        claim=old,
+        result=late,
+        now=later,
+        schedule=SCHEDULE,
+        rng=random.Random(1),
+    )
+    assert outcome.status == "lost"
+    fresh = AttemptResult(at=later, duration_ms=1.0, status_code=204)
+    outcome = quiet_db.call(
+        store.record_attempt,
+        claim=new,
+        result=fresh,
+        now=later,
+        schedule=SCHEDULE,
+        rng=random.Random(1),
+    )
+    assert outcome.status == "succeeded"
+    found = delivery(quiet_db, owner, new.id)
+    assert found["status"] == "succeeded" and found["attempts"] == 1
+    assert [a["statusCode"] for a in found["attemptLog"]] == [500, 204]  # both happened
+
+
+def test_retries_follow_the_schedule_with_jitter_and_retry_after_up_to_the_longest() -> None:
+    rng = random.Random(7)
+    for number, base in enumerate(SCHEDULE, start=1):
+        delay = store.next_delay(
+            attempt_number=number, schedule=SCHEDULE, retry_after=None, rng=rng
+        )
+        assert delay is not None and base * 0.9 <= delay <= base * 1.1
+    assert store.next_delay(attempt_number=4, schedule=SCHEDULE, retry_after=None, rng=rng) is None
+    longer = store.next_delay(attempt_number=1, schedule=SCHEDULE, retry_after=120, rng=rng)
+    assert longer == timedelta(seconds=120)
+    capped = store.next_delay(attempt_number=1, schedule=SCHEDULE, retry_after=10**9, rng=rng)
+    assert capped == timedelta(hours=2)
+    shorter = store.next_delay(attempt_number=2, schedule=SCHEDULE, retry_after=1, rng=rng)
+    assert shorter is not None and shorter >= timedelta(seconds=54)
+
+
+def test_retry_after_is_read_as_seconds_or_as_an_http_date() -> None:
+    now = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    assert parse_retry_after("120", now=now) == 120
+    assert parse_retry_after("Mon, 02 Mar 2026 09:02:00 GMT", now=now) == 120
+    assert parse_retry_after("soon", now=now) is None
+    assert parse_retry_after(None, now=now) is None
+
+
+def test_a_retry_after_answer_pushes_the_next_attempt_back(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    owner = make_owner(quiet_db)
+    set_webhook(quiet_db, owner, plain_receiver.url())
+    create_event(quiet_db, owner)
+    now = utcnow() + timedelta(seconds=1)
+    [claim] = quiet_db.call(store.claim_due, now=now, limit=10, lease=LEASE)
+    busy = AttemptResult(
+        at=now, duration_ms=3.0, status_code=429, error="HTTP 429", retry_after=600
+    )
+    outcome = quiet_db.call(
+        store.record_attempt,
+        claim=claim,
+        result=busy,
+        now=now,
+        schedule=SCHEDULE,
+        rng=random.Random(1),
+    )
+    assert outcome.status == "retrying"
+    assert outcome.next_attempt_at == now + timedelta(seconds=600)
+    listed = delivery(quiet_db, owner, claim.id)
+    assert listed["status"] == "retrying" and listed["lastStatusCode"] == 429
+
+
+def test_changes_are_recorded_as_failed_while_the_endpoint_is_disabled_and_never_claimed(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    owner = make_owner(quiet_db)
+    set_webhook(quiet_db, owner, plain_receiver.url())
+    quiet_db.call(webhook_config.disable_endpoint, user_id=owner.id, reason="test", now=utcnow())
+    create_event(quiet_db, owner)
+    [listed] = deliveries(quiet_db, owner)
+    assert listed["status"] == "failed" and "disabled" in listed["lastError"]
+    assert (
+        quiet_db.call(store.claim_due, now=utcnow() + timedelta(days=1), limit=10, lease=LEASE)
+        == []
+    )
+
+
+def test_no_webhook_means_no_delivery_row(quiet_db: Database) -> None:
+    owner = make_owner(quiet_db)
+    create_event(quiet_db, owner)
+    assert deliveries(quiet_db, owner) == []
+    assert (
+        quiet_db.call(
+            outbox.record_change,
+            user_id=owner.id,
+            event_type="calendar.event.created",
+            event={},
+            now=utcnow(),
+        )
+        is None
+    )

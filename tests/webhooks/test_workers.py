@@ -1,0 +1,100 @@
+"""Delivery jobs as workers: woken on commit, and several sharing one outbox."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections import Counter
+
+import httpx
+import pytest
+
+from calendar_service import events
+from calendar_service.db import Database
+from calendar_service.models import EventCreate
+from calendar_service.timeutil import utcnow
+from tests.conftest import POSTGRES_ADMIN_URL
+from tests.support import wait_for
+from tests.webhooks.support import Receiver, deliveries, make_owner, running_job, set_webhook
+from webhooks.transport import make_client
+
+
+def add_events(db: Database, owner_id: str, count: int) -> None:
+    """``count`` events created in one transaction (so ``count`` deliveries commit at once)."""
+    principal = events.owner_principal(owner_id)
+    data = EventCreate(
+        title="Sync", starts_at="2026-03-02T09:00:00Z", ends_at="2026-03-02T09:30:00Z"
+    )
+
+    def work(conn: object) -> None:
+        for _ in range(count):
+            events.create_event(conn, principal=principal, data=data, now=utcnow())  # type: ignore[arg-type]
+
+    db.call(work)
+
+
+def test_a_committed_change_is_sent_at_once_not_at_the_next_poll(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    owner = make_owner(quiet_db)
+    url = plain_receiver.url()
+    set_webhook(quiet_db, owner, url)
+    with running_job(quiet_db.config, quiet_db, poll_interval=60):
+        latencies = []
+        for _ in range(3):
+            seen = len(plain_receiver.received(url))
+            committed = time.time()
+            add_events(quiet_db, owner.id, 1)
+            request = wait_for(
+                lambda s=seen: plain_receiver.received(url)[s:], timeout=5, what="the delivery"
+            )[0]
+            latencies.append(request.at - committed)
+    assert max(latencies) < 1.0, latencies
+
+
+@pytest.mark.skipif(not POSTGRES_ADMIN_URL, reason="FOR UPDATE SKIP LOCKED is PostgreSQL's")
+def test_two_workers_draining_one_outbox_deliver_each_message_exactly_once(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    count = 300
+    owner = make_owner(quiet_db)
+    url = plain_receiver.url()
+    set_webhook(quiet_db, owner, url)
+    sent: Counter[str] = Counter()
+
+    def counting_client(name: str) -> httpx.AsyncClient:
+        async def count_request(request: httpx.Request) -> None:
+            sent[name] += 1
+
+        client = make_client()
+        client.event_hooks["request"] = [count_request]
+        return client
+
+    # The default 10 s deadline: a time-out (a failure) would rightly cause a second send.
+    config = dataclasses.replace(quiet_db.config, webhook_timeout_seconds=10.0)
+    with contextlib.ExitStack() as stack:
+        for name in ("first", "second"):
+            own_db = Database(config)  # its own engine and connections, as in another process
+            stack.callback(own_db.close)
+            stack.enter_context(
+                running_job(
+                    config,
+                    own_db,
+                    client=counting_client(name),
+                    poll_interval=0.05,
+                    batch_size=10,
+                    max_in_flight=40,
+                )
+            )
+        add_events(quiet_db, owner.id, count)
+        wait_for(lambda: len(plain_receiver.received(url)) >= count, timeout=30, what="all")
+        wait_for(
+            lambda: all(d["status"] == "succeeded" for d in deliveries(quiet_db, owner, 1000)),
+            timeout=30,
+            what="every delivery to be recorded",
+        )
+    assert {d["attempts"] for d in deliveries(quiet_db, owner, limit=1000)} == {1}
+    ids = Counter(r.headers["webhook-id"] for r in plain_receiver.received(url))
+    assert len(ids) == count and set(ids.values()) == {1}
+    assert sent["first"] > 0 and sent["second"] > 0 and sum(sent.values()) == count

@@ -1,0 +1,12 @@
+"""Signed webhooks, delivered from the outbox.
+
+    signing.py     the x-<service>-signature and Standard Webhooks headers
+    guard.py       the SSRF guard: public HTTPS targets only, connections pinned to them
+    sender.py      one attempt over the shared httpx.AsyncClient
+    store.py       claim due deliveries (leases, SKIP LOCKED), record attempts, retries
+    dispatcher.py  claim, send concurrently, record; woken on commit
+    scheduler.py   the APScheduler job run by ``serve`` and by ``calendar-service worker``
+
+The core (``calendar_service.outbox``) writes a delivery row in the same transaction as each
+change; this package is the only code that sends anything.
+"""

@@ -1,0 +1,279 @@
+"""Drain the outbox: claim due deliveries, send them concurrently, record every attempt.
+
+``Dispatcher.tick()`` is the scheduled job's body: it claims as many due deliveries as there is
+room for (``max_in_flight``), starts one task per delivery and returns at once; each task sends
+one attempt through the shared ``httpx.AsyncClient`` and records it.
+
+Each endpoint gets at most ``per_endpoint`` requests at a time, and this worker holds at most
+``endpoint_backlog`` times that many of its deliveries; endpoints at that mark are left out of
+the next claims. So a slow receiver holds up only its own deliveries, never another owner's nor
+the next claim, and what waits for it still goes out well inside its lease.
+
+``wake()`` asks for a tick soon and is safe from any thread: the app points
+``Database.on_outbox_commit`` at it, so a committed change is claimed within milliseconds
+instead of at the next poll. Failed attempts schedule a wake-up for their retry time. The clock
+(``now``) and the random source for jitter are injected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections import Counter
+from collections.abc import Awaitable, Callable, Coroutine
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+
+from calendar_service.config import Config
+from calendar_service.db import Database
+from calendar_service.timeutil import format_utc, utcnow
+from webhooks import guard, sender, store
+
+logger = logging.getLogger("webhooks")
+
+DEFAULT_LEASE = timedelta(seconds=90)
+
+
+class Dispatcher:
+    """Claims, sends and records webhook deliveries for one process (see module doc)."""
+
+    def __init__(
+        self,
+        db: Database,
+        config: Config,
+        client: httpx.AsyncClient,
+        *,
+        now: Callable[[], datetime] = utcnow,
+        rng: random.Random | None = None,
+        resolver: guard.Resolver = guard.system_resolver,
+        batch_size: int = 100,
+        max_in_flight: int = 400,
+        per_endpoint: int = 8,
+        endpoint_backlog: int = 4,
+        lease: timedelta = DEFAULT_LEASE,
+    ) -> None:
+        # A claimed delivery may wait for ``endpoint_backlog`` rounds of attempts to its
+        # endpoint before its own: the lease must outlast all of them, with a margin.
+        longest = config.webhook_timeout_seconds * (endpoint_backlog + 1) * 1.25
+        if lease.total_seconds() < longest:
+            raise ValueError(f"the lease must be at least {longest:g} s with these settings")
+        self.db = db
+        self.config = config
+        self.client = client
+        self.now = now
+        self.rng = rng or random.Random()  # noqa: S311 - jitter, not cryptography
+        self.resolver = resolver
+        self.batch_size = batch_size
+        self.max_in_flight = max_in_flight
+        self.per_endpoint = per_endpoint
+        self.endpoint_cap = per_endpoint * endpoint_backlog
+        self.lease = lease
+        # How a wake-up gets a tick run; the scheduler routes it through its job.
+        self.kick: Callable[[], None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._held: Counter[str] = Counter()  # endpoint id → deliveries claimed, not done
+        self._slots: dict[str, asyncio.Semaphore] = {}
+        self._tick_task: asyncio.Task[Any] | None = None
+        self._again = False
+        self._starved = False
+        self._closed = False
+
+    # -----------------------------------------------------------------------------------------
+    # Waking up
+
+    def bind(self) -> None:
+        """Remember the running event loop (call once, on it) so ``wake`` can reach it."""
+        self._loop = asyncio.get_running_loop()
+
+    def wake(self) -> None:
+        """Ask for a tick soon. Safe from any thread; a no-op before ``bind`` or after close."""
+        loop = self._loop
+        if loop is None or self._closed:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(self._wake_on_loop)
+
+    def _wake_on_loop(self) -> None:
+        if self._closed:
+            return
+        if self._tick_task is not None:
+            self._again = True  # the running tick claims once more before it returns
+        elif self.kick is not None:
+            self.kick()
+        else:
+            self._spawn(self.tick())
+
+    def _wake_at(self, when: datetime) -> None:
+        if self._loop is not None:
+            delay = max(0.0, (when - self.now()).total_seconds())
+            self._loop.call_later(delay, self._wake_on_loop)
+
+    # -----------------------------------------------------------------------------------------
+    # Claiming and sending
+
+    async def tick(self) -> int:
+        """Claim what is due (as much as there is room for) and start sending it.
+
+        Returns how many deliveries were started. A tick that finds another running asks it to
+        claim once more instead."""
+        if self._closed:
+            return 0
+        if self._tick_task is not None:
+            self._again = True
+            return 0
+        if self._loop is None:
+            self.bind()
+        self._tick_task = asyncio.current_task()
+        started = 0
+        try:
+            while not self._closed:
+                self._again = False
+                room = self.max_in_flight - len(self._tasks)
+                if room <= 0:
+                    self._starved = True  # a finishing delivery wakes us up again
+                    break
+                want = min(room, self.batch_size)
+                full = [e for e, n in self._held.items() if n >= self.endpoint_cap]
+                claims = await self.db.run(
+                    store.claim_due,
+                    now=self.now(),
+                    limit=want,
+                    lease=self.lease,
+                    exclude_endpoints=full,
+                )
+                excess = []
+                for claim in claims:
+                    if self._held[claim.endpoint_id] >= self.endpoint_cap:
+                        excess.append(claim)
+                        continue
+                    self._held[claim.endpoint_id] += 1
+                    self._spawn(self._deliver(claim))
+                if excess:
+                    await self.db.run(store.release, claims=excess)
+                started += len(claims) - len(excess)
+                if len(claims) < want and not self._again:
+                    break
+        except Exception:
+            logger.exception("claiming webhook deliveries failed; trying again at the next poll")
+        finally:
+            self._tick_task = None
+        return started
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if self._starved and not self._closed:
+            self._starved = False
+            self._wake_on_loop()
+
+    async def _deliver(self, claim: store.Claim) -> None:
+        endpoint = claim.endpoint_id
+        slot = self._slots.get(endpoint)
+        if slot is None:
+            slot = self._slots[endpoint] = asyncio.Semaphore(self.per_endpoint)
+        try:
+            async with slot:
+                await self._attempt(claim)
+        finally:
+            self._held[endpoint] -= 1
+            if self._held[endpoint] <= 0:
+                del self._held[endpoint]
+                self._slots.pop(endpoint, None)
+            elif self._held[endpoint] == self.endpoint_cap // 2:
+                self._wake_on_loop()  # room again for this endpoint's waiting deliveries
+
+    async def _attempt(self, claim: store.Claim) -> None:
+        try:
+            result = await sender.attempt(
+                self.client,
+                url=claim.url,
+                msg_id=claim.id,
+                body=claim.payload.encode(),
+                secrets=list(claim.secrets),
+                seed_header=self.config.signature_header,
+                allow_local=self.config.webhook_allow_local,
+                deadline=self.config.webhook_timeout_seconds,
+                now=self.now(),
+                resolver=self.resolver,
+            )
+            outcome = await self.db.run(
+                store.record_attempt,
+                claim=claim,
+                result=result,
+                now=self.now(),
+                schedule=self.config.webhook_retry_schedule,
+                rng=self.rng,
+            )
+        except Exception:
+            # Recorded nowhere: the lease runs out and the delivery is sent again.
+            logger.exception("webhook delivery %s: the attempt could not be recorded", claim.id)
+            return
+        _log(claim, result, outcome)
+        if outcome.next_attempt_at is not None:
+            self._wake_at(outcome.next_attempt_at)
+
+    # -----------------------------------------------------------------------------------------
+    # Draining and stopping
+
+    async def drain(self) -> None:
+        """Send everything due now and wait until it is recorded (tests, benchmarks)."""
+        while True:
+            started = await self.tick()
+            if self._tasks:
+                await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            elif not started:
+                return
+
+    async def close(self, grace: float = 15.0) -> None:
+        """Stop claiming; let attempts under way finish (cancelled after ``grace`` seconds, in
+        which case their leases run out and another worker sends them again)."""
+        self._closed = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while True:
+            pending: set[Awaitable[Any]] = set(self._tasks)
+            if self._tick_task is not None:
+                pending.add(self._tick_task)
+            remaining = deadline - loop.time()
+            if not pending or remaining <= 0:
+                break
+            await asyncio.wait(pending, timeout=remaining)  # type: ignore[type-var]
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            logger.warning("%d webhook attempts cut short by shutdown", len(self._tasks))
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def _log(claim: store.Claim, result: sender.AttemptResult, outcome: store.Outcome) -> None:
+    # Ids, status codes and short errors only: never a URL, a body or a secret.
+    if outcome.status == "succeeded":
+        logger.debug("webhook delivery %s: delivered (%s)", claim.id, result.status_code)
+        return
+    what = result.error or f"HTTP {result.status_code}"
+    if outcome.status == "retrying" and outcome.next_attempt_at is not None:
+        logger.info(
+            "webhook delivery %s: attempt %d failed (%s); retrying at %s",
+            claim.id,
+            claim.attempts + 1,
+            what,
+            format_utc(outcome.next_attempt_at),
+        )
+    else:
+        logger.warning(
+            "webhook delivery %s: attempt %d failed (%s); %s%s",
+            claim.id,
+            claim.attempts + 1,
+            what,
+            outcome.status,
+            " and the endpoint was disabled" if outcome.endpoint_disabled else "",
+        )

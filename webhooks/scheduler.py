@@ -1,0 +1,81 @@
+"""The delivery job: an APScheduler interval job running ``Dispatcher.tick``.
+
+``serve`` enters ``delivery_job`` in the app's lifespan (unless ``--no-webhooks``);
+``calendar-service worker`` runs it alone (``run_worker``). The job polls every
+``poll_interval`` seconds (to pick up retries that fell due, expired leases and changes made by
+other processes) and is also run at once whenever this process commits a change that queued a
+delivery: ``Database.on_outbox_commit`` points at ``Dispatcher.wake``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from calendar_service.config import Config
+from calendar_service.db import Database
+from webhooks.dispatcher import Dispatcher
+from webhooks.transport import make_client
+
+JOB_ID = "webhook-deliveries"
+DEFAULT_POLL_SECONDS = 1.0
+
+
+@contextlib.asynccontextmanager
+async def delivery_job(
+    config: Config,
+    db: Database,
+    *,
+    client: httpx.AsyncClient | None = None,
+    poll_interval: float = DEFAULT_POLL_SECONDS,
+    **dispatcher_options: Any,
+) -> AsyncIterator[Dispatcher]:
+    """Run the delivery job on the running event loop for the duration of the block.
+
+    ``client`` is the shared ``httpx.AsyncClient`` (``make_client()`` when not given); the job
+    owns it from then on and closes it on exit. Extra keyword arguments go to ``Dispatcher``."""
+    http = client if client is not None else make_client()
+    dispatcher = Dispatcher(db, config, http, **dispatcher_options)
+    dispatcher.bind()
+    scheduler = AsyncIOScheduler(timezone=UTC)
+    job = scheduler.add_job(
+        dispatcher.tick,
+        "interval",
+        seconds=poll_interval,
+        id=JOB_ID,
+        next_run_time=datetime.now(UTC),
+        coalesce=True,
+        # A second run while one is under way only asks it to claim once more (see tick).
+        max_instances=2,
+        misfire_grace_time=None,
+    )
+    dispatcher.kick = lambda: job.modify(next_run_time=datetime.now(UTC))
+    previous_hook = db.on_outbox_commit
+    db.on_outbox_commit = dispatcher.wake
+    scheduler.start()
+    try:
+        yield dispatcher
+    finally:
+        db.on_outbox_commit = previous_hook
+        await dispatcher.close(grace=config.webhook_timeout_seconds + 5)
+        scheduler.shutdown(wait=False)
+        await http.aclose()
+
+
+async def run_worker(
+    config: Config,
+    db: Database,
+    *,
+    stop: asyncio.Event,
+    client: httpx.AsyncClient | None = None,
+    poll_interval: float = DEFAULT_POLL_SECONDS,
+) -> None:
+    """``calendar-service worker``: run the delivery job until ``stop`` is set."""
+    async with delivery_job(config, db, client=client, poll_interval=poll_interval):
+        await stop.wait()
