@@ -1,0 +1,43 @@
+"""The list formats its rows on a fast path of its own: its items must stay exactly the
+events that create and get return, in UTC and in zoned calendars alike."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from calendar_service import events
+from calendar_service.db import Database
+from calendar_service.models import EventCreate
+from calendar_service.timeutil import utcnow
+from tests.support import Factory
+
+
+def test_list_items_equal_the_created_and_fetched_events_in_every_time_zone(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    berlin = factory.calendar(owner, name="Berlin", time_zone="Europe/Berlin")
+    principal = events.owner_principal(owner.id)
+    # now has microseconds; the second create is a whole second: both forms are formatted
+    times = [utcnow(), utcnow().replace(microsecond=0) + timedelta(seconds=1)]
+    created = []
+    for calendar_id, now in zip((owner.default_calendar_id, berlin), times, strict=True):
+        data = EventCreate(
+            title="Shape",
+            starts_at="2026-07-01T09:30:00",
+            ends_at="2026-07-01T14:00:00.250+02:00",
+            calendar_id=calendar_id,
+            description="d",
+        )
+        created.append(db.call(events.create_event, principal=principal, data=data, now=now))
+    listed = db.call(
+        events.list_events,
+        principal=principal,
+        time_min="2026-07-01T00:00:00Z",
+        time_max="2026-07-02T00:00:00Z",
+    )["events"]
+    fetched = [db.call(events.get_event, principal=principal, event_id=e["id"]) for e in created]
+    key = {e["id"]: e for e in listed}
+    assert [key[e["id"]] for e in created] == created == fetched
+    assert created[1]["startsAt"] == "2026-07-01T09:30:00+02:00"
+    assert "." not in created[1]["createdAt"] and created[1]["endsAt"].endswith(".250000+02:00")
