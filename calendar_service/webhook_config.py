@@ -9,7 +9,8 @@ returned once, by ``set_endpoint`` and ``rotate_secret``, and never by any read 
 rotation the previous secret keeps signing beside the new one for ``ROTATION_OVERLAP``.
 
 States: endpoint ``active`` ⇄ ``disabled``; delivery ``pending`` → ``succeeded``, or
-``retrying`` → ``failed``. ``redeliver`` puts a delivery back to ``pending``.
+``retrying`` → ``failed``. ``redeliver`` puts a delivery back to ``pending``;
+``send_test_event`` queues a ``webhook.test`` delivery.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from sqlalchemy import Connection, insert, or_, select, update
 from calendar_service.errors import FieldError, NotFound, ValidationFailed, WebhookDisabled
 from calendar_service.ids import new_id
 from calendar_service.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from calendar_service.outbox import notify_committed
+from calendar_service.outbox import enqueue, notify_committed
 from calendar_service.timeutil import format_utc
 
 endpoints_t = WebhookEndpoint.__table__  # type: ignore[attr-defined]
@@ -308,6 +309,25 @@ def redeliver_all_failed(conn: Connection, *, user_id: str, now: datetime) -> in
     if result.rowcount:
         notify_committed(conn)
     return int(result.rowcount)
+
+
+TEST_EVENT_TYPE = "webhook.test"
+
+
+def send_test_event(conn: Connection, *, user_id: str, now: datetime) -> dict[str, Any]:
+    """Queue a ``webhook.test`` delivery to the owner's endpoint, signed and sent like any
+    other (so a receiver can check its signature handling). Refused while it is disabled."""
+    row = _endpoint_row(conn, user_id=user_id)
+    _require_active(conn, user_id=user_id)
+    delivery_id = enqueue(
+        conn,
+        user_id=user_id,
+        endpoint_id=row.id,
+        event_type=TEST_EVENT_TYPE,
+        data={"message": "A test event from the calendar service: your webhook works."},
+        now=now,
+    )
+    return delivery_public(_delivery_row(conn, user_id=user_id, delivery_id=delivery_id))
 
 
 def _require_active(conn: Connection, *, user_id: str) -> None:
