@@ -32,7 +32,7 @@ from calendar_service.account.web import (
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.inputs import parse_partial
 from calendar_service.models import EventCreate, EventUpdate
-from calendar_service.timeutil import format_utc, utcnow
+from calendar_service.timeutil import format_utc, utcnow, zone
 
 UPCOMING = 10
 NOTICES = {
@@ -233,7 +233,8 @@ async def new_event(request: Request, owner: OwnerSessionInfo) -> Response:
     chosen = request.query_params.get("calendar", "")
     if chosen not in {c["id"] for c in owned}:
         chosen = next((c["id"] for c in owned if c["isDefault"]), "")
-    today = utcnow().date().isoformat()
+    zone_name = next((c["timeZone"] for c in owned if c["id"] == chosen), "UTC")
+    today = utcnow().astimezone(zone(zone_name)).date().isoformat()
     values = {
         "calendar": chosen,
         "title": "",

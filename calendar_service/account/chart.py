@@ -15,7 +15,7 @@ HEIGHT = 230
 LEFT = 56
 RIGHT = 32
 TOP = 12
-BOTTOM = 40  # room for the day labels
+BOTTOM = 46  # room for the day labels
 _STEPS = (1, 2, 5)
 
 
@@ -86,7 +86,8 @@ def daily_chart(counts: dict[str, tuple[int, int]], *, last: date, days: int = 3
         failed_height = plot_height * failed / top_value
         ok_y = plot_bottom - ok_height
         last_bar = index == days - 1
-        label = f"{day:%b} {day.day}" if index % 5 == 0 or last_bar else None
+        # A label a week apart, counted back from today's bar, so today is always labelled.
+        label = f"{day:%b} {day.day}" if (days - 1 - index) % 7 == 0 else None
         bars.append(
             Bar(
                 day=day,

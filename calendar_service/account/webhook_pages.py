@@ -1,9 +1,174 @@
-"""The webhook page (built on the webhook core)."""
+"""The webhook page: the URL, its signing secret (shown once), test events and deliveries.
+
+Built on the webhook core (``webhook_config``, every function scoped by the owner's id) and the
+SSRF guard (``webhooks.guard.check_target``), exactly as the CLI uses them: a URL is checked
+(shape, scheme, every resolved address public) before it is stored, and a refusal is shown with
+the guard's own message.
+"""
 
 from __future__ import annotations
 
-from starlette.routing import BaseRoute
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from calendar_service import webhook_config
+from calendar_service.account.sessions import OwnerSessionInfo
+from calendar_service.account.web import account, form, owner_page, render, see_other
+from calendar_service.errors import ValidationFailed, WebhookTargetRefused
+from calendar_service.timeutil import utcnow
+from webhooks import guard
+
+DELIVERIES_SHOWN = 50
+NOTICES = {
+    "test-sent": "Test event queued: it is sent within seconds and listed below.",
+    "redelivered": "The delivery is queued to be sent again now.",
+    "enabled": "The webhook is enabled again.",
+    "enabled-resent": "The webhook is enabled again, and its failed deliveries are being re-sent.",
+}
+
+
+def _page_data(conn: Connection, *, user_id: str) -> dict[str, Any]:
+    return {
+        "endpoint": webhook_config.find_endpoint(conn, user_id=user_id),
+        "deliveries": webhook_config.list_deliveries(conn, user_id=user_id, limit=DELIVERIES_SHOWN),
+    }
+
+
+async def _webhook_page(
+    request: Request,
+    owner: OwnerSessionInfo,
+    *,
+    url: str | None = None,
+    error: str | None = None,
+    status_code: int = 200,
+) -> Response:
+    data = await account(request).services.db.run(_page_data, user_id=owner.user_id)
+    endpoint = data["endpoint"]
+    return render(
+        request,
+        "webhook.html",
+        {
+            **data,
+            "section": "webhook",
+            "url": url if url is not None else (endpoint["url"] if endpoint else ""),
+            "error": error,
+            "signature_header": account(request).services.config.signature_header,
+            "notice": NOTICES.get(request.query_params.get("notice", "")),
+        },
+        status_code=status_code,
+    )
+
+
+@owner_page
+async def webhook_page(request: Request, owner: OwnerSessionInfo) -> Response:
+    return await _webhook_page(request, owner)
+
+
+def _secret_page(
+    request: Request, endpoint: dict[str, Any], secret: str, *, rotated: bool
+) -> Response:
+    # Rendered in the POST's own answer, never stored by this page nor redirected to.
+    return render(
+        request,
+        "webhook_secret.html",
+        {
+            "section": "webhook",
+            "endpoint": endpoint,
+            "secret": secret,
+            "rotated": rotated,
+            "signature_header": account(request).services.config.signature_header,
+        },
+        status_code=201 if not rotated else 200,
+    )
+
+
+@owner_page
+async def set_url(request: Request, owner: OwnerSessionInfo) -> Response:
+    url = str((await form(request)).get("url", "")).strip()
+    config = account(request).services.config
+    try:
+        webhook_config.check_url_shape(url)
+        # Resolves the host: every address must be public (unless local targets are allowed).
+        await guard.check_target(url, allow_local=config.webhook_allow_local)
+        endpoint, secret = await account(request).services.db.run(
+            webhook_config.set_endpoint, user_id=owner.user_id, url=url, now=utcnow()
+        )
+    except ValidationFailed as exc:
+        message = "; ".join(e["message"] for e in exc.errors) or exc.message
+        return await _webhook_page(
+            request, owner, url=url, error=f"The URL {message}.", status_code=400
+        )
+    except WebhookTargetRefused as exc:
+        return await _webhook_page(request, owner, url=url, error=exc.message, status_code=400)
+    return _secret_page(request, endpoint, secret, rotated=False)
+
+
+@owner_page
+async def rotate(request: Request, owner: OwnerSessionInfo) -> Response:
+    endpoint, secret = await account(request).services.db.run(
+        webhook_config.rotate_secret, user_id=owner.user_id, now=utcnow()
+    )
+    return _secret_page(request, endpoint, secret, rotated=True)
+
+
+@owner_page
+async def send_test(request: Request, owner: OwnerSessionInfo) -> Response:
+    await account(request).services.db.run(
+        webhook_config.send_test_event, user_id=owner.user_id, now=utcnow()
+    )
+    return see_other(request, "/webhook", notice="test-sent")
+
+
+@owner_page
+async def enable(request: Request, owner: OwnerSessionInfo) -> Response:
+    resend = bool((await form(request)).get("redeliver_failed"))
+    await account(request).services.db.run(
+        webhook_config.enable_endpoint,
+        user_id=owner.user_id,
+        now=utcnow(),
+        redeliver_failed=resend,
+    )
+    return see_other(request, "/webhook", notice="enabled-resent" if resend else "enabled")
+
+
+@owner_page
+async def delivery_page(request: Request, owner: OwnerSessionInfo) -> Response:
+    delivery = await account(request).services.db.run(
+        webhook_config.get_delivery,
+        user_id=owner.user_id,
+        delivery_id=request.path_params["delivery_id"],
+    )
+    payload = orjson.dumps(orjson.loads(delivery["payload"]), option=orjson.OPT_INDENT_2)
+    return render(
+        request,
+        "webhook_delivery.html",
+        {"section": "webhook", "delivery": delivery, "payload": payload.decode()},
+    )
+
+
+@owner_page
+async def redeliver(request: Request, owner: OwnerSessionInfo) -> Response:
+    await account(request).services.db.run(
+        webhook_config.redeliver,
+        user_id=owner.user_id,
+        delivery_id=request.path_params["delivery_id"],
+        now=utcnow(),
+    )
+    return see_other(request, "/webhook", notice="redelivered")
 
 
 def routes() -> list[BaseRoute]:
-    return []
+    return [
+        Route("/webhook", webhook_page, methods=["GET"]),
+        Route("/webhook", set_url, methods=["POST"]),
+        Route("/webhook/rotate", rotate, methods=["POST"]),
+        Route("/webhook/test", send_test, methods=["POST"]),
+        Route("/webhook/enable", enable, methods=["POST"]),
+        Route("/webhook/deliveries/{delivery_id}", delivery_page, methods=["GET"]),
+        Route("/webhook/deliveries/{delivery_id}/redeliver", redeliver, methods=["POST"]),
+    ]

@@ -19,7 +19,10 @@ import pytest
 from argon2 import PasswordHasher
 
 from calendar_service import users
-from tests.support import Factory, Owner, RunningServer
+from calendar_service.app import create_app
+from calendar_service.db import Database
+from tests.conftest import make_config
+from tests.support import Factory, Owner, RunningServer, run_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -102,6 +105,18 @@ def settings(server: RunningServer, owner: Owner) -> Iterator[Settings]:
         yield session
     finally:
         session.client.close()
+
+
+@pytest.fixture
+def strict_server(database_url: str) -> Iterator[RunningServer]:
+    """The app as deployed: local webhook targets not allowed."""
+    config = make_config(database_url, webhook_allow_local=False)
+    db = Database(config)
+    try:
+        with run_server(create_app(config, db=db, run_webhooks=False)) as running:
+            yield running
+    finally:
+        db.close()
 
 
 # ---------------------------------------------------------------------------------------------

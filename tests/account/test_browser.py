@@ -5,16 +5,27 @@ Each test also saves screenshots under artifacts/screenshots/ (kept out of git).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 from playwright.sync_api import expect
+from standardwebhooks.webhooks import Webhook as StandardWebhook
 
+from calendar_service import webhook_config
+from calendar_service.config import Config
 from calendar_service.history import CallRecord, record_call
 from calendar_service.timeutil import utcnow
 from tests.account.conftest import browser_sign_in, screenshot
-from tests.support import Factory, Owner, bearer
+from tests.support import Factory, Owner, RunningServer, bearer, wait_for
 
 EVENTS = "/api/v1/calendar/events"
 
@@ -206,3 +217,113 @@ def test_the_keys_page_is_readable_on_a_phone(page: Any, owner: Owner, factory: 
     # No horizontal scrolling: everything fits the phone's width.
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     screenshot(page, "10-keys-phone")
+
+
+@contextmanager
+def receiver() -> Iterator[tuple[str, list[tuple[dict[str, str], bytes]]]]:
+    """A webhook receiver on 127.0.0.1 that answers 204 and keeps what it got."""
+    received: list[tuple[dict[str, str], bytes]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_port}/hooks/calendar", received
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+def test_an_owner_sets_a_webhook_and_sees_a_test_delivery_arrive_and_listed(
+    page: Any, owner: Owner, factory: Factory, config: Config
+) -> None:
+    with receiver() as (url, received):
+        browser_sign_in(page, owner, start="/settings/webhook")
+        expect(page.get_by_text("No webhook is set")).to_be_visible()
+        page.get_by_label("Webhook URL").fill(url)
+        page.get_by_role("button", name="Set webhook").click()
+        expect(page.get_by_role("heading", name="Webhook set")).to_be_visible()
+        secret = page.get_by_label("Signing secret").input_value()
+        assert secret.startswith("whsec_")
+        screenshot(page, "11-webhook-secret")
+
+        page.get_by_role("link", name="I have copied it").click()
+        page.get_by_role("button", name="Send a test event").click()
+        expect(page.get_by_role("status")).to_contain_text("Test event queued")
+        headers, body = wait_for(lambda: received[:1], what="the test delivery")[0]
+        digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        assert headers[config.signature_header] == f"v1={digest}"
+        StandardWebhook(secret).verify(body, headers)  # an independent verifier agrees
+        message = json.loads(body)
+
+        def listed_as_delivered() -> bool:
+            page.reload()
+            row = page.locator("table.deliveries tbody tr").first
+            return "Succeeded" in row.inner_text()
+
+        wait_for(listed_as_delivered, what="the delivery to show as succeeded")
+        row = page.locator("table.deliveries tbody tr").first
+        expect(row).to_contain_text(message["type"])
+        expect(row.locator("td[data-label='Last response']")).to_contain_text("204")
+        expect(row.locator("td[data-label='Attempts']")).to_have_text("1")
+        screenshot(page, "12-webhook")
+
+        row.get_by_role("button", name=re.compile("^Re-send")).click()
+        expect(page.get_by_role("status")).to_contain_text("queued to be sent again")
+        wait_for(lambda: len(received) >= 2, what="the re-sent delivery")
+        assert received[1][0]["webhook-id"] == message["id"]
+
+        # A change made in the calendars page reaches the receiver too.
+        page.get_by_role("link", name="Calendars").click()
+        page.get_by_role("link", name=re.compile("^New event")).first.click()
+        page.get_by_label("Title").fill("Sent by webhook")
+        page.get_by_role("button", name="Create event").click()
+        expect(page.get_by_role("status")).to_have_text("Event created.")
+        created = wait_for(
+            lambda: [json.loads(b) for _, b in received if b"calendar.event.created" in b],
+            what="the calendar.event.created delivery",
+        )
+        assert created[0]["data"]["event"]["title"] == "Sent by webhook"
+
+        factory.db.call(
+            webhook_config.disable_endpoint,
+            user_id=owner.id,
+            reason="the receiver answered 410 Gone",
+            now=utcnow(),
+        )
+        page.get_by_role("link", name="Webhook").click()
+        expect(page.get_by_role("alert")).to_contain_text("This webhook is disabled")
+        screenshot(page, "13-webhook-disabled")
+        page.get_by_role("button", name="Enable the webhook").click()
+        expect(page.get_by_role("status")).to_contain_text("enabled again")
+        expect(page.get_by_role("button", name="Send a test event")).to_be_visible()
+
+
+def test_a_webhook_url_the_ssrf_rules_refuse_is_explained_in_the_page(
+    browser: Any, strict_server: RunningServer, factory: Factory
+) -> None:
+    owner = factory.owner()
+    context = browser.new_context(
+        base_url=strict_server.url, viewport={"width": 1280, "height": 860}
+    )
+    try:
+        tab = context.new_page()
+        browser_sign_in(tab, owner, start="/settings/webhook")
+        tab.get_by_label("Webhook URL").fill("https://169.254.169.254/latest/meta-data")
+        tab.get_by_role("button", name="Set webhook").click()
+        expect(tab.locator("#url-error")).to_contain_text("a link-local address")
+        expect(tab.get_by_label("Webhook URL")).to_have_attribute("aria-invalid", "true")
+        screenshot(tab, "14-webhook-refused")
+    finally:
+        context.close()
