@@ -52,7 +52,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--skip-postgres", action="store_true")
     p.add_argument("--pg-rounds", type=int, default=3)
     p.add_argument("--skip-webhooks", action="store_true")
-    p.add_argument("--only", default="main,scale,postgres,webhooks", help="phases to run")
+    p.add_argument("--only", default="main,scale,modes,postgres,webhooks", help="phases to run")
     p.add_argument("--out", type=Path, default=RESULTS, help="where raw results go")
     p.add_argument("--chart", type=Path, default=None, help="PNG path (default docs/...)")
     p.add_argument(
@@ -60,6 +60,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         choices=("list", "create"),
         default=None,
         help="only profile our server under that load with py-spy",
+    )
+    p.add_argument(
+        "--profile-postgres", action="store_true", help="profile on PostgreSQL, not SQLite"
     )
     p.add_argument(
         "--tiny",
@@ -146,6 +149,7 @@ class Bench:
         self, server: servers.Server, work: load.Workload, label: str, **meta: Any
     ) -> dict[str, Any]:
         a = self.args
+        cpu0 = servers.cpu_seconds(server)
         result = load.run(
             server.url,
             work,
@@ -162,6 +166,8 @@ class Bench:
             **meta,
             **load.result_dict(result),
         }
+        cpu = servers.cpu_seconds(server) - cpu0
+        row["cpu_us_per_req"] = round(cpu / result.requests * 1e6) if result.requests else 0
         self.raw.append(row)
         self.log(report.line(label, row))
         return row
@@ -201,8 +207,10 @@ class Bench:
             o, b = got["ours"], got["minimum"]
             ratio = o["rps"] / b["rps"] if b["rps"] else 0.0
             p99 = o["p99_ms"] / b["p99_ms"] if b["p99_ms"] else 0.0
+            cpu = o["cpu_us_per_req"] / b["cpu_us_per_req"] if b["cpu_us_per_req"] else 0.0
             self.log(
-                f"  {'ratio ours/minimum':<22} {ratio:>9.2f} x req/s                p99 {p99:.2f} x"
+                f"  {'ratio ours/minimum':<22} {ratio:>9.2f} x req/s                p99 "
+                f"{p99:.2f} x                cpu/req {cpu:.2f} x"
             )
             pairs.append((o, b))
         return pairs
@@ -287,6 +295,37 @@ class Bench:
             summary["spread"] = round(spread, 3)  # type: ignore[assignment]
         return summary
 
+    def modes_phase(self) -> dict[str, Any]:
+        """Ours with SQLite inline on the event loop (as served) against ours with a database
+        thread (bench/variants.py): what the inline choice does to req/s and p99."""
+        a = self.args
+        rounds = max(1, a.scale_rounds)
+        self.log(f"== SQLite inline vs on a database thread (ours), {rounds} rounds")
+        db = self.ours_sqlite(a.events)
+        summary = {}
+        with (
+            servers.ours(db.url, log_dir=self.logs) as inline,
+            servers.ours(
+                db.url, log_dir=self.logs, name="threaded", factory="bench.variants:threaded_app"
+            ) as threaded,
+        ):
+            for kind in ("list", "create"):
+                token = db.read_secret if kind == "list" else db.write_secret
+                work = load.Workload.ours(kind, token)
+                self.warm(inline, work)
+                self.warm(threaded, work)
+                runs: dict[str, list[dict[str, Any]]] = {"inline": [], "thread": []}
+                for r in range(1, rounds + 1):
+                    legs = [("inline", inline), ("thread", threaded)]
+                    if r % 2 == 0:
+                        legs.reverse()
+                    for mode, srv in legs:
+                        runs[mode].append(
+                            self.measure(srv, work, f"{kind} {mode}", round=r, phase="modes")
+                        )
+                summary[kind] = {m: report._medians(rs) for m, rs in runs.items()}
+        return summary
+
     def postgres_phase(self) -> dict[str, Any]:
         a = self.args
         url = a.postgres_url or DEFAULT_PG
@@ -362,10 +401,13 @@ class Bench:
         pyspy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
         if not Path(pyspy).exists() and shutil.which("py-spy") is None:
             raise SystemExit("py-spy is not installed: pip install py-spy")
-        db = self.ours_sqlite(a.events)
+        if a.profile_postgres:
+            db = self.ours_postgres(a.postgres_url or DEFAULT_PG, a.events)
+        else:
+            db = self.ours_sqlite(a.events)
         token = db.read_secret if kind == "list" else db.write_secret
         work = load.Workload.ours(kind, token)
-        raw = self.out / f"profile-{kind}.txt"
+        raw = self.out / f"profile-{kind}{'-postgres' if a.profile_postgres else ''}.txt"
         with servers.ours(db.url, log_dir=self.logs) as srv:
             self.warm(srv, work)
             spy = subprocess.Popen(
@@ -391,7 +433,7 @@ class Bench:
             self.measure(srv, work, f"ours ({kind}, profiled)", phase="profile")
             spy.wait(timeout=a.duration + 60)
         text = report.summarise_profile(raw)
-        (self.out / f"profile-{kind}-summary.txt").write_text(text)
+        raw.with_name(raw.stem + "-summary.txt").write_text(text)
         self.log(text)
 
     # --- the whole run ------------------------------------------------------------------------
@@ -420,6 +462,8 @@ class Bench:
             summary["main"] = self.main_phase()
         if "scale" in phases and a.scale_sizes.strip():
             summary["scale"] = self.scale_phase()
+        if "modes" in phases:
+            summary["modes"] = self.modes_phase()
         if "postgres" in phases and not a.skip_postgres:
             summary["postgres"] = self.postgres_phase()
         if "webhooks" in phases and not a.skip_webhooks:
@@ -463,7 +507,8 @@ def summary_text(s: dict[str, Any]) -> str:
             f"{kind:<7} ours {m['ours']['rps']:>7,.0f} req/s p50 {m['ours']['p50_ms']:>6.2f} "
             f"p99 {m['ours']['p99_ms']:>6.2f} ms | minimum {m['minimum']['rps']:>7,.0f} req/s "
             f"p50 {m['minimum']['p50_ms']:>6.2f} p99 {m['minimum']['p99_ms']:>6.2f} ms | "
-            f"ratio {m['rps_ratio']:.2f} x req/s, p99 {m['p99_ratio']:.2f} x"
+            f"ratio {m['rps_ratio']:.2f} x req/s, p99 {m['p99_ratio']:.2f} x; CPU per request "
+            f"{m['ours']['cpu_us_per_req']:.0f} vs {m['minimum']['cpu_us_per_req']:.0f} us"
         )
     for size, m in (s.get("scale") or {}).items():
         if size == "spread":
@@ -474,14 +519,27 @@ def summary_text(s: dict[str, Any]) -> str:
             f"{m['ours']['p99_ms']:>6.2f} ms | minimum {m['minimum']['rps']:>7,.0f} req/s p99 "
             f"{m['minimum']['p99_ms']:>6.2f} ms | ratio {m['rps_ratio']:.2f} x"
         )
+    for kind, m in (s.get("modes") or {}).items():
+        out.append(
+            f"sqlite {kind:<7} inline {m['inline']['rps']:>7,.0f} req/s p99 "
+            f"{m['inline']['p99_ms']:.2f} ms | database thread {m['thread']['rps']:>7,.0f} req/s "
+            f"p99 {m['thread']['p99_ms']:.2f} ms"
+        )
     for kind, m in (s.get("postgres") or {}).items():
         out.append(
             f"postgres {kind:<7} 1 worker {m['1']['rps']:>7,.0f} req/s p99 {m['1']['p99_ms']:.2f}"
             f" ms | 2 workers {m['2']['rps']:>7,.0f} req/s p99 {m['2']['p99_ms']:.2f} ms | "
             f"{m['ratio']:.2f} x"
         )
-    if s.get("webhooks"):
-        out.append(f"webhooks: {json.dumps(s['webhooks'])}")
+    hooks = s.get("webhooks") or {}
+    if "latency" in hooks and "throughput" in hooks:
+        lat, thr = hooks["latency"], hooks["throughput"]
+        out.append(
+            f"webhooks ({hooks.get('backend')}) commit to request p50 {lat.get('p50_ms')} ms, "
+            f"p99 {lat.get('p99_ms')} ms; {thr.get('per_second')} deliveries/s"
+        )
+    elif hooks:
+        out.append(f"webhooks: {json.dumps(hooks)}")
     return "\n".join(out)
 
 

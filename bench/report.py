@@ -16,7 +16,8 @@ def line(label: str, r: dict[str, Any]) -> str:
     err = f"  errors {r['errors']}" if r["errors"] else ""
     return (
         f"  {label:<22} {r['rps']:>9,.0f} req/s   p50 {r['p50_ms']:>7.2f} ms   "
-        f"p99 {r['p99_ms']:>7.2f} ms   ({r['requests']:,} requests){err}"
+        f"p99 {r['p99_ms']:>7.2f} ms   cpu {r.get('cpu_us_per_req', 0):>5} us/req   "
+        f"({r['requests']:,} requests){err}"
     )
 
 
@@ -30,12 +31,19 @@ def pair_summary(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str
         "minimum": _medians(base),
         "rps_ratio": round(median([o["rps"] / b["rps"] for o, b in pairs if b["rps"]]), 3),
         "p99_ratio": round(median([o["p99_ms"] / b["p99_ms"] for o, b in pairs if b["p99_ms"]]), 3),
+        "cpu_ratio": round(
+            median(
+                [o["cpu_us_per_req"] / b["cpu_us_per_req"] for o, b in pairs if b["cpu_us_per_req"]]
+            ),
+            3,
+        ),
         "errors": sum(o["errors"] for o in ours) + sum(b["errors"] for b in base),
     }
 
 
 def _medians(results: list[dict[str, Any]]) -> dict[str, float]:
-    return {key: round(median([r[key] for r in results]), 2) for key in ("rps", "p50_ms", "p99_ms")}
+    keys = ("rps", "p50_ms", "p99_ms", "cpu_us_per_req")
+    return {key: round(median([r.get(key, 0) for r in results]), 2) for key in keys}
 
 
 def chart(summary: dict[str, Any], path: Path, machine: str) -> Path | None:

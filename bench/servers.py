@@ -80,6 +80,7 @@ def ours(
     workers: int = 1,
     name: str = "ours",
     env: dict[str, str] | None = None,
+    factory: str | None = None,
 ) -> Iterator[Server]:
     """``calendar-service serve`` on a free port, with a budget the load cannot exhaust (the
     rate limiter still runs on every request)."""
@@ -105,6 +106,25 @@ def ours(
         "--log-level",
         "warning",
     ]
+    if factory is not None:  # a variant of our app (bench/variants.py), same server options
+        cmd = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            factory,
+            "--factory",
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--loop",
+            "uvloop",
+            "--http",
+            "httptools",
+            "--no-access-log",
+            "--log-level",
+            "warning",
+        ]
     with _running(name, port, cmd, full_env, log_path) as server:
         _wait_ready(server, "/healthz", {}, timeout=60)
         if workers > 1:  # every worker process must be up before the load starts
@@ -168,6 +188,21 @@ def _running(
             yield server
         finally:
             stop(proc)
+
+
+def cpu_seconds(server: Server) -> float:
+    """CPU time (user + system) used so far by the server's processes (its process group):
+    per request, a figure that other load on the machine disturbs far less than req/s."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == server.proc.pid:  # fields[2] is the process group id
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
