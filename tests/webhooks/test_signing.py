@@ -6,6 +6,7 @@ import base64
 import hashlib
 import hmac
 import time
+from pathlib import Path
 
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
@@ -77,3 +78,21 @@ def test_two_secrets_give_two_values_in_each_header_and_either_verifies() -> Non
     assert len(headers["webhook-signature"].split(" ")) == 2
     for secret in (new, old):
         Webhook(secret).verify(BODY, headers)
+
+
+def test_the_test_vector_in_the_docs_is_what_the_service_signs() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "webhooks.md").read_text()
+    block = doc.split("```http\n", 1)[1].split("```", 1)[0]
+    head, body = block.split("\n\n", 1)
+    headers = dict(line.split(": ", 1) for line in head.splitlines()[1:])
+    secret = doc.split("test secret `", 1)[1].split("`", 1)[0]
+    raw = body.rstrip("\n").encode()
+    made = signature_headers(
+        secrets=[secret],
+        msg_id=headers["webhook-id"],
+        timestamp=int(headers["webhook-timestamp"]),
+        body=raw,
+        seed_header="x-calendar-signature",
+    )
+    for name, value in made.items():
+        assert headers[name] == value
