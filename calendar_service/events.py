@@ -30,7 +30,15 @@ from calendar_service.db import Statement
 from calendar_service.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
-from calendar_service.models import TITLE_MAX, Event, EventCreate, EventUpdate, to_db
+from calendar_service.models import (
+    TITLE_MAX,
+    Event,
+    EventCreate,
+    EventUpdate,
+    UTCDateTime,
+    to_db,
+    utc_text_of,
+)
 from calendar_service.outbox import record_change
 from calendar_service.timeutil import (
     ONE_DAY,
@@ -252,10 +260,16 @@ def _events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[s
     return events
 
 
+# The list reads its date-times as stored UTC text on every backend (see utc_text_of).
+_LIST_COLUMNS = tuple(
+    utc_text_of(c) if isinstance(c.type, UTCDateTime) else c for c in _EVENT_COLUMNS
+)
+
+
 @functools.cache
 def _list_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> Statement:
     """The window query, one compiled statement per shape of request."""
-    query = select(*_EVENT_COLUMNS)
+    query = select(*_LIST_COLUMNS)
     if one_calendar:
         query = query.where(events_t.c.calendar_id == bindparam("calendar_id"))
     else:  # an all-calendars key reaches every calendar of its owner

@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
 from pydantic.alias_generators import to_camel
 from sqlalchemy import BigInteger, Column, DateTime, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
@@ -62,6 +64,27 @@ def from_db(value: datetime | str) -> datetime:
         return from_utc_text(value)
     assert isinstance(value, datetime)
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class utc_text_of(FunctionElement[str]):  # lower case: used like a SQL function
+    """A ``UTCDateTime`` column as the text SQLite stores (``timeutil.utc_text``), on every
+    backend: PostgreSQL formats it in the query, so hot paths read the same text everywhere
+    and turn it into RFC 3339 by slicing (no datetime objects per value)."""
+
+    type = String()
+    inherit_cache = True
+    name = "utc_text_of"
+
+
+@compiles(utc_text_of)
+def _utc_text_of_stored(element: utc_text_of, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.clauses, **kw))
+
+
+@compiles(utc_text_of, "postgresql")
+def _utc_text_of_postgresql(element: utc_text_of, compiler: Any, **kw: Any) -> str:
+    column = compiler.process(element.clauses, **kw)
+    return f"to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
 
 
 def _dt(nullable: bool = False, index: bool = False) -> Any:
