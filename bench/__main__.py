@@ -62,6 +62,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="only profile our server under that load with py-spy",
     )
     p.add_argument(
+        "--ours-tree",
+        type=Path,
+        default=None,
+        help="serve ours from another checkout (e.g. a git worktree of an older commit)",
+    )
+    p.add_argument(
         "--profile-postgres", action="store_true", help="profile on PostgreSQL, not SQLite"
     )
     p.add_argument(
@@ -228,7 +234,7 @@ class Bench:
         base_db = self.minimum_db(rows)
         summary = {}
         with (
-            servers.ours(ours_db.url, log_dir=self.logs) as o,
+            servers.ours(ours_db.url, log_dir=self.logs, tree=a.ours_tree) as o,
             servers.reference(
                 self.shared,
                 base_db,
@@ -267,7 +273,7 @@ class Bench:
             ours_db = self.ours_sqlite(rows)
             base_db = self.minimum_db(rows)
             with (
-                servers.ours(ours_db.url, log_dir=self.logs) as o,
+                servers.ours(ours_db.url, log_dir=self.logs, tree=a.ours_tree) as o,
                 servers.reference(
                     self.shared,
                     base_db,

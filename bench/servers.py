@@ -81,6 +81,7 @@ def ours(
     name: str = "ours",
     env: dict[str, str] | None = None,
     factory: str | None = None,
+    tree: Path | None = None,
 ) -> Iterator[Server]:
     """``calendar-service serve`` on a free port, with a budget the load cannot exhaust (the
     rate limiter still runs on every request)."""
@@ -125,7 +126,12 @@ def ours(
             "--log-level",
             "warning",
         ]
-    with _running(name, port, cmd, full_env, log_path) as server:
+    cwd = ROOT
+    if tree is not None:  # our code from another checkout (before/after comparisons)
+        cwd = tree.resolve()
+        full_env["PYTHONPATH"] = str(cwd)
+        cmd = [sys.executable, "-m", "calendar_service.cli", *cmd[1:]]
+    with _running(name, port, cmd, full_env, log_path, cwd=cwd) as server:
         _wait_ready(server, "/healthz", {}, timeout=60)
         if workers > 1:  # every worker process must be up before the load starts
             time.sleep(1.0 + 0.5 * workers)
@@ -176,12 +182,12 @@ def reference(
 
 @contextlib.contextmanager
 def _running(
-    name: str, port: int, cmd: list[str], env: dict[str, str], log_path: Path
+    name: str, port: int, cmd: list[str], env: dict[str, str], log_path: Path, cwd: Path = ROOT
 ) -> Iterator[Server]:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True
+            cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True
         )
         server = Server(name, port, proc, log_path)
         try:
