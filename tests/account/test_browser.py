@@ -284,6 +284,15 @@ def test_an_owner_sets_a_webhook_and_sees_a_test_delivery_arrive_and_listed(
         wait_for(lambda: len(received) >= 2, what="the re-sent delivery")
         assert received[1][0]["webhook-id"] == message["id"]
 
+        def attempts_listed() -> bool:
+            page.goto(f"/settings/webhook/deliveries/{message['id']}")
+            return page.locator("table tbody tr").count() == 2
+
+        wait_for(attempts_listed, what="both attempts on the delivery's page")
+        expect(page.get_by_role("heading", name=message["type"])).to_be_visible()
+        expect(page.locator("pre")).to_contain_text(message["id"])
+        screenshot(page, "15-webhook-delivery")
+
         # A change made in the calendars page reaches the receiver too.
         page.get_by_role("link", name="Calendars").click()
         page.get_by_role("link", name=re.compile("^New event")).first.click()
