@@ -216,8 +216,13 @@ def webhook_redeliver(
 
 def worker(
     poll_interval: Annotated[
-        float, typer.Option(min=0.05, help="Seconds between looks for due retries.")
-    ] = 1.0,
+        float,
+        typer.Option(
+            min=0.05,
+            help="Seconds between looks for new and due deliveries (changes committed by the "
+            "servers reach the worker this way).",
+        ),
+    ] = 0.25,
     log_level: Annotated[str, typer.Option(help="Log level.")] = "info",
 ) -> None:
     """Run the webhook delivery job alone (no HTTP), until SIGINT or SIGTERM.

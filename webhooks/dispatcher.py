@@ -36,6 +36,7 @@ from webhooks import guard, sender, store
 logger = logging.getLogger("webhooks")
 
 DEFAULT_LEASE = timedelta(seconds=90)
+RECORD_WINDOW = 0.005  # seconds: attempts finishing this close together share a transaction
 
 
 class Dispatcher:
@@ -77,6 +78,11 @@ class Dispatcher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._held: Counter[str] = Counter()  # endpoint id → deliveries claimed, not done
+        self._to_record: list[
+            tuple[store.Claim, sender.AttemptResult, asyncio.Future[store.Outcome]]
+        ] = []
+        self._recorder: asyncio.Task[None] | None = None
+        self._recording = False
         self._slots: dict[str, asyncio.Semaphore] = {}
         self._tick_task: asyncio.Task[Any] | None = None
         self._again = False
@@ -205,14 +211,7 @@ class Dispatcher:
                 now=self.now(),
                 resolver=self.resolver,
             )
-            outcome = await self.db.run(
-                store.record_attempt,
-                claim=claim,
-                result=result,
-                now=self.now(),
-                schedule=self.config.webhook_retry_schedule,
-                rng=self.rng,
-            )
+            outcome = await self._record(claim, result)
         except Exception:
             # Recorded nowhere: the lease runs out and the delivery is sent again.
             logger.exception("webhook delivery %s: the attempt could not be recorded", claim.id)
@@ -220,6 +219,44 @@ class Dispatcher:
         _log(claim, result, outcome)
         if outcome.next_attempt_at is not None:
             self._wake_at(outcome.next_attempt_at)
+
+    async def _record(self, claim: store.Claim, result: sender.AttemptResult) -> store.Outcome:
+        """Record an attempt together with the others that finish within a few milliseconds:
+        one transaction for the lot (the request has been sent; only its record waits)."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[store.Outcome] = loop.create_future()
+        self._to_record.append((claim, result, done))
+        if not self._recording:
+            self._recording = True
+            loop.call_later(RECORD_WINDOW, self._start_recording)
+        return await done
+
+    def _start_recording(self) -> None:
+        self._recorder = asyncio.get_running_loop().create_task(self._record_batches())
+
+    async def _record_batches(self) -> None:
+        try:
+            while self._to_record:
+                batch, self._to_record = self._to_record, []
+                try:
+                    outcomes = await self.db.run(
+                        store.record_attempts,
+                        items=[(claim, result) for claim, result, _ in batch],
+                        now=self.now(),
+                        schedule=self.config.webhook_retry_schedule,
+                        rng=self.rng,
+                    )
+                except Exception as exc:
+                    for _, _, done in batch:
+                        if not done.done():
+                            done.set_exception(exc)
+                else:
+                    for (_, _, done), outcome in zip(batch, outcomes, strict=True):
+                        if not done.done():  # cancelled by a shutdown past its grace
+                            done.set_result(outcome)
+        finally:
+            self._recording = False
+            self._recorder = None
 
     # -----------------------------------------------------------------------------------------
     # Draining and stopping

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, or_, select, update
+from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
 
 from calendar_service.timeutil import format_utc
 from calendar_service.webhook_config import (
@@ -173,79 +173,168 @@ def record_attempt(
     schedule: Sequence[timedelta],
     rng: random.Random,
 ) -> Outcome:
-    """Write the attempt row and move the delivery (and maybe its endpoint) on."""
+    """``record_attempts`` for one attempt."""
+    [outcome] = record_attempts(conn, items=[(claim, result)], now=now, schedule=schedule, rng=rng)
+    return outcome
+
+
+def record_attempts(
+    conn: Connection,
+    *,
+    items: Sequence[tuple[Claim, AttemptResult]],
+    now: datetime,
+    schedule: Sequence[timedelta],
+    rng: random.Random,
+) -> list[Outcome]:
+    """Write the attempt rows and move each delivery (and maybe its endpoint) on, in a few
+    statements for the whole batch. A claim whose lease has passed is reported ``lost``: its
+    attempt is recorded, its delivery left to the worker that holds it now."""
+    if not items:
+        return []
     conn.execute(
-        insert(attempts_t).values(
-            delivery_id=claim.id,
-            at=result.at,
-            status_code=result.status_code,
-            duration_ms=result.duration_ms,
-            response_excerpt=_clip(result.response_excerpt, RESPONSE_EXCERPT_CHARS),
-            error=_clip(result.error, ERROR_CHARS),
+        insert(attempts_t),
+        [
+            {
+                "delivery_id": claim.id,
+                "at": result.at,
+                "status_code": result.status_code,
+                "duration_ms": result.duration_ms,
+                "response_excerpt": _clip(result.response_excerpt, RESPONSE_EXCERPT_CHARS),
+                "error": _clip(result.error, ERROR_CHARS),
+            }
+            for claim, result in items
+        ],
+    )
+    ids = [claim.id for claim, _ in items]
+    leases = dict(
+        conn.execute(  # locked: no late claim can slip in before the update below
+            select(deliveries_t.c.id, deliveries_t.c.lease_until)
+            .where(deliveries_t.c.id.in_(ids))
+            .with_for_update()
+        ).all()
+    )
+    endpoint_rows = conn.execute(
+        select(endpoints_t.c.id, endpoints_t.c.status, endpoints_t.c.failing_since).where(
+            endpoints_t.c.id.in_({claim.endpoint_id for claim, _ in items})
         )
     )
-    endpoint = conn.execute(
-        select(endpoints_t.c.status, endpoints_t.c.failing_since).where(
-            endpoints_t.c.id == claim.endpoint_id
-        )
-    ).one()
-    number = claim.attempts + 1
-    values: dict[str, Any] = {
-        "attempts": number,
-        "last_status_code": result.status_code,
-        "last_error": _clip(result.error, ERROR_CHARS),
-        "lease_until": None,
-    }
-    disable_reason = None
-    delay = None
-    if result.ok:
-        values.update(status="succeeded", completed_at=now)
-    elif result.status_code == 410:
-        disable_reason = "the receiver answered 410 Gone"
-    elif endpoint.status == "active":
-        delay = next_delay(
-            attempt_number=number, schedule=schedule, retry_after=result.retry_after, rng=rng
-        )
-    if not result.ok:
-        if delay is None:
-            values.update(status="failed", completed_at=now)
+    endpoints = {row.id: _EndpointState(row.status, row.failing_since) for row in endpoint_rows}
+    decisions: list[tuple[str, datetime, _EndpointState] | None] = []  # None: lease lost
+    rows: list[dict[str, Any]] = []
+    exhausted: list[tuple[Claim, _EndpointState]] = []
+    for claim, result in items:
+        if leases.get(claim.id) != claim.lease_until:
+            decisions.append(None)
+            continue
+        endpoint = endpoints[claim.endpoint_id]
+        number = claim.attempts + 1
+        next_attempt_at = now
+        if result.ok:
+            status = "succeeded"
+            endpoint.failing_since = None
         else:
-            values.update(status="retrying", next_attempt_at=now + delay)
-    written = conn.execute(
-        update(deliveries_t)
-        .where(deliveries_t.c.id == claim.id, deliveries_t.c.lease_until == claim.lease_until)
-        .values(**values)
-    ).rowcount
-    if not written:
-        return Outcome(status="lost")
-    failing_since = endpoint.failing_since
-    if result.ok and failing_since is not None:
-        _set_failing_since(conn, claim.endpoint_id, None)
-    elif not result.ok and failing_since is None:
-        failing_since = result.at
-        _set_failing_since(conn, claim.endpoint_id, failing_since)
-    if disable_reason is None and values["status"] == "failed" and endpoint.status == "active":
-        first = conn.execute(
-            select(func.min(attempts_t.c.at)).where(attempts_t.c.delivery_id == claim.id)
-        ).scalar_one()
-        if failing_since is not None and failing_since <= first:
-            disable_reason = (
-                f"every delivery failed since {format_utc(failing_since)}, through a whole "
-                "retry schedule"
+            endpoint.failing_since = endpoint.failing_since or result.at
+            delay = None
+            if result.status_code == 410:
+                endpoint.disable_reason = (
+                    endpoint.disable_reason or "the receiver answered 410 Gone"
+                )
+            elif endpoint.status == "active":
+                delay = next_delay(
+                    attempt_number=number,
+                    schedule=schedule,
+                    retry_after=result.retry_after,
+                    rng=rng,
+                )
+            if delay is None:
+                status = "failed"
+                if result.status_code != 410:
+                    exhausted.append((claim, endpoint))
+            else:
+                status, next_attempt_at = "retrying", now + delay
+        rows.append(
+            {
+                "b_id": claim.id,
+                "b_status": status,
+                "b_attempts": number,
+                "b_code": result.status_code,
+                "b_error": _clip(result.error, ERROR_CHARS),
+                "b_next": next_attempt_at,
+                "b_completed": None if status == "retrying" else now,
+            }
+        )
+        decisions.append((status, next_attempt_at, endpoint))
+    if rows:
+        conn.execute(_UPDATE_DELIVERY, rows)
+    _disable_exhausted(conn, exhausted)
+    for endpoint_id, endpoint in endpoints.items():
+        if endpoint.failing_since != endpoint.was_failing_since:
+            conn.execute(
+                update(endpoints_t)
+                .where(endpoints_t.c.id == endpoint_id)
+                .values(failing_since=endpoint.failing_since)
             )
-    if disable_reason is not None and endpoint.status == "active":
-        disable_endpoint(conn, user_id=claim.user_id, reason=disable_reason, now=now)
-    return Outcome(
-        status=values["status"],
-        next_attempt_at=values.get("next_attempt_at"),
-        endpoint_disabled=disable_reason is not None,
-    )
+        if endpoint.status == "active" and endpoint.disable_reason:
+            user_id = next(c.user_id for c, _ in items if c.endpoint_id == endpoint_id)
+            disable_endpoint(conn, user_id=user_id, reason=endpoint.disable_reason, now=now)
+    return [
+        Outcome(status="lost")
+        if decision is None
+        else Outcome(
+            status=decision[0],
+            next_attempt_at=decision[1] if decision[0] == "retrying" else None,
+            endpoint_disabled=decision[0] == "failed"
+            and decision[2].status == "active"
+            and decision[2].disable_reason is not None,
+        )
+        for decision in decisions
+    ]
 
 
-def _set_failing_since(conn: Connection, endpoint_id: str, value: datetime | None) -> None:
-    conn.execute(
-        update(endpoints_t).where(endpoints_t.c.id == endpoint_id).values(failing_since=value)
+_UPDATE_DELIVERY = (
+    update(deliveries_t)
+    .where(deliveries_t.c.id == bindparam("b_id"))
+    .values(
+        status=bindparam("b_status"),
+        attempts=bindparam("b_attempts"),
+        last_status_code=bindparam("b_code"),
+        last_error=bindparam("b_error"),
+        next_attempt_at=bindparam("b_next"),
+        completed_at=bindparam("b_completed"),
+        lease_until=None,
     )
+)
+
+
+class _EndpointState:
+    """An endpoint as a batch of outcomes changes it."""
+
+    def __init__(self, status: str, failing_since: datetime | None) -> None:
+        self.status = status
+        self.failing_since = failing_since
+        self.was_failing_since = failing_since
+        self.disable_reason: str | None = None
+
+
+def _disable_exhausted(conn: Connection, exhausted: list[tuple[Claim, _EndpointState]]) -> None:
+    """A delivery that used up its schedule disables its endpoint when the endpoint has failed
+    without a break since that delivery's first attempt (so: for a whole schedule)."""
+    candidates = [(c, e) for c, e in exhausted if e.status == "active" and e.failing_since]
+    if not candidates:
+        return
+    firsts = dict(
+        conn.execute(
+            select(attempts_t.c.delivery_id, func.min(attempts_t.c.at))
+            .where(attempts_t.c.delivery_id.in_([c.id for c, _ in candidates]))
+            .group_by(attempts_t.c.delivery_id)
+        ).all()
+    )
+    for claim, endpoint in candidates:
+        since = endpoint.failing_since
+        if since is not None and since <= firsts[claim.id] and not endpoint.disable_reason:
+            endpoint.disable_reason = (
+                f"every delivery failed since {format_utc(since)}, through a whole retry schedule"
+            )
 
 
 def _clip(text: str | None, size: int) -> str | None:

@@ -191,3 +191,34 @@ def test_no_webhook_means_no_delivery_row(quiet_db: Database) -> None:
         )
         is None
     )
+
+
+def test_a_batch_of_attempts_is_recorded_in_one_go_and_a_410_among_them_disables_the_endpoint(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    owner = make_owner(quiet_db)
+    set_webhook(quiet_db, owner, plain_receiver.url())
+    for title in ("a", "b", "c"):
+        create_event(quiet_db, owner, title)
+    now = utcnow() + timedelta(seconds=1)
+    claims = quiet_db.call(store.claim_due, now=now, limit=10, lease=LEASE)
+    answers = [
+        AttemptResult(at=now, duration_ms=2.0, status_code=204),
+        AttemptResult(at=now, duration_ms=2.0, status_code=503, error="HTTP 503"),
+        AttemptResult(at=now, duration_ms=2.0, status_code=410, error="HTTP 410"),
+    ]
+    outcomes = quiet_db.call(
+        store.record_attempts,
+        items=list(zip(claims, answers, strict=True)),
+        now=now,
+        schedule=SCHEDULE,
+        rng=random.Random(3),
+    )
+    assert [o.status for o in outcomes] == ["succeeded", "retrying", "failed"]
+    assert outcomes[2].endpoint_disabled
+    endpoint = quiet_db.call(webhook_config.get_endpoint, user_id=owner.id)
+    assert endpoint["status"] == "disabled" and "410" in endpoint["disabledReason"]
+    by_id = {d["id"]: d for d in deliveries(quiet_db, owner)}
+    # The retrying one is failed too: a disabled endpoint gets nothing more.
+    assert [by_id[c.id]["status"] for c in claims] == ["succeeded", "failed", "failed"]
+    assert [by_id[c.id]["lastStatusCode"] for c in claims] == [204, 503, 410]
