@@ -81,7 +81,7 @@ class Dispatcher:
         self._to_record: list[
             tuple[store.Claim, sender.AttemptResult, asyncio.Future[store.Outcome]]
         ] = []
-        self._recorder: asyncio.Task[None] | None = None
+        self._recorder: asyncio.Task[None] | None = None  # held so it is not collected
         self._recording = False
         self._slots: dict[str, asyncio.Semaphore] = {}
         self._tick_task: asyncio.Task[Any] | None = None

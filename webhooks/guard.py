@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpcore
+import httpx
 
 from calendar_service.errors import WebhookTargetRefused
 
@@ -127,7 +128,13 @@ def parse_url(url: str, *, allow_local: bool) -> tuple[str, int]:
             "The webhook URL must not carry a user name or password; check the signature "
             "headers instead."
         )
-    return parts.hostname.lower(), port or (443 if parts.scheme == "https" else 80)
+    try:
+        # The host as httpx will connect to it (IDNA, lower case): the name that is resolved
+        # and pinned must be the one the transport asks for.
+        host = httpx.URL(url).raw_host.decode("ascii").lower()
+    except (httpx.InvalidURL, UnicodeError):
+        raise WebhookTargetRefused("The webhook URL's host name is not valid.") from None
+    return host, port or (443 if parts.scheme == "https" else 80)
 
 
 async def system_resolver(host: str, port: int) -> list[str]:

@@ -51,8 +51,9 @@ async def delivery_job(
         id=JOB_ID,
         next_run_time=datetime.now(UTC),
         coalesce=True,
-        # A second run while one is under way only asks it to claim once more (see tick).
-        max_instances=2,
+        # A run while another is under way only asks it to claim once more (see tick), so
+        # overlapping runs are harmless; a low cap would only log "skipped" warnings.
+        max_instances=10,
         misfire_grace_time=None,
     )
     dispatcher.kick = lambda: job.modify(next_run_time=datetime.now(UTC))

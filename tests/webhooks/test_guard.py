@@ -90,6 +90,20 @@ async def test_a_host_is_refused_when_any_one_of_its_addresses_is_not_public() -
         )
 
 
+async def test_an_international_host_name_is_resolved_and_pinned_in_its_idna_form() -> None:
+    asked: list[str] = []
+
+    async def resolve(host: str, port: int) -> Sequence[str]:
+        asked.append(host)
+        return ["93.184.216.34"]
+
+    target = await guard.check_target(
+        "https://Bücher.example/in", allow_local=False, resolver=resolve
+    )
+    assert asked == ["xn--bcher-kva.example"] and target.host == "xn--bcher-kva.example"
+    assert httpx.URL(target.url).raw_host.decode() == target.host  # what the transport asks for
+
+
 async def test_ip_literals_are_checked_without_asking_dns() -> None:
     for url in ("https://127.0.0.1/", "https://[::1]:8443/", "https://[::ffff:10.0.0.1]/"):
         with pytest.raises(WebhookTargetRefused, match="public addresses only"):
