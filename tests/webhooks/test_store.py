@@ -29,13 +29,20 @@ def create_event(db: Database, owner: Owner, title: str = "Standup") -> dict[str
     )
 
 
+def due_deliveries(db: Database, url: str, count: int = 1) -> tuple[Owner, datetime]:
+    """An owner whose webhook points at ``url``, with ``count`` deliveries due; returns the
+    owner and a moment (just ahead of the clock) at which they are due."""
+    owner = make_owner(db)
+    set_webhook(db, owner, url)
+    for n in range(count):
+        create_event(db, owner, f"Event {n}")
+    return owner, utcnow() + timedelta(seconds=1)
+
+
 def test_a_claimed_delivery_is_leased_and_claimed_again_only_after_the_lease_expires(
     quiet_db: Database, plain_receiver: Receiver
 ) -> None:
-    owner = make_owner(quiet_db)
-    set_webhook(quiet_db, owner, plain_receiver.url())
-    create_event(quiet_db, owner)
-    now = utcnow() + timedelta(seconds=1)
+    _, now = due_deliveries(quiet_db, plain_receiver.url())
 
     [claim] = quiet_db.call(store.claim_due, now=now, limit=10, lease=LEASE)
     assert claim.lease_until == now + LEASE and claim.attempts == 0
@@ -54,11 +61,8 @@ def test_a_claimed_delivery_is_leased_and_claimed_again_only_after_the_lease_exp
 async def test_a_delivery_stranded_by_a_dead_worker_is_sent_by_another_with_the_same_id(
     quiet_db: Database, plain_receiver: Receiver
 ) -> None:
-    owner = make_owner(quiet_db)
     url = plain_receiver.url()
-    set_webhook(quiet_db, owner, url)
-    create_event(quiet_db, owner)
-    start = utcnow() + timedelta(seconds=1)
+    owner, start = due_deliveries(quiet_db, url)
     # The first worker claims it and dies before sending.
     [stranded] = quiet_db.call(store.claim_due, now=start, limit=10, lease=LEASE)
 
@@ -80,10 +84,7 @@ async def test_a_delivery_stranded_by_a_dead_worker_is_sent_by_another_with_the_
 def test_an_attempt_recorded_after_the_lease_passed_does_not_overwrite_the_new_holder(
     quiet_db: Database, plain_receiver: Receiver
 ) -> None:
-    owner = make_owner(quiet_db)
-    set_webhook(quiet_db, owner, plain_receiver.url())
-    create_event(quiet_db, owner)
-    now = utcnow() + timedelta(seconds=1)
+    owner, now = due_deliveries(quiet_db, plain_receiver.url())
     [old] = quiet_db.call(store.claim_due, now=now, limit=10, lease=LEASE)
     later = now + LEASE + timedelta(seconds=1)
     [new] = quiet_db.call(store.claim_due, now=later, limit=10, lease=LEASE)
@@ -140,10 +141,7 @@ def test_retry_after_is_read_as_seconds_or_as_an_http_date() -> None:
 def test_a_retry_after_answer_pushes_the_next_attempt_back(
     quiet_db: Database, plain_receiver: Receiver
 ) -> None:
-    owner = make_owner(quiet_db)
-    set_webhook(quiet_db, owner, plain_receiver.url())
-    create_event(quiet_db, owner)
-    now = utcnow() + timedelta(seconds=1)
+    owner, now = due_deliveries(quiet_db, plain_receiver.url())
     [claim] = quiet_db.call(store.claim_due, now=now, limit=10, lease=LEASE)
     busy = AttemptResult(
         at=now, duration_ms=3.0, status_code=429, error="HTTP 429", retry_after=600
@@ -196,11 +194,7 @@ def test_no_webhook_means_no_delivery_row(quiet_db: Database) -> None:
 def test_a_batch_of_attempts_is_recorded_in_one_go_and_a_410_among_them_disables_the_endpoint(
     quiet_db: Database, plain_receiver: Receiver
 ) -> None:
-    owner = make_owner(quiet_db)
-    set_webhook(quiet_db, owner, plain_receiver.url())
-    for title in ("a", "b", "c"):
-        create_event(quiet_db, owner, title)
-    now = utcnow() + timedelta(seconds=1)
+    owner, now = due_deliveries(quiet_db, plain_receiver.url(), count=3)
     claims = quiet_db.call(store.claim_due, now=now, limit=10, lease=LEASE)
     answers = [
         AttemptResult(at=now, duration_ms=2.0, status_code=204),
