@@ -47,6 +47,7 @@ deliveries_t = WebhookDelivery.__table__  # type: ignore[attr-defined]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line."""
     p = argparse.ArgumentParser(prog="python -m bench.webhooks", description=__doc__.split("\n")[0])
     p.add_argument("--database-url", default=None, help="default: SQLite in a temp directory")
     p.add_argument("--samples", type=int, default=200, help="latency samples")
@@ -92,6 +93,7 @@ def receiver_app() -> Any:
 
 
 def serve_receiver(fd: int) -> None:
+    """Run the receiver on an inherited listening socket (the child process)."""
     import uvicorn
 
     uvicorn.run(receiver_app(), fd=fd, log_level="warning", access_log=False)
@@ -122,6 +124,7 @@ def receiver_process() -> Iterator[str]:
 
 
 def make_owner(db: Database, receiver_url: str) -> str:
+    """A new owner whose webhook points at the receiver; returns its id."""
     email = f"bench-{uuid.uuid4().hex[:10]}@example.com"
     user = db.call(users.create_user, email=email, password=None, now=utcnow())
     db.call(
@@ -131,12 +134,14 @@ def make_owner(db: Database, receiver_url: str) -> str:
 
 
 def event_data(n: int) -> EventCreate:
+    """The ``n``-th benchmark event."""
     return EventCreate(
         title=f"bench {n}", starts_at="2026-03-02T09:00:00Z", ends_at="2026-03-02T10:00:00Z"
     )
 
 
 def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank)."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
@@ -144,6 +149,7 @@ def percentile(values: list[float], q: float) -> float:
 async def measure_latency(
     config: Config, db: Database, owner: str, receiver_url: str, a: argparse.Namespace
 ) -> dict[str, Any]:
+    """Commit changes one at a time; commit-to-request latency figures."""
     principal = events.owner_principal(owner)
     committed: dict[str, float] = {}
     options = {"max_in_flight": a.max_in_flight, "batch_size": a.batch_size}
@@ -168,6 +174,7 @@ async def measure_latency(
 async def measure_throughput(
     config: Config, db: Database, owner: str, a: argparse.Namespace
 ) -> dict[str, Any]:
+    """Commit a backlog, then time the job until every delivery is recorded."""
     principal = events.owner_principal(owner)
 
     def commit_all(conn: Any) -> None:
@@ -192,6 +199,7 @@ async def measure_throughput(
 
 
 def succeeded(conn: Any, *, owner: str) -> int:
+    """How many of the owner's deliveries have succeeded."""
     return int(
         conn.execute(
             select(func.count())
@@ -202,6 +210,7 @@ def succeeded(conn: Any, *, owner: str) -> int:
 
 
 async def wait_for_arrivals(url: str, wanted: set[str], timeout: float) -> dict[str, float]:
+    """The receiver's arrival times, once it has seen every id in ``wanted``."""
     deadline = time.monotonic() + timeout
     async with httpx.AsyncClient(timeout=10) as client:
         while True:
@@ -214,6 +223,7 @@ async def wait_for_arrivals(url: str, wanted: set[str], timeout: float) -> dict[
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run both measurements and print (and optionally write) the figures."""
     a = parse_args(argv)
     if a.receiver is not None:
         serve_receiver(a.receiver)

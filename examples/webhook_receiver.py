@@ -81,6 +81,7 @@ class Seen:
         self._size = size
 
     def first_time(self, msg_id: str) -> bool:
+        """True the first time ``msg_id`` is seen."""
         if msg_id in self._ids:
             return False
         self._ids[msg_id] = None
@@ -90,6 +91,8 @@ class Seen:
 
 
 def make_handler(secret: str, seen: Seen) -> type[BaseHTTPRequestHandler]:
+    """The request handler, verifying with ``secret`` and skipping ids in ``seen``."""
+
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length", 0)))
@@ -122,6 +125,7 @@ def make_handler(secret: str, seen: Seen) -> type[BaseHTTPRequestHandler]:
 
 
 def main() -> None:
+    """Serve on 127.0.0.1 until interrupted."""
     secret = os.environ.get("WEBHOOK_SECRET", "")
     if not secret.startswith("whsec_"):
         sys.exit(

@@ -218,6 +218,7 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
+        """Connect to the first reachable pinned address of ``host`` (refused without a pin)."""
         addresses = (_pins.get() or {}).get(host.strip("[]").lower())
         if not addresses:
             raise httpcore.ConnectError(f"no checked address for {host!r}: connection refused")
@@ -242,7 +243,9 @@ class PinnedBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,  # noqa: ASYNC109 - httpcore's interface
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
+        """Refused: webhooks go over TCP only."""
         raise httpcore.ConnectError("webhooks are never sent over Unix sockets")
 
     async def sleep(self, seconds: float) -> None:
+        """The inner backend's sleep (httpcore's retry pause)."""
         await self._inner.sleep(seconds)

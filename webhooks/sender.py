@@ -37,6 +37,7 @@ class AttemptResult:
 
     @property
     def ok(self) -> bool:
+        """A 2xx answer."""
         return self.status_code is not None and 200 <= self.status_code < 300
 
 

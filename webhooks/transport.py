@@ -95,6 +95,7 @@ class OriginPools(httpx.AsyncBaseTransport):
         return len(self._origins)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` through its origin's pool (made on first use)."""
         now = self._clock()
         if now >= self._next_sweep:
             await self._sweep(now)
@@ -115,6 +116,7 @@ class OriginPools(httpx.AsyncBaseTransport):
             await self._origins.pop(key).transport.aclose()
 
     async def aclose(self) -> None:
+        """Close every pool."""
         origins, self._origins = self._origins, {}
         for origin in origins.values():
             await origin.transport.aclose()
