@@ -156,6 +156,7 @@ class Bench:
     ) -> dict[str, Any]:
         a = self.args
         cpu0 = servers.cpu_seconds(server)
+        busy0, total0 = servers.machine_ticks()
         result = load.run(
             server.url,
             work,
@@ -174,6 +175,9 @@ class Bench:
         }
         cpu = servers.cpu_seconds(server) - cpu0
         row["cpu_us_per_req"] = round(cpu / result.requests * 1e6) if result.requests else 0
+        busy1, total1 = servers.machine_ticks()
+        # how busy the whole machine was (every core, every process: load, databases, others)
+        row["machine_busy_pct"] = round(100 * (busy1 - busy0) / max(1, total1 - total0))
         self.raw.append(row)
         self.log(report.line(label, row))
         return row
@@ -480,8 +484,11 @@ class Bench:
         doc = {"summary": summary, "runs": self.raw}
         (self.out / f"run-{stamp}.json").write_text(json.dumps(doc, indent=1))
         (self.out / "latest.json").write_text(json.dumps(doc, indent=1))
+        # Only a whole run redraws the committed chart; partial and tiny runs draw beside
+        # their raw results.
+        whole = not a.tiny and {"main", "scale", "postgres"} <= phases
         chart_path = a.chart or (
-            self.out / "performance.png" if a.tiny else ROOT / "docs" / "performance.png"
+            ROOT / "docs" / "performance.png" if whole else self.out / "performance.png"
         )
         drawn = report.chart(_chart_data(summary), chart_path, summary["machine"])
         self.log("")
@@ -532,10 +539,12 @@ def summary_text(s: dict[str, Any]) -> str:
             f"p99 {m['thread']['p99_ms']:.2f} ms"
         )
     for kind, m in (s.get("postgres") or {}).items():
+        one, two = m["1"], m["2"]
         out.append(
-            f"postgres {kind:<7} 1 worker {m['1']['rps']:>7,.0f} req/s p99 {m['1']['p99_ms']:.2f}"
-            f" ms | 2 workers {m['2']['rps']:>7,.0f} req/s p99 {m['2']['p99_ms']:.2f} ms | "
-            f"{m['ratio']:.2f} x"
+            f"postgres {kind:<7} 1 worker {one['rps']:>7,.0f} req/s p99 {one['p99_ms']:.2f} ms "
+            f"(machine {one.get('machine_busy_pct', 0):.0f}% busy) | 2 workers "
+            f"{two['rps']:>7,.0f} req/s p99 {two['p99_ms']:.2f} ms (machine "
+            f"{two.get('machine_busy_pct', 0):.0f}% busy) | {m['ratio']:.2f} x"
         )
     hooks = s.get("webhooks") or {}
     if "latency" in hooks and "throughput" in hooks:

@@ -17,6 +17,7 @@ def line(label: str, r: dict[str, Any]) -> str:
     return (
         f"  {label:<22} {r['rps']:>9,.0f} req/s   p50 {r['p50_ms']:>7.2f} ms   "
         f"p99 {r['p99_ms']:>7.2f} ms   cpu {r.get('cpu_us_per_req', 0):>5} us/req   "
+        f"machine {r.get('machine_busy_pct', 0):>3}% busy   "
         f"({r['requests']:,} requests){err}"
     )
 
@@ -42,7 +43,7 @@ def pair_summary(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str
 
 
 def _medians(results: list[dict[str, Any]]) -> dict[str, float]:
-    keys = ("rps", "p50_ms", "p99_ms", "cpu_us_per_req")
+    keys = ("rps", "p50_ms", "p99_ms", "cpu_us_per_req", "machine_busy_pct")
     return {key: round(median([r.get(key, 0) for r in results]), 2) for key in keys}
 
 

@@ -211,6 +211,13 @@ def cpu_seconds(server: Server) -> float:
     return total / tick
 
 
+def machine_ticks() -> tuple[int, int]:
+    """(busy, total) CPU ticks of the whole machine so far, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
 def stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGINT the server's process group (uvicorn's graceful stop), then insist."""
     if proc.poll() is not None:
