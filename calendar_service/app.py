@@ -27,9 +27,9 @@ from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.ratelimit import RateLimiter
 from calendar_service.rest import openapi, routes
-from calendar_service.rest.context import RequestIdMiddleware, Services, services
 from calendar_service.rest.errors import HANDLERS
-from calendar_service.rest.responses import JSONResponse
+from calendar_service.web.context import RequestIdMiddleware, Services, services
+from calendar_service.web.responses import JSONResponse
 from mcp_tools.http import MCP_PATH, mcp_http
 from webhooks.scheduler import delivery_job
 

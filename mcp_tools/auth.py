@@ -34,8 +34,8 @@ from calendar_service.errors import CalendarError, ExpiredKey, KeyInUrl, Revoked
 from calendar_service.gateway import CallContext, authenticate, perform
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
-from calendar_service.rest.context import MAX_BODY, Services, bearer_token, call_context, key_in_url
-from calendar_service.rest.responses import error_response, problem
+from calendar_service.web.context import MAX_BODY, Services, bearer_token, call_context, key_in_url
+from calendar_service.web.responses import error_response, problem
 from mcp_tools.server import Caller
 
 TOOL_NAMES = frozenset(

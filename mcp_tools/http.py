@@ -18,7 +18,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
 from calendar_service import __version__
-from calendar_service.rest.context import MAX_BODY, Services
+from calendar_service.web.context import MAX_BODY, Services
 from mcp_tools.auth import KeyAuth, identify, origin_of
 from mcp_tools.server import Backend, build_server
 

@@ -41,7 +41,7 @@ from calendar_service.account.web import (
     owner_page,
     root,
 )
-from calendar_service.rest.context import Services
+from calendar_service.web.context import Services
 
 
 @owner_page

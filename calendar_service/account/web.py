@@ -30,8 +30,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from calendar_service.account import sessions
 from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.errors import CalendarError, NotFound, ValidationFailed
-from calendar_service.rest.context import Services, request_id
 from calendar_service.timeutil import utcnow
+from calendar_service.web.context import Services, request_id
 
 log = logging.getLogger("calendar_service.account")
 

@@ -9,8 +9,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from calendar_service.errors import CalendarError
-from calendar_service.rest.context import request_id, services
-from calendar_service.rest.responses import error_response, problem
+from calendar_service.web.context import request_id, services
+from calendar_service.web.responses import error_response, problem
 
 log = logging.getLogger("calendar_service.rest")
 

@@ -17,9 +17,9 @@ from calendar_service.models import (
     EventUpdate,
     Problem,
 )
-from calendar_service.rest.context import services
-from calendar_service.rest.responses import JSONResponse
 from calendar_service.rest.routes import EVENTS_PATH
+from calendar_service.web.context import services
+from calendar_service.web.responses import JSONResponse
 
 API_VERSION = "1.0.0"
 _REF = "#/components/schemas/{model}"

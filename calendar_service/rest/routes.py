@@ -16,15 +16,15 @@ from calendar_service.gateway import Operation, Outcome, perform
 from calendar_service.inputs import parse_json_body, parse_partial
 from calendar_service.keys import Principal
 from calendar_service.models import EventCreate, EventUpdate
-from calendar_service.rest.context import (
+from calendar_service.timeutil import utcnow
+from calendar_service.web.context import (
     bearer_token,
     call_context,
     key_in_url,
     read_json_body,
     services,
 )
-from calendar_service.rest.responses import JSONResponse
-from calendar_service.timeutil import utcnow
+from calendar_service.web.responses import JSONResponse
 
 EVENTS_PATH = "/api/v1/calendar/events"
 

@@ -12,7 +12,7 @@ from sqlmodel import SQLModel
 from calendar_service.db import Database
 
 CORE = Path(__file__).resolve().parents[2] / "calendar_service"
-FRONTS = {"rest", "account", "app.py", "cli.py"}
+FRONTS = {"rest", "web", "account", "app.py", "cli.py"}
 FORBIDDEN = (
     "starlette",
     "mcp",
