@@ -1,7 +1,8 @@
 """The delivery job: an APScheduler interval job running ``Dispatcher.tick``.
 
 ``serve`` enters ``delivery_job`` in the app's lifespan (unless ``--no-webhooks``);
-``calendar-service worker`` runs it alone (``run_worker``). The job polls every
+``calendar-service worker`` runs it alone (``run_worker``). The same scheduler runs the hourly
+housekeeping job (call history and idempotency retention). The job polls every
 ``poll_interval`` seconds (to pick up retries that fell due, expired leases and changes made by
 other processes) and is also run at once whenever this process commits a change that queued a
 delivery: ``Database.on_outbox_commit`` points at ``Dispatcher.wake``.
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -20,11 +21,15 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from calendar_service.config import Config
 from calendar_service.db import Database
+from calendar_service.maintenance import purge_expired
+from calendar_service.timeutil import utcnow
 from webhooks.dispatcher import Dispatcher
 from webhooks.transport import make_client
 
 JOB_ID = "webhook-deliveries"
+HOUSEKEEPING_JOB_ID = "housekeeping"
 DEFAULT_POLL_SECONDS = 1.0
+HOUSEKEEPING_INTERVAL = timedelta(hours=1)
 
 
 @contextlib.asynccontextmanager
@@ -57,6 +62,16 @@ async def delivery_job(
         misfire_grace_time=None,
     )
     dispatcher.kick = lambda: job.modify(next_run_time=datetime.now(UTC))
+    scheduler.add_job(
+        housekeeping,
+        "interval",
+        seconds=HOUSEKEEPING_INTERVAL.total_seconds(),
+        args=(config, db),
+        id=HOUSEKEEPING_JOB_ID,
+        next_run_time=datetime.now(UTC) + timedelta(minutes=1),
+        coalesce=True,
+        max_instances=1,
+    )
     previous_hook = db.on_outbox_commit
     db.on_outbox_commit = dispatcher.wake
     scheduler.start()
@@ -67,6 +82,14 @@ async def delivery_job(
         await dispatcher.close(grace=config.webhook_timeout_seconds + 5)
         scheduler.shutdown(wait=False)
         await http.aclose()
+
+
+async def housekeeping(config: Config, db: Database) -> dict[str, int]:
+    """Purge call history past ``CALENDAR_CALL_HISTORY_DAYS`` and idempotency records past
+    24 hours (hourly, in a thread: a large purge must not hold up the event loop)."""
+    return await asyncio.to_thread(
+        db.call, purge_expired, now=utcnow(), call_history_days=config.call_history_days
+    )
 
 
 async def run_worker(
