@@ -85,6 +85,17 @@ def sqlite_path(config: Config) -> Path | None:
     return None if path in {"", ":memory:"} else Path(path)
 
 
+def _bind(
+    fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+) -> Callable[[Connection], T]:
+    """``fn`` with its arguments bound after the connection: ``conn -> fn(conn, ...)``."""
+
+    def bound(conn: Connection) -> T:
+        return fn(conn, *args, **kwargs)
+
+    return bound
+
+
 class Database:
     """An engine plus the executor that runs core calls off the event loop."""
 
@@ -148,7 +159,7 @@ class Database:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run ``fn(conn, ...)`` in one transaction, inline or on the database thread(s)."""
-        work = functools.partial(self._on_kept, functools.partial(fn, *args, **kwargs), True)
+        work = functools.partial(self._on_kept, _bind(fn, *args, **kwargs), True)
         if self.inline:
             return work()
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
@@ -157,7 +168,7 @@ class Database:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """``call_connected``, inline or on the database thread(s)."""
-        work = functools.partial(self._on_kept, functools.partial(fn, *args, **kwargs), False)
+        work = functools.partial(self._on_kept, _bind(fn, *args, **kwargs), False)
         if self.inline:
             return work()
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
