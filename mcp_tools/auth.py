@@ -15,10 +15,9 @@ there, per call, and the call is recorded.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterable
-from typing import Any, NoReturn
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 import orjson
@@ -26,15 +25,21 @@ from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_a
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import Context
-from sqlalchemy import Connection
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from calendar_service.errors import CalendarError, ExpiredKey, KeyInUrl, RevokedKey
-from calendar_service.gateway import CallContext, authenticate, perform
+from calendar_service.gateway import CallContext, authenticate
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
-from calendar_service.web.context import MAX_BODY, Services, bearer_token, call_context, key_in_url
+from calendar_service.web.context import (
+    MAX_BODY,
+    Services,
+    bearer_token,
+    call_context,
+    key_in_url,
+    record_refusal,
+)
 from calendar_service.web.responses import error_response, problem
 from mcp_tools.server import Caller
 
@@ -129,20 +134,14 @@ class KeyAuth:
         self, request: Request, refusal: CalendarError, fallback_secret: str | None = None
     ) -> NoReturn:
         """Record ``refusal`` in the history of the key presented (if it exists); raise it."""
-        operation = await _operation(request)
-
-        def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-            raise refusal
-
-        try:
-            secret = bearer_token(request) or fallback_secret
-        except CalendarError:
-            secret = fallback_secret
-        with contextlib.suppress(CalendarError):
-            await self.services.db.run_connected(
-                perform, secret=secret, ctx=call_context(request, operation, "mcp"), op=op
-            )
-        raise refusal
+        await record_refusal(
+            request,
+            self.services,
+            refusal,
+            operation=await _operation(request),
+            transport="mcp",
+            fallback_secret=fallback_secret,
+        )
 
 
 async def _operation(request: Request) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from sqlalchemy import Connection
@@ -11,7 +10,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service import events
-from calendar_service.errors import AuthError, CalendarError, KeyInUrl
+from calendar_service.errors import CalendarError, KeyInUrl
 from calendar_service.gateway import Operation, Outcome, perform
 from calendar_service.inputs import parse_json_body, parse_partial
 from calendar_service.keys import Principal
@@ -22,6 +21,7 @@ from calendar_service.web.context import (
     call_context,
     key_in_url,
     read_json_body,
+    record_refusal,
     services,
 )
 from calendar_service.web.responses import JSONResponse
@@ -48,20 +48,14 @@ async def _refuse_key_in_url(
 ) -> Outcome[Any]:
     """400 for a key in the URL. If it is a real key (in the header or the URL), the refused
     call goes into that key's history, so its owner can see the key may have leaked."""
-    refusal = KeyInUrl(parameter)
-
-    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-        raise refusal
-
-    try:
-        secret = bearer_token(request) or value
-    except CalendarError:
-        secret = value
-    with contextlib.suppress(AuthError):
-        await services(request).db.run_connected(
-            perform, secret=secret, ctx=call_context(request, operation), op=op
-        )
-    raise refusal
+    await record_refusal(
+        request,
+        services(request),
+        KeyInUrl(parameter),
+        operation=operation,
+        transport="rest",
+        fallback_secret=value,
+    )
 
 
 def _respond(outcome: Outcome[Any], **extra_headers: str) -> Response:

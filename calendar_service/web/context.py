@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from dataclasses import dataclass
+from typing import Any, NoReturn
 
+from sqlalchemy import Connection
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.errors import (
+    CalendarError,
     MalformedKey,
     PayloadTooLarge,
     UnsupportedMediaType,
 )
-from calendar_service.gateway import CallContext
+from calendar_service.gateway import CallContext, perform
 from calendar_service.ids import new_id
+from calendar_service.keys import Principal
 from calendar_service.ratelimit import RateLimiter
 
 MAX_BODY = 1024 * 1024
@@ -126,3 +131,32 @@ async def read_json_body(request: Request) -> bytes:
             raise PayloadTooLarge(f"The body is larger than {MAX_BODY} bytes (1 MiB).")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def record_refusal(
+    request: Request,
+    svc: Services,
+    refusal: CalendarError,
+    *,
+    operation: str,
+    transport: str,
+    fallback_secret: str | None = None,
+) -> NoReturn:
+    """Record ``refusal`` in the history of the key the request presented, if that key exists
+    (in the header, else ``fallback_secret``, e.g. one sent in the URL); then raise it.
+
+    Used for requests refused before they reach an operation (a key in the URL, a revoked or
+    expired key at the MCP transport), so the owner still sees them."""
+
+    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
+        raise refusal
+
+    try:
+        secret = bearer_token(request) or fallback_secret
+    except CalendarError:
+        secret = fallback_secret
+    with contextlib.suppress(CalendarError):
+        await svc.db.run_connected(
+            perform, secret=secret, ctx=call_context(request, operation, transport), op=op
+        )
+    raise refusal
