@@ -96,7 +96,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.out: Path = args.out
+        self.out: Path = args.out.resolve()
         self.dbdir = self.out / "db"  # the seeded databases are cached across runs
         self.work = self.out / "work"
         self.logs = self.out / "logs"
@@ -484,6 +484,7 @@ class Bench:
         doc = {"summary": summary, "runs": self.raw}
         (self.out / f"run-{stamp}.json").write_text(json.dumps(doc, indent=1))
         (self.out / "latest.json").write_text(json.dumps(doc, indent=1))
+        (self.out / "latest.md").write_text(report.markdown(summary) + "\n")
         # Only a whole run redraws the committed chart; partial and tiny runs draw beside
         # their raw results.
         whole = not a.tiny and {"main", "scale", "postgres"} <= phases

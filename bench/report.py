@@ -163,3 +163,67 @@ def _short(frame: str) -> str:
     name, _, where = frame.partition(" (")
     file = where.split(":", 1)[0].rsplit("/", 1)[-1]
     return f"{name} ({file})" if file else name
+
+
+def markdown(s: dict[str, Any]) -> str:
+    """The run's medians as the tables of docs/performance.md."""
+    out = [
+        "| case | ours req/s | ours p50 / p99 ms | minimum req/s | minimum p50 / p99 ms "
+        "| ratio req/s | ratio p99 | CPU per request, ours / minimum |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+
+    def row(label: str, m: dict[str, Any]) -> str:
+        o, b = m["ours"], m["minimum"]
+        return (
+            f"| {label} | {o['rps']:,.0f} | {o['p50_ms']:.1f} / {o['p99_ms']:.1f} | "
+            f"{b['rps']:,.0f} | {b['p50_ms']:.1f} / {b['p99_ms']:.1f} | "
+            f"**{m['rps_ratio']:.2f} x** | {m['p99_ratio']:.2f} x | "
+            f"{o['cpu_us_per_req']:.0f} / {b['cpu_us_per_req']:.0f} us |"
+        )
+
+    for kind, m in (s.get("main") or {}).items():
+        out.append(row(f"{kind}, {s.get('events', 0):,} events", m))
+    for size, m in (s.get("scale") or {}).items():
+        if size != "spread":
+            out.append(row(f"list, {int(size):,} events", m))
+    if "spread" in (s.get("scale") or {}):
+        out.append(f"\nOurs, list across sizes: spread {s['scale']['spread']:.1%} of the fastest.")
+    modes = s.get("modes") or {}
+    if modes:
+        out += [
+            "",
+            "| SQLite, ours | inline req/s | inline p99 ms | database thread req/s "
+            "| database thread p99 ms | CPU per request, inline / thread |",
+            "|---|---|---|---|---|---|",
+        ]
+        for kind, m in modes.items():
+            i, t = m["inline"], m["thread"]
+            out.append(
+                f"| {kind} | {i['rps']:,.0f} | {i['p99_ms']:.1f} | {t['rps']:,.0f} | "
+                f"{t['p99_ms']:.1f} | {i['cpu_us_per_req']:.0f} / {t['cpu_us_per_req']:.0f} us |"
+            )
+    pg = s.get("postgres") or {}
+    if pg:
+        out += [
+            "",
+            "| PostgreSQL, ours | 1 worker req/s | p99 ms | machine busy | 2 workers req/s "
+            "| p99 ms | machine busy | 2 / 1 |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for kind, m in pg.items():
+            one, two = m["1"], m["2"]
+            out.append(
+                f"| {kind} | {one['rps']:,.0f} | {one['p99_ms']:.1f} | "
+                f"{one.get('machine_busy_pct', 0):.0f} % | {two['rps']:,.0f} | "
+                f"{two['p99_ms']:.1f} | {two.get('machine_busy_pct', 0):.0f} % | "
+                f"**{m['ratio']:.2f} x** |"
+            )
+    hooks = s.get("webhooks") or {}
+    if "latency" in hooks:
+        lat, thr = hooks["latency"], hooks.get("throughput", {})
+        out.append(
+            f"\nWebhooks ({hooks.get('backend')}): commit to request p50 {lat.get('p50_ms')} ms, "
+            f"p99 {lat.get('p99_ms')} ms; {thr.get('per_second')} deliveries/s from one worker."
+        )
+    return "\n".join(out)
