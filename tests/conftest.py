@@ -3,23 +3,25 @@
 
 from __future__ import annotations
 
-import os
 import socket
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, text
 
 from calendar_service.app import create_app
 from calendar_service.config import Config, parse_retry_schedule
 from calendar_service.db import Database
 from calendar_service.migrate import upgrade
-from tests.support import Factory, RunningServer, bind_free_port, run_server
-
-POSTGRES_ADMIN_URL = os.environ.get("CALENDAR_TEST_POSTGRES_URL")
+from tests.support import (
+    POSTGRES_ADMIN_URL,
+    Factory,
+    RunningServer,
+    bind_free_port,
+    fresh_database_url,
+    run_server,
+)
 
 
 def _backend() -> str:
@@ -33,21 +35,8 @@ def pytest_report_header() -> str:
 @pytest.fixture(scope="session")
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A fresh, empty database for this test run (a file, or a new PostgreSQL database)."""
-    if not POSTGRES_ADMIN_URL:
-        path = Path(tmp_path_factory.mktemp("db")) / "calendar.db"
-        yield f"sqlite:///{path}"
-        return
-    name = f"calendar_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    base = POSTGRES_ADMIN_URL.rsplit("/", 1)[0]
-    try:
-        yield f"{base}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with fresh_database_url(Path(tmp_path_factory.mktemp("db"))) as url:
+        yield url
 
 
 def make_config(database_url: str, **overrides: object) -> Config:

@@ -4,6 +4,7 @@ the core, and bounded waits (never bare sleeps)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import threading
 import time
@@ -12,9 +13,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 import uvicorn
+from sqlalchemy import create_engine, text
 from starlette.types import ASGIApp
 
 from calendar_service import calendars, keys, users
@@ -22,6 +25,28 @@ from calendar_service.db import Database
 from calendar_service.timeutil import utcnow
 
 T = TypeVar("T")
+
+# Set: the suite runs on PostgreSQL, each test database created on this server (and dropped).
+POSTGRES_ADMIN_URL = os.environ.get("CALENDAR_TEST_POSTGRES_URL")
+
+
+@contextmanager
+def fresh_database_url(directory: Path, *, prefix: str = "calendar_test") -> Iterator[str]:
+    """A new, empty database: a SQLite file in ``directory``, or a new PostgreSQL database
+    (dropped afterwards) when ``CALENDAR_TEST_POSTGRES_URL`` is set."""
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    if not POSTGRES_ADMIN_URL:
+        yield f"sqlite:///{directory / f'{name}.db'}"
+        return
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"{POSTGRES_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 def wait_for(

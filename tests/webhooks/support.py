@@ -15,14 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import trustme
-from sqlalchemy import create_engine, text
 from starlette.types import Receive, Scope, Send
 
 from calendar_service import users, webhook_config
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.timeutil import utcnow
-from tests.conftest import POSTGRES_ADMIN_URL
 from tests.support import Owner, wait_for
 from webhooks.dispatcher import Dispatcher
 from webhooks.scheduler import delivery_job
@@ -131,24 +129,6 @@ def make_tls(directory: Path, names: tuple[str, ...] = CERT_NAMES) -> TLSFiles:
     cert.private_key_pem.write_to_path(str(tls.keyfile))
     ca.cert_pem.write_to_path(str(tls.ca_file))
     return tls
-
-
-@contextlib.contextmanager
-def fresh_database_url(directory: Path) -> Iterator[str]:
-    """A new, empty database: a SQLite file, or a new PostgreSQL database (dropped after)."""
-    if not POSTGRES_ADMIN_URL:
-        yield f"sqlite:///{directory / f'hooks-{uuid.uuid4().hex[:8]}.db'}"
-        return
-    name = f"calendar_hooks_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"{POSTGRES_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def set_webhook(db: Database, owner: Owner, url: str) -> str:

@@ -14,8 +14,7 @@ from calendar_service import events
 from calendar_service.db import Database
 from calendar_service.models import EventCreate
 from calendar_service.timeutil import utcnow
-from tests.conftest import POSTGRES_ADMIN_URL
-from tests.support import wait_for
+from tests.support import POSTGRES_ADMIN_URL, wait_for
 from tests.webhooks.support import Receiver, deliveries, make_owner, running_job, set_webhook
 from webhooks.transport import make_client
 
