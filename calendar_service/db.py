@@ -52,6 +52,7 @@ def make_engine(config: Config) -> Engine:
             poolclass=QueuePool,
             pool_size=4,
             max_overflow=4,
+            hide_parameters=True,  # errors must not carry values (hashes, bodies) into logs
         )
         synchronous = config.sqlite_synchronous
         if synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
@@ -75,7 +76,13 @@ def make_engine(config: Config) -> Engine:
             conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE")  # type: ignore[union-attr]
 
         return engine
-    return create_engine(url, pool_size=POSTGRES_POOL_SIZE, max_overflow=4, pool_pre_ping=True)
+    return create_engine(
+        url,
+        pool_size=POSTGRES_POOL_SIZE,
+        max_overflow=4,
+        pool_pre_ping=True,
+        hide_parameters=True,  # errors must not carry values (hashes, bodies) into logs
+    )
 
 
 def sqlite_path(config: Config) -> Path | None:
