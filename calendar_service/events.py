@@ -29,6 +29,7 @@ from calendar_service.calendars import (
 from calendar_service.db import Statement
 from calendar_service.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.ids import new_id
+from calendar_service.inputs import parse_partial
 from calendar_service.keys import Principal
 from calendar_service.models import (
     TITLE_MAX,
@@ -433,6 +434,30 @@ def create_event(
     return event
 
 
+def create_event_from_input(
+    conn: Connection,
+    *,
+    principal: Principal,
+    body: Any,
+    now: datetime,
+    idempotency_key: str | None = None,
+    prior_errors: Sequence[FieldError] = (),
+) -> tuple[dict[str, Any], bool]:
+    """The fronts' way in: decoded, untrusted JSON for a new event. The permission is checked
+    first; then every bad field, of type or of value, is reported at once. Returns
+    ``(event, replayed)`` as ``create_event_once``."""
+    principal.require_write()
+    data, type_errors = parse_partial(EventCreate, body)
+    return create_event_once(
+        conn,
+        principal=principal,
+        data=data,
+        now=now,
+        idempotency_key=idempotency_key,
+        prior_errors=[*prior_errors, *type_errors],
+    )
+
+
 def create_event_once(
     conn: Connection,
     *,
@@ -592,6 +617,7 @@ def owner_principal(user_id: str, *, calendar_id: str | None = None) -> Principa
 
 __all__: Sequence[str] = (
     "create_event",
+    "create_event_from_input",
     "create_event_once",
     "delete_event",
     "get_event",

@@ -30,7 +30,7 @@ from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.gateway import CallContext, Operation, perform
 from calendar_service.inputs import parse_model, parse_partial
 from calendar_service.keys import Principal
-from calendar_service.models import EventCreate, EventPublic, EventUpdate
+from calendar_service.models import EventPublic, EventUpdate
 from calendar_service.ratelimit import RateLimiter
 from calendar_service.timeutil import format_in, utcnow, zone
 from mcp_tools import shapes
@@ -272,17 +272,16 @@ def _create_tool(backend: Backend) -> Callable[..., Any]:
         idempotency_key = body.pop("idempotencyKey", None)
 
         def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-            principal.require_write()
-            data, prior = parse_partial(EventCreate, body)
             key = idempotency_key
+            prior: list[FieldError] = []
             if key is not None and not isinstance(key, str):
                 prior.append(FieldError("idempotencyKey", "must be a string"))
                 key = None
             try:
-                event, _replayed = events.create_event_once(
+                event, _replayed = events.create_event_from_input(
                     conn,
                     principal=principal,
-                    data=data,
+                    body=body,
                     now=utcnow(),
                     idempotency_key=key,
                     prior_errors=prior,

@@ -14,7 +14,7 @@ from calendar_service.errors import CalendarError, KeyInUrl
 from calendar_service.gateway import Operation, Outcome, perform
 from calendar_service.inputs import parse_json_body, parse_partial
 from calendar_service.keys import Principal
-from calendar_service.models import EventCreate, EventUpdate
+from calendar_service.models import EventUpdate
 from calendar_service.timeutil import utcnow
 from calendar_service.web.context import (
     bearer_token,
@@ -98,14 +98,12 @@ async def create_calendar_event(request: Request) -> Response:
         if isinstance(raw, Exception):
             raise raw
         principal.require_write()
-        data, prior = parse_partial(EventCreate, parse_json_body(raw))
-        event, replayed = events.create_event_once(
+        event, replayed = events.create_event_from_input(
             conn,
             principal=principal,
-            data=data,
+            body=parse_json_body(raw),
             now=utcnow(),
             idempotency_key=idem_key,
-            prior_errors=prior,
         )
         return 201, event
 
