@@ -575,6 +575,29 @@ def update_event(
     return event
 
 
+def update_event_from_input(
+    conn: Connection,
+    *,
+    principal: Principal,
+    event_id: str,
+    body: Any,
+    now: datetime,
+    prior_errors: Sequence[FieldError] = (),
+) -> dict[str, Any]:
+    """The fronts' way in for a change: decoded, untrusted JSON. The permission is checked
+    first; then every bad field, of type or of value, is reported at once."""
+    principal.require_write()
+    data, type_errors = parse_partial(EventUpdate, body)
+    return update_event(
+        conn,
+        principal=principal,
+        event_id=event_id,
+        data=data,
+        now=now,
+        prior_errors=[*prior_errors, *type_errors],
+    )
+
+
 def _current_times(row: Any, tz: tzinfo, all_day: bool) -> tuple[str, str]:
     """The stored bounds as input strings, for re-validating a partial update."""
     if all_day and bool(row.all_day):
@@ -624,4 +647,5 @@ __all__: Sequence[str] = (
     "list_events",
     "owner_principal",
     "update_event",
+    "update_event_from_input",
 )

@@ -30,8 +30,6 @@ from calendar_service.account.web import (
     see_other,
 )
 from calendar_service.errors import FieldError, ValidationFailed
-from calendar_service.inputs import parse_partial
-from calendar_service.models import EventCreate, EventUpdate
 from calendar_service.timeutil import format_utc, utcnow, zone
 
 UPCOMING = 10
@@ -254,15 +252,11 @@ def _create(
 ) -> dict[str, Any]:
     body, errors = _to_api(values)
     body["calendarId"] = values["calendar"] or None
-    data, prior = parse_partial(EventCreate, body)
     # The form's own errors first (they name the input), then whatever the core finds.
-    return events.create_event(
-        conn,
-        principal=events.owner_principal(user_id),
-        data=data,
-        now=now,
-        prior_errors=[*errors, *prior],
+    event, _ = events.create_event_from_input(
+        conn, principal=events.owner_principal(user_id), body=body, now=now, prior_errors=errors
     )
+    return event
 
 
 @owner_page
@@ -295,14 +289,8 @@ def _update(
     principal = events.owner_principal(user_id)
     events.get_event(conn, principal=principal, event_id=event_id)  # 404 before validation
     body, errors = _to_api(values)
-    data, prior = parse_partial(EventUpdate, body)
-    return events.update_event(
-        conn,
-        principal=principal,
-        event_id=event_id,
-        data=data,
-        now=now,
-        prior_errors=[*errors, *prior],
+    return events.update_event_from_input(
+        conn, principal=principal, event_id=event_id, body=body, now=now, prior_errors=errors
     )
 
 

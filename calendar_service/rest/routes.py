@@ -12,9 +12,8 @@ from starlette.routing import BaseRoute, Route
 from calendar_service import events
 from calendar_service.errors import CalendarError, KeyInUrl
 from calendar_service.gateway import Operation, Outcome, perform
-from calendar_service.inputs import parse_json_body, parse_partial
+from calendar_service.inputs import parse_json_body
 from calendar_service.keys import Principal
-from calendar_service.models import EventUpdate
 from calendar_service.timeutil import utcnow
 from calendar_service.web.context import (
     bearer_token,
@@ -135,14 +134,8 @@ async def update_calendar_event(request: Request) -> Response:
         if isinstance(raw, Exception):
             raise raw
         principal.require_write()
-        data, prior = parse_partial(EventUpdate, parse_json_body(raw))
-        return 200, events.update_event(
-            conn,
-            principal=principal,
-            event_id=event_id,
-            data=data,
-            now=utcnow(),
-            prior_errors=prior,
+        return 200, events.update_event_from_input(
+            conn, principal=principal, event_id=event_id, body=parse_json_body(raw), now=utcnow()
         )
 
     return _respond(await _perform(request, "updateCalendarEvent", op))
