@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import ssl
 import threading
 import time
 import uuid
@@ -16,6 +17,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+import trustme
 import uvicorn
 from sqlalchemy import create_engine, text
 from starlette.types import ASGIApp
@@ -161,3 +163,39 @@ class Factory:
 
 def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
+
+
+CERT_NAMES = ("127.0.0.1", "localhost", "hooks.example.test")
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """A test CA and a server certificate for 127.0.0.1 (and the names given), as files."""
+
+    ca: trustme.CA
+    certfile: Path
+    keyfile: Path
+    ca_file: Path
+
+    def client_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context()
+        self.ca.configure_trust(context)
+        return context
+
+
+def make_tls(directory: Path, names: tuple[str, ...] = CERT_NAMES) -> TLSFiles:
+    """Write a fresh CA, and a certificate it issued for ``names``, into ``directory``."""
+    ca = trustme.CA()
+    cert = ca.issue_cert(*names)
+    tls = TLSFiles(
+        ca=ca,
+        certfile=directory / "server.pem",
+        keyfile=directory / "server.key",
+        ca_file=directory / "ca.pem",
+    )
+    cert.cert_chain_pems[0].write_to_path(str(tls.certfile))
+    for pem in cert.cert_chain_pems[1:]:
+        pem.write_to_path(str(tls.certfile), append=True)
+    cert.private_key_pem.write_to_path(str(tls.keyfile))
+    ca.cert_pem.write_to_path(str(tls.ca_file))
+    return tls

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import trustme
 
 from calendar_service import users
 from calendar_service.account import sessions, throttle
@@ -20,7 +19,7 @@ from calendar_service.db import Database
 from calendar_service.timeutil import utcnow
 from tests.account.conftest import Settings, csrf_from, sign_in, signed_in
 from tests.conftest import make_config
-from tests.support import Factory, Owner, RunningServer, run_server
+from tests.support import Factory, Owner, RunningServer, make_tls, run_server
 
 PEPPER = "test-pepper"
 
@@ -50,13 +49,8 @@ def test_signing_in_sets_an_http_only_same_site_lax_cookie_scoped_to_settings(
 def https_server(
     config: Config, db: Database, tmp_path: Path
 ) -> Iterator[tuple[str, ssl.SSLContext]]:
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1")
-    certfile, keyfile = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert.private_key_and_cert_chain_pem.write_to_path(str(certfile))
-    cert.private_key_pem.write_to_path(str(keyfile))
-    context = ssl.create_default_context()
-    ca.configure_trust(context)
+    tls = make_tls(tmp_path)
+    certfile, keyfile, context = tls.certfile, tls.keyfile, tls.client_context()
     # A server of its own needs a Database of its own (one per event loop).
     own_db = Database(config)
     app = create_app(config, db=own_db, run_webhooks=False)

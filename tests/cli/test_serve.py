@@ -3,29 +3,22 @@
 from __future__ import annotations
 
 import os
-import ssl
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
-import trustme
 
 from calendar_service.config import Config
 from tests.rest.conftest import EVENTS
-from tests.support import Factory, bearer, bind_free_port, wait_for
+from tests.support import Factory, bearer, bind_free_port, make_tls, wait_for
 
 
 def test_serve_speaks_https_with_the_given_certificate(
     config: Config, factory: Factory, tmp_path: Path
 ) -> None:
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1")
-    certfile, keyfile = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert.private_key_and_cert_chain_pem.write_to_path(str(certfile))
-    cert.private_key_pem.write_to_path(str(keyfile))
-    context = ssl.create_default_context()
-    ca.configure_trust(context)
+    tls = make_tls(tmp_path)
+    certfile, keyfile, context = tls.certfile, tls.keyfile, tls.client_context()
 
     sock = bind_free_port()
     port = sock.getsockname()[1]

@@ -14,8 +14,15 @@ from calendar_service.config import Config, parse_retry_schedule
 from calendar_service.db import Database
 from calendar_service.migrate import upgrade
 from tests.conftest import make_config
-from tests.support import Factory, RunningServer, fresh_database_url, run_server
-from tests.webhooks.support import Receiver, TLSFiles, make_tls
+from tests.support import (
+    Factory,
+    RunningServer,
+    TLSFiles,
+    fresh_database_url,
+    make_tls,
+    run_server,
+)
+from tests.webhooks.support import Receiver
 from webhooks.transport import make_client
 
 # Short enough that a whole schedule runs in well under a second.

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ssl
 import threading
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import trustme
 from starlette.types import Receive, Scope, Send
 
 from calendar_service import users, webhook_config
@@ -24,8 +21,6 @@ from calendar_service.timeutil import utcnow
 from tests.support import Owner, wait_for
 from webhooks.dispatcher import Dispatcher
 from webhooks.scheduler import delivery_job
-
-CERT_NAMES = ("127.0.0.1", "localhost", "hooks.example.test")
 
 
 @dataclass(frozen=True)
@@ -99,36 +94,6 @@ class Receiver:
             }
         )
         await send({"type": "http.response.body", "body": reply.body})
-
-
-@dataclass(frozen=True)
-class TLSFiles:
-    ca: trustme.CA
-    certfile: Path
-    keyfile: Path
-    ca_file: Path
-
-    def client_context(self) -> ssl.SSLContext:
-        context = ssl.create_default_context()
-        self.ca.configure_trust(context)
-        return context
-
-
-def make_tls(directory: Path, names: tuple[str, ...] = CERT_NAMES) -> TLSFiles:
-    ca = trustme.CA()
-    cert = ca.issue_cert(*names)
-    tls = TLSFiles(
-        ca=ca,
-        certfile=directory / "server.pem",
-        keyfile=directory / "server.key",
-        ca_file=directory / "ca.pem",
-    )
-    cert.cert_chain_pems[0].write_to_path(str(tls.certfile))
-    for pem in cert.cert_chain_pems[1:]:
-        pem.write_to_path(str(tls.certfile), append=True)
-    cert.private_key_pem.write_to_path(str(tls.keyfile))
-    ca.cert_pem.write_to_path(str(tls.ca_file))
-    return tls
 
 
 def set_webhook(db: Database, owner: Owner, url: str) -> str:

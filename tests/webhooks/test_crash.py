@@ -17,11 +17,10 @@ from standardwebhooks import Webhook
 
 from calendar_service.db import Database
 from calendar_service.migrate import upgrade
-from tests.support import Factory, bearer, fresh_database_url, wait_for
+from tests.support import Factory, TLSFiles, bearer, fresh_database_url, wait_for
 from tests.webhooks.conftest import HOOKS_SCHEDULE, hooks_config_for
 from tests.webhooks.support import (
     Receiver,
-    TLSFiles,
     deliveries,
     make_owner,
     set_webhook,

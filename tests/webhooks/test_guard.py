@@ -13,7 +13,8 @@ import pytest
 
 from calendar_service.errors import WebhookTargetRefused
 from calendar_service.timeutil import utcnow
-from tests.webhooks.support import Receiver, Reply, TLSFiles
+from tests.support import TLSFiles
+from tests.webhooks.support import Receiver, Reply
 from webhooks import guard, sender
 from webhooks.transport import make_client
 
