@@ -43,6 +43,7 @@ from calendar_service.models import (
 from calendar_service.outbox import record_change
 from calendar_service.timeutil import (
     ONE_DAY,
+    STORED_WHOLE_SECOND,
     format_in,
     format_utc,
     midnight,
@@ -234,28 +235,34 @@ def list_events(
 
 def _events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[str, Any]]:
     """``event_public`` for the list's driver rows (``_EVENT_COLUMNS`` order), without an
-    object or a call per row beyond the time formatting: the list's hot loop. Keep the two in
-    step (tests/core/test_event_shapes.py compares them)."""
-    zones = {}
+    object or a call per row: the list's hot loop. Stored times are RFC 3339 UTC text already
+    (``timeutil.utc_text``): in UTC they only lose a zero fraction. Keep the two in step
+    (tests/core/test_event_shapes.py compares them)."""
+    zones: dict[str, tuple[str, tzinfo | None]] = {}
     for c in calendars:
         tz = zone(c.time_zone)
-        zones[c.id] = (c.name, format_utc if tz is UTC else functools.partial(format_in, tz=tz))
+        zones[c.id] = (c.name, None if tz is UTC else tz)
+    whole, z = STORED_WHOLE_SECOND, "Z"
     events = []
     for event_id, calendar_id, title, starts, ends, all_day, desc, place, created, updated in rows:
-        name, fmt = zones[calendar_id]
+        name, tz = zones[calendar_id]
+        if tz is None:
+            starts, ends = starts.replace(whole, z), ends.replace(whole, z)
+        else:
+            starts, ends = format_in(starts, tz), format_in(ends, tz)
         events.append(
             {
                 "id": event_id,
                 "calendarId": calendar_id,
                 "calendar": name,
                 "title": title,
-                "startsAt": fmt(starts),
-                "endsAt": fmt(ends),
-                "allDay": bool(all_day),
+                "startsAt": starts,
+                "endsAt": ends,
+                "allDay": all_day == 1,
                 "description": desc,
                 "location": place,
-                "createdAt": format_utc(created),
-                "updatedAt": format_utc(updated),
+                "createdAt": created.replace(whole, z),
+                "updatedAt": updated.replace(whole, z),
             }
         )
     return events

@@ -117,7 +117,7 @@ def calls_per_day(conn: Connection, *, key_id: str, since: datetime) -> dict[str
 
     A call succeeded when its status is below 400."""
     if conn.dialect.name == "sqlite":
-        day = func.substr(calls_t.c.at, 1, 10)  # stored as UTC text "YYYY-MM-DD HH:MM:SS…"
+        day = func.substr(calls_t.c.at, 1, 10)  # stored as UTC text "YYYY-MM-DDTHH:MM:SS…"
     else:
         day = func.to_char(func.timezone("UTC", calls_t.c.at), "YYYY-MM-DD")
     failed = func.sum(case((calls_t.c.status >= 400, 1), else_=0))

@@ -33,7 +33,7 @@ class UTCDateTime(TypeDecorator[datetime]):
     """A timezone-aware UTC ``datetime`` on every backend.
 
     PostgreSQL: ``timestamptz``. SQLite: the fixed-width UTC text of ``timeutil.utc_text``
-    (``2026-03-02 08:30:00.000000``, which sorts in time order); hot paths that read rows
+    (``2026-03-02T08:30:00.000000Z``, which sorts in time order); hot paths that read rows
     straight from the driver format that text without parsing it (``timeutil.format_utc``)."""
 
     impl = DateTime(timezone=True)
@@ -84,7 +84,7 @@ def _utc_text_of_stored(element: utc_text_of, compiler: Any, **kw: Any) -> str:
 @compiles(utc_text_of, "postgresql")
 def _utc_text_of_postgresql(element: utc_text_of, compiler: Any, **kw: Any) -> str:
     column = compiler.process(element.clauses, **kw)
-    return f"to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
+    return f"to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
 
 
 def _dt(nullable: bool = False, index: bool = False) -> Any:

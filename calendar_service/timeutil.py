@@ -44,17 +44,19 @@ def _zones() -> frozenset[str]:
 
 
 def utc_text(value: datetime) -> str:
-    """A date-time as SQLite stores it: UTC, ``2026-03-02 08:30:00.000000``. Fixed width, so
-    the text sorts in time order (the list window compares it in the index)."""
-    v = value.astimezone(UTC)
-    return (
-        f"{v.year:04d}-{v.month:02d}-{v.day:02d} "
-        f"{v.hour:02d}:{v.minute:02d}:{v.second:02d}.{v.microsecond:06d}"
-    )
+    """A date-time as SQLite stores it: RFC 3339 in UTC with microseconds,
+    ``2026-03-02T08:30:00.000000Z``. Fixed width, so the text sorts in time order (the list
+    window compares it in the index), and turning it into the API's form is one ``replace``
+    (see ``format_utc``)."""
+    v = value if value.tzinfo is UTC else value.astimezone(UTC)
+    return v.isoformat(timespec="microseconds")[:26] + "Z"
 
 
 def from_utc_text(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+    return datetime.fromisoformat(text)
+
+
+STORED_WHOLE_SECOND = ".000000Z"
 
 
 def format_utc(value: datetime | str) -> str:
@@ -62,9 +64,7 @@ def format_utc(value: datetime | str) -> str:
 
     ``value`` may also be the stored text (``utc_text``), formatted without parsing it."""
     if type(value) is str:
-        if value.endswith(".000000"):
-            return f"{value[:10]}T{value[11:19]}Z"
-        return f"{value[:10]}T{value[11:]}Z"
+        return value.replace(STORED_WHOLE_SECOND, "Z")
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")  # type: ignore[union-attr]
 
 
