@@ -100,6 +100,8 @@ def accessible_calendars(conn: Connection, *, principal: Principal) -> list[Cale
     """The calendars this key may reach: the owner's, narrowed to one for a one-calendar key."""
     if principal.calendar_id is None:
         rows = _ACCESSIBLE_ALL.all(conn, user_id=principal.user_id)
+    elif principal.calendar is not None:  # read with the key
+        return [CalendarRow(*principal.calendar)]
     else:
         rows = _ACCESSIBLE_ONE.all(
             conn, user_id=principal.user_id, calendar_id=principal.calendar_id
@@ -152,7 +154,9 @@ def resolve_target(
         )
     target = by_id or by_name
     if target is None:
-        if principal.calendar_id is not None:
+        if principal.calendar is not None:  # a one-calendar key's calendar, read with the key
+            target = CalendarRow(*principal.calendar)
+        elif principal.calendar_id is not None:
             target = get_calendar_row(conn, calendar_id=principal.calendar_id)
         else:
             target = conn.execute(

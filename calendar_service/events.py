@@ -197,7 +197,6 @@ def list_events(
         limit=limit,
         tz=zone(default.time_zone) if default is not None else UTC,
     )
-    fingerprint = _query_fingerprint(principal, low, high)
     result: dict[str, Any] = {
         "calendars": [
             {"id": c.id, "name": c.name, "timeZone": c.time_zone, "isDefault": bool(c.is_default)}
@@ -220,6 +219,7 @@ def list_events(
     if high is not None:
         params["high"] = to_db(high, dialect)
     if page_token:
+        fingerprint = _query_fingerprint(principal, low, high)
         after_start, params["after_id"] = _decode_token(page_token, fingerprint)
         params["after_start"] = to_db(after_start, dialect)
     statement = _list_statement(
@@ -229,6 +229,7 @@ def list_events(
     result["events"] = _events_public(rows[:size], calendars)
     if len(rows) > size:
         last = rows[size - 1]
+        fingerprint = _query_fingerprint(principal, low, high)
         result["nextPageToken"] = _encode_token(last[3], last[0], fingerprint)  # starts_at, id
     return result
 

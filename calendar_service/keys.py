@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, insert, select, update
 
 from calendar_service.db import Statement
 from calendar_service.errors import (
@@ -81,6 +81,9 @@ class Principal:
     permission: str
     calendar_id: str | None  # None: all of the owner's calendars
     expires_at: datetime
+    # For a one-calendar key: that calendar's row (``calendars.CalendarRow`` order), read in
+    # the same query as the key, so scoped requests need no second read.
+    calendar: tuple[Any, ...] | None = None
 
     @property
     def scopes(self) -> tuple[str, ...]:
@@ -106,6 +109,15 @@ _VERIFY_COLUMNS = (
 )
 
 
+_KEY_CALENDAR_COLUMNS = (  # calendars.CalendarRow's order
+    calendars_t.c.id,
+    calendars_t.c.name,
+    calendars_t.c.time_zone,
+    calendars_t.c.is_default,
+    calendars_t.c.max_event_seconds,
+)
+
+
 class KeyRow(NamedTuple):
     id: str
     user_id: str
@@ -114,10 +126,22 @@ class KeyRow(NamedTuple):
     expires_at: datetime
     revoked_at: datetime | None
     secret_hash: str
+    calendar: tuple[Any, ...] | None
 
 
 # Read on every request, straight from the driver (see db.Statement); never cached.
-_IDENTIFY = Statement(select(*_VERIFY_COLUMNS).where(keys_t.c.secret_hash == bindparam("digest")))
+_IDENTIFY = Statement(
+    select(*_VERIFY_COLUMNS, *_KEY_CALENDAR_COLUMNS)
+    .select_from(
+        keys_t.outerjoin(
+            calendars_t,
+            and_(
+                calendars_t.c.id == keys_t.c.calendar_id, calendars_t.c.user_id == keys_t.c.user_id
+            ),
+        )
+    )
+    .where(keys_t.c.secret_hash == bindparam("digest"))
+)
 
 
 def identify(conn: Connection, *, secret: str | None) -> KeyRow:
@@ -129,7 +153,7 @@ def identify(conn: Connection, *, secret: str | None) -> KeyRow:
     found = _IDENTIFY.first(conn, digest=digest)
     if found is None or not hmac.compare_digest(found[6], digest):
         raise UnknownKey()
-    key_id, user_id, permission, calendar_id, expires_at, revoked_at, secret_hash = found
+    key_id, user_id, permission, calendar_id, expires_at, revoked_at, secret_hash = found[:7]
     return KeyRow(
         key_id,
         user_id,
@@ -138,16 +162,24 @@ def identify(conn: Connection, *, secret: str | None) -> KeyRow:
         from_db(expires_at),
         None if revoked_at is None else from_db(revoked_at),
         secret_hash,
+        None if found[7] is None else (*found[7:10], bool(found[10]), found[11]),
     )
 
 
-def authorize(row: Any, *, now: datetime) -> Principal:
+def authorize(row: KeyRow, *, now: datetime) -> Principal:
     """Turn an identified key row into a principal, or raise revoked/expired."""
     if row.revoked_at is not None:
         raise RevokedKey()
     if row.expires_at <= now:
         raise ExpiredKey(format_utc(row.expires_at))
-    return Principal(row.id, row.user_id, row.permission, row.calendar_id, row.expires_at)
+    return Principal(
+        row.id,
+        row.user_id,
+        row.permission,
+        row.calendar_id,
+        row.expires_at,
+        row.calendar,
+    )
 
 
 def create_key(
