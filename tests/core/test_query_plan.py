@@ -54,3 +54,33 @@ def test_the_window_query_searches_the_index_on_calendar_and_both_start_bounds(
             plan = " ".join(row[0] for row in conn.exec_driver_sql(f"EXPLAIN {statement}", params))
             assert "ix_events_calendar_start" in plan, plan
             assert "starts_at >=" in plan and "starts_at <" in plan, plan
+
+
+def test_the_history_purge_goes_through_the_key_index(db: Database) -> None:
+    from calendar_service.history import purge_calls
+
+    captured: list[tuple[str, Any]] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("DELETE FROM CALLS"):
+            captured.append((statement, params))
+
+    event.listen(db.engine, "before_cursor_execute", capture)
+    try:
+        db.call(purge_calls, now=utcnow(), keep_days=90)
+    finally:
+        event.remove(db.engine, "before_cursor_execute", capture)
+    assert len(captured) == 1
+    statement, params = captured[0]
+    with db.engine.connect() as conn:
+        if db.engine.dialect.name == "sqlite":
+            plan = " ".join(
+                str(row[-1])
+                for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", params)
+            )
+            assert "ix_calls_key_at (key_id=? AND at<?)" in plan, plan
+            assert "SCAN calls" not in plan, plan
+        else:
+            conn.execute(text("SET enable_seqscan = off"))
+            plan = " ".join(row[0] for row in conn.exec_driver_sql(f"EXPLAIN {statement}", params))
+            assert "ix_calls_key_at" in plan, plan
