@@ -187,8 +187,11 @@ class Dispatcher:
         if slot is None:
             slot = self._slots[endpoint] = asyncio.Semaphore(self.per_endpoint)
         try:
+            # The slot bounds requests to the receiver: it is given back as soon as the answer
+            # is in, not after the attempt is recorded (which waits for its batch).
             async with slot:
-                await self._attempt(claim)
+                result = await self._send(claim)
+            await self._finish(claim, result)
         finally:
             self._held[endpoint] -= 1
             if self._held[endpoint] <= 0:
@@ -197,20 +200,22 @@ class Dispatcher:
             elif self._held[endpoint] == self.endpoint_cap // 2:
                 self._wake_on_loop()  # room again for this endpoint's waiting deliveries
 
-    async def _attempt(self, claim: store.Claim) -> None:
+    async def _send(self, claim: store.Claim) -> sender.AttemptResult:
+        return await sender.attempt(
+            self.client,
+            url=claim.url,
+            msg_id=claim.id,
+            body=claim.payload.encode(),
+            secrets=list(claim.secrets),
+            seed_header=self.config.signature_header,
+            allow_local=self.config.webhook_allow_local,
+            deadline=self.config.webhook_timeout_seconds,
+            now=self.now(),
+            resolver=self.resolver,
+        )
+
+    async def _finish(self, claim: store.Claim, result: sender.AttemptResult) -> None:
         try:
-            result = await sender.attempt(
-                self.client,
-                url=claim.url,
-                msg_id=claim.id,
-                body=claim.payload.encode(),
-                secrets=list(claim.secrets),
-                seed_header=self.config.signature_header,
-                allow_local=self.config.webhook_allow_local,
-                deadline=self.config.webhook_timeout_seconds,
-                now=self.now(),
-                resolver=self.resolver,
-            )
             outcome = await self._record(claim, result)
         except Exception:
             # Recorded nowhere: the lease runs out and the delivery is sent again.
