@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 from collections.abc import AsyncIterator
 from typing import Any
@@ -39,18 +40,30 @@ async def healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"}, headers={"Cache-Control": "no-store"})
 
 
+def _freeze_startup_objects() -> None:
+    """Move everything alive after startup (modules, the app, SQLAlchemy's and pydantic's
+    caches: some 160,000 objects) out of the garbage collector's sight.
+
+    Otherwise every full collection walks them all: about 100 ms with the event loop stopped,
+    which was the list's p99 under load. Startup garbage is collected first."""
+    gc.collect()
+    gc.freeze()
+
+
 def create_app(
     config: Config,
     *,
     db: Database | None = None,
     run_webhooks: bool = True,
     webhook_client: httpx.AsyncClient | None = None,
+    freeze_gc: bool = False,
 ) -> Starlette:
     """The whole service as one ASGI app. The schema must already be migrated.
 
     With ``run_webhooks`` the lifespan runs the webhook delivery job; it sends through
     ``webhook_client`` (default: ``webhooks.transport.make_client()``) and closes it at the
-    end."""
+    end. ``freeze_gc`` (the server's own app) hides the objects alive after startup from the
+    garbage collector (see ``_freeze_startup_objects``)."""
     database = db or Database(config)
     svc = Services(config=config, db=database, limiter=RateLimiter(*config.rate_limit))
     mcp = mcp_http(svc)
@@ -65,6 +78,8 @@ def create_app(
                     delivery_job(config, database, client=webhook_client)
                 )
             await stack.enter_async_context(mcp.run())
+            if freeze_gc:
+                _freeze_startup_objects()
             yield {}
 
     app = Starlette(
@@ -89,4 +104,4 @@ def app_from_env() -> Starlette:
     """The uvicorn factory used by ``calendar-service serve`` (one call per worker process)."""
     config = Config.from_env()
     run_webhooks = os.environ.get("CALENDAR_RUN_WEBHOOKS", "1") != "0"
-    return create_app(config, run_webhooks=run_webhooks)
+    return create_app(config, run_webhooks=run_webhooks, freeze_gc=True)
