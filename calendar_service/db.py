@@ -72,8 +72,11 @@ def make_engine(config: Config) -> Engine:
         @event.listens_for(engine, "begin")
         def _sqlite_begin(conn: Connection) -> None:
             # IMMEDIATE takes the write lock up front: a read that later writes can then never
-            # fail with "database is locked" half-way through.
-            conn.connection.dbapi_connection.execute("BEGIN IMMEDIATE")  # type: ignore[union-attr]
+            # fail with "database is locked" half-way through. Inside ``atomic`` the
+            # driver's transaction is already open.
+            raw: Any = conn.connection.dbapi_connection
+            if not raw.in_transaction:
+                raw.execute("BEGIN IMMEDIATE")
 
         return engine
     return create_engine(
@@ -83,6 +86,34 @@ def make_engine(config: Config) -> Engine:
         pool_pre_ping=True,
         hide_parameters=True,  # errors must not carry values (hashes, bodies) into logs
     )
+
+
+@contextlib.contextmanager
+def atomic(conn: Connection) -> Iterator[Connection]:
+    """``conn.begin()``, committed at the end of the block and rolled back on error.
+
+    On SQLite it is opened and committed on the driver (``BEGIN IMMEDIATE``/``COMMIT``): every
+    request runs one, and SQLAlchemy's transaction objects and event dispatch around it cost
+    more than the statements. Core calls inside the block join it (SQLAlchemy's autobegin
+    finds the driver's transaction open, see ``make_engine``) and the end commits both."""
+    raw: Any = conn.connection.dbapi_connection
+    if conn.dialect.name != "sqlite" or conn.in_transaction() or raw.in_transaction:
+        with conn.begin():
+            yield conn
+        return
+    raw.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction():
+            conn.rollback()
+        if raw.in_transaction:
+            raw.rollback()
+        raise
+    if conn.in_transaction():
+        conn.commit()  # the driver's commit, through SQLAlchemy's bookkeeping
+    else:
+        raw.commit()
 
 
 def sqlite_path(config: Config) -> Path | None:
@@ -205,7 +236,7 @@ class Database:
         conn = self._kept_connection()
         try:
             if transaction:
-                with conn.begin():
+                with atomic(conn):
                     return fn(conn)
             return fn(conn)
         except BaseException:
@@ -215,6 +246,10 @@ class Database:
         finally:
             if conn.in_transaction():  # never carry a transaction over to the next call
                 conn.rollback()
+            with contextlib.suppress(Exception):  # one opened on the driver (``atomic``)
+                raw: Any = conn.connection.dbapi_connection
+                if getattr(raw, "in_transaction", False):
+                    raw.rollback()
             self._after(conn)
 
     def _start_checkpointer(self, conn: Connection) -> None:
@@ -305,9 +340,10 @@ class Statement:
             params = {**defaults, **params}
         if conn.dispatch.before_cursor_execute or conn.engine.echo:
             return conn.exec_driver_sql(sql, params)
-        if not conn.in_transaction():
+        raw: Any = conn.connection.dbapi_connection
+        if not conn.in_transaction() and not getattr(raw, "in_transaction", False):
             conn.begin()  # autobegin, as Connection.execute does
-        return conn.connection.dbapi_connection.execute(sql, params)  # type: ignore[union-attr]
+        return raw.execute(sql, params)
 
     def all(self, conn: Connection, **params: Any) -> list[Any]:
         return list(self._execute(conn, params).fetchall())

@@ -384,7 +384,6 @@ def _bump_longest(conn: Connection, calendar: Any, start: datetime, end: datetim
 
 # Run straight from the driver (see db.Statement): every column, date-times through to_db.
 _INSERT = Statement(insert(events_t).values({c.name: bindparam(c.name) for c in events_t.c}))
-_DATE_TIMES = ("starts_at", "ends_at", "created_at", "updated_at")
 
 
 def create_event(
@@ -433,9 +432,18 @@ def create_event(
         "updated_at": now,
     }
     dialect = conn.dialect.name
-    _INSERT.run(conn, **{**values, **{k: to_db(values[k], dialect) for k in _DATE_TIMES}})
+    stored_now = to_db(now, dialect)
+    stored = {
+        **values,
+        "starts_at": to_db(start, dialect),
+        "ends_at": to_db(end, dialect),
+        "created_at": stored_now,
+        "updated_at": stored_now,
+    }
+    _INSERT.run(conn, **stored)
     _bump_longest(conn, calendar, start, end)
-    event = event_public(_Row(values), calendar_name=calendar.name, tz=tz)
+    # Formatted from what was stored, as a list formats it (on SQLite: text, no parsing).
+    event = event_public(_Row(stored), calendar_name=calendar.name, tz=tz)
     record_change(
         conn, user_id=principal.user_id, event_type="calendar.event.created", event=event, now=now
     )

@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 
 from sqlalchemy import Connection
 
+from calendar_service.db import atomic
 from calendar_service.errors import CalendarError
 from calendar_service.history import CallRecord, record_call
 from calendar_service.keys import Principal, authorize, identify
@@ -81,7 +82,7 @@ def perform(
     transaction: this function owns them."""
     key_id: str | None = None
     try:
-        with conn.begin():
+        with atomic(conn):
             row = identify(conn, secret=secret)
             key_id = row.id
             principal = authorize(row, now=utcnow())
@@ -91,12 +92,12 @@ def perform(
         return Outcome(status, value, principal, rate)
     except CalendarError as exc:
         if key_id is not None:
-            with conn.begin():
+            with atomic(conn):
                 _record(conn, ctx, key_id, exc.status)
         raise
     except Exception:
         if key_id is not None:
-            with conn.begin():
+            with atomic(conn):
                 _record(conn, ctx, key_id, 500)
         raise
 

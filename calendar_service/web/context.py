@@ -79,6 +79,8 @@ def request_id(request: Request) -> str:
 
 def key_in_url(request: Request) -> tuple[str, str] | None:
     """The (parameter, value) of a credential put in the query string, if any."""
+    if not request.scope["query_string"]:
+        return None
     params = request.query_params
     if params:
         for name in KEY_PARAMETERS:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from sqlalchemy import bindparam
+
 from calendar_service.db import Database
 
 
@@ -32,3 +36,44 @@ def test_database_errors_never_carry_the_statement_parameters(db: Database) -> N
     assert "SQL parameters hidden" in message
     if db.engine.dialect.name == "sqlite":  # PostgreSQL's own DETAIL may still quote the row
         assert "usr_secret_value_123" not in message
+
+
+def test_atomic_commits_core_and_driver_statements_together_or_neither(db: Database) -> None:
+    import pytest
+    from sqlalchemy import insert, select
+
+    from calendar_service.db import Statement, atomic
+    from calendar_service.ids import new_id
+    from calendar_service.models import User, to_db
+    from calendar_service.timeutil import utcnow
+
+    users_t = User.__table__  # type: ignore[attr-defined]
+    by_driver = Statement(
+        insert(users_t).values(
+            id=bindparam("id"), email=bindparam("email"), created_at=bindparam("at")
+        )
+    )
+    kept, dropped = [new_id("usr") for _ in range(2)], [new_id("usr") for _ in range(2)]
+
+    def write(conn: Any, ids: list[str], fail: bool) -> None:
+        with atomic(conn):
+            at = to_db(utcnow(), conn.dialect.name)
+            by_driver.run(conn, id=ids[0], email=f"{ids[0]}@example.com", at=at)
+            conn.execute(
+                insert(users_t).values(
+                    id=ids[1], email=f"{ids[1]}@example.com", created_at=utcnow()
+                )
+            )
+            if fail:
+                raise RuntimeError("boom")
+
+    with db.engine.connect() as conn:
+        write(conn, kept, False)
+        with pytest.raises(RuntimeError):
+            write(conn, dropped, True)
+        assert not conn.in_transaction()
+        found = set(
+            conn.execute(select(users_t.c.id).where(users_t.c.id.in_(kept + dropped))).scalars()
+        )
+        conn.rollback()
+    assert found == set(kept)
