@@ -53,7 +53,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--database-url", default=None, help="default: SQLite in a temp directory")
     p.add_argument("--samples", type=int, default=200, help="latency samples")
     p.add_argument("--interval", type=float, default=0.02, help="seconds between latency commits")
-    p.add_argument("--count", type=int, default=2000, help="deliveries for the throughput run")
+    p.add_argument("--count", type=int, default=5000, help="deliveries for the throughput run")
     p.add_argument("--max-in-flight", type=int, default=200)
     p.add_argument("--batch-size", type=int, default=100)
     p.add_argument("--timeout", type=float, default=120.0, help="bound on each phase (s)")

@@ -53,7 +53,7 @@ class Dispatcher:
         resolver: guard.Resolver = guard.system_resolver,
         batch_size: int = 100,
         max_in_flight: int = 400,
-        per_endpoint: int = 8,
+        per_endpoint: int = 16,
         endpoint_backlog: int = 4,
         lease: timedelta = DEFAULT_LEASE,
     ) -> None:
