@@ -190,7 +190,11 @@ class Dispatcher:
             # The slot bounds requests to the receiver: it is given back as soon as the answer
             # is in, not after the attempt is recorded (which waits for its batch).
             async with slot:
-                result = await self._send(claim)
+                try:
+                    result = await self._send(claim)
+                except Exception:  # not network trouble (the sender reports that): a bug
+                    logger.exception("webhook delivery %s: the attempt failed", claim.id)
+                    return  # its lease runs out and it is sent again
             await self._finish(claim, result)
         finally:
             self._held[endpoint] -= 1
