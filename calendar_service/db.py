@@ -158,11 +158,6 @@ class Database:
         # commits; the app points it at the dispatcher's wake-up.
         self.on_outbox_commit: Callable[[], None] | None = None
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[Connection]:
-        with self.engine.begin() as conn:
-            yield conn
-
     def call(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
@@ -176,16 +171,6 @@ class Database:
                 raise
             self._after(conn)
         return result
-
-    def call_connected(
-        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
-    ) -> T:
-        """Run ``fn(conn, ...)`` on a connection outside a transaction: ``fn`` owns them."""
-        with self.engine.connect() as conn:
-            try:
-                return fn(conn, *args, **kwargs)
-            finally:
-                self._after(conn)
 
     def _after(self, conn: Connection) -> None:
         # Set by outbox.enqueue; a rolled-back transaction may leave it set too, which only
@@ -205,7 +190,8 @@ class Database:
     async def run_connected(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """``call_connected``, inline or on the database thread(s)."""
+        """Run ``fn(conn, ...)`` outside a transaction (``fn`` owns them, as ``gateway.perform``
+        does), inline or on the database thread(s)."""
         work = functools.partial(self._on_kept, _bind(fn, *args, **kwargs), False)
         if self.inline:
             return work()

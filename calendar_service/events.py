@@ -419,24 +419,17 @@ def create_event(
     )
     if errors or calendar is None or start is None or end is None or title is None:
         raise ValidationFailed(errors)
-    values = {
+    dialect = conn.dialect.name
+    stored_now = to_db(now, dialect)
+    stored = {  # every column, date-times as the driver takes them (models.to_db)
         "id": new_id("ev"),
         "calendar_id": calendar.id,
         "title": title,
-        "starts_at": start,
-        "ends_at": end,
+        "starts_at": to_db(start, dialect),
+        "ends_at": to_db(end, dialect),
         "all_day": data.all_day,
         "description": data.description,
         "location": data.location,
-        "created_at": now,
-        "updated_at": now,
-    }
-    dialect = conn.dialect.name
-    stored_now = to_db(now, dialect)
-    stored = {
-        **values,
-        "starts_at": to_db(start, dialect),
-        "ends_at": to_db(end, dialect),
         "created_at": stored_now,
         "updated_at": stored_now,
     }
