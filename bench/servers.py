@@ -108,24 +108,7 @@ def ours(
         "warning",
     ]
     if factory is not None:  # a variant of our app (bench/variants.py), same server options
-        cmd = [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            factory,
-            "--factory",
-            "--host",
-            HOST,
-            "--port",
-            str(port),
-            "--loop",
-            "uvloop",
-            "--http",
-            "httptools",
-            "--no-access-log",
-            "--log-level",
-            "warning",
-        ]
+        cmd = [*_uvicorn(port), factory, "--factory"]
     cwd = ROOT
     if tree is not None:  # our code from another checkout (before/after comparisons)
         cwd = tree.resolve()
@@ -151,33 +134,36 @@ def reference(
         "BENCH_SYNC": "NORMAL",
         "BENCH_MODE": mode,
     }
-    cmd = [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "minimal_app:app",
-        "--app-dir",
-        str(shared / "reference"),
-        "--host",
-        HOST,
-        "--port",
-        str(port),
-        "--loop",
-        "uvloop",
-        "--http",
-        "httptools",
-        "--workers",
-        "1",
-        "--no-access-log",
-        "--log-level",
-        "warning",
-    ]
+    cmd = [*_uvicorn(port), "minimal_app:app", "--app-dir", str(shared / "reference")]
     from bench.seed import REFERENCE_TOKEN
 
     with _running("minimum", port, cmd, env, log_path) as server:
         probe = "/v1/calendars/1/events?start=2024-01-01T00:00:00Z&end=2024-01-02T00:00:00Z"
         _wait_ready(server, probe, {"Authorization": f"Bearer {REFERENCE_TOKEN}"}, timeout=60)
         yield server
+
+
+def _uvicorn(port: int) -> list[str]:
+    """uvicorn as the reference measured it (and as ``serve`` runs): one worker, uvloop,
+    httptools, no access log; the same for the minimum and for variants of our app."""
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
 
 
 @contextlib.contextmanager
