@@ -44,3 +44,19 @@ def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
         assert result["errors"] == 0, result
         assert result["ours"]["rps"] > 0 and result["minimum"]["rps"] > 0
     assert (tmp_path / "performance.png").exists()
+
+
+def test_the_in_process_driver_serves_ours_and_the_minimum_without_errors() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.inprocess", "--events", "10000", "--requests", "20"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    for which in ("ours", "minimum"):
+        for kind in ("list", "create"):
+            assert any(line.split()[:2] == [which, kind] for line in lines), proc.stdout
