@@ -34,6 +34,8 @@ from bench import load, report, seed, servers
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 DEFAULT_PG = "postgresql+psycopg://root@127.0.0.1:5432/calendar_bench"
+# The modes phase: the variants of ours (bench/variants.py) beside ours as served ("group").
+VARIANTS = {"per_request": "per_request_commit_app", "thread": "threaded_app"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -306,27 +308,38 @@ class Bench:
         return summary
 
     def modes_phase(self) -> dict[str, Any]:
-        """Ours with SQLite inline on the event loop (as served) against ours with a database
-        thread (bench/variants.py): what the inline choice does to req/s and p99."""
+        """Ours as served (SQLite inline on the event loop, group commit) against variants of
+        one design choice each (bench/variants.py): a commit per request, and the database
+        work on a thread of its own. What each choice does to req/s, p99 and CPU."""
         a = self.args
         rounds = max(1, a.scale_rounds)
-        self.log(f"== SQLite inline vs on a database thread (ours), {rounds} rounds")
+        designs = ", ".join(report.MODE_NAMES.values())
+        self.log(f"== SQLite designs (ours): {designs}; {rounds} rounds")
         db = self.ours_sqlite(a.events)
         summary = {}
-        with (
-            servers.ours(db.url, log_dir=self.logs) as inline,
-            servers.ours(
-                db.url, log_dir=self.logs, name="threaded", factory="bench.variants:threaded_app"
-            ) as threaded,
-        ):
+        with contextlib.ExitStack() as stack:
+            served = {
+                "group": stack.enter_context(servers.ours(db.url, log_dir=self.logs)),
+                **{
+                    mode: stack.enter_context(
+                        servers.ours(
+                            db.url,
+                            log_dir=self.logs,
+                            name=mode,
+                            factory=f"bench.variants:{factory}",
+                        )
+                    )
+                    for mode, factory in VARIANTS.items()
+                },
+            }
             for kind in ("list", "create"):
                 token = db.read_secret if kind == "list" else db.write_secret
                 work = load.Workload.ours(kind, token)
-                self.warm(inline, work)
-                self.warm(threaded, work)
-                runs: dict[str, list[dict[str, Any]]] = {"inline": [], "thread": []}
+                for srv in served.values():
+                    self.warm(srv, work)
+                runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in served}
                 for r in range(1, rounds + 1):
-                    legs = [("inline", inline), ("thread", threaded)]
+                    legs = list(served.items())
                     if r % 2 == 0:
                         legs.reverse()
                     for mode, srv in legs:
@@ -535,9 +548,12 @@ def summary_text(s: dict[str, Any]) -> str:
         )
     for kind, m in (s.get("modes") or {}).items():
         out.append(
-            f"sqlite {kind:<7} inline {m['inline']['rps']:>7,.0f} req/s p99 "
-            f"{m['inline']['p99_ms']:.2f} ms | database thread {m['thread']['rps']:>7,.0f} req/s "
-            f"p99 {m['thread']['p99_ms']:.2f} ms"
+            f"sqlite {kind:<7} "
+            + " | ".join(
+                f"{report.MODE_NAMES.get(mode, mode)} {r['rps']:>7,.0f} req/s "
+                f"p99 {r['p99_ms']:.2f} ms"
+                for mode, r in m.items()
+            )
         )
     for kind, m in (s.get("postgres") or {}).items():
         one, two = m["1"], m["2"]

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--kind", choices=("list", "create", "both"), default="both")
     p.add_argument("--requests", type=int, default=1000, help="measured requests per case")
     p.add_argument("--events", type=int, default=100_000, help="events in the seeded database")
+    p.add_argument(
+        "--concurrency", type=int, default=1, help="requests in flight at a time (default 1)"
+    )
     p.add_argument("--instructions", action="store_true", help="count instructions under callgrind")
     return p.parse_args(argv)
 
@@ -72,10 +75,21 @@ def _iso(t: Any) -> str:
     return str(t.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
-async def drive(app: ASGIApp, batch: list[Request], token: str) -> Counter[int]:
-    """Serve ``batch`` one request at a time through ``app``; the response statuses."""
+async def drive(
+    app: ASGIApp, batch: list[Request], token: str, concurrency: int = 1
+) -> Counter[int]:
+    """Serve ``batch`` through ``app``, ``concurrency`` requests at a time (as many clients
+    each waiting for its answer before sending the next); the response statuses."""
     statuses: Counter[int] = Counter()
-    for method, path, query, body in batch:
+    pending = iter(batch)
+    await asyncio.gather(*(_client(app, pending, token, statuses) for _ in range(concurrency)))
+    return statuses
+
+
+async def _client(
+    app: ASGIApp, pending: Iterator[Request], token: str, statuses: Counter[int]
+) -> None:
+    for method, path, query, body in pending:
         headers = [
             (b"host", b"127.0.0.1"),
             (b"authorization", f"Bearer {token}".encode()),
@@ -115,7 +129,6 @@ async def drive(app: ASGIApp, batch: list[Request], token: str) -> Counter[int]:
                 statuses[message["status"]] += 1
 
         await app(scope, receive, send)
-    return statuses
 
 
 async def _started(app: ASGIApp) -> asyncio.Task[None]:
@@ -174,16 +187,16 @@ def _stderr(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def run_case(which: str, kind: str, n: int, events: int) -> None:
+def run_case(which: str, kind: str, n: int, events: int, concurrency: int = 1) -> None:
     """Serve WARMUP + ``n`` requests in this process; print CPU per measured request."""
     with tempfile.TemporaryDirectory() as tmp:
         app, token, work = build(which, kind, events, Path(tmp))
         batch = requests(work, WARMUP + n)
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             lifespan = runner.run(_started(app)) if which == "ours" else None
-            warm = runner.run(drive(app, batch[:WARMUP], token))
+            warm = runner.run(drive(app, batch[:WARMUP], token, concurrency))
             cpu = time.process_time()
-            measured = runner.run(drive(app, batch[WARMUP:], token))
+            measured = runner.run(drive(app, batch[WARMUP:], token, concurrency))
             cpu = time.process_time() - cpu
             if lifespan is not None:
                 lifespan.cancel()
@@ -195,7 +208,7 @@ def run_case(which: str, kind: str, n: int, events: int) -> None:
         print(f"{which:8s} {kind:6s} {1e6 * cpu / n:7.0f} us of CPU per request ({n} requests)")
 
 
-def count_instructions(which: str, kind: str, n: int, events: int) -> int:
+def count_instructions(which: str, kind: str, n: int, events: int, concurrency: int = 1) -> int:
     """User-space instructions per request: callgrind totals of ``n`` requests and of none."""
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
@@ -213,6 +226,7 @@ def count_instructions(which: str, kind: str, n: int, events: int) -> int:
                 f"--kind={kind}",
                 f"--requests={count}",
                 f"--events={events}",
+                f"--concurrency={concurrency}",
             ],
             cwd=ROOT,
             capture_output=True,
@@ -235,15 +249,15 @@ def main(argv: list[str] | None = None) -> None:
     ]
     if not a.instructions:
         if len(cases) == 1:
-            run_case(*cases[0], a.requests, a.events)
+            run_case(*cases[0], a.requests, a.events, a.concurrency)
             return
         for which, kind in cases:  # one process each: the apps and their settings stay apart
             args = [f"--which={which}", f"--kind={kind}", f"--requests={a.requests}"]
-            args.append(f"--events={a.events}")
+            args += [f"--events={a.events}", f"--concurrency={a.concurrency}"]
             subprocess.run([sys.executable, "-m", "bench.inprocess", *args], cwd=ROOT, check=True)
         return
     for which, kind in cases:
-        per_request = count_instructions(which, kind, a.requests, a.events)
+        per_request = count_instructions(which, kind, a.requests, a.events, a.concurrency)
         print(f"{which:8s} {kind:6s} {per_request:>12,} instructions per request", flush=True)
 
 

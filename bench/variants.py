@@ -1,9 +1,10 @@
-"""Variants of our app for side-by-side measurements of one design choice.
+"""Variants of our app for side-by-side measurements of one design choice each.
 
 ``threaded_app``: SQLite work on a dedicated database thread (``run_in_executor``) instead of
-inline on the event loop, to measure what the inline choice does to req/s and p99. Served by
-``python -m uvicorn bench.variants:threaded_app --factory`` with the same environment as
-``calendar-service serve``.
+inline on the event loop. ``per_request_commit_app``: inline, but each request commits its own
+transaction (no group commit). Served by ``python -m uvicorn bench.variants:<name> --factory``
+with the same environment as ``calendar-service serve``, and like it with the objects alive
+after startup frozen (``freeze_gc``).
 """
 
 from __future__ import annotations
@@ -17,4 +18,11 @@ from calendar_service.db import Database
 
 def threaded_app() -> Starlette:
     config = Config.from_env()
-    return create_app(config, db=Database(config, inline=False), run_webhooks=False)
+    db = Database(config, inline=False)
+    return create_app(config, db=db, run_webhooks=False, freeze_gc=True)
+
+
+def per_request_commit_app() -> Starlette:
+    config = Config.from_env()
+    db = Database(config, group_commit=False)
+    return create_app(config, db=db, run_webhooks=False, freeze_gc=True)

@@ -9,6 +9,10 @@ every call from the event loop runs inline, on the loop, on one connection kept 
 cost more than the work (it also made the two threads fight over the GIL, which sent the p99
 up). PostgreSQL gets a pool of threads matched to the connection pool, since its calls wait on
 the network.
+
+On SQLite the requests that go through ``gateway.perform`` (``run_grouped``) also share their
+commits: those run in one turn of the event loop join one transaction, committed once they have
+all run, and each is answered only after that commit (see ``_Group``).
 """
 
 from __future__ import annotations
@@ -95,8 +99,23 @@ def atomic(conn: Connection) -> Iterator[Connection]:
     On SQLite it is opened and committed on the driver (``BEGIN IMMEDIATE``/``COMMIT``): every
     request runs one, and SQLAlchemy's transaction objects and event dispatch around it cost
     more than the statements. Core calls inside the block join it (SQLAlchemy's autobegin
-    finds the driver's transaction open, see ``make_engine``) and the end commits both."""
+    finds the driver's transaction open, see ``make_engine``) and the end commits both.
+
+    Inside a group commit (``Database.run_grouped``) the block joins the group's transaction:
+    the group commits it. A block that fails after writing rolls the whole group back (there
+    are no savepoints), and the group's other requests run again; one that fails before
+    writing leaves the group alone."""
     raw: Any = conn.connection.dbapi_connection
+    group: _Group | None = conn.info.get(_GROUP)
+    if group is not None:
+        changes = raw.total_changes
+        try:
+            yield conn
+        except BaseException:
+            if raw.total_changes != changes:
+                group.abandon(conn)
+            raise
+        return
     if conn.dialect.name != "sqlite" or conn.in_transaction() or raw.in_transaction:
         with conn.begin():
             yield conn
@@ -104,16 +123,10 @@ def atomic(conn: Connection) -> Iterator[Connection]:
     raw.execute("BEGIN IMMEDIATE")
     try:
         yield conn
+        _commit(conn)
     except BaseException:
-        if conn.in_transaction():
-            conn.rollback()
-        if raw.in_transaction:
-            raw.rollback()
+        _roll_back(conn)
         raise
-    if conn.in_transaction():
-        conn.commit()  # the driver's commit, through SQLAlchemy's bookkeeping
-    else:
-        raw.commit()
 
 
 def sqlite_path(config: Config) -> Path | None:
@@ -134,16 +147,74 @@ def _bind(
     return bound
 
 
+_GROUP = "commit_group"  # conn.info key of the open _Group
+
+
+class _Group:
+    """One SQLite write transaction shared by the requests run in one turn of the event loop.
+
+    The first request opens it (``BEGIN IMMEDIATE``) and asks the loop to commit it once the
+    callbacks already queued have run; every request run inline until then joins it, and each
+    one's response waits for that one commit. Unchanged: nothing is answered before it is
+    durable. Changed: one commit (and one write of the pages the requests share, such as the
+    history's last page) for several requests."""
+
+    __slots__ = ("done", "failed")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.done: asyncio.Future[None] = loop.create_future()
+        self.failed = False
+
+    def abandon(self, conn: Connection) -> None:
+        """Roll the group's transaction back: its requests run again, each on its own."""
+        if conn.info.get(_GROUP) is not self:
+            return
+        del conn.info[_GROUP]
+        self.failed = True
+        _roll_back(conn)
+        conn.info.pop("outbox_dirty", None)
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+def _commit(conn: Connection) -> None:
+    """Commit the transaction open on ``conn``'s driver (through SQLAlchemy when Core
+    statements joined it, so that its bookkeeping ends too)."""
+    if conn.in_transaction():
+        conn.commit()
+    else:
+        conn.connection.dbapi_connection.commit()  # type: ignore[union-attr]
+
+
+def _roll_back(conn: Connection) -> None:
+    """Roll back whatever is open on ``conn``, SQLAlchemy's side and the driver's."""
+    with contextlib.suppress(Exception):
+        conn.rollback()
+    with contextlib.suppress(Exception):
+        raw: Any = conn.connection.dbapi_connection
+        if raw.in_transaction:
+            raw.rollback()
+
+
 class Database:
     """An engine plus the executor that runs core calls off the event loop."""
 
     def __init__(
-        self, config: Config, engine: Engine | None = None, *, inline: bool | None = None
+        self,
+        config: Config,
+        engine: Engine | None = None,
+        *,
+        inline: bool | None = None,
+        group_commit: bool | None = None,
     ) -> None:
         self.config = config
         self.engine = engine or make_engine(config)
         # Inline: ``run`` calls on the event loop itself (default on SQLite, see above).
         self.inline = config.is_sqlite if inline is None else inline
+        # Requests through ``gateway.perform`` share commits (``run_grouped``): SQLite inline.
+        if group_commit is None:
+            group_commit = config.is_sqlite
+        self.group_commit = group_commit and self.inline
         # The connection each calling thread (the loop, or a database thread) keeps between
         # calls: a pool check-out per request, with PostgreSQL's pre-ping, was a round trip and
         # a good part of a request. One left idle for KEEP_IDLE seconds goes back to the pool,
@@ -197,12 +268,64 @@ class Database:
             return work()
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
+    async def run_grouped(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``run_connected`` for ``gateway.perform``: on SQLite inline, its transactions join
+        the loop's group commit (see ``_Group``); the result (or error) is returned once the
+        group has committed. If the group is rolled back (another request failed after
+        writing, or the commit failed), ``fn`` runs again, the second time on its own."""
+        if not self.group_commit:
+            return await self.run_connected(fn, *args, **kwargs)
+        work = _bind(fn, *args, **kwargs)
+        conn = self._kept_connection()
+        raw: Any = conn.connection.dbapi_connection
+        group: _Group | None = conn.info.get(_GROUP)
+        if group is None:
+            raw.execute("BEGIN IMMEDIATE")
+            loop = asyncio.get_running_loop()
+            group = conn.info[_GROUP] = _Group(loop)
+            loop.call_soon(self._commit_group, conn, group)
+        changes = raw.total_changes
+        try:
+            result = work(conn)
+        except BaseException:
+            if group.failed:  # this request rolled it back; its error was recorded alone
+                raise
+            if raw.total_changes == changes:  # it wrote nothing: nothing to wait for
+                raise
+            await group.done
+            if group.failed:
+                return self._on_kept(work, False)
+            raise
+        await group.done
+        if group.failed:
+            return self._on_kept(work, False)
+        return result
+
+    def _commit_group(self, conn: Connection, group: _Group) -> None:
+        if group.done.done():
+            return  # rolled back already
+        try:
+            del conn.info[_GROUP]
+            _commit(conn)
+        except Exception:
+            log.warning("group commit failed; its requests run again", exc_info=True)
+            group.failed = True
+            _roll_back(conn)
+            conn.info.pop("outbox_dirty", None)
+        finally:
+            group.done.set_result(None)  # whatever happened, no request is left waiting
+        self._after(conn)
+
     def _kept_connection(self) -> Connection:
         kept = self._kept
         conn: Connection | None = getattr(kept, "conn", None)
         now = time.monotonic()
         if conn is not None and (
-            conn.closed or conn.invalidated or now - kept.used > KEEP_IDLE_SECONDS
+            conn.closed
+            or conn.invalidated
+            or (now - kept.used > KEEP_IDLE_SECONDS and _GROUP not in conn.info)
         ):
             with self._kept_lock, contextlib.suppress(ValueError):
                 self._all_kept.remove(conn)
@@ -218,8 +341,12 @@ class Database:
         return conn
 
     def _on_kept(self, fn: Callable[[Connection], T], transaction: bool) -> T:
-        """Run ``fn`` on the calling thread's kept connection (see ``__init__``)."""
+        """Run ``fn`` on the calling thread's kept connection (see ``__init__``); a group
+        commit open on it is committed first."""
         conn = self._kept_connection()
+        group: _Group | None = conn.info.get(_GROUP)
+        if group is not None:
+            self._commit_group(conn, group)
         try:
             if transaction:
                 with atomic(conn):
@@ -230,12 +357,13 @@ class Database:
                 conn.info.pop("outbox_dirty", None)
             raise
         finally:
-            if conn.in_transaction():  # never carry a transaction over to the next call
-                conn.rollback()
-            with contextlib.suppress(Exception):  # one opened on the driver (``atomic``)
+            # Never carry a transaction over to the next call: SQLAlchemy's (also one whose
+            # commit failed, which is no longer "in" a transaction but must still be rolled
+            # back), or one opened on the driver (``atomic``).
+            with contextlib.suppress(Exception):  # a closed connection has none
                 raw: Any = conn.connection.dbapi_connection
-                if getattr(raw, "in_transaction", False):
-                    raw.rollback()
+                if conn.get_transaction() is not None or raw.in_transaction:
+                    _roll_back(conn)
             self._after(conn)
 
     def _start_checkpointer(self, conn: Connection) -> None:

@@ -2,9 +2,10 @@
 
 ``perform`` identifies the key, authorizes it (revoked and expired keys are refused at once:
 nothing is cached), spends its rate budget, runs the operation and records the call in the
-history, all in one transaction, so that each request costs one commit. A request that fails
-is rolled back and its call is recorded in a transaction of its own. Requests whose key does not
-exist (missing, malformed, unknown) have no history to be recorded in.
+history, all in one transaction, so that each request costs at most one commit (on SQLite the
+requests of one turn of the event loop share it: ``Database.run_grouped``). A request that
+fails is rolled back and its call is recorded in a transaction of its own. Requests whose key
+does not exist (missing, malformed, unknown) have no history to be recorded in.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def perform(
     limiter: RateLimiter | None = None,
 ) -> Outcome[T]:
     """Run ``op(conn, principal)`` for the key ``secret``. ``conn`` must not be in a
-    transaction: this function owns them."""
+    transaction, except a group commit's (``Database.run_grouped``): this function owns them,
+    and ``op`` must not open or end any itself."""
     key_id: str | None = None
     try:
         with atomic(conn):

@@ -226,7 +226,7 @@ def _result(value: dict[str, Any]) -> CallToolResult:
 async def _run(backend: Backend, ctx: Context, operation: str, op: Operation[Any]) -> Any:
     caller = backend.identify(ctx, operation)
     with tool_errors(operation, caller.call.request_id):
-        outcome = await backend.db.run_connected(
+        outcome = await backend.db.run_grouped(
             perform, secret=caller.secret, ctx=caller.call, op=op, limiter=backend.limiter
         )
     return outcome.value

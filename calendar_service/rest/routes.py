@@ -33,7 +33,7 @@ async def _perform(request: Request, operation: str, op: Operation[Any]) -> Outc
     leaked = key_in_url(request)
     if leaked is not None:
         return await _refuse_key_in_url(request, operation, *leaked)
-    return await svc.db.run_connected(
+    return await svc.db.run_grouped(
         perform,
         secret=bearer_token(request),
         ctx=call_context(request, operation),

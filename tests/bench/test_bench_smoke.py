@@ -48,7 +48,10 @@ def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
 
 def test_the_in_process_driver_serves_ours_and_the_minimum_without_errors() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.inprocess", "--events", "10000", "--requests", "20"],
+        [
+            *(sys.executable, "-m", "bench.inprocess", "--events", "10000"),
+            *("--requests", "20", "--concurrency", "4"),  # 4 at a time: group commits
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
