@@ -8,7 +8,10 @@ On its own it prints the CPU time per request (noisy on a shared machine). With
 ``--instructions`` it runs itself under ``valgrind --tool=callgrind`` twice per case, with no
 measured requests and with ``--requests`` of them, and prints the difference per request:
 instructions in user space, the same from one run to the next whatever else the machine is
-doing (system calls are not counted). Each run first serves ``WARMUP`` requests unmeasured.
+doing (system calls are not counted), in all and by binary: how much of a request is SQLite's,
+the interpreter's, each C extension's. Each run first serves ``WARMUP`` requests unmeasured.
+``--concurrency N`` keeps N requests in flight (as N clients would), so that ours groups their
+commits as it does under load (``db.Database.run_grouped``).
 """
 
 from __future__ import annotations
@@ -208,36 +211,72 @@ def run_case(which: str, kind: str, n: int, events: int, concurrency: int = 1) -
         print(f"{which:8s} {kind:6s} {1e6 * cpu / n:7.0f} us of CPU per request ({n} requests)")
 
 
-def count_instructions(which: str, kind: str, n: int, events: int, concurrency: int = 1) -> int:
-    """User-space instructions per request: callgrind totals of ``n`` requests and of none."""
+def count_instructions(
+    which: str, kind: str, n: int, events: int, concurrency: int = 1
+) -> tuple[int, Counter[str]]:
+    """User-space instructions per request: callgrind totals of ``n`` requests and of none,
+    in all and by the binary they ran in (the interpreter, SQLite, each C extension)."""
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
-    totals = []
-    for count in (0, n):
-        proc = subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                "--callgrind-out-file=/dev/null",
-                sys.executable,
-                "-m",
-                "bench.inprocess",
-                f"--which={which}",
-                f"--kind={kind}",
-                f"--requests={count}",
-                f"--events={events}",
-                f"--concurrency={concurrency}",
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        found = re.search(r"Collected : (\d+)", proc.stderr)
-        if proc.returncode != 0 or found is None:
-            raise SystemExit(f"callgrind run failed:\n{proc.stdout}{proc.stderr[-2000:]}")
-        totals.append(int(found.group(1)))
-    return (totals[1] - totals[0]) // n
+    totals: list[int] = []
+    objects: list[Counter[str]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for count in (0, n):
+            out = Path(tmp) / f"callgrind-{count}.out"
+            proc = subprocess.run(
+                [
+                    "valgrind",
+                    "--tool=callgrind",
+                    f"--callgrind-out-file={out}",
+                    sys.executable,
+                    "-m",
+                    "bench.inprocess",
+                    f"--which={which}",
+                    f"--kind={kind}",
+                    f"--requests={count}",
+                    f"--events={events}",
+                    f"--concurrency={concurrency}",
+                ],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            found = re.search(r"Collected : (\d+)", proc.stderr)
+            if proc.returncode != 0 or found is None:
+                raise SystemExit(f"callgrind run failed:\n{proc.stdout}{proc.stderr[-2000:]}")
+            totals.append(int(found.group(1)))
+            objects.append(_by_object(out))
+    per_object = Counter({k: (objects[1][k] - objects[0][k]) // n for k in objects[1]})
+    return (totals[1] - totals[0]) // n, per_object
+
+
+def _by_object(callgrind_out: Path) -> Counter[str]:
+    """Self instructions by binary (``callgrind_annotate`` lists each function's with its
+    object file in brackets)."""
+    text = subprocess.run(
+        ["callgrind_annotate", "--inclusive=no", "--threshold=100", str(callgrind_out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    found: Counter[str] = Counter()
+    for line in text.splitlines():
+        m = re.match(r"\s*([\d,]+) .*\[(.+)\]\s*$", line)
+        if m:
+            found[_object_name(m.group(2))] += int(m.group(1).replace(",", ""))
+    return found
+
+
+def _object_name(path: str) -> str:
+    name = Path(path).name
+    if name.startswith(("libsqlite3", "_sqlite3")):
+        return "SQLite (libsqlite3 and the _sqlite3 module)"
+    if name.startswith(("python3", "libpython3")):
+        return "the Python interpreter"
+    if name.startswith(("libc.so", "libc-", "ld-linux", "libm.so")):
+        return "libc"
+    return name.split(".")[0]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -257,8 +296,10 @@ def main(argv: list[str] | None = None) -> None:
             subprocess.run([sys.executable, "-m", "bench.inprocess", *args], cwd=ROOT, check=True)
         return
     for which, kind in cases:
-        per_request = count_instructions(which, kind, a.requests, a.events, a.concurrency)
+        per_request, objects = count_instructions(which, kind, a.requests, a.events, a.concurrency)
         print(f"{which:8s} {kind:6s} {per_request:>12,} instructions per request", flush=True)
+        for name, count in objects.most_common(6):
+            print(f"{'':16s} {count:>12,} in {name}", flush=True)
 
 
 if __name__ == "__main__":

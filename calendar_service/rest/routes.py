@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection
 from starlette.requests import Request
 from starlette.responses import Response
@@ -63,6 +64,8 @@ def _respond(outcome: Outcome[Any], **extra_headers: str) -> Response:
     headers.update(extra_headers)
     if outcome.status == 204:
         return Response(status_code=204, headers=headers)
+    if isinstance(outcome.value, bytes):  # encoded JSON
+        return Response(outcome.value, outcome.status, headers, JSONResponse.media_type)
     return JSONResponse(outcome.value, status_code=outcome.status, headers=headers)
 
 
@@ -70,13 +73,17 @@ async def list_calendar_events(request: Request) -> Response:
     params = request.query_params
 
     def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-        return 200, events.list_events(
-            conn,
-            principal=principal,
-            time_min=params.get("timeMin"),
-            time_max=params.get("timeMax"),
-            limit=params.get("limit"),
-            page_token=params.get("pageToken"),
+        # Encoded here, while the list is fresh in the cache: only the bytes wait for the
+        # group commit (db.Database.run_grouped), not some 600 objects.
+        return 200, orjson.dumps(
+            events.list_events(
+                conn,
+                principal=principal,
+                time_min=params.get("timeMin"),
+                time_max=params.get("timeMax"),
+                limit=params.get("limit"),
+                page_token=params.get("pageToken"),
+            )
         )
 
     return _respond(await _perform(request, "listCalendarEvents", op))
