@@ -23,7 +23,7 @@ from calendar_service.timeutil import utcnow
 from tests.support import POSTGRES_ADMIN_URL, Factory, RunningServer, bearer
 
 pytestmark = pytest.mark.skipif(
-    POSTGRES_ADMIN_URL is not None,
+    bool(POSTGRES_ADMIN_URL),
     reason="group commit is SQLite's (PostgreSQL commits each request on its own thread)",
 )
 
