@@ -124,17 +124,25 @@ async def test_requests_of_one_turn_share_one_commit_and_return_once_it_is_durab
     assert set(work.runs.values()) == {1}
 
 
+async def three_with_a_failing_middle(
+    gdb: Database, work: Writes, fail: str
+) -> tuple[list[str], list[Any]]:
+    """Three requests in one turn of the loop, the middle one failing as ``fail`` says."""
+    ids = [new_id("usr") for _ in range(3)]
+    results = await asyncio.gather(
+        gdb.run_grouped(work, ids[0]),
+        gdb.run_grouped(work, ids[1], fail=fail),
+        gdb.run_grouped(work, ids[2]),
+        return_exceptions=True,
+    )
+    return ids, list(results)
+
+
 async def test_a_request_failing_after_writing_rolls_back_the_group_and_the_others_run_again(
     gdb: Database, watcher: sqlite3.Connection
 ) -> None:
     work = Writes(watcher)
-    first, bad, last = (new_id("usr") for _ in range(3))
-    results = await asyncio.gather(
-        gdb.run_grouped(work, first),
-        gdb.run_grouped(work, bad, fail="after"),
-        gdb.run_grouped(work, last),
-        return_exceptions=True,
-    )
+    (first, bad, last), results = await three_with_a_failing_middle(gdb, work, "after")
     assert results[0] == first and results[2] == last
     assert isinstance(results[1], RuntimeError)
     assert committed(watcher, [first, bad, last]) == {first, last}
@@ -147,14 +155,8 @@ async def test_a_request_failing_before_writing_leaves_the_group_alone(
     gdb: Database, watcher: sqlite3.Connection
 ) -> None:
     work = Writes(watcher)
-    first, bad, last = (new_id("usr") for _ in range(3))
     traced = commits_on(gdb)
-    results = await asyncio.gather(
-        gdb.run_grouped(work, first),
-        gdb.run_grouped(work, bad, fail="before"),
-        gdb.run_grouped(work, last),
-        return_exceptions=True,
-    )
+    (first, bad, last), results = await three_with_a_failing_middle(gdb, work, "before")
     assert isinstance(results[1], ValueError)
     assert committed(watcher, [first, bad, last]) == {first, last}
     assert traced.count("COMMIT") == 1
@@ -165,13 +167,7 @@ async def test_a_failed_commit_runs_each_request_again_on_its_own(
     gdb: Database, watcher: sqlite3.Connection
 ) -> None:
     work = Writes(watcher)
-    first, bad, last = (new_id("usr") for _ in range(3))
-    results = await asyncio.gather(
-        gdb.run_grouped(work, first),
-        gdb.run_grouped(work, bad, fail="commit"),
-        gdb.run_grouped(work, last),
-        return_exceptions=True,
-    )
+    (first, bad, last), results = await three_with_a_failing_middle(gdb, work, "commit")
     assert results[0] == first and results[2] == last
     assert isinstance(results[1], Exception) and "FOREIGN KEY" in str(results[1])
     assert committed(watcher, [first, bad, last]) == {first, last}
