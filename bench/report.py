@@ -90,7 +90,7 @@ def chart(summary: dict[str, Any], path: Path, machine: str) -> Path | None:
             ax.bar_label(bars, fmt="%.0f" if key == "rps" else "%.1f", fontsize=8)
         ax.set_xticks(list(xs), kinds)
         ax.set_title(title, fontsize=10)
-        ax.margins(y=0.2)
+        ax.margins(y=0.45)  # room for the legend above the tallest bar's label
         ax.legend(fontsize=8, loc="upper left")
     if scale:
         ax = axes[0][i]
@@ -124,7 +124,7 @@ def chart(summary: dict[str, Any], path: Path, machine: str) -> Path | None:
             ax.bar_label(bars, fmt="%.0f", fontsize=8)
         ax.set_xticks(list(xs), kinds)
         ax.set_title("PostgreSQL req/s (ours)", fontsize=10)
-        ax.margins(y=0.2)
+        ax.margins(y=0.45)  # room for the legend above the tallest bar's label
         ax.legend(fontsize=8, loc="upper left")
     fig.suptitle(f"calendar-service vs the hand-written minimum ({machine})", fontsize=10)
     fig.tight_layout()
