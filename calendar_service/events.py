@@ -29,7 +29,7 @@ from calendar_service.calendars import (
 from calendar_service.db import Statement
 from calendar_service.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.ids import new_id
-from calendar_service.inputs import parse_partial
+from calendar_service.inputs import M, parse_partial
 from calendar_service.keys import Principal
 from calendar_service.models import (
     TITLE_MAX,
@@ -455,16 +455,25 @@ def create_event_from_input(
     """The fronts' way in: decoded, untrusted JSON for a new event. The permission is checked
     first; then every bad field, of type or of value, is reported at once. Returns
     ``(event, replayed)`` as ``create_event_once``."""
-    principal.require_write()
-    data, type_errors = parse_partial(EventCreate, body)
+    data, errors = _untrusted(principal, EventCreate, body, prior_errors)
     return create_event_once(
         conn,
         principal=principal,
         data=data,
         now=now,
         idempotency_key=idempotency_key,
-        prior_errors=[*prior_errors, *type_errors],
+        prior_errors=errors,
     )
+
+
+def _untrusted(
+    principal: Principal, model: type[M], body: Any, prior_errors: Sequence[FieldError]
+) -> tuple[M, list[FieldError]]:
+    """The fronts' way in, for create and update alike: the permission first, then the
+    input's type errors added to the front's own (``inputs.parse_partial``)."""
+    principal.require_write()
+    data, type_errors = parse_partial(model, body)
+    return data, [*prior_errors, *type_errors]
 
 
 def create_event_once(
@@ -595,15 +604,9 @@ def update_event_from_input(
 ) -> dict[str, Any]:
     """The fronts' way in for a change: decoded, untrusted JSON. The permission is checked
     first; then every bad field, of type or of value, is reported at once."""
-    principal.require_write()
-    data, type_errors = parse_partial(EventUpdate, body)
+    data, errors = _untrusted(principal, EventUpdate, body, prior_errors)
     return update_event(
-        conn,
-        principal=principal,
-        event_id=event_id,
-        data=data,
-        now=now,
-        prior_errors=[*prior_errors, *type_errors],
+        conn, principal=principal, event_id=event_id, data=data, now=now, prior_errors=errors
     )
 
 
