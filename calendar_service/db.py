@@ -295,27 +295,25 @@ class Database:
             if raw.total_changes == changes:  # it wrote nothing: nothing to wait for
                 raise
             await group.done
-            if group.failed:
-                return self._on_kept(work, False)
-            raise
-        await group.done
-        if group.failed:
-            return self._on_kept(work, False)
-        return result
+            if not group.failed:
+                raise
+        else:
+            await group.done
+            if not group.failed:
+                return result
+        return self._on_kept(work, False)  # the group was rolled back: run again, alone
 
     def _commit_group(self, conn: Connection, group: _Group) -> None:
         if group.done.done():
             return  # rolled back already
         try:
-            del conn.info[_GROUP]
             _commit(conn)
         except Exception:
             log.warning("group commit failed; its requests run again", exc_info=True)
-            group.failed = True
-            _roll_back(conn)
-            conn.info.pop("outbox_dirty", None)
-        finally:
-            group.done.set_result(None)  # whatever happened, no request is left waiting
+            group.abandon(conn)
+        else:
+            del conn.info[_GROUP]
+            group.done.set_result(None)
         self._after(conn)
 
     def _kept_connection(self) -> Connection:
