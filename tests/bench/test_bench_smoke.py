@@ -25,11 +25,10 @@ pytestmark = [
 ]
 
 
-def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
-    tmp_path: Path,
-) -> None:
+def run_bench(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m module args`` from the repository, bounded; it must exit 0."""
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--tiny", "--loadgen", "python", "--out", str(tmp_path)],
+        [sys.executable, "-m", module, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -37,6 +36,13 @@ def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
+    tmp_path: Path,
+) -> None:
+    proc = run_bench("bench", "--tiny", "--loadgen", "python", "--out", str(tmp_path))
     assert "median ratio" in proc.stdout
     summary = json.loads((tmp_path / "latest.json").read_text())["summary"]
     for kind in ("list", "create"):
@@ -47,18 +53,10 @@ def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
 
 
 def test_the_in_process_driver_serves_ours_and_the_minimum_without_errors() -> None:
-    proc = subprocess.run(
-        [
-            *(sys.executable, "-m", "bench.inprocess", "--events", "10000"),
-            *("--requests", "20", "--concurrency", "4"),  # 4 at a time: group commits
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
+    proc = run_bench(
+        *("bench.inprocess", "--events", "10000", "--requests", "20"),
+        *("--concurrency", "4"),  # 4 at a time: group commits
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     for which in ("ours", "minimum"):
         for kind in ("list", "create"):
