@@ -13,6 +13,7 @@ import orjson
 from sqlalchemy import Connection, bindparam, insert, select
 
 from calendar_service.db import Statement
+from calendar_service.db.channels import OUTBOX_DIRTY
 from calendar_service.ids import new_id
 from calendar_service.models import UTCDateTime, WebhookDelivery, WebhookEndpoint, to_db
 from calendar_service.timeutil import format_utc
@@ -122,6 +123,7 @@ def enqueue(
 def notify_committed(conn: Connection) -> None:
     """Ask for the dispatcher to be woken once this transaction commits.
 
-    The flag rides on the connection's ``info``; ``Database`` reads it after commit and calls
-    the wake-up hook the app registered (the core knows nothing of schedulers)."""
-    conn.info["outbox_dirty"] = True
+    The flag (``db.channels.OUTBOX_DIRTY``) rides on the connection's ``info``; ``Database``
+    reads it after commit and calls the wake-up hook the app registered (the core knows nothing
+    of schedulers)."""
+    conn.info[OUTBOX_DIRTY] = True

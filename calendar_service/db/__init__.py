@@ -35,6 +35,7 @@ from sqlalchemy.pool import QueuePool
 from sqlalchemy.sql.expression import Executable
 
 from calendar_service.config import Config
+from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -106,7 +107,7 @@ def atomic(conn: Connection) -> Iterator[Connection]:
     are no savepoints), and the group's other requests run again; one that fails before
     writing leaves the group alone."""
     raw: Any = conn.connection.dbapi_connection
-    group: _Group | None = conn.info.get(_GROUP)
+    group: _Group | None = conn.info.get(OPEN_GROUP)
     if group is not None:
         changes = raw.total_changes
         try:
@@ -147,9 +148,6 @@ def _bind(
     return bound
 
 
-_GROUP = "commit_group"  # conn.info key of the open _Group
-
-
 class _Group:
     """One SQLite write transaction shared by the requests run in one turn of the event loop.
 
@@ -167,12 +165,12 @@ class _Group:
 
     def abandon(self, conn: Connection) -> None:
         """Roll the group's transaction back: its requests run again, each on its own."""
-        if conn.info.get(_GROUP) is not self:
+        if conn.info.get(OPEN_GROUP) is not self:
             return
-        del conn.info[_GROUP]
+        del conn.info[OPEN_GROUP]
         self.failed = True
         _roll_back(conn)
-        conn.info.pop("outbox_dirty", None)
+        conn.info.pop(OUTBOX_DIRTY, None)
         if not self.done.done():
             self.done.set_result(None)
 
@@ -238,7 +236,7 @@ class Database:
                 with conn.begin():
                     result = fn(conn, *args, **kwargs)
             except BaseException:
-                conn.info.pop("outbox_dirty", None)
+                conn.info.pop(OUTBOX_DIRTY, None)
                 raise
             self._after(conn)
         return result
@@ -246,7 +244,7 @@ class Database:
     def _after(self, conn: Connection) -> None:
         # Set by outbox.enqueue; a rolled-back transaction may leave it set too, which only
         # costs the dispatcher a spurious look.
-        if conn.info.pop("outbox_dirty", False) and self.on_outbox_commit is not None:
+        if conn.info.pop(OUTBOX_DIRTY, False) and self.on_outbox_commit is not None:
             self.on_outbox_commit()
 
     async def run(
@@ -280,11 +278,11 @@ class Database:
         work = _bind(fn, *args, **kwargs)
         conn = self._kept_connection()
         raw: Any = conn.connection.dbapi_connection
-        group: _Group | None = conn.info.get(_GROUP)
+        group: _Group | None = conn.info.get(OPEN_GROUP)
         if group is None:
             raw.execute("BEGIN IMMEDIATE")
             loop = asyncio.get_running_loop()
-            group = conn.info[_GROUP] = _Group(loop)
+            group = conn.info[OPEN_GROUP] = _Group(loop)
             loop.call_soon(self._commit_group, conn, group)
         changes = raw.total_changes
         try:
@@ -312,7 +310,7 @@ class Database:
             log.warning("group commit failed; its requests run again", exc_info=True)
             group.abandon(conn)
         else:
-            del conn.info[_GROUP]
+            del conn.info[OPEN_GROUP]
             group.done.set_result(None)
         self._after(conn)
 
@@ -323,7 +321,7 @@ class Database:
         if conn is not None and (
             conn.closed
             or conn.invalidated
-            or (now - kept.used > KEEP_IDLE_SECONDS and _GROUP not in conn.info)
+            or (now - kept.used > KEEP_IDLE_SECONDS and OPEN_GROUP not in conn.info)
         ):
             with self._kept_lock, contextlib.suppress(ValueError):
                 self._all_kept.remove(conn)
@@ -342,7 +340,7 @@ class Database:
         """Run ``fn`` on the calling thread's kept connection (see ``__init__``); a group
         commit open on it is committed first."""
         conn = self._kept_connection()
-        group: _Group | None = conn.info.get(_GROUP)
+        group: _Group | None = conn.info.get(OPEN_GROUP)
         if group is not None:
             self._commit_group(conn, group)
         try:
@@ -352,7 +350,7 @@ class Database:
             return fn(conn)
         except BaseException:
             if transaction:
-                conn.info.pop("outbox_dirty", None)
+                conn.info.pop(OUTBOX_DIRTY, None)
             raise
         finally:
             # Never carry a transaction over to the next call: SQLAlchemy's (also one whose
