@@ -29,13 +29,11 @@ from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.dialects import sqlite
-from sqlalchemy.engine import Dialect
 from sqlalchemy.pool import QueuePool
-from sqlalchemy.sql.expression import Executable
 
 from calendar_service.config import Config
 from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
+from calendar_service.db.statement import Statement
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -415,52 +413,4 @@ class _Checkpointer:
         self._thread.join(timeout=10)
 
 
-class Statement:
-    """A Core statement compiled once per dialect and run by the driver, inside the
-    connection's transaction: for the few statements every request runs.
-
-    Profiles of the list and create endpoints showed SQLAlchemy's per-execution work (building
-    the statement, its cache key, the execution context, ``Row`` objects and result type
-    processing) costing several times what SQLite spends on the query. The SQL still comes
-    from a Core statement; only the execution is direct. Rows are plain tuples of driver
-    values: date-times are ``UTCDateTime`` text on SQLite (see ``timeutil.format_utc``) and
-    aware datetimes on PostgreSQL; bind date-times with ``models.to_db``. When event listeners
-    or echo watch the engine, execution goes through ``exec_driver_sql`` so that they see it.
-    """
-
-    __slots__ = ("_compiled", "statement")
-
-    def __init__(self, statement: Executable) -> None:
-        self.statement = statement
-        self._compiled: dict[str, tuple[str, dict[str, Any]]] = {}
-
-    def sql(self, dialect: Dialect) -> tuple[str, dict[str, Any]]:
-        """The SQL text for ``dialect`` (named parameters) and the parameters' defaults."""
-        found = self._compiled.get(dialect.name)
-        if found is None:
-            target = sqlite.dialect(paramstyle="named") if dialect.name == "sqlite" else dialect
-            compiled = self.statement.compile(dialect=target)
-            defaults = {k: v for k, v in compiled.params.items() if v is not None}
-            found = self._compiled[dialect.name] = (str(compiled), defaults)
-        return found
-
-    def _execute(self, conn: Connection, params: dict[str, Any]) -> Any:
-        sql, defaults = self.sql(conn.dialect)
-        if defaults:
-            params = {**defaults, **params}
-        if conn.dispatch.before_cursor_execute or conn.engine.echo:
-            return conn.exec_driver_sql(sql, params)
-        raw: Any = conn.connection.dbapi_connection
-        if not conn.in_transaction() and not getattr(raw, "in_transaction", False):
-            conn.begin()  # autobegin, as Connection.execute does
-        return raw.execute(sql, params)
-
-    def all(self, conn: Connection, **params: Any) -> list[Any]:
-        return list(self._execute(conn, params).fetchall())
-
-    def first(self, conn: Connection, **params: Any) -> Any:
-        return self._execute(conn, params).fetchone()
-
-    def run(self, conn: Connection, **params: Any) -> int:
-        """Execute a write; returns the row count."""
-        return int(self._execute(conn, params).rowcount)
+__all__ = ["Database", "Statement", "atomic", "make_engine", "sqlite_path"]
