@@ -25,70 +25,23 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event
-from sqlalchemy.pool import QueuePool
+from sqlalchemy import Connection, Engine
 
 from calendar_service.config import Config
 from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
+from calendar_service.db.engine import POSTGRES_POOL_SIZE, make_engine, sqlite_path
 from calendar_service.db.statement import Statement
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
-POSTGRES_POOL_SIZE = 8
 KEEP_IDLE_SECONDS = 5.0
 CHECKPOINT_SECONDS = 0.05
 BACKSTOP_PAGES = 10_000  # the request connection still checkpoints if the WAL grows past this
 
 log = logging.getLogger("calendar_service.db")
-
-
-def make_engine(config: Config) -> Engine:
-    url = config.database_url
-    if config.is_sqlite:
-        engine = create_engine(
-            url,
-            connect_args={"check_same_thread": False, "timeout": 30},
-            poolclass=QueuePool,
-            pool_size=4,
-            max_overflow=4,
-            hide_parameters=True,  # errors must not carry values (hashes, bodies) into logs
-        )
-        synchronous = config.sqlite_synchronous
-        if synchronous not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
-            synchronous = "NORMAL"
-
-        @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-            # Let SQLAlchemy, not pysqlite, decide when transactions begin.
-            dbapi_conn.isolation_level = None
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute(f"PRAGMA synchronous={synchronous}")
-            cur.execute("PRAGMA busy_timeout=30000")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.close()
-
-        @event.listens_for(engine, "begin")
-        def _sqlite_begin(conn: Connection) -> None:
-            # IMMEDIATE takes the write lock up front: a read that later writes can then never
-            # fail with "database is locked" half-way through. Inside ``atomic`` the
-            # driver's transaction is already open.
-            raw: Any = conn.connection.dbapi_connection
-            if not raw.in_transaction:
-                raw.execute("BEGIN IMMEDIATE")
-
-        return engine
-    return create_engine(
-        url,
-        pool_size=POSTGRES_POOL_SIZE,
-        max_overflow=4,
-        pool_pre_ping=True,
-        hide_parameters=True,  # errors must not carry values (hashes, bodies) into logs
-    )
 
 
 @contextlib.contextmanager
@@ -126,13 +79,6 @@ def atomic(conn: Connection) -> Iterator[Connection]:
     except BaseException:
         _roll_back(conn)
         raise
-
-
-def sqlite_path(config: Config) -> Path | None:
-    if not config.is_sqlite:
-        return None
-    path = config.database_url.split("///", 1)[-1]
-    return None if path in {"", ":memory:"} else Path(path)
 
 
 def _bind(
