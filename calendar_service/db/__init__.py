@@ -23,7 +23,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -33,6 +33,7 @@ from calendar_service.config import Config
 from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
 from calendar_service.db.engine import POSTGRES_POOL_SIZE, make_engine, sqlite_path
 from calendar_service.db.statement import Statement
+from calendar_service.db.transactions import atomic, commit, roll_back
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -42,43 +43,6 @@ CHECKPOINT_SECONDS = 0.05
 BACKSTOP_PAGES = 10_000  # the request connection still checkpoints if the WAL grows past this
 
 log = logging.getLogger("calendar_service.db")
-
-
-@contextlib.contextmanager
-def atomic(conn: Connection) -> Iterator[Connection]:
-    """``conn.begin()``, committed at the end of the block and rolled back on error.
-
-    On SQLite it is opened and committed on the driver (``BEGIN IMMEDIATE``/``COMMIT``): every
-    request runs one, and SQLAlchemy's transaction objects and event dispatch around it cost
-    more than the statements. Core calls inside the block join it (SQLAlchemy's autobegin
-    finds the driver's transaction open, see ``make_engine``) and the end commits both.
-
-    Inside a group commit (``Database.run_grouped``) the block joins the group's transaction:
-    the group commits it. A block that fails after writing rolls the whole group back (there
-    are no savepoints), and the group's other requests run again; one that fails before
-    writing leaves the group alone."""
-    raw: Any = conn.connection.dbapi_connection
-    group: _Group | None = conn.info.get(OPEN_GROUP)
-    if group is not None:
-        changes = raw.total_changes
-        try:
-            yield conn
-        except BaseException:
-            if raw.total_changes != changes:
-                group.abandon(conn)
-            raise
-        return
-    if conn.dialect.name != "sqlite" or conn.in_transaction() or raw.in_transaction:
-        with conn.begin():
-            yield conn
-        return
-    raw.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-        _commit(conn)
-    except BaseException:
-        _roll_back(conn)
-        raise
 
 
 def _bind(
@@ -113,29 +77,10 @@ class _Group:
             return
         del conn.info[OPEN_GROUP]
         self.failed = True
-        _roll_back(conn)
+        roll_back(conn)
         conn.info.pop(OUTBOX_DIRTY, None)
         if not self.done.done():
             self.done.set_result(None)
-
-
-def _commit(conn: Connection) -> None:
-    """Commit the transaction open on ``conn``'s driver (through SQLAlchemy when Core
-    statements joined it, so that its bookkeeping ends too)."""
-    if conn.in_transaction():
-        conn.commit()
-    else:
-        conn.connection.dbapi_connection.commit()  # type: ignore[union-attr]
-
-
-def _roll_back(conn: Connection) -> None:
-    """Roll back whatever is open on ``conn``, SQLAlchemy's side and the driver's."""
-    with contextlib.suppress(Exception):
-        conn.rollback()
-    with contextlib.suppress(Exception):
-        raw: Any = conn.connection.dbapi_connection
-        if raw.in_transaction:
-            raw.rollback()
 
 
 class Database:
@@ -249,7 +194,7 @@ class Database:
         if group.done.done():
             return  # rolled back already
         try:
-            _commit(conn)
+            commit(conn)
         except Exception:
             log.warning("group commit failed; its requests run again", exc_info=True)
             group.abandon(conn)
@@ -303,7 +248,7 @@ class Database:
             with contextlib.suppress(Exception):  # a closed connection has none
                 raw: Any = conn.connection.dbapi_connection
                 if conn.get_transaction() is not None or raw.in_transaction:
-                    _roll_back(conn)
+                    roll_back(conn)
             self._after(conn)
 
     def _start_checkpointer(self, conn: Connection) -> None:

@@ -1,0 +1,76 @@
+"""``atomic``: one transaction on a connection, and the driver-level commit and rollback under it.
+
+On SQLite every request opens and commits its transaction on the driver (``BEGIN IMMEDIATE``
+and ``COMMIT``), not through SQLAlchemy's transaction objects, which cost more than the
+statements; Core statements run inside join it. Inside a group commit (``group``) ``atomic``
+joins the group's transaction instead, and the group commits it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection
+
+from calendar_service.db.channels import OPEN_GROUP
+
+if TYPE_CHECKING:
+    from calendar_service.db import _Group
+
+
+@contextlib.contextmanager
+def atomic(conn: Connection) -> Iterator[Connection]:
+    """``conn.begin()``, committed at the end of the block and rolled back on error.
+
+    On SQLite it is opened and committed on the driver (``BEGIN IMMEDIATE``/``COMMIT``): every
+    request runs one, and SQLAlchemy's transaction objects and event dispatch around it cost
+    more than the statements. Core calls inside the block join it (SQLAlchemy's autobegin
+    finds the driver's transaction open, see ``engine.make_engine``) and the end commits both.
+
+    Inside a group commit (``Database.run_grouped``) the block joins the group's transaction:
+    the group commits it. A block that fails after writing rolls the whole group back (there
+    are no savepoints), and the group's other requests run again; one that fails before
+    writing leaves the group alone."""
+    raw: Any = conn.connection.dbapi_connection
+    group: _Group | None = conn.info.get(OPEN_GROUP)
+    if group is not None:
+        changes = raw.total_changes
+        try:
+            yield conn
+        except BaseException:
+            if raw.total_changes != changes:
+                group.abandon(conn)
+            raise
+        return
+    if conn.dialect.name != "sqlite" or conn.in_transaction() or raw.in_transaction:
+        with conn.begin():
+            yield conn
+        return
+    raw.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        commit(conn)
+    except BaseException:
+        roll_back(conn)
+        raise
+
+
+def commit(conn: Connection) -> None:
+    """Commit the transaction open on ``conn``'s driver (through SQLAlchemy when Core
+    statements joined it, so that its bookkeeping ends too)."""
+    if conn.in_transaction():
+        conn.commit()
+    else:
+        conn.connection.dbapi_connection.commit()  # type: ignore[union-attr]
+
+
+def roll_back(conn: Connection) -> None:
+    """Roll back whatever is open on ``conn``, SQLAlchemy's side and the driver's."""
+    with contextlib.suppress(Exception):
+        conn.rollback()
+    with contextlib.suppress(Exception):
+        raw: Any = conn.connection.dbapi_connection
+        if raw.in_transaction:
+            raw.rollback()
