@@ -31,6 +31,7 @@ from sqlalchemy import Connection, Engine
 
 from calendar_service.config import Config
 from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
+from calendar_service.db.checkpoint import Checkpointer
 from calendar_service.db.engine import POSTGRES_POOL_SIZE, make_engine, sqlite_path
 from calendar_service.db.statement import Statement
 from calendar_service.db.transactions import atomic, commit, roll_back
@@ -39,8 +40,6 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 KEEP_IDLE_SECONDS = 5.0
-CHECKPOINT_SECONDS = 0.05
-BACKSTOP_PAGES = 10_000  # the request connection still checkpoints if the WAL grows past this
 
 log = logging.getLogger("calendar_service.db")
 
@@ -109,7 +108,8 @@ class Database:
         self._kept = threading.local()
         self._all_kept: list[Connection] = []
         self._kept_lock = threading.Lock()
-        self._checkpointer: _Checkpointer | None = None
+        # SQLite's WAL checkpoints run on a thread of their own (see ``checkpoint``).
+        self._checkpointer = Checkpointer(self.engine) if config.is_sqlite else None
         workers = 1 if config.is_sqlite else POSTGRES_POOL_SIZE
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="db")
         # Called (from a database thread) after a transaction that queued webhook deliveries
@@ -220,8 +220,8 @@ class Database:
             conn = kept.conn = self.engine.connect()
             with self._kept_lock:
                 self._all_kept.append(conn)
-                if self.config.is_sqlite:
-                    self._start_checkpointer(conn)
+                if self._checkpointer is not None:
+                    self._checkpointer.adopt(conn)
         kept.used = now
         return conn
 
@@ -251,57 +251,15 @@ class Database:
                     roll_back(conn)
             self._after(conn)
 
-    def _start_checkpointer(self, conn: Connection) -> None:
-        """Move SQLite's WAL checkpoints off the request connection (see ``_Checkpointer``)."""
-        conn.connection.dbapi_connection.execute(  # type: ignore[union-attr]
-            f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}"
-        )
-        if self._checkpointer is None:
-            self._checkpointer = _Checkpointer(self.engine)
-
     def close(self) -> None:
         if self._checkpointer is not None:
             self._checkpointer.stop()
-            self._checkpointer = None
         self._executor.shutdown(wait=True)
         with self._kept_lock:
             kept, self._all_kept = self._all_kept, []
         for conn in kept:
             conn.close()
         self.engine.dispose()
-
-
-class _Checkpointer:
-    """Checkpoints the SQLite WAL every ``CHECKPOINT_SECONDS`` from a thread of its own.
-
-    By default the connection whose commit crosses 1,000 WAL pages copies them back into the
-    database and fsyncs it, inside that commit; with requests run on the event loop that
-    stalled every request in flight (the create p99). Here a PASSIVE checkpoint (which never
-    blocks writers or readers) runs beside the loop, with the GIL released while SQLite works.
-    Durability is unchanged: a commit is as durable as ``synchronous`` makes it either way."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="sqlite-checkpoint", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        raw = self._engine.raw_connection()
-        try:
-            while not self._stop.wait(CHECKPOINT_SECONDS):
-                try:
-                    raw.dbapi_connection.execute(  # type: ignore[union-attr]
-                        "PRAGMA wal_checkpoint(PASSIVE)"
-                    ).fetchall()
-                except Exception:  # busy or closing: the next round tries again
-                    log.debug("WAL checkpoint failed", exc_info=True)
-        finally:
-            raw.close()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
 
 
 __all__ = ["Database", "Statement", "atomic", "make_engine", "sqlite_path"]
