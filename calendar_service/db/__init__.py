@@ -21,8 +21,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -33,26 +31,15 @@ from calendar_service.config import Config
 from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
 from calendar_service.db.checkpoint import Checkpointer
 from calendar_service.db.engine import POSTGRES_POOL_SIZE, make_engine, sqlite_path
+from calendar_service.db.kept import KeptConnections, bind
 from calendar_service.db.statement import Statement
 from calendar_service.db.transactions import atomic, commit, roll_back
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
-KEEP_IDLE_SECONDS = 5.0
 
 log = logging.getLogger("calendar_service.db")
-
-
-def _bind(
-    fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
-) -> Callable[[Connection], T]:
-    """``fn`` with its arguments bound after the connection: ``conn -> fn(conn, ...)``."""
-
-    def bound(conn: Connection) -> T:
-        return fn(conn, *args, **kwargs)
-
-    return bound
 
 
 class _Group:
@@ -101,15 +88,13 @@ class Database:
         if group_commit is None:
             group_commit = config.is_sqlite
         self.group_commit = group_commit and self.inline
-        # The connection each calling thread (the loop, or a database thread) keeps between
-        # calls: a pool check-out per request, with PostgreSQL's pre-ping, was a round trip and
-        # a good part of a request. One left idle for KEEP_IDLE seconds goes back to the pool,
-        # and the next check-out is pinged, so a restarted server is noticed as before.
-        self._kept = threading.local()
-        self._all_kept: list[Connection] = []
-        self._kept_lock = threading.Lock()
         # SQLite's WAL checkpoints run on a thread of their own (see ``checkpoint``).
         self._checkpointer = Checkpointer(self.engine) if config.is_sqlite else None
+        # The connection each calling thread keeps between calls (see ``kept``).
+        self._kept = KeptConnections(
+            self.engine, self._checkpointer.adopt if self._checkpointer is not None else None
+        )
+        self._kept_connection: Callable[[], Connection] = self._kept.connection
         workers = 1 if config.is_sqlite else POSTGRES_POOL_SIZE
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="db")
         # Called (from a database thread) after a transaction that queued webhook deliveries
@@ -140,7 +125,7 @@ class Database:
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run ``fn(conn, ...)`` in one transaction, inline or on the database thread(s)."""
-        work = functools.partial(self._on_kept, _bind(fn, *args, **kwargs), True)
+        work = functools.partial(self._on_kept, bind(fn, *args, **kwargs), True)
         if self.inline:
             return work()
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
@@ -150,7 +135,7 @@ class Database:
     ) -> T:
         """Run ``fn(conn, ...)`` outside a transaction (``fn`` owns them, as ``gateway.perform``
         does), inline or on the database thread(s)."""
-        work = functools.partial(self._on_kept, _bind(fn, *args, **kwargs), False)
+        work = functools.partial(self._on_kept, bind(fn, *args, **kwargs), False)
         if self.inline:
             return work()
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
@@ -164,7 +149,7 @@ class Database:
         writing, or the commit failed), ``fn`` runs again, the second time on its own."""
         if not self.group_commit:
             return await self.run_connected(fn, *args, **kwargs)
-        work = _bind(fn, *args, **kwargs)
+        work = bind(fn, *args, **kwargs)
         conn = self._kept_connection()
         raw: Any = conn.connection.dbapi_connection
         group: _Group | None = conn.info.get(OPEN_GROUP)
@@ -203,30 +188,8 @@ class Database:
             group.done.set_result(None)
         self._after(conn)
 
-    def _kept_connection(self) -> Connection:
-        kept = self._kept
-        conn: Connection | None = getattr(kept, "conn", None)
-        now = time.monotonic()
-        if conn is not None and (
-            conn.closed
-            or conn.invalidated
-            or (now - kept.used > KEEP_IDLE_SECONDS and OPEN_GROUP not in conn.info)
-        ):
-            with self._kept_lock, contextlib.suppress(ValueError):
-                self._all_kept.remove(conn)
-            conn.close()
-            conn = None
-        if conn is None:
-            conn = kept.conn = self.engine.connect()
-            with self._kept_lock:
-                self._all_kept.append(conn)
-                if self._checkpointer is not None:
-                    self._checkpointer.adopt(conn)
-        kept.used = now
-        return conn
-
     def _on_kept(self, fn: Callable[[Connection], T], transaction: bool) -> T:
-        """Run ``fn`` on the calling thread's kept connection (see ``__init__``); a group
+        """Run ``fn`` on the calling thread's kept connection (see ``kept``); a group
         commit open on it is committed first."""
         conn = self._kept_connection()
         group: _Group | None = conn.info.get(OPEN_GROUP)
@@ -255,10 +218,7 @@ class Database:
         if self._checkpointer is not None:
             self._checkpointer.stop()
         self._executor.shutdown(wait=True)
-        with self._kept_lock:
-            kept, self._all_kept = self._all_kept, []
-        for conn in kept:
-            conn.close()
+        self._kept.close()
         self.engine.dispose()
 
 
