@@ -12,7 +12,7 @@ the network.
 
 On SQLite the requests that go through ``gateway.perform`` (``run_grouped``) also share their
 commits: those run in one turn of the event loop join one transaction, committed once they have
-all run, and each is answered only after that commit (see ``_Group``).
+all run, and each is answered only after that commit (see ``Group``).
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from calendar_service.config import Config
 from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
 from calendar_service.db.checkpoint import Checkpointer
 from calendar_service.db.engine import POSTGRES_POOL_SIZE, make_engine, sqlite_path
+from calendar_service.db.group import Group, GroupCommit
 from calendar_service.db.kept import KeptConnections, bind
 from calendar_service.db.statement import Statement
-from calendar_service.db.transactions import atomic, commit, roll_back
+from calendar_service.db.transactions import atomic, roll_back
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -42,34 +43,7 @@ T = TypeVar("T")
 log = logging.getLogger("calendar_service.db")
 
 
-class _Group:
-    """One SQLite write transaction shared by the requests run in one turn of the event loop.
-
-    The first request opens it (``BEGIN IMMEDIATE``) and asks the loop to commit it once the
-    callbacks already queued have run; every request run inline until then joins it, and each
-    one's response waits for that one commit. Unchanged: nothing is answered before it is
-    durable. Changed: one commit (and one write of the pages the requests share, such as the
-    history's last page) for several requests."""
-
-    __slots__ = ("done", "failed")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.done: asyncio.Future[None] = loop.create_future()
-        self.failed = False
-
-    def abandon(self, conn: Connection) -> None:
-        """Roll the group's transaction back: its requests run again, each on its own."""
-        if conn.info.get(OPEN_GROUP) is not self:
-            return
-        del conn.info[OPEN_GROUP]
-        self.failed = True
-        roll_back(conn)
-        conn.info.pop(OUTBOX_DIRTY, None)
-        if not self.done.done():
-            self.done.set_result(None)
-
-
-class Database:
+class Database(GroupCommit):
     """An engine plus the executor that runs core calls off the event loop."""
 
     def __init__(
@@ -140,59 +114,11 @@ class Database:
             return work()
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
-    async def run_grouped(
-        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
-    ) -> T:
-        """``run_connected`` for ``gateway.perform``: on SQLite inline, its transactions join
-        the loop's group commit (see ``_Group``); the result (or error) is returned once the
-        group has committed. If the group is rolled back (another request failed after
-        writing, or the commit failed), ``fn`` runs again, the second time on its own."""
-        if not self.group_commit:
-            return await self.run_connected(fn, *args, **kwargs)
-        work = bind(fn, *args, **kwargs)
-        conn = self._kept_connection()
-        raw: Any = conn.connection.dbapi_connection
-        group: _Group | None = conn.info.get(OPEN_GROUP)
-        if group is None:
-            raw.execute("BEGIN IMMEDIATE")
-            loop = asyncio.get_running_loop()
-            group = conn.info[OPEN_GROUP] = _Group(loop)
-            loop.call_soon(self._commit_group, conn, group)
-        changes = raw.total_changes
-        try:
-            result = work(conn)
-        except BaseException:
-            if group.failed:  # this request rolled it back; its error was recorded alone
-                raise
-            if raw.total_changes == changes:  # it wrote nothing: nothing to wait for
-                raise
-            await group.done
-            if not group.failed:
-                raise
-        else:
-            await group.done
-            if not group.failed:
-                return result
-        return self._on_kept(work, False)  # the group was rolled back: run again, alone
-
-    def _commit_group(self, conn: Connection, group: _Group) -> None:
-        if group.done.done():
-            return  # rolled back already
-        try:
-            commit(conn)
-        except Exception:
-            log.warning("group commit failed; its requests run again", exc_info=True)
-            group.abandon(conn)
-        else:
-            del conn.info[OPEN_GROUP]
-            group.done.set_result(None)
-        self._after(conn)
-
     def _on_kept(self, fn: Callable[[Connection], T], transaction: bool) -> T:
         """Run ``fn`` on the calling thread's kept connection (see ``kept``); a group
         commit open on it is committed first."""
         conn = self._kept_connection()
-        group: _Group | None = conn.info.get(OPEN_GROUP)
+        group: Group | None = conn.info.get(OPEN_GROUP)
         if group is not None:
             self._commit_group(conn, group)
         try:

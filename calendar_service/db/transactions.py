@@ -17,7 +17,7 @@ from sqlalchemy import Connection
 from calendar_service.db.channels import OPEN_GROUP
 
 if TYPE_CHECKING:
-    from calendar_service.db import _Group
+    from calendar_service.db.group import Group
 
 
 @contextlib.contextmanager
@@ -34,7 +34,7 @@ def atomic(conn: Connection) -> Iterator[Connection]:
     are no savepoints), and the group's other requests run again; one that fails before
     writing leaves the group alone."""
     raw: Any = conn.connection.dbapi_connection
-    group: _Group | None = conn.info.get(OPEN_GROUP)
+    group: Group | None = conn.info.get(OPEN_GROUP)
     if group is not None:
         changes = raw.total_changes
         try:

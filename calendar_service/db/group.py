@@ -1,0 +1,128 @@
+"""SQLite's group commit: the requests run in one turn of the event loop share one transaction.
+
+On SQLite the requests that go through ``gateway.perform`` (``Database.run_grouped``) run inline
+on the loop's kept connection. The first of a turn opens the write transaction (a ``Group``) and
+asks the loop to commit it once the callbacks already queued have run; those run until then
+join it, and each is answered (its result or its error) only after that one commit. A commit
+per request wrote every page it touched to the WAL; grouped, the pages they share (the
+history's last page, the indexes) are written once per group.
+
+There are no savepoints. A request that fails after writing rolls the whole group back
+(``atomic`` calls ``Group.abandon``); so does a failed commit. The group's other requests then
+run again, each in a transaction of its own: see ``GroupCommit.run_grouped`` for what that
+asks of them. A request that fails before writing leaves the group alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+
+from sqlalchemy import Connection
+
+from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
+from calendar_service.db.kept import bind
+from calendar_service.db.transactions import commit, roll_back
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+
+class Group:
+    """One SQLite write transaction shared by the requests run in one turn of the event loop.
+
+    ``done`` resolves once it has committed or been rolled back; ``failed`` says which. Its
+    requests wait for ``done`` before they answer: nothing is answered before it is durable."""
+
+    __slots__ = ("done", "failed")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.done: asyncio.Future[None] = loop.create_future()
+        self.failed = False
+
+    def abandon(self, conn: Connection) -> None:
+        """Roll the group's transaction back: its requests run again, each on its own."""
+        if conn.info.get(OPEN_GROUP) is not self:
+            return
+        del conn.info[OPEN_GROUP]
+        self.failed = True
+        roll_back(conn)
+        conn.info.pop(OUTBOX_DIRTY, None)
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+class GroupCommit:
+    """``Database.run_grouped`` and the commit of its groups; a base class of ``Database``.
+
+    It uses what ``Database`` provides: ``group_commit`` (whether calls are grouped: SQLite,
+    inline), ``_kept_connection`` (the loop's connection, see ``kept``), ``run_connected`` (a
+    call without grouping), ``_on_kept`` (a call on the kept connection alone, which first
+    commits the group open on it) and ``_after`` (the outbox's wake-up after a commit)."""
+
+    group_commit: bool
+    _kept_connection: Callable[[], Connection]
+
+    if TYPE_CHECKING:
+
+        async def run_connected(
+            self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+        ) -> T: ...
+
+        def _on_kept(self, fn: Callable[[Connection], T], transaction: bool) -> T: ...
+
+        def _after(self, conn: Connection) -> None: ...
+
+    async def run_grouped(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``run_connected`` for ``gateway.perform``: on SQLite inline, its transactions join
+        the loop's group commit (see ``Group``); the result (or error) is returned once the
+        group has committed. If the group is rolled back (another request failed after
+        writing, or the commit failed), ``fn`` runs again, the second time on its own."""
+        if not self.group_commit:
+            return await self.run_connected(fn, *args, **kwargs)
+        work = bind(fn, *args, **kwargs)
+        conn = self._kept_connection()
+        raw: Any = conn.connection.dbapi_connection
+        group: Group | None = conn.info.get(OPEN_GROUP)
+        if group is None:
+            raw.execute("BEGIN IMMEDIATE")
+            loop = asyncio.get_running_loop()
+            group = conn.info[OPEN_GROUP] = Group(loop)
+            loop.call_soon(self._commit_group, conn, group)
+        changes = raw.total_changes
+        try:
+            result = work(conn)
+        except BaseException:
+            if group.failed:  # this request rolled it back; its error was recorded alone
+                raise
+            if raw.total_changes == changes:  # it wrote nothing: nothing to wait for
+                raise
+            await group.done
+            if not group.failed:
+                raise
+        else:
+            await group.done
+            if not group.failed:
+                return result
+        return self._on_kept(work, False)  # the group was rolled back: run again, alone
+
+    def _commit_group(self, conn: Connection, group: Group) -> None:
+        """Commit ``group`` (the loop calls this once the turn's queued callbacks have run, and
+        ``_on_kept`` before other work on the connection); a failed commit abandons it."""
+        if group.done.done():
+            return  # rolled back already
+        try:
+            commit(conn)
+        except Exception:
+            log.warning("group commit failed; its requests run again", exc_info=True)
+            group.abandon(conn)
+        else:
+            del conn.info[OPEN_GROUP]
+            group.done.set_result(None)
+        self._after(conn)
