@@ -1,0 +1,143 @@
+"""``Database``: runs the core's calls for the async fronts (on SQLite inline, else on threads).
+
+The core is written against SQLAlchemy Core ``Connection`` objects, synchronously.
+``Database.run(fn, ...)`` runs ``fn(conn, ...)`` inside one transaction and commits it;
+``run_connected`` leaves the transactions to ``fn``; ``run_grouped`` (``group``) is
+``run_connected`` for ``gateway.perform``, with the commits shared on SQLite; ``call`` is the
+synchronous form, for the CLI and the scheduler's threads.
+
+SQLite allows one writer at a time; many threads writing fight over its lock. So on SQLite
+every call from the event loop runs inline, on the loop, on the connection kept for it
+(``kept``): the calls are sub-millisecond, and a hop to a database thread and back cost more
+than the work (it also made the two threads fight over the GIL, which sent the p99 up); its WAL
+is checkpointed by a thread of its own (``checkpoint``). PostgreSQL gets a pool of threads
+matched to the connection pool, since its calls wait on the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from sqlalchemy import Connection, Engine
+
+from calendar_service.config import Config
+from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
+from calendar_service.db.checkpoint import Checkpointer
+from calendar_service.db.engine import POSTGRES_POOL_SIZE, make_engine
+from calendar_service.db.group import Group, GroupCommit
+from calendar_service.db.kept import KeptConnections, bind
+from calendar_service.db.transactions import atomic, roll_back
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class Database(GroupCommit):
+    """An engine, the connections kept on it, and the executor that runs core calls off the
+    event loop (on PostgreSQL); ``run_grouped`` comes from ``group.GroupCommit``."""
+
+    def __init__(
+        self,
+        config: Config,
+        engine: Engine | None = None,
+        *,
+        inline: bool | None = None,
+        group_commit: bool | None = None,
+    ) -> None:
+        self.config = config
+        self.engine = engine or make_engine(config)
+        # Inline: ``run`` calls on the event loop itself (default on SQLite, see above).
+        self.inline = config.is_sqlite if inline is None else inline
+        # Requests through ``gateway.perform`` share commits (``run_grouped``): SQLite inline.
+        if group_commit is None:
+            group_commit = config.is_sqlite
+        self.group_commit = group_commit and self.inline
+        # SQLite's WAL checkpoints run on a thread of their own (see ``checkpoint``).
+        self._checkpointer = Checkpointer(self.engine) if config.is_sqlite else None
+        # The connection each calling thread keeps between calls (see ``kept``).
+        self._kept = KeptConnections(
+            self.engine, self._checkpointer.adopt if self._checkpointer is not None else None
+        )
+        self._kept_connection: Callable[[], Connection] = self._kept.connection
+        workers = 1 if config.is_sqlite else POSTGRES_POOL_SIZE
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="db")
+        # Called (from a database thread) after a transaction that queued webhook deliveries
+        # commits; the app points it at the dispatcher's wake-up.
+        self.on_outbox_commit: Callable[[], None] | None = None
+
+    def call(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, ...)`` in one transaction, synchronously (CLI, scheduler threads)."""
+        with self.engine.connect() as conn:
+            try:
+                with conn.begin():
+                    result = fn(conn, *args, **kwargs)
+            except BaseException:
+                conn.info.pop(OUTBOX_DIRTY, None)
+                raise
+            self._after(conn)
+        return result
+
+    def _after(self, conn: Connection) -> None:
+        # Set by outbox.notify_committed (``channels.OUTBOX_DIRTY``); a rolled-back transaction
+        # may leave it set too, which only costs the dispatcher a spurious look.
+        if conn.info.pop(OUTBOX_DIRTY, False) and self.on_outbox_commit is not None:
+            self.on_outbox_commit()
+
+    async def run(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, ...)`` in one transaction, inline or on the database thread(s)."""
+        work = functools.partial(self._on_kept, bind(fn, *args, **kwargs), True)
+        if self.inline:
+            return work()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+
+    async def run_connected(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, ...)`` outside a transaction (``fn`` owns them, as ``gateway.perform``
+        does), inline or on the database thread(s)."""
+        work = functools.partial(self._on_kept, bind(fn, *args, **kwargs), False)
+        if self.inline:
+            return work()
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+
+    def _on_kept(self, fn: Callable[[Connection], T], transaction: bool) -> T:
+        """Run ``fn`` on the calling thread's kept connection (see ``kept``); a group
+        commit open on it is committed first."""
+        conn = self._kept_connection()
+        group: Group | None = conn.info.get(OPEN_GROUP)
+        if group is not None:
+            self._commit_group(conn, group)
+        try:
+            if transaction:
+                with atomic(conn):
+                    return fn(conn)
+            return fn(conn)
+        except BaseException:
+            if transaction:
+                conn.info.pop(OUTBOX_DIRTY, None)
+            raise
+        finally:
+            # Never carry a transaction over to the next call: SQLAlchemy's (also one whose
+            # commit failed, which is no longer "in" a transaction but must still be rolled
+            # back), or one opened on the driver (``atomic``).
+            with contextlib.suppress(Exception):  # a closed connection has none
+                raw: Any = conn.connection.dbapi_connection
+                if conn.get_transaction() is not None or raw.in_transaction:
+                    roll_back(conn)
+            self._after(conn)
+
+    def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+        self._executor.shutdown(wait=True)
+        self._kept.close()
+        self.engine.dispose()
