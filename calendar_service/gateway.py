@@ -50,6 +50,28 @@ class Outcome(Generic[T]):
 
 
 Operation = Callable[[Connection, Principal], tuple[int, T]]
+"""The work of one call: ``op(conn, principal) -> (status, value)``, run by ``perform`` inside the
+transaction it opened, once the key is authorized and before the call is recorded.
+
+An operation may run more than once for one request. Under ``Database.run_grouped`` (how the
+REST and MCP fronts run ``perform``) the calls of one turn of the event loop share one
+transaction on SQLite; when it is rolled back (another call of the group failed after writing,
+or the commit failed), ``perform`` runs again, and ``op`` with it, in a transaction of its own.
+The first run's writes are undone; only the last run's are committed, and only its value or
+error is answered. So an operation must:
+
+- act only through ``conn``, inside the transaction, so that a rollback undoes all it did: no
+  effect outside it (no network, files, other connections; no change to caches, globals or
+  objects the caller shares), unless repeating it is harmless, such as setting a variable the
+  caller reads afterwards, which the last run sets last;
+- not open, commit, roll back or end a transaction, ``atomic`` and savepoints included:
+  ``perform`` owns them, and inside a group an end of its own would end the other calls' work;
+- return a value that needs neither ``conn`` nor the transaction (it reaches the caller after
+  the commit) and carries nothing over from an earlier run (a rerun makes new ids and reads
+  the clock again, and the earlier run's rows are gone);
+- check before it writes where it can: a failure after a write rolls back the whole group, and
+  every other call of it runs again.
+"""
 
 
 def _record(conn: Connection, ctx: CallContext, key_id: str, status: int) -> None:
@@ -79,9 +101,20 @@ def perform(
     op: Operation[T],
     limiter: RateLimiter | None = None,
 ) -> Outcome[T]:
-    """Run ``op(conn, principal)`` for the key ``secret``. ``conn`` must not be in a
-    transaction, except a group commit's (``Database.run_grouped``): this function owns them,
-    and ``op`` must not open or end any itself."""
+    """Run ``op(conn, principal)`` for the key ``secret`` and record the call, in one
+    transaction; a call that fails is rolled back, then recorded (in a transaction of its own,
+    or in the group's if it failed before writing).
+
+    ``conn`` must not be in a transaction, except a group commit's (``Database.run_grouped``):
+    this function opens and ends them (with ``atomic``, which joins the group), and ``op`` must
+    not open or end any itself.
+
+    Under ``Database.run_grouped`` this whole function may run twice for one request, the
+    second time on its own, when the group it ran in is rolled back; it is safe to run again
+    as long as ``op`` keeps the contract written at ``Operation``. The run that counts is the
+    last: its writes are committed, its call is the one recorded, its ``Outcome`` or error is
+    the caller's. A rerun spends the key's rate budget again (``limiter`` lives in memory,
+    outside the transaction)."""
     key_id: str | None = None
     try:
         with atomic(conn):

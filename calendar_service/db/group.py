@@ -80,10 +80,29 @@ class GroupCommit:
     async def run_grouped(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
-        """``run_connected`` for ``gateway.perform``: on SQLite inline, its transactions join
-        the loop's group commit (see ``Group``); the result (or error) is returned once the
-        group has committed. If the group is rolled back (another request failed after
-        writing, or the commit failed), ``fn`` runs again, the second time on its own."""
+        """``run_connected`` for ``gateway.perform``, with the loop's group commit on SQLite.
+
+        ``fn(conn, ...)`` runs inline; its transactions (``atomic``) join the group open on the
+        loop's connection, or open one. What it returns, or raises, is answered once the group
+        has committed; an error raised before ``fn`` wrote anything is answered at once.
+
+        The rerun contract: if the group is rolled back (another call of it failed after
+        writing, or the commit failed), every call of the group that is waiting for it runs
+        again: ``fn`` is called a second time, with the same arguments, on its own (no group:
+        its transactions are its own), and what that run returns or raises is the answer. The
+        first run's writes are undone; whatever else it did stays done. So ``fn`` must:
+
+        - be safe to run again: do everything through ``conn``, inside its transactions, and
+          nothing outside them (network, files, other connections, shared objects) unless
+          repeating it is harmless;
+        - open and end its transactions only with ``atomic`` on ``conn``: inside a group an
+          end of its own (``commit``, ``rollback``, ``begin``) would end the other calls' work;
+        - return values that do not need the transaction, which has ended when they arrive;
+        - check before it writes where it can: a failure after a write rolls back the whole
+          group, and the others run again.
+
+        ``gateway.perform`` is such an ``fn`` as long as its ``op`` keeps the same contract
+        (``gateway.Operation``)."""
         if not self.group_commit:
             return await self.run_connected(fn, *args, **kwargs)
         work = bind(fn, *args, **kwargs)
