@@ -17,7 +17,7 @@ from typing import Generic, TypeVar
 
 from sqlalchemy import Connection
 
-from calendar_service.db import atomic
+from calendar_service.db.transactions import atomic
 from calendar_service.errors import CalendarError
 from calendar_service.history import CallRecord, record_call
 from calendar_service.keys import Principal, authorize, identify
