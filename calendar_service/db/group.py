@@ -3,7 +3,7 @@
 On SQLite the requests that go through ``gateway.perform`` (``Database.run_grouped``) run inline
 on the loop's kept connection. The first of a turn opens the write transaction (a ``Group``) and
 asks the loop to commit it once the callbacks already queued have run; those run until then
-join it, and each is answered (its result or its error) only after that one commit. A commit
+join it, and each is answered only after that one commit. A commit
 per request wrote every page it touched to the WAL; grouped, the pages they share (the
 history's last page, the indexes) are written once per group.
 
