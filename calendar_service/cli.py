@@ -31,10 +31,19 @@ app = typer.Typer(
     help="A calendar service for machines: REST and MCP, scoped keys, signed webhooks.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
-users_app = typer.Typer(help="Owners (the people whose calendars these are).", no_args_is_help=True)
-calendars_app = typer.Typer(help="An owner's calendars.", no_args_is_help=True)
-keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
+# rich_markup_mode=None: click's plain help. Typer's rich help shows a flag as ``--json <bool>``,
+# as if it took a value.
+users_app = typer.Typer(
+    help="Owners (the people whose calendars these are).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+calendars_app = typer.Typer(
+    help="An owner's calendars.", no_args_is_help=True, rich_markup_mode=None
+)
+keys_app = typer.Typer(help="API keys.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(users_app, name="users")
 app.add_typer(calendars_app, name="calendars")
 app.add_typer(keys_app, name="keys")
