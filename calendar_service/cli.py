@@ -18,11 +18,11 @@ import typer
 from calendar_service import calendars as calendars_core
 from calendar_service import history, keys, users
 from calendar_service.cli_webhook import webhook_app, worker
-from calendar_service.config import Config, parse_duration
+from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.errors import CalendarError, FieldError, ValidationFailed
 from calendar_service.migrate import upgrade
-from calendar_service.timeutil import format_utc, parse_date_time, utcnow
+from calendar_service.timeutil import format_utc, utcnow
 
 T = TypeVar("T")
 
@@ -256,20 +256,45 @@ def calendars_list(
 # keys
 
 
-def parse_expiry(expires_in: str | None, expires_at: str | None, now: datetime) -> datetime:
+def key_expiry(
+    expires_in: str | None, expires_at: str | None, *, now: datetime, allow_short: bool
+) -> datetime:
+    """When a new key expires: ``--expires-in`` (default 90d) from now, or ``--expires-at``, read
+    by the core as the settings page reads its choices; under an hour only when asked for."""
     if expires_in and expires_at:
         raise ValidationFailed([FieldError("expiresAt", "give --expires-in or --expires-at")])
     if expires_at:
-        try:
-            return parse_date_time(expires_at, tz=now.tzinfo)  # type: ignore[arg-type]
-        except ValueError as exc:
-            raise ValidationFailed([FieldError("expiresAt", str(exc))]) from None
-    try:
-        return now + parse_duration(expires_in or "90d")
-    except CalendarError:
+        field, at = "expiresAt", keys.parse_expires_at(expires_at)
+    else:
+        lifetime = keys.parse_expires_in(expires_in or keys.DEFAULT_LIFETIME)
+        field, at = "expiresIn", (now + lifetime).replace(microsecond=0)
+    if at <= now:
         raise ValidationFailed(
-            [FieldError("expiresIn", "must be a duration such as 12h, 30d or 52w")]
-        ) from None
+            [FieldError(field, f"must be in the future (it would expire at {format_utc(at)})")]
+        )
+    if at - now < keys.MIN_LIFETIME and not allow_short:
+        raise ValidationFailed(
+            [
+                FieldError(
+                    field,
+                    f"is less than an hour from now ({format_utc(at)}); add "
+                    "--allow-short-expiry if you mean a key that short-lived",
+                )
+            ]
+        )
+    return at
+
+
+def _from_now(at: datetime, now: datetime) -> str:
+    """``in 30 days``, ``in 12 hours``, ``in 45 minutes``: how far off ``at`` is, rounded."""
+    minutes = round((at - now).total_seconds() / 60)
+    if minutes >= 2 * 1440:
+        count, unit = round(minutes / 1440), "day"
+    elif minutes >= 120:
+        count, unit = round(minutes / 60), "hour"
+    else:
+        count, unit = minutes, "minute"
+    return f"in {count} {unit}{'' if count == 1 else 's'}"
 
 
 @keys_app.command("create")
@@ -277,8 +302,23 @@ def keys_create(
     user: Annotated[str, typer.Option("--user", help="Owner email.")],
     name: Annotated[str, typer.Option(help="What the key is for.")],
     permission: Annotated[str, typer.Option(help="read, or write (calendar:write).")] = "read",
-    expires_in: Annotated[str | None, typer.Option(help="e.g. 30d (default 90d).")] = None,
-    expires_at: Annotated[str | None, typer.Option(help="RFC 3339 date-time.")] = None,
+    expires_in: Annotated[
+        str | None,
+        typer.Option(
+            help="Lifetime: a number and min, h, d or w (90min, 12h, 30d, 2w). Default 90d."
+        ),
+    ] = None,
+    expires_at: Annotated[
+        str | None,
+        typer.Option(
+            help="A date (2027-01-01: the key works through that day, UTC) or an RFC 3339 "
+            "date-time."
+        ),
+    ] = None,
+    allow_short_expiry: Annotated[
+        bool,
+        typer.Option("--allow-short-expiry", help="Allow a key that expires within the hour."),
+    ] = False,
     calendar: Annotated[str | None, typer.Option(help="Limit to this calendar id.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -286,7 +326,7 @@ def keys_create(
     now = utcnow()
 
     def work(conn: Any) -> tuple[dict[str, Any], str]:
-        expiry = parse_expiry(expires_in, expires_at, now)
+        expiry = key_expiry(expires_in, expires_at, now=now, allow_short=allow_short_expiry)
         return keys.create_key(
             conn,
             user_id=_owner_id(conn, user),
@@ -305,9 +345,10 @@ def keys_create(
 
     def text() -> None:
         scope = record["calendarId"] or "all calendars"
+        expires = datetime.fromisoformat(record["expiresAt"].replace("Z", "+00:00"))
         typer.echo(
             f"created key {record['id']} ({record['permission']}, {scope}, "
-            f"expires {record['expiresAt']})"
+            f"expires {record['expiresAt']}, {_from_now(expires, now)})"
         )
         typer.echo(f"secret (shown once, store it now): {secret}")
 
