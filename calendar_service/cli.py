@@ -20,7 +20,7 @@ from calendar_service import history, keys, users
 from calendar_service.cli_webhook import webhook_app, worker
 from calendar_service.config import Config
 from calendar_service.db import Database
-from calendar_service.errors import CalendarError, FieldError, ValidationFailed
+from calendar_service.errors import CalendarError, FieldError, NotFound, ValidationFailed
 from calendar_service.migrate import upgrade
 from calendar_service.timeutil import format_utc, utcnow
 
@@ -381,11 +381,43 @@ def keys_list(
     emit({"keys": items}, as_json, text)
 
 
+def check_key_id(value: str) -> str:
+    """``value`` as a key id; a secret (or its prefix) given instead is refused without being
+    repeated: it goes nowhere, not even into the error message."""
+    if value.strip().startswith(keys.SECRET_PREFIX):
+        typer.echo(
+            "error: that is a secret (or its prefix), not a key id: the id looks like key_…, "
+            "and 'calendar-service keys list --user EMAIL' shows each key's id",
+            err=True,
+        )
+        raise typer.Exit(2)
+    return value.strip()
+
+
 @keys_app.command("revoke")
-def keys_revoke(key_id: str, as_json: JsonFlag = False) -> None:
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key's id (key_…), not its secret.")],
+    user: Annotated[
+        str | None, typer.Option("--user", help="Owner email: refuse a key of anyone else.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
     """Revoke a key: it is refused from the next request on."""
+    key_id = check_key_id(key_id)
+
+    def work(conn: Any) -> dict[str, Any]:
+        owner_id = None if user is None else _owner_id(conn, user)
+        try:
+            return keys.revoke_key(conn, user_id=owner_id, key_id=key_id, now=utcnow())
+        except NotFound:
+            if user is None:
+                raise
+            raise NotFound(
+                f"{user} has no API key {key_id!r}; 'keys list --user {user}' shows theirs."
+            ) from None
+
     try:
-        record = run(keys.revoke_key, user_id=None, key_id=key_id, now=utcnow())
+        record = run(work)
     except CalendarError as exc:
         fail(exc)
     emit(record, as_json, f"revoked {record['id']} at {record['revokedAt']}")
@@ -397,13 +429,14 @@ def keys_revoke(key_id: str, as_json: JsonFlag = False) -> None:
 
 @app.command()
 def calls(
-    key_id: str,
+    key_id: Annotated[str, typer.Argument(help="The key's id (key_…), not its secret.")],
     status: Annotated[str | None, typer.Option(help="2xx, 3xx, 4xx or 5xx.")] = None,
     transport: Annotated[str | None, typer.Option(help="rest or mcp.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=10000)] = 100,
     as_json: JsonFlag = False,
 ) -> None:
     """A key's call history, newest first."""
+    key_id = check_key_id(key_id)
 
     def work(conn: Any) -> list[dict[str, Any]]:
         keys.get_key(conn, user_id=None, key_id=key_id)

@@ -72,3 +72,35 @@ def test_expires_at_takes_a_date_and_the_key_works_through_that_day(config: Conf
         config, "keys", "create", "--user", email, "--name", "d", "--expires-at", day.isoformat()
     )
     assert _expires(key) == datetime.combine(day + timedelta(days=1), datetime.min.time(), UTC)
+
+
+def test_revoke_takes_the_owner_and_refuses_another_owners_key(config: Config) -> None:
+    email, other = _owner(config), _owner(config)
+    key = cli_json(config, "keys", "create", "--user", email, "--name", "k")
+    refused = cli(config, "keys", "revoke", key["id"], "--user", other, check=False)
+    assert refused.returncode == 1
+    assert key["id"] in refused.stderr and other in refused.stderr
+    [still] = cli_json(config, "keys", "list", "--user", email)["keys"]
+    assert still["state"] == "active"
+
+    revoked = cli_json(config, "keys", "revoke", key["id"], "--user", email)
+    assert (revoked["id"], revoked["state"]) == (key["id"], "revoked")
+
+
+@pytest.mark.parametrize("command", ["revoke", "calls"])
+def test_a_secret_given_for_a_key_id_is_explained_and_never_echoed(
+    config: Config, command: str
+) -> None:
+    email = _owner(config)
+    key = cli_json(config, "keys", "create", "--user", email, "--name", "k")
+    secret = key["secret"]
+    args = ("keys", "revoke") if command == "revoke" else ("calls",)
+    for given in (secret, key["prefix"]):
+        result = cli(config, *args, given, check=False)
+        assert result.returncode == 2
+        assert "that is a secret" in result.stderr and "not a key id" in result.stderr
+        assert "key_" in result.stderr and "keys list --user EMAIL" in result.stderr
+        output = result.stdout + result.stderr
+        assert secret[len("calsk_") :][:6] not in output  # not even the prefix's characters
+    [still] = cli_json(config, "keys", "list", "--user", email)["keys"]
+    assert still["state"] == "active"
