@@ -18,7 +18,7 @@ import typer
 from calendar_service import calendars as calendars_core
 from calendar_service import history, keys, users
 from calendar_service.cli_webhook import webhook_app, worker
-from calendar_service.config import Config
+from calendar_service.config import Config, served_base_url
 from calendar_service.db import Database
 from calendar_service.errors import CalendarError, FieldError, NotFound, ValidationFailed
 from calendar_service.migrate import upgrade
@@ -91,6 +91,11 @@ def fail(exc: CalendarError) -> None:
 # serve / migrate
 
 
+def base_url_for(host: str, port: int, *, tls: bool = False) -> str:
+    """CALENDAR_BASE_URL if set, else the address ``serve --host HOST --port PORT`` answers on."""
+    return (os.environ.get("CALENDAR_BASE_URL") or served_base_url(host, port, tls=tls)).rstrip("/")
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
@@ -103,7 +108,10 @@ def serve(
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
-    """Run the HTTP service (REST, MCP, settings). Migrates the schema first."""
+    """Run the HTTP service (REST, MCP, settings). Migrates the schema first.
+
+    Without CALENDAR_BASE_URL, links, Location headers, the OpenAPI servers and the MCP origin
+    check use the address served: http(s)://HOST:PORT."""
     import uvicorn
 
     try:
@@ -113,6 +121,8 @@ def serve(
         fail(exc)
     if no_webhooks:
         os.environ["CALENDAR_RUN_WEBHOOKS"] = "0"
+    # Through the environment: uvicorn builds the app (Config.from_env) in each worker process.
+    os.environ["CALENDAR_BASE_URL"] = base_url_for(host, port, tls=ssl_certfile is not None)
     uvicorn.run(
         "calendar_service.app:app_from_env",
         factory=True,
@@ -467,6 +477,8 @@ def calls(
 @app.command()
 def demo(
     email: Annotated[str, typer.Option(help="Demo owner email.")] = "demo@example.com",
+    host: Annotated[str, typer.Option(help="The address serve will listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="The port serve will listen on.")] = 8000,
     as_json: JsonFlag = False,
 ) -> None:
     """Make sure a demo owner exists and print a fresh read-and-write key for it.
@@ -510,7 +522,7 @@ def demo(
         data = run(work)
     except CalendarError as exc:
         fail(exc)
-    base = Config.from_env().base_url
+    base = base_url_for(host, port)  # what `serve --host HOST --port PORT` will answer on
 
     def text() -> None:
         typer.echo(
