@@ -161,6 +161,7 @@ def mcp() -> None:
     db: Database | None = None
     try:
         config = Config.from_env()
+        stdio.check_database(config)  # before opening it: that would create an empty one
         db = open_database(config)
         stdio.serve(config, db)
     except CalendarError as exc:
