@@ -22,18 +22,16 @@ def _expires(key: dict[str, str]) -> datetime:
     return datetime.fromisoformat(key["expiresAt"].replace("Z", "+00:00"))
 
 
-@pytest.mark.parametrize("lifetime", ["30", "1m", "1M", "100ms", "30s"])
-def test_a_lifetime_without_a_clear_unit_is_refused_and_no_key_is_made(
-    config: Config, lifetime: str
-) -> None:
+def test_a_lifetime_without_a_clear_unit_is_refused_and_no_key_is_made(config: Config) -> None:
     email = _owner(config)
-    result = cli(
-        config, "keys", "create", "--user", email, "--name", "x", "--expires-in", lifetime,
-        check=False,
-    )  # fmt: skip
-    assert result.returncode == 2, result.stdout
-    assert "min, h, d or w" in result.stderr
-    assert "secret" not in result.stdout
+    for lifetime in ("30", "1m", "1M", "100ms", "30s"):
+        result = cli(
+            config, "keys", "create", "--user", email, "--name", "x", "--expires-in", lifetime,
+            check=False,
+        )  # fmt: skip
+        assert result.returncode == 2, result.stdout
+        assert "min, h, d or w" in result.stderr
+        assert "secret" not in result.stdout
     assert cli_json(config, "keys", "list", "--user", email)["keys"] == []
 
 
