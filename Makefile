@@ -16,9 +16,10 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-## Set up, create a demo owner and key (printed), and serve on http://127.0.0.1:8000
+## Set up, create a demo owner and key (printed), and serve on http://$(HOST):$(PORT)
+## (127.0.0.1:8000 unless given: make run PORT=9101)
 run: install
-	$(BIN)/calendar-service demo
+	$(BIN)/calendar-service demo --host $(HOST) --port $(PORT)
 	$(BIN)/calendar-service serve --host $(HOST) --port $(PORT)
 
 ## Set up and run lint plus the whole suite on SQLite and (if reachable) PostgreSQL

@@ -18,11 +18,11 @@ import typer
 from calendar_service import calendars as calendars_core
 from calendar_service import history, keys, users
 from calendar_service.cli_webhook import webhook_app, worker
-from calendar_service.config import Config, parse_duration
+from calendar_service.config import Config, served_base_url
 from calendar_service.db import Database
-from calendar_service.errors import CalendarError, FieldError, ValidationFailed
+from calendar_service.errors import CalendarError, FieldError, NotFound, ValidationFailed
 from calendar_service.migrate import upgrade
-from calendar_service.timeutil import format_utc, parse_date_time, utcnow
+from calendar_service.timeutil import format_utc, utcnow
 
 T = TypeVar("T")
 
@@ -31,16 +31,26 @@ app = typer.Typer(
     help="A calendar service for machines: REST and MCP, scoped keys, signed webhooks.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
-users_app = typer.Typer(help="Owners (the people whose calendars these are).", no_args_is_help=True)
-calendars_app = typer.Typer(help="An owner's calendars.", no_args_is_help=True)
-keys_app = typer.Typer(help="API keys.", no_args_is_help=True)
+# rich_markup_mode=None: click's plain help. Typer's rich help shows a flag as ``--json <bool>``,
+# as if it took a value.
+users_app = typer.Typer(
+    help="Owners (the people whose calendars these are).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+calendars_app = typer.Typer(
+    help="An owner's calendars.", no_args_is_help=True, rich_markup_mode=None
+)
+keys_app = typer.Typer(help="API keys.", no_args_is_help=True, rich_markup_mode=None)
 app.add_typer(users_app, name="users")
 app.add_typer(calendars_app, name="calendars")
 app.add_typer(keys_app, name="keys")
 app.add_typer(webhook_app, name="webhook")
 
 DEMO_PASSWORD = "demo-password"  # noqa: S105 - printed for the local demo owner only
+DEMO_KEY_NAME = "demo key"  # each ``demo`` run revokes the active keys so named
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 
 
@@ -81,6 +91,11 @@ def fail(exc: CalendarError) -> None:
 # serve / migrate
 
 
+def base_url_for(host: str, port: int, *, tls: bool = False) -> str:
+    """CALENDAR_BASE_URL if set, else the address ``serve --host HOST --port PORT`` answers on."""
+    return (os.environ.get("CALENDAR_BASE_URL") or served_base_url(host, port, tls=tls)).rstrip("/")
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
@@ -93,7 +108,10 @@ def serve(
     ] = False,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
-    """Run the HTTP service (REST, MCP, settings). Migrates the schema first."""
+    """Run the HTTP service (REST, MCP, settings). Migrates the schema first.
+
+    Without CALENDAR_BASE_URL, links, Location headers, the OpenAPI servers and the MCP origin
+    check use the address served: http(s)://HOST:PORT."""
     import uvicorn
 
     try:
@@ -103,6 +121,8 @@ def serve(
         fail(exc)
     if no_webhooks:
         os.environ["CALENDAR_RUN_WEBHOOKS"] = "0"
+    # Through the environment: uvicorn builds the app (Config.from_env) in each worker process.
+    os.environ["CALENDAR_BASE_URL"] = base_url_for(host, port, tls=ssl_certfile is not None)
     uvicorn.run(
         "calendar_service.app:app_from_env",
         factory=True,
@@ -141,6 +161,7 @@ def mcp() -> None:
     db: Database | None = None
     try:
         config = Config.from_env()
+        stdio.check_database(config)  # before opening it: that would create an empty one
         db = open_database(config)
         stdio.serve(config, db)
     except CalendarError as exc:
@@ -247,20 +268,45 @@ def calendars_list(
 # keys
 
 
-def parse_expiry(expires_in: str | None, expires_at: str | None, now: datetime) -> datetime:
+def key_expiry(
+    expires_in: str | None, expires_at: str | None, *, now: datetime, allow_short: bool
+) -> datetime:
+    """When a new key expires: ``--expires-in`` (default 90d) from now, or ``--expires-at``, read
+    by the core as the settings page reads its choices; under an hour only when asked for."""
     if expires_in and expires_at:
         raise ValidationFailed([FieldError("expiresAt", "give --expires-in or --expires-at")])
     if expires_at:
-        try:
-            return parse_date_time(expires_at, tz=now.tzinfo)  # type: ignore[arg-type]
-        except ValueError as exc:
-            raise ValidationFailed([FieldError("expiresAt", str(exc))]) from None
-    try:
-        return now + parse_duration(expires_in or "90d")
-    except CalendarError:
+        field, at = "expiresAt", keys.parse_expires_at(expires_at)
+    else:
+        lifetime = keys.parse_expires_in(expires_in or keys.DEFAULT_LIFETIME)
+        field, at = "expiresIn", (now + lifetime).replace(microsecond=0)
+    if at <= now:
         raise ValidationFailed(
-            [FieldError("expiresIn", "must be a duration such as 12h, 30d or 52w")]
-        ) from None
+            [FieldError(field, f"must be in the future (it would expire at {format_utc(at)})")]
+        )
+    if at - now < keys.MIN_LIFETIME and not allow_short:
+        raise ValidationFailed(
+            [
+                FieldError(
+                    field,
+                    f"is less than an hour from now ({format_utc(at)}); add "
+                    "--allow-short-expiry if you mean a key that short-lived",
+                )
+            ]
+        )
+    return at
+
+
+def _from_now(at: datetime, now: datetime) -> str:
+    """``in 30 days``, ``in 12 hours``, ``in 45 minutes``: how far off ``at`` is, rounded."""
+    minutes = round((at - now).total_seconds() / 60)
+    if minutes >= 2 * 1440:
+        count, unit = round(minutes / 1440), "day"
+    elif minutes >= 120:
+        count, unit = round(minutes / 60), "hour"
+    else:
+        count, unit = minutes, "minute"
+    return f"in {count} {unit}{'' if count == 1 else 's'}"
 
 
 @keys_app.command("create")
@@ -268,8 +314,23 @@ def keys_create(
     user: Annotated[str, typer.Option("--user", help="Owner email.")],
     name: Annotated[str, typer.Option(help="What the key is for.")],
     permission: Annotated[str, typer.Option(help="read, or write (calendar:write).")] = "read",
-    expires_in: Annotated[str | None, typer.Option(help="e.g. 30d (default 90d).")] = None,
-    expires_at: Annotated[str | None, typer.Option(help="RFC 3339 date-time.")] = None,
+    expires_in: Annotated[
+        str | None,
+        typer.Option(
+            help="Lifetime: a number and min, h, d or w (90min, 12h, 30d, 2w). Default 90d."
+        ),
+    ] = None,
+    expires_at: Annotated[
+        str | None,
+        typer.Option(
+            help="A date (2027-01-01: the key works through that day, UTC) or an RFC 3339 "
+            "date-time."
+        ),
+    ] = None,
+    allow_short_expiry: Annotated[
+        bool,
+        typer.Option("--allow-short-expiry", help="Allow a key that expires within the hour."),
+    ] = False,
     calendar: Annotated[str | None, typer.Option(help="Limit to this calendar id.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -277,7 +338,7 @@ def keys_create(
     now = utcnow()
 
     def work(conn: Any) -> tuple[dict[str, Any], str]:
-        expiry = parse_expiry(expires_in, expires_at, now)
+        expiry = key_expiry(expires_in, expires_at, now=now, allow_short=allow_short_expiry)
         return keys.create_key(
             conn,
             user_id=_owner_id(conn, user),
@@ -296,9 +357,10 @@ def keys_create(
 
     def text() -> None:
         scope = record["calendarId"] or "all calendars"
+        expires = datetime.fromisoformat(record["expiresAt"].replace("Z", "+00:00"))
         typer.echo(
             f"created key {record['id']} ({record['permission']}, {scope}, "
-            f"expires {record['expiresAt']})"
+            f"expires {record['expiresAt']}, {_from_now(expires, now)})"
         )
         typer.echo(f"secret (shown once, store it now): {secret}")
 
@@ -331,11 +393,43 @@ def keys_list(
     emit({"keys": items}, as_json, text)
 
 
+def check_key_id(value: str) -> str:
+    """``value`` as a key id; a secret (or its prefix) given instead is refused without being
+    repeated: it goes nowhere, not even into the error message."""
+    if value.strip().startswith(keys.SECRET_PREFIX):
+        typer.echo(
+            "error: that is a secret (or its prefix), not a key id: the id looks like key_…, "
+            "and 'calendar-service keys list --user EMAIL' shows each key's id",
+            err=True,
+        )
+        raise typer.Exit(2)
+    return value.strip()
+
+
 @keys_app.command("revoke")
-def keys_revoke(key_id: str, as_json: JsonFlag = False) -> None:
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key's id (key_…), not its secret.")],
+    user: Annotated[
+        str | None, typer.Option("--user", help="Owner email: refuse a key of anyone else.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
     """Revoke a key: it is refused from the next request on."""
+    key_id = check_key_id(key_id)
+
+    def work(conn: Any) -> dict[str, Any]:
+        owner_id = None if user is None else _owner_id(conn, user)
+        try:
+            return keys.revoke_key(conn, user_id=owner_id, key_id=key_id, now=utcnow())
+        except NotFound:
+            if user is None:
+                raise
+            raise NotFound(
+                f"{user} has no API key {key_id!r}; 'keys list --user {user}' shows theirs."
+            ) from None
+
     try:
-        record = run(keys.revoke_key, user_id=None, key_id=key_id, now=utcnow())
+        record = run(work)
     except CalendarError as exc:
         fail(exc)
     emit(record, as_json, f"revoked {record['id']} at {record['revokedAt']}")
@@ -347,13 +441,14 @@ def keys_revoke(key_id: str, as_json: JsonFlag = False) -> None:
 
 @app.command()
 def calls(
-    key_id: str,
+    key_id: Annotated[str, typer.Argument(help="The key's id (key_…), not its secret.")],
     status: Annotated[str | None, typer.Option(help="2xx, 3xx, 4xx or 5xx.")] = None,
     transport: Annotated[str | None, typer.Option(help="rest or mcp.")] = None,
     limit: Annotated[int, typer.Option(min=1, max=10000)] = 100,
     as_json: JsonFlag = False,
 ) -> None:
     """A key's call history, newest first."""
+    key_id = check_key_id(key_id)
 
     def work(conn: Any) -> list[dict[str, Any]]:
         keys.get_key(conn, user_id=None, key_id=key_id)
@@ -383,9 +478,15 @@ def calls(
 @app.command()
 def demo(
     email: Annotated[str, typer.Option(help="Demo owner email.")] = "demo@example.com",
+    host: Annotated[str, typer.Option(help="The address serve will listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="The port serve will listen on.")] = 8000,
     as_json: JsonFlag = False,
 ) -> None:
-    """Make sure a demo owner exists and print a fresh read-and-write key for it."""
+    """Make sure a demo owner exists and print a fresh read-and-write key for it.
+
+    Secrets are stored hashed, so an earlier demo key cannot be printed again: each run revokes
+    the owner's earlier demo keys (named "demo key …") and issues a new one, so that one demo
+    key at most is live. The owner's other keys are left alone."""
     now = utcnow()
 
     def work(conn: Any) -> dict[str, Any]:
@@ -394,28 +495,44 @@ def demo(
             user_id = owner["id"]
         except CalendarError:
             user_id = users.create_user(conn, email=email, password=DEMO_PASSWORD, now=now)["id"]
+        earlier = [
+            k["id"]
+            for k in keys.list_keys(conn, user_id=user_id, now=now)
+            if k["state"] == "active" and k["name"].startswith(DEMO_KEY_NAME)
+        ]
+        for key_id in earlier:
+            keys.revoke_key(conn, user_id=user_id, key_id=key_id, now=now)
         record, secret = keys.create_key(
             conn,
             user_id=user_id,
-            name=f"demo key {format_utc(now)}",
+            name=f"{DEMO_KEY_NAME} {format_utc(now)}",
             permission="write",
             expires_at=now + timedelta(days=30),
             calendar_id=None,
             now=now,
         )
-        return {"email": email, "password": DEMO_PASSWORD, "key": record, "secret": secret}
+        return {
+            "email": email,
+            "password": DEMO_PASSWORD,
+            "key": record,
+            "secret": secret,
+            "revokedKeys": earlier,
+        }
 
     try:
         data = run(work)
     except CalendarError as exc:
         fail(exc)
-    base = Config.from_env().base_url
+    base = base_url_for(host, port)  # what `serve --host HOST --port PORT` will answer on
 
     def text() -> None:
         typer.echo(
             f"demo owner: {data['email']} (password: {data['password']}, "
             f"settings at {base}/settings)"
         )
+        if data["revokedKeys"]:
+            count = len(data["revokedKeys"])
+            typer.echo(f"revoked {count} earlier demo key{'' if count == 1 else 's'}")
         typer.echo(f"demo key (read and write, 30 days): {data['secret']}")
         typer.echo(
             f"try: curl -H 'Authorization: Bearer {data['secret']}' {base}/api/v1/calendar/events"

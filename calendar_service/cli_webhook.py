@@ -21,7 +21,9 @@ from calendar_service.errors import CalendarError
 from calendar_service.timeutil import utcnow
 
 webhook_app = typer.Typer(
-    help="The owner's webhook: signed notifications of every event change.", no_args_is_help=True
+    help="The owner's webhook: signed notifications of every event change.",
+    no_args_is_help=True,
+    rich_markup_mode=None,  # plain help, as cli.py's
 )
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]

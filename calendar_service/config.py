@@ -46,6 +46,18 @@ def parse_rate_limit(text: str) -> tuple[int, int]:
     return int(match.group(1)), _RATE_UNITS[match.group(2)]
 
 
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+
+
+def served_base_url(host: str, port: int, *, tls: bool = False) -> str:
+    """The address ``serve --host HOST --port PORT`` answers on: the base URL to use when
+    ``CALENDAR_BASE_URL`` is not set. A wildcard host (all interfaces) is reached on loopback."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)  # noqa: S104
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address
+    return f"{'https' if tls else 'http'}://{host}:{port}"
+
+
 def _flag(value: str | None) -> bool:
     return (value or "").strip().lower() in {"1", "true", "yes", "on"}
 
@@ -54,7 +66,7 @@ def _flag(value: str | None) -> bool:
 class Config:
     database_url: str = "sqlite:///calendar.db"
     service_name: str = "calendar"
-    base_url: str = "http://127.0.0.1:8000"
+    base_url: str = DEFAULT_BASE_URL
     webhook_allow_local: bool = False
     webhook_retry_schedule: tuple[timedelta, ...] = field(
         default_factory=lambda: parse_retry_schedule(DEFAULT_RETRY_SCHEDULE)
@@ -86,7 +98,7 @@ class Config:
         return cls(
             database_url=env.get("CALENDAR_DATABASE_URL", "sqlite:///calendar.db"),
             service_name=name,
-            base_url=env.get("CALENDAR_BASE_URL", "http://127.0.0.1:8000").rstrip("/"),
+            base_url=(env.get("CALENDAR_BASE_URL") or DEFAULT_BASE_URL).rstrip("/"),
             webhook_allow_local=_flag(env.get("CALENDAR_WEBHOOK_ALLOW_LOCAL")),
             webhook_retry_schedule=parse_retry_schedule(
                 env.get("CALENDAR_WEBHOOK_RETRY_SCHEDULE", DEFAULT_RETRY_SCHEDULE)

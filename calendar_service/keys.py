@@ -14,7 +14,7 @@ import re
 import secrets
 import zlib
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, and_, bindparam, insert, select, update
@@ -33,7 +33,7 @@ from calendar_service.errors import (
 )
 from calendar_service.ids import base62, new_id
 from calendar_service.models import ApiKey, Calendar, Call, from_db
-from calendar_service.timeutil import format_utc
+from calendar_service.timeutil import format_utc, parse_date_time
 
 SECRET_PREFIX = "calsk_"  # noqa: S105 - a public prefix, not a secret
 _BODY_LEN = 40
@@ -42,6 +42,79 @@ SECRET_LEN = len(SECRET_PREFIX) + _BODY_LEN + _CHECK_LEN
 _SECRET_RE = re.compile(rf"^{SECRET_PREFIX}[0-9A-Za-z]{{{_BODY_LEN + _CHECK_LEN}}}$")
 WRITE_SCOPE = "calendar:write"
 PERMISSIONS = ("read", "write")
+
+# How long a key lives (``keys create --expires-in``, the settings page's choices): a whole
+# number and a unit whose length never varies. ``m`` is refused (minutes or months?), and so are
+# seconds (a key that short is a mistake) and months and years (their length varies).
+DEFAULT_LIFETIME = "90d"
+MIN_LIFETIME = timedelta(hours=1)  # shorter keys only when asked for explicitly
+MAX_LIFETIME = timedelta(days=36500)
+_LIFETIME_UNITS = {
+    **dict.fromkeys(("min", "mins", "minute", "minutes"), timedelta(minutes=1)),
+    **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), timedelta(hours=1)),
+    **dict.fromkeys(("d", "day", "days"), timedelta(days=1)),
+    **dict.fromkeys(("w", "wk", "wks", "week", "weeks"), timedelta(weeks=1)),
+}
+_REFUSED_UNITS = {
+    **dict.fromkeys(("m",), "is ambiguous (minutes or months?)"),
+    **dict.fromkeys(
+        ("ms", "s", "sec", "secs", "second", "seconds"), "is in seconds: too short for a key"
+    ),
+    **dict.fromkeys(
+        ("mo", "mon", "month", "months", "y", "yr", "yrs", "year", "years"),
+        "is in months or years: months and years vary in length",
+    ),
+}
+_LIFETIME_RE = re.compile(r"^\s*(\d+(?:[.,]\d+)?)?\s*([A-Za-z]*)\s*$")
+LIFETIME_HELP = "write a whole number and a unit: min, h, d or w (90min, 12h, 30d, 2w)"
+
+
+def _bad_lifetime(text: str, reason: str) -> ValidationFailed:
+    return ValidationFailed(
+        [FieldError("expiresIn", f"{text.strip()!r} {reason}; {LIFETIME_HELP}")]
+    )
+
+
+def parse_expires_in(text: str) -> timedelta:
+    """A key's lifetime: ``90min``, ``12h``, ``30d``, ``2w`` (also ``3 days``, ``1 week``)."""
+    match = _LIFETIME_RE.match(text or "")
+    if match is None or not match.group(1):
+        raise _bad_lifetime(text or "", "is not a lifetime")
+    number, unit = match.group(1), match.group(2)
+    if unit.lower() in _REFUSED_UNITS:  # "M" too: "m" is ambiguous in either case
+        raise _bad_lifetime(text, _REFUSED_UNITS[unit.lower()])
+    if not unit:
+        raise _bad_lifetime(text, "has no unit")
+    if unit.lower() not in _LIFETIME_UNITS:
+        raise _bad_lifetime(text, f"has an unknown unit {unit!r}")
+    if not number.isdigit():
+        raise _bad_lifetime(text, "is not a whole number")
+    if int(number) == 0:
+        raise _bad_lifetime(text, "must be more than zero")
+    step = _LIFETIME_UNITS[unit.lower()]
+    if int(number) > MAX_LIFETIME // step:
+        raise _bad_lifetime(text, f"is too long: at most {MAX_LIFETIME.days}d")
+    return int(number) * step
+
+
+def parse_expires_at(text: str) -> datetime:
+    """When a key expires (``keys create --expires-at``, the settings page's date): a date
+    means the key works through that whole day (UTC), so it expires when the next one begins; a
+    date-time is that instant (UTC when it has no offset)."""
+    text = (text or "").strip()
+    try:
+        if len(text) == 10:
+            return datetime.combine(date.fromisoformat(text) + timedelta(days=1), time(), UTC)
+        return parse_date_time(text, UTC)
+    except OverflowError:
+        message = "is too far in the future"
+    except ValueError:
+        message = (
+            "must be a date such as 2027-01-01 (the key works through that day, UTC) "
+            "or an RFC 3339 date-time such as 2027-01-01T09:00:00Z"
+        )
+    raise ValidationFailed([FieldError("expiresAt", message)])
+
 
 keys_t = ApiKey.__table__  # type: ignore[attr-defined]
 calendars_t = Calendar.__table__  # type: ignore[attr-defined]

@@ -4,6 +4,10 @@ A tool error's text is put in front of the model, so it must say what to fix and
 internals. ``CalendarError`` messages are written to be safe for a stranger; they are given with
 their stable ``code``, the permission a refused key lacks (``calendar:write``) and every bad
 field. Anything else is a bug: it is logged with a request id and answered with that id only.
+
+The code is the first thing the model reads: the tools return the error as an ``isError`` result
+(``error_result``) rather than letting a ``ToolError`` escape, which the SDK would answer with
+``Error executing tool NAME: `` in front of the code.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import logging
 from collections.abc import Iterator
 
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent
 
 from calendar_service.errors import CalendarError, InsufficientScope, ValidationFailed
 
@@ -27,6 +32,11 @@ def describe(exc: CalendarError) -> str:
     if isinstance(exc, ValidationFailed):
         lines.extend(f"- {item['field']}: {item['message']}" for item in exc.errors)
     return "\n".join(lines)
+
+
+def error_result(exc: ToolError) -> CallToolResult:
+    """The ``isError`` result for ``exc``, its text exactly as ``tool_errors`` wrote it."""
+    return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -23,6 +24,7 @@ from mcp_tools.auth import KeyAuth, identify, origin_of
 from mcp_tools.server import Backend, build_server
 
 MCP_PATH = "/mcp"
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,17 @@ def mcp_http(services: Services, *, extra_origins: Iterable[str] = ()) -> McpHtt
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     manager = server.session_manager
-    origins = [origin_of(services.config.base_url), *extra_origins]
+    origins = [*_loopback_aliases(origin_of(services.config.base_url)), *extra_origins]
     endpoint = KeyAuth(StreamableHTTPASGIApp(manager), services=services, allowed_origins=origins)
     return McpHttp(endpoint=endpoint, session_manager=manager)
+
+
+def _loopback_aliases(origin: str) -> list[str]:
+    """``origin``, and for a loopback address its other loopback spellings (same scheme and
+    port): a browser on this machine may name it http://localhost:PORT or http://127.0.0.1:PORT."""
+    parts = urlsplit(origin)
+    host = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else parts.hostname
+    if host not in _LOOPBACK:
+        return [origin]
+    port = f":{parts.port}" if parts.port else ""
+    return [origin, *(f"{parts.scheme}://{name}{port}" for name in _LOOPBACK if name != host)]

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 import orjson
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from sqlalchemy import Connection
@@ -34,7 +35,7 @@ from calendar_service.models import EventPublic, EventUpdate
 from calendar_service.ratelimit import RateLimiter
 from calendar_service.timeutil import format_in, utcnow, zone
 from mcp_tools import shapes
-from mcp_tools.errors import tool_errors
+from mcp_tools.errors import error_result, tool_errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,13 +224,20 @@ def _result(value: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=value)
 
 
-async def _run(backend: Backend, ctx: Context, operation: str, op: Operation[Any]) -> Any:
+async def _run(
+    backend: Backend, ctx: Context, operation: str, op: Operation[Any]
+) -> CallToolResult:
+    """Perform ``op`` as the caller; its result, or its error returned as an ``isError`` result
+    (raised, the SDK would put ``Error executing tool NAME:`` in front of the error's code)."""
     caller = backend.identify(ctx, operation)
-    with tool_errors(operation, caller.call.request_id):
-        outcome = await backend.db.run_grouped(
-            perform, secret=caller.secret, ctx=caller.call, op=op, limiter=backend.limiter
-        )
-    return outcome.value
+    try:
+        with tool_errors(operation, caller.call.request_id):
+            outcome = await backend.db.run_grouped(
+                perform, secret=caller.secret, ctx=caller.call, op=op, limiter=backend.limiter
+            )
+    except ToolError as exc:
+        return error_result(exc)
+    return _result(outcome.value)
 
 
 def _renamed(exc: ValidationFailed, names: Mapping[str, str]) -> ValidationFailed:
@@ -261,7 +269,7 @@ def _list_tool(backend: Backend) -> Callable[..., Any]:
             tz = zone(calendars[0]["timeZone"]) if calendars else UTC
             return 200, {"now": format_in(utcnow(), tz), **page}
 
-        return _result(await _run(backend, ctx, "listCalendarEvents", op))
+        return await _run(backend, ctx, "listCalendarEvents", op)
 
     return list_calendar_events
 
@@ -290,7 +298,7 @@ def _create_tool(backend: Backend) -> Callable[..., Any]:
                 raise _renamed(exc, {"Idempotency-Key": "idempotencyKey"}) from None
             return 201, event
 
-        return _result(await _run(backend, ctx, "createCalendarEvent", op))
+        return await _run(backend, ctx, "createCalendarEvent", op)
 
     return create_calendar_event
 
@@ -303,7 +311,7 @@ def _get_tool(backend: Backend) -> Callable[..., Any]:
             ref = parse_model(shapes.EventRef, args)
             return 200, events.get_event(conn, principal=principal, event_id=ref.event_id)
 
-        return _result(await _run(backend, ctx, "getCalendarEvent", op))
+        return await _run(backend, ctx, "getCalendarEvent", op)
 
     return get_calendar_event
 
@@ -330,7 +338,7 @@ def _update_tool(backend: Backend) -> Callable[..., Any]:
             )
             return 200, event
 
-        return _result(await _run(backend, ctx, "updateCalendarEvent", op))
+        return await _run(backend, ctx, "updateCalendarEvent", op)
 
     return update_calendar_event
 
@@ -347,6 +355,6 @@ def _delete_tool(backend: Backend) -> Callable[..., Any]:
             )
             return 200, {"deleted": True, "event": event}
 
-        return _result(await _run(backend, ctx, "deleteCalendarEvent", op))
+        return await _run(backend, ctx, "deleteCalendarEvent", op)
 
     return delete_calendar_event

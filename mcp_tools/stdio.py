@@ -1,8 +1,9 @@
 """The local transport: ``calendar-service mcp`` speaks MCP over stdin/stdout.
 
 It acts with one key, the one in ``CALENDAR_API_KEY``, checked at start (a missing or refused key
-stops it with a message saying why) and again on every tool call through ``gateway.perform``, so a
-key revoked or expired while the assistant runs is refused from its next call. Calls are recorded
+stops it with a message saying why; an unknown one, with the database it was looked up in) and
+again on every tool call through ``gateway.perform``, so a key revoked or expired while the
+assistant runs is refused from its next call. Calls are recorded
 in the key's history with transport ``mcp``, method ``STDIO`` and path ``stdio``.
 
 stdout carries only the protocol: nothing here prints, and logs go to stderr.
@@ -14,11 +15,12 @@ import time
 
 import anyio
 from mcp.server.mcpserver import Context
+from sqlalchemy import make_url
 
 from calendar_service import __version__
 from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.errors import AuthError, ConfigError
+from calendar_service.db import Database, sqlite_path
+from calendar_service.errors import AuthError, ConfigError, UnknownKey
 from calendar_service.gateway import CallContext, authenticate
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
@@ -26,6 +28,29 @@ from calendar_service.ratelimit import RateLimiter
 from mcp_tools.server import Backend, Caller, Identify, build_server
 
 KEY_VARIABLE = "CALENDAR_API_KEY"
+DATABASE_VARIABLE = "CALENDAR_DATABASE_URL"
+
+
+def database_name(config: Config) -> str:
+    """The database ``config`` opens, as a person can find it: a SQLite file's absolute path,
+    or the URL without its password."""
+    path = sqlite_path(config)
+    if path is not None:
+        return str(path.resolve())
+    return make_url(config.database_url).render_as_string(hide_password=True)
+
+
+def check_database(config: Config) -> None:
+    """Refuse a SQLite file that does not exist, rather than create an empty one (which holds no
+    key) in whatever directory the MCP client started the command in."""
+    path = sqlite_path(config)
+    if path is not None and not path.exists():
+        raise ConfigError(
+            f"There is no database at {database_name(config)}. Set {DATABASE_VARIABLE} to the "
+            "database the service uses (for SQLite an absolute path, "
+            "sqlite:////path/to/calendar.db): the MCP client starts this command in a directory "
+            "of its choosing."
+        )
 
 
 def check_key(db: Database, secret: str | None) -> Principal:
@@ -38,6 +63,12 @@ def check_key(db: Database, secret: str | None) -> Principal:
         )
     try:
         return db.call(authenticate, secret=secret.strip())
+    except UnknownKey as exc:
+        raise ConfigError(
+            f"The key in {KEY_VARIABLE} is refused: {exc.message} It was looked up in the "
+            f"database {database_name(db.config)}; if the service uses another one, set "
+            f"{DATABASE_VARIABLE} to it."
+        ) from None
     except AuthError as exc:
         raise ConfigError(f"The key in {KEY_VARIABLE} is refused: {exc.message}") from None
 

@@ -30,10 +30,9 @@ def test_make_run_serves_a_demo_key_that_the_curl_example_uses(tmp_path: Path) -
     port = sock.getsockname()[1]
     sock.close()
     base = f"http://127.0.0.1:{port}"
-    env = {
-        **os.environ,
+    env = {  # no CALENDAR_BASE_URL: the printout and links follow PORT
+        **{k: v for k, v in os.environ.items() if k != "CALENDAR_BASE_URL"},
         "CALENDAR_DATABASE_URL": f"sqlite:///{tmp_path / 'calendar.db'}",
-        "CALENDAR_BASE_URL": base,
     }
     log = (tmp_path / "run.log").open("w+")
     proc = subprocess.Popen(
@@ -58,9 +57,10 @@ def test_make_run_serves_a_demo_key_that_the_curl_example_uses(tmp_path: Path) -
         output = Path(log.name).read_text()
         match = re.search(r"demo key \(read and write, 30 days\): (calsk_\w+)", output)
         assert match, output
+        assert f"settings at {base}/settings" in output
         example = subprocess.run(
             [str(ROOT / "examples" / "curl.sh")],
-            env={**env, "CALENDAR_API_KEY": match.group(1)},
+            env={**env, "CALENDAR_BASE_URL": base, "CALENDAR_API_KEY": match.group(1)},
             capture_output=True,
             text=True,
             timeout=60,

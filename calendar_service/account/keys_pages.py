@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection
@@ -23,12 +23,8 @@ from calendar_service.account.web import (
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.timeutil import utcnow
 
-EXPIRY_CHOICES = (
-    ("7d", "7 days", timedelta(days=7)),
-    ("30d", "30 days", timedelta(days=30)),
-    ("90d", "90 days", timedelta(days=90)),
-    ("365d", "1 year", timedelta(days=365)),
-)
+# Values in the core's lifetime grammar (keys.parse_expires_in), as ``keys create --expires-in``.
+EXPIRY_CHOICES = (("7d", "7 days"), ("30d", "30 days"), ("90d", "90 days"), ("365d", "1 year"))
 NOTICES = {
     "key-revoked": "The key is revoked: any request made with it is now refused.",
 }
@@ -60,7 +56,7 @@ async def _keys_page(
         {
             **data,
             "section": "keys",
-            "expiry_choices": [(value, label) for value, label, _ in EXPIRY_CHOICES],
+            "expiry_choices": EXPIRY_CHOICES,
             "values": values or {"permission": "read", "expires": "30d", "calendar": ""},
             "errors": errors or {},
             "notice": NOTICES.get(request.query_params.get("notice", "")),
@@ -76,18 +72,17 @@ async def keys_page(request: Request, owner: OwnerSessionInfo) -> Response:
 
 def parse_expiry(choice: str, on_date: str, now: datetime) -> datetime:
     """A preset (``30d``) from now, or the end of a chosen day (UTC): a key set to expire on
-    2026-12-31 works through that whole day."""
-    for value, _, delta in EXPIRY_CHOICES:
-        if choice == value:
-            return now + delta
+    2026-12-31 works through that whole day. Read by the core, as ``keys create`` reads
+    ``--expires-in 30d`` and ``--expires-at 2026-12-31``."""
+    if choice in {value for value, _ in EXPIRY_CHOICES}:
+        return now + keys.parse_expires_in(choice)
     if choice == "custom":
         try:
-            day = date.fromisoformat(on_date.strip())
-        except ValueError:
+            return keys.parse_expires_at(on_date)
+        except ValidationFailed:
             raise ValidationFailed(
                 [FieldError("expires", "choose a date such as 2026-12-31")]
             ) from None
-        return datetime.combine(day + timedelta(days=1), time(0), tzinfo=UTC)
     raise ValidationFailed([FieldError("expires", "choose when the key expires")])
 
 

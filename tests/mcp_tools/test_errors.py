@@ -1,4 +1,4 @@
-"""The one translation of errors into tool errors: safe text, never internals."""
+"""The one translation of errors into tool errors: safe text, never internals, code first."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from calendar_service.errors import FieldError, NotFound, RateLimited, Validatio
 from calendar_service.keys import Principal
 from calendar_service.timeutil import utcnow
 from mcp_tools.errors import tool_errors
+from tests.mcp_tools.clients import MODES, connect, event_args, text_of
+from tests.support import Factory, RunningServer
 
 
 def test_an_unexpected_error_is_logged_and_answered_with_the_request_id_only(
@@ -51,3 +53,25 @@ def test_calendar_errors_keep_their_code_and_safe_message(error: Exception, expe
     with pytest.raises(ToolError) as raised, tool_errors("createCalendarEvent", "req_2"):
         raise error
     assert str(raised.value).startswith(expected)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_tool_errors_first_line_starts_with_its_code_over_the_real_server(
+    server: RunningServer, factory: Factory, mode: str
+) -> None:
+    owner = factory.owner()
+    _, writer = factory.key(owner)
+    _, reader = factory.key(owner, permission="read")
+    async with connect(server.url, writer, mode=mode) as client:
+        invalid = await client.call_tool("createCalendarEvent", event_args(title=""))
+        missing = await client.call_tool("getCalendarEvent", {"eventId": "ev_nothing"})
+    async with connect(server.url, reader, mode=mode) as client:
+        refused = await client.call_tool("createCalendarEvent", event_args())
+    firsts = {}
+    for name, result in (("invalid", invalid), ("missing", missing), ("refused", refused)):
+        assert result.is_error
+        firsts[name] = text_of(result).splitlines()[0]
+    assert firsts["invalid"].startswith("validation_error: The request has invalid fields: title")
+    assert firsts["missing"].startswith("not_found: ")
+    assert firsts["refused"].startswith("insufficient_scope: This API key is read-only")
+    assert text_of(refused).splitlines()[1] == "Missing permission: calendar:write."
