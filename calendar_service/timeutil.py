@@ -1,8 +1,8 @@
 """Date-time parsing and formatting: RFC 3339 out, ISO 8601 in, IANA zones cached.
 
 The service accepts the instants from ``EARLIEST`` to ``LATEST`` (the years 1900 to 2200 in
-UTC) and offsets within ``MAX_OFFSET`` (±18:00, as ISO 8601 practice and Python's own fixed
-offsets allow). Every parser of an outside date-time goes through ``check_instant``: event
+UTC) and offsets within ``MAX_OFFSET`` (±18:00, as ISO 8601 practice and RFC 9557 have it;
+Python alone would take up to ±23:59, and read +05:75 as 6:15). Every parser of an outside date-time goes through ``check_instant``: event
 times, all-day dates, list bounds and page tokens. Anything else is a ``ValueError`` with a
 message fit for a person, never an ``OverflowError`` further on: inside the range, any offset or
 zone and a day or a longest event's length either way stays within what ``datetime`` holds.
@@ -35,9 +35,19 @@ MAX_OFFSET = timedelta(hours=18)
 LONGEST_SPAN = LATEST - EARLIEST
 """No event lasts longer than the accepted range itself."""
 
-RANGE_TEXT = "1900-01-01T00:00:00Z to 2201-01-01T00:00:00Z"
-OUT_OF_RANGE = f"is outside the dates this service accepts ({RANGE_TEXT}, the years 1900-2200)"
-BAD_OFFSET = "has an offset this service does not accept: use -18:00 to +18:00 (minutes 00-59)"
+_OFFSET_HOURS = int(MAX_OFFSET.total_seconds()) // 3600
+_INSTANTS_TEXT = (
+    f"{EARLIEST.isoformat().replace('+00:00', 'Z')} to {LATEST.isoformat().replace('+00:00', 'Z')}"
+)
+RANGE_TEXT = f"{_INSTANTS_TEXT}, offsets within +/-{_OFFSET_HOURS:02d}:00"
+"""The accepted range in words, for the published schemas."""
+OUT_OF_RANGE = (
+    f"is outside the dates this service accepts ({_INSTANTS_TEXT}, the years {MIN_YEAR}-{MAX_YEAR})"
+)
+BAD_OFFSET = (
+    "has an offset this service does not accept: use "
+    f"-{_OFFSET_HOURS:02d}:00 to +{_OFFSET_HOURS:02d}:00 (minutes 00-59)"
+)
 
 
 def utcnow() -> datetime:
