@@ -2,10 +2,11 @@
 
 The service accepts the instants from ``EARLIEST`` to ``LATEST`` (the years 1900 to 2200 in
 UTC) and offsets within ``MAX_OFFSET`` (±18:00, as ISO 8601 practice and RFC 9557 have it;
-Python alone would take up to ±23:59, and read +05:75 as 6:15). Every parser of an outside date-time goes through ``check_instant``: event
-times, all-day dates, list bounds and page tokens. Anything else is a ``ValueError`` with a
-message fit for a person, never an ``OverflowError`` further on: inside the range, any offset or
-zone and a day or a longest event's length either way stays within what ``datetime`` holds.
+Python alone would take up to ±23:59, and read +05:75 as 6:15). Every parser of an outside
+date-time goes through ``check_instant``: event times, all-day dates, list bounds and page
+tokens. Anything else is a ``ValueError`` with a message fit for a person, never an
+``OverflowError`` further on: inside the range, any offset or zone and a day or a longest
+event's length either way stays within what ``datetime`` holds.
 """
 
 from __future__ import annotations
