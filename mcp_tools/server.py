@@ -54,7 +54,7 @@ class Backend:
     limiter: RateLimiter | None
     identify: Identify
     # The page-token key, read (or made) once: service_secrets.page_token_key.
-    _token_key: list[bytes] = field(default_factory=list)
+    _token_key: list[bytes] = field(default_factory=list, init=False, repr=False)
 
     async def token_key(self) -> bytes:
         if not self._token_key:
