@@ -11,6 +11,7 @@ import base64
 import binascii
 import functools
 import hashlib
+import hmac
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
@@ -44,11 +45,14 @@ from calendar_service.outbox import record_change
 from calendar_service.timeutil import (
     ONE_DAY,
     STORED_WHOLE_SECOND,
+    check_instant,
     format_in,
     format_utc,
+    from_utc_text,
     midnight,
     parse_date_time,
     parse_day,
+    utc_text,
     zone,
 )
 
@@ -93,13 +97,17 @@ def event_public(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
 # Listing
 
 
-def _encode_token(starts_at: datetime, event_id: str, fingerprint: str) -> str:
-    raw = orjson.dumps({"s": format_utc(starts_at), "i": event_id, "f": fingerprint})
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+# A page token is ``base64url(mac || payload)``: the payload is the last row's start and id, the
+# MAC an HMAC-SHA256 (cut to 16 bytes) with the server's page-token key over the query the page
+# belongs to (the key, its owner and calendar, the window) and the payload. A token is opaque to
+# callers; one the server did not make, or made for another query, is refused before anything
+# in it is read.
+_MAC_BYTES = 16
+_TOKEN_MAX = 512
 
 
-def _decode_token(token: str, fingerprint: str) -> tuple[datetime, str]:
-    bad = ValidationFailed(
+def _bad_token() -> ValidationFailed:
+    return ValidationFailed(
         [
             FieldError(
                 "pageToken",
@@ -107,29 +115,63 @@ def _decode_token(token: str, fingerprint: str) -> tuple[datetime, str]:
             )
         ]
     )
+
+
+def _token_mac(key: bytes, query: bytes, payload: bytes) -> bytes:
+    digest = hmac.new(key, query + b"\n" + payload, hashlib.sha256).digest()
+    return digest[:_MAC_BYTES]
+
+
+def _token_query(principal: Principal, low: datetime | None, high: datetime | None) -> bytes:
+    """What a token is bound to. The window's instants, not the text that named them."""
+    parts = (
+        principal.key_id,
+        principal.user_id,
+        principal.calendar_id or "",
+        "" if low is None else utc_text(low),
+        "" if high is None else utc_text(high),
+    )
+    return "\x1f".join(parts).encode()
+
+
+def _encode_token(key: bytes, query: bytes, starts_at: str, event_id: str) -> str:
+    """``starts_at`` is the stored UTC text of the page's last event (``utc_text``)."""
+    payload = orjson.dumps([starts_at, event_id])
+    raw = _token_mac(key, query, payload) + payload
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_token(key: bytes, query: bytes, token: str) -> tuple[datetime, str]:
+    if len(token) > _TOKEN_MAX:
+        raise _bad_token()
     try:
-        data = orjson.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        starts_at = datetime.fromisoformat(data["s"].replace("Z", "+00:00"))
-        event_id = data["i"]
-        if data["f"] != fingerprint or not isinstance(event_id, str) or starts_at.tzinfo is None:
-            raise bad
-    except (
-        ValueError,
-        KeyError,
-        TypeError,
-        AttributeError,
-        binascii.Error,
-        orjson.JSONDecodeError,
-    ):
-        raise bad from None
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    except (ValueError, binascii.Error):
+        raise _bad_token() from None
+    mac, payload = raw[:_MAC_BYTES], raw[_MAC_BYTES:]
+    if not hmac.compare_digest(mac, _token_mac(key, query, payload)):
+        raise _bad_token()
+    # Made by this server for this query; still read as carefully as any input.
+    try:
+        starts_text, event_id = orjson.loads(payload)
+        starts_at = check_instant(from_utc_text(starts_text))
+    except (ValueError, TypeError, orjson.JSONDecodeError):
+        raise _bad_token() from None
+    if not isinstance(event_id, str):
+        raise _bad_token()
     return starts_at, event_id
 
 
-def _query_fingerprint(
-    principal: Principal, time_min: datetime | None, time_max: datetime | None
-) -> str:
-    text = f"{principal.key_id}|{time_min}|{time_max}"
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+def _window_floor(low: datetime, longest_seconds: int) -> datetime:
+    """The least ``starts_at`` an event overlapping ``[low, ...)`` can have: ``low`` less the
+    calendar's longest event, never below the first instant a ``datetime`` holds (a longest
+    length stored by an older version can be any size, and it never shrinks)."""
+    if longest_seconds >= (low - _FIRST_INSTANT).total_seconds():
+        return _FIRST_INSTANT
+    return low - timedelta(seconds=longest_seconds)
+
+
+_FIRST_INSTANT = datetime.min.replace(tzinfo=UTC)
 
 
 def _parse_bound(text: str, tz: tzinfo) -> datetime:
@@ -182,12 +224,15 @@ def list_events(
     time_max: str | None = None,
     limit: Any = None,
     page_token: str | None = None,
+    token_key: bytes,
 ) -> dict[str, Any]:
     """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``.
 
     An event overlaps when ``endsAt > timeMin`` (or it starts at/after timeMin, so zero-length
-    events at timeMin count) and ``startsAt < timeMax``. Either bound may be omitted. Date-times
-    without an offset are read in the time zone of the key's calendar (or the default one).
+    events at timeMin count) and ``startsAt < timeMax``. Either bound may be omitted (``None``
+    or empty). Date-times without an offset are read in the time zone of the key's calendar
+    (or the default one). ``token_key`` signs and checks page tokens (the fronts get it from
+    ``service_secrets.page_token_key``).
     """
     calendars = accessible_calendars(conn, principal=principal)
     default = next((c for c in calendars if c.is_default), calendars[0] if calendars else None)
@@ -215,12 +260,12 @@ def list_events(
     if low is not None:
         longest = max(c.max_event_seconds for c in calendars)
         params["low"] = to_db(low, dialect)
-        params["low_floor"] = to_db(low - timedelta(seconds=longest), dialect)
+        params["low_floor"] = to_db(_window_floor(low, longest), dialect)
     if high is not None:
         params["high"] = to_db(high, dialect)
+    query = _token_query(principal, low, high)
     if page_token:
-        fingerprint = _query_fingerprint(principal, low, high)
-        after_start, params["after_id"] = _decode_token(page_token, fingerprint)
+        after_start, params["after_id"] = _decode_token(token_key, query, page_token)
         params["after_start"] = to_db(after_start, dialect)
     statement = _list_statement(
         len(calendars) == 1, low is not None, high is not None, bool(page_token)
@@ -228,9 +273,8 @@ def list_events(
     rows = statement.all(conn, **params)
     result["events"] = _events_public(rows[:size], calendars)
     if len(rows) > size:
-        last = rows[size - 1]
-        fingerprint = _query_fingerprint(principal, low, high)
-        result["nextPageToken"] = _encode_token(last[3], last[0], fingerprint)  # starts_at, id
+        last = rows[size - 1]  # starts_at is the stored UTC text on every backend
+        result["nextPageToken"] = _encode_token(token_key, query, last[3], last[0])
     return result
 
 
@@ -349,7 +393,14 @@ def _resolve_times(
         # endsAt is exclusive; equal to startsAt means a one-day event.
         if last == first:
             last = first + ONE_DAY
-        return midnight(first, tz), midnight(last, tz)
+        start_end = []
+        for name, day in (("startsAt", first), ("endsAt", last)):
+            try:
+                start_end.append(midnight(day, tz))
+            except ValueError as exc:
+                errors.append(FieldError(name, str(exc)))
+                start_end.append(None)
+        return start_end[0], start_end[1]
     bounds = []
     for name, text in (("startsAt", starts), ("endsAt", ends)):
         try:

@@ -23,7 +23,7 @@ from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
-from calendar_service.timeutil import from_utc_text, utc_text
+from calendar_service.timeutil import RANGE_TEXT, from_utc_text, utc_text
 
 TITLE_MAX = 300
 DEFAULT_CALENDAR_NAME = "Личное"
@@ -294,7 +294,8 @@ class _Input(_Wire):
 
 _DATE_TIME_DOC = (
     "RFC 3339 date-time, e.g. 2026-03-02T09:30:00+01:00. Without an offset it is read in the "
-    "target calendar's time zone. With allDay, a date (2026-03-02) or a midnight date-time."
+    "target calendar's time zone. With allDay, a date (2026-03-02) or a midnight date-time. "
+    f"From {RANGE_TEXT}."
 )
 
 

@@ -1,10 +1,20 @@
-"""Date-time parsing and formatting: RFC 3339 out, ISO 8601 in, IANA zones cached."""
+"""Date-time parsing and formatting: RFC 3339 out, ISO 8601 in, IANA zones cached.
+
+The service accepts the instants from ``EARLIEST`` to ``LATEST`` (the years 1900 to 2200 in
+UTC) and offsets within ``MAX_OFFSET`` (±18:00, as ISO 8601 practice and RFC 9557 have it;
+Python alone would take up to ±23:59, and read +05:75 as 6:15). Every parser of an outside
+date-time goes through ``check_instant``: event times, all-day dates, list bounds and page
+tokens. Anything else is a ``ValueError`` with a message fit for a person, never an
+``OverflowError`` further on: inside the range, any offset or zone and a day or a longest
+event's length either way stays within what ``datetime`` holds.
+"""
 
 from __future__ import annotations
 
 import functools
+import math
 import re
-from datetime import UTC, date, datetime, timedelta, tzinfo
+from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 # Accept the RFC 3339 profile of ISO 8601 (plus a space separator and no seconds):
@@ -13,6 +23,32 @@ _DATE_TIME = re.compile(
     r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:?\d{2})?$"
 )
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})$")
+
+MIN_YEAR = 1900
+MAX_YEAR = 2200
+EARLIEST = datetime(MIN_YEAR, 1, 1, tzinfo=UTC)
+"""The earliest instant accepted anywhere (inclusive)."""
+LATEST = datetime(MAX_YEAR + 1, 1, 1, tzinfo=UTC)
+"""The latest instant accepted anywhere (inclusive: the exclusive end of 2200-12-31 in UTC)."""
+MAX_OFFSET = timedelta(hours=18)
+"""The largest UTC offset accepted in input, either way (RFC 9557 / ISO 8601 practice)."""
+LONGEST_SPAN = LATEST - EARLIEST
+"""No event lasts longer than the accepted range itself."""
+
+_OFFSET_HOURS = int(MAX_OFFSET.total_seconds()) // 3600
+_INSTANTS_TEXT = (
+    f"{EARLIEST.isoformat().replace('+00:00', 'Z')} to {LATEST.isoformat().replace('+00:00', 'Z')}"
+)
+RANGE_TEXT = f"{_INSTANTS_TEXT}, offsets within +/-{_OFFSET_HOURS:02d}:00"
+"""The accepted range in words, for the published schemas."""
+OUT_OF_RANGE = (
+    f"is outside the dates this service accepts ({_INSTANTS_TEXT}, the years {MIN_YEAR}-{MAX_YEAR})"
+)
+BAD_OFFSET = (
+    "has an offset this service does not accept: use "
+    f"-{_OFFSET_HOURS:02d}:00 to +{_OFFSET_HOURS:02d}:00 (minutes 00-59)"
+)
 
 
 def utcnow() -> datetime:
@@ -70,13 +106,60 @@ def format_utc(value: datetime | str) -> str:
 
 def format_in(value: datetime | str, tz: tzinfo) -> str:
     """RFC 3339 in ``tz`` with its explicit offset (``Z`` for UTC); ``value`` as for
-    ``format_utc``."""
+    ``format_utc``.
+
+    RFC 3339 offsets are whole minutes, but a zone's local mean time is not (Europe/Amsterdam
+    was +00:19:32 until 1937, Africa/Monrovia -00:44:30 until 1972): then the offset is rounded
+    up to the next whole minute and the time shown in it, so the text still names exactly the
+    same instant (it parses back to it), its wall-clock time is at most 59 seconds after the
+    zone's own, never before (a local midnight keeps its date). An instant that cannot be shown
+    in ``tz`` at all (only ever outside the accepted range) is shown in UTC."""
     if tz is UTC:
         return format_utc(value)
     if type(value) is str:
         value = from_utc_text(value)
-    text = value.astimezone(tz).isoformat()  # type: ignore[union-attr]
+    try:
+        text = value.astimezone(tz).isoformat()  # type: ignore[union-attr]
+    except OverflowError:
+        return format_utc(value)
+    if text[-6] not in "+-":  # seconds in the offset: -00:44:30
+        text = _in_whole_minutes(value, tz)  # type: ignore[arg-type]
     return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def _in_whole_minutes(value: datetime, tz: tzinfo) -> str:
+    offset = value.astimezone(tz).utcoffset()
+    assert offset is not None
+    minutes = math.ceil(offset.total_seconds() / 60)
+    return value.astimezone(timezone(timedelta(minutes=minutes))).isoformat()
+
+
+def check_instant(value: datetime) -> datetime:
+    """``value`` (aware) in UTC, if it is within the accepted range; else ValueError."""
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(OUT_OF_RANGE) from None
+    if not EARLIEST <= utc <= LATEST:
+        raise ValueError(OUT_OF_RANGE)
+    return utc
+
+
+def _check_year(year: int) -> None:
+    """Refuse a written year that cannot be in range in any zone before any arithmetic on it
+    (converting 0001-01-01T00:00:00+05:00 to UTC overflows)."""
+    if not MIN_YEAR - 1 <= year <= MAX_YEAR + 1:
+        raise ValueError(OUT_OF_RANGE)
+
+
+def _check_offset(text: str) -> None:
+    """An explicit offset within ±18:00 with minutes 00-59 (Python reads +05:75 as 6:15)."""
+    match = _OFFSET.search(text)
+    if match is None:
+        return
+    hours, minutes = int(match.group(2)), int(match.group(3))
+    if minutes > 59 or timedelta(hours=hours, minutes=minutes) > MAX_OFFSET:
+        raise ValueError(BAD_OFFSET)
 
 
 def parse_date_time(text: str, tz: tzinfo) -> datetime:
@@ -89,16 +172,24 @@ def parse_date_time(text: str, tz: tzinfo) -> datetime:
             "must be an RFC 3339 date-time such as 2026-03-02T09:30:00+01:00 "
             "(without an offset it is read in the calendar's time zone)"
         )
-    text = text.strip()
+    value = _read_date_time(text.strip())
+    if value.tzinfo is None:
+        value = localize(value, tz)
+    return check_instant(value)
+
+
+def _read_date_time(text: str) -> datetime:
+    """A date-time matching ``_DATE_TIME``, checked for a real date, a sane year and offset."""
     if text[-1] in "Zz":
         text = text[:-1] + "+00:00"
+    else:
+        _check_offset(text)
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError("is not a real date and time (check the day, month and hour)") from None
-    if value.tzinfo is None:
-        value = localize(value, tz)
-    return value.astimezone(UTC)
+    _check_year(value.year)
+    return value
 
 
 def localize(naive: datetime, tz: tzinfo) -> datetime:
@@ -109,30 +200,30 @@ def localize(naive: datetime, tz: tzinfo) -> datetime:
 
 
 def parse_day(text: str, tz: tzinfo) -> date:
-    """For all-day events: a date, or a date-time at local midnight."""
+    """For all-day events: a date, or a date-time at local midnight. The year is checked to be
+    near the accepted range (``midnight`` checks the instant itself)."""
     if not isinstance(text, str):
         raise ValueError("must be a date such as 2026-03-02")
     text = text.strip()
     if _DATE.match(text):
         try:
-            return date.fromisoformat(text)
+            day = date.fromisoformat(text)
         except ValueError:
             raise ValueError("is not a real date (check the day and month)") from None
+        _check_year(day.year)
+        return day
     if not _DATE_TIME.match(text):
         raise ValueError("must be a date such as 2026-03-02 (or a midnight date-time) for allDay")
-    if text[-1] in "Zz":
-        text = text[:-1] + "+00:00"
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError("is not a real date and time (check the day, month and hour)") from None
+    value = _read_date_time(text)
     if (value.hour, value.minute, value.second, value.microsecond) != (0, 0, 0, 0):
         raise ValueError("must be a date (2026-03-02) or a midnight date-time for an all-day event")
     return value.date()
 
 
 def midnight(day: date, tz: tzinfo) -> datetime:
-    return localize(datetime(day.year, day.month, day.day), tz).astimezone(UTC)
+    """The start of ``day`` in ``tz``, in UTC; ValueError if outside the accepted range.
+    ``day`` must be within a year of the range (as ``parse_day`` returns, or one day after)."""
+    return check_instant(localize(datetime(day.year, day.month, day.day), tz))
 
 
 ONE_DAY = timedelta(days=1)

@@ -14,7 +14,7 @@ front uses the key it was started with.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Annotated, Any
 
@@ -25,7 +25,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from sqlalchemy import Connection
 
-from calendar_service import events
+from calendar_service import events, service_secrets
 from calendar_service.db import Database
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.gateway import CallContext, Operation, perform
@@ -54,6 +54,13 @@ class Backend:
     db: Database
     limiter: RateLimiter | None
     identify: Identify
+    # The page-token key, read (or made) once: service_secrets.page_token_key.
+    _token_key: list[bytes] = field(default_factory=list, init=False, repr=False)
+
+    async def token_key(self) -> bytes:
+        if not self._token_key:
+            self._token_key.append(await self.db.run(service_secrets.page_token_key, now=utcnow()))
+        return self._token_key[0]
 
 
 INSTRUCTIONS = """\
@@ -254,6 +261,7 @@ def _renamed(exc: ValidationFailed, names: Mapping[str, str]) -> ValidationFaile
 def _list_tool(backend: Backend) -> Callable[..., Any]:
     async def list_calendar_events(ctx: Context) -> Annotated[CallToolResult, shapes.EventsPage]:
         args = _arguments(ctx)
+        token_key = await backend.token_key()
 
         def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
             params = parse_model(shapes.ListArguments, args)
@@ -264,6 +272,7 @@ def _list_tool(backend: Backend) -> Callable[..., Any]:
                 time_max=params.time_max,
                 limit=params.limit,
                 page_token=params.page_token,
+                token_key=token_key,
             )
             calendars = page["calendars"]
             tz = zone(calendars[0]["timeZone"]) if calendars else UTC

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import calendars, events
+from calendar_service import calendars, events, service_secrets
 from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import (
     account,
@@ -56,10 +56,11 @@ def time_zones() -> list[str]:
 
 def _overview(conn: Connection, *, user_id: str, now: datetime) -> list[dict[str, Any]]:
     found = []
+    token_key = service_secrets.page_token_key(conn, now=now)
     for row in calendars.list_owner_calendars(conn, user_id=user_id):
         principal = events.owner_principal(user_id, calendar_id=row.id)
         listed = events.list_events(
-            conn, principal=principal, time_min=format_utc(now), limit=UPCOMING
+            conn, principal=principal, time_min=format_utc(now), limit=UPCOMING, token_key=token_key
         )
         for event in listed["events"]:
             event["lastDay"] = _from_event(event)["end_date"]
@@ -159,6 +160,8 @@ def _to_api(values: dict[str, str]) -> tuple[dict[str, Any], list[FieldError]]:
             if side == "end":  # inclusive last day on the page, exclusive midnight in the API
                 try:
                     day = (date.fromisoformat(day) + timedelta(days=1)).isoformat()
+                except OverflowError:  # 9999-12-31: the core refuses it as out of range
+                    pass
                 except ValueError:
                     errors.append(FieldError(field, "choose a date such as 2026-03-02"))
                     continue

@@ -17,16 +17,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, delete, insert, select
-from sqlalchemy.exc import IntegrityError
 
-from calendar_service.models import OwnerSession, ServiceSecret, User
+from calendar_service.models import OwnerSession, User
+from calendar_service.service_secrets import SESSION_SECRET_NAME, kept_secret
 
 sessions_t = OwnerSession.__table__  # type: ignore[attr-defined]
-secrets_t = ServiceSecret.__table__  # type: ignore[attr-defined]
 users_t = User.__table__  # type: ignore[attr-defined]
 
 SESSION_LIFETIME = timedelta(hours=12)
-SESSION_SECRET_NAME = "settings_session_signing"  # noqa: S105 - a row name, not a secret
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,17 +97,4 @@ def end_session(conn: Connection, *, token: str) -> None:
 def session_signing_secret(conn: Connection, *, now: datetime) -> str:
     """The generated session-signing secret, made once and shared through the database by
     every server process (used only when ``CALENDAR_SESSION_SECRET`` is not set)."""
-    query = select(secrets_t.c.value).where(secrets_t.c.name == SESSION_SECRET_NAME)
-    value = conn.execute(query).scalar()
-    if value is not None:
-        return str(value)
-    try:
-        with conn.begin_nested():
-            conn.execute(
-                insert(secrets_t).values(
-                    name=SESSION_SECRET_NAME, value=secrets.token_urlsafe(48), created_at=now
-                )
-            )
-    except IntegrityError:
-        pass  # another process made it first: use theirs
-    return str(conn.execute(query).scalar_one())
+    return kept_secret(conn, name=SESSION_SECRET_NAME, now=now)

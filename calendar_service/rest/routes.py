@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import events
+from calendar_service import events, service_secrets
 from calendar_service.errors import CalendarError, KeyInUrl
 from calendar_service.gateway import Operation, Outcome, perform
 from calendar_service.inputs import parse_json_body
@@ -69,8 +69,19 @@ def _respond(outcome: Outcome[Any], **extra_headers: str) -> Response:
     return JSONResponse(outcome.value, status_code=outcome.status, headers=headers)
 
 
+async def _page_token_key(request: Request) -> bytes:
+    """The page-token key, read (or made) once per app: ``service_secrets.page_token_key``."""
+    state = request.app.state
+    key: bytes | None = getattr(state, "page_token_key", None)
+    if key is None:
+        key = await services(request).db.run(service_secrets.page_token_key, now=utcnow())
+        state.page_token_key = key
+    return key
+
+
 async def list_calendar_events(request: Request) -> Response:
     params = request.query_params
+    token_key = await _page_token_key(request)
 
     def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
         # Encoded here, while the list is fresh in the cache: only the bytes wait for the
@@ -83,6 +94,7 @@ async def list_calendar_events(request: Request) -> Response:
                 time_max=params.get("timeMax"),
                 limit=params.get("limit"),
                 page_token=params.get("pageToken"),
+                token_key=token_key,
             )
         )
 

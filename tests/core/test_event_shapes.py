@@ -35,6 +35,7 @@ def test_list_items_equal_the_created_and_fetched_events_in_every_time_zone(
         principal=principal,
         time_min="2026-07-01T00:00:00Z",
         time_max="2026-07-02T00:00:00Z",
+        token_key=b"test page-token key",
     )["events"]
     fetched = [db.call(events.get_event, principal=principal, event_id=e["id"]) for e in created]
     key = {e["id"]: e for e in listed}

@@ -55,6 +55,7 @@ def test_the_window_query_searches_the_index_on_calendar_and_both_start_bounds(
             principal=principal,
             time_min="2026-03-02T00:00:00Z",
             time_max="2026-03-09T00:00:00Z",
+            token_key=b"test page-token key",
         ),
     )
     if db.engine.dialect.name == "sqlite":
