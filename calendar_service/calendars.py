@@ -10,6 +10,7 @@ from sqlalchemy import Connection, bindparam, insert, select
 from calendar_service.db import Statement
 from calendar_service.errors import FieldError, InsufficientScope, NotFound, ValidationFailed
 from calendar_service.ids import new_id
+from calendar_service.inputs import check_text
 from calendar_service.keys import Principal
 from calendar_service.models import DEFAULT_CALENDAR_NAME, Calendar
 from calendar_service.timeutil import is_valid_zone
@@ -44,13 +45,18 @@ def create_calendar(
     now: datetime,
     is_default: bool = False,
 ) -> dict[str, Any]:
-    errors: list[FieldError] = []
     name = (name or "").strip()
+    errors = check_text("name", name)
     if not 1 <= len(name) <= NAME_MAX:
         errors.append(FieldError("name", f"must be 1 to {NAME_MAX} characters"))
-    elif conn.execute(
-        select(calendars_t.c.id).where(calendars_t.c.user_id == user_id, calendars_t.c.name == name)
-    ).first():
+    elif (
+        not errors
+        and conn.execute(
+            select(calendars_t.c.id).where(
+                calendars_t.c.user_id == user_id, calendars_t.c.name == name
+            )
+        ).first()
+    ):
         errors.append(FieldError("name", f"a calendar named {name!r} already exists"))
     if not is_valid_zone(time_zone):
         errors.append(FieldError("timeZone", "must be an IANA time zone such as Europe/Berlin"))

@@ -113,6 +113,8 @@ def _decode_token(token: str, fingerprint: str) -> tuple[datetime, str]:
         event_id = data["i"]
         if data["f"] != fingerprint or not isinstance(event_id, str) or starts_at.tzinfo is None:
             raise bad
+        if "\x00" in event_id:  # forged: no id has one, and PostgreSQL cannot compare it
+            raise bad
     except (
         ValueError,
         KeyError,

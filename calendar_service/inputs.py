@@ -1,7 +1,14 @@
-"""Turning untrusted JSON into the public input models, with errors naming every bad field."""
+"""Turning untrusted JSON into the public input models, with errors naming every bad field.
+
+Text a stranger sends is refused if it contains NUL (U+0000), wherever it is: in a body's
+field (at any depth, key or value), a tool argument, a URL's path id or query parameter, a
+settings form. PostgreSQL cannot store NUL in text and SQLite can, so refusing it at the door
+(``nul_errors``) keeps the two backends answering alike: 400, naming the field.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 import orjson
@@ -10,6 +17,9 @@ from pydantic import BaseModel, ValidationError
 from calendar_service.errors import FieldError, ValidationFailed
 
 M = TypeVar("M", bound=BaseModel)
+
+NUL = "\x00"
+NUL_MESSAGE = "must not contain NUL characters (U+0000)"
 
 _MESSAGES = {
     "missing": "is required",
@@ -27,7 +37,7 @@ def _field_name(model: type[BaseModel], loc: tuple[Any, ...]) -> str:
     head = loc[0]
     info = model.model_fields.get(str(head))
     name = info.alias if info is not None and info.alias else str(head)
-    return ".".join([name, *(str(part) for part in loc[1:])])
+    return _shown(".".join([name, *(str(part) for part in loc[1:])]))
 
 
 def validation_failed(model: type[BaseModel], exc: ValidationError) -> ValidationFailed:
@@ -42,14 +52,69 @@ def validation_failed(model: type[BaseModel], exc: ValidationError) -> Validatio
     return ValidationFailed(errors)
 
 
+def _shown(name: str) -> str:
+    """A field name fit to print: a NUL in it written as JSON writes it."""
+    return name.replace(NUL, "\\u0000")
+
+
+def _has_nul(value: Any) -> bool:
+    kind = type(value)
+    if kind is str:
+        return NUL in value
+    if kind is dict:
+        return any(NUL in k or _has_nul(v) for k, v in value.items())
+    if kind is list:
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+def nul_errors(values: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> list[FieldError]:
+    """A ``FieldError`` for each named value with a NUL in it (in its name, or in a string at
+    any depth of it: ``recurrence.1``); ``[]`` when there are none, which is almost always and
+    costs one scan of each string."""
+    pairs = values.items() if isinstance(values, Mapping) else values
+    errors: list[FieldError] = []
+    for name, value in pairs:
+        if NUL in name:
+            errors.append(FieldError(_shown(name), NUL_MESSAGE))
+        elif _has_nul(value):
+            if isinstance(value, dict):
+                errors.extend(
+                    FieldError(f"{name}.{e['field']}", e["message"]) for e in nul_errors(value)
+                )
+            elif isinstance(value, list):
+                errors.extend(
+                    FieldError(f"{name}.{e['field']}", e["message"])
+                    for e in nul_errors((str(i), v) for i, v in enumerate(value))
+                )
+            else:
+                errors.append(FieldError(name, NUL_MESSAGE))
+    return errors
+
+
+def check_text(field: str, value: str | None) -> list[FieldError]:
+    """``[FieldError]`` if the text ``value`` contains NUL (for the core's own entry points,
+    such as the CLI's, which take text without a model)."""
+    return [FieldError(field, NUL_MESSAGE)] if value and NUL in value else []
+
+
 def parse_model(model: type[M], data: Any) -> M:
-    """Validate already-decoded JSON against ``model`` (strict types, unknown fields refused)."""
+    """Validate already-decoded JSON against ``model`` (strict types, unknown fields refused,
+    no NUL in any string)."""
     if not isinstance(data, dict):
         raise ValidationFailed([FieldError("body", "must be a JSON object")])
+    refused = nul_errors(data) if _has_nul(data) else []
     try:
-        return model.model_validate(data)
+        parsed = model.model_validate(data)
     except ValidationError as exc:
-        raise validation_failed(model, exc) from None
+        errors = validation_failed(model, exc).errors
+        if refused:  # one error per field: the NUL, which is what to fix first
+            named = {e["field"].split(".", 1)[0] for e in refused}
+            errors = refused + [e for e in errors if e["field"].split(".", 1)[0] not in named]
+        raise ValidationFailed(errors) from None
+    if refused:
+        raise ValidationFailed(refused)
+    return parsed
 
 
 def parse_partial(model: type[M], data: Any) -> tuple[M, list[FieldError]]:

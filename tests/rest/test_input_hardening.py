@@ -1,0 +1,107 @@
+"""Input a stranger controls is refused with a 400 naming it, the same on SQLite and
+PostgreSQL: NUL characters anywhere (PostgreSQL cannot store them) and duplicate JSON keys."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import httpx
+import pytest
+
+from calendar_service import history
+from tests.rest.conftest import EVENTS, event_body
+from tests.support import Factory, bearer
+
+NUL = "\x00"
+NUL_MESSAGE = "must not contain NUL characters (U+0000)"
+
+
+@pytest.fixture
+def secret(factory: Factory) -> str:
+    return factory.key(factory.owner())[1]
+
+
+def _errors(response: httpx.Response) -> list[dict[str, str]]:
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "validation_error"
+    return list(response.json()["errors"])
+
+
+@pytest.mark.parametrize(
+    "field", ["title", "description", "location", "calendar", "calendarId", "startsAt"]
+)
+def test_a_nul_character_in_any_field_of_a_new_event_is_refused_naming_the_field(
+    api: httpx.Client, secret: str, field: str
+) -> None:
+    body = event_body(**{field: f"2026-03-02T09:00:00Z{NUL}"})
+    answer = api.post(EVENTS, json=body, headers=bearer(secret))
+    assert {"field": field, "message": NUL_MESSAGE} in _errors(answer)
+    assert api.get(EVENTS, headers=bearer(secret)).json()["events"] == []
+
+
+def test_a_nul_character_is_refused_with_the_other_bad_fields_at_once(
+    api: httpx.Client, secret: str
+) -> None:
+    body = event_body(title=f"Plan{NUL}ning", endsAt="not a time", allDay="yes")
+    fields = {e["field"] for e in _errors(api.post(EVENTS, json=body, headers=bearer(secret)))}
+    assert fields == {"title", "endsAt", "allDay"}
+
+
+def test_a_nul_character_in_a_field_name_is_refused(api: httpx.Client, secret: str) -> None:
+    body = {**event_body(), f"note{NUL}": "x"}
+    answer = api.post(EVENTS, json=body, headers=bearer(secret))
+    assert [e["field"] for e in _errors(answer)] == ["note\\u0000"]
+
+
+def test_a_nul_character_in_a_change_is_refused_and_changes_nothing(
+    api: httpx.Client, secret: str
+) -> None:
+    event = api.post(EVENTS, json=event_body(), headers=bearer(secret)).json()
+    url = f"{EVENTS}/{event['id']}"
+    answer = api.patch(url, json={"location": f"Room{NUL}1"}, headers=bearer(secret))
+    assert _errors(answer) == [{"field": "location", "message": NUL_MESSAGE}]
+    assert api.get(url, headers=bearer(secret)).json() == event
+
+
+@pytest.mark.parametrize("method", ["GET", "PATCH", "DELETE"])
+def test_an_event_id_with_a_nul_character_is_refused(
+    api: httpx.Client, secret: str, method: str
+) -> None:
+    event = api.post(EVENTS, json=event_body(), headers=bearer(secret)).json()
+    answer = api.request(
+        method, f"{EVENTS}/{event['id']}%00", json={"title": "x"}, headers=bearer(secret)
+    )
+    assert _errors(answer) == [{"field": "eventId", "message": NUL_MESSAGE}]
+    assert api.get(f"{EVENTS}/{event['id']}", headers=bearer(secret)).json() == event
+
+
+@pytest.mark.parametrize("parameter", ["timeMin", "timeMax", "limit", "pageToken", "other"])
+def test_a_query_parameter_with_a_nul_character_is_refused(
+    api: httpx.Client, secret: str, parameter: str
+) -> None:
+    answer = api.get(EVENTS, params={parameter: f"2026{NUL}"}, headers=bearer(secret))
+    assert _errors(answer) == [{"field": parameter, "message": NUL_MESSAGE}]
+
+
+def test_a_page_token_carrying_a_nul_character_inside_is_refused(
+    api: httpx.Client, secret: str
+) -> None:
+    for _ in range(2):
+        api.post(EVENTS, json=event_body(), headers=bearer(secret))
+    token = api.get(EVENTS, params={"limit": "1"}, headers=bearer(secret)).json()["nextPageToken"]
+    data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    data["i"] += NUL
+    forged = base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+    answer = api.get(EVENTS, params={"limit": "1", "pageToken": forged}, headers=bearer(secret))
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["errors"][0]["field"] == "pageToken"
+
+
+def test_a_refused_nul_is_recorded_in_the_keys_history_without_the_query(
+    api: httpx.Client, factory: Factory
+) -> None:
+    key_id, secret = factory.key(factory.owner())
+    api.get(EVENTS, params={"timeMin": NUL}, headers=bearer(secret))
+    calls = factory.db.call(history.list_calls, key_id=key_id)
+    assert [(c["status"], c["path"]) for c in calls] == [(400, EVENTS)]
