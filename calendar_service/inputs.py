@@ -8,6 +8,7 @@ settings form. PostgreSQL cannot store NUL in text and SQLite can, so refusing i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -58,37 +59,59 @@ def _shown(name: str) -> str:
 
 
 def _has_nul(value: Any) -> bool:
-    kind = type(value)
-    if kind is str:
-        return NUL in value
-    if kind is dict:
-        return any(NUL in k or _has_nul(v) for k, v in value.items())
-    if kind is list:
-        return any(_has_nul(v) for v in value)
+    """Whether any string in decoded JSON (keys included, at any depth) contains NUL. Without
+    recursion: a body may nest as deep as the JSON decoder allows."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if NUL in item:
+                return True
+        elif kind is dict:
+            for key, member in item.items():
+                if NUL in key:
+                    return True
+                stack.append(member)
+        elif kind is list:
+            stack.extend(item)
     return False
 
 
+def _may_have_nul(data: Any) -> bool:
+    r"""Cheaply: False if no string in decoded JSON has a NUL. orjson writes a NUL as \u0000,
+    which a string can only also hold as text (``\\u0000`` in JSON): rarely, and then the
+    exact walk decides."""
+    try:
+        return b"\\u0000" in orjson.dumps(data)
+    except orjson.JSONEncodeError:  # nested deeper than orjson encodes, or not JSON data
+        return _has_nul(data)
+
+
+def _child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
 def nul_errors(values: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> list[FieldError]:
-    """A ``FieldError`` for each named value with a NUL in it (in its name, or in a string at
-    any depth of it: ``recurrence.1``); ``[]`` when there are none, which is almost always and
-    costs one scan of each string."""
-    pairs = values.items() if isinstance(values, Mapping) else values
+    """A ``FieldError`` for each named value with a NUL in it: in its name, or in a string at
+    any depth of it (``recurrence.1``); ``[]`` when there are none."""
+    pairs = list(values.items() if isinstance(values, Mapping) else values)
     errors: list[FieldError] = []
-    for name, value in pairs:
-        if NUL in name:
-            errors.append(FieldError(_shown(name), NUL_MESSAGE))
-        elif _has_nul(value):
-            if isinstance(value, dict):
-                errors.extend(
-                    FieldError(f"{name}.{e['field']}", e["message"]) for e in nul_errors(value)
-                )
-            elif isinstance(value, list):
-                errors.extend(
-                    FieldError(f"{name}.{e['field']}", e["message"])
-                    for e in nul_errors((str(i), v) for i, v in enumerate(value))
-                )
-            else:
-                errors.append(FieldError(name, NUL_MESSAGE))
+    stack: list[tuple[str, Any]] = []
+    for name, value in reversed(pairs):  # reversed onto a stack: found in document order
+        stack.append((_shown(name), NUL if NUL in name else value))
+    while stack:
+        path, item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if NUL in item:
+                errors.append(FieldError(path, NUL_MESSAGE))
+        elif kind is dict:
+            for key, member in reversed(item.items()):
+                stack.append((_child(path, _shown(key)), NUL if NUL in key else member))
+        elif kind is list:
+            for index in range(len(item) - 1, -1, -1):
+                stack.append((_child(path, str(index)), item[index]))
     return errors
 
 
@@ -103,7 +126,7 @@ def parse_model(model: type[M], data: Any) -> M:
     no NUL in any string)."""
     if not isinstance(data, dict):
         raise ValidationFailed([FieldError("body", "must be a JSON object")])
-    refused = nul_errors(data) if _has_nul(data) else []
+    refused = nul_errors(data) if _may_have_nul(data) else []
     try:
         parsed = model.model_validate(data)
     except ValidationError as exc:
@@ -137,10 +160,57 @@ def parse_partial(model: type[M], data: Any) -> tuple[M, list[FieldError]]:
         return model.model_construct(**good), list(exc.errors)
 
 
+DUPLICATE_MESSAGE = "is given more than once"
+
+
 def parse_json_body(body: bytes) -> Any:
+    """Decode a request body: valid JSON (RFC 8259, UTF-8, no lone surrogates, nesting bounded)
+    in which no object has a key twice. Decoders keep the last of duplicate keys silently; two
+    parties reading the same body could then disagree on what it says, so it is refused."""
     if not body.strip():
         raise ValidationFailed([FieldError("body", "is empty; send a JSON object")])
     try:
-        return orjson.loads(body)
+        data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise ValidationFailed([FieldError("body", f"is not valid JSON ({exc.msg})")]) from None
+    # Every ':' outside strings separates one object member, and orjson writes every ':' as
+    # is: so a body without a duplicate key has as many ':' as the same data encoded again,
+    # unless a ':' in a string was written as an escape (\u003a). Only then, or when the
+    # counts differ, is the body read again, slowly, to find the duplicates and say where.
+    try:
+        suspect = body.count(b":") != orjson.dumps(data).count(b":") or b"\\u003" in body
+    except orjson.JSONEncodeError:  # nested deeper than orjson encodes (it decodes deeper)
+        suspect = True
+    if suspect:
+        duplicated = _duplicate_keys(body)
+        if duplicated:
+            raise ValidationFailed(duplicated)
+    return data
+
+
+class _Members(list[tuple[str, Any]]):
+    """An object's members in document order, duplicates kept (``json``'s object_pairs_hook)."""
+
+
+def _duplicate_keys(body: bytes) -> list[FieldError]:
+    """Where ``body`` (valid JSON) has an object with a key twice, in document order."""
+    try:
+        tree = json.loads(body, object_pairs_hook=_Members)
+    except RecursionError:  # within orjson's depth limit but beyond the json module's
+        return [FieldError("body", "is nested too deeply")]
+    errors: list[FieldError] = []
+    stack: list[tuple[str, Any]] = [("", tree)]
+    while stack:
+        path, item = stack.pop()
+        if type(item) is _Members:
+            seen: set[str] = set()
+            reported: set[str] = set()
+            for key, _ in item:
+                if key in seen and key not in reported:
+                    errors.append(FieldError(_child(path, _shown(key)), DUPLICATE_MESSAGE))
+                    reported.add(key)
+                seen.add(key)
+            stack.extend((_child(path, _shown(k)), v) for k, v in reversed(item))
+        elif type(item) is list:
+            stack.extend((_child(path, str(i)), item[i]) for i in range(len(item) - 1, -1, -1))
+    return errors

@@ -105,3 +105,61 @@ def test_a_refused_nul_is_recorded_in_the_keys_history_without_the_query(
     api.get(EVENTS, params={"timeMin": NUL}, headers=bearer(secret))
     calls = factory.db.call(history.list_calls, key_id=key_id)
     assert [(c["status"], c["path"]) for c in calls] == [(400, EVENTS)]
+
+
+def _raw(api: httpx.Client, method: str, url: str, body: str, secret: str) -> httpx.Response:
+    headers = {**bearer(secret), "Content-Type": "application/json"}
+    return api.request(method, url, content=body.encode(), headers=headers)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"title": "Planning", "startsAt": "2026-03-02T09:00:00Z", "title": "Other",'
+        ' "endsAt": "2026-03-02T10:00:00Z"}',
+        # The same name spelt with an escape is the same key.
+        '{"title": "Planning", "startsAt": "2026-03-02T09:00:00Z", "\\u0074itle" : "Other",'
+        ' "endsAt": "2026-03-02T10:00:00Z"}',
+    ],
+)
+def test_a_new_event_with_a_duplicate_json_key_is_refused_not_last_one_wins(
+    api: httpx.Client, secret: str, body: str
+) -> None:
+    answer = _raw(api, "POST", EVENTS, body, secret)
+    assert _errors(answer) == [{"field": "title", "message": "is given more than once"}]
+    assert api.get(EVENTS, headers=bearer(secret)).json()["events"] == []
+
+
+def test_a_change_with_a_duplicate_json_key_is_refused_and_changes_nothing(
+    api: httpx.Client, secret: str
+) -> None:
+    event = api.post(EVENTS, json=event_body(), headers=bearer(secret)).json()
+    url = f"{EVENTS}/{event['id']}"
+    answer = _raw(api, "PATCH", url, '{"location": "A", "location": "B"}', secret)
+    assert _errors(answer) == [{"field": "location", "message": "is given more than once"}]
+    assert api.get(url, headers=bearer(secret)).json() == event
+
+
+def test_colons_and_repeated_names_in_values_are_not_duplicate_keys(
+    api: httpx.Client, secret: str
+) -> None:
+    body = (
+        '{"title": "title: \\"title\\": 10:30", "description": "{\\"title\\": 1}",'
+        ' "location": "Room \\u003a 1", "startsAt": "2026-03-02T09:00:00Z",'
+        ' "endsAt": "2026-03-02T10:00:00Z"}'
+    )
+    answer = _raw(api, "POST", EVENTS, body, secret)
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["title"] == 'title: "title": 10:30'
+    assert answer.json()["location"] == "Room : 1"
+
+
+@pytest.mark.parametrize("depth", [300, 1010])
+def test_a_deeply_nested_body_is_refused_with_a_400(
+    api: httpx.Client, secret: str, depth: int
+) -> None:
+    nested = "[" * depth + "]" * depth
+    body = json.dumps(event_body())[:-1] + f', "extra": {nested}}}'
+    answer = _raw(api, "POST", EVENTS, body, secret)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["code"] == "validation_error"
