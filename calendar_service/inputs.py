@@ -173,19 +173,34 @@ def parse_json_body(body: bytes) -> Any:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise ValidationFailed([FieldError("body", f"is not valid JSON ({exc.msg})")]) from None
-    # Every ':' outside strings separates one object member, and orjson writes every ':' as
-    # is: so a body without a duplicate key has as many ':' as the same data encoded again,
-    # unless a ':' in a string was written as an escape (\u003a). Only then, or when the
-    # counts differ, is the body read again, slowly, to find the duplicates and say where.
+    duplicated = _duplicates_of(body, data)
+    if duplicated:
+        raise ValidationFailed(duplicated)
+    return data
+
+
+def duplicate_keys(body: bytes) -> list[FieldError]:
+    """Where the JSON ``body`` has an object with a key twice (``[]`` if nowhere, or if it is
+    not valid JSON: its parser will say so). For fronts whose JSON another library decodes."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return []
+    return _duplicates_of(body, data)
+
+
+def _duplicates_of(body: bytes, data: Any) -> list[FieldError]:
+    r"""``duplicate_keys`` for a body already decoded (by orjson) as ``data``.
+
+    Every ':' outside strings separates one object member, and orjson writes every ':' as is:
+    so a body without a duplicate key has as many ':' as its data encoded again, unless a ':'
+    in a string was written as an escape (\u003a). Only then, or when the counts differ, is
+    the body read again, slowly, to find the duplicates and say where."""
     try:
         suspect = body.count(b":") != orjson.dumps(data).count(b":") or b"\\u003" in body
     except orjson.JSONEncodeError:  # nested deeper than orjson encodes (it decodes deeper)
         suspect = True
-    if suspect:
-        duplicated = _duplicate_keys(body)
-        if duplicated:
-            raise ValidationFailed(duplicated)
-    return data
+    return _duplicate_keys(body) if suspect else []
 
 
 class _Members(list[tuple[str, Any]]):

@@ -21,6 +21,7 @@ from calendar_service import __version__
 from calendar_service.web.context import MAX_BODY, Services
 from mcp_tools.auth import KeyAuth, identify, origin_of
 from mcp_tools.server import Backend, build_server
+from mcp_tools.strict_json import RefuseDuplicateKeys
 
 MCP_PATH = "/mcp"
 
@@ -51,5 +52,6 @@ def mcp_http(services: Services, *, extra_origins: Iterable[str] = ()) -> McpHtt
     )
     manager = server.session_manager
     origins = [origin_of(services.config.base_url), *extra_origins]
-    endpoint = KeyAuth(StreamableHTTPASGIApp(manager), services=services, allowed_origins=origins)
+    transport = RefuseDuplicateKeys(StreamableHTTPASGIApp(manager), max_body=MAX_BODY)
+    endpoint = KeyAuth(transport, services=services, allowed_origins=origins)
     return McpHttp(endpoint=endpoint, session_manager=manager)

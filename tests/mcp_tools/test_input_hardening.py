@@ -1,10 +1,12 @@
-"""Tool arguments a stranger controls are refused like REST input, the same on both databases:
-NUL characters anywhere, and errors that would name a calendar outside the key's reach."""
+"""Tool calls a stranger controls are refused like REST input, the same on both databases: NUL
+characters in any argument, duplicate JSON keys, and errors naming a calendar out of reach."""
 
 from __future__ import annotations
 
-from tests.mcp_tools.clients import connect, event_args, structured, text_of
-from tests.support import Factory, RunningServer
+import httpx
+
+from tests.mcp_tools.clients import JSON_RPC_HEADERS, connect, event_args, structured, text_of
+from tests.support import Factory, RunningServer, bearer
 
 NUL = "\x00"
 NUL_LINE = "must not contain NUL characters (U+0000)"
@@ -58,3 +60,28 @@ async def test_a_one_calendar_tool_call_never_hears_another_calendars_name(
         assert "insufficient_scope: " in text_of(result)
         assert "Therapy" not in text_of(result) and "Личное" not in text_of(result)
     assert text_of(existing) == text_of(missing)
+
+
+def test_a_tool_call_with_a_duplicate_json_key_is_refused_as_a_parse_error(
+    api: httpx.Client, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner())
+    arguments = (
+        '{"title": "Planning", "startsAt": "2026-03-02T09:00:00Z",'
+        ' "endsAt": "2026-03-02T10:00:00Z", "title": "Something else"}'
+    )
+    body = (
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call",'
+        f' "params": {{"name": "createCalendarEvent", "arguments": {arguments}}}}}'
+    )
+    headers = {**JSON_RPC_HEADERS, **bearer(secret), "Content-Type": "application/json"}
+    answer = api.post("/mcp", content=body.encode(), headers=headers)
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == -32700
+    assert "'params.arguments.title' is given more than once" in error["message"]
+    listed = api.get("/api/v1/calendar/events", headers=bearer(secret)).json()
+    assert listed["events"] == []
+    # The same call without the duplicate goes through.
+    fine = body.replace(', "title": "Something else"', "")
+    assert api.post("/mcp", content=fine.encode(), headers=headers).status_code == 200
