@@ -10,6 +10,7 @@ from sqlalchemy import Connection, bindparam, insert, select
 from calendar_service.db import Statement
 from calendar_service.errors import FieldError, InsufficientScope, NotFound, ValidationFailed
 from calendar_service.ids import new_id
+from calendar_service.inputs import check_text
 from calendar_service.keys import Principal
 from calendar_service.models import DEFAULT_CALENDAR_NAME, Calendar
 from calendar_service.timeutil import is_valid_zone
@@ -44,13 +45,18 @@ def create_calendar(
     now: datetime,
     is_default: bool = False,
 ) -> dict[str, Any]:
-    errors: list[FieldError] = []
     name = (name or "").strip()
+    errors = check_text("name", name)
     if not 1 <= len(name) <= NAME_MAX:
         errors.append(FieldError("name", f"must be 1 to {NAME_MAX} characters"))
-    elif conn.execute(
-        select(calendars_t.c.id).where(calendars_t.c.user_id == user_id, calendars_t.c.name == name)
-    ).first():
+    elif (
+        not errors
+        and conn.execute(
+            select(calendars_t.c.id).where(
+                calendars_t.c.user_id == user_id, calendars_t.c.name == name
+            )
+        ).first()
+    ):
         errors.append(FieldError("name", f"a calendar named {name!r} already exists"))
     if not is_valid_zone(time_zone):
         errors.append(FieldError("timeZone", "must be an IANA time zone such as Europe/Berlin"))
@@ -122,7 +128,13 @@ def resolve_target(
     - neither: a one-calendar key writes to its calendar, an all-calendars key to the default;
     - a calendar the owner does not have: 400 naming it (never created silently);
     - a calendar of the owner outside a one-calendar key's scope: 401 insufficient_scope.
+
+    A one-calendar key is answered from its own calendar alone: any other id or name is
+    outside its reach, whether the owner has such a calendar or not, so its errors can neither
+    name the owner's other calendars nor tell which of them exist.
     """
+    if principal.calendar_id is not None:
+        return _own_calendar(conn, principal=principal, calendar_id=calendar_id, name=calendar_name)
     owner = principal.user_id
     by_id = by_name = None
     errors: list[FieldError] = []
@@ -143,6 +155,7 @@ def resolve_target(
     if errors:
         raise ValidationFailed(errors)
     if by_id is not None and by_name is not None and by_id.id != by_name.id:
+        # Both are the owner's and this key reaches all of them: naming them leaks nothing.
         raise ValidationFailed(
             [
                 FieldError(
@@ -154,22 +167,35 @@ def resolve_target(
         )
     target = by_id or by_name
     if target is None:
-        if principal.calendar is not None:  # a one-calendar key's calendar, read with the key
-            target = CalendarRow(*principal.calendar)
-        elif principal.calendar_id is not None:
-            target = get_calendar_row(conn, calendar_id=principal.calendar_id)
-        else:
-            target = conn.execute(
-                select(*_COLUMNS).where(
-                    calendars_t.c.user_id == owner, calendars_t.c.is_default.is_(True)
-                )
-            ).first()
-            if target is None:
-                raise ValidationFailed(
-                    [FieldError("calendar", f"no default calendar {DEFAULT_CALENDAR_NAME!r}")]
-                )
-    check_in_scope(principal, target.id)
+        target = conn.execute(
+            select(*_COLUMNS).where(
+                calendars_t.c.user_id == owner, calendars_t.c.is_default.is_(True)
+            )
+        ).first()
+        if target is None:
+            raise ValidationFailed(
+                [FieldError("calendar", f"no default calendar {DEFAULT_CALENDAR_NAME!r}")]
+            )
     return target
+
+
+def _own_calendar(
+    conn: Connection, *, principal: Principal, calendar_id: str | None, name: str | None
+) -> CalendarRow:
+    """A one-calendar key's target: its calendar, if what was sent names it (or nothing was)."""
+    assert principal.calendar_id is not None
+    if principal.calendar is not None:  # read with the key
+        own = CalendarRow(*principal.calendar)
+    else:
+        own = get_calendar_row(conn, calendar_id=principal.calendar_id)
+    if (calendar_id is not None and calendar_id != own.id) or (
+        name is not None and name.strip() != own.name
+    ):
+        raise InsufficientScope(
+            f"This API key is limited to the calendar {own.name!r} (calendarId {own.id!r}) and "
+            "cannot reach another one. Send that calendar, or neither calendarId nor calendar."
+        )
+    return own
 
 
 def check_in_scope(principal: Principal, calendar_id: str) -> None:

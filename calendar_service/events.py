@@ -157,7 +157,7 @@ def _decode_token(key: bytes, query: bytes, token: str) -> tuple[datetime, str]:
         starts_at = check_instant(from_utc_text(starts_text))
     except (ValueError, TypeError, orjson.JSONDecodeError):
         raise _bad_token() from None
-    if not isinstance(event_id, str):
+    if not isinstance(event_id, str) or "\x00" in event_id:  # no id has a NUL
         raise _bad_token()
     return starts_at, event_id
 

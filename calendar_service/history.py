@@ -46,7 +46,8 @@ _INSERT = Statement(
 
 
 def record_call(conn: Connection, record: CallRecord) -> None:
-    path = record.path.split("?", 1)[0][:512]  # never a query string
+    # Never a query string; a NUL (``%00`` in the URL, refused with a 400) stored as sent.
+    path = record.path.split("?", 1)[0].replace("\x00", "%00")[:512]
     _INSERT.run(
         conn,
         **{

@@ -32,6 +32,7 @@ from calendar_service.errors import (
     ValidationFailed,
 )
 from calendar_service.ids import base62, new_id
+from calendar_service.inputs import check_text
 from calendar_service.models import ApiKey, Calendar, Call, from_db
 from calendar_service.timeutil import format_utc, parse_date_time
 
@@ -266,15 +267,16 @@ def create_key(
     now: datetime,
 ) -> tuple[dict[str, Any], str]:
     """Issue a key. Returns its public record and the secret (shown once, never stored)."""
-    errors: list[FieldError] = []
     name = (name or "").strip()
+    bad_id = check_text("calendarId", calendar_id)
+    errors = check_text("name", name) + bad_id
     if not 1 <= len(name) <= 200:
         errors.append(FieldError("name", "must be 1 to 200 characters"))
     if permission not in PERMISSIONS:
         errors.append(FieldError("permission", "must be 'read' or 'write'"))
     if expires_at <= now:
         errors.append(FieldError("expiresAt", "must be in the future"))
-    if calendar_id is not None:
+    if calendar_id is not None and not bad_id:
         owned = conn.execute(
             select(calendars_t.c.id).where(
                 calendars_t.c.user_id == user_id, calendars_t.c.id == calendar_id

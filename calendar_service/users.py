@@ -14,6 +14,7 @@ from sqlalchemy import Connection, func, insert, select, update
 from calendar_service.calendars import create_calendar
 from calendar_service.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.ids import new_id
+from calendar_service.inputs import check_text
 from calendar_service.models import DEFAULT_CALENDAR_NAME, User
 
 users_t = User.__table__  # type: ignore[attr-defined]
@@ -44,6 +45,9 @@ def create_user(
 ) -> dict[str, Any]:
     """Create an owner and their default calendar ``Личное``."""
     email = normalize_email(email)
+    nul = check_text("email", email)
+    if nul:
+        raise ValidationFailed(nul)
     if not _EMAIL.match(email):
         raise ValidationFailed([FieldError("email", "must be an email address")])
     if conn.execute(select(users_t.c.id).where(users_t.c.email == email)).first():

@@ -22,6 +22,7 @@ from calendar_service import __version__
 from calendar_service.web.context import MAX_BODY, Services
 from mcp_tools.auth import KeyAuth, identify, origin_of
 from mcp_tools.server import Backend, build_server
+from mcp_tools.strict_json import RefuseDuplicateKeys
 
 MCP_PATH = "/mcp"
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
@@ -53,7 +54,8 @@ def mcp_http(services: Services, *, extra_origins: Iterable[str] = ()) -> McpHtt
     )
     manager = server.session_manager
     origins = [*_loopback_aliases(origin_of(services.config.base_url)), *extra_origins]
-    endpoint = KeyAuth(StreamableHTTPASGIApp(manager), services=services, allowed_origins=origins)
+    transport = RefuseDuplicateKeys(StreamableHTTPASGIApp(manager), max_body=MAX_BODY)
+    endpoint = KeyAuth(transport, services=services, allowed_origins=origins)
     return McpHttp(endpoint=endpoint, session_manager=manager)
 
 

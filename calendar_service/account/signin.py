@@ -57,13 +57,13 @@ class Attempt:
 def begin_attempt(
     conn: Connection, *, pepper: str, email: str, client_addr: str | None, now: datetime
 ) -> Attempt:
-    """Check the throttle, count the attempt, and read the owner's password hash."""
-    lockout = throttle.check(conn, pepper=pepper, email=email, client_addr=client_addr, now=now)
-    if lockout is not None:
-        return Attempt(lockout, [], None, None)
-    ids = throttle.record_failure(
+    """Check the throttle and count the attempt (one step, see ``throttle.admit``), and read
+    the owner's password hash."""
+    lockout, ids = throttle.admit(
         conn, pepper=pepper, email=email, client_addr=client_addr, now=now
     )
+    if lockout is not None:
+        return Attempt(lockout, [], None, None)
     try:
         user = users.get_user_by_email(conn, email=email)
     except NotFound:

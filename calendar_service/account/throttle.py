@@ -9,6 +9,12 @@ sign-in clears the email's failures (the address's other failures stay).
 The counters live in the database, so every server process shares them. Buckets are stored as
 keyed hashes (HMAC with the session-signing secret): a mistyped password pasted into the email
 field never lands in the table as text.
+
+Checking the count and counting the attempt are one step (``admit``), one at a time per bucket
+across every process: on PostgreSQL under a transaction-scoped advisory lock on each bucket
+(under READ COMMITTED, attempts made together would otherwise each count the failures committed
+before any of theirs, and all pass); on SQLite the transaction is a write transaction from its
+first statement (``BEGIN IMMEDIATE``, see ``db``), which already runs them one at a time.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, insert, select, text
 
 from calendar_service.models import SignInFailure
 from calendar_service.users import normalize_email
@@ -48,6 +54,29 @@ def _buckets(pepper: str, email: str, client_addr: str | None) -> list[tuple[str
     if client_addr:
         found.append(("address", _bucket(pepper, "addr", client_addr), ADDRESS_LIMIT))
     return found
+
+
+def admit(
+    conn: Connection, *, pepper: str, email: str, client_addr: str | None, now: datetime
+) -> tuple[Lockout | None, list[int]]:
+    """Let one sign-in attempt through the throttle, or not: ``(lockout, [])`` when a lockout is
+    in force, else ``(None, ids)`` with the failures counted for the attempt (see
+    ``record_failure``). Atomic per bucket across processes (see the module's docstring); the
+    locks last until the caller's transaction ends, so keep it short."""
+    _lock_buckets(conn, [bucket for _, bucket, _ in _buckets(pepper, email, client_addr)])
+    lockout = check(conn, pepper=pepper, email=email, client_addr=client_addr, now=now)
+    if lockout is not None:
+        return lockout, []
+    return None, record_failure(conn, pepper=pepper, email=email, client_addr=client_addr, now=now)
+
+
+def _lock_buckets(conn: Connection, buckets: list[str]) -> None:
+    """On PostgreSQL, take each bucket's advisory lock until the transaction ends, in one
+    order for every process (so two attempts never wait on each other's second lock)."""
+    if conn.dialect.name != "postgresql":
+        return
+    for key in sorted({int.from_bytes(bytes.fromhex(b[:16]), "big", signed=True) for b in buckets}):
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
 
 
 def check(

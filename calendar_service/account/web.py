@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from calendar_service.account import sessions
 from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.errors import CalendarError, NotFound, ValidationFailed
+from calendar_service.inputs import NUL, nul_errors
 from calendar_service.timeutil import utcnow
 from calendar_service.web.context import Services, request_id
 
@@ -194,8 +195,21 @@ async def form(request: Request) -> FormData:
         if len(body) > MAX_FORM:
             raise HTTPException(413, "The form is too large.")
     data = FormData(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+    if b"%00" in body or b"\x00" in body:
+        refused = nul_errors(data.multi_items())
+        if refused:  # no field can hold one, nor can PostgreSQL (see ``inputs``)
+            raise ValidationFailed(refused)
     request.state.form = data
     return data
+
+
+def refuse_nul_in_url(request: Request) -> None:
+    """400 for a path id or query parameter with NUL in it: no such id can exist, and
+    PostgreSQL could not be asked about it (see ``inputs``)."""
+    if b"%00" in request.scope["query_string"] or NUL in request.scope["path"]:
+        refused = nul_errors(request.path_params) + nul_errors(request.query_params.multi_items())
+        if refused:
+            raise ValidationFailed(refused)
 
 
 def field_errors(exc: ValidationFailed) -> dict[str, str]:
@@ -259,6 +273,7 @@ def owner_page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         if owner is None:
             return to_sign_in(request)
         request.state.owner = owner
+        refuse_nul_in_url(request)
         if request.method == "POST":
             data = await form(request)
             if cross_site(request) or not tokens_match(owner.csrf_token, data.get("csrf_token")):

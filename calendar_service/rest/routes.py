@@ -11,9 +11,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service import events, service_secrets
-from calendar_service.errors import CalendarError, KeyInUrl
+from calendar_service.errors import CalendarError, KeyInUrl, ValidationFailed
 from calendar_service.gateway import Operation, Outcome, perform
-from calendar_service.inputs import parse_json_body
+from calendar_service.inputs import NUL, nul_errors, parse_json_body
 from calendar_service.keys import Principal
 from calendar_service.timeutil import utcnow
 from calendar_service.web.context import (
@@ -34,6 +34,12 @@ async def _perform(request: Request, operation: str, op: Operation[Any]) -> Outc
     leaked = key_in_url(request)
     if leaked is not None:
         return await _refuse_key_in_url(request, operation, *leaked)
+    refused = _nul_in_url(request)
+    if refused is not None:  # refused once the key is known, so the call is in its history
+
+        def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
+            raise refused
+
     return await svc.db.run_grouped(
         perform,
         secret=bearer_token(request),
@@ -41,6 +47,20 @@ async def _perform(request: Request, operation: str, op: Operation[Any]) -> Outc
         op=op,
         limiter=svc.limiter,
     )
+
+
+_PATH_FIELDS = {"event_id": "eventId"}
+
+
+def _nul_in_url(request: Request) -> ValidationFailed | None:
+    """A 400 for path ids and query parameters with NUL in them (see ``inputs``): such an id
+    can never exist, and PostgreSQL could not even be asked about it."""
+    query = request.scope["query_string"]
+    if b"%00" not in query and NUL not in request.scope["path"]:
+        return None
+    path = {_PATH_FIELDS.get(k, k): v for k, v in request.path_params.items()}
+    errors = nul_errors(path) + nul_errors(request.query_params.multi_items())
+    return ValidationFailed(errors) if errors else None
 
 
 async def _refuse_key_in_url(

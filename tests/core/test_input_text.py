@@ -1,0 +1,49 @@
+"""The core's own entry points (those the CLI calls) refuse text with NUL in it, naming the
+field, before it reaches the database: the same on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from calendar_service import calendars, keys, users
+from calendar_service.db import Database
+from calendar_service.errors import ValidationFailed
+from calendar_service.inputs import NUL_MESSAGE
+from calendar_service.timeutil import utcnow
+from tests.support import Factory
+
+
+def test_an_owner_email_with_a_nul_character_is_refused(db: Database) -> None:
+    with pytest.raises(ValidationFailed) as caught:
+        db.call(users.create_user, email="a\x00b@example.com", password=None, now=utcnow())
+    assert caught.value.errors == [{"field": "email", "message": NUL_MESSAGE}]
+
+
+def test_a_calendar_name_with_a_nul_character_is_refused(db: Database, factory: Factory) -> None:
+    owner = factory.owner()
+    with pytest.raises(ValidationFailed) as caught:
+        db.call(calendars.create_calendar, user_id=owner.id, name="Wo\x00rk", now=utcnow())
+    assert caught.value.errors == [{"field": "name", "message": NUL_MESSAGE}]
+
+
+def test_a_key_name_or_calendar_id_with_a_nul_character_is_refused(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    now = utcnow()
+    with pytest.raises(ValidationFailed) as caught:
+        db.call(
+            keys.create_key,
+            user_id=owner.id,
+            name="bot\x00",
+            permission="read",
+            expires_at=now + timedelta(days=1),
+            calendar_id="cal_\x00",
+            now=now,
+        )
+    assert caught.value.errors == [
+        {"field": "name", "message": NUL_MESSAGE},
+        {"field": "calendarId", "message": NUL_MESSAGE},
+    ]
