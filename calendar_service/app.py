@@ -26,6 +26,7 @@ from starlette.routing import Mount, Route
 from calendar_service.account import create_account_app
 from calendar_service.config import Config
 from calendar_service.db import Database
+from calendar_service.logs import configure_logging
 from calendar_service.ratelimit import RateLimiter
 from calendar_service.rest import openapi, routes
 from calendar_service.rest.errors import HANDLERS
@@ -114,7 +115,11 @@ def create_app(
 
 
 def app_from_env() -> Starlette:
-    """The uvicorn factory used by ``calendar-service serve`` (one call per worker process)."""
+    """The uvicorn factory used by ``calendar-service serve`` (one call per worker process).
+
+    It applies the service's logging (``calendar_service.logs``) in the process it runs in, at
+    ``CALENDAR_LOG_LEVEL`` (which ``serve --log-level`` sets)."""
+    configure_logging(os.environ.get("CALENDAR_LOG_LEVEL", "info"))
     config = Config.from_env()
     run_webhooks = os.environ.get("CALENDAR_RUN_WEBHOOKS", "1") != "0"
     return create_app(config, run_webhooks=run_webhooks, freeze_gc=True)

@@ -91,11 +91,19 @@ def serve(
     no_webhooks: Annotated[
         bool, typer.Option("--no-webhooks", help="Do not run the webhook delivery job.")
     ] = False,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    log_level: Annotated[
+        str, typer.Option(help="Log level: debug, info, warning, error (CALENDAR_LOG_LEVEL).")
+    ] = "info",
 ) -> None:
     """Run the HTTP service (REST, MCP, settings). Migrates the schema first."""
     import uvicorn
 
+    from calendar_service.logs import configure_logging
+
+    # This process's logging, and (through the environment) each server process's, where the
+    # app factory applies it: uvicorn installs none of its own (log_config=None).
+    os.environ["CALENDAR_LOG_LEVEL"] = log_level
+    configure_logging(log_level)
     try:
         config = Config.from_env()
         open_database(config).close()
@@ -112,6 +120,7 @@ def serve(
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
         log_level=log_level,
+        log_config=None,
         access_log=False,  # access logs would carry query strings; call history covers it
         proxy_headers=False,
         server_header=False,
@@ -136,8 +145,10 @@ def migrate() -> None:
 @app.command()
 def mcp() -> None:
     """Serve the MCP tools over stdio, acting with the key in CALENDAR_API_KEY."""
+    from calendar_service.logs import configure_logging
     from mcp_tools import stdio
 
+    configure_logging("warning")  # to stderr (stdout is the protocol's), warnings and errors
     db: Database | None = None
     try:
         config = Config.from_env()

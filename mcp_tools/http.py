@@ -18,6 +18,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
 from calendar_service import __version__
+from calendar_service.logs import root_logger_kept
 from calendar_service.web.context import MAX_BODY, Services
 from mcp_tools.auth import KeyAuth, identify, origin_of
 from mcp_tools.server import Backend, build_server
@@ -38,7 +39,8 @@ class McpHttp:
 def mcp_http(services: Services, *, extra_origins: Iterable[str] = ()) -> McpHttp:
     """The ``/mcp`` endpoint for ``services``: key check, then the SDK's transport."""
     backend = Backend(db=services.db, limiter=services.limiter, identify=identify)
-    server = build_server(backend, name=services.config.service_name, version=__version__)
+    with root_logger_kept():  # the SDK would install its rich handler on the root logger
+        server = build_server(backend, name=services.config.service_name, version=__version__)
     # Builds the session manager; the Starlette app it returns is not used. Host/Origin checks
     # are KeyAuth's (the SDK's default allows only loopback Host headers, which would refuse
     # every deployment behind a real host name).
