@@ -29,8 +29,10 @@ from calendar_service.db import Database
 from calendar_service.logs import configure_logging
 from calendar_service.ratelimit import RateLimiter
 from calendar_service.rest import openapi, routes
-from calendar_service.rest.errors import HANDLERS
+from calendar_service.rest.errors import HANDLERS, unexpected_error
+from calendar_service.web.boundary import ErrorBoundary
 from calendar_service.web.context import RequestIdMiddleware, Services, services
+from calendar_service.web.methods import AnswerOptions
 from calendar_service.web.responses import JSONResponse
 from mcp_tools.http import MCP_PATH, mcp_http
 from webhooks.scheduler import delivery_job
@@ -104,7 +106,13 @@ def create_app(
             Mount("/settings", app=create_account_app(svc)),
             Route(MCP_PATH, mcp.endpoint),
         ],
-        middleware=[Middleware(RequestIdMiddleware)],
+        # Outermost first: the request id (and nosniff) on every answer, the 500s included;
+        # then the last line of error handling; then OPTIONS.
+        middleware=[
+            Middleware(RequestIdMiddleware),
+            Middleware(ErrorBoundary, respond=unexpected_error),
+            Middleware(AnswerOptions),
+        ],
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
         lifespan=lifespan,
     )

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calendar_service import __version__
+from calendar_service.errors import PayloadTooLarge
 from calendar_service.logs import root_logger_kept
-from calendar_service.web.context import MAX_BODY, Services
+from calendar_service.web.context import MAX_BODY, Services, read_body
+from calendar_service.web.responses import error_response
 from mcp_tools.auth import KeyAuth, identify, origin_of
 from mcp_tools.server import Backend, build_server
 
@@ -34,6 +36,44 @@ class McpHttp:
     def run(self) -> AbstractAsyncContextManager[None]:
         """Enter once, in the host app's lifespan."""
         return self.session_manager.run()
+
+
+class WholeBody:
+    """Reads the request's body (at most 1 MiB) before the SDK's transport sees it.
+
+    A client that hangs up halfway raises ``ClientDisconnect`` here, in our code, and the app's
+    boundary (``calendar_service.web.boundary``) lets it go with a debug line; inside the SDK
+    it was logged as an error with its traceback, once per aborted request. Too large a body is
+    the REST API's 413 (problem details)."""
+
+    def __init__(self, app: ASGIApp, *, realm: str) -> None:
+        self.app = app
+        self.realm = realm
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            length = next((v for k, v in scope["headers"] if k == b"content-length"), b"")
+            if length.isdigit() and int(length) > MAX_BODY:
+                raise PayloadTooLarge(f"The body is larger than {MAX_BODY} bytes (1 MiB).")
+            body = await read_body(receive)
+        except PayloadTooLarge as exc:
+            await error_response(exc, realm=self.realm, instance=scope["path"])(
+                scope, receive, send
+            )
+            return
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if delivered:
+                return await receive()  # after the body: the disconnect, when it comes
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
 
 
 def mcp_http(services: Services, *, extra_origins: Iterable[str] = ()) -> McpHttp:
@@ -53,5 +93,6 @@ def mcp_http(services: Services, *, extra_origins: Iterable[str] = ()) -> McpHtt
     )
     manager = server.session_manager
     origins = [origin_of(services.config.base_url), *extra_origins]
-    endpoint = KeyAuth(StreamableHTTPASGIApp(manager), services=services, allowed_origins=origins)
+    transport = WholeBody(StreamableHTTPASGIApp(manager), realm=services.config.service_name)
+    endpoint = KeyAuth(transport, services=services, allowed_origins=origins)
     return McpHttp(endpoint=endpoint, session_manager=manager)
