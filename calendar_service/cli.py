@@ -21,6 +21,7 @@ from calendar_service.cli_webhook import webhook_app, worker
 from calendar_service.config import Config, parse_duration
 from calendar_service.db import Database
 from calendar_service.errors import CalendarError, FieldError, ValidationFailed
+from calendar_service.logs import configure_logging
 from calendar_service.migrate import upgrade
 from calendar_service.timeutil import format_utc, parse_date_time, utcnow
 
@@ -98,8 +99,6 @@ def serve(
     """Run the HTTP service (REST, MCP, settings). Migrates the schema first."""
     import uvicorn
 
-    from calendar_service.logs import configure_logging
-
     # This process's logging, and (through the environment) each server process's, where the
     # app factory applies it: uvicorn installs none of its own (log_config=None).
     os.environ["CALENDAR_LOG_LEVEL"] = log_level
@@ -145,7 +144,6 @@ def migrate() -> None:
 @app.command()
 def mcp() -> None:
     """Serve the MCP tools over stdio, acting with the key in CALENDAR_API_KEY."""
-    from calendar_service.logs import configure_logging
     from mcp_tools import stdio
 
     configure_logging("warning")  # to stderr (stdout is the protocol's), warnings and errors
