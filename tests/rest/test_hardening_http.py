@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -21,6 +22,7 @@ from calendar_service import history
 from calendar_service.app import create_app
 from calendar_service.db import Database
 from calendar_service.migrate import upgrade
+from tests.account.conftest import signed_in
 from tests.conftest import make_config
 from tests.mcp_tools.clients import JSON_RPC_HEADERS
 from tests.rest.conftest import EVENTS
@@ -161,40 +163,81 @@ def broken_server(tmp_path: Path) -> Iterator[tuple[RunningServer, Factory]]:
             db.close()
 
 
-def test_a_500_is_a_normal_answer_on_a_connection_that_stays_usable(
-    broken_server: tuple[RunningServer, Factory], caplog: pytest.LogCaptureFixture
-) -> None:
-    running, factory = broken_server
-    key_id, secret = factory.key(factory.owner())
-    uvicorn_log = logging.getLogger("uvicorn.error")
-    uvicorn_log.addHandler(caplog.handler)  # uvicorn's logger does not propagate in tests
-    caplog.set_level(logging.INFO)
+@dataclass
+class TwoAnswers:
+    first: http.client.HTTPResponse
+    first_body: bytes
+    second: http.client.HTTPResponse
+    same_connection: bool
+
+
+def two_requests_on_one_connection(
+    running: RunningServer, path: str, headers: dict[str, str]
+) -> TwoAnswers:
+    """GET ``path``, then ``/healthz`` on the same keep-alive connection."""
     conn = http.client.HTTPConnection(running.host, running.port, timeout=10)
     try:
-        conn.request("GET", EVENTS, headers=bearer(secret))
+        conn.request("GET", path, headers=headers)
         first = conn.getresponse()
         body = first.read()
         sock = conn.sock
-
-        conn.request("GET", "/healthz")  # the same connection: kept alive, not reset
+        conn.request("GET", "/healthz")  # fails if the server reset the connection
         second = conn.getresponse()
         second.read()
-        same_socket = conn.sock is sock
+        return TwoAnswers(first, body, second, sock is not None and conn.sock is sock)
     finally:
         conn.close()
-        uvicorn_log.removeHandler(caplog.handler)
 
+
+@pytest.fixture
+def uvicorn_log_captured(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addHandler(caplog.handler)  # uvicorn's logger does not propagate in tests
+    caplog.set_level(logging.INFO)
+    yield caplog
+    uvicorn_log.removeHandler(caplog.handler)
+
+
+def test_a_500_is_a_normal_answer_on_a_connection_that_stays_usable(
+    broken_server: tuple[RunningServer, Factory], uvicorn_log_captured: pytest.LogCaptureFixture
+) -> None:
+    running, factory = broken_server
+    key_id, secret = factory.key(factory.owner())
+
+    answers = two_requests_on_one_connection(running, EVENTS, bearer(secret))
+
+    first = answers.first
     assert first.status == 500
     assert first.getheader("content-type") == "application/problem+json"
     assert first.getheader("connection") is None
     request_id = first.getheader("request-id")
-    assert request_id and request_id.encode() in body
-    assert second.status == 200 and same_socket
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert request_id and request_id.encode() in answers.first_body
+    assert answers.second.status == 200 and answers.same_connection
+    errors = [r for r in uvicorn_log_captured.records if r.levelno >= logging.ERROR]
     assert len(errors) == 1, [r.getMessage() for r in errors]  # logged once, with its id
     assert request_id in errors[0].getMessage()
     calls = factory.db.call(history.list_calls, key_id=key_id)
     assert [c["status"] for c in calls] == [500]  # a genuine failure is recorded as one
+
+
+def test_a_500_in_the_settings_is_a_page_on_a_connection_that_stays_usable(
+    broken_server: tuple[RunningServer, Factory], uvicorn_log_captured: pytest.LogCaptureFixture
+) -> None:
+    running, factory = broken_server
+    settings = signed_in(running, factory.owner())
+    cookie = "; ".join(f"{name}={value}" for name, value in settings.client.cookies.items())
+    settings.client.close()
+
+    answers = two_requests_on_one_connection(running, "/settings/calendars", {"Cookie": cookie})
+
+    assert answers.first.status == 500
+    assert answers.first.getheader("content-type", "").startswith("text/html")
+    request_id = answers.first.getheader("request-id")
+    assert request_id and request_id.encode() in answers.first_body
+    assert answers.second.status == 200 and answers.same_connection
+    errors = [r for r in uvicorn_log_captured.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, [r.getMessage() for r in errors]
+    assert request_id in errors[0].getMessage()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,3 +358,10 @@ def test_a_405_from_mcp_names_post_and_options(api: httpx.Client, factory: Facto
     response = api.get("/mcp", headers=bearer(secret))
     assert response.status_code == 405
     assert response.headers["allow"] == "POST, OPTIONS"
+
+
+def test_a_405_in_the_settings_names_every_method_of_the_page(api: httpx.Client) -> None:
+    response = api.delete("/settings/keys")
+    assert response.status_code == 405
+    assert response.headers["content-type"].startswith("text/html")
+    assert response.headers["allow"] == "GET, HEAD, POST, OPTIONS"
