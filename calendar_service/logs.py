@@ -168,7 +168,7 @@ def configure_logging(level: str | int = "INFO", *, stream: IO[str] | None = Non
     root = _set("", level=resolved)
     root.addHandler(_setup.handler)
     for name in UVICORN_LOGGERS:
-        _set(name)
+        _set(name, level=logging.NOTSET)  # the root's level, not uvicorn's --log-level
     _set(ACCESS_LOGGER, propagate=False, disabled=True)
     for name in QUIET_LIBRARIES:
         _set(name, level=max(resolved, logging.WARNING))

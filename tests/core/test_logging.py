@@ -103,18 +103,20 @@ def test_an_unexpected_errors_text_is_withheld_but_its_frames_are_kept() -> None
 
 @pytest.fixture
 def uvicorn_configured_its_loggers() -> Iterator[None]:
-    """``uvicorn``'s and its access log's loggers as uvicorn's own configuration leaves them
-    (a handler each, not propagating); put back as they were after the test."""
+    """``uvicorn``'s loggers as uvicorn's own configuration leaves them (a handler each, not
+    propagating, at uvicorn's --log-level); put back as they were after the test."""
     saved = []
-    for name in ("uvicorn", "uvicorn.access"):
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logger = logging.getLogger(name)
-        saved.append((logger, logger.handlers[:], logger.propagate, logger.disabled))
+        saved.append((logger, logger.handlers[:], logger.propagate, logger.disabled, logger.level))
         logger.handlers[:] = [logging.StreamHandler(io.StringIO())]
         logger.propagate = False
+        logger.setLevel(logging.WARNING)
     yield
-    for logger, handlers, propagate, disabled in saved:
+    for logger, handlers, propagate, disabled, level in saved:
         logger.handlers[:] = handlers
         logger.propagate, logger.disabled = propagate, disabled
+        logger.setLevel(level)
 
 
 @pytest.mark.usefixtures("uvicorn_configured_its_loggers")
