@@ -26,10 +26,13 @@ from starlette.routing import Mount, Route
 from calendar_service.account import create_account_app
 from calendar_service.config import Config
 from calendar_service.db import Database
+from calendar_service.logs import configure_logging
 from calendar_service.ratelimit import RateLimiter
 from calendar_service.rest import openapi, routes
-from calendar_service.rest.errors import HANDLERS
+from calendar_service.rest.errors import HANDLERS, unexpected_error
+from calendar_service.web.boundary import ErrorBoundary
 from calendar_service.web.context import RequestIdMiddleware, Services, services
+from calendar_service.web.methods import AnswerOptions
 from calendar_service.web.responses import JSONResponse
 from mcp_tools.http import MCP_PATH, mcp_http
 from webhooks.scheduler import delivery_job
@@ -103,7 +106,13 @@ def create_app(
             Mount("/settings", app=create_account_app(svc)),
             Route(MCP_PATH, mcp.endpoint),
         ],
-        middleware=[Middleware(RequestIdMiddleware)],
+        # Outermost first: the request id (and nosniff) on every answer, the 500s included;
+        # then the last line of error handling; then OPTIONS.
+        middleware=[
+            Middleware(RequestIdMiddleware),
+            Middleware(ErrorBoundary, respond=unexpected_error),
+            Middleware(AnswerOptions),
+        ],
         exception_handlers=HANDLERS,  # type: ignore[arg-type]
         lifespan=lifespan,
     )
@@ -114,7 +123,11 @@ def create_app(
 
 
 def app_from_env() -> Starlette:
-    """The uvicorn factory used by ``calendar-service serve`` (one call per worker process)."""
+    """The uvicorn factory used by ``calendar-service serve`` (one call per worker process).
+
+    It applies the service's logging (``calendar_service.logs``) in the process it runs in, at
+    ``CALENDAR_LOG_LEVEL`` (which ``serve --log-level`` sets)."""
+    configure_logging(os.environ.get("CALENDAR_LOG_LEVEL", "info"))
     config = Config.from_env()
     run_webhooks = os.environ.get("CALENDAR_RUN_WEBHOOKS", "1") != "0"
     return create_app(config, run_webhooks=run_webhooks, freeze_gc=True)

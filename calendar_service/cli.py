@@ -21,6 +21,7 @@ from calendar_service.cli_webhook import webhook_app, worker
 from calendar_service.config import Config, served_base_url
 from calendar_service.db import Database
 from calendar_service.errors import CalendarError, FieldError, NotFound, ValidationFailed
+from calendar_service.logs import configure_logging
 from calendar_service.migrate import upgrade
 from calendar_service.timeutil import format_utc, utcnow
 
@@ -106,7 +107,9 @@ def serve(
     no_webhooks: Annotated[
         bool, typer.Option("--no-webhooks", help="Do not run the webhook delivery job.")
     ] = False,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    log_level: Annotated[
+        str, typer.Option(help="Log level: debug, info, warning, error (CALENDAR_LOG_LEVEL).")
+    ] = "info",
 ) -> None:
     """Run the HTTP service (REST, MCP, settings). Migrates the schema first.
 
@@ -114,6 +117,10 @@ def serve(
     check use the address served: http(s)://HOST:PORT."""
     import uvicorn
 
+    # This process's logging, and (through the environment) each server process's, where the
+    # app factory applies it: uvicorn installs none of its own (log_config=None).
+    os.environ["CALENDAR_LOG_LEVEL"] = log_level
+    configure_logging(log_level)
     try:
         config = Config.from_env()
         open_database(config).close()
@@ -132,6 +139,7 @@ def serve(
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
         log_level=log_level,
+        log_config=None,
         access_log=False,  # access logs would carry query strings; call history covers it
         proxy_headers=False,
         server_header=False,
@@ -158,6 +166,7 @@ def mcp() -> None:
     """Serve the MCP tools over stdio, acting with the key in CALENDAR_API_KEY."""
     from mcp_tools import stdio
 
+    configure_logging("warning")  # to stderr (stdout is the protocol's), warnings and errors
     db: Database | None = None
     try:
         config = Config.from_env()

@@ -18,6 +18,7 @@ import typer
 from calendar_service import users, webhook_config
 from calendar_service.config import Config
 from calendar_service.errors import CalendarError
+from calendar_service.logs import configure_logging
 from calendar_service.timeutil import utcnow
 
 webhook_app = typer.Typer(
@@ -231,9 +232,7 @@ def worker(
 
     For deployments with many server processes started with `serve --no-webhooks`; several
     workers may share one PostgreSQL database."""
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(log_level)  # the service's logging, as in serve (calendar_service.logs)
     cli = _cli()
     db = None
     try:

@@ -11,6 +11,7 @@ answered as an opaque 500.
     ├── ValidationFailed        400     validation_error, with errors=[{field, message}]
     ├── BadRequest              400     bad_request (a caller mistake that is not a field)
     │   ├── KeyInUrl            400     api_key_in_url
+    │   ├── DuplicateHeader     400     duplicate_header (two Authorization headers)
     │   ├── CalendarMismatch    400     calendar_mismatch (reported as a ValidationFailed)
     │   └── WebhookTargetRefused 400    webhook_target_refused
     ├── AuthError               401     WWW-Authenticate: Bearer error="invalid_token"
@@ -92,6 +93,18 @@ class KeyInUrl(BadRequest):
             "logs and browser history. Send it as 'Authorization: Bearer <API_KEY>' instead, "
             "and consider revoking the key if it was a real one."
         )
+
+
+class DuplicateHeader(BadRequest):
+    code = "duplicate_header"
+    title = "Duplicate header"
+
+    def __init__(self, header: str, count: int) -> None:
+        super().__init__(
+            f"The request carries {count} {header} headers; send exactly one "
+            f"(which of them to use would be a guess)."
+        )
+        self.header = header
 
 
 class WebhookTargetRefused(BadRequest):

@@ -25,7 +25,7 @@ from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_a
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import Context
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from calendar_service.errors import CalendarError, ExpiredKey, KeyInUrl, RevokedKey
@@ -65,6 +65,8 @@ def origin_of(url: str) -> str:
 class KeyAuth:
     """ASGI wrapper: Origin check, the API key check, POST only, then the MCP transport."""
 
+    allowed_methods = ("POST",)  # for OPTIONS and 405s (calendar_service.web.methods)
+
     def __init__(self, app: ASGIApp, *, services: Services, allowed_origins: Iterable[str]) -> None:
         self.app = AuthContextMiddleware(app)
         self.services = services
@@ -102,7 +104,7 @@ class KeyAuth:
                 "Method not allowed",
                 f"{request.method} is not allowed on {path}: send MCP messages with POST.",
                 instance=path,
-                headers={"Allow": "POST"},
+                headers={"Allow": "POST, OPTIONS"},
             )
             await response(scope, receive, send)
             return
@@ -153,7 +155,7 @@ async def _operation(request: Request) -> str:
         return "mcp"
     try:
         message = orjson.loads(await request.body())
-    except (orjson.JSONDecodeError, RuntimeError):
+    except (orjson.JSONDecodeError, RuntimeError, ClientDisconnect):
         return "mcp"
     if not isinstance(message, dict) or message.get("method") not in _KNOWN_METHODS:
         return "mcp"

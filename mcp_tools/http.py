@@ -16,13 +16,16 @@ from urllib.parse import urlsplit
 
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calendar_service import __version__
-from calendar_service.web.context import MAX_BODY, Services
+from calendar_service.errors import PayloadTooLarge
+from calendar_service.logs import root_logger_kept
+from calendar_service.web.context import MAX_BODY, Services, read_body
+from calendar_service.web.responses import error_response
 from mcp_tools.auth import KeyAuth, identify, origin_of
 from mcp_tools.server import Backend, build_server
-from mcp_tools.strict_json import RefuseDuplicateKeys
+from mcp_tools.strict_json import refused_duplicate_keys
 
 MCP_PATH = "/mcp"
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
@@ -38,10 +41,52 @@ class McpHttp:
         return self.session_manager.run()
 
 
+class WholeBody:
+    """Reads the request's body (at most 1 MiB) before the SDK's transport sees it.
+
+    A client that hangs up halfway raises ``ClientDisconnect`` here, in our code, and the app's
+    boundary (``calendar_service.web.boundary``) lets it go with a debug line; inside the SDK
+    it was logged as an error with its traceback, once per aborted request. Too large a body is
+    the REST API's 413 (problem details); a POST whose JSON repeats a key is refused as a parse
+    error (``strict_json``), since the SDK's decoder would keep the last one."""
+
+    def __init__(self, app: ASGIApp, *, realm: str) -> None:
+        self.app = app
+        self.realm = realm
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            length = next((v for k, v in scope["headers"] if k == b"content-length"), b"")
+            if length.isdigit() and int(length) > MAX_BODY:
+                raise PayloadTooLarge(f"The body is larger than {MAX_BODY} bytes (1 MiB).")
+            body = await read_body(receive)
+        except PayloadTooLarge as exc:
+            await error_response(exc, realm=self.realm, instance=scope["path"])(
+                scope, receive, send
+            )
+            return
+        if scope["method"] == "POST" and await refused_duplicate_keys(body, send):
+            return
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if delivered:
+                return await receive()  # after the body: the disconnect, when it comes
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
 def mcp_http(services: Services, *, extra_origins: Iterable[str] = ()) -> McpHttp:
     """The ``/mcp`` endpoint for ``services``: key check, then the SDK's transport."""
     backend = Backend(db=services.db, limiter=services.limiter, identify=identify)
-    server = build_server(backend, name=services.config.service_name, version=__version__)
+    with root_logger_kept():  # the SDK would install its rich handler on the root logger
+        server = build_server(backend, name=services.config.service_name, version=__version__)
     # Builds the session manager; the Starlette app it returns is not used. Host/Origin checks
     # are KeyAuth's (the SDK's default allows only loopback Host headers, which would refuse
     # every deployment behind a real host name).
@@ -54,7 +99,7 @@ def mcp_http(services: Services, *, extra_origins: Iterable[str] = ()) -> McpHtt
     )
     manager = server.session_manager
     origins = [*_loopback_aliases(origin_of(services.config.base_url)), *extra_origins]
-    transport = RefuseDuplicateKeys(StreamableHTTPASGIApp(manager), max_body=MAX_BODY)
+    transport = WholeBody(StreamableHTTPASGIApp(manager), realm=services.config.service_name)
     endpoint = KeyAuth(transport, services=services, allowed_origins=origins)
     return McpHttp(endpoint=endpoint, session_manager=manager)
 

@@ -13,6 +13,7 @@ import pytest
 from calendar_service.app import create_app
 from calendar_service.config import Config, parse_retry_schedule
 from calendar_service.db import Database
+from calendar_service.logs import stop_logging
 from calendar_service.migrate import upgrade
 from tests.support import (
     POSTGRES_ADMIN_URL,
@@ -30,6 +31,14 @@ def _backend() -> str:
 
 def pytest_report_header() -> str:
     return f"calendar-service database backend: {_backend()}"
+
+
+@pytest.fixture(autouse=True)
+def process_logging_put_back() -> Iterator[None]:
+    """Entry points called in-process (``app_from_env``, the CLI's ``mcp``) configure the
+    process's logging, as they should; each test ends with it as it was."""
+    yield
+    stop_logging()
 
 
 @pytest.fixture(scope="session")

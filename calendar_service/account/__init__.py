@@ -40,7 +40,9 @@ from calendar_service.account.web import (
     make_env,
     owner_page,
     root,
+    unexpected_error,
 )
+from calendar_service.web.boundary import ErrorBoundary
 from calendar_service.web.context import Services
 
 
@@ -66,7 +68,12 @@ def create_account_app(services: Services) -> Starlette:
     """The settings pages as an ASGI app, to be mounted at ``/settings``."""
     app = Starlette(
         routes=account_routes(),
-        middleware=[Middleware(SecurityHeaders)],
+        # A Starlette app re-raises what its 500 handler answered, which would drop the
+        # connection: the boundary answers the error page and keeps it (web.boundary).
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(ErrorBoundary, respond=unexpected_error),
+        ],
         exception_handlers=HANDLERS,
     )
     app.state.account = Account(services=services, env=make_env())

@@ -8,10 +8,8 @@ functions scoped by ``owner.user_id`` first, so another owner's id in a URL is a
 from __future__ import annotations
 
 import functools
-import logging
 import re
 import secrets
-import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,8 +31,7 @@ from calendar_service.errors import CalendarError, NotFound, ValidationFailed
 from calendar_service.inputs import NUL, nul_errors
 from calendar_service.timeutil import utcnow
 from calendar_service.web.context import Services, request_id
-
-log = logging.getLogger("calendar_service.account")
+from calendar_service.web.methods import allow_header
 
 HERE = Path(__file__).resolve().parent
 SESSION_COOKIE = "calendar_session"
@@ -179,7 +176,10 @@ class CsrfRefused(Exception):
 
 
 async def form(request: Request) -> FormData:
-    """The url-encoded form body (at most 64 KiB), parsed once per request."""
+    """The url-encoded form body (at most 64 KiB), parsed once per request.
+
+    A client that hangs up before the whole body arrived raises Starlette's
+    ``ClientDisconnect``: nothing is done for it (``web.boundary``)."""
     cached = getattr(request.state, "form", None)
     if cached is not None:
         return cached  # type: ignore[no-any-return]
@@ -338,7 +338,10 @@ async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 404:
         return _error_page(request, 404, "Not found", "There is no settings page at this address.")
-    return _error_page(request, exc.status_code, "Request refused", str(exc.detail))
+    page = _error_page(request, exc.status_code, "Request refused", str(exc.detail))
+    if exc.status_code == 405:
+        page.headers["Allow"] = allow_header(request.app.routes, request.scope)
+    return page
 
 
 async def csrf_refused(request: Request, exc: Exception) -> Response:
@@ -352,17 +355,10 @@ async def csrf_refused(request: Request, exc: Exception) -> Response:
 
 
 async def unexpected_error(request: Request, exc: Exception) -> Response:
+    """The 500 page, answered by the sub-app's ``web.boundary.ErrorBoundary`` (which logs the
+    error with the request id and the traceback's frames only: never the form, the query
+    string, or the exception's text, which can quote the values it held)."""
     rid = request_id(request)
-    # The method, path, request id and the traceback's frames only: never the form, the query
-    # string, or the exception's text (a database error's text can quote the values it held).
-    log.error(
-        "unhandled %s in %s %s (request %s)\n%s",
-        type(exc).__name__,
-        request.method,
-        request.url.path,
-        rid,
-        "".join(traceback.format_tb(exc.__traceback__)),
-    )
     return _error_page(
         request,
         500,
@@ -375,5 +371,4 @@ HANDLERS: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
     CalendarError: calendar_error,
     HTTPException: http_error,
     CsrfRefused: csrf_refused,
-    Exception: unexpected_error,
 }

@@ -1,8 +1,10 @@
-"""The REST front's one translation of errors into RFC 9457 problem details."""
+"""The REST front's one translation of errors into RFC 9457 problem details.
+
+The 500 for an unexpected error is ``unexpected_error``, the answer of the app's
+``web.boundary.ErrorBoundary`` (which logs it): not a Starlette exception handler, whose
+middleware re-raises after answering and so drops the connection."""
 
 from __future__ import annotations
-
-import logging
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -10,9 +12,8 @@ from starlette.responses import Response
 
 from calendar_service.errors import CalendarError
 from calendar_service.web.context import request_id, services
+from calendar_service.web.methods import allow_header
 from calendar_service.web.responses import error_response, problem
-
-log = logging.getLogger("calendar_service.rest")
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 400: "bad_request"}
 
@@ -30,34 +31,33 @@ async def http_error(request: Request, exc: Exception) -> Response:
         404: f"There is no resource at {request.url.path}.",
         405: f"{request.method} is not allowed on {request.url.path}.",
     }.get(exc.status_code, str(exc.detail))
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        # Starlette names the methods of the first route that matched the path only.
+        headers["Allow"] = allow_header(request.app.routes, request.scope) or headers["Allow"]
     return problem(
         exc.status_code,
         code,
         str(exc.detail),
         detail,
         instance=request.url.path,
-        headers=dict(exc.headers or {}),
+        headers=headers,
     )
 
 
 async def unexpected_error(request: Request, exc: Exception) -> Response:
+    """The opaque 500 (the error was logged by the boundary, with this request id)."""
     rid = request_id(request)
-    # Logged with the request id only: never the body, the query string or a secret.
-    log.error(
-        "unhandled error in %s %s (request %s)", request.method, request.url.path, rid, exc_info=exc
-    )
     return problem(
         500,
         "internal_error",
         "Internal server error",
         f"Something went wrong on our side. Quote request id {rid} if you report it.",
         instance=request.url.path,
-        headers={"Request-Id": rid},
     )
 
 
 HANDLERS = {
     CalendarError: calendar_error,
     HTTPException: http_error,
-    Exception: unexpected_error,
 }

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from sqlalchemy import Connection
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.errors import (
     CalendarError,
+    DuplicateHeader,
     MalformedKey,
     PayloadTooLarge,
     UnsupportedMediaType,
@@ -43,8 +44,14 @@ def services(request: Request) -> Services:
     return request.app.state.services  # type: ignore[no-any-return]
 
 
+NOSNIFF = (b"x-content-type-options", b"nosniff")
+
+
 class RequestIdMiddleware:
-    """Give every request an id (the caller's ``Request-Id`` if sane) and echo it back."""
+    """Give every request an id (the caller's ``Request-Id`` if sane) and echo it back.
+
+    Every answer also says ``X-Content-Type-Options: nosniff``: a browser must take a JSON
+    body (which may hold a caller's text) for what its ``Content-Type`` says, never as HTML."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -67,6 +74,8 @@ class RequestIdMiddleware:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 headers.append((b"request-id", raw_id))
+                if not any(name == NOSNIFF[0] for name, _ in headers):
+                    headers.append(NOSNIFF)
                 message["headers"] = headers
             await send(message)
 
@@ -90,8 +99,18 @@ def key_in_url(request: Request) -> tuple[str, str] | None:
 
 
 def bearer_token(request: Request) -> str | None:
-    header = request.headers.get("authorization")
-    if header is None or not header.strip():
+    """The key of ``Authorization: Bearer <key>``; ``None`` without the header.
+
+    Two ``Authorization`` headers are refused (400 ``duplicate_header``) rather than one of
+    them picked: a proxy and a client that disagree about the credential must not be settled
+    by header order."""
+    values = request.headers.getlist("authorization")
+    if not values:
+        return None
+    if len(values) > 1:
+        raise DuplicateHeader("Authorization", len(values))
+    header = values[0]
+    if not header.strip():
         return None
     scheme, _, token = header.strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -115,7 +134,10 @@ def call_context(request: Request, operation: str, transport: str = "rest") -> C
 
 
 async def read_json_body(request: Request) -> bytes:
-    """The raw body, refusing non-JSON media types and anything over 1 MiB."""
+    """The raw body, refusing non-JSON media types and anything over 1 MiB.
+
+    A client that hangs up before the whole body arrived raises Starlette's
+    ``ClientDisconnect``: nothing is done or recorded for it (``web.boundary``)."""
     content_type = request.headers.get("content-type", "")
     media = content_type.split(";", 1)[0].strip().lower()
     if media and media != "application/json" and not media.endswith("+json"):
@@ -133,6 +155,21 @@ async def read_json_body(request: Request) -> bytes:
             raise PayloadTooLarge(f"The body is larger than {MAX_BODY} bytes (1 MiB).")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def read_body(receive: Receive, *, limit: int = MAX_BODY) -> bytes:
+    """The whole body of an ASGI request, read from ``receive``: ``PayloadTooLarge`` past
+    ``limit`` bytes, ``ClientDisconnect`` if the client hangs up first."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":  # http.disconnect
+            raise ClientDisconnect()
+        body.extend(message.get("body", b""))
+        if len(body) > limit:
+            raise PayloadTooLarge(f"The body is larger than {limit} bytes (1 MiB).")
+        if not message.get("more_body", False):
+            return bytes(body)
 
 
 async def record_refusal(

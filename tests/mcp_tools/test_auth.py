@@ -142,4 +142,4 @@ def test_only_post_is_served_because_the_transport_is_stateless(
     _, secret = factory.key(factory.owner())
     response = api.request(method, MCP, headers={**JSON_RPC_HEADERS, **bearer(secret)})
     assert response.status_code == 405
-    assert response.headers["allow"] == "POST"
+    assert response.headers["allow"] == "POST, OPTIONS"
