@@ -173,6 +173,14 @@ def screenshot(tab: Any, name: str, *, full_page: bool = True) -> None:
     tab.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full_page)
 
 
+def nav(tab: Any, name: str) -> Any:
+    """The header's link to a section, by its exact name: a bare ``get_by_role("link",
+    name="Webhook")`` matches by substring, so an event called "Sent by webhook" (its "Edit …"
+    and "Delete …" links) would make it ambiguous."""
+    sections = tab.get_by_role("navigation", name="Settings sections")
+    return sections.get_by_role("link", name=name, exact=True)
+
+
 def browser_sign_in(tab: Any, owner: Owner, start: str = "/settings/keys") -> None:
     tab.goto(start)
     tab.get_by_label("Email").fill(owner.email)
