@@ -1,8 +1,12 @@
 """Fixtures for the settings pages: signed-in HTTP clients, and headless Chromium.
 
 Browser tests use Debian's ``/usr/bin/chromium`` through Playwright (never a downloaded
-browser) and run in the SQLite leg only: the PostgreSQL leg covers the same routes with the
-HTTP tests, which are backend-sensitive, while the browser adds nothing backend-specific.
+browser). Every test that asks for the ``browser`` fixture is marked ``browser``; scripts/test
+runs them in the SQLite leg and leaves them out of the PostgreSQL leg (``-m "not browser"``): the
+HTTP tests cover the same routes on both backends, while the browser adds nothing
+backend-specific. Without Chromium they fail, unless the run opted out with
+``CALENDAR_TEST_SKIP_BROWSER=1`` (scripts/test sets it, after a loud warning, when it cannot
+install Chromium); under ``CI=true`` they fail either way.
 """
 
 from __future__ import annotations
@@ -123,17 +127,32 @@ def strict_server(database_url: str) -> Iterator[RunningServer]:
 # Headless Chromium
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "browser: drives headless Chromium (SQLite leg only)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses Chromium, so that a run can select or leave them out by marker
+    (``-m browser``, ``-m "not browser"``) and no browser test can forget its mark."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Chromium for one test module. Not for the whole session: while the sync Playwright
     driver is open it marks an event loop as running in this thread, which would break every
     asyncio test that runs after it."""
-    if os.environ.get("CALENDAR_TEST_POSTGRES_URL"):
-        pytest.skip("browser tests run in the SQLite leg only")
+    ci = os.environ.get("CI") == "true"
+    if os.environ.get("CALENDAR_TEST_SKIP_BROWSER") == "1" and not ci:
+        pytest.skip("CALENDAR_TEST_SKIP_BROWSER=1: the browser tests were NOT run")
     if not Path(CHROMIUM).exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+        pytest.fail(
+            f"{CHROMIUM} is missing, so the browser tests cannot run. Install Debian's Chromium "
+            "(apt-get install chromium; scripts/test does it when run as root), or opt out "
+            "knowingly with CALENDAR_TEST_SKIP_BROWSER=1 (not under CI=true)."
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
