@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -206,3 +209,35 @@ def browser_sign_in(tab: Any, owner: Owner, start: str = "/settings/keys") -> No
     tab.get_by_label("Password").fill(owner.password)
     tab.get_by_role("button", name="Sign in").click()
     tab.wait_for_url(f"**{start}")
+
+
+@contextmanager
+def receiver(
+    answer: Callable[[bytes], tuple[int, bytes]] = lambda body: (204, b""),
+) -> Iterator[tuple[str, list[tuple[dict[str, str], bytes]]]]:
+    """A webhook receiver on 127.0.0.1 that keeps what it got and answers with ``answer(body)``
+    (a status and a response body; by default 204 and nothing)."""
+    received: list[tuple[dict[str, str], bytes]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+            status, content = answer(body)
+            self.send_response(status)
+            self.send_header("content-length", str(len(content)))
+            self.end_headers()
+            self.wfile.write(content)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_port}/hooks/calendar", received
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)

@@ -9,11 +9,7 @@ import hashlib
 import hmac
 import json
 import re
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -24,7 +20,7 @@ from calendar_service import webhook_config
 from calendar_service.config import Config
 from calendar_service.history import CallRecord, record_call
 from calendar_service.timeutil import utcnow
-from tests.account.conftest import browser_sign_in, nav, screenshot
+from tests.account.conftest import browser_sign_in, nav, receiver, screenshot
 from tests.support import Factory, Owner, RunningServer, bearer, wait_for
 
 EVENTS = "/api/v1/calendar/events"
@@ -217,32 +213,6 @@ def test_the_keys_page_is_readable_on_a_phone(page: Any, owner: Owner, factory: 
     # No horizontal scrolling: everything fits the phone's width.
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     screenshot(page, "10-keys-phone")
-
-
-@contextmanager
-def receiver() -> Iterator[tuple[str, list[tuple[dict[str, str], bytes]]]]:
-    """A webhook receiver on 127.0.0.1 that answers 204 and keeps what it got."""
-    received: list[tuple[dict[str, str], bytes]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("content-length", "0")))
-            received.append(({k.lower(): v for k, v in self.headers.items()}, body))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_port}/hooks/calendar", received
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 def test_an_owner_sets_a_webhook_and_sees_a_test_delivery_arrive_and_listed(
