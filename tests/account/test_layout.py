@@ -33,8 +33,6 @@ AGENT = (
     "Chrome/120.0.0.0 Safari/537.36 zapier-platform-core/15.5.1"
 )
 MEETING_LINK = "https://meet.example.com/j/8837261940?pwd=Q2xXUXdhY0tqN2RjZ3V5c0p4dWRrZz09"
-# A receiver's error page: one long line without a space, the worst case for wrapping.
-FAILURE_BODY = b"upstream-timeout:" + b"x" * 300
 
 
 @dataclass
@@ -47,7 +45,10 @@ class Seeded:
     delivery_id: str
 
 
-def _seed(factory: Factory, server: RunningServer) -> Iterator[Seeded]:
+@pytest.fixture(scope="module")
+def seeded(factory: Factory, server: RunningServer) -> Seeded:
+    """An owner with long and machine-made names, keys of every kind, 120 calls, events, and a
+    webhook whose deliveries succeeded and failed."""
     owner = factory.owner()
     family = factory.calendar(owner, name=LONG_CALENDAR, time_zone="America/Los_Angeles")
     work = factory.calendar(owner, name="Work", time_zone="Europe/Berlin")
@@ -85,7 +86,7 @@ def _seed(factory: Factory, server: RunningServer) -> Iterator[Seeded]:
     factory.db.call(calls)
 
     def answer(body: bytes) -> tuple[int, bytes]:
-        return (500, FAILURE_BODY) if b"Cancelled" in body else (204, b"")
+        return (500, b"Internal Server Error") if b"Cancelled" in body else (204, b"")
 
     with receiver(answer) as (url, _), httpx.Client(base_url=server.url, timeout=30) as api:
         long_url = url + "/" + "a1b2c3d4e5f6" * 12 + "?source=calendar-service&team=marketing"
@@ -150,12 +151,7 @@ def _seed(factory: Factory, server: RunningServer) -> Iterator[Seeded]:
         if endpoint["status"] == "disabled":
             factory.db.call(webhook_config.enable_endpoint, user_id=owner.id, now=utcnow())
 
-    yield Seeded(owner, key_id, machine_key_id, revoked_key_id, event_id, delivery_id)
-
-
-@pytest.fixture(scope="module")
-def seeded(factory: Factory, server: RunningServer) -> Iterator[Seeded]:
-    yield from _seed(factory, server)
+    return Seeded(owner, key_id, machine_key_id, revoked_key_id, event_id, delivery_id)
 
 
 @pytest.fixture(scope="module")
@@ -307,6 +303,14 @@ def test_no_settings_page_scrolls_sideways(
     tab = context.new_page()
     problems: list[str] = []
     tab.on("pageerror", lambda e: problems.append(str(e)))
+    tab.on(  # a broken Content-Security-Policy shows here
+        "console",
+        lambda m: (
+            problems.append(m.text)
+            if m.type == "error" and not m.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
     # Its stylesheet, script and icon load (the page itself may answer 400 or 404).
     tab.on(
         "response",
