@@ -12,7 +12,6 @@ answered as an opaque 500.
     ├── BadRequest              400     bad_request (a caller mistake that is not a field)
     │   ├── KeyInUrl            400     api_key_in_url
     │   ├── DuplicateHeader     400     duplicate_header (two Authorization headers)
-    │   ├── CalendarMismatch    400     calendar_mismatch (reported as a ValidationFailed)
     │   └── WebhookTargetRefused 400    webhook_target_refused
     ├── AuthError               401     WWW-Authenticate: Bearer error="invalid_token"
     │   ├── MissingKey                  missing_api_key
@@ -22,7 +21,6 @@ answered as an opaque 500.
     │   ├── RevokedKey                  revoked_api_key
     │   └── InsufficientScope           insufficient_scope (error="insufficient_scope")
     ├── NotFound                404     not_found
-    ├── MethodNotAllowed        405     method_not_allowed
     ├── IdempotencyInFlight     409     idempotency_in_flight
     ├── WebhookDisabled         409     webhook_disabled
     ├── PayloadTooLarge         413     payload_too_large
@@ -171,12 +169,6 @@ class NotFound(CalendarError):
     code = "not_found"
     status = 404
     title = "Not found"
-
-
-class MethodNotAllowed(CalendarError):
-    code = "method_not_allowed"
-    status = 405
-    title = "Method not allowed"
 
 
 class IdempotencyInFlight(CalendarError):

@@ -12,7 +12,7 @@ database (SQLite keeps ISO text, PostgreSQL ``timestamptz``).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
@@ -392,6 +392,3 @@ class Problem(BaseModel):
     code: str
     instance: str | None = None
     errors: list[FieldErrorPublic] | None = None
-
-
-Permission = Literal["read", "write"]

@@ -9,7 +9,7 @@ from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from calendar_service.calendars import create_calendar
 from calendar_service.errors import FieldError, NotFound, ValidationFailed
@@ -100,17 +100,6 @@ def set_password(conn: Connection, *, email: str, password: str) -> dict[str, An
     return {"id": user["id"], "email": user["email"]}
 
 
-def check_password(conn: Connection, *, email: str, password: str) -> dict[str, Any] | None:
-    """The owner if ``password`` is theirs, else None (timing does not tell which part failed)."""
-    row = (
-        conn.execute(select(users_t).where(users_t.c.email == normalize_email(email)))
-        .mappings()
-        .first()
-    )
-    stored = row["password_hash"] if row is not None else None
-    return dict(row) if row is not None and verify_password(stored, password) else None
-
-
 def verify_password(stored_hash: str | None, password: str) -> bool:
     """Whether ``password`` matches ``stored_hash`` (Argon2id), touching no database.
 
@@ -122,10 +111,6 @@ def verify_password(stored_hash: str | None, password: str) -> bool:
     except (VerificationError, InvalidHashError):
         return False
     return stored_hash is not None
-
-
-def count_users(conn: Connection) -> int:
-    return int(conn.execute(select(func.count()).select_from(users_t)).scalar_one())
 
 
 @functools.cache

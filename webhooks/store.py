@@ -164,20 +164,6 @@ def next_delay(
     return delay
 
 
-def record_attempt(
-    conn: Connection,
-    *,
-    claim: Claim,
-    result: AttemptResult,
-    now: datetime,
-    schedule: Sequence[timedelta],
-    rng: random.Random,
-) -> Outcome:
-    """``record_attempts`` for one attempt."""
-    [outcome] = record_attempts(conn, items=[(claim, result)], now=now, schedule=schedule, rng=rng)
-    return outcome
-
-
 def record_attempts(
     conn: Connection,
     *,

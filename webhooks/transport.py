@@ -89,11 +89,6 @@ class OriginPools(httpx.AsyncBaseTransport):
         self._origins: dict[tuple[bytes, bytes, int | None], _Origin] = {}
         self._next_sweep = clock() + idle_close
 
-    @property
-    def origin_count(self) -> int:
-        """How many origins have a pool open."""
-        return len(self._origins)
-
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` through its origin's pool (made on first use)."""
         now = self._clock()

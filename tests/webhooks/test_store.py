@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection
 
 from calendar_service import events, outbox, webhook_config
 from calendar_service.db import Database
@@ -27,6 +30,14 @@ def create_event(db: Database, owner: Owner, title: str = "Standup") -> dict[str
     return db.call(
         events.create_event, principal=events.owner_principal(owner.id), data=data, now=utcnow()
     )
+
+
+def _record_attempt(
+    conn: Connection, *, claim: store.Claim, result: AttemptResult, **kwargs: Any
+) -> store.Outcome:
+    """``store.record_attempts`` for one attempt."""
+    [outcome] = store.record_attempts(conn, items=[(claim, result)], **kwargs)
+    return outcome
 
 
 def due_deliveries(db: Database, url: str, count: int = 1) -> tuple[Owner, datetime]:
@@ -91,7 +102,7 @@ def test_an_attempt_recorded_after_the_lease_passed_does_not_overwrite_the_new_h
 
     late = AttemptResult(at=now, duration_ms=1.0, status_code=500, error="HTTP 500")
     outcome = quiet_db.call(
-        store.record_attempt,
+        _record_attempt,
         claim=old,
         result=late,
         now=later,
@@ -101,7 +112,7 @@ def test_an_attempt_recorded_after_the_lease_passed_does_not_overwrite_the_new_h
     assert outcome.status == "lost"
     fresh = AttemptResult(at=later, duration_ms=1.0, status_code=204)
     outcome = quiet_db.call(
-        store.record_attempt,
+        _record_attempt,
         claim=new,
         result=fresh,
         now=later,
@@ -147,7 +158,7 @@ def test_a_retry_after_answer_pushes_the_next_attempt_back(
         at=now, duration_ms=3.0, status_code=429, error="HTTP 429", retry_after=600
     )
     outcome = quiet_db.call(
-        store.record_attempt,
+        _record_attempt,
         claim=claim,
         result=busy,
         now=now,
