@@ -718,7 +718,7 @@ def build_openapi(base_url: str) -> dict[str, Any]:
             "for a path are answered with 405 and an `Allow` header. Within v1 changes are "
             "additive only.",
             "contact": {"name": "Calendar service operator", "url": base_url},
-            "license": {"name": "MIT", "identifier": "MIT"},
+            "license": {"name": "MIT", "url": "https://opensource.org/license/mit"},
         },
         "servers": [{"url": f"{base_url}/api/v1", "description": "This service."}],
         "security": [{"bearerAuth": []}],

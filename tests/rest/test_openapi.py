@@ -95,7 +95,7 @@ def test_the_document_is_valid_openapi_3_1_with_version_1_0_0(
 
 def test_the_document_names_its_license_contact_and_tags(doc: dict[str, Any]) -> None:
     info = doc["info"]
-    assert info["license"] == {"name": "MIT", "identifier": "MIT"}
+    assert info["license"] == {"name": "MIT", "url": "https://opensource.org/license/mit"}
     assert info["contact"]["name"] and info["contact"]["url"]
     assert info["description"]
     assert [tag["name"] for tag in doc["tags"]] == ["Events"]
