@@ -10,6 +10,7 @@ descriptions. ``tests/rest/test_schemathesis.py`` fuzzes the served document aga
 
 from __future__ import annotations
 
+import calendar
 from typing import Any
 
 from pydantic import BaseModel
@@ -44,19 +45,57 @@ _PARAMETER = "#/components/parameters/{}"
 # What the API accepts as a date-time, as ECMA 262 patterns (the JSON Schema dialect), written
 # so that Python's ``re`` reads them the same way. They follow ``timeutil``: RFC 3339 with the
 # offset optional, seconds and fractions optional, "T", "t" or a space between date and time,
-# and surrounding white space ignored (Python's ``str.strip``: the class below is exactly the
+# and surrounding white space ignored (Python's ``str.strip``: ``_WS_CHARS`` are exactly the
 # characters for which ``str.isspace()`` is true; ECMA's ``\s`` differs in a few).
+#
+# The accepted range (timeutil.MIN_YEAR, MAX_YEAR and MAX_OFFSET once the date-range work is
+# in): instants in the years 1900 to 2200 in UTC, offsets within +/-18:00. A pattern can hold
+# the written year and the offset; whether a time in the first or last year is inside the range
+# depends on its offset or the calendar's zone, which the descriptions say.
+MIN_YEAR, MAX_YEAR = 1900, 2200
+MAX_OFFSET_HOURS = 18
 
-_WS = r"[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
-_YEAR = r"(?:[0-9]{3}[1-9]|[0-9]{2}[1-9]0|[0-9][1-9]00|[1-9]000)"  # 0001-9999
-_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+
+def _digits_between(low: int, high: int) -> str:
+    """An alternation for the two-digit numbers ``low`` to ``high``: 0 and 17 give
+    ``0[0-9]|1[0-7]``."""
+    parts = []
+    for tens in range(low // 10, high // 10 + 1):
+        first, last = max(low, tens * 10) % 10, min(high, tens * 10 + 9) % 10
+        parts.append(f"{tens}{first}" if first == last else f"{tens}[{first}-{last}]")
+    return "|".join(parts)
+
+
+def _years(first: int, last: int, *, leap: bool = False) -> str:
+    """The four-digit years ``first`` to ``last`` (only the leap ones with ``leap``)."""
+    parts = []
+    for century in range(first // 100, last // 100 + 1):
+        low, high = max(first, century * 100), min(last, century * 100 + 99)
+        whole = (low, high) == (century * 100, century * 100 + 99)
+        if leap and whole:
+            parts.append(f"{century}(?:0[48]|[2468][048]|[13579][26])")
+            parts.extend([f"{century}00"] if calendar.isleap(century * 100) else [])
+        elif leap:
+            parts.extend(str(year) for year in range(low, high + 1) if calendar.isleap(year))
+        else:
+            parts.append(
+                f"{century}(?:{'[0-9]{2}' if whole else _digits_between(low % 100, high % 100)})"
+            )
+    return "(?:" + "|".join(parts) + ")"
+
+
+_WS_CHARS = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_WS = f"[{_WS_CHARS}]"
 _DATE = (
-    rf"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    rf"(?:{_years(MIN_YEAR, MAX_YEAR)}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
     r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
     r"|02-(?:0[1-9]|1[0-9]|2[0-8]))"
-    rf"|{_LEAP_YEAR}-02-29)"
+    rf"|{_years(MIN_YEAR, MAX_YEAR, leap=True)}-02-29)"
 )
-_OFFSET = r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):?[0-5][0-9])"
+_OFFSET = (
+    rf"(?:[Zz]|[+-](?:(?:{_digits_between(0, MAX_OFFSET_HOURS - 1)}):?[0-5][0-9]"
+    rf"|{MAX_OFFSET_HOURS:02d}:?00))"
+)
 _TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,9})?)?"
 _DATE_TIME = rf"{_DATE}[Tt ]{_TIME}{_OFFSET}?"
 _MIDNIGHT = rf"{_DATE}[Tt ]00:00(?::00(?:\.0{{1,9}})?)?{_OFFSET}?"
@@ -66,15 +105,22 @@ ALL_DAY_PATTERN = rf"^{_WS}*(?:{_DATE}|{_MIDNIGHT}){_WS}*$"
 DATE_OR_DATE_TIME_PATTERN = rf"^{_WS}*(?:{_DATE}|{_DATE_TIME}){_WS}*$"
 # A list bound: a date-time, a date (that day's midnight), or empty (the same as omitted).
 BOUND_PATTERN = rf"^(?:{_WS}*(?:{_DATE}|{_DATE_TIME}){_WS}*)?$"
-# Not blank: at least one character that ``str.strip`` keeps.
-NOT_BLANK_PATTERN = _WS.replace("[", "[^", 1)
+# Text: anything but NUL, which is refused everywhere (PostgreSQL cannot store it).
+TEXT_PATTERN = r"^[^\x00]*$"
+# A title: text with at least one character that ``str.strip`` keeps (not blank).
+TITLE_PATTERN = rf"^[^\x00]*[^\x00{_WS_CHARS}][^\x00]*$"
 # ``str.isprintable()`` on the header as Latin-1 text (how HTTP headers are decoded).
 IDEMPOTENCY_KEY_PATTERN = r"^[\x20-\x7e\xa1-\xac\xae-\xff]+$"
+RANGE_DOC = (
+    f"Times must fall in the years {MIN_YEAR} to {MAX_YEAR} in UTC "
+    f"({MIN_YEAR}-01-01T00:00:00Z to {MAX_YEAR + 1}-01-01T00:00:00Z), with offsets within "
+    f"-{MAX_OFFSET_HOURS:02d}:00 to +{MAX_OFFSET_HOURS:02d}:00."
+)
 
 _TIMES_DOC = (
     "RFC 3339 date-time, e.g. `2026-03-02T09:30:00+01:00`. The offset is optional: without one "
     "the time is wall-clock time in the target calendar's time zone. Seconds and fractions are "
-    "optional. With `allDay: true`, a date (`2026-03-02`) or a midnight date-time."
+    f"optional. With `allDay: true`, a date (`2026-03-02`) or a midnight date-time. {RANGE_DOC}"
 )
 
 
@@ -94,6 +140,15 @@ def _all_day_rule(all_day: bool) -> dict[str, Any]:
     }
 
 
+def _text(prop: dict[str, Any], description: str | None = None) -> dict[str, Any]:
+    """A text property (or ``string | null`` one) that refuses NUL characters."""
+    out = {**prop, "anyOf": [{"type": "string", "pattern": TEXT_PATTERN}, {"type": "null"}]}
+    if description is not None:
+        out["description"] = description
+    out["description"] += " No NUL characters."
+    return out
+
+
 def _model_schema(model: type[BaseModel], mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
     schema = model.model_json_schema(
         by_alias=True,
@@ -109,7 +164,7 @@ def _event_create(schema: dict[str, Any]) -> dict[str, Any]:
         "type": "string",
         "minLength": 1,
         "maxLength": TITLE_MAX,
-        "pattern": NOT_BLANK_PATTERN,
+        "pattern": TITLE_PATTERN,
         "description": f"1 to {TITLE_MAX} characters; surrounding white space is trimmed, and a "
         "blank title is refused.",
     }
@@ -131,8 +186,10 @@ def _event_create(schema: dict[str, Any]) -> dict[str, Any]:
     props["allDay"]["description"] = (
         "An all-day event runs from midnight to midnight in the calendar's time zone."
     )
-    props["description"]["description"] = "Free text."
-    props["location"]["description"] = "Free text."
+    props["calendarId"] = _text(props["calendarId"])
+    props["calendar"] = _text(props["calendar"])
+    props["description"] = _text(props["description"], "Free text.")
+    props["location"] = _text(props["location"], "Free text.")
     schema.pop("title", None)
     schema["description"] = "The body of createCalendarEvent."
     # allDay defaults to false, so without it the event is a timed one.
@@ -148,7 +205,7 @@ def _event_update(schema: dict[str, Any]) -> dict[str, Any]:
         "type": "string",
         "minLength": 1,
         "maxLength": TITLE_MAX,
-        "pattern": NOT_BLANK_PATTERN,
+        "pattern": TITLE_PATTERN,
         "description": f"1 to {TITLE_MAX} characters after trimming; not null.",
     }
     props["startsAt"] = _date_time_input(
@@ -164,8 +221,8 @@ def _event_update(schema: dict[str, Any]) -> dict[str, Any]:
         "description": "Turn the event into an all-day event or back; not null. The times it "
         "keeps (or those sent) must suit the new kind: dates or midnights for all-day events.",
     }
-    props["description"]["description"] = "Free text; null clears it."
-    props["location"]["description"] = "Free text; null clears it."
+    props["description"] = _text(props["description"], "Free text; null clears it.")
+    props["location"] = _text(props["location"], "Free text; null clears it.")
     for name in props:
         props[name].pop("default", None)  # absent means "unchanged", not a default value
     schema.pop("title", None)
@@ -218,7 +275,28 @@ def _schemas() -> dict[str, Any]:
         schema.pop("title", None)  # pydantic's titles ("Startsat"...) are noise for readers
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
-    return out
+    return {_DOC_NAMES.get(name, name): _renamed(schema) for name, schema in out.items()}
+
+
+# The document names the objects as the API does ("Calendar", not the model's
+# "CalendarPublic"); tools that infer links from names (calendarId -> Calendar) rely on it.
+_DOC_NAMES = {
+    "CalendarPublic": "Calendar",
+    "EventPublic": "Event",
+    "FieldErrorPublic": "FieldError",
+}
+
+
+def _renamed(node: Any) -> Any:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_SCHEMA.format("")):
+            name = ref.removeprefix(_SCHEMA.format(""))
+            return {**node, "$ref": _SCHEMA.format(_DOC_NAMES.get(name, name))}
+        return {key: _renamed(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_renamed(value) for value in node]
+    return node
 
 
 _CALENDAR_EXAMPLE = {
@@ -435,7 +513,7 @@ def _parameters() -> dict[str, Any]:
     bound_doc = (
         " A date-time (offset optional: without one it is read in the time zone of the key's "
         "calendar, or of the default calendar for an all-calendars key) or a date (that day's "
-        "midnight). Omitted or empty: unbounded."
+        f"midnight). {RANGE_DOC} Omitted or empty: unbounded."
     )
     return {
         "eventId": {
@@ -443,7 +521,7 @@ def _parameters() -> dict[str, Any]:
             "in": "path",
             "required": True,
             "description": "The event's id, as returned in `id`.",
-            "schema": {"type": "string", "minLength": 1},
+            "schema": {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN},
             "example": _EVENT_EXAMPLE["id"],
         },
         "timeMin": {
@@ -478,8 +556,8 @@ def _parameters() -> dict[str, Any]:
             "name": "pageToken",
             "in": "query",
             "description": "The previous page's nextPageToken, with the same timeMin and "
-            "timeMax (any other value is a 400).",
-            "schema": {"type": "string"},
+            "timeMax (the same instants; limit may change). Any other value is a 400.",
+            "schema": {"type": "string", "pattern": TEXT_PATTERN},
         },
         "Idempotency-Key": {
             "name": "Idempotency-Key",
@@ -603,7 +681,7 @@ def _operations() -> dict[str, Any]:
                 "description": "The created event (or, for a replayed Idempotency-Key, the "
                 "event the first request created).",
                 "headers": _ref_headers("Location", *_OK_HEADERS, "Idempotent-Replayed"),
-                "content": _json("EventPublic"),
+                "content": _json("Event"),
                 "links": _event_links("created"),
             },
             **_errors("409", "413", "415", "422"),
@@ -618,7 +696,7 @@ def _operations() -> dict[str, Any]:
             "200": {
                 "description": "The event.",
                 "headers": _ref_headers(*_OK_HEADERS),
-                "content": _json("EventPublic"),
+                "content": _json("Event"),
                 "links": _event_links("read"),
             },
             **_errors("404"),
@@ -654,7 +732,7 @@ def _operations() -> dict[str, Any]:
             "200": {
                 "description": "The event as changed.",
                 "headers": _ref_headers(*_OK_HEADERS),
-                "content": _json("EventPublic"),
+                "content": _json("Event"),
                 "links": _event_links("changed"),
             },
             **_errors("404", "413", "415"),

@@ -1,10 +1,13 @@
 """Schemathesis hooks for ``test_schemathesis.py`` (loaded by the ``st`` process it starts).
 
 A JSON Schema cannot say that a calendar must exist, that ``endsAt`` must not come before
-``startsAt``, that a PATCH's times must suit the event's stored kind (timed or all-day), or
-that a page token is only good for the query that produced it. So a request generated as
-valid (positive mode) is made valid against the stored data too, just before it is sent; the
-edits keep it valid against the document. Requests generated as invalid are sent as they are.
+``startsAt``, that a PATCH's times must suit the event's stored kind (timed or all-day), that
+a page token is only good for the query that produced it, or that a time in the first or last
+year of the accepted range is in it only if its UTC instant is (which depends on the offset or
+the calendar's zone). So a
+request generated as valid (positive mode) is made valid against the stored data too, just
+before it is sent; the edits keep it valid against the document. Requests generated as invalid
+are sent as they are.
 
 The calendars and their time zone come from the test, in ``CALENDAR_FUZZ_CALENDARS`` (JSON:
 ``[[id, name], ...]``) and ``CALENDAR_FUZZ_TIME_ZONE``.
@@ -12,6 +15,7 @@ The calendars and their time zone come from the test, in ``CALENDAR_FUZZ_CALENDA
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import json
 import os
@@ -23,7 +27,7 @@ from zoneinfo import ZoneInfo
 import schemathesis
 from schemathesis import Case, HookContext, Response
 
-from calendar_service.rest.openapi import ALL_DAY_PATTERN, DATE_TIME_PATTERN
+from calendar_service.rest.openapi import ALL_DAY_PATTERN, DATE_TIME_PATTERN, MAX_YEAR, MIN_YEAR
 from calendar_service.timeutil import parse_date_time, parse_day
 
 CALENDARS: list[tuple[str, str]] = [
@@ -38,6 +42,27 @@ UPDATE = "PATCH /calendar/events/{eventId}"
 _page_tokens: dict[str, tuple[Any, Any]] = {}
 
 
+_EDGE_YEAR = re.compile(rf"^(\s*)({MIN_YEAR}|{MAX_YEAR})-")
+_TIME_FIELDS = ("startsAt", "endsAt", "timeMin", "timeMax")
+
+
+def _inside_the_year_range(values: dict[str, Any]) -> None:
+    """Move times in the first or last year of the range inwards, to the nearest year that is
+    a leap year exactly when theirs is (so that the month and day stay valid)."""
+    for name in _TIME_FIELDS:
+        value = values.get(name)
+        if isinstance(value, str):
+            values[name] = _EDGE_YEAR.sub(lambda m: f"{m.group(1)}{_inwards(m.group(2))}-", value)
+
+
+def _inwards(year: str) -> int:
+    step = 1 if int(year) == MIN_YEAR else -1
+    moved = int(year) + step
+    while calendar.isleap(moved) != calendar.isleap(int(year)):
+        moved += step
+    return moved
+
+
 def _operation(case: Case) -> str:
     return f"{case.method.upper()} {case.operation.path}"
 
@@ -48,6 +73,9 @@ def before_call(context: HookContext, case: Case, kwargs: dict[str, Any]) -> Non
     if meta is None or not meta.generation.mode.is_positive:
         return
     operation = _operation(case)
+    for values in (case.query, case.body):
+        if isinstance(values, dict):
+            _inside_the_year_range(values)
     if operation == LIST and isinstance(case.query, dict):
         _realistic_query(case.query)
     elif operation == CREATE and isinstance(case.body, dict):
