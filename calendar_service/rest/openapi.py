@@ -426,7 +426,8 @@ def _responses() -> dict[str, Any]:
     return {
         "BadRequest": _problem_response(
             "Invalid request: `errors` lists every bad field (`code` `validation_error`). Also "
-            "`api_key_in_url` for a key sent in the query string.",
+            "`api_key_in_url` for a key sent in the query string, and `duplicate_header` for "
+            "two Authorization headers.",
             _VALIDATION_PROBLEM,
         ),
         "Unauthorized": _problem_response(
