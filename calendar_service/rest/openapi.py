@@ -2,10 +2,11 @@
 
 The models give the shapes (fields, types, required, unknown fields refused). What the core
 checks beyond types is added here, so that the document describes what the API really accepts:
-the date-time syntax ``timeutil`` parses (offsets optional, dates for all-day events), titles
-that are not blank, which fields ``PATCH`` lets be ``null``. What no schema can say (``endsAt``
-not before ``startsAt``, a calendar that exists, a page token from the same query) is in the
-descriptions. ``tests/rest/test_schemathesis.py`` fuzzes the served document against the API.
+the date-time syntax ``timeutil`` parses (offsets optional, dates for all-day events, the
+accepted range), titles that are not blank, text without NUL, which fields ``PATCH`` lets be
+``null``. What no schema can say (``endsAt`` not before ``startsAt``, a calendar that exists, a
+page token from the same query) is in the descriptions. ``tests/rest/test_openapi.py`` checks
+the document against the API; ``tests/rest/test_schemathesis.py`` fuzzes the API with it.
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ def _event_create(schema: dict[str, Any]) -> dict[str, Any]:
         "maxLength": TITLE_MAX,
         "pattern": TITLE_PATTERN,
         "description": f"1 to {TITLE_MAX} characters; surrounding white space is trimmed, and a "
-        "blank title is refused.",
+        "blank title is refused. No NUL characters.",
     }
     props["startsAt"] = _date_time_input(f"Start. {_TIMES_DOC}")
     props["endsAt"] = _date_time_input(
@@ -206,7 +207,8 @@ def _event_update(schema: dict[str, Any]) -> dict[str, Any]:
         "minLength": 1,
         "maxLength": TITLE_MAX,
         "pattern": TITLE_PATTERN,
-        "description": f"1 to {TITLE_MAX} characters after trimming; not null.",
+        "description": f"1 to {TITLE_MAX} characters after trimming, not blank; not null. No "
+        "NUL characters.",
     }
     props["startsAt"] = _date_time_input(
         f"New start; not null. {_TIMES_DOC} Without allDay in the body, the event's current "
