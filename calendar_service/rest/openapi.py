@@ -801,7 +801,7 @@ def build_openapi(base_url: str) -> dict[str, Any]:
             "contact": {"name": "Calendar service operator", "url": base_url},
             "license": {"name": "MIT", "url": "https://opensource.org/license/mit"},
         },
-        "servers": [{"url": f"{base_url}/api/v1", "description": "This service."}],
+        "servers": [{"url": f"{base_url}/api/v1"}],
         "security": [{"bearerAuth": []}],
         "tags": [
             {
