@@ -32,6 +32,7 @@ test-sqlite: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	scripts/lint-openapi
 
 format: install
 	$(BIN)/ruff format .

@@ -1,7 +1,17 @@
-"""The OpenAPI 3.1.0 document, generated from the same pydantic models the handlers use."""
+"""The OpenAPI 3.1.0 document, generated from the same pydantic models the handlers use.
+
+The models give the shapes (fields, types, required, unknown fields refused). What the core
+checks beyond types is added here, so that the document describes what the API really accepts:
+the date-time syntax ``timeutil`` parses (offsets optional, dates for all-day events, the
+accepted range), titles that are not blank, text without NUL, which fields ``PATCH`` lets be
+``null``. What no schema can say (``endsAt`` not before ``startsAt``, a calendar that exists, a
+page token from the same query) is in the descriptions. ``tests/rest/test_openapi.py`` checks
+the document against the API; ``tests/rest/test_schemathesis.py`` fuzzes the API with it.
+"""
 
 from __future__ import annotations
 
+import calendar
 from typing import Any
 
 from pydantic import BaseModel
@@ -9,7 +19,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
+from calendar_service.idempotency import MAX_KEY_LENGTH
 from calendar_service.models import (
+    DEFAULT_CALENDAR_NAME,
+    TITLE_MAX,
     CalendarPublic,
     EventCreate,
     EventList,
@@ -18,11 +32,210 @@ from calendar_service.models import (
     Problem,
 )
 from calendar_service.rest.routes import EVENTS_PATH
-from calendar_service.web.context import services
-from calendar_service.web.responses import JSONResponse
+from calendar_service.web.context import MAX_BODY, services
+from calendar_service.web.responses import PROBLEM_TYPE, JSONResponse
 
 API_VERSION = "1.0.0"
-_REF = "#/components/schemas/{model}"
+TAG = "Events"
+_SCHEMA = "#/components/schemas/{}"
+_RESPONSE = "#/components/responses/{}"
+_HEADER = "#/components/headers/{}"
+_PARAMETER = "#/components/parameters/{}"
+
+# ---------------------------------------------------------------------------------------------
+# What the API accepts as a date-time, as ECMA 262 patterns (the JSON Schema dialect), written
+# so that Python's ``re`` reads them the same way. They follow ``timeutil``: RFC 3339 with the
+# offset optional, seconds and fractions optional, "T", "t" or a space between date and time,
+# and surrounding white space ignored (Python's ``str.strip``: ``_WS_CHARS`` are exactly the
+# characters for which ``str.isspace()`` is true; ECMA's ``\s`` differs in a few).
+#
+# The accepted range (timeutil.MIN_YEAR, MAX_YEAR and MAX_OFFSET once the date-range work is
+# in): instants in the years 1900 to 2200 in UTC, offsets within +/-18:00. A pattern can hold
+# the written year and the offset; whether a time in the first or last year is inside the range
+# depends on its offset or the calendar's zone, which the descriptions say.
+MIN_YEAR, MAX_YEAR = 1900, 2200
+MAX_OFFSET_HOURS = 18
+
+
+def _digits_between(low: int, high: int) -> str:
+    """An alternation for the two-digit numbers ``low`` to ``high``: 0 and 17 give
+    ``0[0-9]|1[0-7]``."""
+    parts = []
+    for tens in range(low // 10, high // 10 + 1):
+        first, last = max(low, tens * 10) % 10, min(high, tens * 10 + 9) % 10
+        parts.append(f"{tens}{first}" if first == last else f"{tens}[{first}-{last}]")
+    return "|".join(parts)
+
+
+def _years(first: int, last: int, *, leap: bool = False) -> str:
+    """The four-digit years ``first`` to ``last`` (only the leap ones with ``leap``)."""
+    parts = []
+    for century in range(first // 100, last // 100 + 1):
+        low, high = max(first, century * 100), min(last, century * 100 + 99)
+        whole = (low, high) == (century * 100, century * 100 + 99)
+        if leap and whole:
+            parts.append(f"{century}(?:0[48]|[2468][048]|[13579][26])")
+            parts.extend([f"{century}00"] if calendar.isleap(century * 100) else [])
+        elif leap:
+            parts.extend(str(year) for year in range(low, high + 1) if calendar.isleap(year))
+        else:
+            parts.append(
+                f"{century}(?:{'[0-9]{2}' if whole else _digits_between(low % 100, high % 100)})"
+            )
+    return "(?:" + "|".join(parts) + ")"
+
+
+_WS_CHARS = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_WS = f"[{_WS_CHARS}]"
+_DATE = (
+    rf"(?:{_years(MIN_YEAR, MAX_YEAR)}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    r"|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+    rf"|{_years(MIN_YEAR, MAX_YEAR, leap=True)}-02-29)"
+)
+_OFFSET = (
+    rf"(?:[Zz]|[+-](?:(?:{_digits_between(0, MAX_OFFSET_HOURS - 1)}):?[0-5][0-9]"
+    rf"|{MAX_OFFSET_HOURS:02d}:?00))"
+)
+_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,9})?)?"
+_DATE_TIME = rf"{_DATE}[Tt ]{_TIME}{_OFFSET}?"
+_MIDNIGHT = rf"{_DATE}[Tt ]00:00(?::00(?:\.0{{1,9}})?)?{_OFFSET}?"
+
+DATE_TIME_PATTERN = rf"^{_WS}*{_DATE_TIME}{_WS}*$"
+ALL_DAY_PATTERN = rf"^{_WS}*(?:{_DATE}|{_MIDNIGHT}){_WS}*$"
+DATE_OR_DATE_TIME_PATTERN = rf"^{_WS}*(?:{_DATE}|{_DATE_TIME}){_WS}*$"
+# A list bound: a date-time, a date (that day's midnight), or empty (the same as omitted).
+BOUND_PATTERN = rf"^(?:{_WS}*(?:{_DATE}|{_DATE_TIME}){_WS}*)?$"
+# Text: anything but NUL, which is refused everywhere (PostgreSQL cannot store it).
+TEXT_PATTERN = r"^[^\x00]*$"
+# A title: text with at least one character that ``str.strip`` keeps (not blank).
+TITLE_PATTERN = rf"^[^\x00]*[^\x00{_WS_CHARS}][^\x00]*$"
+# ``str.isprintable()`` on the header as Latin-1 text (how HTTP headers are decoded).
+IDEMPOTENCY_KEY_PATTERN = r"^[\x20-\x7e\xa1-\xac\xae-\xff]+$"
+RANGE_DOC = (
+    f"Times must fall in the years {MIN_YEAR} to {MAX_YEAR} in UTC "
+    f"({MIN_YEAR}-01-01T00:00:00Z to {MAX_YEAR + 1}-01-01T00:00:00Z), with offsets within "
+    f"-{MAX_OFFSET_HOURS:02d}:00 to +{MAX_OFFSET_HOURS:02d}:00."
+)
+
+_TIMES_DOC = (
+    "RFC 3339 date-time, e.g. `2026-03-02T09:30:00+01:00`. The offset is optional: without one "
+    "the time is wall-clock time in the target calendar's time zone. Seconds and fractions are "
+    f"optional. With `allDay: true`, a date (`2026-03-02`) or a midnight date-time. {RANGE_DOC}"
+)
+
+
+def _date_time_input(description: str, pattern: str = DATE_OR_DATE_TIME_PATTERN) -> dict[str, Any]:
+    return {"type": "string", "pattern": pattern, "description": description}
+
+
+def _times(pattern: str) -> dict[str, Any]:
+    return {"properties": {"startsAt": {"pattern": pattern}, "endsAt": {"pattern": pattern}}}
+
+
+def _all_day_rule(all_day: bool) -> dict[str, Any]:
+    """With ``allDay`` in the body: dates or midnights for true, date-times for false."""
+    return {
+        "if": {"properties": {"allDay": {"const": all_day}}, "required": ["allDay"]},
+        "then": _times(ALL_DAY_PATTERN if all_day else DATE_TIME_PATTERN),
+    }
+
+
+def _text(prop: dict[str, Any], description: str | None = None) -> dict[str, Any]:
+    """A text property (or ``string | null`` one) that refuses NUL characters."""
+    out = {**prop, "anyOf": [{"type": "string", "pattern": TEXT_PATTERN}, {"type": "null"}]}
+    if description is not None:
+        out["description"] = description
+    out["description"] += " No NUL characters."
+    return out
+
+
+def _model_schema(model: type[BaseModel], mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    schema = model.model_json_schema(
+        by_alias=True,
+        ref_template=_SCHEMA.replace("{}", "{model}"),
+        mode=mode,  # type: ignore[arg-type]
+    )
+    return schema, schema.pop("$defs", {})
+
+
+def _event_create(schema: dict[str, Any]) -> dict[str, Any]:
+    props = schema["properties"]
+    props["title"] = {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": TITLE_MAX,
+        "pattern": TITLE_PATTERN,
+        "description": f"1 to {TITLE_MAX} characters; surrounding white space is trimmed, and a "
+        "blank title is refused. No NUL characters.",
+    }
+    props["startsAt"] = _date_time_input(f"Start. {_TIMES_DOC}")
+    props["endsAt"] = _date_time_input(
+        f"Exclusive end, not before startsAt. {_TIMES_DOC} For an all-day event, an endsAt "
+        "equal to startsAt means one day."
+    )
+    props["calendarId"]["description"] = (
+        "Identifier of the target calendar: one of the key's calendars (a calendar the owner "
+        "does not have is a 400)."
+    )
+    props["calendar"]["description"] = (
+        "Name of the target calendar (default: the key's calendar, or "
+        f"{DEFAULT_CALENDAR_NAME!r} for an all-calendars key). A name the owner has no "
+        "calendar by is a 400: calendars are never created implicitly. If calendarId is also "
+        "sent, both must name the same calendar."
+    )
+    props["allDay"]["description"] = (
+        "An all-day event runs from midnight to midnight in the calendar's time zone."
+    )
+    props["calendarId"] = _text(props["calendarId"])
+    props["calendar"] = _text(props["calendar"])
+    props["description"] = _text(props["description"], "Free text.")
+    props["location"] = _text(props["location"], "Free text.")
+    schema.pop("title", None)
+    schema["description"] = "The body of createCalendarEvent."
+    # allDay defaults to false, so without it the event is a timed one.
+    schema["if"] = {"properties": {"allDay": {"const": True}}, "required": ["allDay"]}
+    schema["then"] = _times(ALL_DAY_PATTERN)
+    schema["else"] = _times(DATE_TIME_PATTERN)
+    return schema
+
+
+def _event_update(schema: dict[str, Any]) -> dict[str, Any]:
+    props = schema["properties"]
+    props["title"] = {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": TITLE_MAX,
+        "pattern": TITLE_PATTERN,
+        "description": f"1 to {TITLE_MAX} characters after trimming, not blank; not null. No "
+        "NUL characters.",
+    }
+    props["startsAt"] = _date_time_input(
+        f"New start; not null. {_TIMES_DOC} Without allDay in the body, the event's current "
+        "allDay decides which form is accepted."
+    )
+    props["endsAt"] = _date_time_input(
+        f"New exclusive end; not null. {_TIMES_DOC} The event as changed must not end before it "
+        "starts."
+    )
+    props["allDay"] = {
+        "type": "boolean",
+        "description": "Turn the event into an all-day event or back; not null. The times it "
+        "keeps (or those sent) must suit the new kind: dates or midnights for all-day events.",
+    }
+    props["description"] = _text(props["description"], "Free text; null clears it.")
+    props["location"] = _text(props["location"], "Free text; null clears it.")
+    for name in props:
+        props[name].pop("default", None)  # absent means "unchanged", not a default value
+    schema.pop("title", None)
+    schema["description"] = (
+        "The body of updateCalendarEvent: only the fields sent change; the event as changed is "
+        "validated as a whole. Moving an event to another calendar is not supported in v1."
+    )
+    # Without allDay in the body, either form may be right (the event's current allDay
+    # decides), so the properties above take both; allDay in the body narrows them.
+    schema["allOf"] = [_all_day_rule(True), _all_day_rule(False)]
+    return schema
 
 
 def _schemas() -> dict[str, Any]:
@@ -36,183 +249,581 @@ def _schemas() -> dict[str, Any]:
         (Problem, "serialization"),
     ]
     for model, mode in models:
-        schema = model.model_json_schema(by_alias=True, ref_template=_REF, mode=mode)  # type: ignore[arg-type]
-        out.update(schema.pop("$defs", {}))
+        schema, defs = _model_schema(model, mode)
+        for name, definition in defs.items():
+            out.setdefault(name, definition)
         out[model.__name__] = schema
-    return out
+    out["EventCreate"] = _event_create(out["EventCreate"])
+    out["EventUpdate"] = _event_update(out["EventUpdate"])
+    out["EventPublic"]["description"] = "An event; times in its calendar's time zone."
+    out["EventPublic"]["examples"] = [_EVENT_EXAMPLE]
+    out["EventList"]["description"] = "A page of events, with the calendars the key reaches."
+    out["EventList"]["examples"] = [
+        {
+            "calendars": [_CALENDAR_EXAMPLE],
+            "events": [_EVENT_EXAMPLE],
+            "nextPageToken": "eyJzIjoiMjAyNi0wMy0wMlQwODozMDowMFoifQ",
+        }
+    ]
+    out["CalendarPublic"]["description"] = "A calendar the key reaches."
+    out["CalendarPublic"]["examples"] = [_CALENDAR_EXAMPLE]
+    out["Problem"]["description"] = (
+        "RFC 9457 problem details. `code` is the stable, machine-readable reason; validation "
+        "errors list every bad field in `errors`."
+    )
+    out["Problem"]["examples"] = [_VALIDATION_PROBLEM]
+    out["FieldErrorPublic"]["description"] = "One bad input field and what is wrong with it."
+    for schema in out.values():
+        schema.pop("title", None)  # pydantic's titles ("Startsat"...) are noise for readers
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+    return {_DOC_NAMES.get(name, name): _renamed(schema) for name, schema in out.items()}
 
 
-def _problem(description: str) -> dict[str, Any]:
+# The document names the objects as the API does ("Calendar", not the model's
+# "CalendarPublic"); tools that infer links from names (calendarId -> Calendar) rely on it.
+_DOC_NAMES = {
+    "CalendarPublic": "Calendar",
+    "EventPublic": "Event",
+    "FieldErrorPublic": "FieldError",
+}
+
+
+def _renamed(node: Any) -> Any:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_SCHEMA.format("")):
+            name = ref.removeprefix(_SCHEMA.format(""))
+            return {**node, "$ref": _SCHEMA.format(_DOC_NAMES.get(name, name))}
+        return {key: _renamed(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_renamed(value) for value in node]
+    return node
+
+
+_CALENDAR_EXAMPLE = {
+    "id": "cal_3bT0hJk2mQ9xR4vW8yZ1aC",
+    "name": DEFAULT_CALENDAR_NAME,
+    "timeZone": "Europe/Berlin",
+    "isDefault": True,
+}
+_EVENT_EXAMPLE = {
+    "id": "ev_7Hq2LmN4pR6tV8xZ0bD3fG",
+    "calendarId": "cal_3bT0hJk2mQ9xR4vW8yZ1aC",
+    "calendar": DEFAULT_CALENDAR_NAME,
+    "title": "Design review",
+    "startsAt": "2026-03-02T09:30:00+01:00",
+    "endsAt": "2026-03-02T10:30:00+01:00",
+    "allDay": False,
+    "description": None,
+    "location": "Room 4",
+    "createdAt": "2026-02-20T14:03:11.482913Z",
+    "updatedAt": "2026-02-20T14:03:11.482913Z",
+}
+
+
+def _problem_example(status: int, code: str, title: str, detail: str, **extra: Any) -> Any:
     return {
-        "description": description,
-        "content": {"application/problem+json": {"schema": {"$ref": _REF.format(model="Problem")}}},
+        "type": PROBLEM_TYPE.format(code=code),
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+        "instance": "/api/v1/calendar/events",
+        **extra,
     }
 
 
-_RATE_HEADERS = {
-    name: {"schema": {"type": "string" if name == "RateLimit-Policy" else "integer"}}
-    for name in ("RateLimit-Policy", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset")
-}
-_REQUEST_ID_HEADER = {"Request-Id": {"schema": {"type": "string"}, "description": "Request id"}}
-_COMMON = {
-    "400": _problem(
-        "Invalid request: `errors` lists every bad field (also: an API key in the URL)."
-    ),
-    "401": {
-        **_problem(
-            "The API key is missing, malformed, unknown, expired, revoked, or lacks the "
-            "permission or calendar scope (`code` says which)."
+_VALIDATION_PROBLEM = _problem_example(
+    400,
+    "validation_error",
+    "Invalid request",
+    "The request has invalid fields: title, endsAt.",
+    errors=[
+        {"field": "title", "message": "must not be empty"},
+        {"field": "endsAt", "message": "must not be before startsAt"},
+    ],
+)
+
+# ---------------------------------------------------------------------------------------------
+# Headers, parameters and responses shared by the operations
+
+
+def _headers() -> dict[str, Any]:
+    def integer(description: str) -> dict[str, Any]:
+        return {"description": description, "schema": {"type": "integer", "minimum": 0}}
+
+    return {
+        "Request-Id": {
+            "description": "The request's id: the caller's own Request-Id (1 to 64 of "
+            "`A-Z a-z 0-9 . _ : -`) or a generated one. Quote it when reporting a problem.",
+            "required": True,
+            "schema": {"type": "string", "pattern": r"^[A-Za-z0-9._:-]{1,64}$"},
+        },
+        "RateLimit-Policy": {
+            "description": "The key's budget: `<requests>;w=<seconds>` (IETF httpapi "
+            "ratelimit-headers draft).",
+            "schema": {"type": "string", "pattern": r"^[0-9]+;w=[0-9]+$"},
+            "example": "600;w=60",
+        },
+        "RateLimit-Limit": integer("Requests allowed per window."),
+        "RateLimit-Remaining": integer("Requests left in the current window."),
+        "RateLimit-Reset": integer("Seconds until the budget is full again."),
+        "Retry-After": {
+            "description": "Seconds to wait before retrying.",
+            "required": True,
+            "schema": {"type": "integer", "minimum": 1},
+        },
+        "Location": {
+            "description": "The created event's URL.",
+            "required": True,
+            "schema": {"type": "string", "format": "uri"},
+        },
+        "Idempotent-Replayed": {
+            "description": "`true` when this is the stored response to an earlier request "
+            "with the same Idempotency-Key and body.",
+            "schema": {"type": "string", "enum": ["true"]},
+        },
+        "WWW-Authenticate": {
+            "description": 'RFC 6750: `Bearer realm="calendar"`, with `error="invalid_token"` '
+            'or `error="insufficient_scope"` when a key was sent.',
+            "required": True,
+            "schema": {"type": "string"},
+        },
+        "Cache-Control": {
+            "description": "`no-store`: calendar data is not to be cached.",
+            "schema": {"type": "string"},
+        },
+    }
+
+
+def _ref_headers(*names: str) -> dict[str, Any]:
+    return {name: {"$ref": _HEADER.format(name)} for name in names}
+
+
+_OK_HEADERS = (
+    "Request-Id",
+    "RateLimit-Policy",
+    "RateLimit-Limit",
+    "RateLimit-Remaining",
+    "RateLimit-Reset",
+    "Cache-Control",
+)
+
+
+def _problem_response(description: str, example: Any, *headers: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "headers": _ref_headers("Request-Id", *headers),
+        "content": {
+            "application/problem+json": {
+                "schema": {"$ref": _SCHEMA.format("Problem")},
+                "example": example,
+            }
+        },
+    }
+
+
+def _responses() -> dict[str, Any]:
+    return {
+        "BadRequest": _problem_response(
+            "Invalid request: `errors` lists every bad field (`code` `validation_error`). Also "
+            "`api_key_in_url` for a key sent in the query string, and `duplicate_header` for "
+            "two Authorization headers.",
+            _VALIDATION_PROBLEM,
         ),
-        "headers": {"WWW-Authenticate": {"schema": {"type": "string"}}},
-    },
-    "429": {
-        **_problem("Over this key's request budget."),
-        "headers": {"Retry-After": {"schema": {"type": "integer"}}, **_RATE_HEADERS},
-    },
-    "500": _problem("Unexpected error; quote the Request-Id header."),
-}
-
-
-def _ok(status: str, description: str, model: str | None, **headers: Any) -> dict[str, Any]:
-    response: dict[str, Any] = {
-        "description": description,
-        "headers": {**_RATE_HEADERS, **_REQUEST_ID_HEADER, **headers},
+        "Unauthorized": _problem_response(
+            "The API key is missing, malformed, unknown, expired or revoked, or lacks the "
+            "permission or the calendar (`code` says which).",
+            _problem_example(
+                401,
+                "insufficient_scope",
+                "Insufficient scope",
+                "This operation needs a key with calendar:write permission.",
+            ),
+            "WWW-Authenticate",
+        ),
+        "NotFound": _problem_response(
+            "No such event among those the key can reach (whether it exists elsewhere is not "
+            "revealed).",
+            _problem_example(404, "not_found", "Not found", "No event with this id."),
+        ),
+        "Conflict": _problem_response(
+            "A request with this Idempotency-Key is still being processed; retry shortly.",
+            _problem_example(
+                409,
+                "idempotency_in_flight",
+                "Request in progress",
+                "A request with this Idempotency-Key is still being processed; retry shortly.",
+            ),
+        ),
+        "PayloadTooLarge": _problem_response(
+            f"The body is larger than {MAX_BODY} bytes (1 MiB).",
+            _problem_example(
+                413,
+                "payload_too_large",
+                "Payload too large",
+                f"The body is larger than {MAX_BODY} bytes (1 MiB).",
+            ),
+        ),
+        "UnsupportedMediaType": _problem_response(
+            "The body was sent with a media type other than JSON.",
+            _problem_example(
+                415,
+                "unsupported_media_type",
+                "Unsupported media type",
+                "Send the body as JSON with 'Content-Type: application/json' (got 'text/plain').",
+            ),
+        ),
+        "IdempotencyKeyReused": _problem_response(
+            "This Idempotency-Key was used with a different body within 24 hours.",
+            _problem_example(
+                422,
+                "idempotency_key_reused",
+                "Idempotency key reused",
+                "This Idempotency-Key was already used with a different request body; use a "
+                "new key for a new request.",
+            ),
+        ),
+        "TooManyRequests": _problem_response(
+            "Over this key's request budget.",
+            _problem_example(
+                429,
+                "rate_limited",
+                "Too many requests",
+                "This API key made more than 600 requests in 60 seconds; retry after 2 seconds.",
+            ),
+            "Retry-After",
+            "RateLimit-Policy",
+            "RateLimit-Limit",
+            "RateLimit-Remaining",
+            "RateLimit-Reset",
+        ),
+        "InternalError": _problem_response(
+            "Unexpected error on the service's side; quote the Request-Id when reporting it.",
+            _problem_example(
+                500,
+                "internal_error",
+                "Internal server error",
+                "Something went wrong on our side. Quote request id req_0sUIb7OoBX5RSefCq3ZAZf "
+                "if you report it.",
+            ),
+        ),
     }
-    if model is not None:
-        response["content"] = {"application/json": {"schema": {"$ref": _REF.format(model=model)}}}
-    return {status: response}
 
 
-def _body(model: str) -> dict[str, Any]:
+def _parameters() -> dict[str, Any]:
+    bound_doc = (
+        " A date-time (offset optional: without one it is read in the time zone of the key's "
+        "calendar, or of the default calendar for an all-calendars key) or a date (that day's "
+        f"midnight). {RANGE_DOC} Omitted or empty: unbounded."
+    )
     return {
-        "required": True,
-        "content": {"application/json": {"schema": {"$ref": _REF.format(model=model)}}},
+        "eventId": {
+            "name": "eventId",
+            "in": "path",
+            "required": True,
+            "description": "The event's id, as returned in `id`.",
+            "schema": {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN},
+            "example": _EVENT_EXAMPLE["id"],
+        },
+        "timeMin": {
+            "name": "timeMin",
+            "in": "query",
+            "description": "Inclusive start of the window: events ending after it (and "
+            "zero-length events at it) are returned." + bound_doc,
+            "schema": {"type": "string", "pattern": BOUND_PATTERN},
+            "example": "2026-03-01T00:00:00+01:00",
+        },
+        "timeMax": {
+            "name": "timeMax",
+            "in": "query",
+            "description": "Exclusive end of the window: events starting before it are "
+            "returned. Not before timeMin." + bound_doc,
+            "schema": {"type": "string", "pattern": BOUND_PATTERN},
+            "example": "2026-04-01",
+        },
+        "limit": {
+            "name": "limit",
+            "in": "query",
+            "description": f"Page size, 1 to {MAX_LIMIT}; empty means the default.",
+            "schema": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_LIMIT,
+                "default": DEFAULT_LIMIT,
+            },
+            "example": 100,
+        },
+        "pageToken": {
+            "name": "pageToken",
+            "in": "query",
+            "description": "The previous page's nextPageToken, with the same timeMin and "
+            "timeMax (the same instants; limit may change). Any other value is a 400.",
+            "schema": {"type": "string", "pattern": TEXT_PATTERN},
+        },
+        "Idempotency-Key": {
+            "name": "Idempotency-Key",
+            "in": "header",
+            "description": "Makes the POST safe to retry (IETF httpapi draft): within 24 hours, "
+            "the same key with the same body returns the first response again; with another "
+            f"body it is a 422. 1 to {MAX_KEY_LENGTH} printable characters.",
+            "schema": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_KEY_LENGTH,
+                "pattern": IDEMPOTENCY_KEY_PATTERN,
+            },
+            "example": "4f8a2c1e-7b3d-4e5f-9a6b-0c1d2e3f4a5b",
+        },
     }
 
 
-def _responses(ok: dict[str, Any], *extra: str) -> dict[str, Any]:
-    more = {
-        "404": _problem("No such event among those the key can reach."),
-        "409": _problem("A request with this Idempotency-Key is still in flight."),
-        "413": _problem("The body is larger than 1 MiB."),
-        "415": _problem("The body is not sent as application/json."),
-        "422": _problem("This Idempotency-Key was used with a different body."),
+def _json(schema: str, **extra: Any) -> dict[str, Any]:
+    return {"application/json": {"schema": {"$ref": _SCHEMA.format(schema)}, **extra}}
+
+
+def _errors(*codes: str) -> dict[str, Any]:
+    names = {
+        "400": "BadRequest",
+        "401": "Unauthorized",
+        "404": "NotFound",
+        "409": "Conflict",
+        "413": "PayloadTooLarge",
+        "415": "UnsupportedMediaType",
+        "422": "IdempotencyKeyReused",
+        "429": "TooManyRequests",
+        "500": "InternalError",
     }
-    return {**ok, **_COMMON, **{code: more[code] for code in extra}}
+    chosen = ("400", "401", *codes, "429", "500")
+    return {code: {"$ref": _RESPONSE.format(names[code])} for code in sorted(chosen)}
 
 
-_EVENT_ID = {
-    "name": "eventId",
-    "in": "path",
-    "required": True,
-    "schema": {"type": "string"},
-}
+def _link(operation: str, description: str, **parameters: str) -> dict[str, Any]:
+    return {"operationId": operation, "description": description, "parameters": parameters}
+
+
+def _event_links(source: str) -> dict[str, Any]:
+    links = {
+        "GetEvent": _link(
+            "getCalendarEvent", f"Read the {source} event.", eventId="$response.body#/id"
+        ),
+        "UpdateEvent": _link(
+            "updateCalendarEvent", f"Change the {source} event.", eventId="$response.body#/id"
+        ),
+        "DeleteEvent": _link(
+            "deleteCalendarEvent", f"Delete the {source} event.", eventId="$response.body#/id"
+        ),
+    }
+    if source == "read":
+        del links["GetEvent"]
+    return links
+
+
+def _operations() -> dict[str, Any]:
+    write_note = " Needs a key with `calendar:write`."
+    rate_doc = (
+        " Every call spends one request of the key's budget and is recorded in the key's call "
+        "history."
+    )
+    list_op = {
+        "operationId": "listCalendarEvents",
+        "tags": [TAG],
+        "summary": "List the calendars and events the key can reach",
+        "description": "The calendars the key can reach, and their events that overlap "
+        "[timeMin, timeMax): `endsAt > timeMin` and `startsAt < timeMax`. Ordered by startsAt, "
+        "then id, in pages of `limit`; when more remain the body carries nextPageToken." + rate_doc,
+        "parameters": [
+            {"$ref": _PARAMETER.format(name)}
+            for name in ("timeMin", "timeMax", "limit", "pageToken")
+        ],
+        "responses": {
+            "200": {
+                "description": "The calendars and a page of their events.",
+                "headers": _ref_headers(*_OK_HEADERS),
+                "content": _json("EventList"),
+                "links": {
+                    "NextPage": _link(
+                        "listCalendarEvents",
+                        "The next page, if any (send the same timeMin and timeMax with it).",
+                        pageToken="$response.body#/nextPageToken",
+                    ),
+                },
+            },
+            **_errors(),
+        },
+    }
+    create_op = {
+        "operationId": "createCalendarEvent",
+        "tags": [TAG],
+        "summary": "Create an event",
+        "description": "Creates an event in the calendar named by calendarId or calendar (by "
+        "default the key's calendar, or the owner's default calendar for an all-calendars "
+        "key). Answers with the event and its URL in Location. Send an Idempotency-Key to make "
+        "retries safe." + write_note + rate_doc,
+        "parameters": [{"$ref": _PARAMETER.format("Idempotency-Key")}],
+        "requestBody": {
+            "required": True,
+            "description": "The new event.",
+            "content": _json(
+                "EventCreate",
+                examples={
+                    "timed": {
+                        "summary": "A meeting, with its offset",
+                        "value": _create_examples()[0],
+                    },
+                    "allDay": {
+                        "summary": "An all-day event over two days",
+                        "value": _create_examples()[1],
+                    },
+                },
+            ),
+        },
+        "responses": {
+            "201": {
+                "description": "The created event (or, for a replayed Idempotency-Key, the "
+                "event the first request created).",
+                "headers": _ref_headers("Location", *_OK_HEADERS, "Idempotent-Replayed"),
+                "content": _json("Event"),
+                "links": _event_links("created"),
+            },
+            **_errors("409", "413", "415", "422"),
+        },
+    }
+    get_op = {
+        "operationId": "getCalendarEvent",
+        "tags": [TAG],
+        "summary": "Get one event",
+        "description": "The event, if it is in a calendar the key can reach." + rate_doc,
+        "responses": {
+            "200": {
+                "description": "The event.",
+                "headers": _ref_headers(*_OK_HEADERS),
+                "content": _json("Event"),
+                "links": _event_links("read"),
+            },
+            **_errors("404"),
+        },
+    }
+    update_op = {
+        "operationId": "updateCalendarEvent",
+        "tags": [TAG],
+        "summary": "Change some fields of an event",
+        "description": "Changes only the fields sent (JSON merge semantics: `null` clears "
+        "description or location); the event as changed is validated as a whole."
+        + write_note
+        + rate_doc,
+        "requestBody": {
+            "required": True,
+            "description": "The fields to change.",
+            "content": _json(
+                "EventUpdate",
+                examples={
+                    "move": {
+                        "summary": "Rename and move the start",
+                        "value": {
+                            "title": "Design review (moved)",
+                            "startsAt": "2026-03-02T11:00:00+01:00",
+                            "endsAt": "2026-03-02T12:00:00+01:00",
+                        },
+                    },
+                    "clearLocation": {"summary": "Clear the location", "value": {"location": None}},
+                },
+            ),
+        },
+        "responses": {
+            "200": {
+                "description": "The event as changed.",
+                "headers": _ref_headers(*_OK_HEADERS),
+                "content": _json("Event"),
+                "links": _event_links("changed"),
+            },
+            **_errors("404", "413", "415"),
+        },
+    }
+    delete_op = {
+        "operationId": "deleteCalendarEvent",
+        "tags": [TAG],
+        "summary": "Delete an event",
+        "description": "Deletes the event; the owner's webhook hears of it with the event as "
+        "it was." + write_note + rate_doc,
+        "responses": {
+            "204": {
+                "description": "Deleted.",
+                "headers": _ref_headers(*_OK_HEADERS),
+                "links": {
+                    "GetDeletedEvent": _link(
+                        "getCalendarEvent",
+                        "A deleted event is gone (404).",
+                        eventId="$request.path.eventId",
+                    )
+                },
+            },
+            **_errors("404"),
+        },
+    }
+    return {
+        "list": list_op,
+        "create": create_op,
+        "get": get_op,
+        "update": update_op,
+        "delete": delete_op,
+    }
+
+
+def _create_examples() -> list[dict[str, Any]]:
+    return [
+        {
+            "title": "Design review",
+            "startsAt": "2026-03-02T09:30:00+01:00",
+            "endsAt": "2026-03-02T10:30:00+01:00",
+            "location": "Room 4",
+        },
+        {"title": "Offsite", "startsAt": "2026-03-02", "endsAt": "2026-03-03", "allDay": True},
+    ]
 
 
 def build_openapi(base_url: str) -> dict[str, Any]:
-    list_params = [
-        {
-            "name": "timeMin",
-            "in": "query",
-            "description": "Inclusive start: events ending after it are returned. RFC 3339; "
-            "without an offset it is read in the key's (or the default) calendar's time zone. "
-            "Omitted: unbounded.",
-            "schema": {"type": "string", "format": "date-time"},
-        },
-        {
-            "name": "timeMax",
-            "in": "query",
-            "description": "Exclusive end: events starting before it are returned. Omitted: "
-            "unbounded.",
-            "schema": {"type": "string", "format": "date-time"},
-        },
-        {
-            "name": "limit",
-            "in": "query",
-            "description": "Page size.",
-            "schema": {"type": "integer", "minimum": 1, "maximum": 2500, "default": 250},
-        },
-        {
-            "name": "pageToken",
-            "in": "query",
-            "description": "The nextPageToken of the previous page.",
-            "schema": {"type": "string"},
-        },
-    ]
-    idem = {
-        "name": "Idempotency-Key",
-        "in": "header",
-        "description": "Makes the POST safe to retry: the same key and body within 24 h "
-        "return the first response.",
-        "schema": {"type": "string", "maxLength": 255},
-    }
-    security = [{"bearerAuth": []}]
-    item = EVENTS_PATH.removeprefix("/api/v1") + "/{eventId}"
+    ops = _operations()
+    collection = EVENTS_PATH.removeprefix("/api/v1")
+    item = collection + "/{eventId}"
     return {
         "openapi": "3.1.0",
         "info": {
             "title": "Calendar API",
             "version": API_VERSION,
-            "description": "List and create calendar events with a scoped API key.",
+            "summary": "Calendar events for machines, with scoped API keys.",
+            "description": "List, create, read, change and delete calendar events with a scoped "
+            "API key (`Authorization: Bearer <API_KEY>`). Errors are RFC 9457 problem details "
+            "(`application/problem+json`) with a machine-readable `code`. Methods not listed "
+            "for a path are answered with 405 and an `Allow` header. Within v1 changes are "
+            "additive only.",
+            "contact": {"name": "Calendar service operator", "url": base_url},
+            "license": {"name": "MIT", "url": "https://opensource.org/license/mit"},
         },
         "servers": [{"url": f"{base_url}/api/v1"}],
-        "security": security,
+        "security": [{"bearerAuth": []}],
+        "tags": [
+            {
+                "name": TAG,
+                "description": "Events in the calendars an API key can reach. Write operations "
+                "need `calendar:write`; every change is sent to the owner's webhook.",
+            }
+        ],
         "paths": {
-            EVENTS_PATH.removeprefix("/api/v1"): {
-                "get": {
-                    "operationId": "listCalendarEvents",
-                    "summary": "List the calendars and events accessible to the key",
-                    "security": security,
-                    "parameters": list_params,
-                    "responses": _responses(_ok("200", "The calendars and events.", "EventList")),
-                },
-                "post": {
-                    "operationId": "createCalendarEvent",
-                    "summary": "Create an event (needs calendar:write)",
-                    "security": security,
-                    "parameters": [idem],
-                    "requestBody": _body("EventCreate"),
-                    "responses": _responses(
-                        _ok(
-                            "201",
-                            "The created event.",
-                            "EventPublic",
-                            Location={"schema": {"type": "string", "format": "uri"}},
-                        ),
-                        "409",
-                        "413",
-                        "415",
-                        "422",
-                    ),
-                },
-            },
+            collection: {"get": ops["list"], "post": ops["create"]},
             item: {
-                "parameters": [_EVENT_ID],
-                "get": {
-                    "operationId": "getCalendarEvent",
-                    "summary": "Get one event",
-                    "security": security,
-                    "responses": _responses(_ok("200", "The event.", "EventPublic"), "404"),
-                },
-                "patch": {
-                    "operationId": "updateCalendarEvent",
-                    "summary": "Change some fields of an event (needs calendar:write)",
-                    "security": security,
-                    "requestBody": _body("EventUpdate"),
-                    "responses": _responses(
-                        _ok("200", "The updated event.", "EventPublic"), "404", "413", "415"
-                    ),
-                },
-                "delete": {
-                    "operationId": "deleteCalendarEvent",
-                    "summary": "Delete an event (needs calendar:write)",
-                    "security": security,
-                    "responses": _responses(_ok("204", "Deleted.", None), "404"),
-                },
+                "parameters": [{"$ref": _PARAMETER.format("eventId")}],
+                "get": ops["get"],
+                "patch": ops["update"],
+                "delete": ops["delete"],
             },
         },
         "components": {
             "schemas": _schemas(),
+            "parameters": _parameters(),
+            "headers": _headers(),
+            "responses": _responses(),
             "securitySchemes": {
                 "bearerAuth": {
                     "type": "http",

@@ -1,42 +1,91 @@
-"""The OpenAPI document is valid 3.1.0 and real responses match it."""
+"""The OpenAPI document is valid 3.1.0, complete, and says what the API really does."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import jsonschema
+import pytest
 from openapi_spec_validator import validate
 
+from calendar_service.models import EventCreate, EventUpdate
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, RunningServer, bearer
 
+OPERATIONS = {
+    "listCalendarEvents": ("/calendar/events", "get"),
+    "createCalendarEvent": ("/calendar/events", "post"),
+    "getCalendarEvent": ("/calendar/events/{eventId}", "get"),
+    "updateCalendarEvent": ("/calendar/events/{eventId}", "patch"),
+    "deleteCalendarEvent": ("/calendar/events/{eventId}", "delete"),
+}
+ITEM = "/calendar/events/{eventId}"
 
-def _document(api: httpx.Client) -> dict[str, Any]:
-    response = api.get("/api/openapi.json")
+
+@pytest.fixture(scope="module")
+def doc(server: RunningServer) -> dict[str, Any]:
+    response = httpx.get(f"{server.url}/api/openapi.json", timeout=30)
     assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
     return response.json()  # type: ignore[no-any-return]
 
 
+@pytest.fixture(scope="module")
+def berlin_key(factory: Factory) -> str:
+    """A write key of an owner whose calendars are in Europe/Berlin."""
+    return factory.key(factory.owner(time_zone="Europe/Berlin"))[1]
+
+
+def _resolve(doc: dict[str, Any], node: Any) -> Any:
+    while isinstance(node, dict) and "$ref" in node:
+        target: Any = doc
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def _operation(doc: dict[str, Any], operation_id: str) -> dict[str, Any]:
+    path, method = OPERATIONS[operation_id]
+    return doc["paths"][path][method]  # type: ignore[no-any-return]
+
+
+def _valid(doc: dict[str, Any], schema: dict[str, Any], instance: Any) -> bool:
+    validator = jsonschema.Draft202012Validator({**schema, "components": doc["components"]})
+    return validator.is_valid(instance)
+
+
 def _check(doc: dict[str, Any], response: httpx.Response, path: str, method: str) -> None:
-    """Validate a real response's status, media type and body against the document."""
-    spec = doc["paths"][path][method]["responses"][str(response.status_code)]
+    """Validate a real response's status, media type, body and headers against the document."""
+    responses = doc["paths"][path][method]["responses"]
+    assert str(response.status_code) in responses, response.status_code
+    spec = _resolve(doc, responses[str(response.status_code)])
+    for name, header in spec.get("headers", {}).items():
+        header = _resolve(doc, header)
+        if header.get("required"):
+            assert name.lower() in response.headers, name
+        if name.lower() in response.headers:
+            value: Any = response.headers[name.lower()]
+            if header["schema"].get("type") == "integer":
+                value = int(value)
+            assert _valid(doc, header["schema"], value), (name, value)
     if "content" not in spec:
         assert response.content == b""
         return
     media = response.headers["content-type"].split(";")[0]
     schema = spec["content"][media]["schema"]
-    resolver_doc = {**schema, "components": doc["components"]}
-    jsonschema.validate(response.json(), resolver_doc, cls=jsonschema.Draft202012Validator)
-    for header in spec.get("headers", {}):
-        if header.lower().startswith("ratelimit") or header == "Request-Id":
-            assert header.lower() in response.headers, header
+    jsonschema.validate(
+        response.json(),
+        {**schema, "components": doc["components"]},
+        cls=jsonschema.Draft202012Validator,
+    )
 
 
 def test_the_document_is_valid_openapi_3_1_with_version_1_0_0(
-    api: httpx.Client, server: RunningServer
+    api: httpx.Client, server: RunningServer, doc: dict[str, Any]
 ) -> None:
-    doc = _document(api)
     validate(doc)
     assert doc["openapi"] == "3.1.0"
     assert doc["info"]["version"] == "1.0.0"
@@ -44,50 +93,264 @@ def test_the_document_is_valid_openapi_3_1_with_version_1_0_0(
     assert api.get("/.well-known/openapi.json").json() == doc
 
 
-def test_every_operation_requires_bearer_auth_and_documents_its_errors(
-    api: httpx.Client,
+def test_the_document_names_its_license_contact_and_tags(doc: dict[str, Any]) -> None:
+    info = doc["info"]
+    assert info["license"] == {"name": "MIT", "url": "https://opensource.org/license/mit"}
+    assert info["contact"]["name"] and info["contact"]["url"]
+    assert info["description"]
+    assert [tag["name"] for tag in doc["tags"]] == ["Events"]
+    assert doc["tags"][0]["description"]
+
+
+def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
+    doc: dict[str, Any],
 ) -> None:
-    doc = _document(api)
     assert doc["components"]["securitySchemes"]["bearerAuth"] == {
         "type": "http",
         "scheme": "bearer",
         "description": "Authorization: Bearer <API_KEY>. Never in the URL.",
     }
-    operations = {
-        op["operationId"]: op
+    assert doc["security"] == [{"bearerAuth": []}]
+    found = {
+        op["operationId"]
         for item in doc["paths"].values()
         for method, op in item.items()
         if method != "parameters"
     }
-    assert {
-        "listCalendarEvents",
-        "createCalendarEvent",
-        "getCalendarEvent",
-        "updateCalendarEvent",
-        "deleteCalendarEvent",
-    } == set(operations)
-    for op in operations.values():
-        assert op["security"] == [{"bearerAuth": []}]
-        assert {"400", "401", "429", "500"} <= set(op["responses"])
-    create = operations["createCalendarEvent"]
-    assert {"201", "409", "413", "415", "422"} <= set(create["responses"])
-    schema = doc["components"]["schemas"]["EventCreate"]
-    assert schema["required"] == ["title", "startsAt", "endsAt"]
-    assert schema["properties"]["title"]["maxLength"] == 300
-    assert schema["properties"]["calendar"]["default"] == "Личное"
+    assert found == set(OPERATIONS)
+    for operation_id in OPERATIONS:
+        op = _operation(doc, operation_id)
+        assert op["tags"] == ["Events"]
+        assert op["summary"] and op["description"]
 
 
-def test_real_responses_match_the_document(api: httpx.Client, factory: Factory) -> None:
-    doc = _document(api)
+@pytest.mark.parametrize(
+    ("operation_id", "statuses"),
+    [
+        ("listCalendarEvents", {"200", "400", "401", "429", "500"}),
+        ("createCalendarEvent", {"201", "400", "401", "409", "413", "415", "422", "429", "500"}),
+        ("getCalendarEvent", {"200", "400", "401", "404", "429", "500"}),
+        ("updateCalendarEvent", {"200", "400", "401", "404", "413", "415", "429", "500"}),
+        ("deleteCalendarEvent", {"204", "400", "401", "404", "429", "500"}),
+    ],
+)
+def test_every_operation_documents_each_status_it_answers_errors_as_problem_json(
+    doc: dict[str, Any], operation_id: str, statuses: set[str]
+) -> None:
+    responses = _operation(doc, operation_id)["responses"]
+    assert set(responses) == statuses
+    for status, response in responses.items():
+        response = _resolve(doc, response)
+        assert response["description"]
+        assert "Request-Id" in response["headers"]
+        if status.startswith("2"):
+            assert {"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} <= set(
+                response["headers"]
+            )
+        else:
+            schema = response["content"]["application/problem+json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/Problem"}
+    created = _resolve(doc, _operation(doc, "createCalendarEvent")["responses"]["201"])
+    assert _resolve(doc, created["headers"]["Location"])["required"] is True
+    limited = _resolve(doc, _operation(doc, "listCalendarEvents")["responses"]["429"])
+    assert {"Retry-After", "RateLimit-Policy"} <= set(limited["headers"])
+    unauthorized = _resolve(doc, _operation(doc, "listCalendarEvents")["responses"]["401"])
+    assert "WWW-Authenticate" in unauthorized["headers"]
+
+
+def test_the_input_schemas_have_the_models_fields_and_refuse_others(doc: dict[str, Any]) -> None:
+    schemas = doc["components"]["schemas"]
+    for model in (EventCreate, EventUpdate):
+        schema = schemas[model.__name__]
+        aliases = {info.alias or name for name, info in model.model_fields.items()}
+        assert set(schema["properties"]) == aliases
+        assert schema["additionalProperties"] is False
+    create = schemas["EventCreate"]
+    assert create["required"] == ["title", "startsAt", "endsAt"]
+    assert create["properties"]["title"]["maxLength"] == 300
+    assert create["properties"]["calendar"]["default"] == "Личное"
+    assert "required" not in schemas["EventUpdate"]
+
+
+def _examples(node: Any, schema: Any = None) -> Iterator[tuple[Any, Any]]:
+    """Every (example, schema it illustrates) in the document."""
+    if isinstance(node, dict):
+        here = node.get("schema", schema)
+        if "example" in node and isinstance(here, dict):
+            yield node["example"], here
+        for example in node.get("examples", {}).values() if "schema" in node else ():
+            yield example["value"], here
+        if "examples" in node and isinstance(node["examples"], list):  # JSON Schema examples
+            for example in node["examples"]:
+                yield example, node
+        for key, value in node.items():
+            if key not in ("example", "examples"):
+                yield from _examples(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _examples(value)
+
+
+def test_every_example_in_the_document_is_valid_against_its_schema(doc: dict[str, Any]) -> None:
+    examples = list(_examples({"paths": doc["paths"], "components": doc["components"]}))
+    assert len(examples) >= 20
+    for example, schema in examples:
+        assert _valid(doc, schema, example), example
+
+
+# What the API accepts as startsAt/endsAt, and what the document says about it, must agree.
+TIMED = [
+    "2026-03-02T09:30:00+01:00",
+    "2026-03-02T09:30:00Z",
+    "2026-03-02t09:30:00z",
+    "2026-03-02 09:30",
+    "2026-03-02T09:30",
+    "2026-03-02T09:30:00.123456789+0530",
+    "2026-03-02T09:30:00-18:00",
+    "2026-03-02T09:30:00+1759",
+    "  2026-03-02T09:30:00+01:00\u3000",
+    "2024-02-29T10:00:00Z",
+    "2000-02-29T10:00:00Z",
+    "2026-03-29T02:30",  # inside Berlin's DST gap: moved forward
+    "2026-03-02",  # a date: only for all-day events
+    "2026-02-29T10:00:00Z",
+    "1900-02-29T10:00:00Z",
+    "2026-04-31T10:00:00Z",
+    "2026-03-02T24:00:00Z",
+    "2026-03-02T09:60:00Z",
+    "2026-03-02T09:30:60Z",
+    "2026-03-02T09:30:00+24:00",
+    "2026-03-02T09:30:00.1234567890Z",
+    "2026-3-2T09:30:00Z",
+    "0000-03-02T09:30:00Z",
+    "2026-03-02T09:30:00 Europe/Berlin",
+    "tomorrow",
+    "",
+    " ",
+]
+ALL_DAY = [
+    "2026-03-02",
+    " 2026-03-02 ",
+    "2026-03-02T00:00",
+    "2026-03-02T00:00:00.000+01:00",
+    "2024-02-29",
+    "2026-03-02T09:00:00Z",
+    "2026-02-29",
+    "2026-13-01",
+    "20260302",
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "all_day"), [(v, False) for v in TIMED] + [(v, True) for v in ALL_DAY]
+)
+def test_a_start_is_valid_in_the_document_exactly_when_the_api_accepts_it(
+    api: httpx.Client, doc: dict[str, Any], berlin_key: str, value: str, all_day: bool
+) -> None:
+    body = event_body(startsAt=value, endsAt="2027-01-01" if all_day else "2027-01-01T00:00Z")
+    if all_day:
+        body["allDay"] = True
+    schema = {"$ref": "#/components/schemas/EventCreate"}
+    response = api.post(EVENTS, json=body, headers=bearer(berlin_key))
+    assert response.status_code in (201, 400), response.text
+    assert _valid(doc, schema, body) is (response.status_code == 201), response.text
+
+
+@pytest.mark.parametrize(
+    ("body", "accepted"),
+    [
+        ({"title": "Renamed"}, True),
+        ({"description": None, "location": None}, True),
+        ({}, True),
+        ({"startsAt": "2026-03-02T08:30:00Z"}, True),
+        ({"allDay": True, "startsAt": "2026-03-02", "endsAt": "2026-03-02"}, True),
+        ({"title": None}, False),
+        ({"startsAt": None}, False),
+        ({"endsAt": None}, False),
+        ({"allDay": None}, False),
+        ({"title": "   "}, False),
+        ({"title": 5}, False),
+        ({"allDay": "true"}, False),
+        ({"allDay": False, "startsAt": "2026-03-02"}, False),
+        ({"calendarId": "cal_x"}, False),
+        ({"startAt": "2026-03-02T09:30:00Z"}, False),
+    ],
+)
+def test_patch_accepts_the_bodies_its_schema_allows_and_refuses_the_others(
+    api: httpx.Client, doc: dict[str, Any], berlin_key: str, body: dict[str, Any], accepted: bool
+) -> None:
+    created = api.post(EVENTS, json=event_body(), headers=bearer(berlin_key))
+    assert created.status_code == 201
+    url = f"{EVENTS}/{created.json()['id']}"
+    response = api.patch(url, json=body, headers=bearer(berlin_key))
+    schema = {"$ref": "#/components/schemas/EventUpdate"}
+    assert _valid(doc, schema, body) is accepted
+    assert response.status_code == (200 if accepted else 400), response.text
+    _check(doc, response, ITEM, "patch")
+
+
+def test_the_links_lead_from_a_created_event_to_reading_changing_and_deleting_it(
+    doc: dict[str, Any],
+) -> None:
+    created = _resolve(doc, _operation(doc, "createCalendarEvent")["responses"]["201"])
+    targets = {link["operationId"]: link["parameters"] for link in created["links"].values()}
+    assert targets == {
+        name: {"eventId": "$response.body#/id"}
+        for name in ("getCalendarEvent", "updateCalendarEvent", "deleteCalendarEvent")
+    }
+    listed = _operation(doc, "listCalendarEvents")["responses"]["200"]
+    assert listed["links"]["NextPage"]["parameters"] == {
+        "pageToken": "$response.body#/nextPageToken"
+    }
+    for item in doc["paths"].values():
+        for method, op in item.items():
+            if method == "parameters":
+                continue
+            for response in op["responses"].values():
+                for link in _resolve(doc, response).get("links", {}).values():
+                    assert link["operationId"] in OPERATIONS
+
+
+def test_real_responses_match_the_document(
+    api: httpx.Client, doc: dict[str, Any], factory: Factory
+) -> None:
     _, secret = factory.key(factory.owner())
-    item = "/calendar/events/{eventId}"
-    created = api.post(EVENTS, json=event_body(description="d"), headers=bearer(secret))
+    _, reader = factory.key(factory.owner(), permission="read")
+    created = api.post(
+        EVENTS,
+        json=event_body(description="d"),
+        headers={**bearer(secret), "Idempotency-Key": "k-1"},
+    )
     _check(doc, created, "/calendar/events", "post")
+    replayed = api.post(
+        EVENTS,
+        json=event_body(description="d"),
+        headers={**bearer(secret), "Idempotency-Key": "k-1"},
+    )
+    _check(doc, replayed, "/calendar/events", "post")
+    reused = api.post(
+        EVENTS, json=event_body(), headers={**bearer(secret), "Idempotency-Key": "k-1"}
+    )
+    assert reused.status_code == 422
+    _check(doc, reused, "/calendar/events", "post")
     url = f"{EVENTS}/{created.json()['id']}"
     _check(doc, api.get(EVENTS, headers=bearer(secret)), "/calendar/events", "get")
+    _check(
+        doc, api.get(EVENTS, params={"limit": 1}, headers=bearer(secret)), "/calendar/events", "get"
+    )
     _check(doc, api.post(EVENTS, json={}, headers=bearer(secret)), "/calendar/events", "post")
+    _check(
+        doc,
+        api.post(EVENTS, content=b"x", headers={**bearer(secret), "Content-Type": "text/plain"}),
+        "/calendar/events",
+        "post",
+    )
+    _check(
+        doc, api.post(EVENTS, json=event_body(), headers=bearer(reader)), "/calendar/events", "post"
+    )
     _check(doc, api.get(EVENTS), "/calendar/events", "get")
-    _check(doc, api.get(url, headers=bearer(secret)), item, "get")
-    _check(doc, api.patch(url, json={"title": "t"}, headers=bearer(secret)), item, "patch")
-    _check(doc, api.delete(url, headers=bearer(secret)), item, "delete")
-    _check(doc, api.get(url, headers=bearer(secret)), item, "get")
+    _check(doc, api.get(EVENTS, params={"api_key": secret}), "/calendar/events", "get")
+    _check(doc, api.get(url, headers=bearer(secret)), ITEM, "get")
+    _check(doc, api.patch(url, json={"title": "t"}, headers=bearer(secret)), ITEM, "patch")
+    _check(doc, api.delete(url, headers=bearer(secret)), ITEM, "delete")
+    _check(doc, api.get(url, headers=bearer(secret)), ITEM, "get")

@@ -1,0 +1,164 @@
+"""Schemathesis hooks for ``test_schemathesis.py`` (loaded by the ``st`` process it starts).
+
+A JSON Schema cannot say that a calendar must exist, that ``endsAt`` must not come before
+``startsAt``, that a PATCH's times must suit the event's stored kind (timed or all-day), that
+a page token is only good for the query that produced it, or that a time in the first or last
+year of the accepted range is in it only if its UTC instant is (which depends on the offset or
+the calendar's zone). So a
+request generated as valid (positive mode) is made valid against the stored data too, just
+before it is sent; the edits keep it valid against the document. Requests generated as invalid
+are sent as they are.
+
+The calendars and their time zone come from the test, in ``CALENDAR_FUZZ_CALENDARS`` (JSON:
+``[[id, name], ...]``) and ``CALENDAR_FUZZ_TIME_ZONE``.
+"""
+
+from __future__ import annotations
+
+import calendar
+import contextlib
+import json
+import os
+import re
+from datetime import date, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import schemathesis
+from schemathesis import Case, HookContext, Response
+
+from calendar_service.rest.openapi import ALL_DAY_PATTERN, DATE_TIME_PATTERN, MAX_YEAR, MIN_YEAR
+from calendar_service.timeutil import parse_date_time, parse_day
+
+CALENDARS: list[tuple[str, str]] = [
+    (str(cid), str(name)) for cid, name in json.loads(os.environ["CALENDAR_FUZZ_CALENDARS"])
+]
+ZONE = ZoneInfo(os.environ["CALENDAR_FUZZ_TIME_ZONE"])
+LIST = "GET /calendar/events"
+CREATE = "POST /calendar/events"
+UPDATE = "PATCH /calendar/events/{eventId}"
+
+# nextPageToken -> (timeMin, timeMax) of the query that returned it
+_page_tokens: dict[str, tuple[Any, Any]] = {}
+
+
+_EDGE_YEAR = re.compile(rf"^(\s*)({MIN_YEAR}|{MAX_YEAR})-")
+_TIME_FIELDS = ("startsAt", "endsAt", "timeMin", "timeMax")
+
+
+def _inside_the_year_range(values: dict[str, Any]) -> None:
+    """Move times in the first or last year of the range inwards, to the nearest year that is
+    a leap year exactly when theirs is (so that the month and day stay valid)."""
+    for name in _TIME_FIELDS:
+        value = values.get(name)
+        if isinstance(value, str):
+            values[name] = _EDGE_YEAR.sub(lambda m: f"{m.group(1)}{_inwards(m.group(2))}-", value)
+
+
+def _inwards(year: str) -> int:
+    step = 1 if int(year) == MIN_YEAR else -1
+    moved = int(year) + step
+    while calendar.isleap(moved) != calendar.isleap(int(year)):
+        moved += step
+    return moved
+
+
+def _operation(case: Case) -> str:
+    return f"{case.method.upper()} {case.operation.path}"
+
+
+@schemathesis.hook
+def before_call(context: HookContext, case: Case, kwargs: dict[str, Any]) -> None:
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_positive:
+        return
+    operation = _operation(case)
+    for values in (case.query, case.body):
+        if isinstance(values, dict):
+            _inside_the_year_range(values)
+    if operation == LIST and isinstance(case.query, dict):
+        _realistic_query(case.query)
+    elif operation == CREATE and isinstance(case.body, dict):
+        _realistic_calendar(case.body)
+        _in_order(case.body, case.body.get("allDay") is True)
+    elif operation == UPDATE and isinstance(case.body, dict):
+        _realistic_times(case.body)
+
+
+@schemathesis.hook
+def after_call(context: HookContext, case: Case, response: Response) -> None:
+    if _operation(case) != LIST or response.status_code != 200:
+        return
+    with contextlib.suppress(ValueError, AttributeError):
+        token = response.json().get("nextPageToken")
+        if isinstance(token, str):
+            query = case.query if isinstance(case.query, dict) else {}
+            _page_tokens[token] = (query.get("timeMin"), query.get("timeMax"))
+
+
+def _realistic_query(query: dict[str, Any]) -> None:
+    token = query.get("pageToken")
+    if token is not None:
+        if token in _page_tokens:  # good only with the bounds it was issued for
+            for name, value in zip(("timeMin", "timeMax"), _page_tokens[token], strict=True):
+                if value is None:
+                    query.pop(name, None)
+                else:
+                    query[name] = value
+            return
+        del query["pageToken"]  # a made-up token
+    low, high = (_bound(query.get(name)) for name in ("timeMin", "timeMax"))
+    if low is not None and high is not None and high < low:
+        query["timeMin"], query["timeMax"] = query["timeMax"], query["timeMin"]
+
+
+def _realistic_calendar(body: dict[str, Any]) -> None:
+    """Name one of the owner's calendars (the same one by id and by name)."""
+    calendar_id, name = CALENDARS[len(str(body.get("title", ""))) % len(CALENDARS)]
+    if body.get("calendarId") is not None:
+        body["calendarId"] = calendar_id
+    if body.get("calendar") is not None:
+        body["calendar"] = name
+
+
+def _realistic_times(body: dict[str, Any]) -> None:
+    """A PATCH that touches the times sends all three, consistent with one another, so that
+    the event's stored kind and times cannot make it invalid."""
+    sent = [name for name in ("startsAt", "endsAt") if name in body]
+    if not sent and "allDay" not in body:
+        return
+    # Without allDay, a bare date (the all-day form) makes it an all-day event.
+    all_day = body["allDay"] is True if "allDay" in body else len(str(body[sent[0]]).strip()) == 10
+    pattern = ALL_DAY_PATTERN if all_day else DATE_TIME_PATTERN
+    usable = [body[name] for name in sent if re.search(pattern, str(body[name]))]
+    fallback = usable[0] if usable else ("2026-03-02" if all_day else "2026-03-02T09:30:00")
+    for name in ("startsAt", "endsAt"):
+        if body.get(name) not in usable:
+            body[name] = fallback
+    body["allDay"] = all_day
+    _in_order(body, all_day)
+
+
+def _in_order(body: dict[str, Any], all_day: bool) -> None:
+    start, end = (_instant(body.get(name), all_day) for name in ("startsAt", "endsAt"))
+    if start is not None and end is not None and end < start:  # type: ignore[operator]
+        body["startsAt"], body["endsAt"] = body["endsAt"], body["startsAt"]
+
+
+def _instant(value: Any, all_day: bool) -> date | datetime | None:
+    if not isinstance(value, str):
+        return None
+    with contextlib.suppress(Exception):  # unparseable or out of range: left as generated
+        return parse_day(value, ZONE) if all_day else parse_date_time(value, ZONE)
+    return None
+
+
+def _bound(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    with contextlib.suppress(Exception):
+        text = value.strip()
+        if len(text) == 10:
+            return parse_date_time(f"{parse_day(text, ZONE).isoformat()}T00:00", ZONE)
+        return parse_date_time(text, ZONE)
+    return None
