@@ -32,6 +32,7 @@ from calendar_service.models import (
     Problem,
 )
 from calendar_service.rest.routes import EVENTS_PATH
+from calendar_service.timeutil import MAX_OFFSET, MAX_YEAR, MIN_YEAR
 from calendar_service.web.context import MAX_BODY, services
 from calendar_service.web.responses import PROBLEM_TYPE, JSONResponse
 
@@ -49,12 +50,11 @@ _PARAMETER = "#/components/parameters/{}"
 # and surrounding white space ignored (Python's ``str.strip``: ``_WS_CHARS`` are exactly the
 # characters for which ``str.isspace()`` is true; ECMA's ``\s`` differs in a few).
 #
-# The accepted range (timeutil.MIN_YEAR, MAX_YEAR and MAX_OFFSET once the date-range work is
-# in): instants in the years 1900 to 2200 in UTC, offsets within +/-18:00. A pattern can hold
-# the written year and the offset; whether a time in the first or last year is inside the range
-# depends on its offset or the calendar's zone, which the descriptions say.
-MIN_YEAR, MAX_YEAR = 1900, 2200
-MAX_OFFSET_HOURS = 18
+# The accepted range is the core's (timeutil): instants in the years MIN_YEAR to MAX_YEAR in
+# UTC, offsets within MAX_OFFSET. A pattern can hold the written year and the offset; whether a
+# time in the first or last year is inside the range depends on its offset or the calendar's
+# zone, which the descriptions say.
+MAX_OFFSET_HOURS = int(MAX_OFFSET.total_seconds()) // 3600
 
 
 def _digits_between(low: int, high: int) -> str:
