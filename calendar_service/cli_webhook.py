@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service import users, webhook_config
+from calendar_service import users, webhook_config, webhook_targets
 from calendar_service.config import Config
 from calendar_service.errors import CalendarError
 from calendar_service.logs import configure_logging
@@ -60,16 +60,16 @@ def webhook_set(
     The URL must be https:// and resolve only to public addresses (unless
     CALENDAR_WEBHOOK_ALLOW_LOCAL=1). Setting it again issues a new secret; the old one keeps
     signing beside it for 24 hours."""
-    from webhooks import guard
-
     cli = _cli()
     try:
         config = Config.from_env()
-        asyncio.run(guard.check_target(url.strip(), allow_local=config.webhook_allow_local))
+        target = webhook_targets.check_endpoint_url(
+            url, allow_local=config.webhook_allow_local, resolve=webhook_targets.system_resolve
+        )
 
         def work(conn: Any) -> tuple[dict[str, Any], str]:
             return webhook_config.set_endpoint(
-                conn, user_id=_user_id(conn, user), url=url, now=utcnow()
+                conn, user_id=_user_id(conn, user), target=target, now=utcnow()
             )
 
         endpoint, secret = cli.run(work)
