@@ -36,7 +36,7 @@ import httpx
 import uvloop
 from sqlalchemy import func, select
 
-from calendar_service import events, users, webhook_config
+from calendar_service import events, users, webhook_config, webhook_targets
 from calendar_service.config import Config, parse_retry_schedule
 from calendar_service.db import Database
 from calendar_service.migrate import upgrade
@@ -128,9 +128,10 @@ def make_owner(db: Database, receiver_url: str) -> str:
     """A new owner whose webhook points at the receiver; returns its id."""
     email = f"bench-{uuid.uuid4().hex[:10]}@example.com"
     user = db.call(users.create_user, email=email, password=None, now=utcnow())
-    db.call(
-        webhook_config.set_endpoint, user_id=user["id"], url=f"{receiver_url}/hook", now=utcnow()
+    target = webhook_targets.check_endpoint_url(
+        f"{receiver_url}/hook", allow_local=True, resolve=webhook_targets.system_resolve
     )
+    db.call(webhook_config.set_endpoint, user_id=user["id"], target=target, now=utcnow())
     return str(user["id"])
 
 

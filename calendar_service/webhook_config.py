@@ -1,8 +1,9 @@
 """The owner's webhook: its endpoint, signing secret and deliveries (the settings side).
 
 One endpoint per owner. Every function is keyword-only and starts from ``user_id``; none sends
-anything (the ``webhooks`` package does) and none resolves DNS: a front that sets a URL first
-runs ``webhooks.guard.check_target`` on it, then ``set_endpoint``.
+anything (the ``webhooks`` package does) and none resolves DNS. ``set_endpoint`` takes only a
+URL that passed the target rules (a ``webhook_targets.Target``, from ``check_endpoint_url``),
+checked before the transaction because resolving the host takes the network.
 
 Secrets are ``whsec_`` + base64 of 32 random bytes (the Standard Webhooks format). They are
 returned once, by ``set_endpoint`` and ``rotate_secret``, and never by any read function. After a
@@ -19,7 +20,6 @@ import base64
 import secrets as secrets_lib
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy import Connection, insert, or_, select, update
 
@@ -28,13 +28,13 @@ from calendar_service.ids import new_id
 from calendar_service.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from calendar_service.outbox import enqueue, notify_committed
 from calendar_service.timeutil import format_utc
+from calendar_service.webhook_targets import Target, check_url_shape
 
 endpoints_t = WebhookEndpoint.__table__  # type: ignore[attr-defined]
 deliveries_t = WebhookDelivery.__table__  # type: ignore[attr-defined]
 attempts_t = WebhookAttempt.__table__  # type: ignore[attr-defined]
 
 ROTATION_OVERLAP = timedelta(hours=24)
-URL_MAX = 2048
 DELIVERY_STATUSES = ("pending", "retrying", "succeeded", "failed")
 OPEN_STATUSES = ("pending", "retrying")
 
@@ -42,26 +42,6 @@ OPEN_STATUSES = ("pending", "retrying")
 def new_secret() -> str:
     """A fresh signing secret: ``whsec_`` + base64 of 32 random bytes."""
     return "whsec_" + base64.b64encode(secrets_lib.token_bytes(32)).decode()
-
-
-def check_url_shape(url: str) -> str:
-    """An absolute ``http(s)`` URL with a host, at most 2048 characters; the scheme policy and
-    the address checks are the guard's (``webhooks.guard``)."""
-    url = (url or "").strip()
-    problem = None
-    try:
-        parts = urlsplit(url)
-        if parts.scheme not in ("https", "http") or not parts.hostname:
-            problem = "must be an absolute https:// URL"
-        elif len(url) > URL_MAX:
-            problem = f"must be at most {URL_MAX} characters"
-        elif parts.fragment:
-            problem = "must not have a #fragment"
-    except ValueError:
-        problem = "must be an absolute https:// URL"
-    if problem:
-        raise ValidationFailed([FieldError("url", problem)])
-    return url
 
 
 def endpoint_public(row: Any) -> dict[str, Any]:
@@ -107,13 +87,14 @@ def find_endpoint(conn: Connection, *, user_id: str) -> dict[str, Any] | None:
 
 
 def set_endpoint(
-    conn: Connection, *, user_id: str, url: str, now: datetime
+    conn: Connection, *, user_id: str, target: Target, now: datetime
 ) -> tuple[dict[str, Any], str]:
     """Set the owner's webhook URL with a fresh secret; returns (endpoint, secret shown once).
 
-    Setting it again changes the URL, re-activates the endpoint and issues a new secret; the
-    old one keeps signing beside it for 24 hours, as after ``rotate_secret``."""
-    url = check_url_shape(url)
+    ``target`` is the URL as ``webhook_targets.check_endpoint_url`` checked it. Setting it
+    again changes the URL, re-activates the endpoint and issues a new secret; the old one keeps
+    signing beside it for 24 hours, as after ``rotate_secret``."""
+    url = check_url_shape(target.url)  # a Target from check_target alone skipped the shape
     secret = new_secret()
     current = conn.execute(select(endpoints_t).where(endpoints_t.c.user_id == user_id)).first()
     if current is None:

@@ -1,7 +1,7 @@
 """Signed webhooks, delivered from the outbox.
 
     signing.py     the x-<service>-signature and Standard Webhooks headers
-    guard.py       the SSRF guard: public HTTPS targets only, connections pinned to them
+    guard.py       the SSRF guard at send time: the core's target rules, connections pinned
     sender.py      one attempt over the shared httpx.AsyncClient
     store.py       claim due deliveries (leases, SKIP LOCKED), record attempts, retries
     dispatcher.py  claim, send concurrently, record; woken on commit

@@ -28,10 +28,11 @@ from typing import Any
 
 import httpx
 
+from calendar_service import webhook_targets
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.timeutil import format_utc, utcnow
-from webhooks import guard, sender, store
+from webhooks import sender, store
 
 logger = logging.getLogger("webhooks")
 
@@ -50,7 +51,7 @@ class Dispatcher:
         *,
         now: Callable[[], datetime] = utcnow,
         rng: random.Random | None = None,
-        resolver: guard.Resolver = guard.system_resolver,
+        resolver: webhook_targets.Resolve = webhook_targets.system_resolve,
         batch_size: int = 100,
         max_in_flight: int = 400,
         per_endpoint: int = 16,

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 
 import httpx
 
+from calendar_service import webhook_targets
 from calendar_service.errors import WebhookTargetRefused
 from webhooks import guard, signing
 
@@ -52,7 +53,7 @@ async def attempt(
     allow_local: bool,
     deadline: float,
     now: datetime,
-    resolver: guard.Resolver = guard.system_resolver,
+    resolver: webhook_targets.Resolve = webhook_targets.system_resolve,
 ) -> AttemptResult:
     """Check the target, sign for ``now`` and POST ``body`` within ``deadline`` seconds in all
     (DNS included); never raises for network trouble."""
@@ -64,7 +65,7 @@ async def attempt(
 
     try:
         async with asyncio.timeout(deadline):
-            target = await guard.check_target(url, allow_local=allow_local, resolver=resolver)
+            target = await guard.check_target(url, allow_local=allow_local, resolve=resolver)
             headers = signing.signature_headers(
                 secrets=secrets,
                 msg_id=msg_id,

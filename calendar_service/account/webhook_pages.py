@@ -1,13 +1,14 @@
 """The webhook page: the URL, its signing secret (shown once), test events and deliveries.
 
-Built on the webhook core (``webhook_config``, every function scoped by the owner's id) and the
-SSRF guard (``webhooks.guard.check_target``), exactly as the CLI uses them: a URL is checked
-(shape, scheme, every resolved address public) before it is stored, and a refusal is shown with
-the guard's own message.
+Built on the webhook core (``webhook_config``, every function scoped by the owner's id) and its
+target rules (``webhook_targets.check_endpoint_url``), exactly as the CLI uses them: a URL is
+checked (shape, scheme, every resolved address public) before it is stored, and a refusal is
+shown with the rule's own message.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -16,12 +17,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import webhook_config
+from calendar_service import webhook_config, webhook_targets
 from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import account, form, owner_page, render, see_other
 from calendar_service.errors import ValidationFailed, WebhookTargetRefused
 from calendar_service.timeutil import utcnow
-from webhooks import guard
 
 DELIVERIES_SHOWN = 50
 NOTICES = {
@@ -92,11 +92,16 @@ async def set_url(request: Request, owner: OwnerSessionInfo) -> Response:
     url = str((await form(request)).get("url", "")).strip()
     config = account(request).services.config
     try:
-        webhook_config.check_url_shape(url)
-        # Resolves the host: every address must be public (unless local targets are allowed).
-        await guard.check_target(url, allow_local=config.webhook_allow_local)
+        # Resolves the host (on a thread: it blocks): every address must be public (unless
+        # local targets are allowed).
+        target = await asyncio.to_thread(
+            webhook_targets.check_endpoint_url,
+            url,
+            allow_local=config.webhook_allow_local,
+            resolve=webhook_targets.system_resolve,
+        )
         endpoint, secret = await account(request).services.db.run(
-            webhook_config.set_endpoint, user_id=owner.user_id, url=url, now=utcnow()
+            webhook_config.set_endpoint, user_id=owner.user_id, target=target, now=utcnow()
         )
     except ValidationFailed as exc:
         message = "; ".join(e["message"] for e in exc.errors) or exc.message

@@ -14,7 +14,7 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
-from calendar_service import users, webhook_config
+from calendar_service import users, webhook_config, webhook_targets
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.timeutil import utcnow
@@ -98,7 +98,10 @@ class Receiver:
 
 def set_webhook(db: Database, owner: Owner, url: str) -> str:
     """Set the owner's webhook through the core; returns its secret."""
-    _, secret = db.call(webhook_config.set_endpoint, user_id=owner.id, url=url, now=utcnow())
+    target = webhook_targets.check_endpoint_url(
+        url, allow_local=True, resolve=webhook_targets.system_resolve
+    )
+    _, secret = db.call(webhook_config.set_endpoint, user_id=owner.id, target=target, now=utcnow())
     return secret
 
 

@@ -68,6 +68,26 @@ def test_set_refuses_non_public_or_plain_http_targets(
     assert shown.exit_code == 1 and "No webhook" in shown.stderr
 
 
+def test_set_refuses_a_url_of_the_wrong_shape_as_invalid_input_as_the_settings_page_does(
+    hooks_config: Config, hooks_db: Database
+) -> None:
+    # The shape comes first, as on the settings page: exit 2 naming the field, and no DNS
+    # look-up of hooks.example.com.
+    owner = make_owner(hooks_db)
+    strict = {
+        "CALENDAR_DATABASE_URL": hooks_config.database_url,
+        "CALENDAR_WEBHOOK_ALLOW_LOCAL": "",
+    }
+    for url, problem in [
+        ("ftp://hooks.example.com/hook", "url: must be an absolute https:// URL"),
+        ("https://hooks.example.com/hook#top", "url: must not have a #fragment"),
+    ]:
+        result = runner.invoke(
+            app, ["webhook", "set", "--user", owner.email, "--url", url], env=strict
+        )
+        assert (result.exit_code, problem in result.stderr) == (2, True), result.output
+
+
 def test_deliveries_lists_the_contract_fields_and_redeliver_sends_again(
     hooks_config: Config,
     hooks_db: Database,

@@ -1,44 +1,25 @@
-"""``calendar-service webhook …`` (the owner's webhook) and ``calendar-service worker``.
-
-Registered by ``cli.py``. The helpers shared with the other commands (``run``, ``emit``,
-``fail``, ``open_database``) are imported from ``cli`` when a command runs, because ``cli``
-imports this module.
-"""
+"""``calendar-service webhook …`` (the owner's webhook) and ``calendar-service worker``."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import signal
-from types import ModuleType
 from typing import Annotated, Any
 
 import typer
 
-from calendar_service import users, webhook_config
+from calendar_service import webhook_config, webhook_targets
+from calendar_service.cli.common import JsonFlag, UserOption, emit, open_database, owner_id, run
 from calendar_service.config import Config
-from calendar_service.errors import CalendarError
 from calendar_service.logs import configure_logging
 from calendar_service.timeutil import utcnow
 
 webhook_app = typer.Typer(
     help="The owner's webhook: signed notifications of every event change.",
     no_args_is_help=True,
-    rich_markup_mode=None,  # plain help, as cli.py's
+    rich_markup_mode=None,  # plain help, as the app's
 )
-
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
-UserOption = Annotated[str, typer.Option("--user", help="Owner email.")]
-
-
-def _cli() -> ModuleType:
-    from calendar_service import cli  # here, not at the top: cli imports this module
-
-    return cli
-
-
-def _user_id(conn: Any, email: str) -> str:
-    return str(users.get_user_by_email(conn, email=email)["id"])
 
 
 def _print_secret(endpoint: dict[str, Any], secret: str) -> None:
@@ -60,39 +41,29 @@ def webhook_set(
     The URL must be https:// and resolve only to public addresses (unless
     CALENDAR_WEBHOOK_ALLOW_LOCAL=1). Setting it again issues a new secret; the old one keeps
     signing beside it for 24 hours."""
-    from webhooks import guard
+    config = Config.from_env()
+    target = webhook_targets.check_endpoint_url(
+        url, allow_local=config.webhook_allow_local, resolve=webhook_targets.system_resolve
+    )
 
-    cli = _cli()
-    try:
-        config = Config.from_env()
-        asyncio.run(guard.check_target(url.strip(), allow_local=config.webhook_allow_local))
+    def work(conn: Any) -> tuple[dict[str, Any], str]:
+        return webhook_config.set_endpoint(
+            conn, user_id=owner_id(conn, user), target=target, now=utcnow()
+        )
 
-        def work(conn: Any) -> tuple[dict[str, Any], str]:
-            return webhook_config.set_endpoint(
-                conn, user_id=_user_id(conn, user), url=url, now=utcnow()
-            )
-
-        endpoint, secret = cli.run(work)
-    except CalendarError as exc:
-        cli.fail(exc)
+    endpoint, secret = run(work)
 
     def text() -> None:
         typer.echo(f"webhook set: {endpoint['url']} ({endpoint['id']})")
         _print_secret(endpoint, secret)
 
-    cli.emit({**endpoint, "secret": secret}, as_json, text)
+    emit({**endpoint, "secret": secret}, as_json, text)
 
 
 @webhook_app.command("show")
 def webhook_show(user: UserOption, as_json: JsonFlag = False) -> None:
     """Show the owner's webhook (never its secret)."""
-    cli = _cli()
-    try:
-        endpoint = cli.run(
-            lambda conn: webhook_config.get_endpoint(conn, user_id=_user_id(conn, user))
-        )
-    except CalendarError as exc:
-        cli.fail(exc)
+    endpoint = run(lambda conn: webhook_config.get_endpoint(conn, user_id=owner_id(conn, user)))
 
     def text() -> None:
         typer.echo(f"{endpoint['id']}  {endpoint['url']}  {endpoint['status']}")
@@ -103,22 +74,16 @@ def webhook_show(user: UserOption, as_json: JsonFlag = False) -> None:
         if endpoint["previousSecretExpiresAt"]:
             typer.echo(f"previous secret signs until {endpoint['previousSecretExpiresAt']}")
 
-    cli.emit(endpoint, as_json, text)
+    emit(endpoint, as_json, text)
 
 
 @webhook_app.command("rotate")
 def webhook_rotate(user: UserOption, as_json: JsonFlag = False) -> None:
     """Issue a new signing secret (shown once); the old one keeps signing for 24 hours."""
-    cli = _cli()
-    try:
-        endpoint, secret = cli.run(
-            lambda conn: webhook_config.rotate_secret(
-                conn, user_id=_user_id(conn, user), now=utcnow()
-            )
-        )
-    except CalendarError as exc:
-        cli.fail(exc)
-    cli.emit({**endpoint, "secret": secret}, as_json, lambda: _print_secret(endpoint, secret))
+    endpoint, secret = run(
+        lambda conn: webhook_config.rotate_secret(conn, user_id=owner_id(conn, user), now=utcnow())
+    )
+    emit({**endpoint, "secret": secret}, as_json, lambda: _print_secret(endpoint, secret))
 
 
 @webhook_app.command("enable")
@@ -130,16 +95,12 @@ def webhook_enable(
     as_json: JsonFlag = False,
 ) -> None:
     """Enable a webhook that was disabled (after 410 Gone or days of failures)."""
-    cli = _cli()
-    try:
-        endpoint = cli.run(
-            lambda conn: webhook_config.enable_endpoint(
-                conn, user_id=_user_id(conn, user), now=utcnow(), redeliver_failed=redeliver_failed
-            )
+    endpoint = run(
+        lambda conn: webhook_config.enable_endpoint(
+            conn, user_id=owner_id(conn, user), now=utcnow(), redeliver_failed=redeliver_failed
         )
-    except CalendarError as exc:
-        cli.fail(exc)
-    cli.emit(
+    )
+    emit(
         endpoint,
         as_json,
         f"webhook enabled: {endpoint['url']}; {endpoint['redelivered']} failed deliveries re-sent",
@@ -159,19 +120,15 @@ def webhook_deliveries(
     as_json: JsonFlag = False,
 ) -> None:
     """The webhook's deliveries, newest first (or one, with its attempts, with --id)."""
-    cli = _cli()
 
     def work(conn: Any) -> dict[str, Any]:
-        user_id = _user_id(conn, user)
+        user_id = owner_id(conn, user)
         if delivery is not None:
             return webhook_config.get_delivery(conn, user_id=user_id, delivery_id=delivery)
         found = webhook_config.list_deliveries(conn, user_id=user_id, status=status, limit=limit)
         return {"deliveries": found}
 
-    try:
-        data = cli.run(work)
-    except CalendarError as exc:
-        cli.fail(exc)
+    data = run(work)
 
     def text() -> None:
         for d in data.get("deliveries", [data]):
@@ -184,7 +141,7 @@ def webhook_deliveries(
             code = a["statusCode"] if a["statusCode"] is not None else "-"
             typer.echo(f"  {a['at']}  {code}  {a['durationMs']:.0f} ms  {a['error'] or ''}")
 
-    cli.emit(data, as_json, text)
+    emit(data, as_json, text)
 
 
 @webhook_app.command("redeliver")
@@ -195,13 +152,12 @@ def webhook_redeliver(
     as_json: JsonFlag = False,
 ) -> None:
     """Send a delivery again (same webhook-id), or every failed one with --failed."""
-    cli = _cli()
     if (delivery_id is None) == (not failed):
         typer.echo("error: give a delivery id or --failed", err=True)
         raise typer.Exit(2)
 
     def work(conn: Any) -> dict[str, Any]:
-        user_id = _user_id(conn, user)
+        user_id = owner_id(conn, user)
         if delivery_id is None:
             count = webhook_config.redeliver_all_failed(conn, user_id=user_id, now=utcnow())
             return {"redelivered": count}
@@ -210,11 +166,8 @@ def webhook_redeliver(
         )
         return {**found, "redelivered": 1}
 
-    try:
-        data = cli.run(work)
-    except CalendarError as exc:
-        cli.fail(exc)
-    cli.emit(data, as_json, f"{data['redelivered']} deliveries queued to be sent again")
+    data = run(work)
+    emit(data, as_json, f"{data['redelivered']} deliveries queued to be sent again")
 
 
 def worker(
@@ -233,14 +186,11 @@ def worker(
     For deployments with many server processes started with `serve --no-webhooks`; several
     workers may share one PostgreSQL database."""
     configure_logging(log_level)  # the service's logging, as in serve (calendar_service.logs)
-    cli = _cli()
     db = None
     try:
         config = Config.from_env()
-        db = cli.open_database(config)
+        db = open_database(config)
         asyncio.run(_work_until_signalled(config, db, poll_interval))
-    except CalendarError as exc:
-        cli.fail(exc)
     finally:
         if db is not None:
             db.close()

@@ -1,0 +1,46 @@
+"""The ``calendar-service`` command: run the service and manage owners, calendars, keys and
+webhooks.
+
+Every command brings the schema up to date first. Commands that print data accept ``--json``
+and then print exactly one JSON object. A core error from any command is translated into a
+message and exit code in one place, the app's group (``common.Commands``).
+
+    common.py   the database, printing, the one error translation
+    serve.py    serve, migrate, mcp
+    owners.py   users, calendars, keys, calls
+    webhook.py  webhook …, worker
+    demo.py     demo
+"""
+
+from __future__ import annotations
+
+import typer
+
+from calendar_service.cli import demo, owners, serve, webhook
+from calendar_service.cli.common import Commands
+
+app = typer.Typer(
+    name="calendar-service",
+    help="A calendar service for machines: REST and MCP, scoped keys, signed webhooks.",
+    cls=Commands,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+# rich_markup_mode=None: click's plain help. Typer's rich help shows a flag as ``--json <bool>``,
+# as if it took a value.
+app.add_typer(owners.users_app, name="users")
+app.add_typer(owners.calendars_app, name="calendars")
+app.add_typer(owners.keys_app, name="keys")
+app.add_typer(webhook.webhook_app, name="webhook")
+app.command()(serve.serve)
+app.command()(webhook.worker)
+app.command()(serve.migrate)
+app.command()(serve.mcp)
+app.command()(owners.calls)
+app.command()(demo.demo)
+
+
+def main() -> None:
+    """The ``calendar-service`` console script."""
+    app()

@@ -1,0 +1,293 @@
+"""``users``, ``calendars``, ``keys`` and ``calls``: owners, their calendars, keys and history."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+
+from calendar_service import calendars as calendars_core
+from calendar_service import history, keys, users
+from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
+from calendar_service.errors import FieldError, NotFound, ValidationFailed
+from calendar_service.timeutil import format_utc, utcnow
+
+users_app = typer.Typer(
+    help="Owners (the people whose calendars these are).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+calendars_app = typer.Typer(
+    help="An owner's calendars.", no_args_is_help=True, rich_markup_mode=None
+)
+keys_app = typer.Typer(help="API keys.", no_args_is_help=True, rich_markup_mode=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# users
+
+
+@users_app.command("create")
+def users_create(
+    email: str,
+    password: Annotated[str | None, typer.Option(help="Sign-in password (8+ characters).")] = None,
+    time_zone: Annotated[str, typer.Option(help="Time zone of the default calendar.")] = "UTC",
+    as_json: JsonFlag = False,
+) -> None:
+    """Create an owner, with their default calendar 'Личное'."""
+    user = run(users.create_user, email=email, password=password, now=utcnow(), time_zone=time_zone)
+    emit(
+        user,
+        as_json,
+        f"created owner {user['email']} ({user['id']}), "
+        f"default calendar {user['defaultCalendarId']}",
+    )
+
+
+@users_app.command("set-password")
+def users_set_password(
+    email: str,
+    password: Annotated[str, typer.Option(prompt=True, hide_input=True, confirmation_prompt=True)],
+    as_json: JsonFlag = False,
+) -> None:
+    """Set an owner's sign-in password."""
+    user = run(users.set_password, email=email, password=password)
+    emit(user, as_json, f"password set for {user['email']}")
+
+
+# ---------------------------------------------------------------------------------------------
+# calendars
+
+
+@calendars_app.command("create")
+def calendars_create(
+    user: UserOption,
+    name: Annotated[str, typer.Option(help="Calendar name.")],
+    time_zone: Annotated[str, typer.Option(help="IANA time zone.")] = "UTC",
+    as_json: JsonFlag = False,
+) -> None:
+    """Create a calendar for an owner."""
+
+    def work(conn: Any) -> dict[str, Any]:
+        return calendars_core.create_calendar(
+            conn, user_id=owner_id(conn, user), name=name, time_zone=time_zone, now=utcnow()
+        )
+
+    cal = run(work)
+    emit(cal, as_json, f"created calendar {cal['name']!r} ({cal['id']}, {cal['timeZone']})")
+
+
+@calendars_app.command("list")
+def calendars_list(
+    user: UserOption,
+    as_json: JsonFlag = False,
+) -> None:
+    """List an owner's calendars."""
+
+    def work(conn: Any) -> list[dict[str, Any]]:
+        rows = calendars_core.list_owner_calendars(conn, user_id=owner_id(conn, user))
+        return [calendars_core.calendar_public(r) for r in rows]
+
+    cals = run(work)
+
+    def text() -> None:
+        for c in cals:
+            mark = " (default)" if c["isDefault"] else ""
+            typer.echo(f"{c['id']}  {c['name']}  {c['timeZone']}{mark}")
+
+    emit({"calendars": cals}, as_json, text)
+
+
+# ---------------------------------------------------------------------------------------------
+# keys
+
+
+def key_expiry(
+    expires_in: str | None, expires_at: str | None, *, now: datetime, allow_short: bool
+) -> datetime:
+    """When a new key expires: ``--expires-in`` (default 90d) from now, or ``--expires-at``, read
+    by the core as the settings page reads its choices; under an hour only when asked for."""
+    if expires_in and expires_at:
+        raise ValidationFailed([FieldError("expiresAt", "give --expires-in or --expires-at")])
+    if expires_at:
+        field, at = "expiresAt", keys.parse_expires_at(expires_at)
+    else:
+        lifetime = keys.parse_expires_in(expires_in or keys.DEFAULT_LIFETIME)
+        field, at = "expiresIn", (now + lifetime).replace(microsecond=0)
+    if at <= now:
+        raise ValidationFailed(
+            [FieldError(field, f"must be in the future (it would expire at {format_utc(at)})")]
+        )
+    if at - now < keys.MIN_LIFETIME and not allow_short:
+        raise ValidationFailed(
+            [
+                FieldError(
+                    field,
+                    f"is less than an hour from now ({format_utc(at)}); add "
+                    "--allow-short-expiry if you mean a key that short-lived",
+                )
+            ]
+        )
+    return at
+
+
+def _from_now(at: datetime, now: datetime) -> str:
+    """``in 30 days``, ``in 12 hours``, ``in 45 minutes``: how far off ``at`` is, rounded."""
+    minutes = round((at - now).total_seconds() / 60)
+    if minutes >= 2 * 1440:
+        count, unit = round(minutes / 1440), "day"
+    elif minutes >= 120:
+        count, unit = round(minutes / 60), "hour"
+    else:
+        count, unit = minutes, "minute"
+    return f"in {count} {unit}{'' if count == 1 else 's'}"
+
+
+@keys_app.command("create")
+def keys_create(
+    user: UserOption,
+    name: Annotated[str, typer.Option(help="What the key is for.")],
+    permission: Annotated[str, typer.Option(help="read, or write (calendar:write).")] = "read",
+    expires_in: Annotated[
+        str | None,
+        typer.Option(
+            help="Lifetime: a number and min, h, d or w (90min, 12h, 30d, 2w). Default 90d."
+        ),
+    ] = None,
+    expires_at: Annotated[
+        str | None,
+        typer.Option(
+            help="A date (2027-01-01: the key works through that day, UTC) or an RFC 3339 "
+            "date-time."
+        ),
+    ] = None,
+    allow_short_expiry: Annotated[
+        bool,
+        typer.Option("--allow-short-expiry", help="Allow a key that expires within the hour."),
+    ] = False,
+    calendar: Annotated[str | None, typer.Option(help="Limit to this calendar id.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create an API key. Its secret is printed once and never stored."""
+    now = utcnow()
+
+    def work(conn: Any) -> tuple[dict[str, Any], str]:
+        expiry = key_expiry(expires_in, expires_at, now=now, allow_short=allow_short_expiry)
+        return keys.create_key(
+            conn,
+            user_id=owner_id(conn, user),
+            name=name,
+            permission=permission,
+            expires_at=expiry,
+            calendar_id=calendar,
+            now=now,
+        )
+
+    record, secret = run(work)
+    data = {**record, "secret": secret}
+
+    def text() -> None:
+        scope = record["calendarId"] or "all calendars"
+        expires = datetime.fromisoformat(record["expiresAt"].replace("Z", "+00:00"))
+        typer.echo(
+            f"created key {record['id']} ({record['permission']}, {scope}, "
+            f"expires {record['expiresAt']}, {_from_now(expires, now)})"
+        )
+        typer.echo(f"secret (shown once, store it now): {secret}")
+
+    emit(data, as_json, text)
+
+
+@keys_app.command("list")
+def keys_list(
+    user: UserOption,
+    as_json: JsonFlag = False,
+) -> None:
+    """List an owner's keys (never their secrets)."""
+
+    def work(conn: Any) -> list[dict[str, Any]]:
+        return keys.list_keys(conn, user_id=owner_id(conn, user), now=utcnow())
+
+    items = run(work)
+
+    def text() -> None:
+        for k in items:
+            scope = k["calendarId"] or "all"
+            typer.echo(
+                f"{k['id']}  {k['prefix']}…  {k['name']}  {k['permission']}  {scope}  "
+                f"{k['state']}  expires {k['expiresAt']}"
+            )
+
+    emit({"keys": items}, as_json, text)
+
+
+def check_key_id(value: str) -> str:
+    """``value`` as a key id; a secret (or its prefix) given instead is refused without being
+    repeated: it goes nowhere, not even into the error message."""
+    if value.strip().startswith(keys.SECRET_PREFIX):
+        typer.echo(
+            "error: that is a secret (or its prefix), not a key id: the id looks like key_…, "
+            "and 'calendar-service keys list --user EMAIL' shows each key's id",
+            err=True,
+        )
+        raise typer.Exit(2)
+    return value.strip()
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key's id (key_…), not its secret.")],
+    user: Annotated[
+        str | None, typer.Option("--user", help="Owner email: refuse a key of anyone else.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Revoke a key: it is refused from the next request on."""
+    key_id = check_key_id(key_id)
+
+    def work(conn: Any) -> dict[str, Any]:
+        owner = None if user is None else owner_id(conn, user)
+        try:
+            return keys.revoke_key(conn, user_id=owner, key_id=key_id, now=utcnow())
+        except NotFound:
+            if user is None:
+                raise
+            raise NotFound(
+                f"{user} has no API key {key_id!r}; 'keys list --user {user}' shows theirs."
+            ) from None
+
+    record = run(work)
+    emit(record, as_json, f"revoked {record['id']} at {record['revokedAt']}")
+
+
+# ---------------------------------------------------------------------------------------------
+# call history
+
+
+def calls(
+    key_id: Annotated[str, typer.Argument(help="The key's id (key_…), not its secret.")],
+    status: Annotated[str | None, typer.Option(help="2xx, 3xx, 4xx or 5xx.")] = None,
+    transport: Annotated[str | None, typer.Option(help="rest or mcp.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10000)] = 100,
+    as_json: JsonFlag = False,
+) -> None:
+    """A key's call history, newest first."""
+    key_id = check_key_id(key_id)
+
+    def work(conn: Any) -> list[dict[str, Any]]:
+        keys.get_key(conn, user_id=None, key_id=key_id)
+        return history.list_calls(
+            conn, key_id=key_id, status_class=status, transport=transport, limit=limit
+        )
+
+    items = run(work)
+
+    def text() -> None:
+        for c in items:
+            typer.echo(
+                f"{c['at']}  {c['transport']:<4}  {c['status']}  {c['method']:<6} "
+                f"{c['path']}  {c['operation']}  {c['latencyMs']:.1f} ms"
+            )
+
+    emit({"calls": items}, as_json, text)
