@@ -113,7 +113,7 @@ def create_app(
             Middleware(ErrorBoundary, respond=unexpected_error),
             Middleware(AnswerOptions),
         ],
-        exception_handlers=HANDLERS,  # type: ignore[arg-type]
+        exception_handlers=HANDLERS,
         lifespan=lifespan,
     )
     app.state.services = svc

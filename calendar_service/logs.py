@@ -79,14 +79,14 @@ def frames_only(exc: BaseException) -> str:
     return "".join(parts).rstrip("\n")
 
 
-class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+class _Stderr(logging.StreamHandler):
     """Writes to ``sys.stderr`` as it is when the record is written (as ``logging.lastResort``
     does), not as it was when logging was configured."""
 
     def __init__(self) -> None:
         super().__init__()
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> IO[str]:
         return sys.stderr
 

@@ -120,7 +120,7 @@ async def _read_excerpt(response: httpx.Response) -> str | None:
 
 def describe_error(exc: httpx.HTTPError) -> str:
     """A short account of a transport failure (no URL, headers or body)."""
-    kind = {
+    kinds: dict[type[httpx.HTTPError], str] = {
         httpx.ConnectTimeout: "connection timed out",
         httpx.ReadTimeout: "read timed out",
         httpx.WriteTimeout: "write timed out",
@@ -129,7 +129,8 @@ def describe_error(exc: httpx.HTTPError) -> str:
         httpx.ReadError: "read failed",
         httpx.WriteError: "write failed",
         httpx.RemoteProtocolError: "protocol error",
-    }.get(type(exc), type(exc).__name__)
+    }
+    kind = kinds.get(type(exc), type(exc).__name__)
     detail = str(exc).strip()
     if "CERTIFICATE_VERIFY_FAILED" in detail:
         kind, detail = "TLS certificate verification failed", detail.rsplit("]", 1)[-1].strip()

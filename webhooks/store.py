@@ -192,7 +192,7 @@ def record_attempts(
         ],
     )
     ids = [claim.id for claim, _ in items]
-    leases = dict(
+    leases: dict[str, datetime] = dict(
         conn.execute(  # locked: no late claim can slip in before the update below
             select(deliveries_t.c.id, deliveries_t.c.lease_until)
             .where(deliveries_t.c.id.in_(ids))
@@ -308,7 +308,7 @@ def _disable_exhausted(conn: Connection, exhausted: list[tuple[Claim, _EndpointS
     candidates = [(c, e) for c, e in exhausted if e.status == "active" and e.failing_since]
     if not candidates:
         return
-    firsts = dict(
+    firsts: dict[str, datetime] = dict(
         conn.execute(
             select(attempts_t.c.delivery_id, func.min(attempts_t.c.at))
             .where(attempts_t.c.delivery_id.in_([c.id for c, _ in candidates]))

@@ -10,7 +10,7 @@ import csv
 import io
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from sqlalchemy import Connection
 from starlette.exceptions import HTTPException
@@ -41,7 +41,12 @@ CSV_COLUMNS = (
 )
 
 
-def _filters(request: Request) -> dict[str, str | None]:
+class _Filters(TypedDict):
+    status_class: str | None
+    transport: str | None
+
+
+def _filters(request: Request) -> _Filters:
     params = request.query_params
     return {
         "status_class": params.get("status") or None,

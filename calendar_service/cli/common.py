@@ -71,7 +71,7 @@ class Commands(TyperGroup):
     """The ``calendar-service`` group: a core error from any command, at any depth, ends in
     ``fail`` here, the one place the CLI translates them."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # a click Context (typer vendors click privately)
         """Run the command; a ``CalendarError`` becomes its message and exit code."""
         try:
             return super().invoke(ctx)

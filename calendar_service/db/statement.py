@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Dialect
-from sqlalchemy.sql.expression import Executable
+from sqlalchemy.sql.expression import ClauseElement
 
 
 class Statement:
@@ -29,7 +29,7 @@ class Statement:
 
     __slots__ = ("_compiled", "statement")
 
-    def __init__(self, statement: Executable) -> None:
+    def __init__(self, statement: ClauseElement) -> None:
         self.statement = statement
         self._compiled: dict[str, tuple[str, dict[str, Any]]] = {}
 

@@ -41,7 +41,7 @@ class Services:
 
 
 def services(request: Request) -> Services:
-    return request.app.state.services  # type: ignore[no-any-return]
+    return request.app.state.services
 
 
 NOSNIFF = (b"x-content-type-options", b"nosniff")
