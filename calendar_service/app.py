@@ -24,16 +24,16 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 
 from calendar_service.account import create_account_app
+from calendar_service.asgi.boundary import ErrorBoundary
+from calendar_service.asgi.context import RequestIdMiddleware, Services, services
+from calendar_service.asgi.methods import AnswerOptions
+from calendar_service.asgi.responses import JSONResponse
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.logs import configure_logging
 from calendar_service.ratelimit import RateLimiter
 from calendar_service.rest import openapi, routes
 from calendar_service.rest.errors import HANDLERS, unexpected_error
-from calendar_service.web.boundary import ErrorBoundary
-from calendar_service.web.context import RequestIdMiddleware, Services, services
-from calendar_service.web.methods import AnswerOptions
-from calendar_service.web.responses import JSONResponse
 from mcp_tools.http import MCP_PATH, mcp_http
 from webhooks.scheduler import delivery_job
 

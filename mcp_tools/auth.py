@@ -28,11 +28,7 @@ from mcp.server.mcpserver import Context
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from calendar_service.errors import CalendarError, ExpiredKey, KeyInUrl, RevokedKey
-from calendar_service.gateway import CallContext, authenticate
-from calendar_service.ids import new_id
-from calendar_service.keys import Principal
-from calendar_service.web.context import (
+from calendar_service.asgi.context import (
     MAX_BODY,
     Services,
     bearer_token,
@@ -40,7 +36,11 @@ from calendar_service.web.context import (
     key_in_url,
     record_refusal,
 )
-from calendar_service.web.responses import error_response, problem
+from calendar_service.asgi.responses import error_response, problem
+from calendar_service.errors import CalendarError, ExpiredKey, KeyInUrl, RevokedKey
+from calendar_service.gateway import CallContext, authenticate
+from calendar_service.ids import new_id
+from calendar_service.keys import Principal
 from mcp_tools.server import Caller
 
 TOOL_NAMES = frozenset(
@@ -65,7 +65,7 @@ def origin_of(url: str) -> str:
 class KeyAuth:
     """ASGI wrapper: Origin check, the API key check, POST only, then the MCP transport."""
 
-    allowed_methods = ("POST",)  # for OPTIONS and 405s (calendar_service.web.methods)
+    allowed_methods = ("POST",)  # for OPTIONS and 405s (calendar_service.asgi.methods)
 
     def __init__(self, app: ASGIApp, *, services: Services, allowed_origins: Iterable[str]) -> None:
         self.app = AuthContextMiddleware(app)

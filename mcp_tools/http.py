@@ -19,10 +19,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calendar_service import __version__
+from calendar_service.asgi.context import MAX_BODY, Services, read_body
+from calendar_service.asgi.responses import error_response
 from calendar_service.errors import PayloadTooLarge
 from calendar_service.logs import root_logger_kept
-from calendar_service.web.context import MAX_BODY, Services, read_body
-from calendar_service.web.responses import error_response
 from mcp_tools.auth import KeyAuth, identify, origin_of
 from mcp_tools.server import Backend, build_server
 from mcp_tools.strict_json import refused_duplicate_keys
@@ -45,7 +45,7 @@ class WholeBody:
     """Reads the request's body (at most 1 MiB) before the SDK's transport sees it.
 
     A client that hangs up halfway raises ``ClientDisconnect`` here, in our code, and the app's
-    boundary (``calendar_service.web.boundary``) lets it go with a debug line; inside the SDK
+    boundary (``calendar_service.asgi.boundary``) lets it go with a debug line; inside the SDK
     it was logged as an error with its traceback, once per aborted request. Too large a body is
     the REST API's 413 (problem details); a POST whose JSON repeats a key is refused as a parse
     error (``strict_json``), since the SDK's decoder would keep the last one."""

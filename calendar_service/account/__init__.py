@@ -42,8 +42,8 @@ from calendar_service.account.web import (
     root,
     unexpected_error,
 )
-from calendar_service.web.boundary import ErrorBoundary
-from calendar_service.web.context import Services
+from calendar_service.asgi.boundary import ErrorBoundary
+from calendar_service.asgi.context import Services
 
 
 @owner_page

@@ -27,11 +27,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calendar_service.account import sessions
 from calendar_service.account.sessions import OwnerSessionInfo
+from calendar_service.asgi.context import Services, request_id
+from calendar_service.asgi.methods import allow_header
 from calendar_service.errors import CalendarError, NotFound, ValidationFailed
 from calendar_service.inputs import NUL, nul_errors
 from calendar_service.timeutil import utcnow
-from calendar_service.web.context import Services, request_id
-from calendar_service.web.methods import allow_header
 
 HERE = Path(__file__).resolve().parent
 SESSION_COOKIE = "calendar_session"

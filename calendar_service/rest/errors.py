@@ -10,10 +10,10 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from calendar_service.asgi.context import request_id, services
+from calendar_service.asgi.methods import allow_header
+from calendar_service.asgi.responses import error_response, problem
 from calendar_service.errors import CalendarError
-from calendar_service.web.context import request_id, services
-from calendar_service.web.methods import allow_header
-from calendar_service.web.responses import error_response, problem
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 400: "bad_request"}
 

@@ -19,6 +19,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from calendar_service.asgi.context import MAX_BODY, services
+from calendar_service.asgi.responses import PROBLEM_TYPE, JSONResponse
 from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
 from calendar_service.idempotency import MAX_KEY_LENGTH
 from calendar_service.models import (
@@ -33,8 +35,6 @@ from calendar_service.models import (
 )
 from calendar_service.rest.routes import EVENTS_PATH
 from calendar_service.timeutil import MAX_OFFSET, MAX_YEAR, MIN_YEAR
-from calendar_service.web.context import MAX_BODY, services
-from calendar_service.web.responses import PROBLEM_TYPE, JSONResponse
 
 API_VERSION = "1.0.0"
 TAG = "Events"

@@ -11,12 +11,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service import events, service_secrets
-from calendar_service.errors import CalendarError, KeyInUrl, ValidationFailed
-from calendar_service.gateway import Operation, Outcome, perform
-from calendar_service.inputs import NUL, nul_errors, parse_json_body
-from calendar_service.keys import Principal
-from calendar_service.timeutil import utcnow
-from calendar_service.web.context import (
+from calendar_service.asgi.context import (
     bearer_token,
     call_context,
     key_in_url,
@@ -24,7 +19,12 @@ from calendar_service.web.context import (
     record_refusal,
     services,
 )
-from calendar_service.web.responses import JSONResponse
+from calendar_service.asgi.responses import JSONResponse
+from calendar_service.errors import CalendarError, KeyInUrl, ValidationFailed
+from calendar_service.gateway import Operation, Outcome, perform
+from calendar_service.inputs import NUL, nul_errors, parse_json_body
+from calendar_service.keys import Principal
+from calendar_service.timeutil import utcnow
 
 EVENTS_PATH = "/api/v1/calendar/events"
 

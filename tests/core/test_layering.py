@@ -54,7 +54,7 @@ ALLOWED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 
 # calendar_service's fronts and assembly, by their first path part; the rest of it is core.
 _CALENDAR_SERVICE_OUTER = {
-    "web": "plumbing",
+    "asgi": "plumbing",
     "rest": "rest",
     "account": "account",
     "cli": "cli",

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from calendar_service.asgi.context import Services
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.logs import (
@@ -19,7 +20,6 @@ from calendar_service.logs import (
     stop_logging,
 )
 from calendar_service.ratelimit import RateLimiter
-from calendar_service.web.context import Services
 from mcp_tools.http import mcp_http
 
 
@@ -90,7 +90,7 @@ def test_an_unexpected_errors_text_is_withheld_but_its_frames_are_kept() -> None
     try:
         handler("".join(reversed("terces s'rellac")))  # its text nowhere in the source
     except RuntimeError as exc:
-        logging.getLogger("calendar_service.web").error(
+        logging.getLogger("calendar_service.asgi").error(
             "unhandled", exc_info=exc, extra={WITHHOLD_EXCEPTION_TEXT: True}
         )
     stop_logging()

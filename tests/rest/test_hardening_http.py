@@ -127,7 +127,7 @@ def test_an_aborted_upload_with_a_real_key_is_not_recorded_in_its_history(
     server: RunningServer, factory: Factory, db: Database, caplog: pytest.LogCaptureFixture
 ) -> None:
     key_id, secret = factory.key(factory.owner())
-    caplog.set_level(logging.DEBUG, logger="calendar_service.web")
+    caplog.set_level(logging.DEBUG, logger="calendar_service.asgi")
 
     abort_upload(server.host, server.port, EVENTS, json_upload(secret))
     abort_upload(server.host, server.port, "/mcp", json_upload(secret))

@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calendar_service.logs import WITHHOLD_EXCEPTION_TEXT
 
-log = logging.getLogger("calendar_service.web")
+log = logging.getLogger("calendar_service.asgi")
 
 Respond = Callable[[Request, Exception], Awaitable[Response]]
 
