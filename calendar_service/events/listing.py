@@ -7,7 +7,7 @@ calendar was read with it), one compiled window query, and the rows formatted in
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection
@@ -19,7 +19,7 @@ from calendar_service.events.shapes import events_public
 from calendar_service.events.tokens import decode_token, encode_token, token_query
 from calendar_service.keys import Principal
 from calendar_service.models import to_db
-from calendar_service.timeutil import zone
+from calendar_service.timeutil import format_in, zone
 
 
 def list_events(
@@ -31,6 +31,7 @@ def list_events(
     limit: Any = None,
     page_token: str | None = None,
     token_key: bytes,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``.
 
@@ -38,20 +39,16 @@ def list_events(
     events at timeMin count) and ``startsAt < timeMax``. Either bound may be omitted (``None``
     or empty). Date-times without an offset are read in the time zone of the key's calendar
     (or the default one). ``token_key`` signs and checks page tokens (the fronts get it from
-    ``service_secrets.page_token_key``).
+    ``service_secrets.page_token_key``). Given ``now``, the list starts with it, in the zone
+    the bounds are read in (MCP's ``now``: the reference for "today" and "tomorrow").
     """
     calendars = accessible_calendars(conn, principal=principal)
     default = next((c for c in calendars if c.is_default), calendars[0] if calendars else None)
-    low, high, size = parse_list_params(
-        time_min=time_min,
-        time_max=time_max,
-        limit=limit,
-        tz=zone(default.time_zone) if default is not None else UTC,
-    )
-    result: dict[str, Any] = {
-        "calendars": [calendar_public(c) for c in calendars],
-        "events": [],
-    }
+    tz = zone(default.time_zone) if default is not None else UTC
+    low, high, size = parse_list_params(time_min=time_min, time_max=time_max, limit=limit, tz=tz)
+    result: dict[str, Any] = {} if now is None else {"now": format_in(now, tz)}
+    result["calendars"] = [calendar_public(c) for c in calendars]
+    result["events"] = []
     if not calendars:
         return result
     dialect = conn.dialect.name
