@@ -238,14 +238,8 @@ def _renamed(exc: ValidationFailed, names: Mapping[str, str]) -> ValidationFaile
 
 
 def _list_args(arguments: dict[str, Any]) -> dict[str, Any]:
-    params = parse_model(shapes.ListArguments, arguments)
-    return {
-        "time_min": params.time_min,
-        "time_max": params.time_max,
-        "limit": params.limit,
-        "page_token": params.page_token,
-        "now": utcnow(),
-    }
+    # The arguments' fields are list_events' keywords: time_min, time_max, limit, page_token.
+    return {**dict(parse_model(shapes.ListArguments, arguments)), "now": utcnow()}
 
 
 def _create_args(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -285,73 +279,35 @@ def _deleted(event: dict[str, Any]) -> dict[str, Any]:
     return {"deleted": True, "event": event}
 
 
-_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+def _writes(*, destructive: bool, idempotent: bool) -> ToolAnnotations:
+    return ToolAnnotations(
+        read_only_hint=False,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
 
+
+_READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+# Create is not idempotent: without an idempotencyKey a repeated call creates a second event.
+_CREATES = _writes(destructive=False, idempotent=False)
+# Update and delete overwrite or remove (destructive); repeating them changes nothing more.
+_CHANGES = _writes(destructive=True, idempotent=True)
+
+# fmt: off
 TOOLS = (
-    ToolSpec(
-        op=operations.LIST,
-        title="List calendar events",
-        doc=LIST_DOC,
-        schema=shapes.list_schema,
-        result=shapes.EventsPage,
-        annotations=_READ,
-        args=_list_args,
-        token_key=True,
-    ),
-    ToolSpec(
-        op=operations.CREATE,
-        title="Create a calendar event",
-        doc=CREATE_DOC,
-        schema=shapes.create_schema,
-        result=EventPublic,
-        # Not idempotent: without an idempotencyKey a repeated call creates a second event.
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=False,
-            open_world_hint=False,
-        ),
-        args=_create_args,
-        present=_first,  # (event, replayed)
-        renames={"Idempotency-Key": "idempotencyKey"},
-    ),
-    ToolSpec(
-        op=operations.GET,
-        title="Get a calendar event",
-        doc=GET_DOC,
-        schema=shapes.event_ref_schema,
-        result=EventPublic,
-        annotations=_READ,
-        args=_event_ref,
-    ),
-    ToolSpec(
-        op=operations.UPDATE,
-        title="Update a calendar event",
-        doc=UPDATE_DOC,
-        schema=shapes.update_schema,
-        result=EventPublic,
-        # It overwrites fields (destructive); repeating it changes nothing more (idempotent).
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-        args=_update_args,
-    ),
-    ToolSpec(
-        op=operations.DELETE,
-        title="Delete a calendar event",
-        doc=DELETE_DOC,
-        schema=shapes.event_ref_schema,
-        result=shapes.DeletedEvent,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-        args=_delete_args,
-        present=_deleted,
-    ),
+    #        operation          title                      doc          input schema
+    #        result model       annotations  arguments     result       options
+    ToolSpec(operations.LIST,   "List calendar events",    LIST_DOC,    shapes.list_schema,
+             shapes.EventsPage, _READS,      _list_args,   token_key=True),
+    ToolSpec(operations.CREATE, "Create a calendar event", CREATE_DOC,  shapes.create_schema,
+             EventPublic,       _CREATES,    _create_args, _first,  # (event, replayed)
+             renames={"Idempotency-Key": "idempotencyKey"}),
+    ToolSpec(operations.GET,    "Get a calendar event",    GET_DOC,     shapes.event_ref_schema,
+             EventPublic,       _READS,      _event_ref),
+    ToolSpec(operations.UPDATE, "Update a calendar event", UPDATE_DOC,  shapes.update_schema,
+             EventPublic,       _CHANGES,    _update_args),
+    ToolSpec(operations.DELETE, "Delete a calendar event", DELETE_DOC,  shapes.event_ref_schema,
+             shapes.DeletedEvent, _CHANGES,  _delete_args, _deleted),
 )
+# fmt: on

@@ -5,7 +5,6 @@ scope, the rate limit and the call history are the core's."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -37,27 +36,25 @@ async def _perform(
     op: Operation,
     args: Arguments,
     *,
-    present: Callable[[Any], Any] | None = None,
-    status: int | None = None,
     refused: CalendarError | None = None,
+    **options: Any,
 ) -> Outcome[Any]:
-    """``gateway.perform`` for this request: its key, its facts, and what the URL refuses."""
+    """``gateway.perform`` for this request: its key, its facts, what the URL refuses (before
+    the permission, once the key is known, so the refusal is in its history), and ``options``
+    (``present``, ``status``) as given."""
     svc = services(request)
     leaked = key_in_url(request)
     if leaked is not None:
         return await _refuse_key_in_url(request, op.name, *leaked)
-    # Refused once the key is known, so the call is in its history; before the permission.
-    refused = _nul_in_url(request) or refused
     return await svc.db.run_grouped(
         perform,
         secret=bearer_token(request),
         ctx=call_context(request, op.name),
         op=op,
         args=args,
-        present=present,
-        status=status,
-        refused=refused,
+        refused=_nul_in_url(request) or refused,
         limiter=svc.limiter,
+        **options,
     )
 
 
