@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, bindparam, insert, select
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, insert, select
 
 from calendar_service.db import Statement
 from calendar_service.errors import FieldError, InsufficientScope, NotFound, ValidationFailed
@@ -28,6 +28,7 @@ _COLUMNS = (
 
 
 def calendar_public(row: Any) -> dict[str, Any]:
+    """The public calendar object (``CalendarPublic``), from any row with its attributes."""
     return {
         "id": row.id,
         "name": row.name,
@@ -72,7 +73,7 @@ def create_calendar(
         "created_at": now,
     }
     conn.execute(insert(calendars_t).values(**values))
-    return {"id": values["id"], "name": name, "timeZone": time_zone, "isDefault": is_default}
+    return calendar_public(CalendarRow(values["id"], name, time_zone, is_default, 0))
 
 
 def list_owner_calendars(conn: Connection, *, user_id: str) -> list[Any]:
@@ -198,11 +199,12 @@ def _own_calendar(
     return own
 
 
-def check_in_scope(principal: Principal, calendar_id: str) -> None:
-    if principal.calendar_id is not None and principal.calendar_id != calendar_id:
-        raise InsufficientScope(
-            "This API key is limited to one calendar and cannot reach that one.",
-        )
+def within_reach(principal: Principal) -> ColumnElement[bool]:
+    """``accessible_calendars`` as a condition on ``calendars_t``, for queries that join it."""
+    owned = calendars_t.c.user_id == principal.user_id
+    if principal.calendar_id is None:
+        return owned
+    return and_(owned, calendars_t.c.id == principal.calendar_id)
 
 
 _BY_ID = Statement(select(*_COLUMNS).where(calendars_t.c.id == bindparam("calendar_id")))

@@ -1,19 +1,24 @@
 """The one path every key-authenticated operation takes, for REST and MCP alike.
 
 ``perform`` identifies the key, authorizes it (revoked and expired keys are refused at once:
-nothing is cached), spends its rate budget, runs the operation and records the call in the
-history, all in one transaction, so that each request costs at most one commit (on SQLite the
-requests of one turn of the event loop share it: ``Database.run_grouped``). A request that
-fails is rolled back and its call is recorded in a transaction of its own. Requests whose key
-does not exist (missing, malformed, unknown) have no history to be recorded in.
+nothing is cached), spends its rate budget, checks that the key may do the operation (its
+``needs``), runs it and records the call in the history, all in one transaction, so that each
+request costs at most one commit (on SQLite the requests of one turn of the event loop share it:
+``Database.run_grouped``). A request that fails is rolled back and its call is recorded in a
+transaction of its own. Requests whose key does not exist (missing, malformed, unknown) have no
+history to be recorded in.
+
+A front that has already verified the key for this very request (MCP over HTTP checks it before
+the SDK runs, to answer a bad key with HTTP 401) passes the principal instead of the secret, so
+that the key is checked once per call.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection
 
@@ -21,10 +26,16 @@ from calendar_service.db.transactions import atomic
 from calendar_service.errors import CalendarError
 from calendar_service.history import CallRecord, record_call
 from calendar_service.keys import Principal, authorize, identify
+from calendar_service.operations import Operation
 from calendar_service.ratelimit import RateLimiter, RateState
 from calendar_service.timeutil import utcnow
 
 T = TypeVar("T")
+
+Arguments = Mapping[str, Any] | Callable[[], Mapping[str, Any]]
+"""An operation's keyword arguments (but ``conn`` and ``principal``), or a function that makes
+them from the request's input: it runs once the permission is checked, so that a read-only key
+hears about its permission before its input, and the errors it raises are the call's."""
 
 
 @dataclass(slots=True)
@@ -49,31 +60,6 @@ class Outcome(Generic[T]):
     rate: RateState | None
 
 
-Operation = Callable[[Connection, Principal], tuple[int, T]]
-"""The work of one call: ``op(conn, principal) -> (status, value)``, run by ``perform`` inside the
-transaction it opened, once the key is authorized and before the call is recorded.
-
-An operation may run more than once for one request. Under ``Database.run_grouped`` (how the
-REST and MCP fronts run ``perform``) the calls of one turn of the event loop share one
-transaction on SQLite; when it is rolled back (another call of the group failed after writing,
-or the commit failed), ``perform`` runs again, and ``op`` with it, in a transaction of its own.
-The first run's writes are undone; only the last run's are committed, and only its value or
-error is answered. So an operation must:
-
-- act only through ``conn``, inside the transaction, so that a rollback undoes all it did: no
-  effect outside it (no network, files, other connections; no change to caches, globals or
-  objects the caller shares), unless repeating it is harmless, such as setting a variable the
-  caller reads afterwards, which the last run sets last;
-- not open, commit, roll back or end a transaction, ``atomic`` and savepoints included:
-  ``perform`` owns them, and inside a group an end of its own would end the other calls' work;
-- return a value that needs neither ``conn`` nor the transaction (it reaches the caller after
-  the commit) and carries nothing over from an earlier run (a rerun makes new ids and reads
-  the clock again, and the earlier run's rows are gone);
-- check before it writes where it can: a failure after a write rolls back the whole group, and
-  every other call of it runs again.
-"""
-
-
 def _record(conn: Connection, ctx: CallContext, key_id: str, status: int) -> None:
     record_call(
         conn,
@@ -96,33 +82,53 @@ def _record(conn: Connection, ctx: CallContext, key_id: str, status: int) -> Non
 def perform(
     conn: Connection,
     *,
-    secret: str | None,
+    secret: str | None = None,
+    principal: Principal | None = None,
     ctx: CallContext,
-    op: Operation[T],
+    op: Operation,
+    args: Arguments,
+    present: Callable[[Any], T] | None = None,
+    status: int | None = None,
+    refused: CalendarError | None = None,
     limiter: RateLimiter | None = None,
 ) -> Outcome[T]:
-    """Run ``op(conn, principal)`` for the key ``secret`` and record the call, in one
-    transaction; a call that fails is rolled back, then recorded (in a transaction of its own,
-    or in the group's if it failed before writing).
+    """Run ``op`` for the key ``secret`` (or the ``principal`` the front verified for this
+    request) and record the call, in one transaction; a call that fails is rolled back, then
+    recorded (in a transaction of its own, or in the group's if it failed before writing).
+
+    In order: the key, its rate budget, ``refused`` (a request the front refused before any
+    operation, such as a body too large: raised once the key is known, so that the refusal is
+    in its history), ``op.needs``, ``args``, ``op.run``, then ``present`` (the front's answer
+    made of the result, inside the transaction; the result itself without it). The call is
+    recorded with ``status``, else ``op.status``.
 
     ``conn`` must not be in a transaction, except a group commit's (``Database.run_grouped``):
-    this function opens and ends them (with ``atomic``, which joins the group), and ``op`` must
-    not open or end any itself.
+    this function opens and ends them (with ``atomic``, which joins the group), and the
+    operation must not open or end any itself.
 
     Under ``Database.run_grouped`` this whole function may run twice for one request, the
     second time on its own, when the group it ran in is rolled back; it is safe to run again
-    as long as ``op`` keeps the contract written at ``Operation``. The run that counts is the
-    last: its writes are committed, its call is the one recorded, its ``Outcome`` or error is
-    the caller's. A rerun spends the key's rate budget again (``limiter`` lives in memory,
-    outside the transaction)."""
-    key_id: str | None = None
+    as long as the operation, ``args`` and ``present`` keep the contract written at
+    ``operations.Operation``. The run that counts is the last: its writes are committed, its
+    call is the one recorded, its ``Outcome`` or error is the caller's. A rerun spends the
+    key's rate budget again (``limiter`` lives in memory, outside the transaction)."""
+    key_id: str | None = None if principal is None else principal.key_id
     try:
         with atomic(conn):
-            row = identify(conn, secret=secret)
-            key_id = row.id
-            principal = authorize(row, now=utcnow())
+            if principal is None:
+                row = identify(conn, secret=secret)
+                key_id = row.id
+                principal = authorize(row, now=utcnow())
             rate = limiter.take(principal.key_id, time.monotonic()) if limiter else None
-            status, value = op(conn, principal)
+            if refused is not None:
+                raise refused
+            if op.needs == "write":
+                principal.require_write()
+            value = op.run(conn, principal=principal, **(args() if callable(args) else args))
+            if present is not None:
+                value = present(value)
+            if status is None:
+                status = op.status
             _record(conn, ctx, principal.key_id, status)
         return Outcome(status, value, principal, rate)
     except CalendarError as exc:
@@ -137,9 +143,26 @@ def perform(
         raise
 
 
+def refuse(
+    conn: Connection, *, secret: str | None, ctx: CallContext, refusal: CalendarError
+) -> None:
+    """Record a request refused before it reached any operation (a key in the URL, a revoked
+    key at the MCP transport) in the history of the key ``secret``, if that key exists: with
+    the refusal's status, or the key's own refusal's if it is revoked or expired. Raises the
+    key's ``CalendarError`` when there is no such key (nothing to record)."""
+    with atomic(conn):
+        row = identify(conn, secret=secret)
+        status = refusal.status
+        try:
+            authorize(row, now=utcnow())
+        except CalendarError as exc:
+            status = exc.status
+        _record(conn, ctx, row.id, status)
+
+
 def authenticate(conn: Connection, *, secret: str | None) -> Principal:
     """Verify a key without recording a call (MCP's transport-level check)."""
     return authorize(identify(conn, secret=secret), now=utcnow())
 
 
-__all__ = ["CallContext", "Outcome", "authenticate", "perform"]
+__all__ = ["Arguments", "CallContext", "Outcome", "authenticate", "perform", "refuse"]

@@ -172,6 +172,17 @@ class Principal:
             )
 
 
+def owner_principal(user_id: str, *, calendar_id: str | None = None) -> Principal:
+    """A principal for the owner acting in person (settings page, CLI): full access."""
+    return Principal(
+        key_id="owner",
+        user_id=user_id,
+        permission="write",
+        calendar_id=calendar_id,
+        expires_at=datetime.max.replace(tzinfo=UTC),
+    )
+
+
 _VERIFY_COLUMNS = (
     keys_t.c.id,
     keys_t.c.user_id,

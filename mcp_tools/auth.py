@@ -5,9 +5,10 @@ core code as REST (``gateway.authenticate``) on each request, so revoking a key 
 once, open client or not. A missing or bad key gets the REST API's 401: problem details with an
 RFC 6750 ``WWW-Authenticate`` challenge. A refused key that exists (revoked, expired) is recorded
 in its history, as REST does. A verified request reaches the MCP transport with ``scope["user"]``
-set to the key (the SDK binds sessions to it and ``get_access_token()`` returns it), and each
-tool call then goes through ``gateway.perform`` again: permission and calendar scope are decided
-there, per call, and the call is recorded.
+set to the key (the SDK binds sessions to it and ``get_access_token()`` returns it) and the
+principal it was verified as in the request's state; a tool call made by the request performs
+its operation as that principal through ``gateway.perform``, which checks the permission and
+calendar scope and records the call, without reading the key a second time.
 
 ``Origin`` is validated: browsers send it, and a page on another site must not drive the tools
 (DNS rebinding). Requests without ``Origin`` (every non-browser client) pass to the key check.
@@ -41,17 +42,12 @@ from calendar_service.errors import CalendarError, ExpiredKey, KeyInUrl, Revoked
 from calendar_service.gateway import CallContext, authenticate
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
+from calendar_service.operations import OPERATIONS
 from mcp_tools.server import Caller
 
-TOOL_NAMES = frozenset(
-    {
-        "listCalendarEvents",
-        "createCalendarEvent",
-        "getCalendarEvent",
-        "updateCalendarEvent",
-        "deleteCalendarEvent",
-    }
-)
+TOOL_NAMES = frozenset(op.name for op in OPERATIONS)
+# Where KeyAuth leaves the principal it verified, in the request's state.
+_PRINCIPAL = "mcp_principal"
 # JSON-RPC methods a refused request may be recorded under; anything else is recorded as "mcp".
 _KNOWN_METHODS = frozenset({"initialize", "server/discover", "tools/list", "tools/call", "ping"})
 
@@ -108,6 +104,7 @@ class KeyAuth:
             )
             await response(scope, receive, send)
             return
+        scope.setdefault("state", {})[_PRINCIPAL] = principal  # for ``identify``, below
         scope["user"] = AuthenticatedUser(
             AccessToken(
                 token=secret,
@@ -168,15 +165,17 @@ async def _operation(request: Request) -> str:
 
 
 def identify(ctx: Context, operation: str) -> Caller:
-    """The key ``KeyAuth`` verified for this HTTP request, and the request's facts."""
+    """The key ``KeyAuth`` verified for this HTTP request, as the principal it verified (so the
+    tool call does not read it again), and the request's facts."""
     token = get_access_token()
+    secret = token.token if token is not None else None
     request = ctx.request_context.request
-    if isinstance(request, Request):
-        call = call_context(request, operation, "mcp")
-    else:  # pragma: no cover - the HTTP transport always attaches its request
+    if not isinstance(request, Request):  # pragma: no cover - the HTTP transport attaches it
         started = time.perf_counter()
         call = CallContext("mcp", operation, "POST", "/mcp", None, None, new_id("req"), started)
-    return Caller(secret=token.token if token is not None else None, call=call)
+        return Caller(secret=secret, call=call)
+    principal = request.scope.get("state", {}).get(_PRINCIPAL)
+    return Caller(secret=secret, call=call_context(request, operation, "mcp"), principal=principal)
 
 
 __all__ = ["KeyAuth", "identify", "origin_of"]

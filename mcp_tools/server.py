@@ -1,21 +1,21 @@
-"""The MCP server: five calendar tools over the same core functions as the REST API.
+"""The MCP server: five calendar tools over the same core operations as the REST API.
 
 Every tool call goes through ``gateway.perform``, exactly like a REST request: the key is
-identified and authorized (revoked or expired keys are refused at once), the rate budget is
-spent, the core function runs, and the call is recorded in the key's history with transport
-``mcp`` and the tool name as operation. The tools hold no rule of their own: they turn the
-arguments into the core's input models and the core's results into tool results.
+authorized (revoked or expired keys are refused at once), the rate budget is spent, the
+operation's permission is checked, the core function runs, and the call is recorded in the key's
+history with transport ``mcp`` and the tool name as operation. The tools hold no rule of their
+own: each is a row of ``TOOLS``, naming its operation (``calendar_service.operations``), how it
+is shown, how its arguments become the operation's and its result the tool's.
 
 How a call identifies itself (which key, which request) depends on the transport, so it is
-given as ``Backend.identify``: the HTTP front reads the key its ASGI wrapper verified, the stdio
-front uses the key it was started with.
+given as ``Backend.identify``: the HTTP front passes the principal its ASGI wrapper verified
+for the request, the stdio front the key it was started with (checked again on every call).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC
 from typing import Annotated, Any
 
 import orjson
@@ -23,27 +23,31 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from sqlalchemy import Connection
+from pydantic import BaseModel
 
-from calendar_service import events, service_secrets
+from calendar_service import operations, service_secrets
 from calendar_service.db import Database
 from calendar_service.errors import FieldError, ValidationFailed
-from calendar_service.gateway import CallContext, Operation, perform
+from calendar_service.gateway import CallContext, perform
 from calendar_service.inputs import parse_model, parse_partial
 from calendar_service.keys import Principal
 from calendar_service.models import EventPublic, EventUpdate
+from calendar_service.operations import Operation
 from calendar_service.ratelimit import RateLimiter
-from calendar_service.timeutil import format_in, utcnow, zone
+from calendar_service.timeutil import utcnow
 from mcp_tools import shapes
 from mcp_tools.errors import error_result, tool_errors
 
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who makes the current tool call: the key's secret and the request facts to record."""
+    """Who makes the current tool call: the key's secret, or the principal the transport
+    already verified for this request (then the key is not checked again), and the request
+    facts to record."""
 
     secret: str | None
     call: CallContext
+    principal: Principal | None = None
 
 
 Identify = Callable[[Context, str], Caller]
@@ -128,65 +132,6 @@ not_found. Returns `deleted: true` and the event as it was.
 
 def build_server(backend: Backend, *, name: str = "calendar", version: str = "") -> MCPServer:
     """The MCP server with the five calendar tools, acting through ``backend``."""
-    tools = [
-        _tool(
-            _list_tool(backend),
-            name="listCalendarEvents",
-            title="List calendar events",
-            description=LIST_DOC,
-            schema=shapes.list_schema(),
-            annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        ),
-        _tool(
-            _create_tool(backend),
-            name="createCalendarEvent",
-            title="Create a calendar event",
-            description=CREATE_DOC,
-            schema=shapes.create_schema(),
-            # Not idempotent: without an idempotencyKey a repeated call creates a second event.
-            annotations=ToolAnnotations(
-                read_only_hint=False,
-                destructive_hint=False,
-                idempotent_hint=False,
-                open_world_hint=False,
-            ),
-        ),
-        _tool(
-            _get_tool(backend),
-            name="getCalendarEvent",
-            title="Get a calendar event",
-            description=GET_DOC,
-            schema=shapes.event_ref_schema(),
-            annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        ),
-        _tool(
-            _update_tool(backend),
-            name="updateCalendarEvent",
-            title="Update a calendar event",
-            description=UPDATE_DOC,
-            schema=shapes.update_schema(),
-            # It overwrites fields (destructive); repeating it changes nothing more (idempotent).
-            annotations=ToolAnnotations(
-                read_only_hint=False,
-                destructive_hint=True,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
-        ),
-        _tool(
-            _delete_tool(backend),
-            name="deleteCalendarEvent",
-            title="Delete a calendar event",
-            description=DELETE_DOC,
-            schema=shapes.event_ref_schema(),
-            annotations=ToolAnnotations(
-                read_only_hint=False,
-                destructive_hint=True,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
-        ),
-    ]
     # log_level: MCPServer configures the root logger if nothing else has; WARNING keeps the
     # SDK's per-call INFO lines (which quote tool error texts) out of the logs.
     return MCPServer(
@@ -194,27 +139,47 @@ def build_server(backend: Backend, *, name: str = "calendar", version: str = "")
         title="Calendar",
         instructions=INSTRUCTIONS,
         version=version,
-        tools=tools,
+        tools=[_tool(backend, spec) for spec in TOOLS],
         log_level="WARNING",
     )
 
 
-def _tool(
-    fn: Callable[..., Any],
-    *,
-    name: str,
-    title: str,
-    description: str,
-    schema: dict[str, Any],
-    annotations: ToolAnnotations,
-) -> Tool:
-    tool = Tool.from_function(
-        fn, name=name, title=title, description=description, annotations=annotations
-    )
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One tool: the core operation it performs, how it is shown to clients, and how its
+    arguments become the operation's (``args``, run inside ``gateway.perform`` once the key's
+    permission is checked, so its errors are the call's) and its result the tool's."""
+
+    op: Operation
+    title: str
+    doc: str
+    schema: Callable[[], dict[str, Any]]  # the input schema published to clients
+    result: type[BaseModel]  # the output schema's model
+    annotations: ToolAnnotations
+    args: Callable[[dict[str, Any]], dict[str, Any]]
+    present: Callable[[Any], Any] | None = None
+    renames: Mapping[str, str] = field(default_factory=dict)  # core field -> argument name
+    token_key: bool = False  # whether the operation takes the page-token key
+
+
+def _tool(backend: Backend, spec: ToolSpec) -> Tool:
+    async def call(ctx: Context) -> CallToolResult:
+        arguments = _arguments(ctx)
+        extra = {"token_key": await backend.token_key()} if spec.token_key else {}
+        return await _run(backend, ctx, spec, lambda: {**spec.args(arguments), **extra})
+
     # The function takes only the Context and reads the raw arguments itself (see
     # ``_arguments``), so the SDK accepts any arguments and the core checks them. The schema
-    # published to clients is the core models' one.
-    tool.parameters = schema
+    # published to clients is the core models' one; the output schema, the result model's.
+    call.__annotations__ = {"ctx": Context, "return": Annotated[CallToolResult, spec.result]}
+    tool = Tool.from_function(
+        call,
+        name=spec.op.name,
+        title=spec.title,
+        description=spec.doc,
+        annotations=spec.annotations,
+    )
+    tool.parameters = spec.schema()
     return tool
 
 
@@ -232,16 +197,30 @@ def _result(value: dict[str, Any]) -> CallToolResult:
 
 
 async def _run(
-    backend: Backend, ctx: Context, operation: str, op: Operation[Any]
+    backend: Backend, ctx: Context, spec: ToolSpec, args: Callable[[], dict[str, Any]]
 ) -> CallToolResult:
-    """Perform ``op`` as the caller; its result, or its error returned as an ``isError`` result
-    (raised, the SDK would put ``Error executing tool NAME:`` in front of the error's code)."""
+    """Perform the tool's operation as the caller; its result, or its error returned as an
+    ``isError`` result (raised, the SDK would put ``Error executing tool NAME:`` in front of
+    the error's code)."""
+    operation = spec.op.name
     caller = backend.identify(ctx, operation)
     try:
         with tool_errors(operation, caller.call.request_id):
-            outcome = await backend.db.run_grouped(
-                perform, secret=caller.secret, ctx=caller.call, op=op, limiter=backend.limiter
-            )
+            try:
+                outcome = await backend.db.run_grouped(
+                    perform,
+                    secret=caller.secret,
+                    principal=caller.principal,
+                    ctx=caller.call,
+                    op=spec.op,
+                    args=args,
+                    present=spec.present,
+                    limiter=backend.limiter,
+                )
+            except ValidationFailed as exc:
+                if not spec.renames:
+                    raise
+                raise _renamed(exc, spec.renames) from None
     except ToolError as exc:
         return error_result(exc)
     return _result(outcome.value)
@@ -255,115 +234,80 @@ def _renamed(exc: ValidationFailed, names: Mapping[str, str]) -> ValidationFaile
 
 
 # ---------------------------------------------------------------------------------------------
-# The tools
+# The tools: their arguments as the operations' keyword arguments
 
 
-def _list_tool(backend: Backend) -> Callable[..., Any]:
-    async def list_calendar_events(ctx: Context) -> Annotated[CallToolResult, shapes.EventsPage]:
-        args = _arguments(ctx)
-        token_key = await backend.token_key()
-
-        def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-            params = parse_model(shapes.ListArguments, args)
-            page = events.list_events(
-                conn,
-                principal=principal,
-                time_min=params.time_min,
-                time_max=params.time_max,
-                limit=params.limit,
-                page_token=params.page_token,
-                token_key=token_key,
-            )
-            calendars = page["calendars"]
-            tz = zone(calendars[0]["timeZone"]) if calendars else UTC
-            return 200, {"now": format_in(utcnow(), tz), **page}
-
-        return await _run(backend, ctx, "listCalendarEvents", op)
-
-    return list_calendar_events
+def _list_args(arguments: dict[str, Any]) -> dict[str, Any]:
+    # The arguments' fields are list_events' keywords: time_min, time_max, limit, page_token.
+    return {**dict(parse_model(shapes.ListArguments, arguments)), "now": utcnow()}
 
 
-def _create_tool(backend: Backend) -> Callable[..., Any]:
-    async def create_calendar_event(ctx: Context) -> Annotated[CallToolResult, EventPublic]:
-        body = _arguments(ctx)
-        idempotency_key = body.pop("idempotencyKey", None)
-
-        def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-            key = idempotency_key
-            prior: list[FieldError] = []
-            if key is not None and not isinstance(key, str):
-                prior.append(FieldError("idempotencyKey", "must be a string"))
-                key = None
-            try:
-                event, _replayed = events.create_event_from_input(
-                    conn,
-                    principal=principal,
-                    body=body,
-                    now=utcnow(),
-                    idempotency_key=key,
-                    prior_errors=prior,
-                )
-            except ValidationFailed as exc:
-                raise _renamed(exc, {"Idempotency-Key": "idempotencyKey"}) from None
-            return 201, event
-
-        return await _run(backend, ctx, "createCalendarEvent", op)
-
-    return create_calendar_event
+def _create_args(arguments: dict[str, Any]) -> dict[str, Any]:
+    body = dict(arguments)
+    key = body.pop("idempotencyKey", None)
+    prior: list[FieldError] = []
+    if key is not None and not isinstance(key, str):
+        prior.append(FieldError("idempotencyKey", "must be a string"))
+        key = None
+    return {"body": body, "now": utcnow(), "idempotency_key": key, "prior_errors": prior}
 
 
-def _get_tool(backend: Backend) -> Callable[..., Any]:
-    async def get_calendar_event(ctx: Context) -> Annotated[CallToolResult, EventPublic]:
-        args = _arguments(ctx)
-
-        def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-            ref = parse_model(shapes.EventRef, args)
-            return 200, events.get_event(conn, principal=principal, event_id=ref.event_id)
-
-        return await _run(backend, ctx, "getCalendarEvent", op)
-
-    return get_calendar_event
+def _event_ref(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"event_id": parse_model(shapes.EventRef, arguments).event_id}
 
 
-def _update_tool(backend: Backend) -> Callable[..., Any]:
-    async def update_calendar_event(ctx: Context) -> Annotated[CallToolResult, EventPublic]:
-        body = _arguments(ctx)
-        ref_args = {"eventId": body.pop("eventId")} if "eventId" in body else {}
-
-        def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-            principal.require_write()
-            data, prior = parse_partial(EventUpdate, body)
-            try:
-                ref = parse_model(shapes.EventRef, ref_args)
-            except ValidationFailed as exc:
-                raise ValidationFailed([*exc.errors, *prior]) from None
-            event = events.update_event(
-                conn,
-                principal=principal,
-                event_id=ref.event_id,
-                data=data,
-                now=utcnow(),
-                prior_errors=prior,
-            )
-            return 200, event
-
-        return await _run(backend, ctx, "updateCalendarEvent", op)
-
-    return update_calendar_event
+def _update_args(arguments: dict[str, Any]) -> dict[str, Any]:
+    body = dict(arguments)
+    ref = {"eventId": body.pop("eventId")} if "eventId" in body else {}
+    try:
+        event_id = parse_model(shapes.EventRef, ref).event_id
+    except ValidationFailed as exc:  # with every bad field of the change, as the core reports
+        _, type_errors = parse_partial(EventUpdate, body)
+        raise ValidationFailed([*exc.errors, *type_errors]) from None
+    return {"event_id": event_id, "body": body, "now": utcnow()}
 
 
-def _delete_tool(backend: Backend) -> Callable[..., Any]:
-    async def delete_calendar_event(ctx: Context) -> Annotated[CallToolResult, shapes.DeletedEvent]:
-        args = _arguments(ctx)
+def _delete_args(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {**_event_ref(arguments), "now": utcnow()}
 
-        def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-            principal.require_write()
-            ref = parse_model(shapes.EventRef, args)
-            event = events.delete_event(
-                conn, principal=principal, event_id=ref.event_id, now=utcnow()
-            )
-            return 200, {"deleted": True, "event": event}
 
-        return await _run(backend, ctx, "deleteCalendarEvent", op)
+def _first(result: tuple[Any, ...]) -> Any:
+    return result[0]
 
-    return delete_calendar_event
+
+def _deleted(event: dict[str, Any]) -> dict[str, Any]:
+    return {"deleted": True, "event": event}
+
+
+def _writes(*, destructive: bool, idempotent: bool) -> ToolAnnotations:
+    return ToolAnnotations(
+        read_only_hint=False,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
+
+
+_READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+# Create is not idempotent: without an idempotencyKey a repeated call creates a second event.
+_CREATES = _writes(destructive=False, idempotent=False)
+# Update and delete overwrite or remove (destructive); repeating them changes nothing more.
+_CHANGES = _writes(destructive=True, idempotent=True)
+
+# fmt: off
+TOOLS = (
+    #        operation          title                      doc          input schema
+    #        result model       annotations  arguments     result       options
+    ToolSpec(operations.LIST,   "List calendar events",    LIST_DOC,    shapes.list_schema,
+             shapes.EventsPage, _READS,      _list_args,   token_key=True),
+    ToolSpec(operations.CREATE, "Create a calendar event", CREATE_DOC,  shapes.create_schema,
+             EventPublic,       _CREATES,    _create_args, _first,  # (event, replayed)
+             renames={"Idempotency-Key": "idempotencyKey"}),
+    ToolSpec(operations.GET,    "Get a calendar event",    GET_DOC,     shapes.event_ref_schema,
+             EventPublic,       _READS,      _event_ref),
+    ToolSpec(operations.UPDATE, "Update a calendar event", UPDATE_DOC,  shapes.update_schema,
+             EventPublic,       _CHANGES,    _update_args),
+    ToolSpec(operations.DELETE, "Delete a calendar event", DELETE_DOC,  shapes.event_ref_schema,
+             shapes.DeletedEvent, _CHANGES,  _delete_args, _deleted),
+)
+# fmt: on

@@ -68,9 +68,9 @@ class EventsPage(EventList):
     """What ``listCalendarEvents`` returns: ``EventList`` plus the current time."""
 
     now: str = PydanticField(
-        description="The current time, in the time zone of the first calendar listed (the "
-        "default one for an all-calendars key), with its offset: the reference for 'today' "
-        "and 'tomorrow'.",
+        description="The current time, in the time zone the window's bounds are read in (the "
+        "key's calendar, or the default one for an all-calendars key), with its offset: the "
+        "reference for 'today' and 'tomorrow'.",
         json_schema_extra={"format": "date-time"},
     )
 

@@ -6,9 +6,8 @@ import contextlib
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from sqlalchemy import Connection
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -21,9 +20,8 @@ from calendar_service.errors import (
     PayloadTooLarge,
     UnsupportedMediaType,
 )
-from calendar_service.gateway import CallContext, perform
+from calendar_service.gateway import CallContext, refuse
 from calendar_service.ids import new_id
-from calendar_service.keys import Principal
 from calendar_service.ratelimit import RateLimiter
 
 MAX_BODY = 1024 * 1024
@@ -186,16 +184,11 @@ async def record_refusal(
 
     Used for requests refused before they reach an operation (a key in the URL, a revoked or
     expired key at the MCP transport), so the owner still sees them."""
-
-    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-        raise refusal
-
     try:
         secret = bearer_token(request) or fallback_secret
     except CalendarError:
         secret = fallback_secret
     with contextlib.suppress(CalendarError):
-        await svc.db.run_connected(
-            perform, secret=secret, ctx=call_context(request, operation, transport), op=op
-        )
+        ctx = call_context(request, operation, transport)
+        await svc.db.run_connected(refuse, secret=secret, ctx=ctx, refusal=refusal)
     raise refusal

@@ -102,7 +102,7 @@ class GroupCommit:
           group, and the others run again.
 
         ``gateway.perform`` is such an ``fn`` as long as its ``op`` keeps the same contract
-        (``gateway.Operation``)."""
+        (``operations.Operation``)."""
         if not self.group_commit:
             return await self.run_connected(fn, *args, **kwargs)
         work = bind(fn, *args, **kwargs)

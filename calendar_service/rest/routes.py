@@ -1,16 +1,18 @@
-"""``/api/v1/calendar/events``: thin handlers over the core, through ``gateway.perform``."""
+"""``/api/v1/calendar/events``: thin handlers over the core's operations, through
+``gateway.perform``: each picks its operation (``calendar_service.operations``) and translates
+the request into its arguments and its result into the answer; the key, its permission and
+scope, the rate limit and the call history are the core's."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import events, service_secrets
+from calendar_service import operations, service_secrets
 from calendar_service.asgi.context import (
     bearer_token,
     call_context,
@@ -21,31 +23,38 @@ from calendar_service.asgi.context import (
 )
 from calendar_service.asgi.responses import JSONResponse
 from calendar_service.errors import CalendarError, KeyInUrl, ValidationFailed
-from calendar_service.gateway import Operation, Outcome, perform
+from calendar_service.gateway import Arguments, Outcome, perform
 from calendar_service.inputs import NUL, nul_errors, parse_json_body
-from calendar_service.keys import Principal
+from calendar_service.operations import Operation
 from calendar_service.timeutil import utcnow
 
 EVENTS_PATH = "/api/v1/calendar/events"
 
 
-async def _perform(request: Request, operation: str, op: Operation[Any]) -> Outcome[Any]:
+async def _perform(
+    request: Request,
+    op: Operation,
+    args: Arguments,
+    *,
+    refused: CalendarError | None = None,
+    **options: Any,
+) -> Outcome[Any]:
+    """``gateway.perform`` for this request: its key, its facts, what the URL refuses (before
+    the permission, once the key is known, so the refusal is in its history), and ``options``
+    (``present``, ``status``) as given."""
     svc = services(request)
     leaked = key_in_url(request)
     if leaked is not None:
-        return await _refuse_key_in_url(request, operation, *leaked)
-    refused = _nul_in_url(request)
-    if refused is not None:  # refused once the key is known, so the call is in its history
-
-        def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-            raise refused
-
+        return await _refuse_key_in_url(request, op.name, *leaked)
     return await svc.db.run_grouped(
         perform,
         secret=bearer_token(request),
-        ctx=call_context(request, operation),
+        ctx=call_context(request, op.name),
         op=op,
+        args=args,
+        refused=_nul_in_url(request) or refused,
         limiter=svc.limiter,
+        **options,
     )
 
 
@@ -78,15 +87,16 @@ async def _refuse_key_in_url(
     )
 
 
-def _respond(outcome: Outcome[Any], **extra_headers: str) -> Response:
+def _respond(outcome: Outcome[Any], body: Any, **extra_headers: str) -> Response:
+    """The answer: ``body`` (JSON, or already encoded) with the outcome's status and rate."""
     headers = outcome.rate.headers() if outcome.rate else {}
     headers["Cache-Control"] = "no-store"
     headers.update(extra_headers)
     if outcome.status == 204:
         return Response(status_code=204, headers=headers)
-    if isinstance(outcome.value, bytes):  # encoded JSON
-        return Response(outcome.value, outcome.status, headers, JSONResponse.media_type)
-    return JSONResponse(outcome.value, status_code=outcome.status, headers=headers)
+    if isinstance(body, bytes):  # encoded JSON
+        return Response(body, outcome.status, headers, JSONResponse.media_type)
+    return JSONResponse(body, status_code=outcome.status, headers=headers)
 
 
 async def _page_token_key(request: Request) -> bytes:
@@ -101,93 +111,69 @@ async def _page_token_key(request: Request) -> bytes:
 
 async def list_calendar_events(request: Request) -> Response:
     params = request.query_params
-    token_key = await _page_token_key(request)
+    args = {
+        "time_min": params.get("timeMin"),
+        "time_max": params.get("timeMax"),
+        "limit": params.get("limit"),
+        "page_token": params.get("pageToken"),
+        "token_key": await _page_token_key(request),
+    }
+    # Encoded in the transaction, while the list is fresh in the cache: only the bytes wait
+    # for the group commit (db.Database.run_grouped), not some 600 objects.
+    outcome = await _perform(request, operations.LIST, args, present=orjson.dumps)
+    return _respond(outcome, outcome.value)
 
-    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-        # Encoded here, while the list is fresh in the cache: only the bytes wait for the
-        # group commit (db.Database.run_grouped), not some 600 objects.
-        return 200, orjson.dumps(
-            events.list_events(
-                conn,
-                principal=principal,
-                time_min=params.get("timeMin"),
-                time_max=params.get("timeMax"),
-                limit=params.get("limit"),
-                page_token=params.get("pageToken"),
-                token_key=token_key,
-            )
-        )
 
-    return _respond(await _perform(request, "listCalendarEvents", op))
+async def _body(request: Request) -> tuple[bytes, CalendarError | None]:
+    """The raw body, or why it is refused (too large, not JSON): the body is read before the
+    key is checked, and its error is recorded with the key (``perform``'s ``refused``)."""
+    try:
+        return await read_json_body(request), None
+    except CalendarError as exc:
+        return b"", exc
 
 
 async def create_calendar_event(request: Request) -> Response:
     idem_key = request.headers.get("idempotency-key")
-    # The body is read (and refused if too large or not JSON) before the key is checked; a
-    # body error for a key that exists is still recorded, through the operation below.
-    try:
-        raw: bytes | Exception = await read_json_body(request)
-    except CalendarError as exc:  # recorded with the key below
-        raw = exc
-    replayed = False
+    raw, refused = await _body(request)
 
-    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-        nonlocal replayed
-        if isinstance(raw, Exception):
-            raise raw
-        principal.require_write()
-        event, replayed = events.create_event_from_input(
-            conn,
-            principal=principal,
-            body=parse_json_body(raw),
-            now=utcnow(),
-            idempotency_key=idem_key,
-        )
-        return 201, event
+    def args() -> dict[str, Any]:
+        return {"body": parse_json_body(raw), "now": utcnow(), "idempotency_key": idem_key}
 
-    outcome = await _perform(request, "createCalendarEvent", op)
+    outcome = await _perform(request, operations.CREATE, args, refused=refused)
+    event, replayed = outcome.value
     base = services(request).config.base_url
-    headers = {"Location": f"{base}{EVENTS_PATH}/{outcome.value['id']}"}
+    headers = {"Location": f"{base}{EVENTS_PATH}/{event['id']}"}
     if replayed:
         headers["Idempotent-Replayed"] = "true"
-    return _respond(outcome, **headers)
+    return _respond(outcome, event, **headers)
 
 
 async def get_calendar_event(request: Request) -> Response:
-    event_id = request.path_params["event_id"]
-
-    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-        return 200, events.get_event(conn, principal=principal, event_id=event_id)
-
-    return _respond(await _perform(request, "getCalendarEvent", op))
+    args = {"event_id": request.path_params["event_id"]}
+    outcome = await _perform(request, operations.GET, args)
+    return _respond(outcome, outcome.value)
 
 
 async def update_calendar_event(request: Request) -> Response:
     event_id = request.path_params["event_id"]
-    try:
-        raw: bytes | Exception = await read_json_body(request)
-    except CalendarError as exc:
-        raw = exc
+    raw, refused = await _body(request)
 
-    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-        if isinstance(raw, Exception):
-            raise raw
-        principal.require_write()
-        return 200, events.update_event_from_input(
-            conn, principal=principal, event_id=event_id, body=parse_json_body(raw), now=utcnow()
-        )
+    def args() -> dict[str, Any]:
+        return {"event_id": event_id, "body": parse_json_body(raw), "now": utcnow()}
 
-    return _respond(await _perform(request, "updateCalendarEvent", op))
+    outcome = await _perform(request, operations.UPDATE, args, refused=refused)
+    return _respond(outcome, outcome.value)
 
 
 async def delete_calendar_event(request: Request) -> Response:
     event_id = request.path_params["event_id"]
 
-    def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
-        events.delete_event(conn, principal=principal, event_id=event_id, now=utcnow())
-        return 204, None
+    def args() -> dict[str, Any]:
+        return {"event_id": event_id, "now": utcnow()}
 
-    return _respond(await _perform(request, "deleteCalendarEvent", op))
+    outcome = await _perform(request, operations.DELETE, args, status=204)
+    return _respond(outcome, None)
 
 
 def routes() -> list[BaseRoute]:

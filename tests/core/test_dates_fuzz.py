@@ -181,7 +181,7 @@ def test_a_day_and_its_midnight_are_a_date_an_instant_in_range_or_a_value_error(
 def test_the_window_floor_is_never_above_the_bound_and_never_overflows(
     low: datetime, longest: int
 ) -> None:
-    floor = events._window_floor(low, longest)
+    floor = events.window_floor(low, longest)
     assert floor <= low
     if longest <= (low - EARLIEST).total_seconds():
         assert floor == low - timedelta(seconds=longest)

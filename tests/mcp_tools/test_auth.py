@@ -7,6 +7,7 @@ from datetime import timedelta
 import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
+from sqlalchemy import event
 
 from calendar_service import history, keys
 from calendar_service.db import Database
@@ -143,3 +144,31 @@ def test_only_post_is_served_because_the_transport_is_stateless(
     response = api.request(method, MCP, headers={**JSON_RPC_HEADERS, **bearer(secret)})
     assert response.status_code == 405
     assert response.headers["allow"] == "POST, OPTIONS"
+
+
+def test_a_tool_call_over_http_reads_its_key_once_and_is_recorded(
+    api: httpx.Client, factory: Factory, db: Database
+) -> None:
+    key_id, secret = factory.key(factory.owner())
+    call = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "listCalendarEvents", "arguments": {}},
+    }
+    key_reads: list[str] = []
+
+    def watch(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if "api_keys.secret_hash = " in statement:
+            key_reads.append(statement)
+
+    event.listen(db.engine, "before_cursor_execute", watch)
+    try:
+        response = api.post(MCP, json=call, headers={**JSON_RPC_HEADERS, **bearer(secret)})
+    finally:
+        event.remove(db.engine, "before_cursor_execute", watch)
+    assert response.status_code == 200, response.text
+    assert response.json()["result"]["structuredContent"]["events"] == []
+    assert len(key_reads) == 1
+    calls = db.call(history.list_calls, key_id=key_id)
+    assert [(c["operation"], c["status"]) for c in calls] == [("listCalendarEvents", 200)]

@@ -1,0 +1,59 @@
+"""Calendar events: list, get, create, update, delete, scoped by the calling key.
+
+Every query starts from what the principal may reach (``calendars.accessible_calendars``,
+``calendars.within_reach``); every change writes its webhook delivery row in the same
+transaction (``outbox.record_change``). Core functions raise ``CalendarError`` subclasses
+*before* they write anything.
+
+The package, a module a concern:
+
+- ``listing``: the list (window, pages) — the REST list's hot path;
+- ``create``: create, with idempotency keys, from the input model or untrusted JSON;
+- ``existing``: get, update, delete one event by id;
+- ``writes``: the tail every change shares (longest event, public event, webhook delivery);
+- ``shapes``: the public event object, one at a time and the list's rows all at once;
+- ``parsing``: list windows, titles and start/end times as callers send them;
+- ``tokens``: signed page tokens;
+- ``queries``: the SQL.
+
+This module re-exports what the fronts and the tests use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from calendar_service.events.create import (
+    create_event,
+    create_event_from_input,
+    create_event_once,
+)
+from calendar_service.events.existing import (
+    delete_event,
+    get_event,
+    update_event,
+    update_event_from_input,
+)
+from calendar_service.events.listing import list_events
+from calendar_service.events.parsing import DEFAULT_LIMIT, MAX_LIMIT, parse_list_params
+from calendar_service.events.queries import events_t, window_floor
+from calendar_service.events.shapes import event_public
+from calendar_service.keys import owner_principal
+
+__all__: Sequence[str] = (
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "create_event",
+    "create_event_from_input",
+    "create_event_once",
+    "delete_event",
+    "event_public",
+    "events_t",
+    "get_event",
+    "list_events",
+    "owner_principal",
+    "parse_list_params",
+    "update_event",
+    "update_event_from_input",
+    "window_floor",
+)

@@ -1,0 +1,78 @@
+"""Listing events: the key's calendars and the events overlapping a window, a page at a time.
+
+The REST list's hot path: one query for the calendars (none for a one-calendar key, whose
+calendar was read with it), one compiled window query, and the rows formatted in one loop
+(``shapes.events_public``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection
+
+from calendar_service.calendars import accessible_calendars, calendar_public
+from calendar_service.events.parsing import parse_list_params
+from calendar_service.events.queries import list_statement, window_floor
+from calendar_service.events.shapes import events_public
+from calendar_service.events.tokens import decode_token, encode_token, token_query
+from calendar_service.keys import Principal
+from calendar_service.models import to_db
+from calendar_service.timeutil import format_in, zone
+
+
+def list_events(
+    conn: Connection,
+    *,
+    principal: Principal,
+    time_min: str | None = None,
+    time_max: str | None = None,
+    limit: Any = None,
+    page_token: str | None = None,
+    token_key: bytes,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``.
+
+    An event overlaps when ``endsAt > timeMin`` (or it starts at/after timeMin, so zero-length
+    events at timeMin count) and ``startsAt < timeMax``. Either bound may be omitted (``None``
+    or empty). Date-times without an offset are read in the time zone of the key's calendar
+    (or the default one). ``token_key`` signs and checks page tokens (the fronts get it from
+    ``service_secrets.page_token_key``). Given ``now``, the list starts with it, in the zone
+    the bounds are read in (MCP's ``now``: the reference for "today" and "tomorrow").
+    """
+    calendars = accessible_calendars(conn, principal=principal)
+    default = next((c for c in calendars if c.is_default), calendars[0] if calendars else None)
+    tz = zone(default.time_zone) if default is not None else UTC
+    low, high, size = parse_list_params(time_min=time_min, time_max=time_max, limit=limit, tz=tz)
+    result: dict[str, Any] = {} if now is None else {"now": format_in(now, tz)}
+    result["calendars"] = [calendar_public(c) for c in calendars]
+    result["events"] = []
+    if not calendars:
+        return result
+    dialect = conn.dialect.name
+    params: dict[str, Any] = {"limit": size + 1}
+    if len(calendars) == 1:
+        params["calendar_id"] = calendars[0].id
+    else:
+        params["user_id"] = principal.user_id
+    if low is not None:
+        longest = max(c.max_event_seconds for c in calendars)
+        params["low"] = to_db(low, dialect)
+        params["low_floor"] = to_db(window_floor(low, longest), dialect)
+    if high is not None:
+        params["high"] = to_db(high, dialect)
+    query = token_query(principal, low, high)
+    if page_token:
+        after_start, params["after_id"] = decode_token(token_key, query, page_token)
+        params["after_start"] = to_db(after_start, dialect)
+    statement = list_statement(
+        len(calendars) == 1, low is not None, high is not None, bool(page_token)
+    )
+    rows = statement.all(conn, **params)
+    result["events"] = events_public(rows[:size], calendars)
+    if len(rows) > size:
+        last = rows[size - 1]  # starts_at is the stored UTC text on every backend
+        result["nextPageToken"] = encode_token(token_key, query, last[3], last[0])
+    return result

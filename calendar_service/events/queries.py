@@ -1,0 +1,127 @@
+"""The events' SQL: the list's window query, the insert, loading one event within a key's
+reach, and the calendar's longest event.
+
+The statements every list or create runs are compiled once and run straight on the driver
+(``db.Statement``); the rest go through SQLAlchemy as usual.
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, and_, bindparam, insert, or_, select, update
+
+from calendar_service.calendars import CalendarRow, calendars_t, within_reach
+from calendar_service.db import Statement
+from calendar_service.errors import NotFound
+from calendar_service.keys import Principal
+from calendar_service.models import Event, UTCDateTime, utc_text_of
+
+events_t = Event.__table__  # type: ignore[attr-defined]
+
+EVENT_COLUMNS = (
+    events_t.c.id,
+    events_t.c.calendar_id,
+    events_t.c.title,
+    events_t.c.starts_at,
+    events_t.c.ends_at,
+    events_t.c.all_day,
+    events_t.c.description,
+    events_t.c.location,
+    events_t.c.created_at,
+    events_t.c.updated_at,
+)
+
+# The list reads its date-times as stored UTC text on every backend (see utc_text_of).
+_LIST_COLUMNS = tuple(
+    utc_text_of(c) if isinstance(c.type, UTCDateTime) else c for c in EVENT_COLUMNS
+)
+
+
+@functools.cache
+def list_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> Statement:
+    """The window query, one compiled statement per shape of request."""
+    query = select(*_LIST_COLUMNS)
+    if one_calendar:
+        query = query.where(events_t.c.calendar_id == bindparam("calendar_id"))
+    else:  # an all-calendars key reaches every calendar of its owner
+        owned = select(calendars_t.c.id).where(calendars_t.c.user_id == bindparam("user_id"))
+        query = query.where(events_t.c.calendar_id.in_(owned.scalar_subquery()))
+    if low:
+        # Bounded below by the longest event so the index on (calendar_id, starts_at) does the
+        # work on both sides instead of scanning every older event.
+        query = query.where(
+            events_t.c.starts_at >= bindparam("low_floor"),
+            or_(events_t.c.ends_at > bindparam("low"), events_t.c.starts_at >= bindparam("low")),
+        )
+    if high:
+        query = query.where(events_t.c.starts_at < bindparam("high"))
+    if after:
+        after_start = bindparam("after_start")
+        query = query.where(
+            events_t.c.starts_at >= after_start,
+            or_(
+                events_t.c.starts_at > after_start,
+                and_(events_t.c.starts_at == after_start, events_t.c.id > bindparam("after_id")),
+            ),
+        )
+    return Statement(query.order_by(events_t.c.starts_at, events_t.c.id).limit(bindparam("limit")))
+
+
+_FIRST_INSTANT = datetime.min.replace(tzinfo=UTC)
+
+
+def window_floor(low: datetime, longest_seconds: int) -> datetime:
+    """The least ``starts_at`` an event overlapping ``[low, ...)`` can have: ``low`` less the
+    calendar's longest event, never below the first instant a ``datetime`` holds (a longest
+    length stored by an older version can be any size, and it never shrinks)."""
+    if longest_seconds >= (low - _FIRST_INSTANT).total_seconds():
+        return _FIRST_INSTANT
+    return low - timedelta(seconds=longest_seconds)
+
+
+# Run straight from the driver (see db.Statement): every column, date-times through to_db.
+INSERT = Statement(insert(events_t).values({c.name: bindparam(c.name) for c in events_t.c}))
+
+
+def bump_longest(conn: Connection, calendar: Any, start: datetime, end: datetime) -> None:
+    """Keep the calendar's longest event length (the window query's lower bound) up to date."""
+    seconds = int((end - start).total_seconds()) + 1
+    if seconds > calendar.max_event_seconds:
+        conn.execute(
+            update(calendars_t)
+            .where(calendars_t.c.id == calendar.id, calendars_t.c.max_event_seconds < seconds)
+            .values(max_event_seconds=seconds)
+        )
+
+
+_EVENT_CALENDAR = (  # the event's calendar, read with it (CalendarRow's fields, but the id)
+    calendars_t.c.name.label("calendar_name"),
+    calendars_t.c.time_zone.label("calendar_time_zone"),
+    calendars_t.c.is_default.label("calendar_is_default"),
+    calendars_t.c.max_event_seconds.label("calendar_max_event_seconds"),
+)
+
+
+def load_in_scope(
+    conn: Connection, *, principal: Principal, event_id: str
+) -> tuple[Any, CalendarRow]:
+    """The event (``EVENT_COLUMNS``) and its calendar, if the key may reach it; otherwise 404
+    (never revealing whether an event exists outside the key's reach)."""
+    row = conn.execute(
+        select(*EVENT_COLUMNS, *_EVENT_CALENDAR)
+        .join(calendars_t, calendars_t.c.id == events_t.c.calendar_id)
+        .where(events_t.c.id == event_id, within_reach(principal))
+    ).first()
+    if row is None:
+        raise NotFound(f"No event {event_id!r} in the calendars this key can reach.")
+    calendar = CalendarRow(
+        row.calendar_id,
+        row.calendar_name,
+        row.calendar_time_zone,
+        bool(row.calendar_is_default),
+        row.calendar_max_event_seconds,
+    )
+    return row, calendar

@@ -1,0 +1,84 @@
+"""The public event object (``EventPublic``): one event, and the list's rows all at once.
+
+``event_public`` formats any row with attributes: a fetched one, or what a write just stored
+(a dict, through ``Row``), so that a created or changed event reads exactly as a later get or
+list shows it. ``events_public`` is the list's hot loop: it formats the window query's driver
+rows without an object or a call per row. Keep the two in step (tests/core/test_event_shapes.py
+compares them).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from datetime import UTC, tzinfo
+from typing import Any
+
+from calendar_service.timeutil import STORED_WHOLE_SECOND, format_in, format_utc, zone
+
+
+def event_public(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
+    """The public event object (``EventPublic``), times in the calendar's zone."""
+    fmt = format_utc if tz is UTC else functools.partial(format_in, tz=tz)
+    return {
+        "id": row.id,
+        "calendarId": row.calendar_id,
+        "calendar": calendar_name,
+        "title": row.title,
+        "startsAt": fmt(row.starts_at),
+        "endsAt": fmt(row.ends_at),
+        "allDay": bool(row.all_day),
+        "description": row.description,
+        "location": row.location,
+        "createdAt": format_utc(row.created_at),
+        "updatedAt": format_utc(row.updated_at),
+    }
+
+
+def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[str, Any]]:
+    """``event_public`` for the list's driver rows (``queries.EVENT_COLUMNS`` order), without
+    an object or a call per row: the list's hot loop. Stored times are RFC 3339 UTC text
+    already (``timeutil.utc_text``): in UTC they only lose a zero fraction."""
+    zones: dict[str, tuple[str, tzinfo | None]] = {}
+    for c in calendars:
+        tz = zone(c.time_zone)
+        zones[c.id] = (c.name, None if tz is UTC else tz)
+    whole, z = STORED_WHOLE_SECOND, "Z"
+    events = []
+    for event_id, calendar_id, title, starts, ends, all_day, desc, place, created, updated in rows:
+        name, tz = zones[calendar_id]
+        if tz is None:
+            starts, ends = starts.replace(whole, z), ends.replace(whole, z)
+        else:
+            starts, ends = format_in(starts, tz), format_in(ends, tz)
+        events.append(
+            {
+                "id": event_id,
+                "calendarId": calendar_id,
+                "calendar": name,
+                "title": title,
+                "startsAt": starts,
+                "endsAt": ends,
+                "allDay": all_day == 1,
+                "description": desc,
+                "location": place,
+                "createdAt": created.replace(whole, z),
+                "updatedAt": updated.replace(whole, z),
+            }
+        )
+    return events
+
+
+class Row:
+    """Attribute access over a dict, so a just-stored row formats like a fetched one."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self._values = values
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None

@@ -1,0 +1,84 @@
+"""Page tokens: which page of which list query comes next, signed so that only the server
+makes them.
+
+A page token is ``base64url(mac || payload)``: the payload is the last row's start and id, the
+MAC an HMAC-SHA256 (cut to 16 bytes) with the server's page-token key over the query the page
+belongs to (the key, its owner and calendar, the window) and the payload. A token is opaque to
+callers; one the server did not make, or made for another query, is refused before anything
+in it is read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+from datetime import datetime
+
+import orjson
+
+from calendar_service.errors import FieldError, ValidationFailed
+from calendar_service.keys import Principal
+from calendar_service.timeutil import check_instant, from_utc_text, utc_text
+
+_MAC_BYTES = 16
+_TOKEN_MAX = 512
+
+
+def _bad_token() -> ValidationFailed:
+    return ValidationFailed(
+        [
+            FieldError(
+                "pageToken",
+                "is not a page token returned by this query; start again without pageToken",
+            )
+        ]
+    )
+
+
+def _token_mac(key: bytes, query: bytes, payload: bytes) -> bytes:
+    digest = hmac.new(key, query + b"\n" + payload, hashlib.sha256).digest()
+    return digest[:_MAC_BYTES]
+
+
+def token_query(principal: Principal, low: datetime | None, high: datetime | None) -> bytes:
+    """What a token is bound to. The window's instants, not the text that named them."""
+    parts = (
+        principal.key_id,
+        principal.user_id,
+        principal.calendar_id or "",
+        "" if low is None else utc_text(low),
+        "" if high is None else utc_text(high),
+    )
+    return "\x1f".join(parts).encode()
+
+
+def encode_token(key: bytes, query: bytes, starts_at: str, event_id: str) -> str:
+    """``starts_at`` is the stored UTC text of the page's last event (``utc_text``)."""
+    payload = orjson.dumps([starts_at, event_id])
+    raw = _token_mac(key, query, payload) + payload
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_token(key: bytes, query: bytes, token: str) -> tuple[datetime, str]:
+    """The start and id after which the next page begins; a 400 for any token this server did
+    not make for ``query``."""
+    if len(token) > _TOKEN_MAX:
+        raise _bad_token()
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    except (ValueError, binascii.Error):
+        raise _bad_token() from None
+    mac, payload = raw[:_MAC_BYTES], raw[_MAC_BYTES:]
+    if not hmac.compare_digest(mac, _token_mac(key, query, payload)):
+        raise _bad_token()
+    # Made by this server for this query; still read as carefully as any input.
+    try:
+        starts_text, event_id = orjson.loads(payload)
+        starts_at = check_instant(from_utc_text(starts_text))
+    except (ValueError, TypeError, orjson.JSONDecodeError):
+        raise _bad_token() from None
+    if not isinstance(event_id, str) or "\x00" in event_id:  # no id has a NUL
+        raise _bad_token()
+    return starts_at, event_id

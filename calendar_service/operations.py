@@ -1,0 +1,71 @@
+"""The calendar operations, each declared once: its name, what it needs of the key, and the
+core function that does it.
+
+The fronts only translate: REST and MCP pick an operation, turn their input into its
+function's keyword arguments and its result into their answer. ``gateway.perform`` decides the
+rest, for every front alike and once per call: it checks the key, spends its rate budget,
+enforces the operation's ``needs`` before anything of the operation runs, runs it and records
+the call. The event functions hold no permission check of their own; the calendar scope of a
+key is decided where the events are read (``calendars.accessible_calendars``,
+``calendars.within_reach``, ``calendars.resolve_target``).
+
+The owner acting in person (the settings pages, the CLI) calls the event functions directly,
+with ``keys.owner_principal``, which may do everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from calendar_service import events
+
+Needs = Literal["read", "write"]
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One operation: ``run(conn, principal=..., **arguments)``, for keys that have ``needs``.
+
+    ``gateway.perform`` runs it inside the transaction it opened, once the key is authorized
+    and its permission checked, and before the call is recorded (``status``, unless the front
+    answers with another: REST's delete answers 204).
+
+    An operation may run more than once for one request. Under ``Database.run_grouped`` (how the
+    REST and MCP fronts run ``perform``) the calls of one turn of the event loop share one
+    transaction on SQLite; when it is rolled back (another call of the group failed after
+    writing, or the commit failed), ``perform`` runs again, and the operation with it, in a
+    transaction of its own. The first run's writes are undone; only the last run's are
+    committed, and only its value or error is answered. So an operation, and whatever a front
+    gives ``perform`` to make its arguments or present its result, must:
+
+    - act only through ``conn``, inside the transaction, so that a rollback undoes all it did:
+      no effect outside it (no network, files, other connections; no change to caches, globals
+      or objects the caller shares), unless repeating it is harmless, such as setting a
+      variable the caller reads afterwards, which the last run sets last;
+    - not open, commit, roll back or end a transaction, ``atomic`` and savepoints included:
+      ``perform`` owns them, and inside a group an end of its own would end the other calls'
+      work;
+    - return a value that needs neither ``conn`` nor the transaction (it reaches the caller
+      after the commit) and carries nothing over from an earlier run (a rerun makes new ids and
+      reads the clock again, and the earlier run's rows are gone);
+    - check before it writes where it can: a failure after a write rolls back the whole group,
+      and every other call of it runs again.
+    """
+
+    name: str  # as recorded in the call history, and the MCP tool's name
+    needs: Needs
+    run: Callable[..., Any]
+    status: int = 200
+
+
+LIST = Operation("listCalendarEvents", "read", events.list_events)
+CREATE = Operation("createCalendarEvent", "write", events.create_event_from_input, status=201)
+GET = Operation("getCalendarEvent", "read", events.get_event)
+UPDATE = Operation("updateCalendarEvent", "write", events.update_event_from_input)
+DELETE = Operation("deleteCalendarEvent", "write", events.delete_event)
+
+OPERATIONS = (LIST, CREATE, GET, UPDATE, DELETE)
+
+__all__ = ["CREATE", "DELETE", "GET", "LIST", "OPERATIONS", "UPDATE", "Needs", "Operation"]
