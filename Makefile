@@ -32,6 +32,7 @@ test-sqlite: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	scripts/lint-openapi
 
 format: install

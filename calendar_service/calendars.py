@@ -63,7 +63,7 @@ def create_calendar(
         errors.append(FieldError("timeZone", "must be an IANA time zone such as Europe/Berlin"))
     if errors:
         raise ValidationFailed(errors)
-    values = {
+    values: dict[str, Any] = {
         "id": new_id("cal"),
         "user_id": user_id,
         "name": name,

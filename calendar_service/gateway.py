@@ -81,6 +81,7 @@ def _record(conn: Connection, ctx: CallContext, key_id: str, status: int) -> Non
 
 def perform(
     conn: Connection,
+    /,
     *,
     secret: str | None = None,
     principal: Principal | None = None,

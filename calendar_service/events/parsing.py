@@ -114,7 +114,7 @@ def resolve_times(
         # endsAt is exclusive; equal to startsAt means a one-day event.
         if last == first:
             last = first + ONE_DAY
-        start_end = []
+        start_end: list[datetime | None] = []
         for name, day in (("startsAt", first), ("endsAt", last)):
             try:
                 start_end.append(midnight(day, tz))

@@ -11,7 +11,7 @@ import functools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, insert, or_, select, update
+from sqlalchemy import BindParameter, Connection, and_, bindparam, insert, or_, select, update
 
 from calendar_service.calendars import CalendarRow, calendars_t, within_reach
 from calendar_service.db import Statement
@@ -59,7 +59,7 @@ def list_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> St
     if high:
         query = query.where(events_t.c.starts_at < bindparam("high"))
     if after:
-        after_start = bindparam("after_start")
+        after_start: BindParameter[Any] = bindparam("after_start")
         query = query.where(
             events_t.c.starts_at >= after_start,
             or_(

@@ -46,11 +46,11 @@ def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[st
     whole, z = STORED_WHOLE_SECOND, "Z"
     events = []
     for event_id, calendar_id, title, starts, ends, all_day, desc, place, created, updated in rows:
-        name, tz = zones[calendar_id]
-        if tz is None:
+        name, local = zones[calendar_id]
+        if local is None:
             starts, ends = starts.replace(whole, z), ends.replace(whole, z)
         else:
-            starts, ends = format_in(starts, tz), format_in(ends, tz)
+            starts, ends = format_in(starts, local), format_in(ends, local)
         events.append(
             {
                 "id": event_id,

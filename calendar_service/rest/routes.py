@@ -5,7 +5,8 @@ scope, the rate limit and the call history are the core's."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import orjson
 from starlette.requests import Request
@@ -37,11 +38,12 @@ async def _perform(
     args: Arguments,
     *,
     refused: CalendarError | None = None,
-    **options: Any,
+    present: Callable[[Any], Any] | None = None,
+    status: int | None = None,
 ) -> Outcome[Any]:
     """``gateway.perform`` for this request: its key, its facts, what the URL refuses (before
-    the permission, once the key is known, so the refusal is in its history), and ``options``
-    (``present``, ``status``) as given."""
+    the permission, once the key is known, so the refusal is in its history), ``present`` and
+    ``status`` as ``perform`` takes them."""
     svc = services(request)
     leaked = key_in_url(request)
     if leaked is not None:
@@ -54,7 +56,8 @@ async def _perform(
         args=args,
         refused=_nul_in_url(request) or refused,
         limiter=svc.limiter,
-        **options,
+        present=present,
+        status=status,
     )
 
 
@@ -74,7 +77,7 @@ def _nul_in_url(request: Request) -> ValidationFailed | None:
 
 async def _refuse_key_in_url(
     request: Request, operation: str, parameter: str, value: str
-) -> Outcome[Any]:
+) -> NoReturn:
     """400 for a key in the URL. If it is a real key (in the header or the URL), the refused
     call goes into that key's history, so its owner can see the key may have leaked."""
     await record_refusal(
