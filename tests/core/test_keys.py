@@ -1,0 +1,269 @@
+"""API keys in the core (``keys``): the secret's format and checksum, issuing, identifying,
+authorizing, revoking and expiring, on the real database."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import timedelta
+
+import pytest
+
+from calendar_service import keys
+from calendar_service.db import Database
+from calendar_service.errors import (
+    ExpiredKey,
+    InsufficientScope,
+    MalformedKey,
+    MissingKey,
+    NotFound,
+    RevokedKey,
+    UnknownKey,
+    ValidationFailed,
+)
+from calendar_service.ids import ALPHABET
+from calendar_service.timeutil import utcnow
+from tests.support import Factory
+
+# ---------------------------------------------------------------------------------------------
+# The secret
+
+
+def test_a_secret_is_the_prefix_forty_random_characters_and_a_six_character_checksum() -> None:
+    secret = keys.generate_secret()
+    assert re.fullmatch(r"calsk_[0-9A-Za-z]{46}", secret)
+    assert len(secret) == keys.SECRET_LEN == 52
+    keys.check_format(secret)  # accepted as it is
+
+
+def test_secrets_are_never_repeated() -> None:
+    assert len({keys.generate_secret() for _ in range(200)}) == 200
+
+
+def test_a_secret_with_one_character_mistyped_fails_its_checksum() -> None:
+    secret = keys.generate_secret()
+    position = len(keys.SECRET_PREFIX) + 17
+    other = next(c for c in ALPHABET if c != secret[position])
+    typo = secret[:position] + other + secret[position + 1 :]
+    with pytest.raises(MalformedKey, match="checksum does not match"):
+        keys.check_format(typo)
+
+
+@pytest.mark.parametrize(
+    ("spoil", "reason"),
+    [
+        (lambda s: s[:-1], "52 letters and digits"),
+        (lambda s: s + "0", "52 letters and digits"),
+        (lambda s: s[:20] + "-" + s[21:], "52 letters and digits"),
+        (lambda s: "sk_live_" + s[6:], "should start with 'calsk_'"),
+        (lambda s: s.upper(), "should start with 'calsk_'"),
+    ],
+    ids=["truncated", "one-too-many", "not-base62", "wrong-prefix", "upper-cased"],
+)
+def test_a_malformed_secret_is_refused_saying_what_is_wrong(spoil: object, reason: str) -> None:
+    with pytest.raises(MalformedKey) as refused:
+        keys.check_format(spoil(keys.generate_secret()))  # type: ignore[operator]
+    assert reason in refused.value.message
+    assert refused.value.code == "malformed_api_key"
+
+
+# ---------------------------------------------------------------------------------------------
+# Issuing
+
+
+def test_a_new_key_is_stored_as_a_hash_and_its_secret_is_returned_once(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    now = utcnow()
+    record, secret = db.call(
+        keys.create_key,
+        user_id=owner.id,
+        name="  reporting bot  ",
+        permission="read",
+        expires_at=now + timedelta(days=30),
+        calendar_id=None,
+        now=now,
+    )
+    assert record["name"] == "reporting bot"
+    assert record["permission"] == "read"
+    assert record["scopes"] == ["calendar:read"]
+    assert record["calendarId"] is None
+    assert record["state"] == "active"
+    assert record["prefix"] == secret[:12]
+    assert record["revokedAt"] is None and record["lastUsedAt"] is None
+    assert secret not in str(record)
+    stored = db.call(keys.get_key, user_id=owner.id, key_id=record["id"])
+    assert stored["secret_hash"] == hashlib.sha256(secret.encode()).hexdigest()
+    assert secret not in {str(v) for v in stored.values()}
+
+
+def test_a_write_key_has_both_scopes(db: Database, factory: Factory) -> None:
+    owner = factory.owner()
+    factory.key(owner, permission="write")
+    [record] = db.call(keys.list_keys, user_id=owner.id, now=utcnow())
+    assert record["scopes"] == ["calendar:read", "calendar:write"]
+
+
+def test_a_key_with_bad_fields_is_refused_listing_every_one(db: Database, factory: Factory) -> None:
+    owner, stranger = factory.owner(), factory.owner()
+    now = utcnow()
+    with pytest.raises(ValidationFailed) as refused:
+        db.call(
+            keys.create_key,
+            user_id=owner.id,
+            name="   ",
+            permission="admin",
+            expires_at=now,
+            calendar_id=stranger.default_calendar_id,
+            now=now,
+        )
+    assert {e["field"] for e in refused.value.errors} == {
+        "name",
+        "permission",
+        "expiresAt",
+        "calendarId",
+    }
+    assert db.call(keys.list_keys, user_id=owner.id, now=now) == []
+
+
+def test_a_one_calendar_key_names_a_calendar_of_its_owner(db: Database, factory: Factory) -> None:
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work")
+    key_id, secret = factory.key(owner, calendar_id=work)
+    principal = keys.authorize(db.call(keys.identify, secret=secret), now=utcnow())
+    assert principal.key_id == key_id
+    assert principal.calendar_id == work
+
+
+# ---------------------------------------------------------------------------------------------
+# Identifying and authorizing
+
+
+@pytest.mark.parametrize("secret", [None, ""], ids=["none", "empty"])
+def test_no_secret_is_a_missing_key(db: Database, secret: str | None) -> None:
+    with pytest.raises(MissingKey):
+        db.call(keys.identify, secret=secret)
+
+
+def test_a_malformed_secret_is_refused_before_the_database_is_asked(db: Database) -> None:
+    with pytest.raises(MalformedKey):
+        db.call(keys.identify, secret="calsk_short")
+
+
+def test_a_well_formed_secret_nobody_was_given_is_an_unknown_key(db: Database) -> None:
+    with pytest.raises(UnknownKey):
+        db.call(keys.identify, secret=keys.generate_secret())
+
+
+def test_an_active_key_becomes_a_principal_with_its_owner_and_permission(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    key_id, secret = factory.key(owner, permission="read")
+    row = db.call(keys.identify, secret=secret)
+    principal = keys.authorize(row, now=utcnow())
+    assert (principal.key_id, principal.user_id) == (key_id, owner.id)
+    assert principal.permission == "read"
+    assert principal.scopes == ("calendar:read",)
+    assert principal.calendar_id is None
+
+
+def test_a_read_key_is_refused_write_naming_the_scope_it_lacks(
+    db: Database, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner(), permission="read")
+    principal = keys.authorize(db.call(keys.identify, secret=secret), now=utcnow())
+    with pytest.raises(InsufficientScope) as refused:
+        principal.require_write()
+    assert refused.value.required_scope == "calendar:write"
+    assert "read-only" in refused.value.message
+
+
+def test_a_key_expires_at_the_instant_it_was_given(db: Database, factory: Factory) -> None:
+    _, secret = factory.key(factory.owner())
+    row = db.call(keys.identify, secret=secret)
+    keys.authorize(row, now=row.expires_at - timedelta(microseconds=1))
+    with pytest.raises(ExpiredKey) as refused:
+        keys.authorize(row, now=row.expires_at)
+    assert refused.value.code == "expired_api_key"
+
+
+def test_an_expired_key_is_still_identified_so_its_refusal_can_be_recorded(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    then = utcnow() - timedelta(days=2)
+    record, secret = db.call(
+        keys.create_key,
+        user_id=owner.id,
+        name="old",
+        permission="write",
+        expires_at=then + timedelta(days=1),
+        calendar_id=None,
+        now=then,
+    )
+    row = db.call(keys.identify, secret=secret)
+    assert row.id == record["id"]
+    with pytest.raises(ExpiredKey):
+        keys.authorize(row, now=utcnow())
+    [listed] = db.call(keys.list_keys, user_id=owner.id, now=utcnow())
+    assert listed["state"] == "expired"
+
+
+# ---------------------------------------------------------------------------------------------
+# Revoking
+
+
+def test_a_revoked_key_is_refused_at_once(db: Database, factory: Factory) -> None:
+    owner = factory.owner()
+    key_id, secret = factory.key(owner)
+    record = db.call(keys.revoke_key, user_id=owner.id, key_id=key_id, now=utcnow())
+    assert record["state"] == "revoked" and record["revokedAt"] is not None
+    with pytest.raises(RevokedKey):
+        keys.authorize(db.call(keys.identify, secret=secret), now=utcnow())
+
+
+def test_revoking_a_revoked_key_keeps_the_first_time(db: Database, factory: Factory) -> None:
+    owner = factory.owner()
+    key_id, _ = factory.key(owner)
+    first = db.call(keys.revoke_key, user_id=owner.id, key_id=key_id, now=utcnow())
+    again = db.call(
+        keys.revoke_key, user_id=owner.id, key_id=key_id, now=utcnow() + timedelta(hours=1)
+    )
+    assert again["revokedAt"] == first["revokedAt"]
+
+
+def test_an_owner_cannot_revoke_another_owners_key(db: Database, factory: Factory) -> None:
+    owner, stranger = factory.owner(), factory.owner()
+    key_id, secret = factory.key(owner)
+    with pytest.raises(NotFound):
+        db.call(keys.revoke_key, user_id=stranger.id, key_id=key_id, now=utcnow())
+    keys.authorize(db.call(keys.identify, secret=secret), now=utcnow())  # still active
+
+
+def test_the_owners_keys_are_listed_newest_first_with_their_states(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    now = utcnow()
+    made = []
+    for minutes, name in ((3, "oldest"), (2, "middle"), (1, "newest")):
+        record, _ = db.call(
+            keys.create_key,
+            user_id=owner.id,
+            name=name,
+            permission="write",
+            expires_at=now + timedelta(days=1),
+            calendar_id=None,
+            now=now - timedelta(minutes=minutes),
+        )
+        made.append(record["id"])
+    db.call(keys.revoke_key, user_id=owner.id, key_id=made[1], now=now)
+    listed = db.call(keys.list_keys, user_id=owner.id, now=now)
+    assert [(k["name"], k["state"]) for k in listed] == [
+        ("newest", "active"),
+        ("middle", "revoked"),
+        ("oldest", "active"),
+    ]
+    assert db.call(keys.list_keys, user_id=factory.owner().id, now=now) == []
