@@ -1,10 +1,9 @@
 """Fixtures for the settings pages: signed-in HTTP clients, and headless Chromium.
 
 Browser tests use Debian's ``/usr/bin/chromium`` through Playwright (never a downloaded
-browser). Every test that asks for the ``browser`` fixture is marked ``browser``; scripts/test
-runs them in the SQLite leg and leaves them out of the PostgreSQL leg (``-m "not browser"``): the
-HTTP tests cover the same routes on both backends, while the browser adds nothing
-backend-specific. Without Chromium they fail, unless the run opted out with
+browser). Every test that asks for the ``browser`` fixture is marked ``browser`` (so
+``-m browser`` picks them); scripts/test runs them in both legs, SQLite and PostgreSQL. Without
+Chromium they fail, unless the run opted out with
 ``CALENDAR_TEST_SKIP_BROWSER=1`` (scripts/test sets it, after a loud warning, when it cannot
 install Chromium); under ``CI=true`` they fail either way.
 """
@@ -131,7 +130,7 @@ def strict_server(database_url: str) -> Iterator[RunningServer]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "browser: drives headless Chromium (SQLite leg only)")
+    config.addinivalue_line("markers", "browser: drives headless Chromium")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -22,6 +22,7 @@ from calendar_service.history import CallRecord, record_call
 from calendar_service.timeutil import utcnow
 from tests.account.conftest import receiver, screenshot
 from tests.support import Factory, Owner, RunningServer, bearer, wait_for
+from tests.webhooks.support import set_webhook
 
 EVENTS = "/api/v1/calendar/events"
 WIDTHS = [390, 1024, 1280]
@@ -90,7 +91,7 @@ def seeded(factory: Factory, server: RunningServer) -> Seeded:
 
     with receiver(answer) as (url, _), httpx.Client(base_url=server.url, timeout=30) as api:
         long_url = url + "/" + "a1b2c3d4e5f6" * 12 + "?source=calendar-service&team=marketing"
-        factory.db.call(webhook_config.set_endpoint, user_id=owner.id, url=long_url, now=utcnow())
+        set_webhook(factory.db, owner, long_url)
 
         def create(body: dict[str, Any], key: str = secret) -> str:
             made = api.post(EVENTS, json=body, headers={**bearer(key), "User-Agent": AGENT})
