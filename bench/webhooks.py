@@ -40,11 +40,9 @@ from calendar_service import events, users, webhook_config, webhook_targets
 from calendar_service.config import Config, parse_retry_schedule
 from calendar_service.db import Database
 from calendar_service.migrate import upgrade
-from calendar_service.models import EventCreate, WebhookDelivery
+from calendar_service.models import EventCreate, deliveries_t
 from calendar_service.timeutil import utcnow
 from webhooks.scheduler import delivery_job
-
-deliveries_t = WebhookDelivery.__table__  # type: ignore[attr-defined]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

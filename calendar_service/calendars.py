@@ -12,10 +12,9 @@ from calendar_service.errors import FieldError, InsufficientScope, NotFound, Val
 from calendar_service.ids import new_id
 from calendar_service.inputs import check_text
 from calendar_service.keys import Principal
-from calendar_service.models import DEFAULT_CALENDAR_NAME, Calendar
+from calendar_service.models import DEFAULT_CALENDAR_NAME, calendars_t
 from calendar_service.timeutil import is_valid_zone
 
-calendars_t = Calendar.__table__  # type: ignore[attr-defined]
 NAME_MAX = 200
 
 _COLUMNS = (

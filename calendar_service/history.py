@@ -14,11 +14,8 @@ from sqlalchemy import Connection, bindparam, case, delete, func, insert, select
 
 from calendar_service.db import Statement
 from calendar_service.errors import FieldError, ValidationFailed
-from calendar_service.models import ApiKey, Call, to_db
+from calendar_service.models import calls_t, keys_t, to_db
 from calendar_service.timeutil import format_utc
-
-calls_t = Call.__table__  # type: ignore[attr-defined]
-keys_t = ApiKey.__table__  # type: ignore[attr-defined]
 
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
 TRANSPORTS = ("rest", "mcp")

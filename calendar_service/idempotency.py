@@ -26,9 +26,8 @@ from calendar_service.errors import (
     IdempotencyMismatch,
     ValidationFailed,
 )
-from calendar_service.models import IdempotencyRecord
+from calendar_service.models import records_t
 
-records_t = IdempotencyRecord.__table__  # type: ignore[attr-defined]
 RETENTION = timedelta(hours=24)
 MAX_KEY_LENGTH = 255
 

@@ -33,7 +33,7 @@ from calendar_service.errors import (
 )
 from calendar_service.ids import base62, new_id
 from calendar_service.inputs import check_text
-from calendar_service.models import ApiKey, Calendar, Call, from_db
+from calendar_service.models import calendars_t, calls_t, from_db, keys_t
 from calendar_service.timeutil import format_utc, parse_date_time
 
 SECRET_PREFIX = "calsk_"  # noqa: S105 - a public prefix, not a secret
@@ -115,11 +115,6 @@ def parse_expires_at(text: str) -> datetime:
             "or an RFC 3339 date-time such as 2027-01-01T09:00:00Z"
         )
     raise ValidationFailed([FieldError("expiresAt", message)])
-
-
-keys_t = ApiKey.__table__  # type: ignore[attr-defined]
-calendars_t = Calendar.__table__  # type: ignore[attr-defined]
-calls_t = Call.__table__  # type: ignore[attr-defined]
 
 
 def _checksum(body: str) -> str:

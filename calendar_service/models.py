@@ -17,7 +17,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
 from pydantic.alias_generators import to_camel
-from sqlalchemy import BigInteger, Column, DateTime, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeDecorator
@@ -392,3 +402,24 @@ class Problem(BaseModel):
     code: str
     instance: str | None = None
     errors: list[FieldErrorPublic] | None = None
+
+
+def _table(model: type[SQLModel]) -> Table:
+    """A model's table: SQLModel does not declare ``__table__`` to type checkers."""
+    table: Table = model.__table__  # type: ignore[attr-defined]
+    return table
+
+
+# The tables, as the core's SQLAlchemy Core statements use them (one definition each).
+users_t = _table(User)
+calls_t = _table(Call)
+keys_t = _table(ApiKey)
+secrets_t = _table(ServiceSecret)
+sessions_t = _table(OwnerSession)
+failures_t = _table(SignInFailure)
+records_t = _table(IdempotencyRecord)
+events_t = _table(Event)
+calendars_t = _table(Calendar)
+endpoints_t = _table(WebhookEndpoint)
+deliveries_t = _table(WebhookDelivery)
+attempts_t = _table(WebhookAttempt)

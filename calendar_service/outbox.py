@@ -15,11 +15,13 @@ from sqlalchemy import Connection, bindparam, insert, select
 from calendar_service.db import Statement
 from calendar_service.db.channels import OUTBOX_DIRTY
 from calendar_service.ids import new_id
-from calendar_service.models import UTCDateTime, WebhookDelivery, WebhookEndpoint, to_db
+from calendar_service.models import (
+    UTCDateTime,
+    deliveries_t,
+    endpoints_t,
+    to_db,
+)
 from calendar_service.timeutil import format_utc
-
-endpoints_t = WebhookEndpoint.__table__  # type: ignore[attr-defined]
-deliveries_t = WebhookDelivery.__table__  # type: ignore[attr-defined]
 
 # Every change writes these; run straight from the driver (see db.Statement).
 _ENDPOINT = Statement(
@@ -48,7 +50,10 @@ def _insert_delivery(conn: Connection, values: dict[str, Any]) -> None:
     _INSERT_DELIVERY.run(conn, **row)
 
 
-EVENT_TYPES = ("calendar.event.created", "calendar.event.updated", "calendar.event.deleted")
+# The webhook event types, one per kind of change (SPEC.md, "Webhook payload").
+CREATED = "calendar.event.created"
+UPDATED = "calendar.event.updated"
+DELETED = "calendar.event.deleted"
 
 
 def build_payload(*, message_id: str, event_type: str, now: datetime, data: dict[str, Any]) -> str:

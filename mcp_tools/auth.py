@@ -104,7 +104,7 @@ class KeyAuth:
             )
             await response(scope, receive, send)
             return
-        scope.setdefault("state", {})[_PRINCIPAL] = principal  # for ``identify``, below
+        scope.setdefault("state", {})[_PRINCIPAL] = principal  # for ``http_caller``, below
         scope["user"] = AuthenticatedUser(
             AccessToken(
                 token=secret,
@@ -164,7 +164,7 @@ async def _operation(request: Request) -> str:
     return str(message["method"])
 
 
-def identify(ctx: Context, operation: str) -> Caller:
+def http_caller(ctx: Context, operation: str) -> Caller:
     """The key ``KeyAuth`` verified for this HTTP request, as the principal it verified (so the
     tool call does not read it again), and the request's facts."""
     token = get_access_token()
@@ -178,4 +178,4 @@ def identify(ctx: Context, operation: str) -> Caller:
     return Caller(secret=secret, call=call_context(request, operation, "mcp"), principal=principal)
 
 
-__all__ = ["KeyAuth", "identify", "origin_of"]
+__all__ = ["KeyAuth", "http_caller", "origin_of"]

@@ -23,7 +23,7 @@ from calendar_service.asgi.context import MAX_BODY, Services, read_body
 from calendar_service.asgi.responses import error_response
 from calendar_service.errors import PayloadTooLarge
 from calendar_service.logs import root_logger_kept
-from mcp_tools.auth import KeyAuth, identify, origin_of
+from mcp_tools.auth import KeyAuth, http_caller, origin_of
 from mcp_tools.server import Backend, build_server
 from mcp_tools.strict_json import refused_duplicate_keys
 
@@ -84,7 +84,7 @@ class WholeBody:
 
 def mcp_http(services: Services, *, extra_origins: Iterable[str] = ()) -> McpHttp:
     """The ``/mcp`` endpoint for ``services``: key check, then the SDK's transport."""
-    backend = Backend(db=services.db, limiter=services.limiter, identify=identify)
+    backend = Backend(db=services.db, limiter=services.limiter, caller_of=http_caller)
     with root_logger_kept():  # the SDK would install its rich handler on the root logger
         server = build_server(backend, name=services.config.service_name, version=__version__)
     # Builds the session manager; the Starlette app it returns is not used. Host/Origin checks

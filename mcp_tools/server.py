@@ -8,7 +8,7 @@ own: each is a row of ``TOOLS``, naming its operation (``calendar_service.operat
 is shown, how its arguments become the operation's and its result the tool's.
 
 How a call identifies itself (which key, which request) depends on the transport, so it is
-given as ``Backend.identify``: the HTTP front passes the principal its ASGI wrapper verified
+given as ``Backend.caller_of``: the HTTP front passes the principal its ASGI wrapper verified
 for the request, the stdio front the key it was started with (checked again on every call).
 """
 
@@ -50,14 +50,14 @@ class Caller:
     principal: Principal | None = None
 
 
-Identify = Callable[[Context, str], Caller]
+CallerOf = Callable[[Context, str], Caller]
 
 
 @dataclass(frozen=True, slots=True)
 class Backend:
     db: Database
     limiter: RateLimiter | None
-    identify: Identify
+    caller_of: CallerOf
     # The page-token key, read (or made) once: service_secrets.page_token_key.
     _token_key: list[bytes] = field(default_factory=list, init=False, repr=False)
 
@@ -203,7 +203,7 @@ async def _run(
     ``isError`` result (raised, the SDK would put ``Error executing tool NAME:`` in front of
     the error's code)."""
     operation = spec.op.name
-    caller = backend.identify(ctx, operation)
+    caller = backend.caller_of(ctx, operation)
     try:
         with tool_errors(operation, caller.call.request_id):
             try:

@@ -25,7 +25,7 @@ from calendar_service.gateway import CallContext, authenticate
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
 from calendar_service.ratelimit import RateLimiter
-from mcp_tools.server import Backend, Caller, Identify, build_server
+from mcp_tools.server import Backend, Caller, CallerOf, build_server
 
 KEY_VARIABLE = "CALENDAR_API_KEY"
 DATABASE_VARIABLE = "CALENDAR_DATABASE_URL"
@@ -73,8 +73,8 @@ def check_key(db: Database, secret: str | None) -> Principal:
         raise ConfigError(f"The key in {KEY_VARIABLE} is refused: {exc.message}") from None
 
 
-def stdio_identity(secret: str) -> Identify:
-    def identify(ctx: Context, operation: str) -> Caller:
+def stdio_caller(secret: str) -> CallerOf:
+    def caller_of(ctx: Context, operation: str) -> Caller:
         client = ctx.request_context.session.client_params
         info = client.client_info if client is not None else None
         agent = f"{info.name}/{info.version}" if info is not None else None
@@ -90,7 +90,7 @@ def stdio_identity(secret: str) -> Identify:
         )
         return Caller(secret=secret, call=call)
 
-    return identify
+    return caller_of
 
 
 def serve(config: Config, db: Database) -> None:
@@ -98,7 +98,7 @@ def serve(config: Config, db: Database) -> None:
     secret = (config.api_key or "").strip()
     check_key(db, secret)
     backend = Backend(
-        db=db, limiter=RateLimiter(*config.rate_limit), identify=stdio_identity(secret)
+        db=db, limiter=RateLimiter(*config.rate_limit), caller_of=stdio_caller(secret)
     )
     server = build_server(backend, name=config.service_name, version=__version__)
     anyio.run(server.run_stdio_async)

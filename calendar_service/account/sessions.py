@@ -18,11 +18,8 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, delete, insert, select
 
-from calendar_service.models import OwnerSession, User
+from calendar_service.models import sessions_t, users_t
 from calendar_service.service_secrets import SESSION_SECRET_NAME, kept_secret
-
-sessions_t = OwnerSession.__table__  # type: ignore[attr-defined]
-users_t = User.__table__  # type: ignore[attr-defined]
 
 SESSION_LIFETIME = timedelta(hours=12)
 

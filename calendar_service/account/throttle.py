@@ -27,10 +27,8 @@ from typing import Literal
 
 from sqlalchemy import Connection, delete, insert, select, text
 
-from calendar_service.models import SignInFailure
+from calendar_service.models import failures_t
 from calendar_service.users import normalize_email
-
-failures_t = SignInFailure.__table__  # type: ignore[attr-defined]
 
 WINDOW = timedelta(minutes=15)
 EMAIL_LIMIT = 5

@@ -19,10 +19,11 @@ from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.events.parsing import check_title, parse_untrusted, resolve_times
 from calendar_service.events.queries import INSERT
 from calendar_service.events.shapes import Row
-from calendar_service.events.writes import CREATED, after_write
+from calendar_service.events.writes import after_write
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
 from calendar_service.models import EventCreate, to_db
+from calendar_service.outbox import CREATED
 from calendar_service.timeutil import zone
 
 

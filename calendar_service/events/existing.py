@@ -22,9 +22,10 @@ from calendar_service.events.parsing import (
 )
 from calendar_service.events.queries import events_t, load_in_scope
 from calendar_service.events.shapes import Row, event_public
-from calendar_service.events.writes import DELETED, UPDATED, after_write
+from calendar_service.events.writes import after_write
 from calendar_service.keys import Principal
 from calendar_service.models import EventUpdate
+from calendar_service.outbox import DELETED, UPDATED
 from calendar_service.timeutil import zone
 
 

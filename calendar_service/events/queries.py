@@ -17,9 +17,7 @@ from calendar_service.calendars import CalendarRow, calendars_t, within_reach
 from calendar_service.db import Statement
 from calendar_service.errors import NotFound
 from calendar_service.keys import Principal
-from calendar_service.models import Event, UTCDateTime, utc_text_of
-
-events_t = Event.__table__  # type: ignore[attr-defined]
+from calendar_service.models import UTCDateTime, events_t, utc_text_of
 
 EVENT_COLUMNS = (
     events_t.c.id,

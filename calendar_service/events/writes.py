@@ -14,10 +14,6 @@ from calendar_service.events.shapes import event_public
 from calendar_service.keys import Principal
 from calendar_service.outbox import record_change
 
-CREATED = "calendar.event.created"
-UPDATED = "calendar.event.updated"
-DELETED = "calendar.event.deleted"
-
 
 def after_write(
     conn: Connection,

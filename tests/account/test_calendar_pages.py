@@ -9,7 +9,7 @@ import orjson
 from sqlalchemy import insert, select
 
 from calendar_service.ids import new_id
-from calendar_service.models import WebhookDelivery, WebhookEndpoint
+from calendar_service.models import deliveries_t, endpoints_t
 from calendar_service.timeutil import utcnow
 from tests.account.conftest import Settings, text_of
 from tests.support import Factory, bearer
@@ -112,7 +112,7 @@ def test_changes_made_in_the_page_queue_webhooks_like_any_other(
     def add_endpoint(conn: Any) -> None:
         now = utcnow()
         conn.execute(
-            insert(WebhookEndpoint.__table__).values(  # type: ignore[attr-defined]
+            insert(endpoints_t).values(
                 id=new_id("whe"),
                 user_id=owner.id,
                 url="https://hooks.example/calendar",
@@ -127,7 +127,7 @@ def test_changes_made_in_the_page_queue_webhooks_like_any_other(
     assert settings.post("/events", _event_form(owner.default_calendar_id)).status_code == 303
 
     def deliveries(conn: Any) -> list[tuple[str, dict[str, Any]]]:
-        table = WebhookDelivery.__table__  # type: ignore[attr-defined]
+        table = deliveries_t
         rows = conn.execute(
             select(table.c.event_type, table.c.payload)
             .where(table.c.user_id == owner.id)

@@ -14,11 +14,10 @@ from sqlalchemy import Engine, create_engine, select
 from calendar_service.calendars import calendars_t
 from calendar_service.events import events_t
 from calendar_service.migrate import alembic_config
-from calendar_service.models import User
+from calendar_service.models import users_t
 from calendar_service.timeutil import EARLIEST, LATEST, LONGEST_SPAN
 from tests.support import fresh_database_url
 
-users_t = User.__table__  # type: ignore[attr-defined]
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import bindparam
 
 from calendar_service.db import Database
+from calendar_service.models import users_t
 
 
 async def test_database_run_passes_positional_arguments_after_the_connection(
@@ -44,10 +45,9 @@ def test_atomic_commits_core_and_driver_statements_together_or_neither(db: Datab
 
     from calendar_service.db import Statement, atomic
     from calendar_service.ids import new_id
-    from calendar_service.models import User, to_db
+    from calendar_service.models import to_db
     from calendar_service.timeutil import utcnow
 
-    users_t = User.__table__  # type: ignore[attr-defined]
     by_driver = Statement(
         insert(users_t).values(
             id=bindparam("id"), email=bindparam("email"), created_at=bindparam("at")

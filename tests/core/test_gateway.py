@@ -28,12 +28,10 @@ from calendar_service.errors import (
 from calendar_service.gateway import CallContext, Outcome
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
-from calendar_service.models import Call, EventCreate
+from calendar_service.models import EventCreate, calls_t
 from calendar_service.ratelimit import RateLimiter
 from calendar_service.timeutil import utcnow
 from tests.support import Factory, Owner
-
-calls_t = Call.__table__  # type: ignore[attr-defined]
 
 EVENT_BODY = {
     "title": "Planning",

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, insert, select
 from calendar_service.config import Config
 from calendar_service.db import Database, atomic, sqlite_path
 from calendar_service.ids import new_id
-from calendar_service.models import Calendar, Call, User, to_db
+from calendar_service.models import calendars_t, calls_t, to_db
 from calendar_service.timeutil import utcnow
 from tests.support import POSTGRES_ADMIN_URL, Factory, RunningServer, bearer
 
@@ -26,10 +26,6 @@ pytestmark = pytest.mark.skipif(
     bool(POSTGRES_ADMIN_URL),
     reason="group commit is SQLite's (PostgreSQL commits each request on its own thread)",
 )
-
-users_t = User.__table__  # type: ignore[attr-defined]
-calls_t = Call.__table__  # type: ignore[attr-defined]
-calendars_t = Calendar.__table__  # type: ignore[attr-defined]
 
 
 @pytest.fixture
