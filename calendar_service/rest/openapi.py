@@ -603,6 +603,19 @@ def _link(operation: str, description: str, **parameters: str) -> dict[str, Any]
     return {"operationId": operation, "description": description, "parameters": parameters}
 
 
+def _event_answer(
+    description: str, source: str, *, headers: tuple[str, ...] = _OK_HEADERS
+) -> dict[str, Any]:
+    """A response carrying one event, with the links from it to reading, changing and
+    deleting it."""
+    return {
+        "description": description,
+        "headers": _ref_headers(*headers),
+        "content": _json("Event"),
+        "links": _event_links(source),
+    }
+
+
 def _event_links(source: str) -> dict[str, Any]:
     links = {
         "GetEvent": _link(
@@ -680,13 +693,12 @@ def _operations() -> dict[str, Any]:
             ),
         },
         "responses": {
-            "201": {
-                "description": "The created event (or, for a replayed Idempotency-Key, the "
-                "event the first request created).",
-                "headers": _ref_headers("Location", *_OK_HEADERS, "Idempotent-Replayed"),
-                "content": _json("Event"),
-                "links": _event_links("created"),
-            },
+            "201": _event_answer(
+                "The created event (or, for a replayed Idempotency-Key, the event the first "
+                "request created).",
+                "created",
+                headers=("Location", *_OK_HEADERS, "Idempotent-Replayed"),
+            ),
             **_errors("409", "413", "415", "422"),
         },
     }
@@ -696,12 +708,7 @@ def _operations() -> dict[str, Any]:
         "summary": "Get one event",
         "description": "The event, if it is in a calendar the key can reach." + rate_doc,
         "responses": {
-            "200": {
-                "description": "The event.",
-                "headers": _ref_headers(*_OK_HEADERS),
-                "content": _json("Event"),
-                "links": _event_links("read"),
-            },
+            "200": _event_answer("The event.", "read"),
             **_errors("404"),
         },
     }
@@ -732,12 +739,7 @@ def _operations() -> dict[str, Any]:
             ),
         },
         "responses": {
-            "200": {
-                "description": "The event as changed.",
-                "headers": _ref_headers(*_OK_HEADERS),
-                "content": _json("Event"),
-                "links": _event_links("changed"),
-            },
+            "200": _event_answer("The event as changed.", "changed"),
             **_errors("404", "413", "415"),
         },
     }

@@ -240,3 +240,19 @@ def receiver(
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+def event_form(calendar: str, **fields: str) -> dict[str, str]:
+    """The event form's fields for a 15-minute event in ``calendar``, ``fields`` changed."""
+    form = {
+        "calendar": calendar,
+        "title": "Standup",
+        "start_date": "2031-06-02",
+        "start_time": "09:00",
+        "end_date": "2031-06-02",
+        "end_time": "09:15",
+        "location": "",
+        "description": "",
+    }
+    form.update(fields)
+    return form

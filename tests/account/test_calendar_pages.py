@@ -11,25 +11,10 @@ from sqlalchemy import insert, select
 from calendar_service.ids import new_id
 from calendar_service.models import deliveries_t, endpoints_t
 from calendar_service.timeutil import utcnow
-from tests.account.conftest import Settings, text_of
+from tests.account.conftest import Settings, event_form, text_of
 from tests.support import Factory, bearer
 
 EVENTS = "/api/v1/calendar/events"
-
-
-def _event_form(calendar: str, **fields: str) -> dict[str, str]:
-    form = {
-        "calendar": calendar,
-        "title": "Standup",
-        "start_date": "2031-06-02",
-        "start_time": "09:00",
-        "end_date": "2031-06-02",
-        "end_time": "09:15",
-        "location": "",
-        "description": "",
-    }
-    form.update(fields)
-    return form
 
 
 def test_a_calendar_needs_a_fresh_name_and_a_real_time_zone(settings: Settings) -> None:
@@ -49,7 +34,7 @@ def test_the_event_form_reads_times_in_the_calendars_zone(
 ) -> None:
     tokyo = factory.calendar(settings.owner, name="Tokyo office", time_zone="Asia/Tokyo")
     _, secret = factory.key(settings.owner, permission="read")
-    assert settings.post("/events", _event_form(tokyo)).status_code == 303
+    assert settings.post("/events", event_form(tokyo)).status_code == 303
     [event] = api.get(EVENTS, params={"timeMin": "2031-06-01"}, headers=bearer(secret)).json()[
         "events"
     ]
@@ -62,7 +47,7 @@ def test_an_all_day_events_last_day_is_inclusive_on_the_page(
     settings: Settings, api: httpx.Client, factory: Factory
 ) -> None:
     _, secret = factory.key(settings.owner, permission="read")
-    form = _event_form(
+    form = event_form(
         settings.owner.default_calendar_id,
         title="Conference",
         all_day="on",
@@ -85,7 +70,7 @@ def test_an_all_day_events_last_day_is_inclusive_on_the_page(
 def test_the_event_form_names_each_bad_field_and_keeps_what_was_typed(settings: Settings) -> None:
     answer = settings.post(
         "/events",
-        _event_form(
+        event_form(
             settings.owner.default_calendar_id,
             title=" ",
             start_time="",
@@ -98,7 +83,7 @@ def test_the_event_form_names_each_bad_field_and_keeps_what_was_typed(settings: 
     assert 'id="start-error">choose a time, or tick “All day”<' in answer.text
     assert 'value="Room 9"' in answer.text
     wrong_order = settings.post(
-        "/events", _event_form(settings.owner.default_calendar_id, end_time="08:00")
+        "/events", event_form(settings.owner.default_calendar_id, end_time="08:00")
     )
     assert wrong_order.status_code == 400
     assert 'id="end-error">must not be before startsAt<' in wrong_order.text
@@ -124,7 +109,7 @@ def test_changes_made_in_the_page_queue_webhooks_like_any_other(
         )
 
     factory.db.call(add_endpoint)
-    assert settings.post("/events", _event_form(owner.default_calendar_id)).status_code == 303
+    assert settings.post("/events", event_form(owner.default_calendar_id)).status_code == 303
 
     def deliveries(conn: Any) -> list[tuple[str, dict[str, Any]]]:
         table = deliveries_t
@@ -137,7 +122,7 @@ def test_changes_made_in_the_page_queue_webhooks_like_any_other(
 
     [(kind, event)] = factory.db.call(deliveries)
     assert kind == "calendar.event.created" and event["title"] == "Standup"
-    edited = _event_form(owner.default_calendar_id, title="Standup (longer)", end_time="09:45")
+    edited = event_form(owner.default_calendar_id, title="Standup (longer)", end_time="09:45")
     assert settings.post(f"/events/{event['id']}", edited).status_code == 303
     assert settings.post(f"/events/{event['id']}/delete").status_code == 303
     sent = factory.db.call(deliveries)

@@ -4,23 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.account.conftest import Settings
+from tests.account.conftest import Settings, event_form
 from tests.support import Factory
-
-
-def _form(calendar: str, **fields: str) -> dict[str, str]:
-    form = {
-        "calendar": calendar,
-        "title": "Edge",
-        "start_date": "2031-06-02",
-        "start_time": "09:00",
-        "end_date": "2031-06-02",
-        "end_time": "09:15",
-        "location": "",
-        "description": "",
-    }
-    form.update(fields)
-    return form
 
 
 @pytest.mark.parametrize(
@@ -36,6 +21,6 @@ def test_an_edge_date_in_the_event_form_is_a_400_naming_the_input(
     settings: Settings, factory: Factory, fields: dict[str, str], error: str
 ) -> None:
     berlin = factory.calendar(settings.owner, time_zone="Europe/Berlin")
-    answer = settings.post("/events", _form(berlin, **fields))
+    answer = settings.post("/events", event_form(berlin, **fields))
     assert answer.status_code == 400, answer.text
     assert f'id="{error}">is outside the dates this service accepts' in answer.text
