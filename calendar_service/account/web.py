@@ -23,12 +23,13 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from calendar_service.account import sessions
 from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.asgi.context import Services, request_id
 from calendar_service.asgi.methods import allow_header
+from calendar_service.asgi.middleware import HttpMiddleware
 from calendar_service.errors import CalendarError, NotFound, ValidationFailed
 from calendar_service.inputs import NUL, nul_errors
 from calendar_service.timeutil import utcnow
@@ -335,16 +336,10 @@ def owner_page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
 # Headers and errors
 
 
-class SecurityHeaders:
+class SecurityHeaders(HttpMiddleware):
     """CSP allowing nothing from elsewhere, no framing, no referrer; pages are never cached."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         static = scope["path"].startswith(str(scope.get("root_path", "")) + "/static/")
 
         async def send_with_headers(message: Message) -> None:
