@@ -23,7 +23,9 @@ from sqlalchemy import create_engine, text
 from starlette.types import ASGIApp
 
 from calendar_service import calendars, keys, users
+from calendar_service.config import Config
 from calendar_service.db import Database
+from calendar_service.migrate import upgrade
 from calendar_service.timeutil import utcnow
 
 T = TypeVar("T")
@@ -49,6 +51,18 @@ def fresh_database_url(directory: Path, *, prefix: str = "calendar_test") -> Ite
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@contextmanager
+def migrated_database(config: Config) -> Iterator[Database]:
+    """A ``Database`` on ``config`` with the schema upgraded to the newest revision; closed
+    when the block ends."""
+    database = Database(config)
+    try:
+        upgrade(database.engine)
+        yield database
+    finally:
+        database.close()
 
 
 def wait_for(
