@@ -152,7 +152,12 @@ class Factory:
         )
         return str(data["id"])
 
-    def key(
+    def key(self, owner: Owner, **options: Any) -> tuple[str, str]:
+        """A key made as ``key_record`` makes it; returns (key id, secret)."""
+        record, secret = self.key_record(owner, **options)
+        return record["id"], secret
+
+    def key_record(
         self,
         owner: Owner,
         *,
@@ -160,10 +165,12 @@ class Factory:
         calendar_id: str | None = None,
         expires_at: datetime | None = None,
         name: str = "test key",
-    ) -> tuple[str, str]:
-        """Returns (key id, secret)."""
-        now = utcnow()
-        record, secret = self.db.call(
+        now: datetime | None = None,
+    ) -> tuple[dict[str, Any], str]:
+        """``keys.create_key`` as of ``now`` (default: the present), the key expiring a day
+        later unless ``expires_at`` says otherwise; returns (the key's record, secret)."""
+        now = now or utcnow()
+        return self.db.call(
             keys.create_key,
             user_id=owner.id,
             name=name,
@@ -172,7 +179,6 @@ class Factory:
             calendar_id=calendar_id,
             now=now,
         )
-        return record["id"], secret
 
 
 def bearer(secret: str) -> dict[str, str]:

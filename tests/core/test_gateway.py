@@ -275,15 +275,7 @@ async def test_an_expired_key_is_refused_and_the_refusal_is_in_its_history(
 ) -> None:
     owner = factory.owner()
     then = utcnow() - timedelta(days=2)
-    record, secret = await db.run(
-        keys.create_key,
-        user_id=owner.id,
-        name="lapsed",
-        permission="write",
-        expires_at=then + timedelta(days=1),
-        calendar_id=None,
-        now=then,
-    )
+    record, secret = factory.key_record(owner, name="lapsed", now=then)  # expired a day ago
     with pytest.raises(ExpiredKey):
         await perform(db, secret, never)
     assert await statuses(db, record["id"]) == [401]
