@@ -23,6 +23,7 @@ from sqlalchemy import create_engine, text
 from starlette.types import ASGIApp
 
 from calendar_service import calendars, keys, users
+from calendar_service.app import create_app
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.migrate import upgrade
@@ -119,6 +120,20 @@ def run_server(
         server.should_exit = True
         thread.join(timeout=20)
         sock.close()
+
+
+@contextmanager
+def own_server(config: Config, **uvicorn_options: Any) -> Iterator[RunningServer]:
+    """The whole app, without its delivery job, on a ``Database`` of its own (one per server,
+    as each process has one), served by ``run_server`` with ``uvicorn_options``."""
+    db = Database(config)
+    try:
+        with run_server(
+            create_app(config, db=db, run_webhooks=False), **uvicorn_options
+        ) as running:
+            yield running
+    finally:
+        db.close()
 
 
 @dataclass
