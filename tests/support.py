@@ -26,6 +26,8 @@ from calendar_service import calendars, keys, users
 from calendar_service.app import create_app
 from calendar_service.config import Config
 from calendar_service.db import Database
+from calendar_service.gateway import CallContext
+from calendar_service.ids import new_id
 from calendar_service.migrate import upgrade
 from calendar_service.timeutil import utcnow
 
@@ -194,6 +196,26 @@ class Factory:
             calendar_id=calendar_id,
             now=now,
         )
+
+
+def call_context(
+    operation: str = "listCalendarEvents",
+    method: str = "GET",
+    path: str = "/api/v1/calendar/events",
+    transport: str = "rest",
+) -> CallContext:
+    """What a front tells the gateway about a call (``gateway.CallContext``), as a REST
+    call from 127.0.0.1 makes it unless told otherwise."""
+    return CallContext(
+        transport=transport,
+        operation=operation,
+        method=method,
+        path=path,
+        client_addr="127.0.0.1",
+        user_agent="core-test/1.0",
+        request_id=new_id("req"),
+        started=time.perf_counter(),
+    )
 
 
 def bearer(secret: str) -> dict[str, str]:
