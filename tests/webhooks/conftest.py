@@ -14,7 +14,6 @@ from calendar_service.config import Config, parse_retry_schedule
 from calendar_service.db import Database
 from tests.conftest import make_config
 from tests.support import (
-    Factory,
     RunningServer,
     TLSFiles,
     fresh_database_url,
@@ -72,11 +71,6 @@ def hooks_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
 def hooks_db(hooks_config: Config) -> Iterator[Database]:
     with migrated_database(hooks_config) as database:
         yield database
-
-
-@pytest.fixture(scope="session")
-def hooks_factory(hooks_db: Database) -> Factory:
-    return Factory(hooks_db)
 
 
 @pytest.fixture(scope="session")
