@@ -8,6 +8,7 @@ The statements every list or create runs are compiled once and run straight on t
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,7 +18,7 @@ from calendar_service.calendars import CalendarRow, calendars_t, within_reach
 from calendar_service.db import Statement
 from calendar_service.errors import NotFound
 from calendar_service.keys import Principal
-from calendar_service.models import UTCDateTime, events_t, utc_text_of
+from calendar_service.models import SERIES_ROWS, UTCDateTime, events_t, utc_text_of
 
 EVENT_COLUMNS = (
     events_t.c.id,
@@ -30,23 +31,36 @@ EVENT_COLUMNS = (
     events_t.c.location,
     events_t.c.created_at,
     events_t.c.updated_at,
+    events_t.c.recurrence,
+    events_t.c.recurrence_last_start,
+    events_t.c.recurrence_ends_at,
+    events_t.c.recurring_event_id,
+    events_t.c.original_starts_at,
+    events_t.c.status,
 )
 
-# The list reads its date-times as stored UTC text on every backend (see utc_text_of).
-_LIST_COLUMNS = tuple(
-    utc_text_of(c) if isinstance(c.type, UTCDateTime) else c for c in EVENT_COLUMNS
+
+def _as_text(columns: Any) -> tuple[Any, ...]:
+    """The list reads its date-times as stored UTC text on every backend (see utc_text_of)."""
+    return tuple(utc_text_of(c) if isinstance(c.type, UTCDateTime) else c for c in columns)
+
+
+# The window query's columns: a single event's (``shapes.events_public`` unpacks them), and
+# an exception's series and original start.
+_LIST_COLUMNS = _as_text(
+    (*EVENT_COLUMNS[:10], events_t.c.recurring_event_id, events_t.c.original_starts_at)
 )
+_CONFIRMED = "confirmed"
 
 
 @functools.cache
 def list_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> Statement:
-    """The window query, one compiled statement per shape of request."""
-    query = select(*_LIST_COLUMNS)
-    if one_calendar:
-        query = query.where(events_t.c.calendar_id == bindparam("calendar_id"))
-    else:  # an all-calendars key reaches every calendar of its owner
-        owned = select(calendars_t.c.id).where(calendars_t.c.user_id == bindparam("user_id"))
-        query = query.where(events_t.c.calendar_id.in_(owned.scalar_subquery()))
+    """The window query, one compiled statement per shape of request: single events and the
+    changed occurrences of series (exceptions), which are rows with times of their own;
+    series rows and cancelled occurrences are not in it."""
+    query = _in_calendars(select(*_LIST_COLUMNS), one_calendar).where(
+        events_t.c.recurrence.is_(None), events_t.c.status == _CONFIRMED
+    )
     if low:
         # Bounded below by the longest event so the index on (calendar_id, starts_at) does the
         # work on both sides instead of scanning every older event.
@@ -66,6 +80,60 @@ def list_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> St
             ),
         )
     return Statement(query.order_by(events_t.c.starts_at, events_t.c.id).limit(bindparam("limit")))
+
+
+def _in_calendars(query: Any, one_calendar: bool) -> Any:
+    if one_calendar:
+        return query.where(events_t.c.calendar_id == bindparam("calendar_id"))
+    # an all-calendars key reaches every calendar of its owner
+    owned = select(calendars_t.c.id).where(calendars_t.c.user_id == bindparam("user_id"))
+    return query.where(events_t.c.calendar_id.in_(owned.scalar_subquery()))
+
+
+# The series columns the list expands from (date-times as stored UTC text).
+SERIES_COLUMNS = _as_text(EVENT_COLUMNS[:13])
+
+
+@functools.cache
+def series_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> Statement:
+    """The series that may occur in a window (through ``ix_events_series``, which holds series
+    rows only): they start before its end, and their last occurrence (if they have one) ends
+    after its start, or after the page token's start. In ``(starts_at, id)`` order."""
+    query = _in_calendars(select(*SERIES_COLUMNS), one_calendar).where(SERIES_ROWS)
+    ends = events_t.c.recurrence_ends_at
+    if high:
+        query = query.where(events_t.c.starts_at < bindparam("high"))
+    if low:
+        query = query.where(or_(ends.is_(None), ends > bindparam("low")))
+    if after:
+        query = query.where(or_(ends.is_(None), ends > bindparam("after_start")))
+    return Statement(query.order_by(events_t.c.starts_at, events_t.c.id))
+
+
+_CHUNK = 512
+
+
+def exception_starts(conn: Connection, series_ids: Sequence[str]) -> list[Any]:
+    """``(series id, original start as stored UTC text)`` of every exception of the series:
+    those occurrences are rows of their own, or cancelled. A few statement shapes only (the
+    ids padded to a power of two, at most ``_CHUNK`` a statement)."""
+    found: list[Any] = []
+    for first in range(0, len(series_ids), _CHUNK):
+        chunk = series_ids[first : first + _CHUNK]
+        size = 1 << max(len(chunk) - 1, 0).bit_length()
+        params = {f"series_{i}": chunk[i] if i < len(chunk) else None for i in range(size)}
+        found.extend(_exceptions_statement(size).all(conn, **params))
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def _exceptions_statement(size: int) -> Statement:
+    ids: list[BindParameter[Any]] = [bindparam(f"series_{i}") for i in range(size)]
+    return Statement(
+        select(events_t.c.recurring_event_id, utc_text_of(events_t.c.original_starts_at)).where(
+            events_t.c.recurring_event_id.in_(ids)
+        )
+    )
 
 
 _FIRST_INSTANT = datetime.min.replace(tzinfo=UTC)
