@@ -218,7 +218,7 @@ def _update_occurrence(
     prior_errors: Sequence[FieldError],
 ) -> dict[str, Any]:
     """One occurrence changed: its exception row, made now if it has none."""
-    row = target.row if target.row is not None else occurrence_row(target, now=now)
+    row = target.row if target.row is not None else occurrence_row(target)
     values, errors = _changes(row, target.tz, data, prior_errors)
     _no_recurrence(data, errors)
     if errors:
@@ -264,7 +264,7 @@ def _update_all_from(
     """The whole series changed from one of its occurrences: new times of the occurrence move
     the series by as much (local time)."""
     series, tz = target.series, target.tz
-    values, errors = _changes(occurrence_row(target, now=now), tz, data, prior_errors)
+    values, errors = _changes(occurrence_row(target), tz, data, prior_errors)
     if "all_day" in values and values["all_day"] != bool(series.all_day):
         errors.append(FieldError("allDay", "changes the whole series: PATCH the series' id"))
     if "starts_at" in values and not errors:
@@ -292,7 +292,7 @@ def _update_following(
     series with the change starts at it. Exceptions from here on are dropped."""
     series, tz, original = target.series, target.tz, target.original
     assert original is not None
-    start_row = occurrence_row(target, now=now)
+    start_row = occurrence_row(target)
     values, errors = _changes(start_row, tz, data, prior_errors)
     rule = rule_of(series)
     new = {**start_row._asdict(), **values}
@@ -435,8 +435,8 @@ def _cancel(
 ) -> dict[str, Any]:
     """One occurrence cancelled: kept as a cancelled exception row (so the list skips it)."""
     if target.row is None:
-        row: Any = occurrence_row(target, now=now)
-        _insert(conn, {**row._asdict(), "status": CANCELLED})
+        row: Any = occurrence_row(target)
+        _insert(conn, {**row._asdict(), "status": CANCELLED, "updated_at": now})
     else:
         row = target.row
         conn.execute(

@@ -128,9 +128,10 @@ def occurrence_span(target: Target) -> tuple[datetime, datetime]:
     return target.original, end_of(target.original, target.tz, all_day, length)
 
 
-def occurrence_row(target: Target, *, now: datetime, status: str = CONFIRMED) -> Row:
+def occurrence_row(target: Target) -> Row:
     """The exception row an occurrence becomes when it is changed or cancelled: the series'
-    fields at the occurrence's times, keeping the occurrence id."""
+    fields at the occurrence's times, keeping the occurrence id (as the occurrence reads
+    until then: the caller sets ``updated_at`` and ``status``)."""
     series = target.series
     start, end = occurrence_span(target)
     values = {c.name: getattr(series, c.name) for c in EVENT_COLUMNS}
@@ -138,13 +139,12 @@ def occurrence_row(target: Target, *, now: datetime, status: str = CONFIRMED) ->
         id=target.occurrence_id,
         starts_at=start,
         ends_at=end,
-        updated_at=now,
         recurrence=None,
         recurrence_last_start=None,
         recurrence_ends_at=None,
         recurring_event_id=series.id,
         original_starts_at=target.original,
-        status=status,
+        status=CONFIRMED,
     )
     return Row(values)
 
