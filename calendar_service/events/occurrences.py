@@ -5,11 +5,12 @@ events alone.
 
 Occurrences sort by their start (stored UTC text, as the rows' starts) and their id
 (``<seriesId>_<UTC stamp>``). Each series is a lazy stream: only as much of it is expanded as
-the page takes. All streams of one request share one ``recurrence.Budget``; when it runs out,
-the stream that ran out ends with a *pause* at the instant up to which it is complete, and the
-page ends there, shorter than ``limit``, with a page token that resumes at that instant (Google
-Calendar's API returns short pages too). A page token is ``(start, id)``; a pause's has the id
-``""``, which sorts before every id, so the next page starts at the pause's instant.
+the page takes. The streams of one request share ``recurrence.READ_BUDGET`` equally (at least
+``SHARE_FLOOR`` each); when a stream's share runs out, it ends with a *pause* at the instant
+up to which it is complete, and the page ends there, shorter than ``limit``, with a page token
+that resumes at that instant (Google Calendar's API returns short pages too). A page token is
+``(start, id)``; a pause's has the id ``""``, which sorts before every id, so the next page
+starts at the pause's instant.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from calendar_service.events.series import length_of, rule_of
 from calendar_service.events.shapes import Row, event_public, events_public, occurrence_public
 from calendar_service.recurrence import (
+    READ_BUDGET,
     Budget,
     Paused,
     SeriesTimes,
@@ -30,6 +32,10 @@ from calendar_service.recurrence import (
     occurrence_id,
 )
 from calendar_service.timeutil import EARLIEST, from_utc_text, utc_text, zone
+
+SHARE_FLOOR = 200
+"""Work units each series of a page may spend however many there are (about 100 days of a
+daily rule, or 5 years of a yearly one)."""
 
 # queries.SERIES_COLUMNS, by name
 _SERIES_NAMES = (
@@ -122,7 +128,9 @@ def page_with_series(
         skipped: dict[str, set[str]] = {}
         for series_id, original in exceptions:
             skipped.setdefault(series_id, set()).add(original)
-        budget = Budget()
+        # Each series gets an equal share, so that a few sparse series cannot starve the
+        # others: every stream moves on by its share on every page.
+        share = max(READ_BUDGET // len(series_rows), SHARE_FLOOR)
         for values in series_rows:
             series = series_row(values)
             name, tz = by_calendar[series.calendar_id]
@@ -135,7 +143,7 @@ def page_with_series(
                     high=high,
                     after=after,
                     skip=frozenset(skipped.get(series.id, ())),
-                    budget=budget,
+                    budget=Budget(share),
                 )
             )
     else:
