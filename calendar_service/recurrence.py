@@ -626,15 +626,18 @@ def _rule_instances(
     before: datetime | None,
     budget: Budget,
     use_count: bool = False,
+    endless: bool = False,
 ) -> Iterator[datetime]:
-    """The RRULE's own instances (UTC), from the period holding ``since``; raises
-    ``_OutOfBudget`` when the budget runs out."""
+    """The RRULE's own instances (UTC), from the period holding ``since`` (``endless``: as if
+    it had no COUNT or UNTIL); raises ``_OutOfBudget`` when the budget runs out."""
     tz = times.tz
     dtstart = _naive_local(times.start, tz, rule.all_day)
     local_since = _naive_local(max(since, EARLIEST), tz, rule.all_day)
     until: datetime | None = None
     count: int | None = None
-    if rule.count is not None and (use_count or times.last_start is None):
+    if endless:
+        start = _skipped_start(rule, dtstart, local_since)
+    elif rule.count is not None and (use_count or times.last_start is None):
         count = rule.count
         start = dtstart  # a COUNT is counted from DTSTART
     else:
@@ -765,7 +768,11 @@ def summarize(rule: Rule, times: SeriesTimes, *, length: timedelta | int) -> Sum
     budget = Budget(WRITE_BUDGET)
     dtstart = times.start
     try:
-        probe = _rule_instances(rule, times, since=dtstart, before=None, budget=budget)
+        # Whether the rule occurs at all: an UNTIL before its first instance leaves a series
+        # of its start alone (as a split with scope=following can), which is fine.
+        probe = _rule_instances(
+            rule, times, since=dtstart, before=None, budget=budget, endless=True
+        )
         first = next(probe, None)
     except _OutOfBudget:
         raise _bad(

@@ -309,3 +309,42 @@ def test_a_one_calendar_key_reaches_no_series_or_occurrence_of_another_calendar_
     for event_id in ids:
         assert api.get(f"{EVENTS}/{event_id}", headers=bearer(stranger)).status_code == 404
     assert len(_march(api, other)) == 8  # all there (less the cancelled one) for its own key
+
+
+def test_an_idempotency_key_replays_the_series_it_created(api: httpx.Client, cal: Cal) -> None:
+    body = {
+        "title": "Weekly",
+        "calendarId": cal.id,
+        "startsAt": "2026-03-02T09:30",
+        "endsAt": "2026-03-02T10:00",
+        "recurrence": ["RRULE:FREQ=WEEKLY"],
+    }
+    headers = {**cal.headers, "Idempotency-Key": "series-once"}
+    first = api.post(EVENTS, json=body, headers=headers)
+    again = api.post(EVENTS, json=body, headers=headers)
+    assert (first.status_code, again.status_code) == (201, 201)
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json()
+    other = api.post(EVENTS, json={**body, "recurrence": ["RRULE:FREQ=DAILY"]}, headers=headers)
+    assert other.status_code == 422
+    assert len(listed(api, cal, singleEvents="false")) == 1
+
+
+def test_splitting_just_after_a_start_the_rule_does_not_give_keeps_that_start(
+    api: httpx.Client, cal: Cal
+) -> None:
+    # Sunday 1 March is the first occurrence (RFC 5545), then Mondays.
+    series = _weekly(
+        api,
+        cal,
+        startsAt="2026-03-01T09:30",
+        endsAt="2026-03-01T10:00",
+        recurrence=["RRULE:FREQ=WEEKLY;BYDAY=MO"],
+    )
+    response = api.delete(
+        f"{EVENTS}/{series['id']}_20260302T083000Z",
+        params={"scope": "following"},
+        headers=cal.headers,
+    )
+    assert response.status_code == 204, response.text
+    assert [e["startsAt"][:10] for e in listed(api, cal)] == ["2026-03-01"]
