@@ -175,14 +175,36 @@ def _update_row(
             delete_exceptions(conn, row.id)
         elif values.get("recurrence", row.recurrence) != row.recurrence or "starts_at" in values:
             drop_unproduced(conn, changed, tz)
+    return _notify(
+        conn,
+        principal,
+        target,
+        changed,
+        UPDATED,
+        now,
+        span=(values["starts_at"], values["ends_at"]) if "starts_at" in values else None,
+    )
+
+
+def _notify(
+    conn: Connection,
+    principal: Principal,
+    target: Target,
+    row: Any,
+    change: str,
+    now: datetime,
+    span: tuple[datetime, datetime] | None = None,
+) -> dict[str, Any]:
+    """``writes.after_write`` in ``target``'s calendar: ``row``'s public object, once its
+    webhook is queued (``span``: its new times, if they were written)."""
     return after_write(
         conn,
         principal=principal,
         calendar=target.calendar,
-        tz=tz,
-        row=changed,
-        span=(values["starts_at"], values["ends_at"]) if "starts_at" in values else None,
-        change=UPDATED,
+        tz=target.tz,
+        row=row,
+        span=span,
+        change=change,
         now=now,
     )
 
@@ -231,15 +253,14 @@ def _update_occurrence(
         _insert(conn, changed._asdict())
     else:
         conn.execute(update(events_t).where(events_t.c.id == row.id).values(**values))
-    return after_write(
+    return _notify(
         conn,
-        principal=principal,
-        calendar=target.calendar,
-        tz=target.tz,
-        row=changed,
+        principal,
+        target,
+        changed,
+        UPDATED,
+        now,
         span=(changed.starts_at, changed.ends_at),
-        change=UPDATED,
-        now=now,
     )
 
 
@@ -321,15 +342,14 @@ def _update_following(
         original_starts_at=None,
     )
     _insert(conn, new)
-    return after_write(
+    return _notify(
         conn,
-        principal=principal,
-        calendar=target.calendar,
-        tz=tz,
-        row=Row(new),
+        principal,
+        target,
+        Row(new),
+        CREATED,
+        now,
         span=(new["starts_at"], new["ends_at"]),
-        change=CREATED,
-        now=now,
     )
 
 
@@ -357,15 +377,13 @@ def _end_before(
     values["updated_at"] = now
     conn.execute(update(events_t).where(events_t.c.id == series.id).values(**values))
     delete_exceptions(conn, series.id, since=original)
-    return after_write(
+    return _notify(
         conn,
-        principal=principal,
-        calendar=target.calendar,
-        tz=tz,
-        row=Row({**series._asdict(), **values}),
-        span=None,
-        change=UPDATED,
-        now=now,
+        principal,
+        target,
+        Row({**series._asdict(), **values}),
+        UPDATED,
+        now,
     )
 
 
@@ -418,16 +436,7 @@ def delete_event(
     if target.kind == "series":
         delete_exceptions(conn, row.id)
     conn.execute(delete(events_t).where(events_t.c.id == row.id))
-    return after_write(
-        conn,
-        principal=principal,
-        calendar=target.calendar,
-        tz=target.tz,
-        row=row,
-        span=None,
-        change=DELETED,
-        now=now,
-    )
+    return _notify(conn, principal, target, row, DELETED, now)
 
 
 def _cancel(
@@ -442,13 +451,4 @@ def _cancel(
         conn.execute(
             update(events_t).where(events_t.c.id == row.id).values(status=CANCELLED, updated_at=now)
         )
-    return after_write(
-        conn,
-        principal=principal,
-        calendar=target.calendar,
-        tz=target.tz,
-        row=row,
-        span=None,
-        change=DELETED,
-        now=now,
-    )
+    return _notify(conn, principal, target, row, DELETED, now)
