@@ -24,6 +24,8 @@ from typing import Any
 
 import orjson
 from sqlalchemy import Connection, delete, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.events.parsing import (
@@ -220,7 +222,9 @@ def _no_recurrence(data: EventUpdate, errors: list[FieldError]) -> None:
         )
 
 
-def _insert(conn: Connection, values: dict[str, Any]) -> None:
+def _insert(conn: Connection, values: dict[str, Any], *, unless_there: bool = False) -> bool:
+    """Insert an event row; ``unless_there``: not if a row with its id exists (an exception
+    another request made of the same occurrence at the same time). Whether it was inserted."""
     dialect = conn.dialect.name
     stored = {
         c.name: to_db(values[c.name], dialect)
@@ -228,7 +232,13 @@ def _insert(conn: Connection, values: dict[str, Any]) -> None:
         else values[c.name]
         for c in events_t.c
     }
-    INSERT.run(conn, **stored)
+    if not unless_there:
+        INSERT.run(conn, **stored)
+        return True
+    insert = sqlite_insert if dialect == "sqlite" else postgresql_insert
+    row = {c.name: values[c.name] for c in events_t.c}  # SQLAlchemy converts the date-times
+    done = conn.execute(insert(events_t).values(**row).on_conflict_do_nothing())
+    return bool(done.rowcount)
 
 
 def _update_occurrence(
@@ -249,9 +259,8 @@ def _update_occurrence(
         return get_event_of(target)
     values["updated_at"] = now
     changed = Row({**row._asdict(), **values})
-    if target.row is None:
-        _insert(conn, changed._asdict())
-    else:
+    inserted = target.row is None and _insert(conn, changed._asdict(), unless_there=True)
+    if not inserted:  # changed before, or just now by another request: the fields sent win
         conn.execute(update(events_t).where(events_t.c.id == row.id).values(**values))
     return _notify(
         conn,
@@ -443,11 +452,9 @@ def _cancel(
     conn: Connection, principal: Principal, target: Target, now: datetime
 ) -> dict[str, Any]:
     """One occurrence cancelled: kept as a cancelled exception row (so the list skips it)."""
-    if target.row is None:
-        row: Any = occurrence_row(target)
-        _insert(conn, {**row._asdict(), "status": CANCELLED, "updated_at": now})
-    else:
-        row = target.row
+    row: Any = occurrence_row(target) if target.row is None else target.row
+    cancelled = {**row._asdict(), "status": CANCELLED, "updated_at": now}
+    if target.row is not None or not _insert(conn, cancelled, unless_there=True):
         conn.execute(
             update(events_t).where(events_t.c.id == row.id).values(status=CANCELLED, updated_at=now)
         )

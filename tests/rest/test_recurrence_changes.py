@@ -3,6 +3,7 @@ each with the webhook the SPEC names, and the key's calendar scope for every id 
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -11,7 +12,7 @@ import pytest
 from calendar_service.db import Database
 from tests.rest.conftest import EVENTS
 from tests.rest.recurrence_support import Cal, calendar_in, create, listed, queued, watch
-from tests.support import Factory, bearer
+from tests.support import Factory, RunningServer, bearer
 
 BERLIN = "Europe/Berlin"
 
@@ -348,3 +349,25 @@ def test_splitting_just_after_a_start_the_rule_does_not_give_keeps_that_start(
     )
     assert response.status_code == 204, response.text
     assert [e["startsAt"][:10] for e in listed(api, cal)] == ["2026-03-01"]
+
+
+def test_requests_racing_to_change_one_occurrence_never_fail_on_the_exception_row(
+    server: RunningServer, cal: Cal
+) -> None:
+    with httpx.Client(base_url=server.url) as client:
+        series = _weekly(client, cal)
+    url = f"{EVENTS}/{series['id']}_20260309T083000Z"
+
+    def change(n: int) -> int:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            if n % 2:
+                return client.delete(url, headers=cal.headers).status_code
+            return client.patch(url, json={"title": f"t{n}"}, headers=cal.headers).status_code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(change, range(16)))
+    # Each request either found the occurrence (changed or cancelled it) or found it cancelled.
+    assert set(statuses) <= {200, 204, 404}, statuses
+    assert 204 in statuses
+    with httpx.Client(base_url=server.url) as client:
+        assert client.get(url, headers=cal.headers).status_code == 404
