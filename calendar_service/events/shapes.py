@@ -23,7 +23,7 @@ def event_public(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
     """The public event object (``EventPublic``), times in the calendar's zone: a series with
     its ``recurrence``, an exception (a changed occurrence) with ``recurringEventId`` and
     ``originalStartsAt``; a single event has none of the three."""
-    event = _event_fields(row, calendar_name=calendar_name, tz=tz)
+    event = event_fields(row, calendar_name=calendar_name, tz=tz)
     recurrence = getattr(row, "recurrence", None)
     if recurrence is not None:
         event["recurrence"] = orjson.loads(recurrence)
@@ -39,7 +39,7 @@ def occurrence_public(
 ) -> dict[str, Any]:
     """One computed occurrence of ``series`` (a row), starting and ending at ``span``
     (datetimes or stored UTC text): the series' fields, its own id and times."""
-    event = _event_fields(series, calendar_name=calendar_name, tz=tz)
+    event = event_fields(series, calendar_name=calendar_name, tz=tz)
     event["id"] = event_id
     event["startsAt"] = format_in(span[0], tz)
     event["endsAt"] = format_in(span[1], tz)
@@ -48,7 +48,8 @@ def occurrence_public(
     return event
 
 
-def _event_fields(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
+def event_fields(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
+    """The fields every event object has, from ``row``."""
     fmt = format_utc if tz is UTC else functools.partial(format_in, tz=tz)
     return {
         "id": row.id,

@@ -31,7 +31,12 @@ from calendar_service.recurrence.expansion import (
     occurs_at,
     summarize,
 )
-from calendar_service.recurrence.ids import occurrence_id, original_of, split_occurrence_id
+from calendar_service.recurrence.ids import (
+    occurrence_id,
+    occurrence_stamp,
+    original_of,
+    split_occurrence_id,
+)
 from calendar_service.recurrence.rules import (
     FIELD,
     MAX_DATES,
@@ -62,6 +67,7 @@ __all__: Sequence[str] = (
     "end_of",
     "expand",
     "occurrence_id",
+    "occurrence_stamp",
     "occurs_at",
     "original_of",
     "parse_recurrence",

@@ -14,9 +14,14 @@ _STAMP = re.compile(r"^\d{8}(T\d{6}Z)?$")
 def occurrence_id(series_id: str, original: datetime, *, all_day: bool, tz: tzinfo) -> str:
     """``<seriesId>_<YYYYMMDDTHHMMSSZ>``, or ``<seriesId>_<YYYYMMDD>`` (the local date) for
     an all-day series."""
+    return f"{series_id}_{occurrence_stamp(original, all_day=all_day, tz=tz)}"
+
+
+def occurrence_stamp(original: datetime, *, all_day: bool, tz: tzinfo) -> str:
+    """What follows the series' id and ``_`` in an occurrence id."""
     if all_day:
-        return f"{series_id}_{original.astimezone(tz).strftime('%Y%m%d')}"
-    return f"{series_id}_{original.astimezone(UTC).strftime('%Y%m%dT%H%M%SZ')}"
+        return original.astimezone(tz).strftime("%Y%m%d")
+    return original.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def split_occurrence_id(event_id: str) -> tuple[str, str] | None:
