@@ -16,7 +16,6 @@ from calendar_service.calendars import accessible_calendars, calendar_public
 from calendar_service.events.occurrences import page_with_series
 from calendar_service.events.parsing import parse_list_params, parse_single_events
 from calendar_service.events.queries import (
-    exception_starts,
     list_statement,
     series_statement,
     window_floor,
@@ -93,11 +92,9 @@ def list_events(
             last = rows[size - 1]  # starts_at is the stored UTC text on every backend
             result["nextPageToken"] = encode_token(token_key, query, last[3], last[0])
         return result
-    exceptions = exception_starts(conn, [s[0] for s in series]) if single_events else []
     result["events"], following = page_with_series(
         rows,
         series,
-        exceptions,
         calendars,
         low=low,
         high=high,

@@ -76,6 +76,7 @@ _SERIES_NAMES = (
     "recurrence",
     "recurrence_last_start",
     "recurrence_ends_at",
+    "exceptions",
 )
 
 # A chunk's occurrence: start and end (stored UTC text), the occurrence id's stamp, and the
@@ -308,7 +309,6 @@ class _Series:
 def page_with_series(
     rows: Sequence[Any],
     series_rows: Sequence[Any],
-    exceptions: Sequence[Any],
     calendars: Sequence[Any],
     *,
     low: datetime | None,
@@ -318,8 +318,8 @@ def page_with_series(
     single_events: bool,
 ) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
     """The page (events) and where the next one starts (``(start text, id)``, or ``None``)
-    from the window query's ``rows`` (at most ``size + 1``), the candidate series and their
-    exceptions' original starts. ``single_events=False``: the series themselves."""
+    from the window query's ``rows`` (at most ``size + 1``) and the candidate series (with
+    their exceptions' original starts). ``single_events=False``: the series themselves."""
     by_calendar = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
     items: list[Item] = [(r[3], r[0], _ROW, r) for r in rows]
     if not single_events:
@@ -328,9 +328,8 @@ def page_with_series(
                 items.append((values[3], values[0], _SERIES, series_row(values)))
         items.sort(key=_ORDER)
         return _page(items, None, size, calendars, by_calendar)
-    skipped: dict[str, set[str]] = {}
-    for series_id, original in exceptions:
-        skipped.setdefault(series_id, set()).add(original)
+    # The original starts of each series' exceptions (changed or cancelled occurrences).
+    skipped = {v[0]: set(v[13].split(",")) for v in series_rows if v[13] is not None}
     since = max(EARLIEST, low or EARLIEST, from_utc_text(after[0]) if after else EARLIEST)
     low_text = None if low is None else utc_text(low)
     high_text = None if high is None else utc_text(high)

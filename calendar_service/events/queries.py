@@ -8,11 +8,22 @@ The statements every list or create runs are compiled once and run straight on t
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import BindParameter, Connection, and_, bindparam, insert, or_, select, update
+from sqlalchemy import (
+    BindParameter,
+    Connection,
+    String,
+    and_,
+    bindparam,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 from calendar_service.calendars import CalendarRow, calendars_t, within_reach
 from calendar_service.db import Statement
@@ -90,8 +101,35 @@ def _in_calendars(query: Any, one_calendar: bool) -> Any:
     return query.where(events_t.c.calendar_id.in_(owned.scalar_subquery()))
 
 
-# The series columns the list expands from (date-times as stored UTC text).
-SERIES_COLUMNS = _as_text(EVENT_COLUMNS[:13])
+class joined_texts(FunctionElement[str]):  # lower case: used like a SQL function
+    """An aggregate: the texts of a group joined with commas (NULL for none)."""
+
+    type = String()
+    inherit_cache = True
+    name = "joined_texts"
+
+
+@compiles(joined_texts)
+def _joined_texts_sqlite(element: joined_texts, compiler: Any, **kw: Any) -> str:
+    return f"group_concat({compiler.process(element.clauses, **kw)}, ',')"
+
+
+@compiles(joined_texts, "postgresql")
+def _joined_texts_postgresql(element: joined_texts, compiler: Any, **kw: Any) -> str:
+    return f"string_agg({compiler.process(element.clauses, **kw)}, ',')"
+
+
+_exception = events_t.alias("exception")
+# The series columns the list expands from (date-times as stored UTC text), and the original
+# starts of its exceptions (changed or cancelled occurrences), joined: through
+# ix_events_recurring, in the same statement.
+SERIES_COLUMNS = (
+    *_as_text(EVENT_COLUMNS[:13]),
+    select(joined_texts(utc_text_of(_exception.c.original_starts_at)))
+    .where(_exception.c.recurring_event_id == events_t.c.id)
+    .scalar_subquery()
+    .label("exceptions"),
+)
 
 
 @functools.cache
@@ -119,35 +157,11 @@ class _SeriesStatement(Statement):
     def sql(self, dialect: Any) -> tuple[str, dict[str, Any]]:
         sql, defaults = super().sql(dialect)
         if dialect.name == "sqlite" and "INDEXED BY" not in sql:
-            sql = sql.replace("FROM events ", "FROM events INDEXED BY ix_events_series ", 1)
+            # The main FROM (the exceptions' subquery reads "FROM events AS exception").
+            assert sql.count("FROM events \n") == 1, sql
+            sql = sql.replace("FROM events \n", "FROM events INDEXED BY ix_events_series \n")
             self._compiled[dialect.name] = (sql, defaults)
         return sql, defaults
-
-
-_CHUNK = 512
-
-
-def exception_starts(conn: Connection, series_ids: Sequence[str]) -> list[Any]:
-    """``(series id, original start as stored UTC text)`` of every exception of the series:
-    those occurrences are rows of their own, or cancelled. A few statement shapes only (the
-    ids padded to a power of two, at most ``_CHUNK`` a statement)."""
-    found: list[Any] = []
-    for first in range(0, len(series_ids), _CHUNK):
-        chunk = series_ids[first : first + _CHUNK]
-        size = 1 << max(len(chunk) - 1, 0).bit_length()
-        params = {f"series_{i}": chunk[i] if i < len(chunk) else None for i in range(size)}
-        found.extend(_exceptions_statement(size).all(conn, **params))
-    return found
-
-
-@functools.lru_cache(maxsize=16)
-def _exceptions_statement(size: int) -> Statement:
-    ids: list[BindParameter[Any]] = [bindparam(f"series_{i}") for i in range(size)]
-    return Statement(
-        select(events_t.c.recurring_event_id, utc_text_of(events_t.c.original_starts_at)).where(
-            events_t.c.recurring_event_id.in_(ids)
-        )
-    )
 
 
 _FIRST_INSTANT = datetime.min.replace(tzinfo=UTC)
