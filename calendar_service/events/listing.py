@@ -84,8 +84,8 @@ def list_events(
         after = (utc_text(after_start), params["after_id"])
     shape = (len(calendars) == 1, low is not None, high is not None, bool(page_token))
     rows = list_statement(*shape).all(conn, **params)
-    params.pop("low_floor", None), params.pop("limit"), params.pop("after_id", None)
-    series = series_statement(*shape).all(conn, **params)
+    wanted = ("calendar_id", "user_id", "low", "high", "after_start")
+    series = series_statement(*shape).all(conn, **{k: params[k] for k in wanted if k in params})
     if not series:
         result["events"] = events_public(rows[:size], calendars)
         if len(rows) > size:

@@ -141,10 +141,11 @@ def series_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> 
     ends = events_t.c.recurrence_ends_at
     if high:
         query = query.where(events_t.c.starts_at < bindparam("high"))
+    # >=: a zero-length occurrence at the window's start (or the token's) is in the window.
     if low:
-        query = query.where(or_(ends.is_(None), ends > bindparam("low")))
+        query = query.where(or_(ends.is_(None), ends >= bindparam("low")))
     if after:
-        query = query.where(or_(ends.is_(None), ends > bindparam("after_start")))
+        query = query.where(or_(ends.is_(None), ends >= bindparam("after_start")))
     return _SeriesStatement(query.order_by(events_t.c.starts_at, events_t.c.id))
 
 
