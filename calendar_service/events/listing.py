@@ -17,6 +17,7 @@ from calendar_service.events.occurrences import page_with_series
 from calendar_service.events.parsing import parse_list_params, parse_single_events
 from calendar_service.events.queries import (
     list_statement,
+    series_rows,
     series_statement,
     window_floor,
 )
@@ -96,6 +97,7 @@ def list_events(
         rows,
         series,
         calendars,
+        load=lambda ids: series_rows(conn, ids),
         low=low,
         high=high,
         after=after,
