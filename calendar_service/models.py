@@ -27,6 +27,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
@@ -129,11 +130,35 @@ class Calendar(SQLModel, table=True):
     created_at: datetime = _dt()
 
 
-class Event(SQLModel, table=True):
-    __tablename__ = "events"
-    __table_args__ = (Index("ix_events_calendar_start", "calendar_id", "starts_at", "id"),)
+SERIES_ROWS = text("recurrence IS NOT NULL")
+"""The rows that are series (the partial index ``ix_events_series`` holds only them)."""
 
-    id: str = Field(primary_key=True, max_length=40)
+
+class Event(SQLModel, table=True):
+    """A single event, a series (``recurrence`` set) or an exception of a series (a changed or
+    cancelled occurrence: ``recurring_event_id`` and ``original_starts_at`` set, ``id`` the
+    occurrence id). See ``calendar_service.recurrence``."""
+
+    __tablename__ = "events"
+    __table_args__ = (
+        Index("ix_events_calendar_start", "calendar_id", "starts_at", "id"),
+        # The list finds the series that may occur in a window here, without reading their
+        # rows (queries.SERIES_KEYS); only series rows are in it.
+        Index(
+            "ix_events_series",
+            "calendar_id",
+            "starts_at",
+            "recurrence_ends_at",
+            "id",
+            "updated_at",
+            sqlite_where=SERIES_ROWS,
+            postgresql_where=SERIES_ROWS,
+        ),
+        Index("ix_events_recurring", "recurring_event_id", "original_starts_at"),
+    )
+
+    # 64: an occurrence id is its series' id, "_" and a 16-character UTC stamp.
+    id: str = Field(primary_key=True, max_length=64)
     calendar_id: str = Field(foreign_key="calendars.id", max_length=40)
     title: str = Field(max_length=TITLE_MAX)
     starts_at: datetime = _dt()
@@ -143,6 +168,20 @@ class Event(SQLModel, table=True):
     location: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     created_at: datetime = _dt()
     updated_at: datetime = _dt()
+    # Series: the normalized RFC 5545 lines (JSON array); starts_at/ends_at are DTSTART/DTEND.
+    recurrence: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # Series: the start of the rule's last instance and the end of the last occurrence,
+    # computed when written (NULL: endless).
+    recurrence_last_start: datetime | None = _dt(nullable=True)
+    recurrence_ends_at: datetime | None = _dt(nullable=True)
+    # Exceptions: the series and the occurrence's original start.
+    recurring_event_id: str | None = Field(default=None, max_length=64)
+    original_starts_at: datetime | None = _dt(nullable=True)
+    # "confirmed" | "cancelled" (a cancelled occurrence of a series)
+    status: str = Field(
+        default="confirmed",
+        sa_column=Column(String(16), nullable=False, server_default="confirmed"),
+    )
 
 
 class ApiKey(SQLModel, table=True):
@@ -309,6 +348,17 @@ _DATE_TIME_DOC = (
 )
 
 
+_RECURRENCE_DOC = (
+    "Makes a recurring series: RFC 5545 lines as Google Calendar takes them, one RRULE line "
+    'plus any EXDATE/RDATE lines, e.g. ["RRULE:FREQ=WEEKLY;BYDAY=MO"] (every Monday at '
+    'startsAt\'s time), ["RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=TU;COUNT=10"], '
+    '["RRULE:FREQ=MONTHLY;BYDAY=-1FR", "EXDATE:20260327T090000Z"]. FREQ is DAILY, WEEKLY, '
+    "MONTHLY or YEARLY; COUNT or UNTIL, not both. startsAt/endsAt are the first occurrence; "
+    "the series repeats at the same local time in the calendar's time zone. All-day series "
+    "take dates (EXDATE;VALUE=DATE:20260309)."
+)
+
+
 class CalendarPublic(_Wire):
     id: str
     name: str
@@ -345,6 +395,7 @@ class EventCreate(_Input):
     all_day: bool = False
     description: str | None = None
     location: str | None = None
+    recurrence: list[str] | None = PydanticField(default=None, description=_RECURRENCE_DOC)
 
 
 class EventUpdate(_Input):
@@ -356,6 +407,11 @@ class EventUpdate(_Input):
     all_day: bool | None = None
     description: str | None = None
     location: str | None = None
+    recurrence: list[str] | None = PydanticField(
+        default=None,
+        description=_RECURRENCE_DOC
+        + " On a series: the new rule (null turns the series into a single event).",
+    )
 
 
 class EventPublic(_Wire):
@@ -373,6 +429,22 @@ class EventPublic(_Wire):
     location: str | None
     created_at: str = PydanticField(json_schema_extra={"format": "date-time"})
     updated_at: str = PydanticField(json_schema_extra={"format": "date-time"})
+    recurrence: list[str] | None = PydanticField(
+        default=None,
+        description="Series only (singleEvents=false, or a get of the series' id): its "
+        "RFC 5545 lines, normalized (EXDATE/RDATE and UNTIL in UTC, or dates for all-day).",
+    )
+    recurring_event_id: str | None = PydanticField(
+        default=None,
+        description="Occurrences of a series only: the series' id. An occurrence's id is "
+        "<seriesId>_<original start, UTC basic format> (<seriesId>_<YYYYMMDD> all-day).",
+    )
+    original_starts_at: str | None = PydanticField(
+        default=None,
+        description="Occurrences of a series only: the start the rule gave it (it keeps it "
+        "when moved).",
+        json_schema_extra={"format": "date-time"},
+    )
 
 
 class EventList(_Wire):

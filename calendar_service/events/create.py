@@ -18,6 +18,7 @@ from calendar_service.calendars import resolve_target
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.events.parsing import check_title, parse_untrusted, resolve_times
 from calendar_service.events.queries import INSERT
+from calendar_service.events.series import CONFIRMED, NOT_A_SERIES, recurrence_columns
 from calendar_service.events.shapes import Row
 from calendar_service.events.writes import after_write
 from calendar_service.ids import new_id
@@ -35,7 +36,8 @@ def create_event(
     now: datetime,
     prior_errors: Sequence[FieldError] = (),
 ) -> dict[str, Any]:
-    """Create an event in the calendar chosen by the SPEC.md rules; queue ``created``.
+    """Create an event (a series, given ``recurrence``) in the calendar chosen by the SPEC.md
+    rules; queue ``created``.
 
     ``prior_errors`` are type errors already found in the input (see ``inputs.parse_partial``):
     they are reported together with every value error found here."""
@@ -57,6 +59,11 @@ def create_event(
         tz=tz,
         errors=errors,
     )
+    series: dict[str, Any] = dict(NOT_A_SERIES)
+    if data.recurrence is not None and start is not None and end is not None:
+        series = recurrence_columns(
+            data.recurrence, start=start, end=end, all_day=data.all_day, tz=tz, errors=errors
+        )
     if errors or calendar is None or start is None or end is None or title is None:
         raise ValidationFailed(errors)
     dialect = conn.dialect.name
@@ -72,6 +79,12 @@ def create_event(
         "location": data.location,
         "created_at": stored_now,
         "updated_at": stored_now,
+        "recurrence": series["recurrence"],
+        "recurrence_last_start": _stored(series["recurrence_last_start"], dialect),
+        "recurrence_ends_at": _stored(series["recurrence_ends_at"], dialect),
+        "recurring_event_id": None,
+        "original_starts_at": None,
+        "status": CONFIRMED,
     }
     INSERT.run(conn, **stored)
     # Formatted from what was stored, as a list formats it (on SQLite: text, no parsing).
@@ -85,6 +98,10 @@ def create_event(
         change=CREATED,
         now=now,
     )
+
+
+def _stored(value: datetime | None, dialect: str) -> datetime | str | None:
+    return None if value is None else to_db(value, dialect)
 
 
 def create_event_once(

@@ -1,16 +1,31 @@
 """One existing event, by id: get it, change some of its fields, delete it.
 
-Each loads the event within the key's reach first (``queries.load_in_scope``): an event
-outside it is answered 404, exactly as one that does not exist.
+Each loads what the id names within the key's reach first (``series.load_target``): an event
+outside it is answered 404, exactly as one that does not exist. An id names a single event, a
+series, or an occurrence of a series; ``scope`` says how much of a series a change of one of
+its occurrences reaches (SPEC.md, "Recurring events"):
+
+- ``this`` (the default for an occurrence id): that occurrence alone. It becomes an exception
+  row that keeps its id and original start; a deleted one is kept as a cancelled row;
+- ``following``: the series ends before the occurrence (an ``UNTIL``); a change starts a new
+  series there, which the answer carries. From the first occurrence, it is ``all``;
+- ``all`` (the only scope of a series' or a single event's id): the whole series. A change of
+  an occurrence's times moves the series by as much, in local time.
+
+A change of a series' rule or times drops the exceptions whose original start the new rule no
+longer produces; ``recurrence: null`` turns a series into a single event (its exceptions go).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection, delete, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.events.parsing import (
@@ -20,32 +35,56 @@ from calendar_service.events.parsing import (
     parse_untrusted,
     resolve_times,
 )
-from calendar_service.events.queries import events_t, load_in_scope
+from calendar_service.events.queries import INSERT, events_t
+from calendar_service.events.series import (
+    CANCELLED,
+    Target,
+    delete_exceptions,
+    drop_unproduced,
+    load_target,
+    local_delta,
+    occurrence_row,
+    occurrence_span,
+    recurrence_columns,
+    rule_of,
+    shifted,
+    target_public,
+    times_of,
+)
 from calendar_service.events.shapes import Row, event_public
 from calendar_service.events.writes import after_write
+from calendar_service.ids import new_id
 from calendar_service.keys import Principal
-from calendar_service.models import EventUpdate
-from calendar_service.outbox import DELETED, UPDATED
-from calendar_service.timeutil import zone
+from calendar_service.models import EventUpdate, UTCDateTime, to_db
+from calendar_service.outbox import CREATED, DELETED, UPDATED
+from calendar_service.recurrence import count_before, dates_split, with_count, with_until
+
+SCOPES = ("this", "following", "all")
 
 
 def get_event(conn: Connection, *, principal: Principal, event_id: str) -> dict[str, Any]:
-    row, calendar = load_in_scope(conn, principal=principal, event_id=event_id)
-    return event_public(row, calendar_name=calendar.name, tz=zone(calendar.time_zone))
+    """The event, the series (with ``recurrence``) or the occurrence ``event_id`` names."""
+    target = load_target(conn, principal=principal, event_id=event_id)
+    if target.row is None:
+        return target_public(target)
+    return event_public(target.row, calendar_name=target.calendar.name, tz=target.tz)
 
 
-def update_event(
-    conn: Connection,
-    *,
-    principal: Principal,
-    event_id: str,
-    data: EventUpdate,
-    now: datetime,
-    prior_errors: Sequence[FieldError] = (),
-) -> dict[str, Any]:
-    """Change the fields sent (PATCH semantics; ``null`` clears description or location)."""
-    row, calendar = load_in_scope(conn, principal=principal, event_id=event_id)
-    tz = zone(calendar.time_zone)
+def _scope(scope: str | None, target: Target) -> str:
+    """The scope of a change: for an occurrence id as given (default ``this``); a single
+    event's or a series' id always names the whole of it (``all``), whatever was given."""
+    if scope is not None and scope != "" and scope not in SCOPES:
+        raise ValidationFailed([FieldError("scope", "must be this, following or all")])
+    if target.kind != "occurrence":
+        return "all"
+    return scope or "this"
+
+
+def _changes(
+    row: Any, tz: tzinfo, data: EventUpdate, prior_errors: Sequence[FieldError]
+) -> tuple[dict[str, Any], list[FieldError]]:
+    """The columns the fields sent change (PATCH semantics; ``null`` clears description or
+    location), checked against ``row`` as it is; ``recurrence`` is the caller's."""
     sent = data.model_fields_set
     errors: list[FieldError] = list(prior_errors)
     bad = {e["field"] for e in prior_errors}
@@ -69,21 +108,291 @@ def update_event(
     for name in ("description", "location"):
         if name in sent:
             values[name] = getattr(data, name)
+    return values, errors
+
+
+def update_event(
+    conn: Connection,
+    *,
+    principal: Principal,
+    event_id: str,
+    data: EventUpdate,
+    now: datetime,
+    prior_errors: Sequence[FieldError] = (),
+    scope: str | None = None,
+) -> dict[str, Any]:
+    """Change the fields sent of the event, series or occurrence(s) ``event_id`` and
+    ``scope`` name (see the module's docstring); returns what was changed (for
+    ``scope=following``, the new series)."""
+    target = load_target(conn, principal=principal, event_id=event_id)
+    scope = _scope(scope, target)
+    if target.kind != "occurrence":
+        return _update_row(conn, principal, target, data, now, prior_errors)
+    if scope == "this":
+        return _update_occurrence(conn, principal, target, data, now, prior_errors)
+    if scope == "following" and target.original != target.series.starts_at:
+        return _update_following(conn, principal, target, data, now, prior_errors)
+    return _update_all_from(conn, principal, target, data, now, prior_errors)
+
+
+def _update_row(
+    conn: Connection,
+    principal: Principal,
+    target: Target,
+    data: EventUpdate,
+    now: datetime,
+    prior_errors: Sequence[FieldError],
+    values: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A single event or a series changed as a whole (``values``: already worked out)."""
+    row, tz = target.row, target.tz
+    errors: list[FieldError] = list(prior_errors)
+    if values is None:
+        values, errors = _changes(row, tz, data, prior_errors)
+    sent = data.model_fields_set
+    was_series = row.recurrence is not None
+    if "recurrence" in sent or (was_series and {"starts_at", "ends_at"} & values.keys()):
+        if "recurrence" in sent:
+            rule: Any = data.recurrence
+        else:
+            rule = orjson.loads(row.recurrence)
+        start = values.get("starts_at", row.starts_at)
+        end = values.get("ends_at", row.ends_at)
+        if start is not None and end is not None:
+            all_day = values.get("all_day", bool(row.all_day))
+            values.update(
+                recurrence_columns(
+                    rule, start=start, end=end, all_day=all_day, tz=tz, errors=errors
+                )
+            )
     if errors:
         raise ValidationFailed(errors)
     if not values:
-        return event_public(row, calendar_name=calendar.name, tz=tz)
+        return event_public(row, calendar_name=target.calendar.name, tz=tz)
     values["updated_at"] = now
     conn.execute(update(events_t).where(events_t.c.id == row.id).values(**values))
+    changed = Row({**row._asdict(), **values})
+    if was_series:
+        if changed.recurrence is None:
+            delete_exceptions(conn, row.id)
+        elif values.get("recurrence", row.recurrence) != row.recurrence or "starts_at" in values:
+            drop_unproduced(conn, changed, tz)
+    return _notify(
+        conn,
+        principal,
+        target,
+        changed,
+        UPDATED,
+        now,
+        span=(values["starts_at"], values["ends_at"]) if "starts_at" in values else None,
+    )
+
+
+def _notify(
+    conn: Connection,
+    principal: Principal,
+    target: Target,
+    row: Any,
+    change: str,
+    now: datetime,
+    span: tuple[datetime, datetime] | None = None,
+) -> dict[str, Any]:
+    """``writes.after_write`` in ``target``'s calendar: ``row``'s public object, once its
+    webhook is queued (``span``: its new times, if they were written)."""
     return after_write(
         conn,
         principal=principal,
-        calendar=calendar,
-        tz=tz,
-        row=Row({**row._asdict(), **values}),
-        span=(values["starts_at"], values["ends_at"]) if "starts_at" in values else None,
-        change=UPDATED,
+        calendar=target.calendar,
+        tz=target.tz,
+        row=row,
+        span=span,
+        change=change,
         now=now,
+    )
+
+
+def _no_recurrence(data: EventUpdate, errors: list[FieldError]) -> None:
+    if "recurrence" in data.model_fields_set:
+        errors.append(
+            FieldError(
+                "recurrence",
+                "belongs to the whole series: PATCH the series' id, or this occurrence with "
+                "scope=following or scope=all",
+            )
+        )
+
+
+def _insert(conn: Connection, values: dict[str, Any], *, unless_there: bool = False) -> bool:
+    """Insert an event row; ``unless_there``: not if a row with its id exists (an exception
+    another request made of the same occurrence at the same time). Whether it was inserted."""
+    dialect = conn.dialect.name
+    stored = {
+        c.name: to_db(values[c.name], dialect)
+        if isinstance(c.type, UTCDateTime) and values[c.name] is not None
+        else values[c.name]
+        for c in events_t.c
+    }
+    if not unless_there:
+        INSERT.run(conn, **stored)
+        return True
+    insert = sqlite_insert if dialect == "sqlite" else postgresql_insert
+    row = {c.name: values[c.name] for c in events_t.c}  # SQLAlchemy converts the date-times
+    done = conn.execute(insert(events_t).values(**row).on_conflict_do_nothing())
+    return bool(done.rowcount)
+
+
+def _update_occurrence(
+    conn: Connection,
+    principal: Principal,
+    target: Target,
+    data: EventUpdate,
+    now: datetime,
+    prior_errors: Sequence[FieldError],
+) -> dict[str, Any]:
+    """One occurrence changed: its exception row, made now if it has none."""
+    row = target.row if target.row is not None else occurrence_row(target)
+    values, errors = _changes(row, target.tz, data, prior_errors)
+    _no_recurrence(data, errors)
+    if errors:
+        raise ValidationFailed(errors)
+    if not values:
+        return get_event_of(target)
+    values["updated_at"] = now
+    changed = Row({**row._asdict(), **values})
+    inserted = target.row is None and _insert(conn, changed._asdict(), unless_there=True)
+    if not inserted:  # changed before, or just now by another request: the fields sent win
+        conn.execute(update(events_t).where(events_t.c.id == row.id).values(**values))
+    return _notify(
+        conn,
+        principal,
+        target,
+        changed,
+        UPDATED,
+        now,
+        span=(changed.starts_at, changed.ends_at),
+    )
+
+
+def get_event_of(target: Target) -> dict[str, Any]:
+    if target.row is None:
+        return target_public(target)
+    return event_public(target.row, calendar_name=target.calendar.name, tz=target.tz)
+
+
+def _series_target(target: Target) -> Target:
+    return Target("series", target.calendar, target.tz, target.series)
+
+
+def _update_all_from(
+    conn: Connection,
+    principal: Principal,
+    target: Target,
+    data: EventUpdate,
+    now: datetime,
+    prior_errors: Sequence[FieldError],
+) -> dict[str, Any]:
+    """The whole series changed from one of its occurrences: new times of the occurrence move
+    the series by as much (local time)."""
+    series, tz = target.series, target.tz
+    values, errors = _changes(occurrence_row(target), tz, data, prior_errors)
+    if "all_day" in values and values["all_day"] != bool(series.all_day):
+        errors.append(FieldError("allDay", "changes the whole series: PATCH the series' id"))
+    if "starts_at" in values and not errors:
+        old_start, old_end = occurrence_span(target)
+        values["starts_at"] = shifted(
+            series.starts_at, by=local_delta(old_start, values["starts_at"], tz), tz=tz
+        )
+        values["ends_at"] = shifted(
+            series.ends_at, by=local_delta(old_end, values["ends_at"], tz), tz=tz
+        )
+    if errors:
+        raise ValidationFailed(errors)
+    return _update_row(conn, principal, _series_target(target), data, now, (), values)
+
+
+def _update_following(
+    conn: Connection,
+    principal: Principal,
+    target: Target,
+    data: EventUpdate,
+    now: datetime,
+    prior_errors: Sequence[FieldError],
+) -> dict[str, Any]:
+    """This and the following occurrences changed: the series ends before this one, and a new
+    series with the change starts at it. Exceptions from here on are dropped."""
+    series, tz, original = target.series, target.tz, target.original
+    assert original is not None
+    start_row = occurrence_row(target)
+    values, errors = _changes(start_row, tz, data, prior_errors)
+    rule = rule_of(series)
+    new = {**start_row._asdict(), **values}
+    all_day = bool(new["all_day"])
+    if "recurrence" in data.model_fields_set:
+        lines: Any = data.recurrence
+    else:
+        _, later_dates = dates_split(rule, original, tz)
+        rrule_lines = [line for line in rule.lines if line.startswith("RRULE:")]
+        if rule.count is not None:
+            left = rule.count - count_before(rule, times_of(series, tz), original)
+            rrule_lines = with_count(rrule_lines, max(left, 1))
+        lines = [*rrule_lines, *later_dates]
+    columns = recurrence_columns(
+        lines, start=new["starts_at"], end=new["ends_at"], all_day=all_day, tz=tz, errors=errors
+    )
+    if errors:
+        raise ValidationFailed(errors)
+    _end_before(conn, principal, target, now)
+    new.update(columns)
+    new.update(
+        id=new_id("ev"),
+        created_at=now,
+        updated_at=now,
+        recurring_event_id=None,
+        original_starts_at=None,
+    )
+    _insert(conn, new)
+    return _notify(
+        conn,
+        principal,
+        target,
+        Row(new),
+        CREATED,
+        now,
+        span=(new["starts_at"], new["ends_at"]),
+    )
+
+
+def _end_before(
+    conn: Connection, principal: Principal, target: Target, now: datetime
+) -> dict[str, Any]:
+    """The series ends before ``target``'s occurrence: an UNTIL, its later EXDATE/RDATEs and
+    exceptions gone; its ``updated`` webhook queued."""
+    series, tz, original = target.series, target.tz, target.original
+    assert original is not None
+    rule = rule_of(series)
+    earlier_dates, _ = dates_split(rule, original, tz)
+    rrule_lines = [line for line in with_until(rule, original, tz) if line.startswith("RRULE:")]
+    errors: list[FieldError] = []
+    values = recurrence_columns(
+        [*rrule_lines, *earlier_dates],
+        start=series.starts_at,
+        end=series.ends_at,
+        all_day=bool(series.all_day),
+        tz=tz,
+        errors=errors,
+    )
+    if errors:  # cannot happen: the series occurs at its start
+        raise ValidationFailed(errors)
+    values["updated_at"] = now
+    conn.execute(update(events_t).where(events_t.c.id == series.id).values(**values))
+    delete_exceptions(conn, series.id, since=original)
+    return _notify(
+        conn,
+        principal,
+        target,
+        Row({**series._asdict(), **values}),
+        UPDATED,
+        now,
     )
 
 
@@ -95,28 +404,58 @@ def update_event_from_input(
     body: Any,
     now: datetime,
     prior_errors: Sequence[FieldError] = (),
+    scope: str | None = None,
 ) -> dict[str, Any]:
     """The fronts' way in for a change: decoded, untrusted JSON, with every bad field, of type
-    or of value, reported at once."""
+    or of value, reported at once. ``scope``: ``this``, ``following`` or ``all`` (see the
+    module's docstring; ``None``: ``this`` for an occurrence id, else ``all``)."""
     data, errors = parse_untrusted(EventUpdate, body, prior_errors)
     return update_event(
-        conn, principal=principal, event_id=event_id, data=data, now=now, prior_errors=errors
+        conn,
+        principal=principal,
+        event_id=event_id,
+        data=data,
+        now=now,
+        prior_errors=errors,
+        scope=scope,
     )
 
 
 def delete_event(
-    conn: Connection, *, principal: Principal, event_id: str, now: datetime
+    conn: Connection,
+    *,
+    principal: Principal,
+    event_id: str,
+    now: datetime,
+    scope: str | None = None,
 ) -> dict[str, Any]:
-    """Delete an event; the ``deleted`` webhook carries it as it was."""
-    row, calendar = load_in_scope(conn, principal=principal, event_id=event_id)
+    """Delete an event or a series (with its exceptions), cancel one occurrence
+    (``scope=this``) or end a series before one (``scope=following``). The webhook carries
+    what was deleted or cancelled as it was (``deleted``), or the shortened series
+    (``updated``)."""
+    target = load_target(conn, principal=principal, event_id=event_id)
+    scope = _scope(scope, target)
+    if target.kind == "occurrence":
+        if scope == "this":
+            return _cancel(conn, principal, target, now)
+        if scope == "following" and target.original != target.series.starts_at:
+            return _end_before(conn, principal, target, now)
+        target = _series_target(target)
+    row = target.row
+    if target.kind == "series":
+        delete_exceptions(conn, row.id)
     conn.execute(delete(events_t).where(events_t.c.id == row.id))
-    return after_write(
-        conn,
-        principal=principal,
-        calendar=calendar,
-        tz=zone(calendar.time_zone),
-        row=row,
-        span=None,
-        change=DELETED,
-        now=now,
-    )
+    return _notify(conn, principal, target, row, DELETED, now)
+
+
+def _cancel(
+    conn: Connection, principal: Principal, target: Target, now: datetime
+) -> dict[str, Any]:
+    """One occurrence cancelled: kept as a cancelled exception row (so the list skips it)."""
+    row: Any = occurrence_row(target) if target.row is None else target.row
+    cancelled = {**row._asdict(), "status": CANCELLED, "updated_at": now}
+    if target.row is not None or not _insert(conn, cancelled, unless_there=True):
+        conn.execute(
+            update(events_t).where(events_t.c.id == row.id).values(status=CANCELLED, updated_at=now)
+        )
+    return _notify(conn, principal, target, row, DELETED, now)

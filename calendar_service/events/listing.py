@@ -13,13 +13,19 @@ from typing import Any
 from sqlalchemy import Connection
 
 from calendar_service.calendars import accessible_calendars, calendar_public
-from calendar_service.events.parsing import parse_list_params
-from calendar_service.events.queries import list_statement, window_floor
+from calendar_service.events.occurrences import page_with_series
+from calendar_service.events.parsing import parse_list_params, parse_single_events
+from calendar_service.events.queries import (
+    list_statement,
+    series_rows,
+    series_statement,
+    window_floor,
+)
 from calendar_service.events.shapes import events_public
 from calendar_service.events.tokens import decode_token, encode_token, token_query
 from calendar_service.keys import Principal
 from calendar_service.models import to_db
-from calendar_service.timeutil import format_in, zone
+from calendar_service.timeutil import format_in, utc_text, zone
 
 
 def list_events(
@@ -32,6 +38,7 @@ def list_events(
     page_token: str | None = None,
     token_key: bytes,
     now: datetime | None = None,
+    single_events: bool | str | None = True,
 ) -> dict[str, Any]:
     """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``.
 
@@ -41,11 +48,18 @@ def list_events(
     (or the default one). ``token_key`` signs and checks page tokens (the fronts get it from
     ``service_secrets.page_token_key``). Given ``now``, the list starts with it, in the zone
     the bounds are read in (MCP's ``now``: the reference for "today" and "tomorrow").
+
+    Series are listed as their occurrences (``events.occurrences``), or, with
+    ``single_events`` false (``False`` or ``"false"``), as themselves (with ``recurrence``;
+    their changed occurrences are listed too, as Google Calendar does). A page may be shorter
+    than ``limit`` when expanding series reached the request's work budget; it then has a
+    ``nextPageToken``.
     """
     calendars = accessible_calendars(conn, principal=principal)
     default = next((c for c in calendars if c.is_default), calendars[0] if calendars else None)
     tz = zone(default.time_zone) if default is not None else UTC
     low, high, size = parse_list_params(time_min=time_min, time_max=time_max, limit=limit, tz=tz)
+    single_events = parse_single_events(single_events)
     result: dict[str, Any] = {} if now is None else {"now": format_in(now, tz)}
     result["calendars"] = [calendar_public(c) for c in calendars]
     result["events"] = []
@@ -63,16 +77,33 @@ def list_events(
         params["low_floor"] = to_db(window_floor(low, longest), dialect)
     if high is not None:
         params["high"] = to_db(high, dialect)
-    query = token_query(principal, low, high)
+    query = token_query(principal, low, high, single_events=single_events)
+    after: tuple[str, str] | None = None
     if page_token:
         after_start, params["after_id"] = decode_token(token_key, query, page_token)
         params["after_start"] = to_db(after_start, dialect)
-    statement = list_statement(
-        len(calendars) == 1, low is not None, high is not None, bool(page_token)
+        after = (utc_text(after_start), params["after_id"])
+    shape = (len(calendars) == 1, low is not None, high is not None, bool(page_token))
+    rows = list_statement(*shape).all(conn, **params)
+    wanted = ("calendar_id", "user_id", "low", "high", "after_start")
+    series = series_statement(*shape).all(conn, **{k: params[k] for k in wanted if k in params})
+    if not series:
+        result["events"] = events_public(rows[:size], calendars)
+        if len(rows) > size:
+            last = rows[size - 1]  # starts_at is the stored UTC text on every backend
+            result["nextPageToken"] = encode_token(token_key, query, last[3], last[0])
+        return result
+    result["events"], following = page_with_series(
+        rows,
+        series,
+        calendars,
+        load=lambda ids: series_rows(conn, ids),
+        low=low,
+        high=high,
+        after=after,
+        size=size,
+        single_events=single_events,
     )
-    rows = statement.all(conn, **params)
-    result["events"] = events_public(rows[:size], calendars)
-    if len(rows) > size:
-        last = rows[size - 1]  # starts_at is the stored UTC text on every backend
-        result["nextPageToken"] = encode_token(token_key, query, last[3], last[0])
+    if following is not None:
+        result["nextPageToken"] = encode_token(token_key, query, *following)
     return result

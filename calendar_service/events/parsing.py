@@ -63,6 +63,15 @@ def parse_list_params(
     return low, high, size
 
 
+def parse_single_events(value: bool | str | None) -> bool:
+    """``singleEvents``: occurrences (true, the default) or series (false)."""
+    if value is None or value == "" or value is True or value == "true":
+        return True
+    if value is False or value == "false":
+        return False
+    raise ValidationFailed([FieldError("singleEvents", "must be true or false")])
+
+
 def parse_untrusted(
     model: type[M], body: Any, prior_errors: Sequence[FieldError]
 ) -> tuple[M, list[FieldError]]:

@@ -8,16 +8,29 @@ The statements every list or create runs are compiled once and run straight on t
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import BindParameter, Connection, and_, bindparam, insert, or_, select, update
+from sqlalchemy import (
+    BindParameter,
+    Connection,
+    String,
+    and_,
+    bindparam,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 from calendar_service.calendars import CalendarRow, calendars_t, within_reach
 from calendar_service.db import Statement
 from calendar_service.errors import NotFound
 from calendar_service.keys import Principal
-from calendar_service.models import UTCDateTime, events_t, utc_text_of
+from calendar_service.models import SERIES_ROWS, UTCDateTime, events_t, utc_text_of
 
 EVENT_COLUMNS = (
     events_t.c.id,
@@ -30,23 +43,36 @@ EVENT_COLUMNS = (
     events_t.c.location,
     events_t.c.created_at,
     events_t.c.updated_at,
+    events_t.c.recurrence,
+    events_t.c.recurrence_last_start,
+    events_t.c.recurrence_ends_at,
+    events_t.c.recurring_event_id,
+    events_t.c.original_starts_at,
+    events_t.c.status,
 )
 
-# The list reads its date-times as stored UTC text on every backend (see utc_text_of).
-_LIST_COLUMNS = tuple(
-    utc_text_of(c) if isinstance(c.type, UTCDateTime) else c for c in EVENT_COLUMNS
+
+def _as_text(columns: Any) -> tuple[Any, ...]:
+    """The list reads its date-times as stored UTC text on every backend (see utc_text_of)."""
+    return tuple(utc_text_of(c) if isinstance(c.type, UTCDateTime) else c for c in columns)
+
+
+# The window query's columns: a single event's (``shapes.events_public`` unpacks them), and
+# an exception's series and original start.
+_LIST_COLUMNS = _as_text(
+    (*EVENT_COLUMNS[:10], events_t.c.recurring_event_id, events_t.c.original_starts_at)
 )
+_CONFIRMED = "confirmed"
 
 
 @functools.cache
 def list_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> Statement:
-    """The window query, one compiled statement per shape of request."""
-    query = select(*_LIST_COLUMNS)
-    if one_calendar:
-        query = query.where(events_t.c.calendar_id == bindparam("calendar_id"))
-    else:  # an all-calendars key reaches every calendar of its owner
-        owned = select(calendars_t.c.id).where(calendars_t.c.user_id == bindparam("user_id"))
-        query = query.where(events_t.c.calendar_id.in_(owned.scalar_subquery()))
+    """The window query, one compiled statement per shape of request: single events and the
+    changed occurrences of series (exceptions), which are rows with times of their own;
+    series rows and cancelled occurrences are not in it."""
+    query = _in_calendars(select(*_LIST_COLUMNS), one_calendar).where(
+        events_t.c.recurrence.is_(None), events_t.c.status == _CONFIRMED
+    )
     if low:
         # Bounded below by the longest event so the index on (calendar_id, starts_at) does the
         # work on both sides instead of scanning every older event.
@@ -66,6 +92,104 @@ def list_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> St
             ),
         )
     return Statement(query.order_by(events_t.c.starts_at, events_t.c.id).limit(bindparam("limit")))
+
+
+def _in_calendars(query: Any, one_calendar: bool) -> Any:
+    if one_calendar:
+        return query.where(events_t.c.calendar_id == bindparam("calendar_id"))
+    # an all-calendars key reaches every calendar of its owner
+    owned = select(calendars_t.c.id).where(calendars_t.c.user_id == bindparam("user_id"))
+    return query.where(events_t.c.calendar_id.in_(owned.scalar_subquery()))
+
+
+class joined_texts(FunctionElement[str]):  # lower case: used like a SQL function
+    """An aggregate: the texts of a group joined with commas (NULL for none)."""
+
+    type = String()
+    inherit_cache = True
+    name = "joined_texts"
+
+
+@compiles(joined_texts)
+def _joined_texts_sqlite(element: joined_texts, compiler: Any, **kw: Any) -> str:
+    return f"group_concat({compiler.process(element.clauses, **kw)}, ',')"
+
+
+@compiles(joined_texts, "postgresql")
+def _joined_texts_postgresql(element: joined_texts, compiler: Any, **kw: Any) -> str:
+    return f"string_agg({compiler.process(element.clauses, **kw)}, ',')"
+
+
+_exception = events_t.alias("exception")
+# What the list needs of each series it may expand, all in ix_events_series (no table row is
+# read): its id, calendar, start, version (updated_at) and end, and the original starts of
+# its exceptions (changed or cancelled occurrences) joined, through ix_events_recurring.
+SERIES_KEYS = (
+    events_t.c.id,
+    events_t.c.calendar_id,
+    *_as_text((events_t.c.starts_at, events_t.c.updated_at, events_t.c.recurrence_ends_at)),
+    select(joined_texts(utc_text_of(_exception.c.original_starts_at)))
+    .where(_exception.c.recurring_event_id == events_t.c.id)
+    .scalar_subquery()
+    .label("exceptions"),
+)
+# A series' columns (date-times as stored UTC text), read when a version of it is new to the
+# process (``series_rows``).
+SERIES_COLUMNS = _as_text(EVENT_COLUMNS[:13])
+
+
+@functools.cache
+def series_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> Statement:
+    """The series that may occur in a window (``SERIES_KEYS``, from ``ix_events_series``,
+    which holds series rows only): they start before its end, and their last occurrence (if
+    they have one) ends after its start, or after the page token's start."""
+    query = _in_calendars(select(*SERIES_KEYS), one_calendar).where(SERIES_ROWS)
+    ends = events_t.c.recurrence_ends_at
+    if high:
+        query = query.where(events_t.c.starts_at < bindparam("high"))
+    # >=: a zero-length occurrence at the window's start (or the token's) is in the window.
+    if low:
+        query = query.where(or_(ends.is_(None), ends >= bindparam("low")))
+    if after:
+        query = query.where(or_(ends.is_(None), ends >= bindparam("after_start")))
+    return _SeriesStatement(query)  # in no order: the list orders occurrences itself
+
+
+class _SeriesStatement(Statement):
+    """On SQLite, ``INDEXED BY ix_events_series``: without statistics its planner would rather
+    walk every event of the calendar through ``ix_events_calendar_start`` and test each row,
+    where the partial index holds the series alone (SQLAlchemy renders no table hints for
+    SQLite, hence the edit of the compiled text)."""
+
+    def sql(self, dialect: Any) -> tuple[str, dict[str, Any]]:
+        sql, defaults = super().sql(dialect)
+        if dialect.name == "sqlite" and "INDEXED BY" not in sql:
+            # The main FROM (the exceptions' subquery reads "FROM events AS exception").
+            assert sql.count("FROM events \n") == 1, sql
+            sql = sql.replace("FROM events \n", "FROM events INDEXED BY ix_events_series \n")
+            self._compiled[dialect.name] = (sql, defaults)
+        return sql, defaults
+
+
+_CHUNK = 256
+
+
+def series_rows(conn: Connection, series_ids: Sequence[str]) -> list[Any]:
+    """The series' rows (``SERIES_COLUMNS``), by id: a few statement shapes only (the ids
+    padded to a power of two, at most ``_CHUNK`` a statement)."""
+    found: list[Any] = []
+    for first in range(0, len(series_ids), _CHUNK):
+        chunk = series_ids[first : first + _CHUNK]
+        size = 1 << max(len(chunk) - 1, 0).bit_length()
+        params = {f"id_{i}": chunk[i] if i < len(chunk) else None for i in range(size)}
+        found.extend(_series_by_id(size).all(conn, **params))
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def _series_by_id(size: int) -> Statement:
+    ids: list[BindParameter[Any]] = [bindparam(f"id_{i}") for i in range(size)]
+    return Statement(select(*SERIES_COLUMNS).where(events_t.c.id.in_(ids)))
 
 
 _FIRST_INSTANT = datetime.min.replace(tzinfo=UTC)

@@ -14,11 +14,42 @@ from collections.abc import Sequence
 from datetime import UTC, tzinfo
 from typing import Any
 
+import orjson
+
 from calendar_service.timeutil import STORED_WHOLE_SECOND, format_in, format_utc, zone
 
 
 def event_public(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
-    """The public event object (``EventPublic``), times in the calendar's zone."""
+    """The public event object (``EventPublic``), times in the calendar's zone: a series with
+    its ``recurrence``, an exception (a changed occurrence) with ``recurringEventId`` and
+    ``originalStartsAt``; a single event has none of the three."""
+    event = event_fields(row, calendar_name=calendar_name, tz=tz)
+    recurrence = getattr(row, "recurrence", None)
+    if recurrence is not None:
+        event["recurrence"] = orjson.loads(recurrence)
+    series_id = getattr(row, "recurring_event_id", None)
+    if series_id is not None:
+        event["recurringEventId"] = series_id
+        event["originalStartsAt"] = format_in(row.original_starts_at, tz)
+    return event
+
+
+def occurrence_public(
+    series: Any, *, calendar_name: str, tz: tzinfo, event_id: str, span: tuple[Any, Any]
+) -> dict[str, Any]:
+    """One computed occurrence of ``series`` (a row), starting and ending at ``span``
+    (datetimes or stored UTC text): the series' fields, its own id and times."""
+    event = event_fields(series, calendar_name=calendar_name, tz=tz)
+    event["id"] = event_id
+    event["startsAt"] = format_in(span[0], tz)
+    event["endsAt"] = format_in(span[1], tz)
+    event["recurringEventId"] = series.id
+    event["originalStartsAt"] = event["startsAt"]
+    return event
+
+
+def event_fields(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
+    """The fields every event object has, from ``row``."""
     fmt = format_utc if tz is UTC else functools.partial(format_in, tz=tz)
     return {
         "id": row.id,
@@ -36,7 +67,7 @@ def event_public(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
 
 
 def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[str, Any]]:
-    """``event_public`` for the list's driver rows (``queries.EVENT_COLUMNS`` order), without
+    """``event_public`` for the list's driver rows (``queries.list_statement``), without
     an object or a call per row: the list's hot loop. Stored times are RFC 3339 UTC text
     already (``timeutil.utc_text``): in UTC they only lose a zero fraction."""
     zones: dict[str, tuple[str, tzinfo | None]] = {}
@@ -45,27 +76,42 @@ def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[st
         zones[c.id] = (c.name, None if tz is UTC else tz)
     whole, z = STORED_WHOLE_SECOND, "Z"
     events = []
-    for event_id, calendar_id, title, starts, ends, all_day, desc, place, created, updated in rows:
+    for (
+        event_id,
+        calendar_id,
+        title,
+        starts,
+        ends,
+        all_day,
+        desc,
+        place,
+        created,
+        updated,
+        series_id,
+        original,
+    ) in rows:
         name, local = zones[calendar_id]
         if local is None:
             starts, ends = starts.replace(whole, z), ends.replace(whole, z)
         else:
             starts, ends = format_in(starts, local), format_in(ends, local)
-        events.append(
-            {
-                "id": event_id,
-                "calendarId": calendar_id,
-                "calendar": name,
-                "title": title,
-                "startsAt": starts,
-                "endsAt": ends,
-                "allDay": all_day == 1,
-                "description": desc,
-                "location": place,
-                "createdAt": created.replace(whole, z),
-                "updatedAt": updated.replace(whole, z),
-            }
-        )
+        event = {
+            "id": event_id,
+            "calendarId": calendar_id,
+            "calendar": name,
+            "title": title,
+            "startsAt": starts,
+            "endsAt": ends,
+            "allDay": all_day == 1,
+            "description": desc,
+            "location": place,
+            "createdAt": created.replace(whole, z),
+            "updatedAt": updated.replace(whole, z),
+        }
+        if series_id is not None:  # a changed occurrence of a series
+            event["recurringEventId"] = series_id
+            event["originalStartsAt"] = format_in(original, local or UTC)
+        events.append(event)
     return events
 
 
@@ -76,6 +122,9 @@ class Row:
 
     def __init__(self, values: dict[str, Any]) -> None:
         self._values = values
+
+    def _asdict(self) -> dict[str, Any]:
+        return dict(self._values)
 
     def __getattr__(self, name: str) -> Any:
         try:

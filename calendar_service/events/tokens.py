@@ -42,15 +42,24 @@ def _token_mac(key: bytes, query: bytes, payload: bytes) -> bytes:
     return digest[:_MAC_BYTES]
 
 
-def token_query(principal: Principal, low: datetime | None, high: datetime | None) -> bytes:
-    """What a token is bound to. The window's instants, not the text that named them."""
-    parts = (
+def token_query(
+    principal: Principal,
+    low: datetime | None,
+    high: datetime | None,
+    *,
+    single_events: bool = True,
+) -> bytes:
+    """What a token is bound to. The window's instants, not the text that named them; a list
+    of series (``singleEvents=false``) is another query than one of occurrences."""
+    parts = [
         principal.key_id,
         principal.user_id,
         principal.calendar_id or "",
         "" if low is None else utc_text(low),
         "" if high is None else utc_text(high),
-    )
+    ]
+    if not single_events:
+        parts.append("series")
     return "\x1f".join(parts).encode()
 
 

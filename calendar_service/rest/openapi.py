@@ -33,6 +33,7 @@ from calendar_service.models import (
     EventUpdate,
     Problem,
 )
+from calendar_service.recurrence import MAX_LINE
 from calendar_service.rest.routes import EVENTS_PATH
 from calendar_service.timeutil import MAX_OFFSET, MAX_YEAR, MIN_YEAR
 
@@ -257,7 +258,14 @@ def _schemas() -> dict[str, Any]:
         out[model.__name__] = schema
     out["EventCreate"] = _event_create(out["EventCreate"])
     out["EventUpdate"] = _event_update(out["EventUpdate"])
-    out["EventPublic"]["description"] = "An event; times in its calendar's time zone."
+    _only_when_present(out["EventPublic"], ("recurrence", "recurringEventId", "originalStartsAt"))
+    for name in ("EventCreate", "EventUpdate"):
+        _recurrence_lines(out[name]["properties"]["recurrence"])
+    out["EventPublic"]["description"] = (
+        "An event; times in its calendar's time zone. A series carries recurrence; an "
+        "occurrence of a series carries recurringEventId and originalStartsAt; a single event "
+        "has none of the three."
+    )
     out["EventPublic"]["examples"] = [_EVENT_EXAMPLE]
     out["EventList"]["description"] = "A page of events, with the calendars the key reaches."
     out["EventList"]["examples"] = [
@@ -280,6 +288,24 @@ def _schemas() -> dict[str, Any]:
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
     return {_DOC_NAMES.get(name, name): _renamed(schema) for name, schema in out.items()}
+
+
+def _only_when_present(schema: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Fields that are left out rather than null: their schema without the null branch."""
+    for name in names:
+        prop = schema["properties"][name]
+        branches = [b for b in prop.pop("anyOf") if b.get("type") != "null"]
+        prop.update(branches[0])
+        prop.pop("default", None)
+        if name in schema.get("required", []):
+            schema["required"].remove(name)
+
+
+def _recurrence_lines(prop: dict[str, Any]) -> None:
+    for branch in prop["anyOf"]:
+        if branch.get("type") == "array":
+            branch["minItems"] = 1
+            branch["items"] = {"type": "string", "minLength": 1, "maxLength": MAX_LINE}
 
 
 # The document names the objects as the API does ("Calendar", not the model's
@@ -564,6 +590,25 @@ def _parameters() -> dict[str, Any]:
             "timeMax (the same instants; limit may change). Any other value is a 400.",
             "schema": {"type": "string", "pattern": TEXT_PATTERN},
         },
+        "singleEvents": {
+            "name": "singleEvents",
+            "in": "query",
+            "description": "true (the default): series are listed as their occurrences, each an "
+            "event with recurringEventId and originalStartsAt. false: series are listed as "
+            "themselves, with recurrence, ordered by their first occurrence (their changed "
+            "occurrences are listed too). Send the same value with a pageToken.",
+            "schema": {"type": "string", "enum": ["true", "false"], "default": "true"},
+        },
+        "scope": {
+            "name": "scope",
+            "in": "query",
+            "description": "For an occurrence id (<seriesId>_<YYYYMMDDTHHMMSSZ>): `this` (the "
+            "default) changes or cancels that occurrence alone; `following` ends the series "
+            "before it (and, for a change, starts a new series with the change there, which "
+            "the answer carries); `all` the whole series. A single event's or a series' id "
+            "always names the whole of it.",
+            "schema": {"type": "string", "enum": ["this", "following", "all"]},
+        },
         "Idempotency-Key": {
             "name": "Idempotency-Key",
             "in": "header",
@@ -647,10 +692,13 @@ def _operations() -> dict[str, Any]:
         "summary": "List the calendars and events the key can reach",
         "description": "The calendars the key can reach, and their events that overlap "
         "[timeMin, timeMax): `endsAt > timeMin` and `startsAt < timeMax`. Ordered by startsAt, "
-        "then id, in pages of `limit`; when more remain the body carries nextPageToken." + rate_doc,
+        "then id, in pages of `limit`; when more remain the body carries nextPageToken. "
+        "Recurring series are listed as their occurrences (singleEvents); a page can be "
+        "shorter than `limit` when expanding series reached the request's work bound, and "
+        "then carries nextPageToken too." + rate_doc,
         "parameters": [
             {"$ref": _PARAMETER.format(name)}
-            for name in ("timeMin", "timeMax", "limit", "pageToken")
+            for name in ("timeMin", "timeMax", "limit", "pageToken", "singleEvents")
         ],
         "responses": {
             "200": {
@@ -719,9 +767,11 @@ def _operations() -> dict[str, Any]:
         "tags": [TAG],
         "summary": "Change some fields of an event",
         "description": "Changes only the fields sent (JSON merge semantics: `null` clears "
-        "description or location); the event as changed is validated as a whole."
-        + write_note
-        + rate_doc,
+        "description or location); the event as changed is validated as a whole. For a "
+        "series, a change of its rule or times drops the changed or cancelled occurrences the "
+        "new rule no longer produces; `recurrence: null` makes it a single event. For an "
+        "occurrence id, see scope." + write_note + rate_doc,
+        "parameters": [{"$ref": _PARAMETER.format("scope")}],
         "requestBody": {
             "required": True,
             "description": "The fields to change.",
@@ -749,8 +799,12 @@ def _operations() -> dict[str, Any]:
         "operationId": "deleteCalendarEvent",
         "tags": [TAG],
         "summary": "Delete an event",
-        "description": "Deletes the event; the owner's webhook hears of it with the event as "
-        "it was." + write_note + rate_doc,
+        "description": "Deletes the event (a series with its changed occurrences); the "
+        "owner's webhook hears of it with the event as it was. For an occurrence id, cancels "
+        "that occurrence (scope=this), or ends the series before it (scope=following)."
+        + write_note
+        + rate_doc,
+        "parameters": [{"$ref": _PARAMETER.format("scope")}],
         "responses": {
             "204": {
                 "description": "Deleted.",

@@ -121,6 +121,8 @@ async def list_calendar_events(request: Request) -> Response:
         "page_token": params.get("pageToken"),
         "token_key": await _page_token_key(request),
     }
+    if "singleEvents" in params:  # the hot path passes no more than it needs
+        args["single_events"] = params["singleEvents"]
     # Encoded in the transaction, while the list is fresh in the cache: only the bytes wait
     # for the group commit (db.Database.run_grouped), not some 600 objects.
     outcome = await _perform(request, operations.LIST, args, present=orjson.dumps)
@@ -163,7 +165,12 @@ async def update_calendar_event(request: Request) -> Response:
     raw, refused = await _body(request)
 
     def args() -> dict[str, Any]:
-        return {"event_id": event_id, "body": parse_json_body(raw), "now": utcnow()}
+        return {
+            "event_id": event_id,
+            "body": parse_json_body(raw),
+            "now": utcnow(),
+            "scope": request.query_params.get("scope"),
+        }
 
     outcome = await _perform(request, operations.UPDATE, args, refused=refused)
     return _respond(outcome, outcome.value)
@@ -173,7 +180,7 @@ async def delete_calendar_event(request: Request) -> Response:
     event_id = request.path_params["event_id"]
 
     def args() -> dict[str, Any]:
-        return {"event_id": event_id, "now": utcnow()}
+        return {"event_id": event_id, "now": utcnow(), "scope": request.query_params.get("scope")}
 
     outcome = await _perform(request, operations.DELETE, args, status=204)
     return _respond(outcome, None)

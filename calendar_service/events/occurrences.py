@@ -1,0 +1,571 @@
+"""The list's occurrences: the series that may occur in the window, expanded only inside it
+(from the page token's position on), merged with the window query's rows in
+``(startsAt, id)`` order, so that ``limit`` and page tokens work across both as across single
+events alone.
+
+Occurrences sort by their start (stored UTC text, as the rows' starts) and their id
+(``<seriesId>_<UTC stamp>``).
+
+Each series is expanded a *chunk* at a time: a stretch of time from its start (28 days of a
+daily rule, 16 weeks of a weekly one, 2 years of a monthly one, 12 years of a yearly one,
+times its INTERVAL). A chunk's occurrences, with their shown times, are a pure function of
+the series as stored, its calendar's zone and the chunk, so they are kept in a bounded LRU
+(``_CHUNKS``) shared by the process's requests: a list of a calendar with a thousand weekly
+series reads them from memory, not from dateutil. The page is built in rounds: every series
+is expanded up to a boundary that doubles its distance each round, until the rows and the
+occurrences before it fill the page (or the window, the accepted range or every series ends).
+
+Bounded work: the series of one request share ``recurrence.READ_BUDGET`` equally (at least
+``SHARE_FLOOR`` each); chunks read from memory cost nothing. When a series' share runs out,
+it *pauses* at the instant up to which it is complete, and the page ends there, shorter than
+``limit``, with a page token that resumes at that instant (Google Calendar's API returns
+short pages too). A page token is ``(start, id)``; a pause's has the id ``""``, which sorts
+before every id, so the next page starts at the pause's instant, and every page moves on.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import threading
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, tzinfo
+from operator import itemgetter
+from typing import Any
+
+import orjson
+
+from calendar_service.events.series import length_of
+from calendar_service.events.shapes import Row, event_fields, event_public, events_public
+from calendar_service.recurrence import (
+    READ_BUDGET,
+    Budget,
+    Paused,
+    Rule,
+    SeriesTimes,
+    end_of,
+    expand,
+    occurrence_stamp,
+    stored_rule,
+)
+from calendar_service.timeutil import EARLIEST, LATEST, format_in, from_utc_text, utc_text, zone
+
+SHARE_FLOOR = 200
+"""Work units each series of a page may spend however many there are (about 100 days of a
+daily rule, or 5 years of a yearly one)."""
+
+_CHUNK_DAYS = (366 * 12, 731, 112, 28)  # by dateutil's FREQ: YEARLY, MONTHLY, WEEKLY, DAILY
+_CHUNKS_KEPT = 16_384
+_FIRST_ROUND = timedelta(days=28)
+
+# queries.SERIES_COLUMNS, by name
+_SERIES_NAMES = (
+    "id",
+    "calendar_id",
+    "title",
+    "starts_at",
+    "ends_at",
+    "all_day",
+    "description",
+    "location",
+    "created_at",
+    "updated_at",
+    "recurrence",
+    "recurrence_last_start",
+    "recurrence_ends_at",
+)
+
+# A chunk's occurrence: start and end (stored UTC text), the occurrence id's stamp, and the
+# start and end as shown (RFC 3339 in the calendar's zone).
+Entry = tuple[str, str, str, str, str]
+# A chunk: its occurrences' starts (to search), and the occurrences.
+Chunk = tuple[tuple[str, ...], tuple[Entry, ...]]
+# A merged item: (start as stored UTC text, id, kind, what to show).
+Item = tuple[str, str, int, Any]
+_ROW, _OCCURRENCE, _SERIES = range(3)
+_ORDER = itemgetter(0, 1)
+
+
+class _ChunkCache:
+    """A bounded LRU of expanded chunks, keyed by everything they are computed from. Only
+    whole chunks are kept (never one cut short by a budget), so a key always gives the same
+    value, whichever request computed it, and a rerun of an operation finds what it made."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> Any:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: Hashable, entries: Any) -> None:
+        with self._lock:
+            self._entries[key] = entries
+            if len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+
+_CHUNKS = _ChunkCache(_CHUNKS_KEPT)
+_MERGED = timedelta(days=28)
+_MERGED_MOST = 24
+"""Merged chunks one page reads at the most before it goes series by series."""
+_MERGED_CHUNKS: _ChunkCache = _ChunkCache(4096)
+
+
+@functools.lru_cache(maxsize=4096)
+def _rule_of_text(text: str, all_day: bool) -> Rule:
+    return stored_rule(tuple(orjson.loads(text)), all_day)
+
+
+def series_row(values: Sequence[Any]) -> Row:
+    """A row of ``queries.series_statement`` with its date-times read (they come as text)."""
+    row = dict(zip(_SERIES_NAMES, values, strict=True))
+    for name in ("starts_at", "ends_at", "recurrence_last_start"):
+        if row[name] is not None:
+            row[name] = from_utc_text(row[name])
+    return Row(row)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What expanding a stored series takes, read from its row once (``_plan``)."""
+
+    rule: Rule
+    times: SeriesTimes
+    length: timedelta | int
+    ends: datetime | None
+    anchor: datetime
+    step: timedelta
+    key: tuple[Hashable, ...]
+    id: str
+    fields: dict[str, Any]  # its event object's fields (copied for each occurrence)
+    longest: timedelta  # how long before a window an occurrence overlapping it may start
+
+    def shown(self, entry: Entry) -> dict[str, Any]:
+        """The public object of one of its occurrences."""
+        event = dict(self.fields)
+        event["id"] = f"{self.id}_{entry[2]}"
+        event["startsAt"], event["endsAt"] = entry[3], entry[4]
+        event["recurringEventId"] = self.id
+        event["originalStartsAt"] = entry[3]
+        return event
+
+
+def _plan(values: Sequence[Any], tz: tzinfo, name: str) -> _Plan:
+    all_day = bool(values[5])
+    rule = _rule_of_text(values[10], all_day)
+    start, end = from_utc_text(values[3]), from_utc_text(values[4])
+    last = None if values[11] is None else from_utc_text(values[11])
+    length = length_of(start, end, all_day=all_day, tz=tz)
+    step = min(timedelta(days=_CHUNK_DAYS[rule.freq] * rule.interval), LATEST - EARLIEST)
+    anchor = min(start, *rule.rdates) if rule.rdates and not all_day else start
+    return _Plan(
+        rule=rule,
+        times=SeriesTimes(start, tz, last),
+        length=length,
+        ends=None if values[12] is None else from_utc_text(values[12]),
+        anchor=anchor,
+        step=step,
+        key=(values[10], all_day, values[3], values[11], tz, str(length)),
+        id=values[0],
+        fields=event_fields(series_row(values), calendar_name=name, tz=tz),
+        longest=timedelta(days=length + 1) if isinstance(length, int) else length,
+    )
+
+
+class _Series:
+    """One series of the page: its chunks from where the page starts, up to a boundary."""
+
+    def __init__(
+        self,
+        plan: _Plan,
+        *,
+        since: datetime,
+        low: datetime | None,
+        high_text: str | None,
+        budget: Budget,
+    ) -> None:
+        self.plan = plan
+        self.id = plan.id
+        self.tz = plan.times.tz
+        self.all_day = plan.rule.all_day
+        self.rule, self.times, self.length = plan.rule, plan.times, plan.length
+        self.ends, self.anchor, self.step, self.key = plan.ends, plan.anchor, plan.step, plan.key
+        # Occurrences that overlap the window start at most their length before it.
+        if low is not None:
+            since = max(since, low - plan.longest)
+        self.since = since
+        self.floor, self.ceiling = utc_text(since), high_text
+        self.first = self.next = max(0, (since - self.anchor) // self.step)
+        self._partial: list[Entry] = []
+        self.budget = budget
+        self.paused: datetime | None = None
+        self.done = False
+
+    def until(self, boundary: datetime) -> list[Entry]:
+        """The occurrences from its start on, and before the window's end, of the chunks that
+        start before ``boundary`` and were not read yet."""
+        found: list[Entry] = []
+        while not self.done and self.paused is None:
+            chunk_start = self.anchor + self.next * self.step
+            if chunk_start >= boundary:
+                break
+            if chunk_start > LATEST or (self.ends is not None and chunk_start >= self.ends):
+                self.done = True
+                break
+            starts, entries = self._chunk(chunk_start)
+            first = bisect_left(starts, self.floor)
+            last = len(starts) if self.ceiling is None else bisect_left(starts, self.ceiling)
+            found.extend(entries[first:last])
+            self.next += 1
+        return found
+
+    def _chunk(self, chunk_start: datetime) -> Chunk:
+        whole = self._whole_chunk(chunk_start, self.next)
+        if whole is not None:
+            return whole
+        entries = self._partial
+        if self.paused is not None and self.paused <= self.since:
+            # Paused before the page's start: go on from there (never cached), so that the
+            # next page starts further on.
+            self.paused = None
+            entries = self._expand(self.since, chunk_start + self.step)
+        return tuple(e[0] for e in entries), tuple(entries)
+
+    def _whole_chunk(self, chunk_start: datetime, index: int) -> Chunk | None:
+        """Chunk ``index`` (from ``chunk_start``), from memory or expanded whole and kept;
+        ``None`` if the budget ran out (``paused``; what was found is ``_partial``)."""
+        key = (*self.key, index)
+        cached = _CHUNKS.get(key)
+        if cached is not None:
+            return cached
+        entries = self._expand(chunk_start, chunk_start + self.step)
+        if self.paused is not None:
+            self._partial = entries
+            return None
+        whole = (tuple(e[0] for e in entries), tuple(entries))
+        _CHUNKS.put(key, whole)
+        return whole
+
+    def between(self, start: datetime, end: datetime, texts: tuple[str, str]) -> list[Entry] | None:
+        """Its occurrences starting in ``[start, end)`` (``texts``: the two as stored text),
+        or ``None`` if the budget ran out."""
+        found: list[Entry] = []
+        index = max(0, (start - self.anchor) // self.step)
+        while True:
+            chunk_start = self.anchor + index * self.step
+            if chunk_start >= end or chunk_start > LATEST:
+                return found
+            if self.ends is not None and chunk_start >= self.ends:
+                return found
+            chunk = self._whole_chunk(chunk_start, index)
+            if chunk is None:
+                return None
+            starts, entries = chunk
+            found.extend(entries[bisect_left(starts, texts[0]) : bisect_left(starts, texts[1])])
+            index += 1
+
+    def restart(self) -> None:
+        """From the page's start again, with what is left of its budget."""
+        self.next = self.first
+        self.paused = None
+        self.done = False
+
+    def _expand(self, since: datetime, before: datetime) -> list[Entry]:
+        entries: list[Entry] = []
+        tz, all_day, length = self.tz, self.all_day, self.length
+        try:
+            for start in expand(
+                self.rule, self.times, since=since, before=before, budget=self.budget
+            ):
+                end = end_of(start, tz, all_day, length)
+                entries.append(
+                    (
+                        utc_text(start),
+                        utc_text(end),
+                        occurrence_stamp(start, all_day=all_day, tz=tz),
+                        format_in(start, tz),
+                        format_in(end, tz),
+                    )
+                )
+        except Paused as pause:
+            self.paused = pause.at
+        return entries
+
+    def shown(self, entry: Entry) -> dict[str, Any]:
+        return self.plan.shown(entry)
+
+
+def page_with_series(
+    rows: Sequence[Any],
+    series_keys: Sequence[Any],
+    calendars: Sequence[Any],
+    *,
+    load: Callable[[Sequence[str]], list[Any]],
+    low: datetime | None,
+    high: datetime | None,
+    after: tuple[str, str] | None,
+    size: int,
+    single_events: bool,
+) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
+    """The page (events) and where the next one starts (``(start text, id)``, or ``None``)
+    from the window query's ``rows`` (at most ``size + 1``) and the candidate series
+    (``queries.SERIES_KEYS``, with their exceptions' original starts); ``load`` reads series'
+    rows by id (``queries.series_rows``), for versions of them new to the process.
+    ``single_events=False``: the series themselves."""
+    by_calendar = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
+    items: list[Item] = [(r[3], r[0], _ROW, r) for r in rows]
+    if not single_events:
+        wanted = [k[0] for k in series_keys if after is None or (k[2], k[0]) > after]
+        for values in load(wanted):
+            items.append((values[3], values[0], _SERIES, series_row(values)))
+        items.sort(key=_ORDER)
+        return _page(items, None, size, calendars, by_calendar)
+    # The original starts of each series' exceptions (changed or cancelled occurrences).
+    skipped = {k[0]: set(k[5].split(",")) for k in series_keys if k[5] is not None}
+    since = max(EARLIEST, low or EARLIEST, from_utc_text(after[0]) if after else EARLIEST)
+    low_text = None if low is None else utc_text(low)
+    high_text = None if high is None else utc_text(high)
+    end = high or LATEST + timedelta(days=1)
+    token, plans = _SETS.plans(series_keys, by_calendar, load)
+    # Each series gets an equal share, so that a few sparse series cannot starve the others.
+    share = max(READ_BUDGET // len(plans), SHARE_FLOOR)
+    made: list[_Series] = []
+
+    def series_of_page() -> list[_Series]:
+        if not made:
+            made.extend(
+                _Series(p, since=since, low=low, high_text=high_text, budget=Budget(share))
+                for p in plans
+            )
+        return made
+
+    floor = since if low is None else max(since, low - max(p.longest for p in plans))
+    merged = _from_merged_chunks(
+        plans,
+        token,
+        series_of_page,
+        rows=items,
+        skipped=skipped,
+        floor=floor,
+        low_text=low_text,
+        after=after,
+        end=end,
+        size=size,
+    )
+    if merged is not None:
+        items.extend(merged)
+        items.sort(key=_ORDER)
+        return _page(items, None, size, calendars, by_calendar)
+    series = series_of_page()
+    for s in series:  # the budget ran out, or the window is sparse: series by series
+        s.restart()
+    boundary, step = min(since + _FIRST_ROUND, end), _FIRST_ROUND
+    pause: datetime | None = None
+    while True:
+        for s in series:
+            skip = skipped.get(s.id, ())
+            for entry in s.until(boundary):
+                start_text = entry[0]
+                if low_text is not None and not (entry[1] > low_text or start_text >= low_text):
+                    continue
+                if start_text in skip:  # changed (a row of its own) or cancelled
+                    continue
+                event_id = f"{s.id}_{entry[2]}"
+                if after is not None and (start_text, event_id) <= after:
+                    continue
+                items.append((start_text, event_id, _OCCURRENCE, (s, entry)))
+        paused = [s.paused for s in series if s.paused is not None]
+        pause = min(paused) if paused else None
+        limit = utc_text(min(boundary, pause) if pause is not None else boundary)
+        known = sum(1 for item in items if item[0] < limit)
+        if known > size or pause is not None or boundary >= end or all(s.done for s in series):
+            break
+        step *= 2
+        boundary = min(boundary + step, end)
+    if pause is not None:  # nothing is known past it
+        cut = utc_text(pause)
+        items = [item for item in items if item[0] < cut]
+    items.sort(key=_ORDER)
+    return _page(items, pause, size, calendars, by_calendar)
+
+
+def _from_merged_chunks(
+    plans: Sequence[_Plan],
+    token: int,
+    series_of_page: Callable[[], list[_Series]],
+    *,
+    rows: list[Item],
+    skipped: dict[str, set[str]],
+    floor: datetime,
+    low_text: str | None,
+    after: tuple[str, str] | None,
+    end: datetime,
+    size: int,
+) -> list[Item] | None:
+    """The page's occurrences read from merged chunks (``_merged_chunk``): the occurrences of
+    all the page's series in a stretch of ``_MERGED``, in order, kept in memory for the same
+    set of series. ``None`` when a series' budget ran out or the occurrences are too sparse
+    for ``_MERGED_MOST`` merged chunks to fill the page: the caller goes series by series."""
+    found: list[Item] = []
+    index = (floor - EARLIEST) // _MERGED
+    ceiling = utc_text(end)
+    for _ in range(_MERGED_MOST):
+        chunk_start = EARLIEST + index * _MERGED
+        if chunk_start >= end:
+            return found
+        merged = _merged_chunk(series_of_page, token, index)
+        if merged is None:
+            return None
+        for start_text, end_text, event_id, position, entry in merged:
+            if start_text >= ceiling:
+                return found
+            if low_text is not None and not (end_text > low_text or start_text >= low_text):
+                continue
+            plan = plans[position]
+            if start_text in skipped.get(plan.id, ()):  # changed (a row of its own) or cancelled
+                continue
+            if after is not None and (start_text, event_id) <= after:
+                continue
+            found.append((start_text, event_id, _OCCURRENCE, (plan, entry)))
+        index += 1
+        reached = EARLIEST + index * _MERGED
+        reached_text = utc_text(reached)
+        known = len(found) + sum(1 for row in rows if row[0] < reached_text)
+        if known > size or all(_ended(p, reached) for p in plans):
+            return found
+    return None
+
+
+def _ended(plan: _Plan, instant: datetime) -> bool:
+    return instant > LATEST or (plan.ends is not None and instant >= plan.ends)
+
+
+def _merged_chunk(
+    series_of_page: Callable[[], list[_Series]], token: int, index: int
+) -> tuple[Any, ...] | None:
+    """``(start, end, id, series' position, entry)`` of every occurrence of the page's series
+    starting in merged chunk ``index``, in ``(start, id)`` order; ``None`` if a budget ran
+    out (and nothing is kept)."""
+    key = (token, index)
+    cached = _MERGED_CHUNKS.get(key)
+    if cached is not None:
+        return cached
+    start = EARLIEST + index * _MERGED
+    texts = (utc_text(start), utc_text(start + _MERGED))
+    merged: list[tuple[str, str, str, int, Entry]] = []
+    for position, s in enumerate(series_of_page()):
+        entries = s.between(start, start + _MERGED, texts)
+        if entries is None:
+            return None
+        merged.extend((e[0], e[1], f"{s.id}_{e[2]}", position, e) for e in entries)
+    merged.sort(key=_ORDER)
+    whole = tuple(merged)
+    _MERGED_CHUNKS.put(key, whole)
+    return whole
+
+
+class _SetTokens:
+    """A small number, and the plans, for each set of series (their rows as stored, their
+    calendars' names and zones) seen lately: merged chunks are keyed by the number, so the
+    rows are hashed once a page, not once a chunk."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._sets: OrderedDict[Hashable, tuple[int, tuple[_Plan, ...]]] = OrderedDict()
+        self._next = itertools.count()
+        self._lock = threading.Lock()
+
+    def plans(
+        self,
+        series_keys: Sequence[Any],
+        by_calendar: dict[str, tuple[str, tzinfo]],
+        load: Callable[[Sequence[str]], list[Any]],
+    ) -> tuple[int, tuple[_Plan, ...]]:
+        key = (
+            tuple((k[0], k[3]) for k in series_keys),  # each series' id and version
+            tuple(by_calendar[k[1]] for k in series_keys),
+        )
+        with self._lock:
+            found = self._sets.get(key)
+            if found is not None:
+                self._sets.move_to_end(key)
+                return found
+        plans = _PLANS.of(series_keys, by_calendar, load)
+        with self._lock:
+            found = self._sets[key] = (next(self._next), plans)
+            if len(self._sets) > self._size:
+                self._sets.popitem(last=False)
+        return found
+
+
+class _Plans:
+    """Each series' ``_Plan`` by its id and version (``updated_at``, which every change of
+    the series' row sets) and its calendar's name and zone, kept lately: a series' row is read
+    only when a version of it is new to the process."""
+
+    def __init__(self, size: int) -> None:
+        self._cache = _ChunkCache(size)
+
+    def of(
+        self,
+        series_keys: Sequence[Any],
+        by_calendar: dict[str, tuple[str, tzinfo]],
+        load: Callable[[Sequence[str]], list[Any]],
+    ) -> tuple[_Plan, ...]:
+        keys = [(k[0], k[3], *by_calendar[k[1]]) for k in series_keys]
+        plans = [self._cache.get(key) for key in keys]
+        missing = [key[0] for key, plan in zip(keys, plans, strict=True) if plan is None]
+        if missing:
+            rows = {values[0]: values for values in load(missing)}
+            for i, key in enumerate(keys):
+                row = rows.get(key[0])
+                if plans[i] is None and row is not None:  # None: deleted meanwhile
+                    name, tz = by_calendar[series_keys[i][1]]
+                    plan = _plan(row, tz, name)
+                    if row[9] == series_keys[i][3]:  # updated_at: the version the list saw
+                        self._cache.put(key, plan)
+                    plans[i] = plan
+        return tuple(p for p in plans if p is not None)
+
+
+_PLANS = _Plans(8192)
+
+
+_SETS = _SetTokens(4096)
+
+
+def _page(
+    items: list[Item],
+    pause: datetime | None,
+    size: int,
+    calendars: Sequence[Any],
+    by_calendar: dict[str, tuple[str, tzinfo]],
+) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
+    taken = items[: size + 1]
+    following: tuple[str, str] | None = None
+    if len(taken) > size:
+        taken = taken[:size]
+        following = (taken[-1][0], taken[-1][1])
+    elif pause is not None:
+        following = (utc_text(pause), "")
+    singles = iter(events_public([i[3] for i in taken if i[2] == _ROW], calendars))
+    events = []
+    for _, _, kind, shown in taken:
+        if kind == _ROW:
+            events.append(next(singles))
+        elif kind == _SERIES:
+            name, tz = by_calendar[shown.calendar_id]
+            events.append(event_public(shown, calendar_name=name, tz=tz))
+        else:
+            series, entry = shown
+            events.append(series.shown(entry))
+    return events, following

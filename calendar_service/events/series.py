@@ -1,0 +1,238 @@
+"""Series and their occurrences by id: what an id names, an occurrence's public object, a
+series' rule and times as stored, and the exception rows of a series.
+
+Every id form is loaded through ``queries.load_in_scope``, so a key reaches a series, its
+exceptions and its occurrences exactly when it reaches the series' calendar:
+
+- a single event's or a series' id: its row;
+- an occurrence id ``<seriesId>_<stamp>`` (``recurrence.occurrence_id``): the row of that id if
+  the occurrence was changed or cancelled (an exception: it keeps the occurrence id), else the
+  series, and the occurrence is computed (404 if the rule does not produce it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Any, Literal
+
+import orjson
+from sqlalchemy import Connection, delete, select
+
+from calendar_service.calendars import CalendarRow
+from calendar_service.errors import FieldError, NotFound, ValidationFailed
+from calendar_service.events.queries import EVENT_COLUMNS, events_t, load_in_scope
+from calendar_service.events.shapes import Row, occurrence_public
+from calendar_service.keys import Principal
+from calendar_service.recurrence import (
+    Rule,
+    SeriesTimes,
+    end_of,
+    occurrence_id,
+    occurs_at,
+    original_of,
+    parse_recurrence,
+    split_occurrence_id,
+    stored_rule,
+    summarize,
+)
+from calendar_service.timeutil import localize, zone
+
+CANCELLED = "cancelled"
+CONFIRMED = "confirmed"
+
+Kind = Literal["event", "series", "occurrence"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What an event id names, within the key's reach."""
+
+    kind: Kind
+    calendar: CalendarRow
+    tz: tzinfo
+    row: Any  # the event, the series, or an occurrence's exception row (None: not changed)
+    series: Any = None  # occurrences: the series row
+    original: datetime | None = None  # occurrences: the original start (UTC)
+
+    @property
+    def occurrence_id(self) -> str:
+        assert self.series is not None and self.original is not None
+        return occurrence_id(
+            self.series.id, self.original, all_day=bool(self.series.all_day), tz=self.tz
+        )
+
+
+def _not_found(event_id: str) -> NotFound:
+    return NotFound(f"No event {event_id!r} in the calendars this key can reach.")
+
+
+def load_target(conn: Connection, *, principal: Principal, event_id: str) -> Target:
+    """The event, series or occurrence ``event_id`` names, if the key may reach it; 404
+    otherwise, and for a cancelled occurrence or one the rule does not produce."""
+    try:
+        row, calendar = load_in_scope(conn, principal=principal, event_id=event_id)
+    except NotFound:
+        return _computed_occurrence(conn, principal=principal, event_id=event_id)
+    tz = zone(calendar.time_zone)
+    if row.recurring_event_id is None:
+        return Target("series" if row.recurrence is not None else "event", calendar, tz, row)
+    if row.status == CANCELLED:
+        raise _not_found(event_id)
+    series, _ = load_in_scope(conn, principal=principal, event_id=row.recurring_event_id)
+    return Target("occurrence", calendar, tz, row, series, row.original_starts_at)
+
+
+def _computed_occurrence(conn: Connection, *, principal: Principal, event_id: str) -> Target:
+    parts = split_occurrence_id(event_id)
+    if parts is None:
+        raise _not_found(event_id)
+    series_id, stamp = parts
+    try:
+        series, calendar = load_in_scope(conn, principal=principal, event_id=series_id)
+    except NotFound:
+        raise _not_found(event_id) from None
+    if series.recurrence is None:
+        raise _not_found(event_id)
+    tz = zone(calendar.time_zone)
+    original = original_of(stamp, all_day=bool(series.all_day), tz=tz)
+    if original is not None:  # the stamp is to the second; a series' start may not be
+        original += timedelta(microseconds=series.starts_at.microsecond)
+    if original is None or not occurs_at(rule_of(series), times_of(series, tz), original):
+        raise _not_found(event_id)
+    return Target("occurrence", calendar, tz, None, series, original)
+
+
+def rule_of(series: Any) -> Rule:
+    """A series row's rule (cached by its stored text)."""
+    return stored_rule(tuple(orjson.loads(series.recurrence)), bool(series.all_day))
+
+
+def times_of(series: Any, tz: tzinfo) -> SeriesTimes:
+    return SeriesTimes(series.starts_at, tz, series.recurrence_last_start)
+
+
+def length_of(start: datetime, end: datetime, *, all_day: bool, tz: tzinfo) -> timedelta | int:
+    """An occurrence's length: a duration, or for all-day series a number of days."""
+    if all_day:
+        return (end.astimezone(tz).date() - start.astimezone(tz).date()).days
+    return end - start
+
+
+def occurrence_span(target: Target) -> tuple[datetime, datetime]:
+    """A computed occurrence's start and end (UTC)."""
+    series = target.series
+    assert target.original is not None
+    all_day = bool(series.all_day)
+    length = length_of(series.starts_at, series.ends_at, all_day=all_day, tz=target.tz)
+    return target.original, end_of(target.original, target.tz, all_day, length)
+
+
+def occurrence_row(target: Target) -> Row:
+    """The exception row an occurrence becomes when it is changed or cancelled: the series'
+    fields at the occurrence's times, keeping the occurrence id (as the occurrence reads
+    until then: the caller sets ``updated_at`` and ``status``)."""
+    series = target.series
+    start, end = occurrence_span(target)
+    values = {c.name: getattr(series, c.name) for c in EVENT_COLUMNS}
+    values.update(
+        id=target.occurrence_id,
+        starts_at=start,
+        ends_at=end,
+        recurrence=None,
+        recurrence_last_start=None,
+        recurrence_ends_at=None,
+        recurring_event_id=series.id,
+        original_starts_at=target.original,
+        status=CONFIRMED,
+    )
+    return Row(values)
+
+
+def target_public(target: Target) -> dict[str, Any]:
+    """The public object of an occurrence that has no exception row."""
+    return occurrence_public(
+        target.series,
+        calendar_name=target.calendar.name,
+        tz=target.tz,
+        event_id=target.occurrence_id,
+        span=occurrence_span(target),
+    )
+
+
+def exceptions_of(conn: Connection, series_id: str) -> list[Any]:
+    return list(
+        conn.execute(
+            select(events_t.c.id, events_t.c.original_starts_at).where(
+                events_t.c.recurring_event_id == series_id
+            )
+        )
+    )
+
+
+def delete_exceptions(conn: Connection, series_id: str, *, since: datetime | None = None) -> None:
+    """Delete the series' exception rows (those from ``since`` on, if given)."""
+    query = delete(events_t).where(events_t.c.recurring_event_id == series_id)
+    if since is not None:
+        query = query.where(events_t.c.original_starts_at >= since)
+    conn.execute(query)
+
+
+def drop_unproduced(conn: Connection, series: Any, tz: tzinfo) -> None:
+    """Delete the exceptions whose original start the series' (new) rule and times no longer
+    produce (Google Calendar's behaviour when a series' rule or times change)."""
+    rule, times = rule_of(series), times_of(series, tz)
+    gone = [
+        e.id
+        for e in exceptions_of(conn, series.id)
+        if not occurs_at(rule, times, e.original_starts_at)
+    ]
+    if gone:
+        conn.execute(delete(events_t).where(events_t.c.id.in_(gone)))
+
+
+def shifted(value: datetime, *, by: timedelta, tz: tzinfo) -> datetime:
+    """``value`` moved by ``by`` in local wall-clock time (a series moved with one of its
+    occurrences keeps its local time across DST)."""
+    local = value.astimezone(tz).replace(tzinfo=None) + by
+    return localize(local, tz).astimezone(UTC)
+
+
+def local_delta(old: datetime, new: datetime, tz: tzinfo) -> timedelta:
+    """How far ``new`` is from ``old`` in local wall-clock time."""
+    return new.astimezone(tz).replace(tzinfo=None) - old.astimezone(tz).replace(tzinfo=None)
+
+
+NOT_A_SERIES: dict[str, Any] = {
+    "recurrence": None,
+    "recurrence_last_start": None,
+    "recurrence_ends_at": None,
+}
+
+
+def recurrence_columns(
+    value: Any,
+    *,
+    start: datetime,
+    end: datetime,
+    all_day: bool,
+    tz: tzinfo,
+    errors: list[FieldError],
+) -> dict[str, Any]:
+    """The columns of a series with rule ``value`` (as sent) from ``start`` to ``end`` (its
+    first occurrence), checked; ``NOT_A_SERIES`` for ``None``. Problems are added to
+    ``errors`` (and ``{}`` returned)."""
+    if value is None:
+        return dict(NOT_A_SERIES)
+    try:
+        rule = parse_recurrence(value, tz=tz, all_day=all_day)
+        length = length_of(start, end, all_day=all_day, tz=tz)
+        summary = summarize(rule, SeriesTimes(start, tz, None), length=length)
+    except ValidationFailed as exc:
+        errors.extend(exc.errors)
+        return {}
+    return {
+        "recurrence": orjson.dumps(list(rule.lines)).decode(),
+        "recurrence_last_start": summary.last_start,
+        "recurrence_ends_at": summary.ends_at,
+    }

@@ -1,0 +1,204 @@
+"""The recurrence core: hostile rules cost a bounded amount of work (counted in the budget's
+units, about a microsecond each, never by the clock), a list that runs out of budget answers
+short pages that still give every occurrence exactly once, and the series query searches its
+partial index."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import Connection, text
+
+from calendar_service import events
+from calendar_service.db import Database
+from calendar_service.errors import ValidationFailed
+from calendar_service.keys import Principal
+from calendar_service.recurrence import (
+    READ_BUDGET,
+    Budget,
+    Paused,
+    SeriesTimes,
+    expand,
+    occurrence_id,
+    original_of,
+    parse_recurrence,
+    split_occurrence_id,
+    stored_rule,
+    summarize,
+)
+from calendar_service.timeutil import utcnow, zone
+from tests.core.test_query_plan import _plan_of
+from tests.support import Factory
+
+START = datetime(2026, 3, 2, 8, 30, tzinfo=UTC)
+BERLIN = zone("Europe/Berlin")
+SETPOS = ",".join(str(n) for n in range(-180, 0))  # 180 positions: a long walk per period
+
+# Rules that iterate many periods (dateutil alone would run until the year 9999 on some).
+HOSTILE = {
+    "30 February, daily": "RRULE:FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30",
+    "a second Monday in a week": "RRULE:FREQ=WEEKLY;BYDAY=MO;BYSETPOS=2",
+    "31 February, monthly": "RRULE:FREQ=MONTHLY;BYMONTHDAY=31;BYMONTH=2",
+    "a sixth Monday": "RRULE:FREQ=MONTHLY;BYDAY=MO;BYSETPOS=6",
+    "BYSETPOS over a whole year": f"RRULE:FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30;BYSETPOS={SETPOS}",
+    "Monday 29 February, daily": "RRULE:FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO",
+    "a huge interval": "RRULE:FREQ=DAILY;INTERVAL=10000;BYMONTHDAY=31",
+}
+# The most one period can cost: a year, walked once per BYSETPOS position.
+MOST_PER_PERIOD = 2 + 366 * 181 // 10
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_expanding_a_hostile_rule_stops_within_the_budget_and_moves_on(name: str) -> None:
+    rule = parse_recurrence([HOSTILE[name]], tz=BERLIN, all_day=False)
+    budget = Budget(READ_BUDGET)
+    since = datetime(1990, 1, 1, tzinfo=UTC)
+    times = SeriesTimes(datetime(1900, 1, 1, 8, tzinfo=UTC), BERLIN, None)
+    found = []
+    try:
+        found.extend(expand(rule, times, since=since, budget=budget))
+    except Paused as pause:
+        assert pause.at > since  # the next request starts further on
+    assert budget.left >= -MOST_PER_PERIOD  # no more than one period over the budget
+    assert all(instant >= since for instant in found)
+
+
+@pytest.mark.parametrize("name", [n for n in HOSTILE if "29 February" not in n and "huge" not in n])
+def test_a_rule_that_never_occurs_is_refused_when_written(name: str) -> None:
+    rule = parse_recurrence([HOSTILE[name]], tz=BERLIN, all_day=False)
+    with pytest.raises(ValidationFailed) as refused:
+        summarize(rule, SeriesTimes(START, BERLIN, None), length=timedelta(hours=1))
+    [error] = refused.value.errors
+    assert error["field"] == "recurrence"
+    assert "never produces an occurrence" in error["message"] or "too far" in error["message"]
+
+
+def test_count_is_found_once_and_the_read_skips_ahead_to_the_window() -> None:
+    rule = parse_recurrence(["RRULE:FREQ=DAILY;COUNT=36500"], tz=UTC, all_day=False)
+    summary = summarize(rule, SeriesTimes(START, UTC, None), length=timedelta(minutes=30))
+    assert summary.last_start == START + timedelta(days=36499)
+    assert summary.ends_at == START + timedelta(days=36499, minutes=30)
+    budget = Budget(1000)  # a few hundred periods at most
+    late = datetime(2100, 6, 1, tzinfo=UTC)
+    times = SeriesTimes(START, UTC, summary.last_start)
+    got = [
+        i for i, _ in zip(expand(rule, times, since=late, budget=budget), range(3), strict=False)
+    ]
+    assert got == [late.replace(hour=8, minute=30) + timedelta(days=d) for d in range(3)]
+    assert budget.left > 900
+
+
+def test_occurrence_ids_name_the_original_start_in_utc_or_the_local_date() -> None:
+    timed = occurrence_id("ev_x", START, all_day=False, tz=BERLIN)
+    assert timed == "ev_x_20260302T083000Z"
+    assert split_occurrence_id(timed) == ("ev_x", "20260302T083000Z")
+    assert original_of("20260302T083000Z", all_day=False, tz=BERLIN) == START
+    midnight = datetime(2026, 3, 1, 23, tzinfo=UTC)  # 2 March, 00:00 in Berlin
+    assert occurrence_id("ev_x", midnight, all_day=True, tz=BERLIN) == "ev_x_20260302"
+    assert original_of("20260302", all_day=True, tz=BERLIN) == midnight
+    for not_an_occurrence in ("ev_x", "ev_x_2026", "ev_x_20260302T0830Z", "_20260302"):
+        assert split_occurrence_id(not_an_occurrence) is None
+    assert original_of("20260302", all_day=False, tz=BERLIN) is None
+    assert original_of("20260231T083000Z", all_day=False, tz=BERLIN) is None
+
+
+def test_stored_lines_read_back_as_the_same_rule_in_any_zone() -> None:
+    sent = [
+        "rrule:freq=weekly;byday=mo,we;until=20260401T120000",
+        "EXDATE;TZID=America/New_York:20260304T033000",
+        "RDATE:20260307T083000Z",
+    ]
+    rule = parse_recurrence(sent, tz=BERLIN, all_day=False)
+    assert rule.lines == (
+        "RRULE:FREQ=WEEKLY;BYDAY=MO,WE;UNTIL=20260401T100000Z",
+        "EXDATE:20260304T083000Z",
+        "RDATE:20260307T083000Z",
+    )
+    assert stored_rule(rule.lines, False) == rule
+
+
+def _principal(factory: Factory) -> tuple[Principal, str]:
+    owner = factory.owner()
+    key_id, _ = factory.key(owner, calendar_id=owner.default_calendar_id)
+    return Principal(key_id, owner.id, "write", owner.default_calendar_id, utcnow()), owner.id
+
+
+def test_a_list_that_runs_out_of_budget_answers_short_pages_with_every_occurrence_once(
+    db: Database, factory: Factory
+) -> None:
+    principal, _ = _principal(factory)
+    # Monday 29 February comes every 28 years or so: each series costs a daily rule some
+    # 10,000 periods between two occurrences, so 30 of them outrun one request's budget.
+    body = {
+        "title": "rare",
+        "startsAt": "2016-02-29T09:00:00Z",
+        "endsAt": "2016-02-29T10:00:00Z",
+        "recurrence": [HOSTILE["Monday 29 February, daily"]],
+    }
+    made = [
+        db.call(events.create_event_from_input, principal=principal, body=body, now=utcnow())[0]
+        for _ in range(30)
+    ]
+    rule = parse_recurrence(body["recurrence"], tz=UTC, all_day=False)
+    start = datetime(2016, 2, 29, 9, tzinfo=UTC)
+    expected_starts = list(
+        expand(rule, SeriesTimes(start, UTC, None), since=start, budget=Budget(10**9))
+    )
+    assert len(expected_starts) >= 6
+    expected = sorted(
+        (s, occurrence_id(e["id"], s, all_day=False, tz=UTC)) for e in made for s in expected_starts
+    )
+    seen: list[tuple[datetime, str]] = []
+    short_pages = 0
+    token = None
+    for _ in range(1000):
+        page = db.call(
+            events.list_events,
+            principal=principal,
+            limit=100,
+            page_token=token,
+            token_key=b"test page-token key",
+        )
+        seen.extend((datetime.fromisoformat(e["startsAt"]), e["id"]) for e in page["events"])
+        token = page.get("nextPageToken")
+        if token is None:
+            break
+        short_pages += len(page["events"]) < 100
+    assert token is None
+    assert seen == expected
+    assert short_pages > 0  # the budget did run out, and the pages went on from there
+
+
+def test_the_series_query_searches_the_partial_index_of_series(
+    db: Database, factory: Factory
+) -> None:
+    principal, _ = _principal(factory)
+    if db.engine.dialect.name == "postgresql":
+        # Its planner weighs the indexes by their size: give the calendar what calendars have,
+        # many single events and a few series (SQLite is told, INDEXED BY).
+        def fill(conn: Connection) -> None:
+            for n in range(400):
+                body = {
+                    "title": f"single {n}",
+                    "startsAt": f"2026-03-0{2 + n % 7}T{n % 24:02d}:00:00Z",
+                    "endsAt": f"2026-03-0{2 + n % 7}T{n % 24:02d}:30:00Z",
+                }
+                if n % 100 == 0:
+                    body["recurrence"] = ["RRULE:FREQ=WEEKLY"]
+                events.create_event_from_input(conn, principal=principal, body=body, now=utcnow())
+            conn.execute(text("ANALYZE events"))
+
+        db.call(fill)
+    plan = _plan_of(
+        db,
+        lambda statement: "FROM events" in statement and "recurrence IS NOT NULL" in statement,
+        lambda: db.call(
+            events.list_events,
+            principal=principal,
+            time_min="2026-03-02T00:00:00Z",
+            time_max="2026-03-09T00:00:00Z",
+            token_key=b"test page-token key",
+        ),
+    )
+    assert "ix_events_series" in plan, plan
