@@ -15,6 +15,7 @@ from pydantic import Field as PydanticField
 from pydantic.alias_generators import to_camel
 
 from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
+from calendar_service.events.existing import SCOPES
 from calendar_service.idempotency import MAX_KEY_LENGTH
 from calendar_service.models import EventCreate, EventList, EventPublic, EventUpdate
 from calendar_service.recurrence import MAX_LINE
@@ -68,9 +69,6 @@ class EventRef(_Arguments):
         description="The id field of an event: a single event's, a series' or one occurrence's "
         "(<seriesId>_<start>, as the list returns it)."
     )
-
-
-SCOPES = ("this", "following", "all")
 
 
 class ScopedEventRef(EventRef):

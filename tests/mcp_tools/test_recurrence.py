@@ -6,6 +6,7 @@ calendar scope of a one-calendar key."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -62,6 +63,13 @@ async def listed(client: Client, **arguments: Any) -> list[dict[str, Any]]:
             return events
         query["pageToken"] = page["nextPageToken"]
     raise AssertionError("the pages never ended")
+
+
+async def update(client: Client, event_id: str, start: str, **fields: Any) -> dict[str, Any]:
+    """``event_id`` moved to ``start`` (local time, half an hour long), with ``fields``."""
+    end = (datetime.fromisoformat(start) + timedelta(minutes=30)).isoformat(timespec="minutes")
+    arguments = {"eventId": event_id, "startsAt": start, "endsAt": end, **fields}
+    return await call(client, "updateCalendarEvent", arguments)
 
 
 def starts(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -145,16 +153,7 @@ async def test_a_weekly_series_listed_moved_cancelled_split_and_deleted(
         assert await call(client, "getCalendarEvent", {"eventId": march[1]["id"]}) == march[1]
 
         # Move one meeting: it keeps its id and original start.
-        moved = await call(
-            client,
-            "updateCalendarEvent",
-            {
-                "eventId": march[1]["id"],
-                "startsAt": "2026-03-10T14:00",
-                "endsAt": "2026-03-10T14:30",
-                "title": "Moved",
-            },
-        )
+        moved = await update(client, march[1]["id"], "2026-03-10T14:00", title="Moved")
         assert (moved["id"], moved["originalStartsAt"], moved["startsAt"]) == (
             march[1]["id"],
             "2026-03-09T10:00:00+01:00",
@@ -168,16 +167,7 @@ async def test_a_weekly_series_listed_moved_cancelled_split_and_deleted(
         assert gone.startswith("not_found:")
 
         # This and following: from 23 March at 11:00, a new series; the old one ends before.
-        new = await call(
-            client,
-            "updateCalendarEvent",
-            {
-                "eventId": march[3]["id"],
-                "scope": "following",
-                "startsAt": "2026-03-23T11:00",
-                "endsAt": "2026-03-23T11:30",
-            },
-        )
+        new = await update(client, march[3]["id"], "2026-03-23T11:00", scope="following")
         assert new["id"] != sid and new["recurrence"] == ["RRULE:FREQ=WEEKLY;BYDAY=MO"]
         old = await call(client, "getCalendarEvent", {"eventId": sid})
         assert old["recurrence"] == ["RRULE:FREQ=WEEKLY;BYDAY=MO;UNTIL=20260323T085959Z"]
