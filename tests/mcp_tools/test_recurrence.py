@@ -6,7 +6,7 @@ calendar scope of a one-calendar key."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -229,6 +229,33 @@ async def test_every_other_tuesday_with_a_count_and_this_and_following_cancelled
         assert ended["event"]["recurrence"] == [f"RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=TU;{until}"]
         left = await listed(client, timeMin="2026-03-01")
         assert [e["id"] for e in left] == [e["id"] for e in occurrences[:2]]
+
+
+async def test_an_endless_series_without_timemax_pages_ten_at_a_time(
+    server: RunningServer, factory: Factory
+) -> None:
+    cal = calendar_in(factory)
+    async with connect(server.url, cal.secret) as client:
+        await call(
+            client,
+            "createCalendarEvent",
+            {
+                "title": "Daily",
+                "startsAt": "2026-03-02T08:00:00+01:00",
+                "endsAt": "2026-03-02T08:15:00+01:00",
+                # The description's way to skip one: the occurrence's start in UTC.
+                "recurrence": ["RRULE:FREQ=DAILY", "EXDATE:20260303T070000Z"],
+            },
+        )
+        days: list[str] = []
+        query: dict[str, Any] = {"timeMin": "2026-03-01", "limit": 10}
+        for _ in range(3):
+            page = await call(client, "listCalendarEvents", query)
+            assert len(page["events"]) == 10 and "nextPageToken" in page
+            days += [e["startsAt"][:10] for e in page["events"]]
+            query["pageToken"] = page["nextPageToken"]
+    every_day = [str(date(2026, 3, 2) + timedelta(days=n)) for n in range(31)]
+    assert days == [day for day in every_day if day != "2026-03-03"]
 
 
 async def test_bad_rules_scopes_and_flags_are_tool_errors_naming_the_argument(
