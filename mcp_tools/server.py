@@ -73,7 +73,8 @@ what you can reach: all of the person's calendars or one, read-only or read-and-
 Call listCalendarEvents first: it tells you the current time, the calendars you can reach and
 their time zones. Date-times are RFC 3339; write them with an explicit offset
 (2026-03-02T09:30:00+01:00). A date-time without an offset is read in the target calendar's time
-zone. Events come back with times in their calendar's time zone.
+zone. Events come back with times in their calendar's time zone. A recurring event is a series
+(created with `recurrence`); the list gives its occurrences, each with an id of its own.
 """
 
 LIST_DOC = """\
@@ -87,7 +88,13 @@ in the time zone of the key's calendar (for an all-calendars key, the default ca
 
 Returns `now` (the current time, with its offset), `calendars` (id, name, timeZone, isDefault),
 `events` ordered by start, each with times in its calendar's time zone, and `nextPageToken`
-when more events remain: call again with the same window and pageToken set to it.
+when more events remain: call again with the same window and pageToken set to it (a page may
+hold fewer than `limit` events and still have one).
+
+A recurring series is listed as its occurrences: each carries `recurringEventId` (the series'
+id) and `originalStartsAt`, and its own `id` (<seriesId>_<start>), which getCalendarEvent,
+updateCalendarEvent and deleteCalendarEvent take. With singleEvents false, each series is listed
+once instead, with its `recurrence`.
 """
 
 CREATE_DOC = """\
@@ -102,13 +109,22 @@ without either, a one-calendar key writes to its calendar and an all-calendars k
 default calendar 'Личное'. A calendar name that does not exist is an error: nothing is created
 silently. Pass an idempotencyKey to make retries safe.
 
+For a recurring event, add `recurrence` (RFC 5545 lines); startsAt/endsAt are the first
+occurrence, and it repeats at that local time in the calendar's time zone:
+- every Monday at 10: ["RRULE:FREQ=WEEKLY;BYDAY=MO"], startsAt a Monday 10:00;
+- every other Tuesday: ["RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=TU"], startsAt a Tuesday;
+- a series that ends: add COUNT=10 (ten occurrences) or UNTIL=20261231T235959Z, never both;
+- skip a date: add "EXDATE:20260309T090000Z" (the occurrence's start in UTC).
+FREQ is DAILY, WEEKLY, MONTHLY or YEARLY (MONTHLY;BYDAY=-1FR: last Friday of each month).
+
 Returns the created event, with times in its calendar's time zone.
 """
 
 GET_DOC = """\
 Get one event by its id, if it is in a calendar this key can reach.
 
-Returns the event, with times in its calendar's time zone.
+A series' id gives the series, with its `recurrence`; an occurrence's id (<seriesId>_<start>,
+as listed) gives that occurrence. Returns the event, with times in its calendar's time zone.
 """
 
 UPDATE_DOC = """\
@@ -119,6 +135,13 @@ Give eventId and only the fields to change. Date-times need an explicit offset o
 the event's calendar's time zone; with allDay they are dates. description or location set to
 null clears it. Repeating the same call leaves the event in the same state.
 
+Recurring events: an occurrence's id changes that one meeting only (scope "this", the default;
+moved, it keeps its id); scope "following" changes it and every later one (a new series starts
+there, and is returned); scope "all", or the series' id, changes the whole series (new times of
+an occurrence move every occurrence by as much). `recurrence` is for the series only: a new
+rule drops the changed or cancelled occurrences it no longer produces; null makes the series a
+single event.
+
 Returns the event as it is after the change.
 """
 
@@ -127,6 +150,10 @@ Delete an event for good. Needs a read-and-write key (calendar:write).
 
 Call it only when the person asked for the event to be removed. Deleting again answers
 not_found. Returns `deleted: true` and the event as it was.
+
+Recurring events: to cancel one meeting, give that occurrence's id (scope "this", the default);
+to cancel it and every later one, add scope "following" (the series ends before it; the result
+carries the shortened series); to delete the whole series, give scope "all" or the series' id.
 """
 
 
@@ -256,19 +283,25 @@ def _event_ref(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"event_id": parse_model(shapes.EventRef, arguments).event_id}
 
 
+def _scoped_ref(arguments: dict[str, Any]) -> dict[str, Any]:
+    # The scope's value is the core's to check (this, following or all), as REST's ?scope=.
+    ref = parse_model(shapes.ScopedEventRef, arguments)
+    return {"event_id": ref.event_id, "scope": ref.scope}
+
+
 def _update_args(arguments: dict[str, Any]) -> dict[str, Any]:
     body = dict(arguments)
-    ref = {"eventId": body.pop("eventId")} if "eventId" in body else {}
+    ref: dict[str, Any] = {name: body.pop(name) for name in ("eventId", "scope") if name in body}
     try:
-        event_id = parse_model(shapes.EventRef, ref).event_id
+        target = _scoped_ref(ref)
     except ValidationFailed as exc:  # with every bad field of the change, as the core reports
         _, type_errors = parse_partial(EventUpdate, body)
         raise ValidationFailed([*exc.errors, *type_errors]) from None
-    return {"event_id": event_id, "body": body, "now": utcnow()}
+    return {**target, "body": body, "now": utcnow()}
 
 
 def _delete_args(arguments: dict[str, Any]) -> dict[str, Any]:
-    return {**_event_ref(arguments), "now": utcnow()}
+    return {**_scoped_ref(arguments), "now": utcnow()}
 
 
 def _first(result: tuple[Any, ...]) -> Any:
@@ -307,7 +340,7 @@ TOOLS = (
              EventPublic,       _READS,      _event_ref),
     ToolSpec(operations.UPDATE, "Update a calendar event", UPDATE_DOC,  shapes.update_schema,
              EventPublic,       _CHANGES,    _update_args),
-    ToolSpec(operations.DELETE, "Delete a calendar event", DELETE_DOC,  shapes.event_ref_schema,
+    ToolSpec(operations.DELETE, "Delete a calendar event", DELETE_DOC,  shapes.scoped_ref_schema,
              shapes.DeletedEvent, _CHANGES,  _delete_args, _deleted),
 )
 # fmt: on

@@ -15,8 +15,10 @@ from pydantic import Field as PydanticField
 from pydantic.alias_generators import to_camel
 
 from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
+from calendar_service.events.existing import SCOPES
 from calendar_service.idempotency import MAX_KEY_LENGTH
 from calendar_service.models import EventCreate, EventList, EventPublic, EventUpdate
+from calendar_service.recurrence import MAX_LINE
 
 _BOUND_DOC = (
     "RFC 3339 date-time such as 2026-03-02T00:00:00+01:00, or a date (2026-03-02, meaning its "
@@ -52,12 +54,32 @@ class ListArguments(_Arguments):
     page_token: str | None = PydanticField(
         default=None,
         description="The nextPageToken of the previous result, to get the next page of the "
-        "same query (same timeMin and timeMax).",
+        "same query (same timeMin, timeMax and singleEvents).",
+    )
+    single_events: bool | None = PydanticField(
+        default=None,
+        description="true (default): a recurring series is listed as its occurrences. false: "
+        "each series once, with its recurrence (and its changed occurrences).",
+        json_schema_extra={"default": True},
     )
 
 
 class EventRef(_Arguments):
-    event_id: str = PydanticField(description="The event's id (the id field of an event).")
+    event_id: str = PydanticField(
+        description="The id field of an event: a single event's, a series' or one occurrence's "
+        "(<seriesId>_<start>, as the list returns it)."
+    )
+
+
+class ScopedEventRef(EventRef):
+    # Checked by the core (its words: "must be this, following or all"), like REST's ?scope=.
+    scope: str | None = PydanticField(
+        default=None,
+        description="For an occurrence id: this (default) = that occurrence alone; following = "
+        "it and every later one; all = the whole series. Ignored for a single event's or a "
+        "series' id, which always name the whole of it.",
+        json_schema_extra={"enum": list(SCOPES), "default": "this"},
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,7 +101,10 @@ class DeletedEvent(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
     deleted: Literal[True] = True
-    event: EventPublic = PydanticField(description="The event as it was before deletion.")
+    event: EventPublic = PydanticField(
+        description="The event, series or occurrence as it was before deletion; with scope "
+        "following, the series as it is now, ending before that occurrence."
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -107,15 +132,46 @@ _UPDATE_DOCS = {
     "allDay": "true for a whole-day event (startsAt/endsAt are then dates), false for a timed one.",
     "description": "New description; null clears it.",
     "location": "New location; null clears it.",
+    "recurrence": "Series only: the new RFC 5545 lines (replacing the old ones); null turns the "
+    "series into a single event. Not for one occurrence.",
 }
+
+_RECURRENCE_DOC = (
+    "Makes a recurring series (see the tool description): one RRULE line, plus any "
+    "EXDATE/RDATE lines (EXDATE:20260309T090000Z; for all-day series "
+    "EXDATE;VALUE=DATE:20260309). startsAt/endsAt are the first occurrence."
+)
+
+
+def _plain(prop: dict[str, Any]) -> dict[str, Any]:
+    """An optional argument's schema without pydantic's null branch: omitting it is the way to
+    leave it unset."""
+    branches = [b for b in prop.pop("anyOf") if b.get("type") != "null"]
+    return {**branches[0], **prop}
+
+
+def _recurrence_lines(prop: dict[str, Any]) -> None:
+    """The ``recurrence`` property with the limits of its lines (as the OpenAPI document)."""
+    for branch in prop["anyOf"]:
+        if branch.get("type") == "array":
+            branch["minItems"] = 1
+            branch["items"] = {"type": "string", "minLength": 1, "maxLength": MAX_LINE}
 
 
 def list_schema() -> dict[str, Any]:
-    return _clean(ListArguments.model_json_schema(by_alias=True))
+    schema = _clean(ListArguments.model_json_schema(by_alias=True))
+    schema["properties"]["singleEvents"] = _plain(schema["properties"]["singleEvents"])
+    return schema
 
 
 def event_ref_schema() -> dict[str, Any]:
     return _clean(EventRef.model_json_schema(by_alias=True))
+
+
+def scoped_ref_schema() -> dict[str, Any]:
+    schema = _clean(ScopedEventRef.model_json_schema(by_alias=True))
+    schema["properties"]["scope"] = _plain(schema["properties"]["scope"])
+    return schema
 
 
 def create_schema() -> dict[str, Any]:
@@ -127,6 +183,8 @@ def create_schema() -> dict[str, Any]:
     )
     props["description"]["description"] = "Free text shown with the event."
     props["location"]["description"] = "Where the event takes place."
+    _recurrence_lines(props["recurrence"])
+    props["recurrence"]["description"] = _RECURRENCE_DOC
     props["idempotencyKey"] = {
         "type": "string",
         "minLength": 1,
@@ -140,9 +198,10 @@ def create_schema() -> dict[str, Any]:
 
 def update_schema() -> dict[str, Any]:
     schema = _clean(EventUpdate.model_json_schema(by_alias=True))
+    _recurrence_lines(schema["properties"]["recurrence"])
     for name, doc in _UPDATE_DOCS.items():
         schema["properties"][name]["description"] = doc
-    ref = event_ref_schema()
+    ref = scoped_ref_schema()
     schema["properties"] = {**ref["properties"], **schema["properties"]}
     schema["required"] = ["eventId"]
     return schema

@@ -33,9 +33,10 @@ async def test_the_server_lists_five_tools_with_schemas_and_honest_annotations(
     assert props["title"]["maxLength"] == 300
     assert props["startsAt"]["format"] == props["endsAt"]["format"] == "date-time"
     assert props["calendar"]["default"] == "Личное"
-    assert {"calendarId", "allDay", "description", "location", "idempotencyKey"} <= set(props)
+    optional = {"calendarId", "allDay", "description", "location", "idempotencyKey", "recurrence"}
+    assert optional <= set(props)
     listing = tools["listCalendarEvents"].input_schema["properties"]
-    assert set(listing) == {"timeMin", "timeMax", "limit", "pageToken"}
+    assert set(listing) == {"timeMin", "timeMax", "limit", "pageToken", "singleEvents"}
     assert listing["limit"]["maximum"] == 2500
     assert tools["updateCalendarEvent"].input_schema["required"] == ["eventId"]
 
