@@ -55,7 +55,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--skip-postgres", action="store_true")
     p.add_argument("--pg-rounds", type=int, default=3)
     p.add_argument("--skip-webhooks", action="store_true")
-    p.add_argument("--only", default="main,scale,modes,postgres,webhooks", help="phases to run")
+    p.add_argument("--series", type=int, default=1000, help="weekly series, series phase")
+    p.add_argument(
+        "--only", default="main,series,scale,modes,postgres,webhooks", help="phases to run"
+    )
     p.add_argument("--out", type=Path, default=RESULTS, help="where raw results go")
     p.add_argument("--chart", type=Path, default=None, help="PNG path (default docs/...)")
     p.add_argument(
@@ -91,6 +94,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.skip_postgres = args.postgres_url is None
         args.pg_rounds = 1
         args.skip_webhooks = True
+        args.series = 20
     if args.events < 10_000:
         p.error("--events must be at least 10000 (two calendars: one read, one written)")
     return args
@@ -116,13 +120,19 @@ class Bench:
 
     # --- databases ----------------------------------------------------------------------------
 
-    def ours_sqlite(self, rows: int) -> seed.Seeded:
-        """A fresh working copy of our seeded SQLite database with ``rows`` events."""
-        pristine = self.dbdir / f"ours-{rows}.db"
+    def ours_sqlite(self, rows: int, series: int = 0) -> seed.Seeded:
+        """A fresh working copy of our seeded SQLite database with ``rows`` events (and
+        ``series`` weekly series)."""
+        name = f"ours-{rows}" + (f"-series-{series}" if series else "")
+        pristine = self.dbdir / f"{name}.db"
         meta = seed.seed_ours(
-            f"sqlite:///{pristine}", rows, pristine.with_suffix(".json"), log=self.log
+            f"sqlite:///{pristine}",
+            rows,
+            pristine.with_suffix(".json"),
+            series=series,
+            log=self.log,
         )
-        work = self.work / f"ours-{rows}.db"
+        work = self.work / f"{name}.db"
         _copy_sqlite(pristine, work)
         return seed.Seeded(**{**meta.__dict__, "url": f"sqlite:///{work}"})
 
@@ -333,6 +343,52 @@ class Bench:
                 summary[kind] = {m: report._medians(rs) for m, rs in runs.items()}
         return summary
 
+    def series_phase(self) -> dict[str, Any]:
+        """The list with recurring events: ours on the reference shape against ours on the same
+        shape plus ``--series`` weekly series across its calendars (every one-week window meets
+        each series of its calendar once), rounds alternated; the ratio is with/without."""
+        a = self.args
+        rounds = a.rounds
+        self.log(
+            f"== list with {a.series:,} weekly series beside {a.events:,} events, {rounds} rounds"
+        )
+        plain = self.ours_sqlite(a.events)
+        with_series = self.ours_sqlite(a.events, series=a.series)
+        runs: dict[str, list[dict[str, Any]]] = {"without": [], "with": []}
+        with (
+            servers.ours(plain.url, log_dir=self.logs, name="no-series") as without_srv,
+            servers.ours(with_series.url, log_dir=self.logs, name="series") as with_srv,
+        ):
+            legs = [
+                ("without", without_srv, load.Workload.ours("list", plain.read_secret)),
+                ("with", with_srv, load.Workload.ours("list", with_series.read_secret)),
+            ]
+            for _, srv, work in legs:
+                self.warm(srv, work)
+            for r in range(1, rounds + 1):
+                self.log(f" list round {r}/{rounds}")
+                for who, srv, work in legs if r % 2 else reversed(legs):
+                    label = f"{who} series"
+                    runs[who].append(
+                        self.measure(srv, work, label, round=r, phase="series", series=a.series)
+                    )
+        summary: dict[str, Any] = {
+            who: {**report._medians(rs), "errors": sum(r["errors"] for r in rs)}
+            for who, rs in runs.items()
+        }
+        pairs = list(zip(runs["with"], runs["without"], strict=True))
+        summary["rps_ratio"] = round(
+            report.median([w["rps"] / o["rps"] for w, o in pairs if o["rps"]]), 3
+        )
+        summary["p99_ratio"] = round(
+            report.median([w["p99_ms"] / o["p99_ms"] for w, o in pairs if o["p99_ms"]]), 3
+        )
+        self.log(
+            f" list with series / without: {summary['rps_ratio']:.2f} x req/s "
+            f"(goal >= 0.8 x), p99 {summary['p99_ratio']:.2f} x (goal <= 1.5 x)"
+        )
+        return summary
+
     def postgres_phase(self) -> dict[str, Any]:
         a = self.args
         url = a.postgres_url or DEFAULT_PG
@@ -469,6 +525,8 @@ class Bench:
             summary["main"] = self.main_phase()
         if "scale" in phases and a.scale_sizes.strip():
             summary["scale"] = self.scale_phase()
+        if "series" in phases and a.series:
+            summary["series"] = self.series_phase()
         if "modes" in phases:
             summary["modes"] = self.modes_phase()
         if "postgres" in phases and not a.skip_postgres:
@@ -520,6 +578,13 @@ def summary_text(s: dict[str, Any]) -> str:
             f"p50 {m['minimum']['p50_ms']:>6.2f} p99 {m['minimum']['p99_ms']:>6.2f} ms | "
             f"ratio {m['rps_ratio']:.2f} x req/s, p99 {m['p99_ratio']:.2f} x; CPU per request "
             f"{m['ours']['cpu_us_per_req']:.0f} vs {m['minimum']['cpu_us_per_req']:.0f} us"
+        )
+    if s.get("series"):
+        m = s["series"]
+        out.append(
+            f"list with series {m['with']['rps']:>7,.0f} req/s p99 {m['with']['p99_ms']:>6.2f} ms"
+            f" | without {m['without']['rps']:>7,.0f} req/s p99 {m['without']['p99_ms']:>6.2f} ms"
+            f" | ratio {m['rps_ratio']:.2f} x req/s, p99 {m['p99_ratio']:.2f} x"
         )
     for size, m in (s.get("scale") or {}).items():
         if size == "spread":

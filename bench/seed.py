@@ -70,6 +70,7 @@ class Seeded:
     write_secret: str  # one-calendar write key
     fingerprint: str
     seconds: float = 0.0
+    series: int = 0  # weekly series beside the events (the recurrence shape)
 
 
 def fingerprint() -> str:
@@ -125,6 +126,35 @@ def _event_rows(rows: int, calendar_ids: list[str], now: datetime):  # type: ign
         yield batch
 
 
+def _series(conn, user_id: str, calendar_ids: list[str], count: int, now: datetime) -> None:  # type: ignore[no-untyped-def]
+    """``count`` endless weekly series, spread evenly over the calendars, through the core's
+    own create (so they are stored exactly as a client's would be): each starts in the first
+    week of the events' span, on a weekday, at a quarter hour between 08:00 and 17:45, 30 min to
+    3 h long; so every one-week window of the list meets every series of its calendar once."""
+    from calendar_service.events import create_event
+    from calendar_service.keys import owner_principal
+    from calendar_service.models import EventCreate
+
+    rnd = random.Random(7)
+    principal = owner_principal(user_id)
+    days = ("MO", "TU", "WE", "TH", "FR")
+    for n in range(count):
+        day = rnd.randrange(5)
+        start = EPOCH + timedelta(days=day, minutes=8 * 60 + rnd.randrange(40) * 15)
+        end = start + timedelta(seconds=rnd.choice(DURATIONS))
+        w = rnd.sample(WORDS, 2)
+        data = EventCreate.model_validate(
+            {
+                "calendarId": calendar_ids[n % len(calendar_ids)],
+                "title": f"Weekly {w[0]} {w[1]}",
+                "startsAt": start.isoformat(),
+                "endsAt": end.isoformat(),
+                "recurrence": [f"RRULE:FREQ=WEEKLY;BYDAY={days[day]}"],
+            }
+        )
+        create_event(conn, principal=principal, data=data, now=now)
+
+
 def _reset_database(url: str) -> None:
     """Start from nothing: delete the SQLite file, or drop and create the PostgreSQL database."""
     if url.startswith("sqlite"):
@@ -141,8 +171,9 @@ def _reset_database(url: str) -> None:
     admin.dispose()
 
 
-def seed_ours(url: str, rows: int, meta_path: Path, *, log=print) -> Seeded:  # type: ignore[no-untyped-def]
-    """Seed (or reuse) our database at ``url`` with ``rows`` events in the reference shape."""
+def seed_ours(url: str, rows: int, meta_path: Path, *, series: int = 0, log=print) -> Seeded:  # type: ignore[no-untyped-def]
+    """Seed (or reuse) our database at ``url`` with ``rows`` events in the reference shape,
+    and ``series`` weekly series spread evenly over its calendars (``_series``)."""
     from calendar_service import calendars, keys, users
     from calendar_service.config import Config
     from calendar_service.db import Database
@@ -155,10 +186,12 @@ def seed_ours(url: str, rows: int, meta_path: Path, *, log=print) -> Seeded:  # 
     fp = fingerprint()
     if meta_path.exists():
         meta = Seeded(**json.loads(meta_path.read_text()))
-        if meta.fingerprint == fp and meta.rows == rows and meta.url == url and _alive(url, meta):
+        same = meta.fingerprint == fp and meta.rows == rows and meta.series == series
+        if same and meta.url == url and _alive(url, meta):
             return meta
     t0 = time.perf_counter()
-    log(f"seeding {rows:,} events into {_display(url)} ...")
+    with_series = f" and {series:,} weekly series" if series else ""
+    log(f"seeding {rows:,} events{with_series} into {_display(url)} ...")
     _reset_database(url)
     config = Config(database_url=url, sqlite_synchronous="OFF")
     db = Database(config)
@@ -222,6 +255,9 @@ def seed_ours(url: str, rows: int, meta_path: Path, *, log=print) -> Seeded:  # 
         for batch in _event_rows(rows, cal_ids, now):
             with db.engine.begin() as conn:
                 conn.execute(insert(events_t), batch)
+        if series:
+            with db.engine.begin() as conn:
+                _series(conn, owner["id"], cal_ids, series, now)
         raw = db.engine.raw_connection()  # outside any transaction (autocommit on SQLite)
         try:
             cur = raw.cursor()
@@ -243,6 +279,7 @@ def seed_ours(url: str, rows: int, meta_path: Path, *, log=print) -> Seeded:  # 
         write_secret=write_secret,
         fingerprint=fp,
         seconds=round(time.perf_counter() - t0, 1),
+        series=series,
     )
     meta_path.parent.mkdir(parents=True, exist_ok=True)
     meta_path.write_text(json.dumps(asdict(meta), indent=1))

@@ -49,6 +49,9 @@ def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
         result = summary["main"][kind]
         assert result["errors"] == 0, result
         assert result["ours"]["rps"] > 0 and result["minimum"]["rps"] > 0
+    series = summary["series"]  # the list with weekly series beside the events, and without
+    for who in ("with", "without"):
+        assert series[who]["errors"] == 0 and series[who]["rps"] > 0, series
     assert (tmp_path / "performance.png").exists()
 
 
