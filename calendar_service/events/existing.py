@@ -124,7 +124,7 @@ def update_event(
     """Change the fields sent of the event, series or occurrence(s) ``event_id`` and
     ``scope`` name (see the module's docstring); returns what was changed (for
     ``scope=following``, the new series)."""
-    target = load_target(conn, principal=principal, event_id=event_id)
+    target = load_target(conn, principal=principal, event_id=event_id, for_change=True)
     scope = _scope(scope, target)
     if target.kind != "occurrence":
         return _update_row(conn, principal, target, data, now, prior_errors)
@@ -433,7 +433,7 @@ def delete_event(
     (``scope=this``) or end a series before one (``scope=following``). The webhook carries
     what was deleted or cancelled as it was (``deleted``), or the shortened series
     (``updated``)."""
-    target = load_target(conn, principal=principal, event_id=event_id)
+    target = load_target(conn, principal=principal, event_id=event_id, for_change=True)
     scope = _scope(scope, target)
     if target.kind == "occurrence":
         if scope == "this":

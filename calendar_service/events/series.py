@@ -67,9 +67,17 @@ def _not_found(event_id: str) -> NotFound:
     return NotFound(f"No event {event_id!r} in the calendars this key can reach.")
 
 
-def load_target(conn: Connection, *, principal: Principal, event_id: str) -> Target:
+def load_target(
+    conn: Connection, *, principal: Principal, event_id: str, for_change: bool = False
+) -> Target:
     """The event, series or occurrence ``event_id`` names, if the key may reach it; 404
-    otherwise, and for a cancelled occurrence or one the rule does not produce."""
+    otherwise, and for a cancelled occurrence or one the rule does not produce.
+
+    ``for_change``: the caller is about to change what the id names, so the series (or the
+    single event) is locked first (``lock_series``) and what is read is what stays true until
+    the transaction ends."""
+    if for_change:
+        lock_series(conn, event_id)
     try:
         row, calendar = load_in_scope(conn, principal=principal, event_id=event_id)
     except NotFound:
@@ -81,6 +89,21 @@ def load_target(conn: Connection, *, principal: Principal, event_id: str) -> Tar
         raise _not_found(event_id)
     series, _ = load_in_scope(conn, principal=principal, event_id=row.recurring_event_id)
     return Target("occurrence", calendar, tz, row, series, row.original_starts_at)
+
+
+def lock_series(conn: Connection, event_id: str) -> None:
+    """Lock the row of the series that ``event_id`` belongs to (or of the event itself) until
+    the transaction ends, so that the changes of one series are made one at a time: an
+    exception made of one occurrence while another request changes the rule would otherwise
+    be left behind by the rule's clean-up (``drop_unproduced``). Every change of a series, of
+    one of its occurrences or of a single event takes this lock first, before any other row
+    of the series (one order, no deadlock). PostgreSQL only: SQLite has one writer at a
+    time."""
+    if conn.dialect.name != "postgresql":
+        return
+    parts = split_occurrence_id(event_id)
+    series_id = parts[0] if parts is not None else event_id
+    conn.execute(select(events_t.c.id).where(events_t.c.id == series_id).with_for_update())
 
 
 def _computed_occurrence(conn: Connection, *, principal: Principal, event_id: str) -> Target:

@@ -202,3 +202,47 @@ def test_the_series_query_searches_the_partial_index_of_series(
         ),
     )
     assert "ix_events_series" in plan, plan
+
+
+def test_a_change_of_a_series_waits_for_another_change_of_one_of_its_occurrences(
+    db: Database, factory: Factory
+) -> None:
+    """Two changes of one series are made one at a time: a change of an occurrence holds the
+    series' row lock until it ends, so a rule change made meanwhile cannot leave its exception
+    behind (on PostgreSQL; SQLite has one writer at a time, which its engine enforces)."""
+    principal, _ = _principal(factory)
+    body = {
+        "title": "weekly",
+        "startsAt": "2026-03-02T09:00:00Z",
+        "endsAt": "2026-03-02T10:00:00Z",
+        "recurrence": ["RRULE:FREQ=WEEKLY"],
+    }
+    series = db.call(events.create_event_from_input, principal=principal, body=body, now=utcnow())[
+        0
+    ]
+    second = occurrence_id(
+        series["id"], START.replace(day=9, hour=9, minute=0), all_day=False, tz=UTC
+    )
+    with db.engine.connect() as first, db.engine.connect() as other:
+        first.begin()
+        events.update_event_from_input(
+            first, principal=principal, event_id=second, body={"title": "moved"}, now=utcnow()
+        )
+        postgres = db.engine.dialect.name == "postgresql"
+        if not postgres:  # SQLite: the second writer cannot even begin
+            other.connection.dbapi_connection.execute("PRAGMA busy_timeout = 100")  # type: ignore[union-attr]
+        with pytest.raises(Exception, match="lock"):
+            other.begin()
+            if postgres:
+                other.execute(text("SET LOCAL lock_timeout = '100ms'"))
+            events.update_event_from_input(
+                other,
+                principal=principal,
+                event_id=series["id"],
+                body={"recurrence": ["RRULE:FREQ=DAILY"]},
+                now=utcnow(),
+            )
+        other.rollback()
+        first.commit()
+    moved = db.call(events.get_event, principal=principal, event_id=second)
+    assert moved["title"] == "moved"
