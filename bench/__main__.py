@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -196,17 +197,34 @@ class Bench:
                 tool=self.tool,
             )
 
+    @contextlib.contextmanager
+    def side_by_side(
+        self, rows: int
+    ) -> Iterator[tuple[seed.Seeded, servers.Server, servers.Server]]:
+        """Ours and the minimum served at once, each on a fresh copy of its database with
+        ``rows`` events: (our database, our server, the minimum's server)."""
+        ours_db = self.ours_sqlite(rows)
+        base_db = self.minimum_db(rows)
+        assert self.shared is not None
+        with (
+            servers.ours(ours_db.url, log_dir=self.logs, tree=self.args.ours_tree) as o,
+            servers.reference(self.shared, base_db, log_dir=self.logs) as b,
+        ):
+            yield ours_db, o, b
+
     def alternate(
         self,
         kind: str,
         ours_srv: servers.Server,
-        ours_work: load.Workload,
+        ours_token: str,
         base_srv: servers.Server,
-        base_work: load.Workload,
         rounds: int,
         **meta: Any,
     ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """Rounds of (minimum, ours), the order flipped every round; prints each ratio."""
+        """Rounds of (minimum, ours) under the ``kind`` workload (ours with ``ours_token``), the
+        order flipped every round; prints each ratio."""
+        ours_work = load.Workload.ours(kind, ours_token)
+        base_work = load.Workload.minimum(kind, seed.REFERENCE_TOKEN)
         self.warm(base_srv, base_work)
         self.warm(ours_srv, ours_work)
         pairs = []
@@ -236,29 +254,11 @@ class Bench:
             f"== list and create, {rows:,} events, {a.rounds} rounds of {a.duration:g}s "
             f"({self.tool}, {a.connections} connections)"
         )
-        ours_db = self.ours_sqlite(rows)
-        base_db = self.minimum_db(rows)
         summary = {}
-        with (
-            servers.ours(ours_db.url, log_dir=self.logs, tree=a.ours_tree) as o,
-            servers.reference(
-                self.shared,
-                base_db,
-                log_dir=self.logs,  # type: ignore[arg-type]
-            ) as b,
-        ):
+        with self.side_by_side(rows) as (ours_db, o, b):
             for kind in ("list", "create"):
                 token = ours_db.read_secret if kind == "list" else ours_db.write_secret
-                pairs = self.alternate(
-                    kind,
-                    o,
-                    load.Workload.ours(kind, token),
-                    b,
-                    load.Workload.minimum(kind, seed.REFERENCE_TOKEN),
-                    a.rounds,
-                    phase="main",
-                    events=rows,
-                )
+                pairs = self.alternate(kind, o, token, b, a.rounds, phase="main", events=rows)
                 summary[kind] = report.pair_summary(pairs)
                 s = summary[kind]
                 self.log(
@@ -276,25 +276,9 @@ class Bench:
         summary = {}
         for rows in sizes:
             self.log(f"== list at {rows:,} events, {a.scale_rounds} rounds")
-            ours_db = self.ours_sqlite(rows)
-            base_db = self.minimum_db(rows)
-            with (
-                servers.ours(ours_db.url, log_dir=self.logs, tree=a.ours_tree) as o,
-                servers.reference(
-                    self.shared,
-                    base_db,
-                    log_dir=self.logs,  # type: ignore[arg-type]
-                ) as b,
-            ):
+            with self.side_by_side(rows) as (ours_db, o, b):
                 pairs = self.alternate(
-                    "list",
-                    o,
-                    load.Workload.ours("list", ours_db.read_secret),
-                    b,
-                    load.Workload.minimum("list", seed.REFERENCE_TOKEN),
-                    a.scale_rounds,
-                    phase="scale",
-                    events=rows,
+                    "list", o, ours_db.read_secret, b, a.scale_rounds, phase="scale", events=rows
                 )
             summary[str(rows)] = report.pair_summary(pairs)
         if len(summary) > 1:

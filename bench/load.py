@@ -37,17 +37,38 @@ class Workload:
 
     @classmethod
     def ours(cls, kind: str, token: str) -> Workload:
-        if kind == "list":
-            return cls(kind, "GET", "/api/v1/calendar/events?timeMin=%s&timeMax=%s", None, token)
-        body = '{"title":"Bench %d","startsAt":"%s","endsAt":"%s"}'
-        return cls(kind, "POST", "/api/v1/calendar/events", body, token)
+        return cls._in(_OURS, kind, token)
 
     @classmethod
     def minimum(cls, kind: str, token: str) -> Workload:
+        return cls._in(_MINIMUM, kind, token)
+
+    @classmethod
+    def _in(cls, dialect: _Dialect, kind: str, token: str) -> Workload:
         if kind == "list":
-            return cls(kind, "GET", "/v1/calendars/1/events?start=%s&end=%s", None, token)
-        body = '{"title":"Bench %d","starts_at":"%s","ends_at":"%s"}'
-        return cls(kind, "POST", "/v1/calendars/1/events", body, token)
+            return cls(kind, "GET", f"{dialect.events}?{dialect.window}", None, token)
+        return cls(kind, "POST", dialect.events, dialect.body, token)
+
+
+@dataclass(frozen=True)
+class _Dialect:
+    """How one server spells the two requests."""
+
+    events: str  # the events collection
+    window: str  # the list query, with two %s for the window
+    body: str  # the create body, a JSON template with %d, %s, %s
+
+
+_OURS = _Dialect(
+    "/api/v1/calendar/events",
+    "timeMin=%s&timeMax=%s",
+    '{"title":"Bench %d","startsAt":"%s","endsAt":"%s"}',
+)
+_MINIMUM = _Dialect(
+    "/v1/calendars/1/events",
+    "start=%s&end=%s",
+    '{"title":"Bench %d","starts_at":"%s","ends_at":"%s"}',
+)
 
 
 @dataclass

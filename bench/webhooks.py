@@ -64,6 +64,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 # The receiver process
 
 
+async def read_body(receive: Any) -> bytes:
+    """A request's whole body, from its ASGI ``http.request`` messages (the tests' receiver
+    reads it so too)."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
 def receiver_app() -> Any:
     """An ASGI app: POST records (event id → arrival time); GET /arrivals returns them."""
     arrivals: dict[str, float] = {}
@@ -71,12 +82,7 @@ def receiver_app() -> Any:
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         if scope["method"] == "POST":
             arrived = time.time()
             arrivals[json.loads(body)["data"]["event"]["id"]] = arrived

@@ -14,7 +14,9 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
+from typing import TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 # Accept the RFC 3339 profile of ISO 8601 (plus a space separator and no seconds):
@@ -24,6 +26,7 @@ _DATE_TIME = re.compile(
 )
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})$")
+_Day = TypeVar("_Day", bound=date)
 
 MIN_YEAR = 1900
 MAX_YEAR = 2200
@@ -184,10 +187,18 @@ def _read_date_time(text: str) -> datetime:
         text = text[:-1] + "+00:00"
     else:
         _check_offset(text)
+    return _read_iso(
+        datetime.fromisoformat, text, "is not a real date and time (check the day, month and hour)"
+    )
+
+
+def _read_iso(read: Callable[[str], _Day], text: str, not_real: str) -> _Day:
+    """``read(text)`` (a ``fromisoformat``) on text its pattern has matched, so that a
+    ValueError means no such day or hour (``not_real`` says so); the year checked."""
     try:
-        value = datetime.fromisoformat(text)
+        value = read(text)
     except ValueError:
-        raise ValueError("is not a real date and time (check the day, month and hour)") from None
+        raise ValueError(not_real) from None
     _check_year(value.year)
     return value
 
@@ -206,12 +217,7 @@ def parse_day(text: str, tz: tzinfo) -> date:
         raise ValueError("must be a date such as 2026-03-02")
     text = text.strip()
     if _DATE.match(text):
-        try:
-            day = date.fromisoformat(text)
-        except ValueError:
-            raise ValueError("is not a real date (check the day and month)") from None
-        _check_year(day.year)
-        return day
+        return _read_iso(date.fromisoformat, text, "is not a real date (check the day and month)")
     if not _DATE_TIME.match(text):
         raise ValueError("must be a date such as 2026-03-02 (or a midnight date-time) for allDay")
     value = _read_date_time(text)

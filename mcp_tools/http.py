@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calendar_service import __version__
 from calendar_service.asgi.context import MAX_BODY, Services, read_body
+from calendar_service.asgi.middleware import HttpMiddleware
 from calendar_service.asgi.responses import error_response
 from calendar_service.errors import PayloadTooLarge
 from calendar_service.logs import root_logger_kept
@@ -41,7 +42,7 @@ class McpHttp:
         return self.session_manager.run()
 
 
-class WholeBody:
+class WholeBody(HttpMiddleware):
     """Reads the request's body (at most 1 MiB) before the SDK's transport sees it.
 
     A client that hangs up halfway raises ``ClientDisconnect`` here, in our code, and the app's
@@ -51,13 +52,10 @@ class WholeBody:
     error (``strict_json``), since the SDK's decoder would keep the last one."""
 
     def __init__(self, app: ASGIApp, *, realm: str) -> None:
-        self.app = app
+        super().__init__(app)
         self.realm = realm
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             length = next((v for k, v in scope["headers"] if k == b"content-length"), b"")
             if length.isdigit() and int(length) > MAX_BODY:

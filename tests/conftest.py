@@ -16,13 +16,13 @@ from calendar_service.app import create_app
 from calendar_service.config import Config, parse_retry_schedule
 from calendar_service.db import Database
 from calendar_service.logs import stop_logging
-from calendar_service.migrate import upgrade
 from tests.support import (
     POSTGRES_ADMIN_URL,
     Factory,
     RunningServer,
     bind_free_port,
     fresh_database_url,
+    migrated_database,
     run_server,
 )
 
@@ -91,10 +91,8 @@ def config(database_url: str, server_socket: socket.socket) -> Config:
 
 @pytest.fixture(scope="session")
 def db(config: Config) -> Iterator[Database]:
-    database = Database(config)
-    upgrade(database.engine)
-    yield database
-    database.close()
+    with migrated_database(config) as database:
+        yield database
 
 
 @pytest.fixture(scope="session")

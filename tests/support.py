@@ -23,7 +23,12 @@ from sqlalchemy import create_engine, text
 from starlette.types import ASGIApp
 
 from calendar_service import calendars, keys, users
+from calendar_service.app import create_app
+from calendar_service.config import Config
 from calendar_service.db import Database
+from calendar_service.gateway import CallContext
+from calendar_service.ids import new_id
+from calendar_service.migrate import upgrade
 from calendar_service.timeutil import utcnow
 
 T = TypeVar("T")
@@ -49,6 +54,18 @@ def fresh_database_url(directory: Path, *, prefix: str = "calendar_test") -> Ite
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@contextmanager
+def migrated_database(config: Config) -> Iterator[Database]:
+    """A ``Database`` on ``config`` with the schema upgraded to the newest revision; closed
+    when the block ends."""
+    database = Database(config)
+    try:
+        upgrade(database.engine)
+        yield database
+    finally:
+        database.close()
 
 
 def wait_for(
@@ -107,6 +124,20 @@ def run_server(
         sock.close()
 
 
+@contextmanager
+def own_server(config: Config, **uvicorn_options: Any) -> Iterator[RunningServer]:
+    """The whole app, without its delivery job, on a ``Database`` of its own (one per server,
+    as each process has one), served by ``run_server`` with ``uvicorn_options``."""
+    db = Database(config)
+    try:
+        with run_server(
+            create_app(config, db=db, run_webhooks=False), **uvicorn_options
+        ) as running:
+            yield running
+    finally:
+        db.close()
+
+
 @dataclass
 class Owner:
     id: str
@@ -138,7 +169,12 @@ class Factory:
         )
         return str(data["id"])
 
-    def key(
+    def key(self, owner: Owner, **options: Any) -> tuple[str, str]:
+        """A key made as ``key_record`` makes it; returns (key id, secret)."""
+        record, secret = self.key_record(owner, **options)
+        return record["id"], secret
+
+    def key_record(
         self,
         owner: Owner,
         *,
@@ -146,10 +182,12 @@ class Factory:
         calendar_id: str | None = None,
         expires_at: datetime | None = None,
         name: str = "test key",
-    ) -> tuple[str, str]:
-        """Returns (key id, secret)."""
-        now = utcnow()
-        record, secret = self.db.call(
+        now: datetime | None = None,
+    ) -> tuple[dict[str, Any], str]:
+        """``keys.create_key`` as of ``now`` (default: the present), the key expiring a day
+        later unless ``expires_at`` says otherwise; returns (the key's record, secret)."""
+        now = now or utcnow()
+        return self.db.call(
             keys.create_key,
             user_id=owner.id,
             name=name,
@@ -158,7 +196,26 @@ class Factory:
             calendar_id=calendar_id,
             now=now,
         )
-        return record["id"], secret
+
+
+def call_context(
+    operation: str = "listCalendarEvents",
+    method: str = "GET",
+    path: str = "/api/v1/calendar/events",
+    transport: str = "rest",
+) -> CallContext:
+    """What a front tells the gateway about a call (``gateway.CallContext``), as a REST
+    call from 127.0.0.1 makes it unless told otherwise."""
+    return CallContext(
+        transport=transport,
+        operation=operation,
+        method=method,
+        path=path,
+        client_addr="127.0.0.1",
+        user_agent="core-test/1.0",
+        request_id=new_id("req"),
+        started=time.perf_counter(),
+    )
 
 
 def bearer(secret: str) -> dict[str, str]:

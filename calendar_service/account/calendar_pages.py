@@ -22,6 +22,7 @@ from starlette.routing import BaseRoute, Route
 from calendar_service import calendars, events, service_secrets
 from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import (
+    FormPage,
     account,
     field_errors,
     form,
@@ -54,7 +55,7 @@ def time_zones() -> list[str]:
     return sorted(available_timezones() | {"UTC"})
 
 
-def _overview(conn: Connection, *, user_id: str, now: datetime) -> list[dict[str, Any]]:
+def _overview(conn: Connection, *, user_id: str, now: datetime) -> dict[str, Any]:
     found = []
     token_key = service_secrets.page_token_key(conn, now=now)
     for row in calendars.list_owner_calendars(conn, user_id=user_id):
@@ -71,36 +72,23 @@ def _overview(conn: Connection, *, user_id: str, now: datetime) -> list[dict[str
                 "more": "nextPageToken" in listed,
             }
         )
-    return found
+    return {"calendars": found}
 
 
-async def _calendars_page(
-    request: Request,
-    owner: OwnerSessionInfo,
-    *,
-    values: dict[str, str] | None = None,
-    errors: dict[str, str] | None = None,
-    status_code: int = 200,
-) -> Response:
-    data = await account(request).services.db.run(_overview, user_id=owner.user_id, now=utcnow())
-    return render(
-        request,
-        "calendars.html",
-        {
-            "section": "calendars",
-            "calendars": data,
-            "zones": time_zones(),
-            "values": values or {"name": "", "time_zone": "UTC"},
-            "errors": errors or {},
-            "notice": NOTICES.get(request.query_params.get("notice", "")),
-        },
-        status_code=status_code,
-    )
+PAGE = FormPage(
+    template="calendars.html",
+    section="calendars",
+    load=_overview,
+    blank={"name": "", "time_zone": "UTC"},
+    notices=NOTICES,
+    names=_EVENT_FIELDS,
+    extra=lambda: {"zones": time_zones()},
+)
 
 
 @owner_page
 async def calendars_page(request: Request, owner: OwnerSessionInfo) -> Response:
-    return await _calendars_page(request, owner)
+    return await PAGE.show(request, owner)
 
 
 @owner_page
@@ -116,8 +104,7 @@ async def create_calendar(request: Request, owner: OwnerSessionInfo) -> Response
             now=utcnow(),
         )
     except ValidationFailed as exc:
-        errors = {_EVENT_FIELDS.get(k, k): v for k, v in field_errors(exc).items()}
-        return await _calendars_page(request, owner, values=values, errors=errors, status_code=400)
+        return await PAGE.show(request, owner, values=values, refused=exc)
     return see_other(request, "/calendars", notice="calendar-created")
 
 
@@ -225,7 +212,7 @@ def _owned(conn: Connection, *, user_id: str) -> list[dict[str, Any]]:
 
 
 def _event_errors(exc: ValidationFailed) -> dict[str, str]:
-    return {_EVENT_FIELDS.get(k, k): v for k, v in field_errors(exc).items()}
+    return field_errors(exc, _EVENT_FIELDS)
 
 
 @owner_page
@@ -276,13 +263,18 @@ async def create_event(request: Request, owner: OwnerSessionInfo) -> Response:
     return see_other(request, "/calendars", notice="event-created")
 
 
-@owner_page
-async def edit_event(request: Request, owner: OwnerSessionInfo) -> Response:
-    event = await account(request).services.db.run(
+async def _path_event(request: Request, owner: OwnerSessionInfo) -> dict[str, Any]:
+    """The owner's event named in the path (another owner's is a 404)."""
+    return await account(request).services.db.run(
         events.get_event,
         principal=events.owner_principal(owner.user_id),
         event_id=request.path_params["event_id"],
     )
+
+
+@owner_page
+async def edit_event(request: Request, owner: OwnerSessionInfo) -> Response:
+    event = await _path_event(request, owner)
     return _event_form(request, owned=[], values=_from_event(event), event=event)
 
 
@@ -305,9 +297,7 @@ async def update_event(request: Request, owner: OwnerSessionInfo) -> Response:
     try:
         await db.run(_update, user_id=owner.user_id, event_id=event_id, values=values, now=utcnow())
     except ValidationFailed as exc:
-        event = await db.run(
-            events.get_event, principal=events.owner_principal(owner.user_id), event_id=event_id
-        )
+        event = await _path_event(request, owner)
         return _event_form(
             request,
             owned=[],
@@ -321,11 +311,7 @@ async def update_event(request: Request, owner: OwnerSessionInfo) -> Response:
 
 @owner_page
 async def confirm_delete(request: Request, owner: OwnerSessionInfo) -> Response:
-    event = await account(request).services.db.run(
-        events.get_event,
-        principal=events.owner_principal(owner.user_id),
-        event_id=request.path_params["event_id"],
-    )
+    event = await _path_event(request, owner)
     return render(request, "event_delete.html", {"section": "calendars", "event": event})
 
 

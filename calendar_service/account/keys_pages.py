@@ -13,8 +13,8 @@ from starlette.routing import BaseRoute, Route
 from calendar_service import calendars, keys
 from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import (
+    FormPage,
     account,
-    field_errors,
     form,
     owner_page,
     render,
@@ -41,33 +41,20 @@ def _page_data(conn: Connection, *, user_id: str, now: datetime) -> dict[str, An
     }
 
 
-async def _keys_page(
-    request: Request,
-    owner: OwnerSessionInfo,
-    *,
-    values: dict[str, str] | None = None,
-    errors: dict[str, str] | None = None,
-    status_code: int = 200,
-) -> Response:
-    data = await account(request).services.db.run(_page_data, user_id=owner.user_id, now=utcnow())
-    return render(
-        request,
-        "keys.html",
-        {
-            **data,
-            "section": "keys",
-            "expiry_choices": EXPIRY_CHOICES,
-            "values": values or {"permission": "read", "expires": "30d", "calendar": ""},
-            "errors": errors or {},
-            "notice": NOTICES.get(request.query_params.get("notice", "")),
-        },
-        status_code=status_code,
-    )
+PAGE = FormPage(
+    template="keys.html",
+    section="keys",
+    load=_page_data,
+    blank={"permission": "read", "expires": "30d", "calendar": ""},
+    notices=NOTICES,
+    names=_FORM_FIELDS,
+    extra=lambda: {"expiry_choices": EXPIRY_CHOICES},
+)
 
 
 @owner_page
 async def keys_page(request: Request, owner: OwnerSessionInfo) -> Response:
-    return await _keys_page(request, owner)
+    return await PAGE.show(request, owner)
 
 
 def parse_expiry(choice: str, on_date: str, now: datetime) -> datetime:
@@ -106,8 +93,7 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
             now=now,
         )
     except ValidationFailed as exc:
-        errors = {_FORM_FIELDS.get(k, k): v for k, v in field_errors(exc).items()}
-        return await _keys_page(request, owner, values=values, errors=errors, status_code=400)
+        return await PAGE.show(request, owner, values=values, refused=exc)
     # Rendered in the POST's own response (never redirected to, never stored): reloading
     # cannot show it again, and Cache-Control: no-store keeps it out of the browser's cache.
     return render(

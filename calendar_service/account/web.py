@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -23,12 +23,13 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from calendar_service.account import sessions
 from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.asgi.context import Services, request_id
 from calendar_service.asgi.methods import allow_header
+from calendar_service.asgi.middleware import HttpMiddleware
 from calendar_service.errors import CalendarError, NotFound, ValidationFailed
 from calendar_service.inputs import NUL, nul_errors
 from calendar_service.timeutil import utcnow
@@ -216,12 +217,54 @@ def refuse_nul_in_url(request: Request) -> None:
             raise ValidationFailed(refused)
 
 
-def field_errors(exc: ValidationFailed) -> dict[str, str]:
-    """``{field: message}`` for showing each error beside its input."""
+def field_errors(exc: ValidationFailed, names: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``{field: message}`` for showing each error beside its input; ``names`` renames the
+    core's field names (as in the API) to the form's, where they differ."""
     found: dict[str, str] = {}
     for item in exc.errors:
         found.setdefault(item["field"], item["message"])
-    return found
+    return {names.get(k, k): v for k, v in found.items()} if names else found
+
+
+@dataclass(frozen=True, slots=True)
+class FormPage:
+    """A page that lists what the owner has, above a form that adds one (keys, calendars).
+
+    A GET shows the form blank; a form the core refused shows the page again (400) with what
+    was typed and each error beside its input."""
+
+    template: str
+    section: str
+    load: Callable[..., dict[str, Any]]  # load(conn, *, user_id, now): what the page lists
+    blank: dict[str, str]  # the form's values before anything is typed
+    notices: Mapping[str, str]  # ?notice= (after a redirect here) to the sentence shown
+    names: Mapping[str, str] = field(default_factory=dict)  # core field name to the form's
+    extra: Callable[[], dict[str, Any]] = dict  # what the page shows from outside the database
+
+    async def show(
+        self,
+        request: Request,
+        owner: OwnerSessionInfo,
+        *,
+        values: dict[str, str] | None = None,
+        refused: ValidationFailed | None = None,
+    ) -> HTMLResponse:
+        data = await account(request).services.db.run(
+            self.load, user_id=owner.user_id, now=utcnow()
+        )
+        return render(
+            request,
+            self.template,
+            {
+                **data,
+                **self.extra(),
+                "section": self.section,
+                "values": values or self.blank,
+                "errors": {} if refused is None else field_errors(refused, self.names),
+                "notice": self.notices.get(request.query_params.get("notice", "")),
+            },
+            status_code=200 if refused is None else 400,
+        )
 
 
 def tokens_match(expected: str, given: str | None) -> bool:
@@ -293,16 +336,10 @@ def owner_page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
 # Headers and errors
 
 
-class SecurityHeaders:
+class SecurityHeaders(HttpMiddleware):
     """CSP allowing nothing from elsewhere, no framing, no referrer; pages are never cached."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         static = scope["path"].startswith(str(scope.get("root_path", "")) + "/static/")
 
         async def send_with_headers(message: Message) -> None:

@@ -1,6 +1,7 @@
 """ASGI plumbing shared by the HTTP fronts (REST, MCP over HTTP, the settings pages), not part
 of the core: the services the app hands them, request ids, the bearer token, body limits and
 problem+json responses (``context``, ``responses``), the last line of error handling
-(``boundary``) and the methods a path supports, for ``OPTIONS`` and 405s (``methods``).
+(``boundary``), the methods a path supports, for ``OPTIONS`` and 405s (``methods``), and the
+base of the middleware that acts on HTTP requests only (``middleware``).
 
 Fronts import from here, never from each other."""

@@ -23,6 +23,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from calendar_service.asgi.middleware import HttpMiddleware
 from calendar_service.logs import WITHHOLD_EXCEPTION_TEXT
 
 log = logging.getLogger("calendar_service.asgi")
@@ -39,17 +40,14 @@ class AnswerCutOff(Exception):
     error itself was logged just before)."""
 
 
-class ErrorBoundary:
+class ErrorBoundary(HttpMiddleware):
     """ASGI middleware: a client gone is a debug line; an unhandled error a logged 500."""
 
     def __init__(self, app: ASGIApp, *, respond: Respond) -> None:
-        self.app = app
+        super().__init__(app)
         self.respond = respond
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
 
         async def send_tracked(message: Message) -> None:

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from starlette.requests import ClientDisconnect, Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
+from calendar_service.asgi.middleware import HttpMiddleware
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.errors import (
@@ -45,19 +46,13 @@ def services(request: Request) -> Services:
 NOSNIFF = (b"x-content-type-options", b"nosniff")
 
 
-class RequestIdMiddleware:
+class RequestIdMiddleware(HttpMiddleware):
     """Give every request an id (the caller's ``Request-Id`` if sane) and echo it back.
 
     Every answer also says ``X-Content-Type-Options: nosniff``: a browser must take a JSON
     body (which may hold a caller's text) for what its ``Content-Type`` says, never as HTML."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         incoming = None
         for name, value in scope["headers"]:
             if name in (b"request-id", b"x-request-id"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -22,6 +23,18 @@ calendars_app = typer.Typer(
     help="An owner's calendars.", no_args_is_help=True, rich_markup_mode=None
 )
 keys_app = typer.Typer(help="API keys.", no_args_is_help=True, rich_markup_mode=None)
+
+
+def _emit_list(
+    name: str, items: list[dict[str, Any]], as_json: bool, line: Callable[[dict[str, Any]], str]
+) -> None:
+    """A list command's output: ``{name: items}`` with ``--json``, else one line per item."""
+
+    def text() -> None:
+        for item in items:
+            typer.echo(line(item))
+
+    emit({name: items}, as_json, text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -89,14 +102,11 @@ def calendars_list(
         rows = calendars_core.list_owner_calendars(conn, user_id=owner_id(conn, user))
         return [calendars_core.calendar_public(r) for r in rows]
 
-    cals = run(work)
+    def line(c: dict[str, Any]) -> str:
+        mark = " (default)" if c["isDefault"] else ""
+        return f"{c['id']}  {c['name']}  {c['timeZone']}{mark}"
 
-    def text() -> None:
-        for c in cals:
-            mark = " (default)" if c["isDefault"] else ""
-            typer.echo(f"{c['id']}  {c['name']}  {c['timeZone']}{mark}")
-
-    emit({"calendars": cals}, as_json, text)
+    _emit_list("calendars", run(work), as_json, line)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,20 +216,16 @@ def keys_list(
 ) -> None:
     """List an owner's keys (never their secrets)."""
 
-    def work(conn: Any) -> list[dict[str, Any]]:
-        return keys.list_keys(conn, user_id=owner_id(conn, user), now=utcnow())
+    items = run(lambda conn: keys.list_keys(conn, user_id=owner_id(conn, user), now=utcnow()))
 
-    items = run(work)
+    def line(k: dict[str, Any]) -> str:
+        scope = k["calendarId"] or "all"
+        return (
+            f"{k['id']}  {k['prefix']}…  {k['name']}  {k['permission']}  {scope}  "
+            f"{k['state']}  expires {k['expiresAt']}"
+        )
 
-    def text() -> None:
-        for k in items:
-            scope = k["calendarId"] or "all"
-            typer.echo(
-                f"{k['id']}  {k['prefix']}…  {k['name']}  {k['permission']}  {scope}  "
-                f"{k['state']}  expires {k['expiresAt']}"
-            )
-
-    emit({"keys": items}, as_json, text)
+    _emit_list("keys", items, as_json, line)
 
 
 def check_key_id(value: str) -> str:
@@ -281,13 +287,10 @@ def calls(
             conn, key_id=key_id, status_class=status, transport=transport, limit=limit
         )
 
-    items = run(work)
+    def line(c: dict[str, Any]) -> str:
+        return (
+            f"{c['at']}  {c['transport']:<4}  {c['status']}  {c['method']:<6} "
+            f"{c['path']}  {c['operation']}  {c['latencyMs']:.1f} ms"
+        )
 
-    def text() -> None:
-        for c in items:
-            typer.echo(
-                f"{c['at']}  {c['transport']:<4}  {c['status']}  {c['method']:<6} "
-                f"{c['path']}  {c['operation']}  {c['latencyMs']:.1f} ms"
-            )
-
-    emit({"calls": items}, as_json, text)
+    _emit_list("calls", run(work), as_json, line)

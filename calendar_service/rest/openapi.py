@@ -151,6 +151,17 @@ def _text(prop: dict[str, Any], description: str | None = None) -> dict[str, Any
     return out
 
 
+def _title(description: str) -> dict[str, Any]:
+    """An event's title as a body sends it: not blank, at most ``TITLE_MAX`` characters."""
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": TITLE_MAX,
+        "pattern": TITLE_PATTERN,
+        "description": description,
+    }
+
+
 def _model_schema(model: type[BaseModel], mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
     schema = model.model_json_schema(
         by_alias=True,
@@ -162,14 +173,10 @@ def _model_schema(model: type[BaseModel], mode: str) -> tuple[dict[str, Any], di
 
 def _event_create(schema: dict[str, Any]) -> dict[str, Any]:
     props = schema["properties"]
-    props["title"] = {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": TITLE_MAX,
-        "pattern": TITLE_PATTERN,
-        "description": f"1 to {TITLE_MAX} characters; surrounding white space is trimmed, and a "
-        "blank title is refused. No NUL characters.",
-    }
+    props["title"] = _title(
+        f"1 to {TITLE_MAX} characters; surrounding white space is trimmed, and a blank title is "
+        "refused. No NUL characters."
+    )
     props["startsAt"] = _date_time_input(f"Start. {_TIMES_DOC}")
     props["endsAt"] = _date_time_input(
         f"Exclusive end, not before startsAt. {_TIMES_DOC} For an all-day event, an endsAt "
@@ -203,14 +210,9 @@ def _event_create(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _event_update(schema: dict[str, Any]) -> dict[str, Any]:
     props = schema["properties"]
-    props["title"] = {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": TITLE_MAX,
-        "pattern": TITLE_PATTERN,
-        "description": f"1 to {TITLE_MAX} characters after trimming, not blank; not null. No "
-        "NUL characters.",
-    }
+    props["title"] = _title(
+        f"1 to {TITLE_MAX} characters after trimming, not blank; not null. No NUL characters."
+    )
     props["startsAt"] = _date_time_input(
         f"New start; not null. {_TIMES_DOC} Without allDay in the body, the event's current "
         "allDay decides which form is accepted."

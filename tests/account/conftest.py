@@ -25,10 +25,8 @@ import pytest
 from argon2 import PasswordHasher
 
 from calendar_service import users
-from calendar_service.app import create_app
-from calendar_service.db import Database
 from tests.conftest import make_config
-from tests.support import Factory, Owner, RunningServer, run_server
+from tests.support import Factory, Owner, RunningServer, own_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -59,9 +57,17 @@ def sign_in(client: httpx.Client, email: str, password: str) -> httpx.Response:
     """Fetch the sign-in form (for its token and cookie) and post it; returns the answer."""
     form = client.get("/settings/sign-in")
     assert form.status_code == 200, form.text
+    return post_sign_in(client, form, email, password)
+
+
+def post_sign_in(
+    client: httpx.Client, form: httpx.Response, email: str, password: str, **fields: str
+) -> httpx.Response:
+    """Post the sign-in ``form`` (a page that holds it, for its CSRF token) with these
+    credentials and any further ``fields``; returns the answer."""
     return client.post(
         "/settings/sign-in",
-        data={"email": email, "password": password, "csrf_token": csrf_from(form.text)},
+        data={"email": email, "password": password, "csrf_token": csrf_from(form.text), **fields},
     )
 
 
@@ -116,13 +122,8 @@ def settings(server: RunningServer, owner: Owner) -> Iterator[Settings]:
 @pytest.fixture
 def strict_server(database_url: str) -> Iterator[RunningServer]:
     """The app as deployed: local webhook targets not allowed."""
-    config = make_config(database_url, webhook_allow_local=False)
-    db = Database(config)
-    try:
-        with run_server(create_app(config, db=db, run_webhooks=False)) as running:
-            yield running
-    finally:
-        db.close()
+    with own_server(make_config(database_url, webhook_allow_local=False)) as running:
+        yield running
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,13 +13,12 @@ import pytest
 
 from calendar_service import users
 from calendar_service.account import sessions, throttle
-from calendar_service.app import create_app
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.timeutil import utcnow
-from tests.account.conftest import Settings, csrf_from, sign_in, signed_in
+from tests.account.conftest import Settings, csrf_from, post_sign_in, sign_in, signed_in
 from tests.conftest import make_config
-from tests.support import Factory, Owner, RunningServer, make_tls, run_server
+from tests.support import Factory, Owner, RunningServer, make_tls, own_server
 
 PEPPER = "test-pepper"
 
@@ -51,14 +50,8 @@ def https_server(
 ) -> Iterator[tuple[str, ssl.SSLContext]]:
     tls = make_tls(tmp_path)
     certfile, keyfile, context = tls.certfile, tls.keyfile, tls.client_context()
-    # A server of its own needs a Database of its own (one per event loop).
-    own_db = Database(config)
-    app = create_app(config, db=own_db, run_webhooks=False)
-    try:
-        with run_server(app, ssl_certfile=str(certfile), ssl_keyfile=str(keyfile)) as running:
-            yield running.url, context
-    finally:
-        own_db.close()
+    with own_server(config, ssl_certfile=str(certfile), ssl_keyfile=str(keyfile)) as running:
+        yield running.url, context
 
 
 def test_the_session_cookie_is_secure_under_https(
@@ -220,15 +213,7 @@ def test_sign_in_returns_only_to_a_settings_page(
 ) -> None:
     with httpx.Client(base_url=server.url) as client:
         form = client.get("/settings/sign-in", params={"next": asked})
-        answer = client.post(
-            "/settings/sign-in",
-            data={
-                "email": owner.email,
-                "password": owner.password,
-                "csrf_token": csrf_from(form.text),
-                "next": asked,
-            },
-        )
+        answer = post_sign_in(client, form, owner.email, owner.password, next=asked)
     assert answer.status_code == 303
     assert answer.headers["location"] == landed
 
@@ -239,15 +224,9 @@ def test_a_page_asked_for_before_signing_in_is_where_sign_in_leads(
     with httpx.Client(base_url=server.url, follow_redirects=True) as client:
         form = client.get("/settings/calendars")
         assert str(form.url).endswith("/settings/sign-in?next=/settings/calendars")
-        answer = client.post(
-            "/settings/sign-in",
-            data={
-                "email": owner.email,
-                "password": owner.password,
-                "csrf_token": csrf_from(form.text),
-                "next": re.search(r'name="next" value="([^"]+)"', form.text).group(1),  # type: ignore[union-attr]
-            },
-        )
+        kept = re.search(r'name="next" value="([^"]+)"', form.text)
+        assert kept, "the sign-in form does not keep the page asked for"
+        answer = post_sign_in(client, form, owner.email, owner.password, next=kept.group(1))
     assert str(answer.url).endswith("/settings/calendars")
 
 
@@ -259,15 +238,10 @@ def test_without_a_configured_secret_one_is_generated_once_and_shared_by_every_p
     assert len(first) >= 64
     owner = factory.owner()
     config = make_config(database_url, session_secret=None)
-    dbs = [Database(config), Database(config)]  # two processes: one Database each
-    app_a, app_b = (create_app(config, db=each, run_webhooks=False) for each in dbs)
-    try:
-        with run_server(app_a) as server_a, run_server(app_b) as server_b:
-            with httpx.Client(base_url=server_a.url) as client:
-                assert sign_in(client, owner.email, owner.password).status_code == 303
-                cookies = dict(client.cookies)
-            with httpx.Client(base_url=server_b.url, cookies=cookies) as other_process:
-                assert other_process.get("/settings/keys").status_code == 200
-    finally:
-        for each in dbs:
-            each.close()
+    # Two processes: one Database each.
+    with own_server(config) as server_a, own_server(config) as server_b:
+        with httpx.Client(base_url=server_a.url) as client:
+            assert sign_in(client, owner.email, owner.password).status_code == 303
+            cookies = dict(client.cookies)
+        with httpx.Client(base_url=server_b.url, cookies=cookies) as other_process:
+            assert other_process.get("/settings/keys").status_code == 200

@@ -13,11 +13,9 @@ import httpx
 import pytest
 
 from calendar_service.account import throttle
-from calendar_service.app import create_app
 from calendar_service.config import Config
-from calendar_service.db import Database
 from tests.account.conftest import csrf_from
-from tests.support import Factory, RunningServer, run_server
+from tests.support import Factory, RunningServer, own_server
 
 ATTEMPTS = 30
 
@@ -25,12 +23,8 @@ ATTEMPTS = 30
 @pytest.fixture
 def second_server(config: Config) -> Iterator[RunningServer]:
     """Another app on the same database, with its own connections: a second server process."""
-    db = Database(config)
-    try:
-        with run_server(create_app(config, db=db, run_webhooks=False)) as running:
-            yield running
-    finally:
-        db.close()
+    with own_server(config) as running:
+        yield running
 
 
 def _attempt_together(

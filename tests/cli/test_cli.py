@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 import httpx
+import pytest
 
 from calendar_service.config import Config
 from tests.rest.conftest import EVENTS
@@ -60,12 +61,10 @@ def test_the_owner_workflow_through_the_cli_with_json_output(
     listed = cli_json(config, "calendars", "list", "--user", email)
     assert {c["name"] for c in listed["calendars"]} == {"Личное", "Work"}
 
+    new_key = ("keys", "create", "--user", email)
     key = cli_json(
         config,
-        "keys",
-        "create",
-        "--user",
-        email,
+        *new_key,
         "--name",
         "crm",
         "--permission",
@@ -81,10 +80,7 @@ def test_the_owner_workflow_through_the_cli_with_json_output(
     assert key["expiresAt"]
     wide = cli_json(
         config,
-        "keys",
-        "create",
-        "--user",
-        email,
+        *new_key,
         "--name",
         "zap",
         "--permission",
@@ -125,41 +121,41 @@ def test_the_owner_workflow_through_the_cli_with_json_output(
     assert [c["status"] for c in newest_first] == [401, 200]
 
 
-def test_cli_errors_are_clear_and_exit_non_zero(config: Config) -> None:
-    missing = cli(
-        config, "keys", "create", "--user", "nobody@example.com", "--name", "x", check=False
-    )
-    assert missing.returncode != 0
-    assert "nobody@example.com" in missing.stderr
-    bad = cli(config, "users", "create", "not-an-email", check=False)
-    assert bad.returncode == 2
-    assert "email" in bad.stderr
+@pytest.fixture(scope="module")
+def cli_owner(config: Config) -> str:
+    """The email of an owner made through the CLI."""
     email = f"cli-{uuid.uuid4().hex[:8]}@example.com"
     cli(config, "users", "create", email)
-    zone = cli(
-        config,
-        "calendars",
-        "create",
-        "--user",
-        email,
-        "--name",
-        "X",
-        "--time-zone",
-        "Mars/Olympus",
-        check=False,
-    )
-    assert zone.returncode == 2
-    assert "timeZone" in zone.stderr
-    expiry = cli(
-        config,
-        "keys",
-        "create",
-        "--user",
-        email,
-        "--name",
-        "x",
-        "--expires-in",
-        "forever",
-        check=False,
-    )
-    assert expiry.returncode == 2
+    return email
+
+
+# A command line refused ({email} is cli_owner's), its exit status (None: any but 0), and what
+# its error message names.
+CLI_ERRORS = {
+    "unknown-owner": ("keys create --user nobody@example.com --name x", None, "nobody@example.com"),
+    "bad-email": ("users create not-an-email", 2, "email"),
+    "unknown-zone": (
+        "calendars create --user {email} --name X --time-zone Mars/Olympus",
+        2,
+        "timeZone",
+    ),
+    "lifetime-without-unit": (
+        "keys create --user {email} --name x --expires-in forever",
+        2,
+        "expiresIn",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("command", "status", "named"), list(CLI_ERRORS.values()), ids=list(CLI_ERRORS)
+)
+def test_cli_errors_are_clear_and_exit_non_zero(
+    config: Config, cli_owner: str, command: str, status: int | None, named: str
+) -> None:
+    result = cli(config, *command.format(email=cli_owner).split(), check=False)
+    if status is None:
+        assert result.returncode != 0
+    else:
+        assert result.returncode == status
+    assert named in result.stderr

@@ -4,7 +4,6 @@ semantics), delete, scope, idempotency and the read-only refusal, on the real da
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +20,7 @@ from calendar_service.errors import (
 from calendar_service.keys import Principal
 from calendar_service.models import DEFAULT_CALENDAR_NAME, TITLE_MAX, EventCreate, EventUpdate
 from calendar_service.timeutil import utcnow
-from tests.support import Factory, Owner
+from tests.support import Factory, Owner, call_context
 
 TOKEN_KEY = b"test page-token key"
 
@@ -618,23 +617,14 @@ async def test_a_read_only_key_is_refused_before_its_input_is_read(
     for op, args in attempts:
         with pytest.raises(InsufficientScope) as refused:
             await db.run_connected(
-                gateway.perform, principal=reader, ctx=_context(op.name), op=op, args=args
+                gateway.perform,
+                principal=reader,
+                ctx=call_context(op.name, "POST"),
+                op=op,
+                args=args,
             )
         assert refused.value.required_scope == "calendar:write"
     assert listed(db, writer)["events"] == [event]
-
-
-def _context(operation: str) -> gateway.CallContext:
-    return gateway.CallContext(
-        transport="rest",
-        operation=operation,
-        method="POST",
-        path="/api/v1/calendar/events",
-        client_addr=None,
-        user_agent=None,
-        request_id=None,
-        started=time.perf_counter(),
-    )
 
 
 # ---------------------------------------------------------------------------------------------

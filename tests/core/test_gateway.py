@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from sqlalchemy import Connection, func, select
@@ -26,12 +26,11 @@ from calendar_service.errors import (
     UnknownKey,
 )
 from calendar_service.gateway import CallContext, Outcome
-from calendar_service.ids import new_id
 from calendar_service.keys import Principal
 from calendar_service.models import EventCreate, calls_t
 from calendar_service.ratelimit import RateLimiter
 from calendar_service.timeutil import utcnow
-from tests.support import Factory, Owner
+from tests.support import Factory, Owner, call_context
 
 EVENT_BODY = {
     "title": "Planning",
@@ -40,22 +39,17 @@ EVENT_BODY = {
 }
 
 
-def context(
-    operation: str = "listCalendarEvents",
-    method: str = "GET",
-    path: str = "/api/v1/calendar/events",
-    transport: str = "rest",
-) -> CallContext:
-    return CallContext(
-        transport=transport,
-        operation=operation,
-        method=method,
-        path=path,
-        client_addr="127.0.0.1",
-        user_agent="core-test/1.0",
-        request_id=new_id("req"),
-        started=time.perf_counter(),
-    )
+class Keyed(NamedTuple):
+    owner: Owner
+    key_id: str
+    secret: str
+
+
+@pytest.fixture
+def keyed(factory: Factory) -> Keyed:
+    """A new owner and a write key of theirs."""
+    owner = factory.owner()
+    return Keyed(owner, *factory.key(owner))
 
 
 # A step of a test: what an operation does, and the status it answers.
@@ -72,7 +66,7 @@ async def perform(
 ) -> Outcome[Any]:
     """``gateway.perform`` the way the REST and MCP fronts call it, with ``step`` run as the
     operation the context names (its declared permission and status)."""
-    ctx = ctx or context()
+    ctx = ctx or call_context()
     declared = next(op for op in operations.OPERATIONS if op.name == ctx.operation)
     op = operations.Operation(
         declared.name, declared.needs, lambda conn, principal: step(conn, principal)[1]
@@ -113,11 +107,10 @@ async def events_of(db: Database, owner: Owner) -> list[dict[str, Any]]:
 
 
 async def test_a_call_that_succeeds_answers_its_outcome_and_is_recorded_once(
-    db: Database, factory: Factory
+    db: Database, keyed: Keyed
 ) -> None:
-    owner = factory.owner()
-    key_id, secret = factory.key(owner)
-    ctx = context()
+    owner, key_id, secret = keyed
+    ctx = call_context()
     outcome = await perform(db, secret, list_op, ctx=ctx)
     assert outcome.status == 200
     assert outcome.value["events"] == []
@@ -137,10 +130,9 @@ async def test_a_call_that_succeeds_answers_its_outcome_and_is_recorded_once(
 
 
 async def test_the_status_recorded_is_the_one_the_operation_answered(
-    db: Database, factory: Factory
+    db: Database, keyed: Keyed
 ) -> None:
-    owner = factory.owner()
-    key_id, secret = factory.key(owner)
+    owner, key_id, secret = keyed
 
     def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
         event, _ = events.create_event_from_input(
@@ -148,17 +140,16 @@ async def test_the_status_recorded_is_the_one_the_operation_answered(
         )
         return 201, event
 
-    outcome = await perform(db, secret, op, ctx=context("createCalendarEvent", "POST"))
+    outcome = await perform(db, secret, op, ctx=call_context("createCalendarEvent", "POST"))
     assert outcome.status == 201
     assert await events_of(db, owner) == [outcome.value]
     assert await statuses(db, key_id) == [201]
 
 
 async def test_a_call_whose_operation_fails_is_undone_and_recorded_with_the_errors_status(
-    db: Database, factory: Factory
+    db: Database, keyed: Keyed
 ) -> None:
-    owner = factory.owner()
-    key_id, secret = factory.key(owner)
+    owner, key_id, secret = keyed
 
     def op(conn: Connection, principal: Principal) -> tuple[int, Any]:
         events.create_event(
@@ -167,7 +158,7 @@ async def test_a_call_whose_operation_fails_is_undone_and_recorded_with_the_erro
         raise NotFound("No such thing, after a write.")
 
     with pytest.raises(NotFound):
-        await perform(db, secret, op, ctx=context("createCalendarEvent", "POST"))
+        await perform(db, secret, op, ctx=call_context("createCalendarEvent", "POST"))
     assert await events_of(db, owner) == []  # the write before the error was rolled back
     assert await statuses(db, key_id) == [404]
 
@@ -187,7 +178,7 @@ async def test_an_unexpected_error_is_recorded_as_a_500_and_raised_as_it_was(
 
 async def test_the_query_string_is_never_recorded(db: Database, factory: Factory) -> None:
     key_id, secret = factory.key(factory.owner())
-    ctx = context(path="/api/v1/calendar/events?timeMin=2026-03-02&note=private")
+    ctx = call_context(path="/api/v1/calendar/events?timeMin=2026-03-02&note=private")
     await perform(db, secret, list_op, ctx=ctx)
     [call] = await recorded(db, key_id)
     assert call["path"] == "/api/v1/calendar/events"
@@ -195,7 +186,7 @@ async def test_the_query_string_is_never_recorded(db: Database, factory: Factory
 
 async def test_mcp_calls_are_recorded_under_their_transport(db: Database, factory: Factory) -> None:
     key_id, secret = factory.key(factory.owner())
-    ctx = context(method="POST", path="/mcp", transport="mcp")
+    ctx = call_context(method="POST", path="/mcp", transport="mcp")
     await perform(db, secret, list_op, ctx=ctx)
     assert [(c["transport"], c["path"]) for c in await recorded(db, key_id)] == [("mcp", "/mcp")]
     assert await recorded(db, key_id, transport="rest") == []
@@ -239,9 +230,8 @@ async def test_keys_of_one_owner_have_budgets_of_their_own(db: Database, factory
     assert outcome.rate is not None and outcome.rate.remaining == 0
 
 
-async def test_a_refused_key_spends_no_budget(db: Database, factory: Factory) -> None:
-    owner = factory.owner()
-    key_id, secret = factory.key(owner)
+async def test_a_refused_key_spends_no_budget(db: Database, keyed: Keyed) -> None:
+    owner, key_id, secret = keyed
     await db.run(keys.revoke_key, user_id=owner.id, key_id=key_id, now=utcnow())
     limiter = RateLimiter(1, 3600)
     for _ in range(3):
@@ -259,10 +249,9 @@ def never(conn: Connection, principal: Principal) -> tuple[int, Any]:
 
 
 async def test_a_revoked_key_is_refused_at_once_and_the_refusal_is_in_its_history(
-    db: Database, factory: Factory
+    db: Database, keyed: Keyed
 ) -> None:
-    owner = factory.owner()
-    key_id, secret = factory.key(owner)
+    owner, key_id, secret = keyed
     await perform(db, secret, list_op)
     await db.run(keys.revoke_key, user_id=owner.id, key_id=key_id, now=utcnow())
     with pytest.raises(RevokedKey):
@@ -275,15 +264,7 @@ async def test_an_expired_key_is_refused_and_the_refusal_is_in_its_history(
 ) -> None:
     owner = factory.owner()
     then = utcnow() - timedelta(days=2)
-    record, secret = await db.run(
-        keys.create_key,
-        user_id=owner.id,
-        name="lapsed",
-        permission="write",
-        expires_at=then + timedelta(days=1),
-        calendar_id=None,
-        now=then,
-    )
+    record, secret = factory.key_record(owner, name="lapsed", now=then)  # expired a day ago
     with pytest.raises(ExpiredKey):
         await perform(db, secret, never)
     assert await statuses(db, record["id"]) == [401]
@@ -350,7 +331,7 @@ async def test_a_read_only_key_cannot_create_change_or_delete_and_each_refusal_i
 
     for op, name in ((create, "create"), (change, "update"), (remove, "delete")):
         with pytest.raises(InsufficientScope) as refused:
-            await perform(db, secret, op, ctx=context(f"{name}CalendarEvent", "POST"))
+            await perform(db, secret, op, ctx=call_context(f"{name}CalendarEvent", "POST"))
         assert refused.value.required_scope == "calendar:write"
     assert await events_of(db, owner) == [event]
     assert await statuses(db, key_id) == [401, 401, 401]
@@ -371,7 +352,7 @@ async def test_a_one_calendar_key_writing_to_another_calendar_is_refused_and_rec
         return 201, made
 
     with pytest.raises(InsufficientScope):
-        await perform(db, secret, create, ctx=context("createCalendarEvent", "POST"))
+        await perform(db, secret, create, ctx=call_context("createCalendarEvent", "POST"))
     assert await events_of(db, owner) == []
     assert await statuses(db, key_id) == [401]
 

@@ -121,27 +121,30 @@ async def test_requests_of_one_turn_share_one_commit_and_return_once_it_is_durab
 
 
 async def three_with_a_failing_middle(
-    gdb: Database, work: Writes, fail: str
-) -> tuple[list[str], list[Any]]:
-    """Three requests in one turn of the loop, the middle one failing as ``fail`` says."""
+    gdb: Database, work: Writes, watcher: sqlite3.Connection, fail: str
+) -> tuple[list[str], BaseException]:
+    """Three requests in one turn of the loop, the middle one failing as ``fail`` says: the
+    other two are answered and their writes committed, the middle one's not. Returns the three
+    ids and what the middle one raised."""
     ids = [new_id("usr") for _ in range(3)]
-    results = await asyncio.gather(
+    first, middle, last = await asyncio.gather(
         gdb.run_grouped(work, ids[0]),
         gdb.run_grouped(work, ids[1], fail=fail),
         gdb.run_grouped(work, ids[2]),
         return_exceptions=True,
     )
-    return ids, list(results)
+    assert (first, last) == (ids[0], ids[2])
+    assert committed(watcher, ids) == {ids[0], ids[2]}
+    assert isinstance(middle, BaseException)
+    return ids, middle
 
 
 async def test_a_request_failing_after_writing_rolls_back_the_group_and_the_others_run_again(
     gdb: Database, watcher: sqlite3.Connection
 ) -> None:
     work = Writes(watcher)
-    (first, bad, last), results = await three_with_a_failing_middle(gdb, work, "after")
-    assert results[0] == first and results[2] == last
-    assert isinstance(results[1], RuntimeError)
-    assert committed(watcher, [first, bad, last]) == {first, last}
+    (first, bad, last), error = await three_with_a_failing_middle(gdb, work, watcher, "after")
+    assert isinstance(error, RuntimeError)
     # the request rolled back with the group ran again (its row is there once: the primary
     # key); the failing one ran once; the one after it joined a new group
     assert work.runs == Counter({first: 2, bad: 1, last: 1})
@@ -152,9 +155,8 @@ async def test_a_request_failing_before_writing_leaves_the_group_alone(
 ) -> None:
     work = Writes(watcher)
     traced = commits_on(gdb)
-    (first, bad, last), results = await three_with_a_failing_middle(gdb, work, "before")
-    assert isinstance(results[1], ValueError)
-    assert committed(watcher, [first, bad, last]) == {first, last}
+    (first, bad, last), error = await three_with_a_failing_middle(gdb, work, watcher, "before")
+    assert isinstance(error, ValueError)
     assert traced.count("COMMIT") == 1
     assert work.runs == Counter({first: 1, bad: 1, last: 1})
 
@@ -163,10 +165,8 @@ async def test_a_failed_commit_runs_each_request_again_on_its_own(
     gdb: Database, watcher: sqlite3.Connection
 ) -> None:
     work = Writes(watcher)
-    (first, bad, last), results = await three_with_a_failing_middle(gdb, work, "commit")
-    assert results[0] == first and results[2] == last
-    assert isinstance(results[1], Exception) and "FOREIGN KEY" in str(results[1])
-    assert committed(watcher, [first, bad, last]) == {first, last}
+    (first, bad, last), error = await three_with_a_failing_middle(gdb, work, watcher, "commit")
+    assert isinstance(error, Exception) and "FOREIGN KEY" in str(error)
     assert work.runs == Counter({first: 2, bad: 2, last: 2})
     orphan = watcher.execute("SELECT count(*) FROM calendars WHERE user_id = 'usr_missing'")
     assert orphan.fetchone()[0] == 0

@@ -3,11 +3,9 @@ field, before it reaches the database: the same on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 
-from calendar_service import calendars, keys, users
+from calendar_service import calendars, users
 from calendar_service.db import Database
 from calendar_service.errors import ValidationFailed
 from calendar_service.inputs import NUL_MESSAGE
@@ -32,17 +30,8 @@ def test_a_key_name_or_calendar_id_with_a_nul_character_is_refused(
     db: Database, factory: Factory
 ) -> None:
     owner = factory.owner()
-    now = utcnow()
     with pytest.raises(ValidationFailed) as caught:
-        db.call(
-            keys.create_key,
-            user_id=owner.id,
-            name="bot\x00",
-            permission="read",
-            expires_at=now + timedelta(days=1),
-            calendar_id="cal_\x00",
-            now=now,
-        )
+        factory.key_record(owner, name="bot\x00", permission="read", calendar_id="cal_\x00")
     assert caught.value.errors == [
         {"field": "name", "message": NUL_MESSAGE},
         {"field": "calendarId", "message": NUL_MESSAGE},

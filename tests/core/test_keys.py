@@ -76,14 +76,8 @@ def test_a_new_key_is_stored_as_a_hash_and_its_secret_is_returned_once(
 ) -> None:
     owner = factory.owner()
     now = utcnow()
-    record, secret = db.call(
-        keys.create_key,
-        user_id=owner.id,
-        name="  reporting bot  ",
-        permission="read",
-        expires_at=now + timedelta(days=30),
-        calendar_id=None,
-        now=now,
+    record, secret = factory.key_record(
+        owner, name="  reporting bot  ", permission="read", expires_at=now + timedelta(days=30)
     )
     assert record["name"] == "reporting bot"
     assert record["permission"] == "read"
@@ -109,9 +103,8 @@ def test_a_key_with_bad_fields_is_refused_listing_every_one(db: Database, factor
     owner, stranger = factory.owner(), factory.owner()
     now = utcnow()
     with pytest.raises(ValidationFailed) as refused:
-        db.call(
-            keys.create_key,
-            user_id=owner.id,
+        factory.key_record(
+            owner,
             name="   ",
             permission="admin",
             expires_at=now,
@@ -194,15 +187,7 @@ def test_an_expired_key_is_still_identified_so_its_refusal_can_be_recorded(
 ) -> None:
     owner = factory.owner()
     then = utcnow() - timedelta(days=2)
-    record, secret = db.call(
-        keys.create_key,
-        user_id=owner.id,
-        name="old",
-        permission="write",
-        expires_at=then + timedelta(days=1),
-        calendar_id=None,
-        now=then,
-    )
+    record, secret = factory.key_record(owner, name="old", now=then)  # expired a day ago
     row = db.call(keys.identify, secret=secret)
     assert row.id == record["id"]
     with pytest.raises(ExpiredKey):
@@ -249,13 +234,10 @@ def test_the_owners_keys_are_listed_newest_first_with_their_states(
     now = utcnow()
     made = []
     for minutes, name in ((3, "oldest"), (2, "middle"), (1, "newest")):
-        record, _ = db.call(
-            keys.create_key,
-            user_id=owner.id,
+        record, _ = factory.key_record(
+            owner,
             name=name,
-            permission="write",
             expires_at=now + timedelta(days=1),
-            calendar_id=None,
             now=now - timedelta(minutes=minutes),
         )
         made.append(record["id"])

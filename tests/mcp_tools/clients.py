@@ -12,7 +12,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
-from tests.support import bearer
+from tests.support import Factory, bearer
 
 MODES = ("auto", "legacy")
 INITIALIZE = {
@@ -52,11 +52,7 @@ def structured(result: CallToolResult) -> dict[str, Any]:
     return result.structured_content
 
 
-def event_args(**overrides: object) -> dict[str, object]:
-    args: dict[str, object] = {
-        "title": "Planning",
-        "startsAt": "2026-03-02T09:00:00Z",
-        "endsAt": "2026-03-02T10:00:00Z",
-    }
-    args.update(overrides)
-    return args
+def writer_and_reader(factory: Factory) -> tuple[str, str]:
+    """The secrets of a new owner's two keys: one that writes, one that only reads."""
+    owner = factory.owner()
+    return factory.key(owner)[1], factory.key(owner, permission="read")[1]

@@ -11,7 +11,8 @@ from calendar_service.errors import FieldError, NotFound, RateLimited, Validatio
 from calendar_service.keys import Principal
 from calendar_service.timeutil import utcnow
 from mcp_tools.errors import tool_errors
-from tests.mcp_tools.clients import MODES, connect, event_args, text_of
+from tests.mcp_tools.clients import MODES, connect, text_of, writer_and_reader
+from tests.rest.conftest import event_body
 from tests.support import Factory, RunningServer
 
 
@@ -59,14 +60,12 @@ def test_calendar_errors_keep_their_code_and_safe_message(error: Exception, expe
 async def test_a_tool_errors_first_line_starts_with_its_code_over_the_real_server(
     server: RunningServer, factory: Factory, mode: str
 ) -> None:
-    owner = factory.owner()
-    _, writer = factory.key(owner)
-    _, reader = factory.key(owner, permission="read")
+    writer, reader = writer_and_reader(factory)
     async with connect(server.url, writer, mode=mode) as client:
-        invalid = await client.call_tool("createCalendarEvent", event_args(title=""))
+        invalid = await client.call_tool("createCalendarEvent", event_body(title=""))
         missing = await client.call_tool("getCalendarEvent", {"eventId": "ev_nothing"})
     async with connect(server.url, reader, mode=mode) as client:
-        refused = await client.call_tool("createCalendarEvent", event_args())
+        refused = await client.call_tool("createCalendarEvent", event_body())
     firsts = {}
     for name, result in (("invalid", invalid), ("missing", missing), ("refused", refused)):
         assert result.is_error

@@ -6,7 +6,8 @@ import pytest
 
 from calendar_service import history
 from calendar_service.db import Database
-from tests.mcp_tools.clients import MODES, connect, event_args, structured
+from tests.mcp_tools.clients import MODES, connect, structured
+from tests.rest.conftest import event_body
 from tests.support import Factory, RunningServer
 
 
@@ -19,7 +20,7 @@ async def test_each_tool_call_is_recorded_with_transport_mcp_and_the_tool_name(
     reader_id, reader = factory.key(owner, permission="read")
     async with connect(server.url, secret, mode=mode) as client:
         await client.list_tools()  # protocol chatter, not an operation: not recorded
-        event = structured(await client.call_tool("createCalendarEvent", event_args()))
+        event = structured(await client.call_tool("createCalendarEvent", event_body()))
         ref = {"eventId": event["id"]}
         await client.call_tool("listCalendarEvents", {"timeMin": "2026-03-01"})
         await client.call_tool("getCalendarEvent", ref)
@@ -27,7 +28,7 @@ async def test_each_tool_call_is_recorded_with_transport_mcp_and_the_tool_name(
         await client.call_tool("deleteCalendarEvent", ref)
         await client.call_tool("getCalendarEvent", ref)
     async with connect(server.url, reader, mode=mode) as client:
-        await client.call_tool("createCalendarEvent", event_args())
+        await client.call_tool("createCalendarEvent", event_body())
 
     calls = list(reversed(db.call(history.list_calls, key_id=key_id)))
     assert [(c["operation"], c["status"]) for c in calls] == [

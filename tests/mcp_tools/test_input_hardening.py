@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import httpx
 
-from tests.mcp_tools.clients import JSON_RPC_HEADERS, connect, event_args, structured, text_of
+from tests.mcp_tools.clients import JSON_RPC_HEADERS, connect, structured, text_of
+from tests.rest.conftest import event_body
 from tests.support import Factory, RunningServer, bearer
 
 NUL = "\x00"
@@ -17,11 +18,11 @@ async def test_a_nul_character_in_any_tool_argument_is_a_validation_error(
 ) -> None:
     _, secret = factory.key(factory.owner())
     async with connect(server.url, secret) as client:
-        event = structured(await client.call_tool("createCalendarEvent", event_args()))
+        event = structured(await client.call_tool("createCalendarEvent", event_body()))
         refused = {
-            "title": await client.call_tool("createCalendarEvent", event_args(title=f"a{NUL}")),
+            "title": await client.call_tool("createCalendarEvent", event_body(title=f"a{NUL}")),
             "calendar": await client.call_tool(
-                "createCalendarEvent", event_args(calendar=f"Work{NUL}")
+                "createCalendarEvent", event_body(calendar=f"Work{NUL}")
             ),
             "timeMin": await client.call_tool("listCalendarEvents", {"timeMin": NUL}),
             "pageToken": await client.call_tool("listCalendarEvents", {"pageToken": NUL}),
@@ -49,12 +50,12 @@ async def test_a_one_calendar_tool_call_never_hears_another_calendars_name(
     _, work_only = factory.key(owner, calendar_id=work)
     async with connect(server.url, work_only) as client:
         mismatched = await client.call_tool(
-            "createCalendarEvent", event_args(calendarId=therapy, calendar="Work")
+            "createCalendarEvent", event_body(calendarId=therapy, calendar="Work")
         )
         existing = await client.call_tool(
-            "createCalendarEvent", event_args(calendar="Therapy sessions")
+            "createCalendarEvent", event_body(calendar="Therapy sessions")
         )
-        missing = await client.call_tool("createCalendarEvent", event_args(calendar="Nothing"))
+        missing = await client.call_tool("createCalendarEvent", event_body(calendar="Nothing"))
     for result in (mismatched, existing, missing):
         assert result.is_error
         assert "insufficient_scope: " in text_of(result)

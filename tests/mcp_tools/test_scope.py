@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.mcp_tools.clients import MODES, connect, event_args, structured, text_of
+from tests.mcp_tools.clients import MODES, connect, structured, text_of, writer_and_reader
+from tests.rest.conftest import event_body, with_work
 from tests.support import Factory, RunningServer
 
 
@@ -12,18 +13,16 @@ from tests.support import Factory, RunningServer
 async def test_a_read_only_key_reads_but_every_write_is_refused_naming_calendar_write(
     server: RunningServer, factory: Factory, mode: str
 ) -> None:
-    owner = factory.owner()
-    _, writer = factory.key(owner)
-    _, reader = factory.key(owner, permission="read")
+    writer, reader = writer_and_reader(factory)
     async with connect(server.url, writer) as client:
-        event = structured(await client.call_tool("createCalendarEvent", event_args()))
+        event = structured(await client.call_tool("createCalendarEvent", event_body()))
     ref = {"eventId": event["id"]}
     async with connect(server.url, reader, mode=mode) as client:
         assert structured(await client.call_tool("getCalendarEvent", ref)) == event
         listed = structured(await client.call_tool("listCalendarEvents", {}))
         assert [e["id"] for e in listed["events"]] == [event["id"]]
         refusals = [
-            await client.call_tool("createCalendarEvent", event_args()),
+            await client.call_tool("createCalendarEvent", event_body()),
             await client.call_tool("updateCalendarEvent", {**ref, "title": "Mine now"}),
             await client.call_tool("deleteCalendarEvent", ref),
         ]
@@ -39,20 +38,18 @@ async def test_a_read_only_key_reads_but_every_write_is_refused_naming_calendar_
 async def test_a_one_calendar_key_is_confined_to_its_calendar_by_id_and_by_name(
     server: RunningServer, factory: Factory
 ) -> None:
-    owner = factory.owner()
-    work = factory.calendar(owner, name="Work", time_zone="Europe/Paris")
-    _, everything = factory.key(owner)
+    owner, work, everything = with_work(factory, time_zone="Europe/Paris")
     _, work_only = factory.key(owner, calendar_id=work)
     async with connect(server.url, everything) as client:
-        private = structured(await client.call_tool("createCalendarEvent", event_args()))
+        private = structured(await client.call_tool("createCalendarEvent", event_body()))
     async with connect(server.url, work_only) as client:
-        default_target = structured(await client.call_tool("createCalendarEvent", event_args()))
+        default_target = structured(await client.call_tool("createCalendarEvent", event_body()))
         by_name = structured(
-            await client.call_tool("createCalendarEvent", event_args(calendar="Work"))
+            await client.call_tool("createCalendarEvent", event_body(calendar="Work"))
         )
-        other_by_name = await client.call_tool("createCalendarEvent", event_args(calendar="Личное"))
+        other_by_name = await client.call_tool("createCalendarEvent", event_body(calendar="Личное"))
         other_by_id = await client.call_tool(
-            "createCalendarEvent", event_args(calendarId=owner.default_calendar_id)
+            "createCalendarEvent", event_body(calendarId=owner.default_calendar_id)
         )
         page = structured(await client.call_tool("listCalendarEvents", {}))
         hidden = await client.call_tool("getCalendarEvent", {"eventId": private["id"]})
@@ -73,7 +70,7 @@ async def test_an_unknown_calendar_name_is_an_error_and_creates_nothing(
 ) -> None:
     _, secret = factory.key(factory.owner())
     async with connect(server.url, secret) as client:
-        result = await client.call_tool("createCalendarEvent", event_args(calendar="Holidays"))
+        result = await client.call_tool("createCalendarEvent", event_body(calendar="Holidays"))
         page = structured(await client.call_tool("listCalendarEvents", {}))
     assert result.is_error and "- calendar: no calendar named 'Holidays'" in text_of(result)
     assert [c["name"] for c in page["calendars"]] == ["Личное"]

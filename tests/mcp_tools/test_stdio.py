@@ -15,8 +15,8 @@ from calendar_service.cli import app
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.timeutil import utcnow
-from tests.mcp_tools.clients import MODES, event_args, structured, text_of
-from tests.rest.conftest import EVENTS
+from tests.mcp_tools.clients import MODES, structured, text_of
+from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, bearer
 
 
@@ -41,7 +41,7 @@ async def test_the_stdio_server_acts_with_its_key_and_rechecks_it_on_every_call(
         created = structured(
             await client.call_tool(
                 "createCalendarEvent",
-                event_args(startsAt="2026-03-02T09:00:00", endsAt="2026-03-02T10:00:00"),
+                event_body(startsAt="2026-03-02T09:00:00", endsAt="2026-03-02T10:00:00"),
             )
         )
         page = structured(await client.call_tool("listCalendarEvents", {}))

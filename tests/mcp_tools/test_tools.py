@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.mcp_tools.clients import MODES, connect, event_args, structured, text_of
-from tests.rest.conftest import EVENTS, event_body
+from tests.mcp_tools.clients import MODES, connect, structured, text_of
+from tests.rest.conftest import EVENTS, create_event, event_body
 from tests.support import Factory, RunningServer, bearer
 
 TOOLS = {
@@ -66,21 +66,20 @@ async def test_an_event_created_over_mcp_is_seen_by_rest_and_the_reverse(
     _, secret = factory.key(factory.owner())
     async with connect(server.url, secret, mode=mode) as client:
         created = structured(
-            await client.call_tool("createCalendarEvent", event_args(title="From MCP"))
+            await client.call_tool("createCalendarEvent", event_body(title="From MCP"))
         )
         assert created["calendar"] == "Личное"
-        from_rest = api.post(
-            EVENTS,
-            json=event_body(
-                title="From REST", startsAt="2026-03-02T11:00:00Z", endsAt="2026-03-02T12:00:00Z"
-            ),
-            headers=bearer(secret),
+        from_rest = create_event(
+            api,
+            secret,
+            title="From REST",
+            startsAt="2026-03-02T11:00:00Z",
+            endsAt="2026-03-02T12:00:00Z",
         )
-        assert from_rest.status_code == 201, from_rest.text
         page = structured(await client.call_tool("listCalendarEvents", {}))
 
     assert [e["title"] for e in page["events"]] == ["From MCP", "From REST"]
-    assert page["events"][1] == from_rest.json()
+    assert page["events"][1] == from_rest
     seen_by_rest = api.get(f"{EVENTS}/{created['id']}", headers=bearer(secret))
     assert seen_by_rest.json() == created
 
@@ -112,7 +111,7 @@ async def test_a_date_time_without_an_offset_is_read_in_the_calendars_time_zone(
         event = structured(
             await client.call_tool(
                 "createCalendarEvent",
-                event_args(startsAt="2026-03-02T09:30:00", endsAt="2026-03-02T10:00"),
+                event_body(startsAt="2026-03-02T09:30:00", endsAt="2026-03-02T10:00"),
             )
         )
     assert (event["startsAt"], event["endsAt"]) == (
@@ -161,7 +160,7 @@ async def test_get_update_and_delete_work_on_an_event_and_then_it_is_gone(
     async with connect(server.url, secret) as client:
         event = structured(
             await client.call_tool(
-                "createCalendarEvent", event_args(description="Agenda", location="Room 1")
+                "createCalendarEvent", event_body(description="Agenda", location="Room 1")
             )
         )
         ref = {"eventId": event["id"]}
@@ -188,7 +187,7 @@ async def test_an_idempotency_key_makes_a_retried_create_return_the_first_event(
     server: RunningServer, api: httpx.Client, factory: Factory
 ) -> None:
     _, secret = factory.key(factory.owner())
-    args = event_args(idempotencyKey="retry-1")
+    args = event_body(idempotencyKey="retry-1")
     async with connect(server.url, secret) as client:
         first = structured(await client.call_tool("createCalendarEvent", args))
         second = structured(await client.call_tool("createCalendarEvent", args))
@@ -206,7 +205,7 @@ async def test_a_long_list_comes_in_pages_linked_by_next_page_token(
     async with connect(server.url, secret) as client:
         for hour in (9, 10, 11):
             start, end = f"2026-03-02T{hour:02}:00:00Z", f"2026-03-02T{hour:02}:30:00Z"
-            await client.call_tool("createCalendarEvent", event_args(startsAt=start, endsAt=end))
+            await client.call_tool("createCalendarEvent", event_body(startsAt=start, endsAt=end))
         window = {"timeMin": "2026-03-02", "timeMax": "2026-03-03", "limit": 2}
         first = structured(await client.call_tool("listCalendarEvents", window))
         token = first["nextPageToken"]

@@ -11,8 +11,8 @@ from calendar_service.db import Database
 from calendar_service.ids import new_id
 from calendar_service.outbox import deliveries_t, endpoints_t
 from calendar_service.timeutil import utcnow
-from tests.mcp_tools.clients import connect, event_args, structured
-from tests.rest.conftest import EVENTS
+from tests.mcp_tools.clients import connect, structured
+from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, Owner, RunningServer, bearer
 
 
@@ -54,8 +54,8 @@ async def test_an_event_created_over_mcp_queues_the_same_webhook_as_over_rest(
     _set_webhook(db, owner)
     _, secret = factory.key(owner)
     async with connect(server.url, secret) as client:
-        over_mcp = structured(await client.call_tool("createCalendarEvent", event_args()))
-    over_rest = api.post(EVENTS, json=event_args(), headers=bearer(secret)).json()
+        over_mcp = structured(await client.call_tool("createCalendarEvent", event_body()))
+    over_rest = api.post(EVENTS, json=event_body(), headers=bearer(secret)).json()
 
     queued = _queued(db, owner)
     assert [p["type"] for p in queued] == ["calendar.event.created"] * 2

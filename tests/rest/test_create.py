@@ -7,14 +7,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.rest.conftest import EVENTS, event_body
+from tests.rest.conftest import EVENTS, create_event, event_body, with_work
 from tests.support import Factory, bearer
 
 
 @pytest.fixture
-def writer(factory: Factory) -> tuple[Any, str]:
-    owner = factory.owner()
-    return owner, factory.key(owner)[1]
+def secret(factory: Factory) -> str:
+    """A write key of a new owner."""
+    return factory.key(factory.owner())[1]
 
 
 def _errors(response: httpx.Response) -> dict[str, str]:
@@ -25,10 +25,9 @@ def _errors(response: httpx.Response) -> dict[str, str]:
     return {e["field"]: e["message"] for e in body["errors"]}
 
 
-def test_create_returns_201_the_event_and_its_location(
-    api: httpx.Client, writer: tuple[Any, str]
-) -> None:
-    owner, secret = writer
+def test_create_returns_201_the_event_and_its_location(api: httpx.Client, factory: Factory) -> None:
+    owner = factory.owner()
+    _, secret = factory.key(owner)
     body = event_body(description="Bring notes", location="Room 4")
     response = api.post(EVENTS, json=body, headers=bearer(secret))
     assert response.status_code == 201
@@ -72,20 +71,14 @@ def test_all_day_events_run_midnight_to_midnight_in_the_calendars_zone(
 ) -> None:
     owner = factory.owner(time_zone="America/New_York")
     _, secret = factory.key(owner)
-    one_day = api.post(
-        EVENTS,
-        json=event_body(allDay=True, startsAt="2026-03-02", endsAt="2026-03-02"),
-        headers=bearer(secret),
-    ).json()
+    one_day = create_event(api, secret, allDay=True, startsAt="2026-03-02", endsAt="2026-03-02")
     assert (one_day["startsAt"], one_day["endsAt"]) == (
         "2026-03-02T00:00:00-05:00",
         "2026-03-03T00:00:00-05:00",
     )
-    two_days = api.post(
-        EVENTS,
-        json=event_body(allDay=True, startsAt="2026-03-07T00:00:00", endsAt="2026-03-09"),
-        headers=bearer(secret),
-    ).json()
+    two_days = create_event(
+        api, secret, allDay=True, startsAt="2026-03-07T00:00:00", endsAt="2026-03-09"
+    )
     # Across the DST change: midnight to midnight, 47 hours.
     assert (two_days["startsAt"], two_days["endsAt"]) == (
         "2026-03-07T00:00:00-05:00",
@@ -94,10 +87,7 @@ def test_all_day_events_run_midnight_to_midnight_in_the_calendars_zone(
     assert two_days["allDay"] is True
 
 
-def test_all_day_events_refuse_times_that_are_not_midnight(
-    api: httpx.Client, writer: tuple[Any, str]
-) -> None:
-    _, secret = writer
+def test_all_day_events_refuse_times_that_are_not_midnight(api: httpx.Client, secret: str) -> None:
     response = api.post(
         EVENTS,
         json=event_body(allDay=True, startsAt="2026-03-02T09:00:00Z"),
@@ -107,9 +97,8 @@ def test_all_day_events_refuse_times_that_are_not_midnight(
 
 
 def test_a_title_of_300_characters_is_accepted_and_301_refused(
-    api: httpx.Client, writer: tuple[Any, str]
+    api: httpx.Client, secret: str
 ) -> None:
-    _, secret = writer
     ok = api.post(EVENTS, json=event_body(title="я" * 300), headers=bearer(secret))
     assert ok.status_code == 201
     assert ok.json()["title"] == "я" * 300
@@ -117,10 +106,7 @@ def test_a_title_of_300_characters_is_accepted_and_301_refused(
     assert "300" in _errors(too_long)["title"]
 
 
-def test_titles_are_trimmed_and_must_not_be_blank(
-    api: httpx.Client, writer: tuple[Any, str]
-) -> None:
-    _, secret = writer
+def test_titles_are_trimmed_and_must_not_be_blank(api: httpx.Client, secret: str) -> None:
     trimmed = api.post(EVENTS, json=event_body(title="  Standup  "), headers=bearer(secret))
     assert trimmed.json()["title"] == "Standup"
     assert (
@@ -140,17 +126,15 @@ def test_titles_are_trimmed_and_must_not_be_blank(
     ],
 )
 def test_unparseable_date_times_are_refused_naming_the_field(
-    api: httpx.Client, writer: tuple[Any, str], field: str, value: str
+    api: httpx.Client, secret: str, field: str, value: str
 ) -> None:
-    _, secret = writer
     response = api.post(EVENTS, json=event_body(**{field: value}), headers=bearer(secret))
     assert field in _errors(response)
 
 
 def test_an_end_before_the_start_is_refused_and_equal_is_accepted(
-    api: httpx.Client, writer: tuple[Any, str]
+    api: httpx.Client, secret: str
 ) -> None:
-    _, secret = writer
     backwards = event_body(startsAt="2026-03-02T10:00:00Z", endsAt="2026-03-02T09:59:59Z")
     assert "before" in _errors(api.post(EVENTS, json=backwards, headers=bearer(secret)))["endsAt"]
     instant = event_body(startsAt="2026-03-02T10:00:00Z", endsAt="2026-03-02T11:00:00+01:00")
@@ -158,9 +142,8 @@ def test_an_end_before_the_start_is_refused_and_equal_is_accepted(
 
 
 def test_wrong_types_missing_and_unknown_fields_are_all_listed_at_once(
-    api: httpx.Client, writer: tuple[Any, str]
+    api: httpx.Client, secret: str
 ) -> None:
-    _, secret = writer
     body = {
         "title": 5,
         "startsAt": 1772442000,
@@ -179,10 +162,7 @@ def test_wrong_types_missing_and_unknown_fields_are_all_listed_at_once(
     }
 
 
-def test_type_errors_and_value_errors_are_reported_together(
-    api: httpx.Client, writer: tuple[Any, str]
-) -> None:
-    _, secret = writer
+def test_type_errors_and_value_errors_are_reported_together(api: httpx.Client, secret: str) -> None:
     body = {"title": "   ", "startsAt": "garbage", "endsAt": 7}
     assert set(_errors(api.post(EVENTS, json=body, headers=bearer(secret)))) == {
         "title",
@@ -195,9 +175,8 @@ def test_type_errors_and_value_errors_are_reported_together(
     "content", [b"[1, 2]", b'"a string"', b"42", b"null", b"{not json", b"", b"\xff\xfe"]
 )
 def test_bodies_that_are_not_json_objects_are_refused(
-    api: httpx.Client, writer: tuple[Any, str], content: bytes
+    api: httpx.Client, secret: str, content: bytes
 ) -> None:
-    _, secret = writer
     response = api.post(
         EVENTS,
         content=content,
@@ -206,10 +185,7 @@ def test_bodies_that_are_not_json_objects_are_refused(
     assert "body" in _errors(response)
 
 
-def test_a_body_over_one_mebibyte_is_refused_with_413(
-    api: httpx.Client, writer: tuple[Any, str]
-) -> None:
-    _, secret = writer
+def test_a_body_over_one_mebibyte_is_refused_with_413(api: httpx.Client, secret: str) -> None:
     body = event_body(description="x" * (1024 * 1024))
     response = api.post(EVENTS, json=body, headers=bearer(secret))
     assert response.status_code == 413
@@ -219,9 +195,8 @@ def test_a_body_over_one_mebibyte_is_refused_with_413(
 
 
 def test_a_chunked_body_over_one_mebibyte_is_refused_with_413(
-    api: httpx.Client, writer: tuple[Any, str]
+    api: httpx.Client, secret: str
 ) -> None:
-    _, secret = writer
 
     def chunks() -> Any:
         for _ in range(20):
@@ -236,9 +211,8 @@ def test_a_chunked_body_over_one_mebibyte_is_refused_with_413(
 
 
 def test_a_body_that_is_not_sent_as_json_is_refused_with_415(
-    api: httpx.Client, writer: tuple[Any, str]
+    api: httpx.Client, secret: str
 ) -> None:
-    _, secret = writer
     response = api.post(EVENTS, data={"title": "x"}, headers=bearer(secret))
     assert response.status_code == 415
     assert "application/json" in response.json()["detail"]
@@ -247,9 +221,7 @@ def test_a_body_that_is_not_sent_as_json_is_refused_with_415(
 def test_calendar_id_and_name_must_agree_when_both_are_sent(
     api: httpx.Client, factory: Factory
 ) -> None:
-    owner = factory.owner()
-    work = factory.calendar(owner, name="Work")
-    _, secret = factory.key(owner)
+    _, work, secret = with_work(factory)
     agreeing = api.post(
         EVENTS, json=event_body(calendarId=work, calendar="Work"), headers=bearer(secret)
     )
@@ -257,13 +229,21 @@ def test_calendar_id_and_name_must_agree_when_both_are_sent(
     clash = api.post(
         EVENTS, json=event_body(calendarId=work, calendar="Личное"), headers=bearer(secret)
     )
+    # A key for all the calendars hears which calendars the pair names (a one-calendar key
+    # does not: test_scope_messages.py).
     assert "calendarId" in _errors(clash)["calendar"]
+    assert clash.json()["errors"] == [
+        {
+            "field": "calendar",
+            "message": f"calendarId {work!r} is calendar 'Work', not 'Личное'; send one of "
+            "them, or both naming the same calendar",
+        }
+    ]
 
 
 def test_an_unknown_calendar_name_is_refused_and_never_created(
-    api: httpx.Client, writer: tuple[Any, str]
+    api: httpx.Client, secret: str
 ) -> None:
-    _, secret = writer
     response = api.post(EVENTS, json=event_body(calendar="Holidays"), headers=bearer(secret))
     assert "Holidays" in _errors(response)["calendar"]
     calendars = api.get(EVENTS, headers=bearer(secret)).json()["calendars"]
@@ -271,9 +251,7 @@ def test_an_unknown_calendar_name_is_refused_and_never_created(
 
 
 def test_an_event_goes_to_the_named_calendar(api: httpx.Client, factory: Factory) -> None:
-    owner = factory.owner()
-    work = factory.calendar(owner, name="Work", time_zone="Asia/Tokyo")
-    _, secret = factory.key(owner)
+    _, work, secret = with_work(factory, time_zone="Asia/Tokyo")
     event = api.post(
         EVENTS,
         json=event_body(calendar="Work", startsAt="2026-03-02T09:00"),

@@ -21,7 +21,6 @@ from sqlalchemy import text
 from calendar_service import history
 from calendar_service.app import create_app
 from calendar_service.db import Database
-from calendar_service.migrate import upgrade
 from tests.account.conftest import signed_in
 from tests.conftest import make_config
 from tests.mcp_tools.clients import JSON_RPC_HEADERS
@@ -33,6 +32,7 @@ from tests.support import (
     bearer,
     bind_free_port,
     fresh_database_url,
+    migrated_database,
     run_server,
     wait_for,
 )
@@ -150,17 +150,13 @@ def broken_server(tmp_path: Path) -> Iterator[tuple[RunningServer, Factory]]:
     error): every event operation fails in the database, a real unexpected error."""
     with fresh_database_url(tmp_path) as url:
         config = make_config(url)
-        db = Database(config)
-        try:
-            upgrade(db.engine)
+        with migrated_database(config) as db:
             factory = Factory(db)
             with db.engine.begin() as conn:
                 conn.execute(text("DROP TABLE events" + (" CASCADE" if POSTGRES_ADMIN_URL else "")))
             app = create_app(config, db=db, run_webhooks=False)
             with run_server(app) as running:
                 yield running, factory
-        finally:
-            db.close()
 
 
 @dataclass

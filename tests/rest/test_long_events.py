@@ -15,7 +15,7 @@ from calendar_service.events import events_t
 from calendar_service.ids import new_id
 from tests.account.conftest import signed_in, text_of
 from tests.mcp_tools.clients import connect, structured
-from tests.rest.conftest import EVENTS, event_body
+from tests.rest.conftest import EVENTS, create_event, event_body
 from tests.support import Factory, Owner, RunningServer, bearer
 
 # In the future, so that the calendars page (upcoming events) shows it too.
@@ -71,6 +71,21 @@ def _calendars_page(server: RunningServer, owner: Owner) -> str:
         settings.client.close()
 
 
+async def _only_planning_is_left(
+    api: httpx.Client, server: RunningServer, owner: Owner, secret: str, owner_secret: str
+) -> None:
+    """Every list on every front shows "Planning" alone (where its window holds it)."""
+    assert _titles_everywhere(api, secret, owner_secret) == 2 * [
+        ["Planning"],
+        ["Planning"],
+        ["Planning"],
+        [],
+        [],
+    ]
+    assert await _mcp_titles(server, secret) == 2 * [["Planning"]]
+    assert "Planning" in _calendars_page(server, owner)
+
+
 async def test_an_event_spanning_the_ages_is_refused_and_the_longest_accepted_breaks_no_list(
     api: httpx.Client, factory: Factory, server: RunningServer
 ) -> None:
@@ -84,17 +99,15 @@ async def test_an_event_spanning_the_ages_is_refused_and_the_longest_accepted_br
     assert ages.status_code == 400, ages.text
     assert {e["field"] for e in ages.json()["errors"]} == {"startsAt", "endsAt"}
 
-    longest = api.post(
-        EVENTS,
-        json=event_body(
-            title="Everything", startsAt="1900-01-01T00:00:00Z", endsAt="2201-01-01T00:00:00Z"
-        ),
-        headers=bearer(secret),
+    longest = create_event(
+        api,
+        secret,
+        title="Everything",
+        startsAt="1900-01-01T00:00:00Z",
+        endsAt="2201-01-01T00:00:00Z",
     )
-    assert longest.status_code == 201, longest.text
-    assert longest.json()["startsAt"] == "1899-12-31T19:00:00-05:00"
-    short = api.post(EVENTS, json=PLANNING, headers=bearer(secret))
-    assert short.status_code == 201, short.text
+    assert longest["startsAt"] == "1899-12-31T19:00:00-05:00"
+    create_event(api, secret, **PLANNING)
     assert _titles_everywhere(api, secret, owner_secret) == 2 * [
         ["Everything", "Planning"],
         ["Everything", "Planning"],
@@ -105,17 +118,9 @@ async def test_an_event_spanning_the_ages_is_refused_and_the_longest_accepted_br
     assert await _mcp_titles(server, secret) == 2 * [["Everything", "Planning"]]
     assert "Everything" in _calendars_page(server, owner)
 
-    gone = api.delete(f"{EVENTS}/{longest.json()['id']}", headers=bearer(secret))
+    gone = api.delete(f"{EVENTS}/{longest['id']}", headers=bearer(secret))
     assert gone.status_code == 204, gone.text
-    assert _titles_everywhere(api, secret, owner_secret) == 2 * [
-        ["Planning"],
-        ["Planning"],
-        ["Planning"],
-        [],
-        [],
-    ]
-    assert await _mcp_titles(server, secret) == 2 * [["Planning"]]
-    assert "Planning" in _calendars_page(server, owner)
+    await _only_planning_is_left(api, server, owner, secret, owner_secret)
 
 
 def _store_as_an_older_version_did(conn: Connection, *, calendar_id: str) -> str:
@@ -150,8 +155,7 @@ async def test_an_event_an_older_version_stored_outside_the_range_breaks_no_list
 ) -> None:
     owner, calendar_id, secret = _setup(factory, "America/New_York")
     owner_secret = factory.key(owner)[1]
-    short = api.post(EVENTS, json=PLANNING, headers=bearer(secret))
-    assert short.status_code == 201, short.text
+    create_event(api, secret, **PLANNING)
     ages = db.call(_store_as_an_older_version_did, calendar_id=calendar_id)
 
     assert _titles_everywhere(api, secret, owner_secret) == 2 * [
@@ -180,12 +184,4 @@ async def test_an_event_an_older_version_stored_outside_the_range_breaks_no_list
     )
     assert moved.status_code == 200, moved.text
     assert api.delete(f"{EVENTS}/{ages}", headers=bearer(secret)).status_code == 204
-    assert _titles_everywhere(api, secret, owner_secret) == 2 * [
-        ["Planning"],
-        ["Planning"],
-        ["Planning"],
-        [],
-        [],
-    ]
-    assert await _mcp_titles(server, secret) == 2 * [["Planning"]]
-    assert "Planning" in _calendars_page(server, owner)
+    await _only_planning_is_left(api, server, owner, secret, owner_secret)

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import httpx
 
-from tests.rest.conftest import EVENTS, event_body
+from tests.rest.conftest import EVENTS, event_body, with_work
 from tests.support import Factory, bearer
 
 
 def test_a_one_calendar_key_lists_only_its_calendar_and_its_events(
     api: httpx.Client, factory: Factory
 ) -> None:
-    owner = factory.owner()
-    work = factory.calendar(owner, name="Work")
-    _, everything = factory.key(owner)
+    owner, work, everything = with_work(factory)
     _, work_only = factory.key(owner, permission="read", calendar_id=work)
     api.post(EVENTS, json=event_body(title="private"), headers=bearer(everything))
     api.post(EVENTS, json=event_body(title="work", calendarId=work), headers=bearer(everything))
@@ -48,9 +46,7 @@ def test_a_one_calendar_key_cannot_write_to_another_calendar_by_id_or_by_name(
 def test_a_one_calendar_key_cannot_read_change_or_delete_another_calendars_event(
     api: httpx.Client, factory: Factory
 ) -> None:
-    owner = factory.owner()
-    work = factory.calendar(owner, name="Work")
-    _, everything = factory.key(owner)
+    owner, work, everything = with_work(factory)
     _, work_only = factory.key(owner, calendar_id=work)
     private = api.post(EVENTS, json=event_body(), headers=bearer(everything)).json()
     url = f"{EVENTS}/{private['id']}"

@@ -12,14 +12,13 @@ import pytest
 from calendar_service.app import create_app
 from calendar_service.config import Config, parse_retry_schedule
 from calendar_service.db import Database
-from calendar_service.migrate import upgrade
 from tests.conftest import make_config
 from tests.support import (
-    Factory,
     RunningServer,
     TLSFiles,
     fresh_database_url,
     make_tls,
+    migrated_database,
     run_server,
 )
 from tests.webhooks.support import Receiver
@@ -70,15 +69,8 @@ def hooks_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Config]:
 
 @pytest.fixture(scope="session")
 def hooks_db(hooks_config: Config) -> Iterator[Database]:
-    database = Database(hooks_config)
-    upgrade(database.engine)
-    yield database
-    database.close()
-
-
-@pytest.fixture(scope="session")
-def hooks_factory(hooks_db: Database) -> Factory:
-    return Factory(hooks_db)
+    with migrated_database(hooks_config) as database:
+        yield database
 
 
 @pytest.fixture(scope="session")
@@ -107,10 +99,5 @@ def hooks_api(hooks_server: RunningServer) -> Iterator[httpx.Client]:
 @pytest.fixture
 def quiet_db(tmp_path: Path) -> Iterator[Database]:
     """A fresh database of its own that no delivery job watches."""
-    with fresh_database_url(tmp_path) as url:
-        database = Database(hooks_config_for(url))
-        upgrade(database.engine)
-        try:
-            yield database
-        finally:
-            database.close()
+    with fresh_database_url(tmp_path) as url, migrated_database(hooks_config_for(url)) as database:
+        yield database

@@ -10,15 +10,16 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from starlette.types import Receive, Scope, Send
 
+from bench.webhooks import read_body
 from calendar_service import users, webhook_config, webhook_targets
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.timeutil import utcnow
-from tests.support import Owner, wait_for
+from tests.support import Factory, Owner, wait_for
 from webhooks.dispatcher import Dispatcher
 from webhooks.scheduler import delivery_job
 
@@ -72,12 +73,7 @@ class Receiver:
             assert message["type"] == "lifespan.shutdown"
             await send({"type": "lifespan.shutdown.complete"})
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         name = scope["path"].rsplit("/", 1)[-1]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         with self._lock:
@@ -120,6 +116,19 @@ def make_owner(db: Database) -> Owner:
     email = f"hooks-{uuid.uuid4().hex[:12]}@example.com"
     data = db.call(users.create_user, email=email, password=None, now=utcnow())
     return Owner(data["id"], email, data["defaultCalendarId"], "")
+
+
+class Subscriber(NamedTuple):
+    owner: Owner
+    key: str  # a write key's secret, for the API
+    secret: str  # the webhook's signing secret
+
+
+def subscriber(db: Database, url: str) -> Subscriber:
+    """A new owner with a write key, whose webhook points at ``url``."""
+    owner = make_owner(db)
+    _, key = Factory(db).key(owner)
+    return Subscriber(owner, key, set_webhook(db, owner, url))
 
 
 @contextlib.contextmanager

@@ -8,17 +8,15 @@ import hmac
 import httpx
 
 from calendar_service.db import Database
-from tests.support import Factory, bearer, wait_for
-from tests.webhooks.support import Receiver, make_owner, set_webhook
+from tests.support import bearer, wait_for
+from tests.webhooks.support import Receiver, subscriber
 
 
 def test_the_served_app_delivers_changes_through_its_own_delivery_job(
-    api: httpx.Client, db: Database, factory: Factory, plain_receiver: Receiver
+    api: httpx.Client, db: Database, plain_receiver: Receiver
 ) -> None:
-    owner = make_owner(db)
-    _, key = factory.key(owner)
     url = plain_receiver.url()
-    secret = set_webhook(db, owner, url)
+    _, key, secret = subscriber(db, url)
     body = {"title": "Lunch", "startsAt": "2026-03-02T12:00:00Z", "endsAt": "2026-03-02T13:00:00Z"}
     created = api.post("/api/v1/calendar/events", json=body, headers=bearer(key))
     assert created.status_code == 201

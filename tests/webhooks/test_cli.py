@@ -92,11 +92,10 @@ def test_deliveries_lists_the_contract_fields_and_redeliver_sends_again(
     hooks_config: Config,
     hooks_db: Database,
     hooks_api: httpx.Client,
-    hooks_factory: Factory,
     receiver: Receiver,
 ) -> None:
     owner: Owner = make_owner(hooks_db)
-    _, key = hooks_factory.key(owner)
+    _, key = Factory(hooks_db).key(owner)
     url = receiver.url()
     cli(hooks_config, "webhook", "set", "--user", owner.email, "--url", url, "--json")
     hooks_api.post("/api/v1/calendar/events", json=EVENT, headers=bearer(key))

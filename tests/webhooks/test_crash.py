@@ -16,14 +16,18 @@ import httpx
 from standardwebhooks import Webhook
 
 from calendar_service.db import Database
-from calendar_service.migrate import upgrade
-from tests.support import Factory, TLSFiles, bearer, fresh_database_url, wait_for
+from tests.support import (
+    TLSFiles,
+    bearer,
+    fresh_database_url,
+    migrated_database,
+    wait_for,
+)
 from tests.webhooks.conftest import HOOKS_SCHEDULE, hooks_config_for
 from tests.webhooks.support import (
     Receiver,
     deliveries,
-    make_owner,
-    set_webhook,
+    subscriber,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,15 +69,9 @@ def test_changes_committed_before_a_sigkill_are_all_delivered_by_a_worker_starte
 ) -> None:
     count = 20
     with fresh_database_url(tmp_path) as database_url:
-        db = Database(hooks_config_for(database_url))
-        try:
-            upgrade(db.engine)
-            owner = make_owner(db)
-            _, key = Factory(db).key(owner)
+        with migrated_database(hooks_config_for(database_url)) as db:
             url = receiver.url()
-            secret = set_webhook(db, owner, url)
-        finally:
-            db.close()
+            owner, key, secret = subscriber(db, url)
         env = {
             **os.environ,
             "CALENDAR_DATABASE_URL": database_url,

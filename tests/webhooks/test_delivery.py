@@ -13,7 +13,7 @@ from standardwebhooks import Webhook
 from calendar_service import webhook_config
 from calendar_service.db import Database
 from calendar_service.timeutil import utcnow
-from tests.support import Factory, bearer, wait_for
+from tests.support import bearer, wait_for
 from tests.webhooks.conftest import HOOKS_DEADLINE
 from tests.webhooks.support import (
     Received,
@@ -21,8 +21,7 @@ from tests.webhooks.support import (
     Reply,
     deliveries,
     delivery,
-    make_owner,
-    set_webhook,
+    subscriber,
 )
 
 EVENT = {"title": "Dentist", "startsAt": "2026-03-02T09:00:00Z", "endsAt": "2026-03-02T10:00:00Z"}
@@ -47,12 +46,10 @@ def settled(db: Database, owner: Any, delivery_id: str) -> dict[str, Any]:
 
 
 def test_created_updated_and_deleted_events_arrive_signed_with_both_signatures(
-    hooks_api: httpx.Client, hooks_factory: Factory, hooks_db: Database, receiver: Receiver
+    hooks_api: httpx.Client, hooks_db: Database, receiver: Receiver
 ) -> None:
-    owner = make_owner(hooks_db)
-    _, key = hooks_factory.key(owner)
     url = receiver.url()
-    secret = set_webhook(hooks_db, owner, url)
+    owner, key, secret = subscriber(hooks_db, url)
 
     created = hooks_api.post("/api/v1/calendar/events", json=EVENT, headers=bearer(key)).json()
     event_url = f"/api/v1/calendar/events/{created['id']}"
@@ -80,11 +77,9 @@ def test_created_updated_and_deleted_events_arrive_signed_with_both_signatures(
 
 
 def test_a_failed_change_sends_nothing(
-    hooks_api: httpx.Client, hooks_factory: Factory, hooks_db: Database, receiver: Receiver
+    hooks_api: httpx.Client, hooks_db: Database, receiver: Receiver
 ) -> None:
-    owner = make_owner(hooks_db)
-    _, key = hooks_factory.key(owner)
-    set_webhook(hooks_db, owner, receiver.url())
+    owner, key, _ = subscriber(hooks_db, receiver.url())
     bad = {**EVENT, "endsAt": "2026-03-01T00:00:00Z"}
     assert (
         hooks_api.post("/api/v1/calendar/events", json=bad, headers=bearer(key)).status_code == 400
@@ -93,12 +88,10 @@ def test_a_failed_change_sends_nothing(
 
 
 def test_a_delivery_is_retried_after_5xx_answers_with_the_same_webhook_id(
-    hooks_api: httpx.Client, hooks_factory: Factory, hooks_db: Database, receiver: Receiver
+    hooks_api: httpx.Client, hooks_db: Database, receiver: Receiver
 ) -> None:
-    owner = make_owner(hooks_db)
-    _, key = hooks_factory.key(owner)
     url = receiver.url(503, Reply(status=500, body=b"database down"), 200)
-    secret = set_webhook(hooks_db, owner, url)
+    owner, key, secret = subscriber(hooks_db, url)
     hooks_api.post("/api/v1/calendar/events", json=EVENT, headers=bearer(key))
 
     got = wait_for(lambda: len(receiver.received(url)) >= 3 and receiver.received(url))
@@ -114,12 +107,10 @@ def test_a_delivery_is_retried_after_5xx_answers_with_the_same_webhook_id(
 
 
 def test_a_delivery_is_retried_after_a_time_out_with_the_same_webhook_id(
-    hooks_api: httpx.Client, hooks_factory: Factory, hooks_db: Database, receiver: Receiver
+    hooks_api: httpx.Client, hooks_db: Database, receiver: Receiver
 ) -> None:
-    owner = make_owner(hooks_db)
-    _, key = hooks_factory.key(owner)
     url = receiver.url(Reply(hold=HOOKS_DEADLINE * 3), 200)
-    set_webhook(hooks_db, owner, url)
+    owner, key, _ = subscriber(hooks_db, url)
     hooks_api.post("/api/v1/calendar/events", json=EVENT, headers=bearer(key))
 
     got = wait_for(lambda: len(receiver.received(url)) >= 2 and receiver.received(url))
@@ -133,12 +124,10 @@ def test_a_delivery_is_retried_after_a_time_out_with_the_same_webhook_id(
 
 
 def test_a_delivery_that_fails_its_whole_schedule_fails_and_disables_the_endpoint(
-    hooks_api: httpx.Client, hooks_factory: Factory, hooks_db: Database, receiver: Receiver
+    hooks_api: httpx.Client, hooks_db: Database, receiver: Receiver
 ) -> None:
-    owner = make_owner(hooks_db)
-    _, key = hooks_factory.key(owner)
     url = receiver.url(500, 500, 500)
-    set_webhook(hooks_db, owner, url)
+    owner, key, _ = subscriber(hooks_db, url)
     hooks_api.post("/api/v1/calendar/events", json=EVENT, headers=bearer(key))
 
     [listed] = wait_for(lambda: deliveries(hooks_db, owner))
@@ -162,12 +151,10 @@ def test_a_delivery_that_fails_its_whole_schedule_fails_and_disables_the_endpoin
 
 
 def test_410_gone_disables_the_endpoint_at_once(
-    hooks_api: httpx.Client, hooks_factory: Factory, hooks_db: Database, receiver: Receiver
+    hooks_api: httpx.Client, hooks_db: Database, receiver: Receiver
 ) -> None:
-    owner = make_owner(hooks_db)
-    _, key = hooks_factory.key(owner)
     url = receiver.url(410)
-    set_webhook(hooks_db, owner, url)
+    owner, key, _ = subscriber(hooks_db, url)
     hooks_api.post("/api/v1/calendar/events", json=EVENT, headers=bearer(key))
 
     [listed] = wait_for(lambda: deliveries(hooks_db, owner))
@@ -179,12 +166,10 @@ def test_410_gone_disables_the_endpoint_at_once(
 
 
 def test_after_rotation_both_secrets_verify_and_the_old_one_is_dropped_after_a_day(
-    hooks_api: httpx.Client, hooks_factory: Factory, hooks_db: Database, receiver: Receiver
+    hooks_api: httpx.Client, hooks_db: Database, receiver: Receiver
 ) -> None:
-    owner = make_owner(hooks_db)
-    _, key = hooks_factory.key(owner)
     url = receiver.url()
-    old = set_webhook(hooks_db, owner, url)
+    owner, key, old = subscriber(hooks_db, url)
     endpoint, new = hooks_db.call(webhook_config.rotate_secret, user_id=owner.id, now=utcnow())
     assert new != old and endpoint["previousSecretExpiresAt"] is not None
     hooks_api.post("/api/v1/calendar/events", json=EVENT, headers=bearer(key))
@@ -206,12 +191,10 @@ def test_after_rotation_both_secrets_verify_and_the_old_one_is_dropped_after_a_d
 
 
 def test_an_owner_can_send_a_delivery_again_with_the_same_webhook_id(
-    hooks_api: httpx.Client, hooks_factory: Factory, hooks_db: Database, receiver: Receiver
+    hooks_api: httpx.Client, hooks_db: Database, receiver: Receiver
 ) -> None:
-    owner = make_owner(hooks_db)
-    _, key = hooks_factory.key(owner)
     url = receiver.url()
-    set_webhook(hooks_db, owner, url)
+    owner, key, _ = subscriber(hooks_db, url)
     hooks_api.post("/api/v1/calendar/events", json=EVENT, headers=bearer(key))
     [first] = wait_for(lambda: receiver.received(url))
     delivery_id = first.headers["webhook-id"]

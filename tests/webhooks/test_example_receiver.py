@@ -14,8 +14,8 @@ import pytest
 
 from calendar_service.db import Database
 from calendar_service.webhook_config import new_secret
-from tests.support import Factory, bearer, wait_for
-from tests.webhooks.support import deliveries, make_owner, set_webhook
+from tests.support import bearer, wait_for
+from tests.webhooks.support import deliveries, subscriber
 from webhooks.signing import signature_headers
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "webhook_receiver.py"
@@ -71,13 +71,11 @@ def test_the_example_refuses_forged_stale_or_half_signed_deliveries(
 
 
 def test_the_example_receives_a_real_delivery(
-    example: ModuleType, hooks_api: httpx.Client, hooks_db: Database, hooks_factory: Factory
+    example: ModuleType, hooks_api: httpx.Client, hooks_db: Database
 ) -> None:
-    owner = make_owner(hooks_db)
-    _, key = hooks_factory.key(owner)
     server = ThreadingHTTPServer(("127.0.0.1", 0), example.make_handler("", example.Seen()))
     url = f"http://127.0.0.1:{server.server_address[1]}/"
-    secret = set_webhook(hooks_db, owner, url)
+    owner, key, secret = subscriber(hooks_db, url)
     server.RequestHandlerClass = example.make_handler(secret, example.Seen())
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

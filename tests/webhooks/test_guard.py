@@ -53,32 +53,17 @@ async def test_the_request_goes_to_the_checked_address_with_tls_verified_for_the
     # hooks.example.test exists only in the injected resolver: reaching the receiver proves the
     # connection went to the checked address; TLS succeeding proves the certificate was
     # verified for that name (it is one of the certificate's names).
-    port = receiver.base_url.rsplit(":", 1)[-1]
-    path = receiver.path(200)
-    async with make_client(verify=tls.client_context()) as client:
-        result = await attempt(
-            client,
-            f"https://hooks.example.test:{port}{path}",
-            resolving_to("127.0.0.1"),
-            allow_local=True,
-        )
+    result, path = await attempt_by_name(receiver, tls, "hooks.example.test")
     assert result.status_code == 200, result.error
     [request] = receiver.received(path)
+    port = receiver.base_url.rsplit(":", 1)[-1]
     assert request.headers["host"] == f"hooks.example.test:{port}"
 
 
 async def test_a_certificate_that_does_not_name_the_host_fails_verification(
     receiver: Receiver, tls: TLSFiles
 ) -> None:
-    port = receiver.base_url.rsplit(":", 1)[-1]
-    path = receiver.path(200)
-    async with make_client(verify=tls.client_context()) as client:
-        result = await attempt(
-            client,
-            f"https://elsewhere.example.test:{port}{path}",
-            resolving_to("127.0.0.1"),
-            allow_local=True,
-        )
+    result, path = await attempt_by_name(receiver, tls, "elsewhere.example.test")
     assert result.status_code is None
     assert result.error is not None and "certificate verification failed" in result.error
     assert receiver.received(path) == []
@@ -115,3 +100,18 @@ async def attempt(
         now=utcnow(),
         resolver=resolver,
     )
+
+
+async def attempt_by_name(
+    receiver: Receiver, tls: TLSFiles, host: str
+) -> tuple[sender.AttemptResult, str]:
+    """An attempt at a fresh path of the HTTPS ``receiver``, addressed by ``host`` (which the
+    injected resolver sends to 127.0.0.1) over TLS verified against the test CA; returns the
+    result and the path."""
+    port = receiver.base_url.rsplit(":", 1)[-1]
+    path = receiver.path(200)
+    async with make_client(verify=tls.client_context()) as client:
+        result = await attempt(
+            client, f"https://{host}:{port}{path}", resolving_to("127.0.0.1"), allow_local=True
+        )
+    return result, path

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-from sqlalchemy import Connection
 
 from calendar_service import events, outbox, webhook_config
 from calendar_service.db import Database
@@ -32,12 +29,17 @@ def create_event(db: Database, owner: Owner, title: str = "Standup") -> dict[str
     )
 
 
-def _record_attempt(
-    conn: Connection, *, claim: store.Claim, result: AttemptResult, **kwargs: Any
-) -> store.Outcome:
-    """``store.record_attempts`` for one attempt."""
-    [outcome] = store.record_attempts(conn, items=[(claim, result)], **kwargs)
-    return outcome
+def record(
+    db: Database, *attempts: tuple[store.Claim, AttemptResult], now: datetime, seed: int = 1
+) -> list[store.Outcome]:
+    """``store.record_attempts`` on ``SCHEDULE``, with the jitter's random numbers seeded."""
+    return db.call(
+        store.record_attempts,
+        items=list(attempts),
+        now=now,
+        schedule=SCHEDULE,
+        rng=random.Random(seed),
+    )
 
 
 def due_deliveries(db: Database, url: str, count: int = 1) -> tuple[Owner, datetime]:
@@ -101,24 +103,10 @@ def test_an_attempt_recorded_after_the_lease_passed_does_not_overwrite_the_new_h
     [new] = quiet_db.call(store.claim_due, now=later, limit=10, lease=LEASE)
 
     late = AttemptResult(at=now, duration_ms=1.0, status_code=500, error="HTTP 500")
-    outcome = quiet_db.call(
-        _record_attempt,
-        claim=old,
-        result=late,
-        now=later,
-        schedule=SCHEDULE,
-        rng=random.Random(1),
-    )
+    [outcome] = record(quiet_db, (old, late), now=later)
     assert outcome.status == "lost"
     fresh = AttemptResult(at=later, duration_ms=1.0, status_code=204)
-    outcome = quiet_db.call(
-        _record_attempt,
-        claim=new,
-        result=fresh,
-        now=later,
-        schedule=SCHEDULE,
-        rng=random.Random(1),
-    )
+    [outcome] = record(quiet_db, (new, fresh), now=later)
     assert outcome.status == "succeeded"
     found = delivery(quiet_db, owner, new.id)
     assert found["status"] == "succeeded" and found["attempts"] == 1
@@ -157,14 +145,7 @@ def test_a_retry_after_answer_pushes_the_next_attempt_back(
     busy = AttemptResult(
         at=now, duration_ms=3.0, status_code=429, error="HTTP 429", retry_after=600
     )
-    outcome = quiet_db.call(
-        _record_attempt,
-        claim=claim,
-        result=busy,
-        now=now,
-        schedule=SCHEDULE,
-        rng=random.Random(1),
-    )
+    [outcome] = record(quiet_db, (claim, busy), now=now)
     assert outcome.status == "retrying"
     assert outcome.next_attempt_at == now + timedelta(seconds=600)
     listed = delivery(quiet_db, owner, claim.id)
@@ -212,13 +193,7 @@ def test_a_batch_of_attempts_is_recorded_in_one_go_and_a_410_among_them_disables
         AttemptResult(at=now, duration_ms=2.0, status_code=503, error="HTTP 503"),
         AttemptResult(at=now, duration_ms=2.0, status_code=410, error="HTTP 410"),
     ]
-    outcomes = quiet_db.call(
-        store.record_attempts,
-        items=list(zip(claims, answers, strict=True)),
-        now=now,
-        schedule=SCHEDULE,
-        rng=random.Random(3),
-    )
+    outcomes = record(quiet_db, *zip(claims, answers, strict=True), now=now, seed=3)
     assert [o.status for o in outcomes] == ["succeeded", "retrying", "failed"]
     assert outcomes[2].endpoint_disabled
     endpoint = quiet_db.call(webhook_config.get_endpoint, user_id=owner.id)
