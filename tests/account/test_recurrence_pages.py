@@ -1,0 +1,180 @@
+"""Recurring events in the calendars page: a series shown as such, one occurrence cancelled,
+the new-event form's repeat choice, and the sentence a rule is shown as."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from calendar_service import webhook_config
+from calendar_service.account.repeats import describe
+from tests.account.conftest import Settings, event_form, text_of
+from tests.support import Factory, bearer
+
+EVENTS = "/api/v1/calendar/events"
+
+
+def _series(settings: Settings, **fields: str) -> httpx.Response:
+    """A weekly stand-up from Monday 2 June 2031, made through the page's form."""
+    form = event_form(settings.owner.default_calendar_id, repeat="WEEKLY", rule="", **fields)
+    return settings.post("/events", form)
+
+
+def _listed(api: httpx.Client, secret: str, **params: str) -> list[dict[str, Any]]:
+    answer = api.get(EVENTS, params={"timeMin": "2031-06-01", **params}, headers=bearer(secret))
+    assert answer.status_code == 200, answer.text
+    events: list[dict[str, Any]] = answer.json()["events"]
+    return events
+
+
+def test_a_series_shows_its_occurrences_marked_with_how_it_repeats(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    _, secret = factory.key(settings.owner, permission="read")
+    assert _series(settings).status_code == 303
+    [series] = _listed(api, secret, singleEvents="false")
+    assert series["recurrence"] == ["RRULE:FREQ=WEEKLY"]
+    page = settings.get("/calendars").text
+    text = text_of(page)
+    assert "Mon 2 Jun 2031, 09:00 – 09:15 Standup Series Repeats weekly on Monday" in text
+    assert "Mon 9 Jun 2031, 09:00 – 09:15 Standup Series Repeats weekly on Monday" in text
+    assert text.count("Repeats weekly on Monday") == 10  # every occurrence shown is marked
+    assert f'href="/settings/events/{series["id"]}/edit">Edit the series' in page
+    first = f"{series['id']}_20310602T090000Z"
+    assert f'href="/settings/events/{first}/delete">Cancel' in page
+
+    edit = settings.get(f"/events/{series['id']}/edit").text
+    assert "Repeats weekly on Monday. Changes here apply to every occurrence" in text_of(edit)
+    one = text_of(settings.get(f"/events/{first}/edit").text)
+    assert "One occurrence of a series (Repeats weekly on Monday)" in one
+
+
+def test_cancelling_one_occurrence_removes_it_and_queues_its_deleted_webhook(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    owner = settings.owner
+    _, secret = factory.key(owner, permission="read")
+    # Queued is what is checked here: nothing needs to listen there.
+    assert settings.post("/webhook", {"url": "http://127.0.0.1:9/hooks"}).status_code == 201
+    assert _series(settings).status_code == 303
+    [_, second, *_] = _listed(api, secret, limit="3")
+    assert second["startsAt"] == "2031-06-09T09:00:00Z"
+
+    confirm = settings.get(f"/events/{second['id']}/delete")
+    assert confirm.status_code == 200
+    assert "Cancel “Standup” on Mon 9 Jun 2031?" in text_of(confirm.text)
+    assert 'name="scope" value="this"' in confirm.text
+    done = settings.post(f"/events/{second['id']}/delete", {"scope": "this"})
+    assert done.status_code == 303
+
+    page = text_of(settings.get("/calendars?notice=occurrence-cancelled").text)
+    assert "Occurrence cancelled; the rest of the series goes on." in page
+    assert "Mon 9 Jun 2031" not in page
+    assert "Mon 2 Jun 2031" in page and "Mon 16 Jun 2031" in page
+    starts = [e["startsAt"] for e in _listed(api, secret, limit="3")]
+    assert starts == ["2031-06-02T09:00:00Z", "2031-06-16T09:00:00Z", "2031-06-23T09:00:00Z"]
+    gone = api.get(f"{EVENTS}/{second['id']}", headers=bearer(secret))
+    assert gone.status_code == 404
+
+    def last_delivery(conn: Any) -> dict[str, Any]:
+        [newest] = webhook_config.list_deliveries(conn, user_id=owner.id, limit=1)
+        return webhook_config.get_delivery(conn, user_id=owner.id, delivery_id=newest["id"])
+
+    delivery = factory.db.call(last_delivery)
+    assert delivery["eventType"] == "calendar.event.deleted"
+    sent = orjson.loads(delivery["payload"])["data"]["event"]
+    assert sent["id"] == second["id"]
+    assert sent["recurringEventId"] == second["recurringEventId"]
+    assert sent["originalStartsAt"] == "2031-06-09T09:00:00Z"
+
+
+def test_cancelling_an_occurrence_without_the_csrf_token_is_refused(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    _, secret = factory.key(settings.owner, permission="read")
+    assert _series(settings).status_code == 303
+    [first, *_] = _listed(api, secret, limit="2")
+    path = f"/settings/events/{first['id']}/delete"
+    for token in ({}, {"csrf_token": "guess"}):
+        answer = settings.client.post(path, data={"scope": "this", **token})
+        assert answer.status_code == 403
+        assert "Form expired" in answer.text
+    assert api.get(f"{EVENTS}/{first['id']}", headers=bearer(secret)).status_code == 200
+
+
+def test_deleting_the_series_from_its_page_removes_every_occurrence(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    _, secret = factory.key(settings.owner, permission="read")
+    assert _series(settings).status_code == 303
+    [first, *_] = _listed(api, secret, limit="2")
+    confirm = text_of(settings.get(f"/events/{first['recurringEventId']}/delete").text)
+    assert "Delete the series “Standup”?" in confirm
+    assert settings.post(f"/events/{first['recurringEventId']}/delete").status_code == 303
+    assert _listed(api, secret) == []
+
+
+def test_a_custom_rule_makes_a_series_and_a_bad_one_is_explained_beside_the_field(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    _, secret = factory.key(settings.owner, permission="read")
+    calendar = settings.owner.default_calendar_id
+    hourly = settings.post("/events", event_form(calendar, repeat="custom", rule="FREQ=HOURLY"))
+    assert hourly.status_code == 400
+    assert 'id="repeat-error">' in hourly.text and "HOURLY" in hourly.text
+    assert 'value="FREQ=HOURLY"' in hourly.text
+    assert '<option value="custom" selected>' in hourly.text
+    typed_only = settings.post("/events", event_form(calendar, repeat="", rule="FREQ=DAILY"))
+    assert typed_only.status_code == 400
+    assert "choose “Custom rule” to use the rule you typed, or clear it" in typed_only.text
+    assert _listed(api, secret) == []
+
+    tuesdays = event_form(
+        calendar,
+        start_date="2031-06-03",
+        end_date="2031-06-03",
+        repeat="custom",
+        rule="RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=TU EXDATE:20310617T090000Z",
+    )
+    assert settings.post("/events", tuesdays).status_code == 303
+    starts = [e["startsAt"][:10] for e in _listed(api, secret, limit="3")]
+    assert starts == ["2031-06-03", "2031-07-01", "2031-07-15"]
+    assert "Repeats every 2 weeks on Tuesday" in text_of(settings.get("/calendars").text)
+
+
+@pytest.mark.parametrize(
+    ("rule", "starts_at", "said"),
+    [
+        ("RRULE:FREQ=DAILY", "2031-06-02T09:00:00Z", "Repeats daily"),
+        ("RRULE:FREQ=DAILY;INTERVAL=3;COUNT=5", "2031-06-02", "Repeats every 3 days, 5 times"),
+        (
+            "RRULE:FREQ=WEEKLY;BYDAY=MO,WE,FR;UNTIL=20310630T215959Z",
+            "2031-06-02T09:00:00+02:00",
+            "Repeats weekly on Monday, Wednesday and Friday, until Mon 30 Jun 2031",
+        ),
+        ("RRULE:FREQ=WEEKLY;WKST=SU", "2031-06-05T09:00:00Z", "Repeats weekly on Thursday"),
+        ("RRULE:FREQ=MONTHLY", "2031-06-15T09:00:00Z", "Repeats monthly on day 15"),
+        ("RRULE:FREQ=MONTHLY;BYDAY=-1FR", "2031-06-27", "Repeats monthly on the last Friday"),
+        (
+            "RRULE:FREQ=MONTHLY;BYDAY=1MO,3MO;COUNT=1",
+            "2031-06-02",
+            "Repeats monthly on the first Monday and the third Monday, once",
+        ),
+        (
+            "RRULE:FREQ=YEARLY;UNTIL=20360229",
+            "2032-02-29",
+            "Repeats yearly on 29 February, until Fri 29 Feb 2036",
+        ),
+        (
+            "RRULE:FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1",
+            "2031-06-30",
+            "Repeats: FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1",
+        ),
+        ("RRULE:FREQ=YEARLY;BYWEEKNO=20", "2031-05-12", "Repeats: FREQ=YEARLY;BYWEEKNO=20"),
+    ],
+)
+def test_a_rule_is_said_in_words_or_shown_as_written(rule: str, starts_at: str, said: str) -> None:
+    assert describe([rule, "EXDATE:20310609T090000Z"], starts_at) == said
