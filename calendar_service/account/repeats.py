@@ -12,9 +12,9 @@ from datetime import datetime
 
 FREQUENCIES = {  # the form's choices: the core's FREQ, and what the page calls it
     "DAILY": "Every day",
-    "WEEKLY": "Every week, on the start’s weekday",
-    "MONTHLY": "Every month, on the start’s day of the month",
-    "YEARLY": "Every year, on the start’s date",
+    "WEEKLY": "Every week (the start’s weekday)",
+    "MONTHLY": "Every month (the start’s day)",
+    "YEARLY": "Every year (the start’s date)",
 }
 CUSTOM = "custom"
 _ADVERB = {"DAILY": "daily", "WEEKLY": "weekly", "MONTHLY": "monthly", "YEARLY": "yearly"}

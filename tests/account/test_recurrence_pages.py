@@ -8,11 +8,12 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from playwright.sync_api import expect
 
 from calendar_service import webhook_config
 from calendar_service.account.repeats import describe
-from tests.account.conftest import Settings, event_form, text_of
-from tests.support import Factory, bearer
+from tests.account.conftest import Settings, browser_sign_in, event_form, screenshot, text_of
+from tests.support import Factory, Owner, bearer
 
 EVENTS = "/api/v1/calendar/events"
 
@@ -143,6 +144,39 @@ def test_a_custom_rule_makes_a_series_and_a_bad_one_is_explained_beside_the_fiel
     starts = [e["startsAt"][:10] for e in _listed(api, secret, limit="3")]
     assert starts == ["2031-06-03", "2031-07-01", "2031-07-15"]
     assert "Repeats every 2 weeks on Tuesday" in text_of(settings.get("/calendars").text)
+
+
+def test_an_owner_makes_a_weekly_series_and_cancels_one_meeting_in_the_browser(
+    page: Any, owner: Owner, factory: Factory, api: httpx.Client
+) -> None:
+    _, secret = factory.key(owner, permission="read")
+    browser_sign_in(page, owner, start="/settings/events/new")
+    page.get_by_label("Title").fill("Team sync")
+    for side in ("start", "end"):
+        page.locator(f"#{side}_date").fill("2031-06-02")
+    page.locator("#start_time").fill("09:00")
+    page.locator("#end_time").fill("09:30")
+    page.get_by_label("How often").select_option("WEEKLY")
+    screenshot(page, "16-event-form-repeats")
+    page.get_by_role("button", name="Create event").click()
+    expect(page.get_by_role("status")).to_have_text("Event created.")
+    expect(page.locator(".repeats", has_text="Repeats weekly on Monday")).to_have_count(10)
+
+    page.get_by_role("link", name="Cancel Team sync on Mon 9 Jun 2031").click()
+    screenshot(page, "17-occurrence-cancel")
+    page.get_by_role("button", name="Cancel this occurrence").click()
+    expect(page.get_by_role("status")).to_have_text(
+        "Occurrence cancelled; the rest of the series goes on."
+    )
+    expect(page.get_by_role("link", name="Cancel Team sync on Mon 9 Jun 2031")).to_have_count(0)
+    expect(page.get_by_role("link", name="Cancel Team sync on Mon 16 Jun 2031")).to_be_visible()
+    starts = [e["startsAt"][:10] for e in _listed(api, secret, limit="2")]
+    assert starts == ["2031-06-02", "2031-06-16"]
+
+    page.set_viewport_size({"width": 390, "height": 860})  # a phone: nothing scrolls sideways
+    widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert widths[0] <= widths[1], widths
+    screenshot(page, "18-series-on-a-phone")
 
 
 @pytest.mark.parametrize(
