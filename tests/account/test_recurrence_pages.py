@@ -92,6 +92,30 @@ def test_cancelling_one_occurrence_removes_it_and_queues_its_deleted_webhook(
     assert sent["originalStartsAt"] == "2031-06-09T09:00:00Z"
 
 
+def test_editing_one_occurrence_changes_it_alone_and_the_series_keeps_its_exceptions(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    _, secret = factory.key(settings.owner, permission="read")
+    calendar = settings.owner.default_calendar_id
+    assert _series(settings).status_code == 303
+    [first, second, third] = _listed(api, secret, limit="3")
+    moved = event_form(calendar, title="Standup (late)", start_time="11:00", end_time="11:30")
+    moved.update(start_date="2031-06-09", end_date="2031-06-09")
+    assert settings.post(f"/events/{second['id']}", moved).status_code == 303
+    assert settings.post(f"/events/{third['id']}/delete", {"scope": "this"}).status_code == 303
+
+    renamed = event_form(calendar, title="Daily standup")
+    assert settings.post(f"/events/{first['recurringEventId']}", renamed).status_code == 303
+    shown = [(e["id"], e["title"], e["startsAt"]) for e in _listed(api, secret, limit="3")]
+    assert shown == [
+        (first["id"], "Daily standup", "2031-06-02T09:00:00Z"),
+        (second["id"], "Standup (late)", "2031-06-09T11:00:00Z"),
+        (f"{first['recurringEventId']}_20310623T090000Z", "Daily standup", "2031-06-23T09:00:00Z"),
+    ]
+    page = text_of(settings.get("/calendars").text)
+    assert "Mon 9 Jun 2031, 11:00 – 11:30 Standup (late) Series Repeats weekly on Monday" in page
+
+
 def test_cancelling_an_occurrence_without_the_csrf_token_is_refused(
     settings: Settings, factory: Factory, api: httpx.Client
 ) -> None:
