@@ -130,6 +130,23 @@ def test_cancelling_an_occurrence_without_the_csrf_token_is_refused(
     assert api.get(f"{EVENTS}/{first['id']}", headers=bearer(secret)).status_code == 200
 
 
+def test_a_cancel_with_an_unknown_scope_or_of_a_cancelled_occurrence_is_explained(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    _, secret = factory.key(settings.owner, permission="read")
+    assert _series(settings).status_code == 303
+    [first, *_] = _listed(api, secret, limit="2")
+    path = f"/events/{first['id']}/delete"
+    bogus = settings.post(path, {"scope": "every"})
+    assert bogus.status_code == 400
+    assert "scope: must be this, following or all" in text_of(bogus.text)
+    assert settings.post(path, {"scope": "this"}).status_code == 303
+    again = settings.post(path, {"scope": "this"})
+    assert again.status_code == 404
+    assert "There is nothing of yours at this address." in again.text
+    assert settings.get(path).status_code == 404
+
+
 def test_deleting_the_series_from_its_page_removes_every_occurrence(
     settings: Settings, factory: Factory, api: httpx.Client
 ) -> None:
@@ -176,10 +193,14 @@ def test_an_owner_makes_a_weekly_series_and_cancels_one_meeting_in_the_browser(
     _, secret = factory.key(owner, permission="read")
     browser_sign_in(page, owner, start="/settings/events/new")
     page.get_by_label("Title").fill("Team sync")
-    for side in ("start", "end"):
-        page.locator(f"#{side}_date").fill("2031-06-02")
-    page.locator("#start_time").fill("09:00")
-    page.locator("#end_time").fill("09:30")
+    times = {
+        "start_date": "2031-06-02",
+        "start_time": "09:00",
+        "end_date": "2031-06-02",
+        "end_time": "09:30",
+    }
+    for field, value in times.items():
+        page.locator(f"#{field}").fill(value)
     page.get_by_label("How often").select_option("WEEKLY")
     screenshot(page, "16-event-form-repeats")
     page.get_by_role("button", name="Create event").click()
