@@ -372,7 +372,8 @@ async def delete_event(request: Request, owner: OwnerSessionInfo) -> Response:
         now=utcnow(),
         scope=scope,
     )
-    cancelled = "recurringEventId" in deleted and scope == "this"
+    # Only a cancelled occurrence answers as an occurrence (other scopes answer the series).
+    cancelled = "recurringEventId" in deleted
     return see_other(
         request, "/calendars", notice="occurrence-cancelled" if cancelled else "event-deleted"
     )

@@ -28,8 +28,15 @@ _DAYS = {
     "SA": "Saturday",
     "SU": "Sunday",
 }
-_ORDINALS = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", -1: "last"}
-_ORDINALS.update({-2: "second to last"})
+_ORDINALS = {
+    1: "first",
+    2: "second",
+    3: "third",
+    4: "fourth",
+    5: "fifth",
+    -1: "last",
+    -2: "second to last",
+}
 _NAMES = ("RRULE", "EXDATE", "RDATE")
 
 
@@ -77,7 +84,8 @@ def describe(recurrence: list[str], starts_at: str) -> str:
 
 
 def _on(freq: str, parts: dict[str, str], start: datetime) -> str | None:
-    """ " on …" for the by-parts this page can say, ``None`` for those it cannot."""
+    """The phrase after the frequency ("on Monday", with its leading space) for the by-parts
+    this page can say; ``None`` for those it cannot."""
     byday, bymonthday = parts.pop("BYDAY", None), parts.pop("BYMONTHDAY", None)
     if parts:  # BYMONTH, BYSETPOS, BYHOUR …: shown as the rule's own text
         return None
@@ -103,7 +111,7 @@ def _on(freq: str, parts: dict[str, str], start: datetime) -> str | None:
 
 
 def _nth_weekdays(byday: str) -> str | None:
-    """ " on the first Monday and the last Friday" for a monthly ``BYDAY``."""
+    """The phrase "on the first Monday and the last Friday" for a monthly ``BYDAY``."""
     said = []
     for item in byday.split(","):
         number, day = item[:-2], item[-2:]
