@@ -152,6 +152,9 @@ def _form_values(data: FormData) -> dict[str, str]:
     )
     values = {name: str(data.get(name, "")).strip() for name in names}
     values["all_day"] = "on" if data.get("all_day") else ""
+    # A form without the repeat choice (an occurrence's, or one posted by a script) leaves
+    # an event's rule as it is.
+    values["repeat_sent"] = "on" if "repeat" in data else ""
     return values
 
 
@@ -206,6 +209,7 @@ def _from_event(event: dict[str, Any]) -> dict[str, str]:
         "all_day": "on" if event["allDay"] else "",
         "location": event["location"] or "",
         "description": event["description"] or "",
+        **repeats.choice_of(event.get("recurrence")),
     }
 
 
@@ -327,8 +331,14 @@ def _update(
     conn: Connection, *, user_id: str, event_id: str, values: dict[str, str], now: datetime
 ) -> dict[str, Any]:
     principal = events.owner_principal(user_id)
-    events.get_event(conn, principal=principal, event_id=event_id)  # 404 before validation
+    event = events.get_event(conn, principal=principal, event_id=event_id)  # 404 first
     body, errors = _to_api(values)
+    if values["repeat_sent"] and "recurringEventId" not in event:  # not an occurrence
+        recurrence, refused = repeats.recurrence_of(values["repeat"], values["rule"])
+        if refused is not None:
+            errors.append(FieldError("recurrence", refused))
+        elif recurrence != event.get("recurrence"):  # sent only when changed
+            body["recurrence"] = recurrence  # None: no longer repeats
     return events.update_event_from_input(
         conn, principal=principal, event_id=event_id, body=body, now=now, prior_errors=errors
     )

@@ -61,6 +61,17 @@ def recurrence_of(repeat: str, rule: str) -> tuple[list[str] | None, str | None]
     return [f"RRULE:FREQ={repeat}"], None
 
 
+def choice_of(recurrence: list[str] | None) -> dict[str, str]:
+    """The form's ``repeat`` and ``rule`` inputs for an event's ``recurrence`` as stored:
+    posted back unchanged, ``recurrence_of`` gives the same lines again."""
+    if recurrence is None:
+        return {"repeat": "", "rule": ""}
+    for freq in FREQUENCIES:
+        if recurrence == [f"RRULE:FREQ={freq}"]:
+            return {"repeat": freq, "rule": ""}
+    return {"repeat": CUSTOM, "rule": " ".join(recurrence)}
+
+
 def describe(recurrence: list[str], starts_at: str) -> str:
     """A sentence for a series' rule; ``starts_at`` (its first occurrence, RFC 3339 in the
     calendar's zone) gives what the rule takes from it (a weekly rule's weekday)."""

@@ -116,6 +116,40 @@ def test_editing_one_occurrence_changes_it_alone_and_the_series_keeps_its_except
     assert "Mon 9 Jun 2031, 11:00 – 11:30 Standup (late) Series Repeats weekly on Monday" in page
 
 
+def test_the_edit_form_changes_a_series_rule_or_makes_an_event_repeat_or_stop_repeating(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    _, secret = factory.key(settings.owner, permission="read")
+    calendar = settings.owner.default_calendar_id
+    assert _series(settings).status_code == 303
+    [first, second, *_] = _listed(api, secret, limit="2")
+    series = f"/events/{first['recurringEventId']}"
+    assert '<option value="WEEKLY" selected>' in settings.get(f"{series}/edit").text
+    assert settings.post(f"/events/{second['id']}/delete", {"scope": "this"}).status_code == 303
+    # Daily still produces 9 June: its cancellation stays.
+    assert settings.post(series, event_form(calendar, repeat="DAILY", rule="")).status_code == 303
+    days = [e["startsAt"][8:10] for e in _listed(api, secret, limit="8")]
+    assert days == ["02", "03", "04", "05", "06", "07", "08", "10"]
+
+    bad = settings.post(series, event_form(calendar, repeat="custom", rule="FREQ=WEEKLY;BYDAY=XX"))
+    assert bad.status_code == 400
+    assert 'id="repeat-error">' in bad.text and 'value="FREQ=WEEKLY;BYDAY=XX"' in bad.text
+    monthly = event_form(calendar, repeat="custom", rule="FREQ=MONTHLY;BYDAY=1MO")
+    assert settings.post(series, monthly).status_code == 303
+    edit = settings.get(f"{series}/edit").text
+    assert 'value="RRULE:FREQ=MONTHLY;BYDAY=1MO"' in edit
+    assert "Repeats monthly on the first Monday." in text_of(edit)
+
+    assert settings.post(series, event_form(calendar, repeat="", rule="")).status_code == 303
+    [single] = _listed(api, secret)
+    assert single["id"] == first["recurringEventId"] and "recurrence" not in single
+    assert "Series" not in text_of(settings.get("/calendars").text)
+    yearly = event_form(calendar, repeat="YEARLY", rule="")
+    assert settings.post(f"/events/{single['id']}", yearly).status_code == 303
+    [again] = _listed(api, secret, singleEvents="false")
+    assert again["recurrence"] == ["RRULE:FREQ=YEARLY"]
+
+
 def test_cancelling_an_occurrence_without_the_csrf_token_is_refused(
     settings: Settings, factory: Factory, api: httpx.Client
 ) -> None:
