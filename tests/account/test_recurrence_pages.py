@@ -49,8 +49,10 @@ def test_a_series_shows_its_occurrences_marked_with_how_it_repeats(
 
     edit = settings.get(f"/events/{series['id']}/edit").text
     assert "Repeats weekly on Monday. Changes here apply to every occurrence" in text_of(edit)
+    assert "Delete series…" in edit
     one = text_of(settings.get(f"/events/{first}/edit").text)
     assert "One occurrence of a series (Repeats weekly on Monday)" in one
+    assert "Cancel this occurrence…" in one and "How often" not in one
 
 
 def test_cancelling_one_occurrence_removes_it_and_queues_its_deleted_webhook(
