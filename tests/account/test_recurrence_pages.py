@@ -152,6 +152,22 @@ def test_the_edit_form_changes_a_series_rule_or_makes_an_event_repeat_or_stop_re
     assert again["recurrence"] == ["RRULE:FREQ=YEARLY"]
 
 
+def test_an_all_day_yearly_series_on_29_february_is_shown_and_one_year_cancelled(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    berlin = factory.calendar(settings.owner, name="Birthdays", time_zone="Europe/Berlin")
+    _, secret = factory.key(settings.owner, permission="read")
+    leap = event_form(berlin, title="Leap day", all_day="on", repeat="YEARLY", rule="")
+    leap.update(start_date="2032-02-29", end_date="2032-02-29", start_time="", end_time="")
+    assert settings.post("/events", leap).status_code == 303
+    [first, second, third] = _listed(api, secret, limit="3")
+    assert [e["id"][-9:] for e in (first, second, third)] == ["_20320229", "_20360229", "_20400229"]
+    page = text_of(settings.get("/calendars").text)
+    assert "Sun 29 Feb 2032 All day Leap day Series Repeats yearly on 29 February" in page
+    assert settings.post(f"/events/{second['id']}/delete", {"scope": "this"}).status_code == 303
+    assert [e["id"] for e in _listed(api, secret, limit="2")] == [first["id"], third["id"]]
+
+
 def test_cancelling_an_occurrence_without_the_csrf_token_is_refused(
     settings: Settings, factory: Factory, api: httpx.Client
 ) -> None:
