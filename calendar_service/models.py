@@ -142,11 +142,15 @@ class Event(SQLModel, table=True):
     __tablename__ = "events"
     __table_args__ = (
         Index("ix_events_calendar_start", "calendar_id", "starts_at", "id"),
-        # The list finds the series that may occur in a window here; only series rows are in it.
+        # The list finds the series that may occur in a window here, without reading their
+        # rows (queries.SERIES_KEYS); only series rows are in it.
         Index(
             "ix_events_series",
             "calendar_id",
             "starts_at",
+            "recurrence_ends_at",
+            "id",
+            "updated_at",
             sqlite_where=SERIES_ROWS,
             postgresql_where=SERIES_ROWS,
         ),

@@ -17,6 +17,7 @@ from calendar_service.events.occurrences import page_with_series
 from calendar_service.events.parsing import parse_list_params, parse_single_events
 from calendar_service.events.queries import (
     list_statement,
+    series_rows,
     series_statement,
     window_floor,
 )
@@ -84,8 +85,8 @@ def list_events(
         after = (utc_text(after_start), params["after_id"])
     shape = (len(calendars) == 1, low is not None, high is not None, bool(page_token))
     rows = list_statement(*shape).all(conn, **params)
-    params.pop("low_floor", None), params.pop("limit"), params.pop("after_id", None)
-    series = series_statement(*shape).all(conn, **params)
+    wanted = ("calendar_id", "user_id", "low", "high", "after_start")
+    series = series_statement(*shape).all(conn, **{k: params[k] for k in wanted if k in params})
     if not series:
         result["events"] = events_public(rows[:size], calendars)
         if len(rows) > size:
@@ -96,6 +97,7 @@ def list_events(
         rows,
         series,
         calendars,
+        load=lambda ids: series_rows(conn, ids),
         low=low,
         high=high,
         after=after,

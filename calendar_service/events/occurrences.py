@@ -76,7 +76,6 @@ _SERIES_NAMES = (
     "recurrence",
     "recurrence_last_start",
     "recurrence_ends_at",
-    "exceptions",
 )
 
 # A chunk's occurrence: start and end (stored UTC text), the occurrence id's stamp, and the
@@ -160,8 +159,7 @@ class _Plan:
         return event
 
 
-@functools.lru_cache(maxsize=4096)
-def _plan(values: tuple[Any, ...], tz: tzinfo, name: str) -> _Plan:
+def _plan(values: Sequence[Any], tz: tzinfo, name: str) -> _Plan:
     all_day = bool(values[5])
     rule = _rule_of_text(values[10], all_day)
     start, end = from_utc_text(values[3]), from_utc_text(values[4])
@@ -308,9 +306,10 @@ class _Series:
 
 def page_with_series(
     rows: Sequence[Any],
-    series_rows: Sequence[Any],
+    series_keys: Sequence[Any],
     calendars: Sequence[Any],
     *,
+    load: Callable[[Sequence[str]], list[Any]],
     low: datetime | None,
     high: datetime | None,
     after: tuple[str, str] | None,
@@ -318,23 +317,25 @@ def page_with_series(
     single_events: bool,
 ) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
     """The page (events) and where the next one starts (``(start text, id)``, or ``None``)
-    from the window query's ``rows`` (at most ``size + 1``) and the candidate series (with
-    their exceptions' original starts). ``single_events=False``: the series themselves."""
+    from the window query's ``rows`` (at most ``size + 1``) and the candidate series
+    (``queries.SERIES_KEYS``, with their exceptions' original starts); ``load`` reads series'
+    rows by id (``queries.series_rows``), for versions of them new to the process.
+    ``single_events=False``: the series themselves."""
     by_calendar = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
     items: list[Item] = [(r[3], r[0], _ROW, r) for r in rows]
     if not single_events:
-        for values in series_rows:
-            if after is None or (values[3], values[0]) > after:
-                items.append((values[3], values[0], _SERIES, series_row(values)))
+        wanted = [k[0] for k in series_keys if after is None or (k[2], k[0]) > after]
+        for values in load(wanted):
+            items.append((values[3], values[0], _SERIES, series_row(values)))
         items.sort(key=_ORDER)
         return _page(items, None, size, calendars, by_calendar)
     # The original starts of each series' exceptions (changed or cancelled occurrences).
-    skipped = {v[0]: set(v[13].split(",")) for v in series_rows if v[13] is not None}
+    skipped = {k[0]: set(k[5].split(",")) for k in series_keys if k[5] is not None}
     since = max(EARLIEST, low or EARLIEST, from_utc_text(after[0]) if after else EARLIEST)
     low_text = None if low is None else utc_text(low)
     high_text = None if high is None else utc_text(high)
     end = high or LATEST + timedelta(days=1)
-    token, plans = _SETS.plans(series_rows, by_calendar)
+    token, plans = _SETS.plans(series_keys, by_calendar, load)
     # Each series gets an equal share, so that a few sparse series cannot starve the others.
     share = max(READ_BUDGET // len(plans), SHARE_FLOOR)
     made: list[_Series] = []
@@ -484,21 +485,59 @@ class _SetTokens:
         self._lock = threading.Lock()
 
     def plans(
-        self, series_rows: Sequence[Any], by_calendar: dict[str, tuple[str, tzinfo]]
+        self,
+        series_keys: Sequence[Any],
+        by_calendar: dict[str, tuple[str, tzinfo]],
+        load: Callable[[Sequence[str]], list[Any]],
     ) -> tuple[int, tuple[_Plan, ...]]:
-        rows = tuple(v if isinstance(v, tuple) else tuple(v) for v in series_rows)
-        key = (rows, tuple(by_calendar[v[1]] for v in rows))
+        key = (
+            tuple((k[0], k[3]) for k in series_keys),  # each series' id and version
+            tuple(by_calendar[k[1]] for k in series_keys),
+        )
         with self._lock:
             found = self._sets.get(key)
             if found is not None:
                 self._sets.move_to_end(key)
                 return found
-        plans = tuple(_plan(v, by_calendar[v[1]][1], by_calendar[v[1]][0]) for v in rows)
+        plans = _PLANS.of(series_keys, by_calendar, load)
         with self._lock:
             found = self._sets[key] = (next(self._next), plans)
             if len(self._sets) > self._size:
                 self._sets.popitem(last=False)
         return found
+
+
+class _Plans:
+    """Each series' ``_Plan`` by its id and version (``updated_at``, which every change of
+    the series' row sets) and its calendar's name and zone, kept lately: a series' row is read
+    only when a version of it is new to the process."""
+
+    def __init__(self, size: int) -> None:
+        self._cache = _ChunkCache(size)
+
+    def of(
+        self,
+        series_keys: Sequence[Any],
+        by_calendar: dict[str, tuple[str, tzinfo]],
+        load: Callable[[Sequence[str]], list[Any]],
+    ) -> tuple[_Plan, ...]:
+        keys = [(k[0], k[3], *by_calendar[k[1]]) for k in series_keys]
+        plans = [self._cache.get(key) for key in keys]
+        missing = [key[0] for key, plan in zip(keys, plans, strict=True) if plan is None]
+        if missing:
+            rows = {values[0]: values for values in load(missing)}
+            for i, key in enumerate(keys):
+                row = rows.get(key[0])
+                if plans[i] is None and row is not None:  # None: deleted meanwhile
+                    name, tz = by_calendar[series_keys[i][1]]
+                    plan = _plan(row, tz, name)
+                    if row[9] == series_keys[i][3]:  # updated_at: the version the list saw
+                        self._cache.put(key, plan)
+                    plans[i] = plan
+        return tuple(p for p in plans if p is not None)
+
+
+_PLANS = _Plans(8192)
 
 
 _SETS = _SetTokens(4096)

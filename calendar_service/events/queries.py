@@ -8,6 +8,7 @@ The statements every list or create runs are compiled once and run straight on t
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -120,32 +121,38 @@ def _joined_texts_postgresql(element: joined_texts, compiler: Any, **kw: Any) ->
 
 
 _exception = events_t.alias("exception")
-# The series columns the list expands from (date-times as stored UTC text), and the original
-# starts of its exceptions (changed or cancelled occurrences), joined: through
-# ix_events_recurring, in the same statement.
-SERIES_COLUMNS = (
-    *_as_text(EVENT_COLUMNS[:13]),
+# What the list needs of each series it may expand, all in ix_events_series (no table row is
+# read): its id, calendar, start, version (updated_at) and end, and the original starts of
+# its exceptions (changed or cancelled occurrences) joined, through ix_events_recurring.
+SERIES_KEYS = (
+    events_t.c.id,
+    events_t.c.calendar_id,
+    *_as_text((events_t.c.starts_at, events_t.c.updated_at, events_t.c.recurrence_ends_at)),
     select(joined_texts(utc_text_of(_exception.c.original_starts_at)))
     .where(_exception.c.recurring_event_id == events_t.c.id)
     .scalar_subquery()
     .label("exceptions"),
 )
+# A series' columns (date-times as stored UTC text), read when a version of it is new to the
+# process (``series_rows``).
+SERIES_COLUMNS = _as_text(EVENT_COLUMNS[:13])
 
 
 @functools.cache
 def series_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> Statement:
-    """The series that may occur in a window (through ``ix_events_series``, which holds series
-    rows only): they start before its end, and their last occurrence (if they have one) ends
-    after its start, or after the page token's start. In ``(starts_at, id)`` order."""
-    query = _in_calendars(select(*SERIES_COLUMNS), one_calendar).where(SERIES_ROWS)
+    """The series that may occur in a window (``SERIES_KEYS``, from ``ix_events_series``,
+    which holds series rows only): they start before its end, and their last occurrence (if
+    they have one) ends after its start, or after the page token's start."""
+    query = _in_calendars(select(*SERIES_KEYS), one_calendar).where(SERIES_ROWS)
     ends = events_t.c.recurrence_ends_at
     if high:
         query = query.where(events_t.c.starts_at < bindparam("high"))
+    # >=: a zero-length occurrence at the window's start (or the token's) is in the window.
     if low:
-        query = query.where(or_(ends.is_(None), ends > bindparam("low")))
+        query = query.where(or_(ends.is_(None), ends >= bindparam("low")))
     if after:
-        query = query.where(or_(ends.is_(None), ends > bindparam("after_start")))
-    return _SeriesStatement(query.order_by(events_t.c.starts_at, events_t.c.id))
+        query = query.where(or_(ends.is_(None), ends >= bindparam("after_start")))
+    return _SeriesStatement(query)  # in no order: the list orders occurrences itself
 
 
 class _SeriesStatement(Statement):
@@ -162,6 +169,27 @@ class _SeriesStatement(Statement):
             sql = sql.replace("FROM events \n", "FROM events INDEXED BY ix_events_series \n")
             self._compiled[dialect.name] = (sql, defaults)
         return sql, defaults
+
+
+_CHUNK = 256
+
+
+def series_rows(conn: Connection, series_ids: Sequence[str]) -> list[Any]:
+    """The series' rows (``SERIES_COLUMNS``), by id: a few statement shapes only (the ids
+    padded to a power of two, at most ``_CHUNK`` a statement)."""
+    found: list[Any] = []
+    for first in range(0, len(series_ids), _CHUNK):
+        chunk = series_ids[first : first + _CHUNK]
+        size = 1 << max(len(chunk) - 1, 0).bit_length()
+        params = {f"id_{i}": chunk[i] if i < len(chunk) else None for i in range(size)}
+        found.extend(_series_by_id(size).all(conn, **params))
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def _series_by_id(size: int) -> Statement:
+    ids: list[BindParameter[Any]] = [bindparam(f"id_{i}") for i in range(size)]
+    return Statement(select(*SERIES_COLUMNS).where(events_t.c.id.in_(ids)))
 
 
 _FIRST_INSTANT = datetime.min.replace(tzinfo=UTC)

@@ -40,7 +40,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_events_series",
         "events",
-        ["calendar_id", "starts_at"],
+        ["calendar_id", "starts_at", "recurrence_ends_at", "id", "updated_at"],
         sqlite_where=_SERIES_ROWS,
         postgresql_where=_SERIES_ROWS,
     )
