@@ -1,5 +1,6 @@
 """Recurring events in the calendars page: a series shown as such, one occurrence cancelled,
-the new-event form's repeat choice, and the sentence a rule is shown as."""
+the event form's repeat choice (new events, and a rule changed or ended), and the sentence a
+rule is shown as."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from tests.support import Factory, Owner, bearer
 EVENTS = "/api/v1/calendar/events"
 
 
-def _series(settings: Settings, **fields: str) -> httpx.Response:
+def _series(settings: Settings) -> httpx.Response:
     """A weekly stand-up from Monday 2 June 2031, made through the page's form."""
-    form = event_form(settings.owner.default_calendar_id, repeat="WEEKLY", rule="", **fields)
+    form = event_form(settings.owner.default_calendar_id, repeat="WEEKLY", rule="")
     return settings.post("/events", form)
 
 
