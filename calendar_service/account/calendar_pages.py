@@ -1,5 +1,10 @@
 """The calendars page: time zones, upcoming events, new calendars, and event editing.
 
+A series shows as its occurrences, each marked with how the series repeats
+(``repeats.describe``) and a link to the series; the owner edits or cancels one occurrence
+(the core's ``scope=this``) or the series. The new-event form offers a repeat choice, or a rule
+of one's own that the core checks.
+
 Events are changed through the same core functions the API uses, with the owner acting in
 person (``events.owner_principal``), so each change writes its webhook delivery like any other.
 Times typed without an offset are read in the calendar's own time zone; an all-day event's
@@ -20,6 +25,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service import calendars, events, service_secrets
+from calendar_service.account import repeats
 from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import (
     FormPage,
@@ -31,6 +37,7 @@ from calendar_service.account.web import (
     see_other,
 )
 from calendar_service.errors import FieldError, ValidationFailed
+from calendar_service.keys import Principal
 from calendar_service.timeutil import format_utc, utcnow, zone
 
 UPCOMING = 10
@@ -39,6 +46,7 @@ NOTICES = {
     "event-created": "Event created.",
     "event-updated": "Event saved.",
     "event-deleted": "Event deleted.",
+    "occurrence-cancelled": "Occurrence cancelled; the rest of the series goes on.",
 }
 # Core field names (as in the API) to the form's groups of inputs.
 _EVENT_FIELDS = {
@@ -47,7 +55,7 @@ _EVENT_FIELDS = {
     "calendarId": "calendar",
     "calendar": "calendar",
 }
-_EVENT_FIELDS.update(timeZone="time_zone", allDay="all_day")
+_EVENT_FIELDS.update(timeZone="time_zone", allDay="all_day", recurrence="repeat")
 
 
 @functools.cache
@@ -63,8 +71,11 @@ def _overview(conn: Connection, *, user_id: str, now: datetime) -> dict[str, Any
         listed = events.list_events(
             conn, principal=principal, time_min=format_utc(now), limit=UPCOMING, token_key=token_key
         )
+        series: dict[str, dict[str, Any]] = {}
         for event in listed["events"]:
             event["lastDay"] = _from_event(event)["end_date"]
+            if "recurringEventId" in event:
+                event["repeats"] = _repeats(conn, principal, event, series)
         found.append(
             {
                 **calendars.calendar_public(row),
@@ -73,6 +84,20 @@ def _overview(conn: Connection, *, user_id: str, now: datetime) -> dict[str, Any
             }
         )
     return {"calendars": found}
+
+
+def _repeats(
+    conn: Connection,
+    principal: Principal,
+    event: dict[str, Any],
+    known: dict[str, dict[str, Any]],
+) -> str:
+    """How the series of occurrence ``event`` repeats (each series read once a page)."""
+    series_id = event["recurringEventId"]
+    if series_id not in known:
+        known[series_id] = events.get_event(conn, principal=principal, event_id=series_id)
+    series = known[series_id]
+    return repeats.describe(series["recurrence"], series["startsAt"])
 
 
 PAGE = FormPage(
@@ -122,9 +147,14 @@ def _form_values(data: FormData) -> dict[str, str]:
         "end_time",
         "location",
         "description",
+        "repeat",
+        "rule",
     )
     values = {name: str(data.get(name, "")).strip() for name in names}
     values["all_day"] = "on" if data.get("all_day") else ""
+    # A form without the repeat choice (an occurrence's, or one posted by a script) leaves
+    # an event's rule as it is.
+    values["repeat_sent"] = "on" if "repeat" in data else ""
     return values
 
 
@@ -179,6 +209,7 @@ def _from_event(event: dict[str, Any]) -> dict[str, str]:
         "all_day": "on" if event["allDay"] else "",
         "location": event["location"] or "",
         "description": event["description"] or "",
+        **repeats.choice_of(event.get("recurrence")),
     }
 
 
@@ -200,6 +231,7 @@ def _event_form(
             "values": values,
             "errors": errors or {},
             "event": event,
+            "frequencies": repeats.FREQUENCIES,
         },
         status_code=status_code,
     )
@@ -233,6 +265,8 @@ async def new_event(request: Request, owner: OwnerSessionInfo) -> Response:
         "all_day": "",
         "location": "",
         "description": "",
+        "repeat": "",
+        "rule": "",
     }
     return _event_form(request, owned=owned, values=values)
 
@@ -242,6 +276,11 @@ def _create(
 ) -> dict[str, Any]:
     body, errors = _to_api(values)
     body["calendarId"] = values["calendar"] or None
+    recurrence, refused = repeats.recurrence_of(values["repeat"], values["rule"])
+    if refused is not None:
+        errors.append(FieldError("recurrence", refused))
+    elif recurrence is not None:
+        body["recurrence"] = recurrence
     # The form's own errors first (they name the input), then whatever the core finds.
     event, _ = events.create_event_from_input(
         conn, principal=events.owner_principal(user_id), body=body, now=now, prior_errors=errors
@@ -263,12 +302,22 @@ async def create_event(request: Request, owner: OwnerSessionInfo) -> Response:
     return see_other(request, "/calendars", notice="event-created")
 
 
+def _event_shown(conn: Connection, *, user_id: str, event_id: str) -> dict[str, Any]:
+    """The event, series or occurrence ``event_id`` names, with ``repeats`` (how its series
+    repeats) for a series and its occurrences."""
+    principal = events.owner_principal(user_id)
+    event = events.get_event(conn, principal=principal, event_id=event_id)
+    if "recurrence" in event:
+        event["repeats"] = repeats.describe(event["recurrence"], event["startsAt"])
+    elif "recurringEventId" in event:
+        event["repeats"] = _repeats(conn, principal, event, {})
+    return event
+
+
 async def _path_event(request: Request, owner: OwnerSessionInfo) -> dict[str, Any]:
     """The owner's event named in the path (another owner's is a 404)."""
     return await account(request).services.db.run(
-        events.get_event,
-        principal=events.owner_principal(owner.user_id),
-        event_id=request.path_params["event_id"],
+        _event_shown, user_id=owner.user_id, event_id=request.path_params["event_id"]
     )
 
 
@@ -282,8 +331,14 @@ def _update(
     conn: Connection, *, user_id: str, event_id: str, values: dict[str, str], now: datetime
 ) -> dict[str, Any]:
     principal = events.owner_principal(user_id)
-    events.get_event(conn, principal=principal, event_id=event_id)  # 404 before validation
+    event = events.get_event(conn, principal=principal, event_id=event_id)  # 404 first
     body, errors = _to_api(values)
+    if values["repeat_sent"] and "recurringEventId" not in event:  # not an occurrence
+        recurrence, refused = repeats.recurrence_of(values["repeat"], values["rule"])
+        if refused is not None:
+            errors.append(FieldError("recurrence", refused))
+        elif recurrence != event.get("recurrence"):  # sent only when changed
+            body["recurrence"] = recurrence  # None: no longer repeats
     return events.update_event_from_input(
         conn, principal=principal, event_id=event_id, body=body, now=now, prior_errors=errors
     )
@@ -317,13 +372,21 @@ async def confirm_delete(request: Request, owner: OwnerSessionInfo) -> Response:
 
 @owner_page
 async def delete_event(request: Request, owner: OwnerSessionInfo) -> Response:
-    await account(request).services.db.run(
+    """Delete an event or a whole series, or (``scope=this``, sent by the page of an
+    occurrence) cancel one occurrence alone."""
+    scope = str((await form(request)).get("scope", "")) or None
+    deleted = await account(request).services.db.run(
         events.delete_event,
         principal=events.owner_principal(owner.user_id),
         event_id=request.path_params["event_id"],
         now=utcnow(),
+        scope=scope,
     )
-    return see_other(request, "/calendars", notice="event-deleted")
+    # Only a cancelled occurrence answers as an occurrence (other scopes answer the series).
+    cancelled = "recurringEventId" in deleted
+    return see_other(
+        request, "/calendars", notice="occurrence-cancelled" if cancelled else "event-deleted"
+    )
 
 
 def routes() -> list[BaseRoute]:
