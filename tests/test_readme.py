@@ -3,11 +3,13 @@ example in examples/ returns their events."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
@@ -90,3 +92,26 @@ def test_the_python_client_example_creates_and_lists(
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("created ev_")
     assert "Call with Ana (Личное)" in result.stdout
+
+
+def test_the_readme_weekly_meeting_creates_a_series_that_lists_as_occurrences(
+    server: RunningServer, factory: Factory
+) -> None:
+    readme = (ROOT / "README.md").read_text()
+    bodies = [json.loads(b) for b in re.findall(r"-d '(\{.*?\})'", readme) if "recurrence" in b]
+    assert len(bodies) == 1
+    _, secret = factory.key(factory.owner())
+    auth = {"Authorization": f"Bearer {secret}"}
+    created = httpx.post(f"{server.url}/api/v1/calendar/events", json=bodies[0], headers=auth)
+    assert created.status_code == 201, created.text
+    assert created.json()["recurrence"] == ["RRULE:FREQ=WEEKLY;BYDAY=MO"]
+    listed = httpx.get(
+        f"{server.url}/api/v1/calendar/events",
+        params={"timeMin": "2026-03-01T00:00:00Z", "timeMax": "2026-03-29T00:00:00Z"},
+        headers=auth,
+    ).json()["events"]
+    monday_10 = datetime(2026, 3, 2, 10, tzinfo=timezone(timedelta(hours=1)))
+    assert [datetime.fromisoformat(e["startsAt"]) for e in listed] == [
+        monday_10 + timedelta(weeks=n) for n in range(4)
+    ]
+    assert {e["recurringEventId"] for e in listed} == {created.json()["id"]}
