@@ -77,6 +77,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--profile-postgres", action="store_true", help="profile on PostgreSQL, not SQLite"
     )
     p.add_argument(
+        "--profile-series",
+        action="store_true",
+        help="profile on the series phase's database (--series weekly series beside the events)",
+    )
+    p.add_argument(
         "--tiny",
         action="store_true",
         help="a smoke run in seconds: 10k events, one short round, list and create",
@@ -467,10 +472,13 @@ class Bench:
         if a.profile_postgres:
             db = self.ours_postgres(a.postgres_url or DEFAULT_PG, a.events)
         else:
-            db = self.ours_sqlite(a.events)
+            db = self.ours_sqlite(a.events, series=a.series if a.profile_series else 0)
         token = db.read_secret if kind == "list" else db.write_secret
         work = load.Workload.ours(kind, token)
-        raw = self.out / f"profile-{kind}{'-postgres' if a.profile_postgres else ''}.txt"
+        where = ("-postgres" if a.profile_postgres else "") + (
+            "-series" if a.profile_series else ""
+        )
+        raw = self.out / f"profile-{kind}{where}.txt"
         with servers.ours(db.url, log_dir=self.logs) as srv:
             self.warm(srv, work)
             spy = subprocess.Popen(
