@@ -331,7 +331,9 @@ def page_with_series(
         return _page(items, None, size, calendars, by_calendar)
     # The original starts of each series' exceptions (changed or cancelled occurrences).
     skipped = {k[0]: set(k[5].split(",")) for k in series_keys if k[5] is not None}
-    since = max(EARLIEST, low or EARLIEST, from_utc_text(after[0]) if after else EARLIEST)
+    # Where the page starts: its token's start (an occurrence overlapping ``low`` may start
+    # before it: each series looks back by its own length, ``_Series``).
+    since = max(EARLIEST, from_utc_text(after[0]) if after else EARLIEST)
     low_text = None if low is None else utc_text(low)
     high_text = None if high is None else utc_text(high)
     end = high or LATEST + timedelta(days=1)
@@ -368,7 +370,7 @@ def page_with_series(
     series = series_of_page()
     for s in series:  # the budget ran out, or the window is sparse: series by series
         s.restart()
-    boundary, step = min(since + _FIRST_ROUND, end), _FIRST_ROUND
+    boundary, step = min(floor + _FIRST_ROUND, end), _FIRST_ROUND
     pause: datetime | None = None
     while True:
         for s in series:

@@ -236,3 +236,43 @@ def test_a_change_of_a_series_waits_for_another_change_of_one_of_its_occurrences
         first.commit()
     moved = db.call(events.get_event, principal=principal, event_id=second)
     assert moved["title"] == "moved"
+
+
+@pytest.mark.parametrize(
+    ("rule", "first"),
+    [
+        ("RRULE:FREQ=WEEKLY", "2026-03-01T23:00:00Z"),  # dense: read from merged chunks
+        ("RRULE:FREQ=YEARLY", "2025-03-08T23:00:00Z"),  # sparse: read series by series
+    ],
+    ids=["weekly", "yearly"],
+)
+def test_an_occurrence_that_began_before_the_window_is_listed_wherever_the_window_starts(
+    db: Database, factory: Factory, rule: str, first: str
+) -> None:
+    """An occurrence overlapping ``timeMin`` is listed even when it starts before the stretch
+    of time (in memory, ``events.occurrences``) that ``timeMin`` falls in: here 23:00-01:00
+    occurrences, with ``timeMin`` half an hour into each, across 2026-03-09T00:00Z, where one
+    stretch ends and the next begins."""
+    principal, _ = _principal(factory)
+    start = datetime.fromisoformat(first)
+    body = {
+        "title": "late",
+        "startsAt": first,
+        "endsAt": (start + timedelta(hours=2)).isoformat(),
+        "recurrence": [rule],
+    }
+    db.call(events.create_event_from_input, principal=principal, body=body, now=utcnow())
+    parsed = parse_recurrence([rule], tz=UTC, all_day=False)
+    starts = list(expand(parsed, SeriesTimes(start, UTC, None), since=start, budget=Budget(10**9)))[
+        :3
+    ]
+    for occurrence in starts:
+        time_min = occurrence + timedelta(minutes=90)  # after midnight, before it ends
+        page = db.call(
+            events.list_events,
+            principal=principal,
+            time_min=time_min.isoformat(),
+            time_max=(time_min + timedelta(days=2)).isoformat(),
+            token_key=b"test page-token key",
+        )
+        assert [datetime.fromisoformat(e["startsAt"]) for e in page["events"]] == [occurrence]
