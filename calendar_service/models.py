@@ -34,6 +34,7 @@ from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
+from calendar_service.recurrence import MAX_LINE
 from calendar_service.timeutil import RANGE_TEXT, from_utc_text, utc_text
 
 TITLE_MAX = 300
@@ -366,6 +367,16 @@ class CalendarPublic(_Wire):
     is_default: bool
 
 
+def _recurrence_lines(schema: dict[str, Any]) -> None:
+    """The ``recurrence`` property's array branch with the limits of its lines, which the core
+    checks (``recurrence.parse_recurrence``): published by every front that shows the schema
+    (the OpenAPI document, the MCP tools' input schemas)."""
+    for branch in schema["anyOf"]:
+        if branch.get("type") == "array":
+            branch["minItems"] = 1
+            branch["items"] = {"type": "string", "minLength": 1, "maxLength": MAX_LINE}
+
+
 class EventCreate(_Input):
     """CreateEvent: the body of ``POST /api/v1/calendar/events``."""
 
@@ -395,7 +406,9 @@ class EventCreate(_Input):
     all_day: bool = False
     description: str | None = None
     location: str | None = None
-    recurrence: list[str] | None = PydanticField(default=None, description=_RECURRENCE_DOC)
+    recurrence: list[str] | None = PydanticField(
+        default=None, description=_RECURRENCE_DOC, json_schema_extra=_recurrence_lines
+    )
 
 
 class EventUpdate(_Input):
@@ -411,6 +424,7 @@ class EventUpdate(_Input):
         default=None,
         description=_RECURRENCE_DOC
         + " On a series: the new rule (null turns the series into a single event).",
+        json_schema_extra=_recurrence_lines,
     )
 
 

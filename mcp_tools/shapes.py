@@ -18,7 +18,6 @@ from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
 from calendar_service.events.existing import SCOPES
 from calendar_service.idempotency import MAX_KEY_LENGTH
 from calendar_service.models import EventCreate, EventList, EventPublic, EventUpdate
-from calendar_service.recurrence import MAX_LINE
 
 _BOUND_DOC = (
     "RFC 3339 date-time such as 2026-03-02T00:00:00+01:00, or a date (2026-03-02, meaning its "
@@ -150,14 +149,6 @@ def _plain(prop: dict[str, Any]) -> dict[str, Any]:
     return {**branches[0], **prop}
 
 
-def _recurrence_lines(prop: dict[str, Any]) -> None:
-    """The ``recurrence`` property with the limits of its lines (as the OpenAPI document)."""
-    for branch in prop["anyOf"]:
-        if branch.get("type") == "array":
-            branch["minItems"] = 1
-            branch["items"] = {"type": "string", "minLength": 1, "maxLength": MAX_LINE}
-
-
 def list_schema() -> dict[str, Any]:
     schema = _clean(ListArguments.model_json_schema(by_alias=True))
     schema["properties"]["singleEvents"] = _plain(schema["properties"]["singleEvents"])
@@ -183,7 +174,6 @@ def create_schema() -> dict[str, Any]:
     )
     props["description"]["description"] = "Free text shown with the event."
     props["location"]["description"] = "Where the event takes place."
-    _recurrence_lines(props["recurrence"])
     props["recurrence"]["description"] = _RECURRENCE_DOC
     props["idempotencyKey"] = {
         "type": "string",
@@ -198,7 +188,6 @@ def create_schema() -> dict[str, Any]:
 
 def update_schema() -> dict[str, Any]:
     schema = _clean(EventUpdate.model_json_schema(by_alias=True))
-    _recurrence_lines(schema["properties"]["recurrence"])
     for name, doc in _UPDATE_DOCS.items():
         schema["properties"][name]["description"] = doc
     ref = scoped_ref_schema()

@@ -33,7 +33,6 @@ from calendar_service.models import (
     EventUpdate,
     Problem,
 )
-from calendar_service.recurrence import MAX_LINE
 from calendar_service.rest.routes import EVENTS_PATH
 from calendar_service.timeutil import MAX_OFFSET, MAX_YEAR, MIN_YEAR
 
@@ -259,8 +258,6 @@ def _schemas() -> dict[str, Any]:
     out["EventCreate"] = _event_create(out["EventCreate"])
     out["EventUpdate"] = _event_update(out["EventUpdate"])
     _only_when_present(out["EventPublic"], ("recurrence", "recurringEventId", "originalStartsAt"))
-    for name in ("EventCreate", "EventUpdate"):
-        _recurrence_lines(out[name]["properties"]["recurrence"])
     out["EventPublic"]["description"] = (
         "An event; times in its calendar's time zone. A series carries recurrence; an "
         "occurrence of a series carries recurringEventId and originalStartsAt; a single event "
@@ -299,13 +296,6 @@ def _only_when_present(schema: dict[str, Any], names: tuple[str, ...]) -> None:
         prop.pop("default", None)
         if name in schema.get("required", []):
             schema["required"].remove(name)
-
-
-def _recurrence_lines(prop: dict[str, Any]) -> None:
-    for branch in prop["anyOf"]:
-        if branch.get("type") == "array":
-            branch["minItems"] = 1
-            branch["items"] = {"type": "string", "minLength": 1, "maxLength": MAX_LINE}
 
 
 # The document names the objects as the API does ("Calendar", not the model's
