@@ -87,6 +87,8 @@ Chunk = tuple[tuple[str, ...], tuple[Entry, ...]]
 Item = tuple[str, str, int, Any]
 _ROW, _OCCURRENCE, _SERIES = range(3)
 _ORDER = itemgetter(0, 1)
+_START = itemgetter(0)
+_ID_VERSION = itemgetter(0, 3)
 
 
 class _ChunkCache:
@@ -149,14 +151,17 @@ class _Plan:
     fields: dict[str, Any]  # its event object's fields (copied for each occurrence)
     longest: timedelta  # how long before a window an occurrence overlapping it may start
 
-    def shown(self, entry: Entry) -> dict[str, Any]:
-        """The public object of one of its occurrences."""
-        event = dict(self.fields)
-        event["id"] = f"{self.id}_{entry[2]}"
-        event["startsAt"], event["endsAt"] = entry[3], entry[4]
-        event["recurringEventId"] = self.id
-        event["originalStartsAt"] = entry[3]
-        return event
+    def shown(self, entry: Entry, event_id: str) -> dict[str, Any]:
+        """The public object of one of its occurrences (``event_id``: its id)."""
+        start = entry[3]
+        return {
+            **self.fields,
+            "id": event_id,
+            "startsAt": start,
+            "endsAt": entry[4],
+            "recurringEventId": self.id,
+            "originalStartsAt": start,
+        }
 
 
 def _plan(values: Sequence[Any], tz: tzinfo, name: str) -> _Plan:
@@ -300,8 +305,8 @@ class _Series:
             self.paused = pause.at
         return entries
 
-    def shown(self, entry: Entry) -> dict[str, Any]:
-        return self.plan.shown(entry)
+    def shown(self, entry: Entry, event_id: str) -> dict[str, Any]:
+        return self.plan.shown(entry, event_id)
 
 
 def page_with_series(
@@ -416,10 +421,14 @@ def _from_merged_chunks(
     """The page's occurrences read from merged chunks (``_merged_chunk``): the occurrences of
     all the page's series in a stretch of ``_MERGED``, in order, kept in memory for the same
     set of series. ``None`` when a series' budget ran out or the occurrences are too sparse
-    for ``_MERGED_MOST`` merged chunks to fill the page: the caller goes series by series."""
+    for ``_MERGED_MOST`` merged chunks to fill the page: the caller goes series by series.
+
+    A chunk is searched from ``floor`` on (bisect), and the reading stops at ``size + 1``
+    occurrences: merged with the rows, a later one could not be on the page."""
     found: list[Item] = []
     index = (floor - EARLIEST) // _MERGED
     ceiling = utc_text(end)
+    floor_text = utc_text(floor)
     for _ in range(_MERGED_MOST):
         chunk_start = EARLIEST + index * _MERGED
         if chunk_start >= end:
@@ -427,21 +436,23 @@ def _from_merged_chunks(
         merged = _merged_chunk(series_of_page, token, index)
         if merged is None:
             return None
-        for start_text, end_text, event_id, position, entry in merged:
+        starts, entries = merged
+        for i in range(bisect_left(starts, floor_text), len(entries)):
+            start_text, end_text, event_id, position, entry = entries[i]
             if start_text >= ceiling:
                 return found
-            if low_text is not None and not (end_text > low_text or start_text >= low_text):
-                continue
-            plan = plans[position]
-            if start_text in skipped.get(plan.id, ()):  # changed (a row of its own) or cancelled
-                continue
+            if low_text is not None and end_text <= low_text and start_text < low_text:
+                continue  # ends before the window (or at its start)
+            if skipped and start_text in skipped.get(plans[position].id, ()):
+                continue  # changed (a row of its own) or cancelled
             if after is not None and (start_text, event_id) <= after:
                 continue
-            found.append((start_text, event_id, _OCCURRENCE, (plan, entry)))
+            found.append((start_text, event_id, _OCCURRENCE, (plans[position], entry)))
+            if len(found) > size:
+                return found
         index += 1
         reached = EARLIEST + index * _MERGED
-        reached_text = utc_text(reached)
-        known = len(found) + sum(1 for row in rows if row[0] < reached_text)
+        known = len(found) + bisect_left(rows, utc_text(reached), key=_START)
         if known > size or all(_ended(p, reached) for p in plans):
             return found
     return None
@@ -453,10 +464,10 @@ def _ended(plan: _Plan, instant: datetime) -> bool:
 
 def _merged_chunk(
     series_of_page: Callable[[], list[_Series]], token: int, index: int
-) -> tuple[Any, ...] | None:
+) -> tuple[tuple[str, ...], tuple[Any, ...]] | None:
     """``(start, end, id, series' position, entry)`` of every occurrence of the page's series
-    starting in merged chunk ``index``, in ``(start, id)`` order; ``None`` if a budget ran
-    out (and nothing is kept)."""
+    starting in merged chunk ``index``, in ``(start, id)`` order, with their starts apart (to
+    search); ``None`` if a budget ran out (and nothing is kept)."""
     key = (token, index)
     cached = _MERGED_CHUNKS.get(key)
     if cached is not None:
@@ -470,7 +481,7 @@ def _merged_chunk(
             return None
         merged.extend((e[0], e[1], f"{s.id}_{e[2]}", position, e) for e in entries)
     merged.sort(key=_ORDER)
-    whole = tuple(merged)
+    whole = (tuple(m[0] for m in merged), tuple(merged))
     _MERGED_CHUNKS.put(key, whole)
     return whole
 
@@ -492,10 +503,9 @@ class _SetTokens:
         by_calendar: dict[str, tuple[str, tzinfo]],
         load: Callable[[Sequence[str]], list[Any]],
     ) -> tuple[int, tuple[_Plan, ...]]:
-        key = (
-            tuple((k[0], k[3]) for k in series_keys),  # each series' id and version
-            tuple(by_calendar[k[1]] for k in series_keys),
-        )
+        # Each series' id and version, and the calendars' names and zones (a series' calendar
+        # changes only with its version).
+        key = (tuple(map(_ID_VERSION, series_keys)), tuple(by_calendar.items()))
         with self._lock:
             found = self._sets.get(key)
             if found is not None:
@@ -561,13 +571,13 @@ def _page(
         following = (utc_text(pause), "")
     singles = iter(events_public([i[3] for i in taken if i[2] == _ROW], calendars))
     events = []
-    for _, _, kind, shown in taken:
-        if kind == _ROW:
+    for _, event_id, kind, shown in taken:
+        if kind == _OCCURRENCE:
+            owner, entry = shown
+            events.append(owner.shown(entry, event_id))
+        elif kind == _ROW:
             events.append(next(singles))
-        elif kind == _SERIES:
+        else:
             name, tz = by_calendar[shown.calendar_id]
             events.append(event_public(shown, calendar_name=name, tz=tz))
-        else:
-            series, entry = shown
-            events.append(series.shown(entry))
     return events, following
