@@ -38,6 +38,7 @@ from typing import Any
 
 import orjson
 
+from calendar_service.events.memo import Lru
 from calendar_service.events.series import length_of
 from calendar_service.events.shapes import Row, event_fields, event_public, events_public
 from calendar_service.recurrence import (
@@ -91,35 +92,14 @@ _START = itemgetter(0)
 _ID_VERSION = itemgetter(0, 3)
 
 
-class _ChunkCache:
-    """A bounded LRU of expanded chunks, keyed by everything they are computed from. Only
-    whole chunks are kept (never one cut short by a budget), so a key always gives the same
-    value, whichever request computed it, and a rerun of an operation finds what it made."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable) -> Any:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
-
-    def put(self, key: Hashable, entries: Any) -> None:
-        with self._lock:
-            self._entries[key] = entries
-            if len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-
-
-_CHUNKS = _ChunkCache(_CHUNKS_KEPT)
+# Only whole chunks are kept (never one cut short by a budget), keyed by everything they are
+# computed from: a key always gives the same value, whichever request computed it, and a rerun
+# of an operation finds what it made.
+_CHUNKS = Lru(_CHUNKS_KEPT)
 _MERGED = timedelta(days=28)
 _MERGED_MOST = 24
 """Merged chunks one page reads at the most before it goes series by series."""
-_MERGED_CHUNKS: _ChunkCache = _ChunkCache(4096)
+_MERGED_CHUNKS: Lru = Lru(4096)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -525,7 +505,7 @@ class _Plans:
     only when a version of it is new to the process."""
 
     def __init__(self, size: int) -> None:
-        self._cache = _ChunkCache(size)
+        self._cache = Lru(size)
 
     def of(
         self,
