@@ -9,7 +9,8 @@ On its own it prints the CPU time per request (noisy on a shared machine). With
 measured requests and with ``--requests`` of them, and prints the difference per request:
 instructions in user space, the same from one run to the next whatever else the machine is
 doing (system calls are not counted), in all and by binary: how much of a request is SQLite's,
-the interpreter's, each C extension's. Each run first serves ``WARMUP`` requests unmeasured.
+the interpreter's, each C extension's. Each run first serves ``--warmup`` requests unmeasured
+(``WARMUP`` by default; more where caches take long to fill, as the series' do).
 ``--concurrency N`` keeps N requests in flight (as N clients would), so that ours groups their
 commits as it does under load (``db.Database.run_grouped``).
 """
@@ -61,6 +62,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--series", type=int, default=0, help="weekly series beside the events (ours only)"
     )
     p.add_argument("--instructions", action="store_true", help="count instructions under callgrind")
+    p.add_argument(
+        "--warmup", type=int, default=WARMUP, help=f"unmeasured requests first ({WARMUP})"
+    )
     p.add_argument(
         "--rounds", type=int, default=1, help="measure in rounds; print the best and the median"
     )
@@ -218,24 +222,25 @@ def run_case(
     series: int = 0,
     profile: str | None = None,
     rounds: int = 1,
+    warmup: int = WARMUP,
 ) -> None:
-    """Serve WARMUP + ``n`` requests in this process; print CPU per measured request (and,
+    """Serve ``warmup`` + ``n`` requests in this process; print CPU per measured request (and,
     given ``profile``, write a cProfile of them there). With ``rounds`` > 1 the measured
     requests are served in that many rounds, and the best and the median round are printed:
     the best is the least disturbed by whatever else the machine runs."""
     with tempfile.TemporaryDirectory() as tmp:
         app, token, work = build(which, kind, events, Path(tmp), series)
-        batch = requests(work, WARMUP + n)
+        batch = requests(work, warmup + n)
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             lifespan = runner.run(_started(app)) if which == "ours" else None
-            warm = runner.run(drive(app, batch[:WARMUP], token, concurrency))
+            warm = runner.run(drive(app, batch[:warmup], token, concurrency))
             profiler = cProfile.Profile() if profile else None
             measured: Counter[int] = Counter()
             per_round: list[float] = []
             size = max(n // rounds, 1)
             if profiler is not None:
                 profiler.enable()
-            for first in range(WARMUP, WARMUP + n, size):
+            for first in range(warmup, warmup + n, size):
                 cpu = time.process_time()
                 measured += runner.run(drive(app, batch[first : first + size], token, concurrency))
                 per_round.append((time.process_time() - cpu) / len(batch[first : first + size]))
@@ -262,7 +267,13 @@ def run_case(
 
 
 def count_instructions(
-    which: str, kind: str, n: int, events: int, concurrency: int = 1, series: int = 0
+    which: str,
+    kind: str,
+    n: int,
+    events: int,
+    concurrency: int = 1,
+    series: int = 0,
+    warmup: int = WARMUP,
 ) -> tuple[int, Counter[str]]:
     """User-space instructions per request: callgrind totals of ``n`` requests and of none,
     in all and by the binary they ran in (the interpreter, SQLite, each C extension)."""
@@ -287,6 +298,7 @@ def count_instructions(
                     f"--events={events}",
                     f"--concurrency={concurrency}",
                     f"--series={series}",
+                    f"--warmup={warmup}",
                 ],
                 cwd=ROOT,
                 capture_output=True,
@@ -347,18 +359,20 @@ def main(argv: list[str] | None = None) -> None:
                 series=a.series if cases[0][0] == "ours" else 0,
                 profile=a.profile,
                 rounds=a.rounds,
+                warmup=a.warmup,
             )
             return
         for which, kind in cases:  # one process each: the apps and their settings stay apart
             args = [f"--which={which}", f"--kind={kind}", f"--requests={a.requests}"]
             args += [f"--events={a.events}", f"--concurrency={a.concurrency}"]
             args += [f"--series={a.series if which == 'ours' else 0}", f"--rounds={a.rounds}"]
+            args += [f"--warmup={a.warmup}"]
             subprocess.run([sys.executable, "-m", "bench.inprocess", *args], cwd=ROOT, check=True)
         return
     for which, kind in cases:
         series = a.series if which == "ours" else 0
         per_request, objects = count_instructions(
-            which, kind, a.requests, a.events, a.concurrency, series
+            which, kind, a.requests, a.events, a.concurrency, series, a.warmup
         )
         print(f"{which:8s} {kind:6s} {per_request:>12,} instructions per request", flush=True)
         for name, count in objects.most_common(6):

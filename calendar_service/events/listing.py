@@ -104,6 +104,7 @@ def list_events(
         load=lambda ids: series_rows(conn, ids),
         low=low,
         high=high,
+        texts=texts[:2],
         after=after,
         size=size,
         single_events=single_events,
