@@ -183,6 +183,11 @@ class Event(SQLModel, table=True):
         default="confirmed",
         sa_column=Column(String(16), nullable=False, server_default="confirmed"),
     )
+    # "opaque" (busy: the default) | "transparent" (shown, but free time): Google's field.
+    transparency: str = Field(
+        default="opaque",
+        sa_column=Column(String(16), nullable=False, server_default="opaque"),
+    )
 
 
 class ApiKey(SQLModel, table=True):
@@ -193,7 +198,7 @@ class ApiKey(SQLModel, table=True):
     name: str = Field(max_length=200)
     prefix: str = Field(max_length=40)
     secret_hash: str = Field(sa_column=Column(String(64), nullable=False, unique=True))
-    permission: str = Field(max_length=16)  # "read" | "write"
+    permission: str = Field(max_length=16)  # "read" | "write" | "freebusy"
     calendar_id: str | None = Field(default=None, foreign_key="calendars.id", max_length=40)
     created_at: datetime = _dt()
     expires_at: datetime = _dt()
@@ -360,6 +365,18 @@ _RECURRENCE_DOC = (
 )
 
 
+TRANSPARENCIES = ("opaque", "transparent")
+_TRANSPARENCY_DOC = (
+    "opaque (the default): the event blocks its time (busy); transparent: it is shown but "
+    "leaves its time free (queryFreeBusy and findFreeTime ignore it), Google Calendar's field."
+)
+_IF_FREE_DOC = (
+    "Create the event only if none of the target calendar's busy (opaque) events or "
+    "occurrences overlaps it, checked atomically with the insert: otherwise 409 with code "
+    "conflict and the overlapping times. For agents booking a slot others may be taking."
+)
+
+
 class CalendarPublic(_Wire):
     id: str
     name: str
@@ -409,6 +426,12 @@ class EventCreate(_Input):
     recurrence: list[str] | None = PydanticField(
         default=None, description=_RECURRENCE_DOC, json_schema_extra=_recurrence_lines
     )
+    transparency: str = PydanticField(
+        default="opaque",
+        description=_TRANSPARENCY_DOC,
+        json_schema_extra={"enum": list(TRANSPARENCIES)},
+    )
+    if_free: bool = PydanticField(default=False, description=_IF_FREE_DOC)
 
 
 class EventUpdate(_Input):
@@ -425,6 +448,11 @@ class EventUpdate(_Input):
         description=_RECURRENCE_DOC
         + " On a series: the new rule (null turns the series into a single event).",
         json_schema_extra=_recurrence_lines,
+    )
+    transparency: str | None = PydanticField(
+        default=None,
+        description=_TRANSPARENCY_DOC,
+        json_schema_extra={"enum": list(TRANSPARENCIES)},
     )
 
 
@@ -443,6 +471,10 @@ class EventPublic(_Wire):
     location: str | None
     created_at: str = PydanticField(json_schema_extra={"format": "date-time"})
     updated_at: str = PydanticField(json_schema_extra={"format": "date-time"})
+    transparency: str = PydanticField(
+        description=_TRANSPARENCY_DOC,
+        json_schema_extra={"enum": list(TRANSPARENCIES)},
+    )
     recurrence: list[str] | None = PydanticField(
         default=None,
         description="Series only (singleEvents=false, or a get of the series' id): its "

@@ -16,7 +16,12 @@ from sqlalchemy import Connection
 from calendar_service import idempotency
 from calendar_service.calendars import resolve_target
 from calendar_service.errors import FieldError, ValidationFailed
-from calendar_service.events.parsing import check_title, parse_untrusted, resolve_times
+from calendar_service.events.parsing import (
+    check_title,
+    check_transparency,
+    parse_untrusted,
+    resolve_times,
+)
 from calendar_service.events.queries import INSERT
 from calendar_service.events.series import CONFIRMED, NOT_A_SERIES, recurrence_columns
 from calendar_service.events.shapes import Row
@@ -52,6 +57,9 @@ def create_event(
     tz = zone(calendar.time_zone) if calendar is not None else UTC
     bad = {e["field"] for e in prior_errors}
     title = check_title(data.title, errors) if "title" not in bad else None
+    transparency = (
+        check_transparency(data.transparency, errors) if "transparency" not in bad else None
+    )
     start, end = resolve_times(
         starts=data.starts_at,
         ends=data.ends_at,
@@ -66,6 +74,7 @@ def create_event(
         )
     if errors or calendar is None or start is None or end is None or title is None:
         raise ValidationFailed(errors)
+    assert transparency is not None  # else an error was found
     dialect = conn.dialect.name
     stored_now = to_db(now, dialect)
     stored = {  # every column, date-times as the driver takes them (models.to_db)
@@ -85,6 +94,7 @@ def create_event(
         "recurring_event_id": None,
         "original_starts_at": None,
         "status": CONFIRMED,
+        "transparency": transparency,
     }
     INSERT.run(conn, **stored)
     # Formatted from what was stored, as a list formats it (on SQLite: text, no parsing).

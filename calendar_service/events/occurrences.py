@@ -76,6 +76,7 @@ _SERIES_NAMES = (
     "recurrence",
     "recurrence_last_start",
     "recurrence_ends_at",
+    "transparency",
 )
 
 # A chunk's occurrence: start and end (stored UTC text), the occurrence id's stamp, and the

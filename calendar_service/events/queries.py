@@ -49,6 +49,7 @@ EVENT_COLUMNS = (
     events_t.c.recurring_event_id,
     events_t.c.original_starts_at,
     events_t.c.status,
+    events_t.c.transparency,
 )
 
 
@@ -60,7 +61,12 @@ def _as_text(columns: Any) -> tuple[Any, ...]:
 # The window query's columns: a single event's (``shapes.events_public`` unpacks them), and
 # an exception's series and original start.
 _LIST_COLUMNS = _as_text(
-    (*EVENT_COLUMNS[:10], events_t.c.recurring_event_id, events_t.c.original_starts_at)
+    (
+        *EVENT_COLUMNS[:10],
+        events_t.c.recurring_event_id,
+        events_t.c.original_starts_at,
+        events_t.c.transparency,
+    )
 )
 _CONFIRMED = "confirmed"
 
@@ -135,7 +141,7 @@ SERIES_KEYS = (
 )
 # A series' columns (date-times as stored UTC text), read when a version of it is new to the
 # process (``series_rows``).
-SERIES_COLUMNS = _as_text(EVENT_COLUMNS[:13])
+SERIES_COLUMNS = _as_text((*EVENT_COLUMNS[:13], events_t.c.transparency))
 
 
 @functools.cache
