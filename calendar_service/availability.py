@@ -32,7 +32,7 @@ from calendar_service.events.busy import Busy, busy_of
 from calendar_service.events.parsing import parse_untrusted
 from calendar_service.inputs import M
 from calendar_service.keys import Principal
-from calendar_service.models import FreeBusyQuery, FreeTimeQuery
+from calendar_service.models import FreeBusyQuery, FreeTimeQuery, WorkingHours
 from calendar_service.timeutil import (
     format_in,
     is_valid_zone,
@@ -201,10 +201,10 @@ def _clock(text: Any, field: str, errors: list[FieldError], *, end: bool) -> tim
 
 
 def _hours(value: Any, errors: list[FieldError], bad: set[str]) -> Hours | None:
-    if value is None:
+    if value is None or "workingHours" in bad:
         return None
-    if "workingHours" in bad and not any(e["field"].startswith("workingHours.") for e in errors):
-        return None
+    if isinstance(value, dict):  # fine, but left unread when another field was bad
+        value = WorkingHours.model_validate(value)
     field_bad = {e["field"] for e in errors}
     start = (
         None
@@ -235,6 +235,9 @@ def _hours(value: Any, errors: list[FieldError], bad: set[str]) -> Hours | None:
                     FieldError("workingHours.days", f"{name!r} is not a day: use {' '.join(DAYS)}")
                 )
                 break
+            if DAYS.index(name) in days:
+                errors.append(FieldError("workingHours.days", f"lists {name!r} more than once"))
+                break
             days.add(DAYS.index(name))
     if start is None or end is None or not days or end <= start:
         return None
@@ -242,6 +245,10 @@ def _hours(value: Any, errors: list[FieldError], bad: set[str]) -> Hours | None:
 
 
 def _whole(value: Any, field: str, low: int, high: int, errors: list[FieldError]) -> int | None:
+    """A whole number in ``[low, high]``: JSON's ``30`` or ``30.0`` (JSON Schema's integer),
+    never ``true`` or ``"30"``."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
         return value
     errors.append(FieldError(field, f"must be a whole number from {low} to {high}"))

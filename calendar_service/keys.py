@@ -58,6 +58,7 @@ def scopes_of(permission: str) -> tuple[str, ...]:
     """The OAuth-style scopes a permission grants (shown with keys, given to MCP)."""
     return _SCOPES.get(permission, ())
 
+
 # How long a key lives (``keys create --expires-in``, the settings page's choices): a whole
 # number and a unit whose length never varies. ``m`` is refused (minutes or months?), and so are
 # seconds (a key that short is a mistake) and months and years (their length varies).

@@ -520,6 +520,9 @@ class Problem(BaseModel):
     code: str
     instance: str | None = None
     errors: list[FieldErrorPublic] | None = None
+    conflicts: list[Conflicting] | None = PydanticField(
+        default=None, description="ifFree's conflict only: the overlapping busy events."
+    )
 
 
 def _table(model: type[SQLModel]) -> Table:
@@ -584,8 +587,8 @@ class WorkingHours(_Input):
     )
     days: list[str] | None = PydanticField(
         default=None,
-        description="Working days, of MO TU WE TH FR SA SU; default MO to FR.",
-        json_schema_extra={"minItems": 1, "maxItems": 7},
+        description="Working days, each once, of MO TU WE TH FR SA SU; default MO to FR.",
+        json_schema_extra={"minItems": 1, "maxItems": 7, "uniqueItems": True},
     )
 
 
@@ -597,9 +600,11 @@ class FreeTimeQuery(_Input):
         description=_BOUND_DOC + " Exclusive; at most 92 days after timeMin.",
         json_schema_extra={"format": "date-time"},
     )
-    duration_minutes: int = PydanticField(
+    # Any: the core reads it (``availability._whole``) as JSON Schema's integer, which takes
+    # 30.0 too; 30.5, true and "30" are refused there.
+    duration_minutes: Any = PydanticField(
         description="How long the free time must be: 1 to 1440 minutes.",
-        json_schema_extra={"minimum": 1, "maximum": 1440},
+        json_schema_extra={"type": "integer", "minimum": 1, "maximum": 1440},
     )
     calendar_ids: list[str] | None = PydanticField(
         default=None,
@@ -614,10 +619,12 @@ class FreeTimeQuery(_Input):
     working_hours: WorkingHours | None = PydanticField(
         default=None, description="Only slots within these local hours (default: any time)."
     )
-    limit: int | None = PydanticField(
+    limit: Any = PydanticField(
         default=None,
         description="At most this many slots: 1 to 100, default 10.",
-        json_schema_extra={"minimum": 1, "maximum": 100},
+        json_schema_extra={
+            "anyOf": [{"type": "integer", "minimum": 1, "maximum": 100}, {"type": "null"}]
+        },
     )
 
 
@@ -657,3 +664,6 @@ class Conflicting(_Wire):
     ends_at: str = PydanticField(json_schema_extra={"format": "date-time"})
     id: str | None = PydanticField(default=None, description="Only for keys that may read it.")
     title: str | None = PydanticField(default=None, description="Only for keys that may read it.")
+
+
+Problem.model_rebuild()

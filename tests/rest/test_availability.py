@@ -317,6 +317,8 @@ _WINDOW = {"timeMin": "2026-03-02T00:00Z", "timeMax": "2026-03-03T00:00Z"}
         (FREE_TIME, {**_WINDOW, "durationMinutes": 0}, "durationMinutes"),
         (FREE_TIME, {**_WINDOW, "durationMinutes": 1441}, "durationMinutes"),
         (FREE_TIME, {**_WINDOW, "durationMinutes": "30"}, "durationMinutes"),
+        (FREE_TIME, {**_WINDOW, "durationMinutes": 30.5}, "durationMinutes"),
+        (FREE_TIME, {**_WINDOW, "durationMinutes": True}, "durationMinutes"),
         (FREE_TIME, {**_WINDOW, "durationMinutes": 30, "limit": 0}, "limit"),
         (FREE_TIME, {**_WINDOW, "durationMinutes": 30, "limit": 101}, "limit"),
         (FREE_TIME, {**_WINDOW, "durationMinutes": 30, "timeZone": "Mars/Base"}, "timeZone"),
@@ -354,6 +356,15 @@ _WINDOW = {"timeMin": "2026-03-02T00:00Z", "timeMax": "2026-03-03T00:00Z"}
             "workingHours.days",
         ),
         (FREE_TIME, {**_WINDOW, "durationMinutes": 30, "workingHours": "9-5"}, "workingHours"),
+        (
+            FREE_TIME,
+            {
+                **_WINDOW,
+                "durationMinutes": 30,
+                "workingHours": {"start": "09:00", "end": "17:00", "days": ["FR", "FR"]},
+            },
+            "workingHours.days",
+        ),
     ],
 )
 def test_bad_input_is_a_400_naming_the_field(
