@@ -201,21 +201,14 @@ def _clock(text: Any, field: str, errors: list[FieldError], *, end: bool) -> tim
 
 
 def _hours(value: Any, errors: list[FieldError], bad: set[str]) -> Hours | None:
+    """The working hours asked for; ``None`` without them, or when a type error in them was
+    already reported (``bad``), or with their value errors added to ``errors``."""
     if value is None or "workingHours" in bad:
         return None
-    if isinstance(value, dict):  # fine, but left unread when another field was bad
+    if isinstance(value, dict):  # well typed, but left unread when another field was bad
         value = WorkingHours.model_validate(value)
-    field_bad = {e["field"] for e in errors}
-    start = (
-        None
-        if "workingHours.start" in field_bad
-        else _clock(value.start, "workingHours.start", errors, end=False)
-    )
-    end = (
-        None
-        if "workingHours.end" in field_bad
-        else _clock(value.end, "workingHours.end", errors, end=True)
-    )
+    start = _clock(value.start, "workingHours.start", errors, end=False)
+    end = _clock(value.end, "workingHours.end", errors, end=True)
     if start is not None and end is not None and end <= start:
         errors.append(
             FieldError(
@@ -226,19 +219,18 @@ def _hours(value: Any, errors: list[FieldError], bad: set[str]) -> Hours | None:
         )
     days: set[int] = set()
     names = value.days if value.days is not None else list(WORKING_DAYS)
-    if not any(f.startswith("workingHours.days") for f in field_bad):
-        if not names:
-            errors.append(FieldError("workingHours.days", "must list at least one day"))
-        for name in names:
-            if name not in DAYS:
-                errors.append(
-                    FieldError("workingHours.days", f"{name!r} is not a day: use {' '.join(DAYS)}")
-                )
-                break
-            if DAYS.index(name) in days:
-                errors.append(FieldError("workingHours.days", f"lists {name!r} more than once"))
-                break
-            days.add(DAYS.index(name))
+    if not names:
+        errors.append(FieldError("workingHours.days", "must list at least one day"))
+    for name in names:
+        if name not in DAYS:
+            errors.append(
+                FieldError("workingHours.days", f"{name!r} is not a day: use {' '.join(DAYS)}")
+            )
+            return None
+        if DAYS.index(name) in days:
+            errors.append(FieldError("workingHours.days", f"lists {name!r} more than once"))
+            return None
+        days.add(DAYS.index(name))
     if start is None or end is None or not days or end <= start:
         return None
     return Hours(start, end, frozenset(days))

@@ -93,13 +93,17 @@ def conflicts(
 ) -> list[dict[str, Any]]:
     """The opaque events and occurrences of ``calendar`` overlapping ``[start, end)``, in time
     order (times in the calendar's zone; ids and titles only for keys that may read them).
-    On PostgreSQL the calendar's row is locked first, so that two such checks of one calendar
-    (and the inserts that follow them) run one after the other; SQLite has one writer."""
+    On PostgreSQL the calendar's row is locked first (``FOR NO KEY UPDATE``: plain inserts of
+    events, whose foreign key only shares the row's key, do not wait for it), so that two such
+    checks of one calendar (and the inserts that follow them) run one after the other; SQLite
+    has one writer."""
     if end <= start:
         return []  # a zero-length event takes no time
     if conn.dialect.name == "postgresql":
         conn.execute(
-            select(calendars_t.c.id).where(calendars_t.c.id == calendar.id).with_for_update()
+            select(calendars_t.c.id)
+            .where(calendars_t.c.id == calendar.id)
+            .with_for_update(key_share=True)
         )
     items = busy_of(conn, user_id=principal.user_id, calendars=[calendar], low=start, high=end)
     tz = zone(calendar.time_zone)

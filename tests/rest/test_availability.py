@@ -12,8 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
+from calendar_service.db import Database
 from tests.rest.conftest import EVENTS
-from tests.rest.recurrence_support import Cal, calendar_in, create
+from tests.rest.recurrence_support import Cal, calendar_in, create, queued, watch
 from tests.support import Factory, RunningServer, bearer
 
 FREE_BUSY = "/api/v1/calendar/freeBusy"
@@ -508,3 +509,37 @@ def test_two_racing_if_free_bookings_of_one_slot_one_wins(
             "startsAt": moved.isoformat(),
             "endsAt": (moved + timedelta(hours=1)).isoformat(),
         }
+
+
+def test_webhooks_carry_the_events_transparency(
+    api: httpx.Client, factory: Factory, db: Database
+) -> None:
+    cal = calendar_in(factory, "UTC")
+    watch(db, cal.owner)
+    made = create(
+        api,
+        cal,
+        title="hold",
+        startsAt="2026-03-02T09:00Z",
+        endsAt="2026-03-02T10:00Z",
+        transparency="transparent",
+    )
+    changed = api.patch(
+        f"{EVENTS}/{made['id']}", json={"transparency": "opaque"}, headers=cal.headers
+    )
+    assert changed.status_code == 200
+    sent = queued(db, cal.owner)
+    assert [(kind, event["transparency"]) for kind, event in sent] == [
+        ("calendar.event.created", "transparent"),
+        ("calendar.event.updated", "opaque"),
+    ]
+    bad = api.patch(f"{EVENTS}/{made['id']}", json={"transparency": "busy"}, headers=cal.headers)
+    assert bad.status_code == 400
+    assert bad.json()["errors"] == [
+        {
+            "field": "transparency",
+            "message": "must be 'opaque' (busy, the default) or 'transparent' (free)",
+        }
+    ]
+    null = api.patch(f"{EVENTS}/{made['id']}", json={"transparency": None}, headers=cal.headers)
+    assert null.status_code == 400
