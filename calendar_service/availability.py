@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
@@ -277,9 +277,9 @@ def find_free_time(conn: Connection, *, principal: Principal, body: Any) -> dict
     low, high = window
     items = busy_of(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)
     busy = merged(items, low, high)
-    free = _free(busy, low, high)
+    free: Iterable[tuple[datetime, datetime]] = _free(busy, low, high)
     if hours is not None:
-        free = _within_hours(free, hours, tz)
+        free = _within_hours(free, hours, tz, (low, high))
     slots = []
     length = timedelta(minutes=duration)
     for start in _starts(free, length, tz):
@@ -322,26 +322,47 @@ def _at(day: date, clock: timedelta, tz: tzinfo) -> datetime:
 
 
 def _within_hours(
-    free: Sequence[tuple[datetime, datetime]], hours: Hours, tz: tzinfo
-) -> list[tuple[datetime, datetime]]:
-    """``free`` cut to the working hours of each local day (wall-clock times, so 09:00 is
-    09:00 on the days DST begins and ends)."""
-    out: list[tuple[datetime, datetime]] = []
+    free: Iterable[tuple[datetime, datetime]],
+    hours: Hours,
+    tz: tzinfo,
+    window: tuple[datetime, datetime],
+) -> Iterator[tuple[datetime, datetime]]:
+    """``free`` (in order, disjoint, within ``window``) cut to the working hours of each local
+    day (wall-clock times, so 09:00 is 09:00 on the days DST begins and ends), lazily: the two
+    ordered lists are walked side by side, each working day computed once."""
+    days = _working_days(hours, tz, window)
+    working = next(days, None)
     for start, end in free:
-        day = _local_day(start, tz) - timedelta(days=1)
-        last = _local_day(end, tz)
-        while day <= last:
-            if day.weekday() in hours.days:
-                open_, close = _at(day, hours.start, tz), _at(day, hours.end, tz)
-                a, b = max(start, open_), min(end, close)
-                if a < b:
-                    out.append((a, b))
-            day += timedelta(days=1)
-    return out
+        # The working days that end before this free interval are behind us.
+        while working is not None and working[1] <= start:
+            working = next(days, None)
+        # Every working day that overlaps [start, end), in order; the last may overlap the
+        # next free interval too, so it is kept.
+        while working is not None and working[0] < end:
+            a, b = max(start, working[0]), min(end, working[1])
+            if a < b:
+                yield a, b
+            if working[1] > end:
+                break
+            working = next(days, None)
+        if working is None:
+            return
+
+
+def _working_days(
+    hours: Hours, tz: tzinfo, window: tuple[datetime, datetime]
+) -> Iterator[tuple[datetime, datetime]]:
+    """The working hours of each working day (local) that may overlap ``window``, in order."""
+    day = _local_day(window[0], tz) - timedelta(days=1)
+    last = _local_day(window[1], tz)
+    while day <= last:
+        if day.weekday() in hours.days:
+            yield _at(day, hours.start, tz), _at(day, hours.end, tz)
+        day += timedelta(days=1)
 
 
 def _starts(
-    free: Sequence[tuple[datetime, datetime]], length: timedelta, tz: tzinfo
+    free: Iterable[tuple[datetime, datetime]], length: timedelta, tz: tzinfo
 ) -> Iterator[datetime]:
     """Slot starts in ``free``, in order: the grid points of each local day (every
     ``GRID``, or ``length`` when shorter, of elapsed time from the local midnight) from which

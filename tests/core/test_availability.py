@@ -70,15 +70,35 @@ def test_merging_joins_overlapping_and_touching_intervals_and_clips_to_the_windo
 def test_working_hours_are_wall_clock_hours_on_dst_change_days(day: str, offset: str) -> None:
     hours = Hours(timedelta(hours=9), timedelta(hours=17), frozenset(range(7)))
     whole_day = [(at(f"{day}T00:00{offset}") - timedelta(hours=3), at(f"{day}T23:59{offset}"))]
-    [(start, end)] = availability._within_hours(whole_day, hours, BERLIN)
+    [(start, end)] = availability._within_hours(whole_day, hours, BERLIN, whole_day[0])
     assert start == at(f"{day}T09:00{offset}")
     assert end == at(f"{day}T17:00{offset}")
+
+
+def test_free_time_is_cut_to_each_working_day_and_several_gaps_share_one_day() -> None:
+    hours = Hours(timedelta(hours=9), timedelta(hours=17), frozenset(range(5)))  # MO-FR
+    free = [
+        (at("2026-03-02T08:00Z"), at("2026-03-02T10:00Z")),  # Monday
+        (at("2026-03-02T11:00Z"), at("2026-03-02T11:30Z")),  # Monday again
+        (at("2026-03-02T12:00Z"), at("2026-03-04T12:00Z")),  # to Wednesday noon
+        (at("2026-03-06T18:00Z"), at("2026-03-09T10:00Z")),  # Friday evening to Monday
+    ]
+    window = (at("2026-03-02T00:00Z"), at("2026-03-10T00:00Z"))
+    cut = list(availability._within_hours(free, hours, UTC, window))
+    assert cut == [
+        (at("2026-03-02T09:00Z"), at("2026-03-02T10:00Z")),
+        (at("2026-03-02T11:00Z"), at("2026-03-02T11:30Z")),
+        (at("2026-03-02T12:00Z"), at("2026-03-02T17:00Z")),
+        (at("2026-03-03T09:00Z"), at("2026-03-03T17:00Z")),
+        (at("2026-03-04T09:00Z"), at("2026-03-04T12:00Z")),
+        (at("2026-03-09T09:00Z"), at("2026-03-09T10:00Z")),
+    ]
 
 
 def test_a_working_day_that_starts_in_the_dst_gap_starts_when_the_gap_ends() -> None:
     hours = Hours(timedelta(hours=2, minutes=30), timedelta(hours=6), frozenset(range(7)))
     free = [(at("2026-03-29T00:00+01:00"), at("2026-03-29T12:00+02:00"))]
-    [(start, end)] = availability._within_hours(free, hours, BERLIN)
+    [(start, end)] = availability._within_hours(free, hours, BERLIN, free[0])
     assert start == at("2026-03-29T03:30+02:00")  # 02:30 does not exist: moved by the gap
     assert end == at("2026-03-29T06:00+02:00")
 
