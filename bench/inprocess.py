@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,7 +57,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--concurrency", type=int, default=1, help="requests in flight at a time (default 1)"
     )
+    p.add_argument(
+        "--series", type=int, default=0, help="weekly series beside the events (ours only)"
+    )
     p.add_argument("--instructions", action="store_true", help="count instructions under callgrind")
+    p.add_argument(
+        "--rounds", type=int, default=1, help="measure in rounds; print the best and the median"
+    )
+    p.add_argument(
+        "--profile", metavar="FILE", help="write a cProfile of the measured requests to FILE"
+    )
     return p.parse_args(argv)
 
 
@@ -153,12 +164,19 @@ def _copy(src: Path, workdir: Path) -> Path:
     return dst
 
 
-def build(which: str, kind: str, events: int, workdir: Path) -> tuple[ASGIApp, str, load.Workload]:
-    """The app for ``which`` on a fresh copy of its seeded database, its token and workload."""
+def build(
+    which: str, kind: str, events: int, workdir: Path, series: int = 0
+) -> tuple[ASGIApp, str, load.Workload]:
+    """The app for ``which`` on a fresh copy of its seeded database (ours: with ``series``
+    weekly series beside the events), its token and workload."""
     if which == "ours":
-        pristine = DB_DIR / f"ours-{events}.db"
+        pristine = DB_DIR / (f"ours-{events}-series-{series}.db" if series else f"ours-{events}.db")
         meta = seed.seed_ours(
-            f"sqlite:///{pristine}", events, pristine.with_suffix(".json"), log=_stderr
+            f"sqlite:///{pristine}",
+            events,
+            pristine.with_suffix(".json"),
+            series=series,
+            log=_stderr,
         )
         os.environ.update(
             CALENDAR_DATABASE_URL=f"sqlite:///{_copy(pristine, workdir)}",
@@ -190,29 +208,61 @@ def _stderr(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def run_case(which: str, kind: str, n: int, events: int, concurrency: int = 1) -> None:
-    """Serve WARMUP + ``n`` requests in this process; print CPU per measured request."""
+def run_case(
+    which: str,
+    kind: str,
+    n: int,
+    events: int,
+    concurrency: int = 1,
+    *,
+    series: int = 0,
+    profile: str | None = None,
+    rounds: int = 1,
+) -> None:
+    """Serve WARMUP + ``n`` requests in this process; print CPU per measured request (and,
+    given ``profile``, write a cProfile of them there). With ``rounds`` > 1 the measured
+    requests are served in that many rounds, and the best and the median round are printed:
+    the best is the least disturbed by whatever else the machine runs."""
     with tempfile.TemporaryDirectory() as tmp:
-        app, token, work = build(which, kind, events, Path(tmp))
+        app, token, work = build(which, kind, events, Path(tmp), series)
         batch = requests(work, WARMUP + n)
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             lifespan = runner.run(_started(app)) if which == "ours" else None
             warm = runner.run(drive(app, batch[:WARMUP], token, concurrency))
-            cpu = time.process_time()
-            measured = runner.run(drive(app, batch[WARMUP:], token, concurrency))
-            cpu = time.process_time() - cpu
+            profiler = cProfile.Profile() if profile else None
+            measured: Counter[int] = Counter()
+            per_round: list[float] = []
+            size = max(n // rounds, 1)
+            if profiler is not None:
+                profiler.enable()
+            for first in range(WARMUP, WARMUP + n, size):
+                cpu = time.process_time()
+                measured += runner.run(drive(app, batch[first : first + size], token, concurrency))
+                per_round.append((time.process_time() - cpu) / len(batch[first : first + size]))
+            if profiler is not None:
+                profiler.disable()
+            if profiler is not None and profile:
+                profiler.dump_stats(profile)
             if lifespan is not None:
                 lifespan.cancel()
     statuses = warm + measured
     bad = {status: count for status, count in statuses.items() if status >= 300}
     if bad:
         raise SystemExit(f"{which} {kind}: unexpected statuses {bad}")
-    if n:
-        print(f"{which:8s} {kind:6s} {1e6 * cpu / n:7.0f} us of CPU per request ({n} requests)")
+    if n and rounds > 1:
+        best, median = min(per_round), statistics.median(per_round)
+        print(
+            f"{which:8s} {kind:6s} {1e6 * best:7.0f} us of CPU per request at best, "
+            f"{1e6 * median:.0f} the median ({len(per_round)} rounds of {size} requests)"
+        )
+    elif n:
+        print(
+            f"{which:8s} {kind:6s} {1e6 * per_round[0]:7.0f} us of CPU per request ({n} requests)"
+        )
 
 
 def count_instructions(
-    which: str, kind: str, n: int, events: int, concurrency: int = 1
+    which: str, kind: str, n: int, events: int, concurrency: int = 1, series: int = 0
 ) -> tuple[int, Counter[str]]:
     """User-space instructions per request: callgrind totals of ``n`` requests and of none,
     in all and by the binary they ran in (the interpreter, SQLite, each C extension)."""
@@ -236,6 +286,7 @@ def count_instructions(
                     f"--requests={count}",
                     f"--events={events}",
                     f"--concurrency={concurrency}",
+                    f"--series={series}",
                 ],
                 cwd=ROOT,
                 capture_output=True,
@@ -288,15 +339,27 @@ def main(argv: list[str] | None = None) -> None:
     ]
     if not a.instructions:
         if len(cases) == 1:
-            run_case(*cases[0], a.requests, a.events, a.concurrency)
+            run_case(
+                *cases[0],
+                a.requests,
+                a.events,
+                a.concurrency,
+                series=a.series if cases[0][0] == "ours" else 0,
+                profile=a.profile,
+                rounds=a.rounds,
+            )
             return
         for which, kind in cases:  # one process each: the apps and their settings stay apart
             args = [f"--which={which}", f"--kind={kind}", f"--requests={a.requests}"]
             args += [f"--events={a.events}", f"--concurrency={a.concurrency}"]
+            args += [f"--series={a.series if which == 'ours' else 0}", f"--rounds={a.rounds}"]
             subprocess.run([sys.executable, "-m", "bench.inprocess", *args], cwd=ROOT, check=True)
         return
     for which, kind in cases:
-        per_request, objects = count_instructions(which, kind, a.requests, a.events, a.concurrency)
+        series = a.series if which == "ours" else 0
+        per_request, objects = count_instructions(
+            which, kind, a.requests, a.events, a.concurrency, series
+        )
         print(f"{which:8s} {kind:6s} {per_request:>12,} instructions per request", flush=True)
         for name, count in objects.most_common(6):
             print(f"{'':16s} {count:>12,} in {name}", flush=True)

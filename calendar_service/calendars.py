@@ -23,6 +23,7 @@ _COLUMNS = (
     calendars_t.c.time_zone,
     calendars_t.c.is_default,
     calendars_t.c.max_event_seconds,
+    calendars_t.c.series_version,
 )
 
 
@@ -91,6 +92,8 @@ class CalendarRow(NamedTuple):
     time_zone: str
     is_default: bool
     max_event_seconds: int
+    # None where it was not read: the list then asks the database for the series.
+    series_version: int | None = None
 
 
 _OWNED = select(*_COLUMNS).where(calendars_t.c.user_id == bindparam("user_id"))
@@ -112,7 +115,7 @@ def accessible_calendars(conn: Connection, *, principal: Principal) -> list[Cale
         rows = _ACCESSIBLE_ONE.all(
             conn, user_id=principal.user_id, calendar_id=principal.calendar_id
         )
-    return [CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4]) for r in rows]
+    return [CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5]) for r in rows]
 
 
 def resolve_target(

@@ -226,6 +226,7 @@ _KEY_CALENDAR_COLUMNS = (  # calendars.CalendarRow's order
     calendars_t.c.time_zone,
     calendars_t.c.is_default,
     calendars_t.c.max_event_seconds,
+    calendars_t.c.series_version,
 )
 
 
@@ -273,7 +274,7 @@ def identify(conn: Connection, *, secret: str | None) -> KeyRow:
         from_db(expires_at),
         None if revoked_at is None else from_db(revoked_at),
         secret_hash,
-        None if found[7] is None else (*found[7:10], bool(found[10]), found[11]),
+        None if found[7] is None else (*found[7:10], bool(found[10]), *found[11:13]),
     )
 
 

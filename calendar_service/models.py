@@ -128,6 +128,12 @@ class Calendar(SQLModel, table=True):
     # Longest event ever stored in this calendar (seconds). It only grows; the list query uses
     # it to bound ``starts_at`` from below so that the index does the overlap work.
     max_event_seconds: int = Field(default=0, sa_column=Column(BigInteger, nullable=False))
+    # Counts the changes of the calendar's series and their exceptions, kept by triggers on
+    # ``events`` (migration 0006): the list reads a calendar's series from memory while it is
+    # unchanged (``events.queries.window_series``). 0: the calendar never had a series.
+    series_version: int = Field(
+        default=0, sa_column=Column(BigInteger, nullable=False, server_default="0")
+    )
     created_at: datetime = _dt()
 
 

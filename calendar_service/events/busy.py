@@ -16,17 +16,18 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
+from calendar_service.calendars import CalendarRow
 from calendar_service.events.occurrences import busy_occurrences
 from calendar_service.events.queries import (
     busy_statement,
     series_rows,
-    series_statement,
     window_floor,
+    window_series,
 )
 from calendar_service.keys import Principal
 from calendar_service.models import calendars_t, to_db
 from calendar_service.recurrence import READ_BUDGET
-from calendar_service.timeutil import format_in, zone
+from calendar_service.timeutil import format_in, utc_text, zone
 
 BUDGET = 4 * READ_BUDGET
 """Work units one availability request may spend expanding series (a window is at most 92
@@ -60,10 +61,16 @@ def busy_of(
         for r in busy_statement(size).all(conn, **params, **window)
         if r[2] > r[1]  # zero-length events take no time
     ]
+    # The list's search for series in the window (from memory while a calendar's series are
+    # unchanged); when it asks the database for all the owner's calendars, only ours count.
     one = len(calendars) == 1
     scope = {"calendar_id": calendars[0].id} if one else {"user_id": user_id}
-    keys = series_statement(one, True, True, False).all(
-        conn, low=window["low"], high=window["high"], **scope
+    keys = window_series(
+        conn,
+        calendars,
+        shape=(one, True, True, False),
+        params={**window, **scope},
+        texts=(utc_text(low), utc_text(high), None),
     )
     wanted = {c.id for c in calendars}
     keys = [k for k in keys if k[1] in wanted]
@@ -99,13 +106,23 @@ def conflicts(
     has one writer."""
     if end <= start:
         return []  # a zero-length event takes no time
+    # Read again, locked: what the check relies on (the longest event, the series' version)
+    # is then what the last booking before this one committed.
+    query = select(calendars_t.c.max_event_seconds, calendars_t.c.series_version).where(
+        calendars_t.c.id == calendar.id
+    )
     if conn.dialect.name == "postgresql":
-        conn.execute(
-            select(calendars_t.c.id)
-            .where(calendars_t.c.id == calendar.id)
-            .with_for_update(key_share=True)
-        )
-    items = busy_of(conn, user_id=principal.user_id, calendars=[calendar], low=start, high=end)
+        query = query.with_for_update(key_share=True)
+    longest, version = conn.execute(query).one()
+    locked = CalendarRow(
+        calendar.id,
+        calendar.name,
+        calendar.time_zone,
+        bool(calendar.is_default),
+        longest,
+        version,
+    )
+    items = busy_of(conn, user_id=principal.user_id, calendars=[locked], low=start, high=end)
     tz = zone(calendar.time_zone)
     readable = principal.permission in ("read", "write")
     found = []

@@ -18,8 +18,8 @@ from calendar_service.events.parsing import parse_list_params, parse_single_even
 from calendar_service.events.queries import (
     list_statement,
     series_rows,
-    series_statement,
     window_floor,
+    window_series,
 )
 from calendar_service.events.shapes import events_public
 from calendar_service.events.tokens import decode_token, encode_token, token_query
@@ -85,8 +85,12 @@ def list_events(
         after = (utc_text(after_start), params["after_id"])
     shape = (len(calendars) == 1, low is not None, high is not None, bool(page_token))
     rows = list_statement(*shape).all(conn, **params)
-    wanted = ("calendar_id", "user_id", "low", "high", "after_start")
-    series = series_statement(*shape).all(conn, **{k: params[k] for k in wanted if k in params})
+    texts = (
+        None if low is None else utc_text(low),
+        None if high is None else utc_text(high),
+        None if after is None else after[0],
+    )
+    series = window_series(conn, calendars, shape=shape, params=params, texts=texts)
     if not series:
         result["events"] = events_public(rows[:size], calendars)
         if len(rows) > size:

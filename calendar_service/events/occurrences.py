@@ -38,6 +38,7 @@ from typing import Any
 
 import orjson
 
+from calendar_service.events.memo import Lru
 from calendar_service.events.series import length_of
 from calendar_service.events.shapes import Row, event_fields, event_public, events_public
 from calendar_service.recurrence import (
@@ -88,37 +89,18 @@ Chunk = tuple[tuple[str, ...], tuple[Entry, ...]]
 Item = tuple[str, str, int, Any]
 _ROW, _OCCURRENCE, _SERIES = range(3)
 _ORDER = itemgetter(0, 1)
+_START = itemgetter(0)
+_ID_VERSION = itemgetter(0, 3)
 
 
-class _ChunkCache:
-    """A bounded LRU of expanded chunks, keyed by everything they are computed from. Only
-    whole chunks are kept (never one cut short by a budget), so a key always gives the same
-    value, whichever request computed it, and a rerun of an operation finds what it made."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._entries: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable) -> Any:
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
-
-    def put(self, key: Hashable, entries: Any) -> None:
-        with self._lock:
-            self._entries[key] = entries
-            if len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-
-
-_CHUNKS = _ChunkCache(_CHUNKS_KEPT)
+# Only whole chunks are kept (never one cut short by a budget), keyed by everything they are
+# computed from: a key always gives the same value, whichever request computed it, and a rerun
+# of an operation finds what it made.
+_CHUNKS = Lru(_CHUNKS_KEPT)
 _MERGED = timedelta(days=28)
 _MERGED_MOST = 24
 """Merged chunks one page reads at the most before it goes series by series."""
-_MERGED_CHUNKS: _ChunkCache = _ChunkCache(4096)
+_MERGED_CHUNKS: Lru = Lru(4096)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -150,14 +132,17 @@ class _Plan:
     fields: dict[str, Any]  # its event object's fields (copied for each occurrence)
     longest: timedelta  # how long before a window an occurrence overlapping it may start
 
-    def shown(self, entry: Entry) -> dict[str, Any]:
-        """The public object of one of its occurrences."""
-        event = dict(self.fields)
-        event["id"] = f"{self.id}_{entry[2]}"
-        event["startsAt"], event["endsAt"] = entry[3], entry[4]
-        event["recurringEventId"] = self.id
-        event["originalStartsAt"] = entry[3]
-        return event
+    def shown(self, entry: Entry, event_id: str) -> dict[str, Any]:
+        """The public object of one of its occurrences (``event_id``: its id)."""
+        start = entry[3]
+        return {
+            **self.fields,
+            "id": event_id,
+            "startsAt": start,
+            "endsAt": entry[4],
+            "recurringEventId": self.id,
+            "originalStartsAt": start,
+        }
 
 
 def _plan(values: Sequence[Any], tz: tzinfo, name: str) -> _Plan:
@@ -301,8 +286,8 @@ class _Series:
             self.paused = pause.at
         return entries
 
-    def shown(self, entry: Entry) -> dict[str, Any]:
-        return self.plan.shown(entry)
+    def shown(self, entry: Entry, event_id: str) -> dict[str, Any]:
+        return self.plan.shown(entry, event_id)
 
 
 def page_with_series(
@@ -338,7 +323,8 @@ def page_with_series(
     low_text = None if low is None else utc_text(low)
     high_text = None if high is None else utc_text(high)
     end = high or LATEST + timedelta(days=1)
-    token, plans = _SETS.plans(series_keys, by_calendar, load)
+    found_set = _SETS.plans(series_keys, by_calendar, load)
+    plans = found_set.plans
     # Each series gets an equal share, so that a few sparse series cannot starve the others.
     share = max(READ_BUDGET // len(plans), SHARE_FLOOR)
     made: list[_Series] = []
@@ -351,15 +337,14 @@ def page_with_series(
             )
         return made
 
-    floor = since if low is None else max(since, low - max(p.longest for p in plans))
+    floor = since if low is None else max(since, low - found_set.longest)
     merged = _from_merged_chunks(
-        plans,
-        token,
+        found_set,
         series_of_page,
         rows=items,
         skipped=skipped,
         floor=floor,
-        low_text=low_text,
+        texts=(low_text, high_text or utc_text(end)),
         after=after,
         end=end,
         size=size,
@@ -402,14 +387,13 @@ def page_with_series(
 
 
 def _from_merged_chunks(
-    plans: Sequence[_Plan],
-    token: int,
+    found_set: _Set,
     series_of_page: Callable[[], list[_Series]],
     *,
     rows: list[Item],
     skipped: dict[str, set[str]],
     floor: datetime,
-    low_text: str | None,
+    texts: tuple[str | None, str],
     after: tuple[str, str] | None,
     end: datetime,
     size: int,
@@ -417,63 +401,96 @@ def _from_merged_chunks(
     """The page's occurrences read from merged chunks (``_merged_chunk``): the occurrences of
     all the page's series in a stretch of ``_MERGED``, in order, kept in memory for the same
     set of series. ``None`` when a series' budget ran out or the occurrences are too sparse
-    for ``_MERGED_MOST`` merged chunks to fill the page: the caller goes series by series."""
+    for ``_MERGED_MOST`` merged chunks to fill the page: the caller goes series by series.
+
+    A chunk's occurrences in the window are found by searching its starts (from ``floor``,
+    the earliest start that may overlap the window, to the window's end: ``texts`` holds
+    the window's start, or ``None``, and end as stored text) and taken as a slice; those that
+    start before the window are taken only if they end in it. Reading stops at ``size + 1``:
+    merged with the rows, a later occurrence could not be on the page."""
     found: list[Item] = []
     index = (floor - EARLIEST) // _MERGED
-    ceiling = utc_text(end)
+    low_text, ceiling = texts
+    floor_text = utc_text(floor)
     for _ in range(_MERGED_MOST):
-        chunk_start = EARLIEST + index * _MERGED
-        if chunk_start >= end:
+        if EARLIEST + index * _MERGED >= end:
             return found
-        merged = _merged_chunk(series_of_page, token, index)
+        merged = _merged_chunk(series_of_page, found_set.token, index)
         if merged is None:
             return None
-        for start_text, end_text, event_id, position, entry in merged:
-            if start_text >= ceiling:
-                return found
-            if low_text is not None and not (end_text > low_text or start_text >= low_text):
-                continue
-            plan = plans[position]
-            if start_text in skipped.get(plan.id, ()):  # changed (a row of its own) or cancelled
-                continue
-            if after is not None and (start_text, event_id) <= after:
-                continue
-            found.append((start_text, event_id, _OCCURRENCE, (plan, entry)))
+        starts, ends, entries, reached_text = merged
+        first = bisect_left(starts, floor_text)
+        last = bisect_left(starts, ceiling, first)
+        if low_text is not None and first < last and starts[first] < low_text:
+            inside = bisect_left(starts, low_text, first, last)
+            taken = [entries[i] for i in range(first, inside) if ends[i] > low_text]
+            taken.extend(entries[inside:last])
+        else:
+            taken = list(entries[first:last])
+        if skipped or after is not None:
+            taken = [item for item in taken if _kept(item, skipped, after)]
+        found.extend(taken)
+        if len(found) > size or last < len(starts):  # the page is full, or the window ends
+            return found
         index += 1
-        reached = EARLIEST + index * _MERGED
-        reached_text = utc_text(reached)
-        known = len(found) + sum(1 for row in rows if row[0] < reached_text)
-        if known > size or all(_ended(p, reached) for p in plans):
+        known = len(found) + bisect_left(rows, reached_text, key=_START)
+        if known > size or (found_set.ends is not None and reached_text >= found_set.ends):
             return found
     return None
 
 
-def _ended(plan: _Plan, instant: datetime) -> bool:
-    return instant > LATEST or (plan.ends is not None and instant >= plan.ends)
+def _kept(item: Item, skipped: dict[str, set[str]], after: tuple[str, str] | None) -> bool:
+    """Not a changed or cancelled occurrence (a row of its own, or none), and after the
+    page token's position."""
+    if item[0] in skipped.get(item[3][0].id, ()):
+        return False
+    return after is None or (item[0], item[1]) > after
+
+
+# A merged chunk: its occurrences' starts and ends (to search), the occurrences as the page
+# takes them, and where the chunk ends (stored text).
+MergedChunk = tuple[tuple[str, ...], tuple[str, ...], tuple[Item, ...], str]
 
 
 def _merged_chunk(
     series_of_page: Callable[[], list[_Series]], token: int, index: int
-) -> tuple[Any, ...] | None:
-    """``(start, end, id, series' position, entry)`` of every occurrence of the page's series
-    starting in merged chunk ``index``, in ``(start, id)`` order; ``None`` if a budget ran
-    out (and nothing is kept)."""
+) -> MergedChunk | None:
+    """Every occurrence of the page's series starting in merged chunk ``index``, in
+    ``(start, id)`` order; ``None`` if a budget ran out (and nothing is kept)."""
     key = (token, index)
     cached = _MERGED_CHUNKS.get(key)
     if cached is not None:
         return cached
     start = EARLIEST + index * _MERGED
     texts = (utc_text(start), utc_text(start + _MERGED))
-    merged: list[tuple[str, str, str, int, Entry]] = []
-    for position, s in enumerate(series_of_page()):
+    merged: list[tuple[Item, str]] = []
+    for s in series_of_page():
         entries = s.between(start, start + _MERGED, texts)
         if entries is None:
             return None
-        merged.extend((e[0], e[1], f"{s.id}_{e[2]}", position, e) for e in entries)
-    merged.sort(key=_ORDER)
-    whole = tuple(merged)
+        plan = s.plan
+        merged.extend(((e[0], f"{s.id}_{e[2]}", _OCCURRENCE, (plan, e)), e[1]) for e in entries)
+    merged.sort(key=lambda m: (m[0][0], m[0][1]))
+    whole = (
+        tuple(m[0][0] for m in merged),
+        tuple(m[1] for m in merged),
+        tuple(m[0] for m in merged),
+        texts[1],
+    )
     _MERGED_CHUNKS.put(key, whole)
     return whole
+
+
+@dataclass(frozen=True, slots=True)
+class _Set:
+    """A set of series seen lately: its number (merged chunks are kept by it), the series'
+    plans, the longest of them, and when the last of them ends (stored text; ``None`` if one
+    never does)."""
+
+    token: int
+    plans: tuple[_Plan, ...]
+    longest: timedelta
+    ends: str | None
 
 
 class _SetTokens:
@@ -483,7 +500,7 @@ class _SetTokens:
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._sets: OrderedDict[Hashable, tuple[int, tuple[_Plan, ...]]] = OrderedDict()
+        self._sets: OrderedDict[Hashable, _Set] = OrderedDict()
         self._next = itertools.count()
         self._lock = threading.Lock()
 
@@ -492,19 +509,21 @@ class _SetTokens:
         series_keys: Sequence[Any],
         by_calendar: dict[str, tuple[str, tzinfo]],
         load: Callable[[Sequence[str]], list[Any]],
-    ) -> tuple[int, tuple[_Plan, ...]]:
-        key = (
-            tuple((k[0], k[3]) for k in series_keys),  # each series' id and version
-            tuple(by_calendar[k[1]] for k in series_keys),
-        )
+    ) -> _Set:
+        # Each series' id and version, and the calendars' names and zones (a series' calendar
+        # changes only with its version).
+        key = (tuple(map(_ID_VERSION, series_keys)), tuple(by_calendar.items()))
         with self._lock:
             found = self._sets.get(key)
             if found is not None:
                 self._sets.move_to_end(key)
                 return found
         plans = _PLANS.of(series_keys, by_calendar, load)
+        ends = [p.ends for p in plans if p.ends is not None]
+        last = utc_text(min(max(ends), LATEST)) if plans and len(ends) == len(plans) else None
+        longest = max((p.longest for p in plans), default=timedelta(0))
         with self._lock:
-            found = self._sets[key] = (next(self._next), plans)
+            found = self._sets[key] = _Set(next(self._next), plans, longest, last)
             if len(self._sets) > self._size:
                 self._sets.popitem(last=False)
         return found
@@ -516,7 +535,7 @@ class _Plans:
     only when a version of it is new to the process."""
 
     def __init__(self, size: int) -> None:
-        self._cache = _ChunkCache(size)
+        self._cache = Lru(size)
 
     def of(
         self,
@@ -560,18 +579,24 @@ def _page(
         following = (taken[-1][0], taken[-1][1])
     elif pause is not None:
         following = (utc_text(pause), "")
-    singles = iter(events_public([i[3] for i in taken if i[2] == _ROW], calendars))
-    events = []
-    for _, _, kind, shown in taken:
-        if kind == _ROW:
-            events.append(next(singles))
-        elif kind == _SERIES:
-            name, tz = by_calendar[shown.calendar_id]
-            events.append(event_public(shown, calendar_name=name, tz=tz))
-        else:
-            series, entry = shown
-            events.append(series.shown(entry))
+    singles = events_public([i[3] for i in taken if i[2] == _ROW], calendars)
+    if len(singles) == len(taken):
+        return singles, following
+    single = iter(singles).__next__
+    events = [
+        single()
+        if kind == _ROW
+        else shown[0].shown(shown[1], event_id)
+        if kind == _OCCURRENCE
+        else _series_public(shown, by_calendar)
+        for _, event_id, kind, shown in taken
+    ]
     return events, following
+
+
+def _series_public(row: Row, by_calendar: dict[str, tuple[str, tzinfo]]) -> dict[str, Any]:
+    name, tz = by_calendar[row.calendar_id]
+    return event_public(row, calendar_name=name, tz=tz)
 
 
 BusyEntry = tuple[str, str, str, str, str]

@@ -29,6 +29,7 @@ from sqlalchemy.sql.functions import FunctionElement
 from calendar_service.calendars import CalendarRow, calendars_t, within_reach
 from calendar_service.db import Statement
 from calendar_service.errors import NotFound
+from calendar_service.events.memo import Lru
 from calendar_service.keys import Principal
 from calendar_service.models import SERIES_ROWS, UTCDateTime, events_t, utc_text_of
 
@@ -199,6 +200,82 @@ class _SeriesStatement(Statement):
             sql = sql.replace("FROM events \n", "FROM events INDEXED BY ix_events_series \n")
             self._compiled[dialect.name] = (sql, defaults)
         return sql, defaults
+
+
+SERIES_KEPT_MOST = 500
+"""Series of one calendar the process keeps in memory (``window_series``); a calendar with more
+is asked for its series in the window each time, through ``ix_events_series``."""
+
+_TOO_MANY: Any = object()  # kept for a calendar version with more than SERIES_KEPT_MOST series
+_KEPT_SERIES = Lru(4096)
+
+# A calendar's series (``SERIES_KEYS``), all of them, with the calendar's ``series_version``
+# read in the same statement: what is kept for a version is exactly what that version holds.
+# A calendar without series gives one row of NULLs but the version.
+_CALENDAR_SERIES = Statement(
+    select(*SERIES_KEYS, calendars_t.c.series_version)
+    .select_from(
+        calendars_t.outerjoin(
+            events_t, and_(events_t.c.calendar_id == calendars_t.c.id, SERIES_ROWS)
+        )
+    )
+    .where(calendars_t.c.id == bindparam("calendar_id"))
+    .limit(bindparam("most"))
+)
+
+
+def window_series(
+    conn: Connection,
+    calendars: Sequence[CalendarRow],
+    *,
+    shape: tuple[bool, bool, bool, bool],
+    params: dict[str, Any],
+    texts: tuple[str | None, str | None, str | None],
+) -> list[Any]:
+    """The series that may occur in the list's window (``series_statement``'s rows): from
+    memory for calendars whose ``series_version`` the process has seen (none for one at 0,
+    which never had a series), else from the database. ``texts``: the window's low and high
+    bounds and the page token's start, as stored UTC text (or ``None``); ``params``: the
+    window query's."""
+    kept: list[tuple[Any, ...]] = []
+    for calendar in calendars:
+        version = calendar.series_version
+        if version == 0:
+            continue
+        found = None if version is None else _KEPT_SERIES.get((calendar.id, version))
+        if found is None and version is not None:
+            found = _read_calendar_series(conn, calendar.id)
+        if found is None or found is _TOO_MANY:  # not read with its calendar, or too many
+            wanted = ("calendar_id", "user_id", "low", "high", "after_start")
+            statement = series_statement(*shape)
+            return statement.all(conn, **{k: params[k] for k in wanted if k in params})
+        kept.append(found)
+    low, high, after = texts
+    return [
+        key
+        for keys in kept
+        for key in keys
+        if (high is None or key[2] < high)
+        and (
+            key[4] is None
+            or ((low is None or key[4] >= low) and (after is None or key[4] >= after))
+        )
+    ]
+
+
+def _read_calendar_series(conn: Connection, calendar_id: str) -> tuple[Any, ...] | None:
+    """A calendar's series, kept under the version read with them (``None``: no calendar)."""
+    rows = _CALENDAR_SERIES.all(conn, calendar_id=calendar_id, most=SERIES_KEPT_MOST + 1)
+    if not rows:
+        return None
+    version = rows[0][-1]
+    found = (
+        _TOO_MANY
+        if len(rows) > SERIES_KEPT_MOST
+        else tuple(row[:-1] for row in rows if row[0] is not None)
+    )
+    _KEPT_SERIES.put((calendar_id, version), found)
+    return found
 
 
 _CHUNK = 256

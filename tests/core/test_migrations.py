@@ -47,7 +47,7 @@ def test_0002_rewrites_sqlite_times_written_before_as_rfc3339_and_back(tmp_path:
     engine.dispose()
 
 
-def test_0006_makes_every_existing_event_opaque_and_its_downgrade_drops_free_busy_keys(
+def test_0007_makes_every_existing_event_opaque_and_its_downgrade_drops_free_busy_keys(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "old.db"
@@ -56,7 +56,7 @@ def test_0006_makes_every_existing_event_opaque_and_its_downgrade_drops_free_bus
     engine = create_engine(url)
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0005")
+        command.upgrade(cfg, "0006")
     raw = sqlite3.connect(path)
     at = "2026-03-02T08:30:00.000000Z"
     raw.execute("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', ?)", (at,))
@@ -89,7 +89,7 @@ def test_0006_makes_every_existing_event_opaque_and_its_downgrade_drops_free_bus
     raw.commit()
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0005")
+        command.downgrade(cfg, "0006")
     assert raw.execute("SELECT id FROM api_keys").fetchall() == [("key_r",)]
     assert raw.execute("SELECT count(*) FROM calls").fetchone() == (0,)
     assert raw.execute("SELECT title FROM events").fetchall() == [("Old",)]

@@ -16,7 +16,7 @@ from calendar_service.timeutil import utcnow
 from tests.support import Factory
 
 
-def _plan_of(db: Database, wanted: Callable[[str], bool], run: Callable[[], Any]) -> str:
+def plan_of(db: Database, wanted: Callable[[str], bool], run: Callable[[], Any]) -> str:
     """The query plan of the one statement matching ``wanted`` that ``run`` executes:
     SQLite's EXPLAIN QUERY PLAN, or PostgreSQL's EXPLAIN with sequential scans off (the test
     tables are tiny: ask what the planner *can* use)."""
@@ -44,7 +44,7 @@ def _plan_of(db: Database, wanted: Callable[[str], bool], run: Callable[[], Any]
 def list_plan(db: Database, principal: Principal, marker: str) -> str:
     """The plan of the list's statement on ``events`` that holds ``marker``, for a one-week
     window."""
-    return _plan_of(
+    return plan_of(
         db,
         lambda statement: "FROM events" in statement and marker in statement,
         lambda: db.call(
@@ -74,7 +74,7 @@ def test_the_window_query_searches_the_index_on_calendar_and_both_start_bounds(
 
 
 def test_the_history_purge_goes_through_the_key_index(db: Database) -> None:
-    plan = _plan_of(
+    plan = plan_of(
         db,
         lambda statement: statement.lstrip().upper().startswith("DELETE FROM CALLS"),
         lambda: db.call(purge_calls, now=utcnow(), keep_days=90),
@@ -91,7 +91,7 @@ def test_the_busy_time_query_searches_the_same_index_as_the_list(
 ) -> None:
     owner = factory.owner()
     work = factory.calendar(owner, name="Work")
-    plan = _plan_of(
+    plan = plan_of(
         db,
         lambda statement: "FROM events" in statement and "transparency" in statement,
         lambda: db.call(

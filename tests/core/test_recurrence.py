@@ -13,7 +13,9 @@ from sqlalchemy import Connection, text
 from calendar_service import events
 from calendar_service.db import Database
 from calendar_service.errors import ValidationFailed
+from calendar_service.events.queries import series_statement
 from calendar_service.keys import Principal
+from calendar_service.models import to_db
 from calendar_service.recurrence import (
     READ_BUDGET,
     Budget,
@@ -28,7 +30,7 @@ from calendar_service.recurrence import (
     summarize,
 )
 from calendar_service.timeutil import utcnow, zone
-from tests.core.test_query_plan import list_plan
+from tests.core.test_query_plan import list_plan, plan_of
 from tests.support import Factory
 
 START = datetime(2026, 3, 2, 8, 30, tzinfo=UTC)
@@ -170,27 +172,46 @@ def test_a_list_that_runs_out_of_budget_answers_short_pages_with_every_occurrenc
     assert short_pages > 0  # the budget did run out, and the pages went on from there
 
 
-def test_the_series_query_searches_the_partial_index_of_series(
-    db: Database, factory: Factory
+@pytest.mark.parametrize("statement", ["calendar", "window"])
+def test_the_series_queries_search_the_partial_index_of_series(
+    db: Database, factory: Factory, statement: str
 ) -> None:
+    """Both ways the list reads series: a calendar's (kept in memory for its version) and the
+    window's (for a calendar with more series than are kept)."""
     principal, _ = _principal(factory)
-    if db.engine.dialect.name == "postgresql":
-        # Its planner weighs the indexes by their size: give the calendar what calendars have,
-        # many single events and a few series (SQLite is told, INDEXED BY).
-        def fill(conn: Connection) -> None:
-            for n in range(400):
-                body = {
-                    "title": f"single {n}",
-                    "startsAt": f"2026-03-0{2 + n % 7}T{n % 24:02d}:00:00Z",
-                    "endsAt": f"2026-03-0{2 + n % 7}T{n % 24:02d}:30:00Z",
-                }
-                if n % 100 == 0:
-                    body["recurrence"] = ["RRULE:FREQ=WEEKLY"]
-                events.create_event_from_input(conn, principal=principal, body=body, now=utcnow())
+
+    def fill(conn: Connection) -> None:
+        # PostgreSQL's planner weighs the indexes by their size: give the calendar what
+        # calendars have, many single events and a few series (SQLite is told, INDEXED BY).
+        for n in range(400 if db.engine.dialect.name == "postgresql" else 1):
+            body = {
+                "title": f"single {n}",
+                "startsAt": f"2026-03-0{2 + n % 7}T{n % 24:02d}:00:00Z",
+                "endsAt": f"2026-03-0{2 + n % 7}T{n % 24:02d}:30:00Z",
+            }
+            if n % 100 == 0:
+                body["recurrence"] = ["RRULE:FREQ=WEEKLY"]
+            events.create_event_from_input(conn, principal=principal, body=body, now=utcnow())
+        if db.engine.dialect.name == "postgresql":
             conn.execute(text("ANALYZE events"))
 
-        db.call(fill)
-    plan = list_plan(db, principal, "recurrence IS NOT NULL")
+    db.call(fill)
+    if statement == "calendar":
+        plan = list_plan(db, principal, "series_version")
+    else:
+        calendar_id = principal.calendar_id
+        plan = plan_of(
+            db,
+            lambda sql: "recurrence IS NOT NULL" in sql and "series_version" not in sql,
+            lambda: db.call(
+                lambda conn: series_statement(True, True, True, False).all(
+                    conn,
+                    calendar_id=calendar_id,
+                    low=to_db(datetime(2026, 3, 2, tzinfo=UTC), conn.dialect.name),
+                    high=to_db(datetime(2026, 3, 9, tzinfo=UTC), conn.dialect.name),
+                )
+            ),
+        )
     assert "ix_events_series" in plan, plan
 
 
