@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -543,3 +544,68 @@ def test_webhooks_carry_the_events_transparency(
     ]
     null = api.patch(f"{EVENTS}/{made['id']}", json={"transparency": None}, headers=cal.headers)
     assert null.status_code == 400
+
+
+def test_no_slot_overlaps_busy_time_or_leaves_working_hours_across_the_spring_change(
+    api: httpx.Client, factory: Factory
+) -> None:
+    owner = factory.owner()
+    a = factory.calendar(owner, name="A", time_zone="Europe/Berlin")
+    b = factory.calendar(owner, name="B", time_zone="America/New_York")
+    cal = Cal(owner, a, bearer(factory.key(owner)[1]))
+    for body in (
+        {"calendarId": a, "startsAt": "2026-03-27T08:10", "endsAt": "2026-03-27T09:20"},
+        {"calendarId": a, "startsAt": "2026-03-27T09:00", "endsAt": "2026-03-27T11:05"},
+        {"calendarId": a, "startsAt": "2026-03-28", "endsAt": "2026-03-28", "allDay": True},
+        {
+            "calendarId": a,
+            "startsAt": "2026-03-27T12:00",
+            "endsAt": "2026-03-27T13:00",
+            "recurrence": ["RRULE:FREQ=DAILY"],
+        },
+        # New York times: Sunday 29 March 11:00-15:30 and 01:00-10:40 in Berlin (CEST).
+        {"calendarId": b, "startsAt": "2026-03-29T05:00", "endsAt": "2026-03-29T09:30"},
+        {"calendarId": b, "startsAt": "2026-03-28T20:00", "endsAt": "2026-03-29T04:40"},
+    ):
+        create(api, cal, **body)
+    window = {"timeMin": "2026-03-27", "timeMax": "2026-04-01", "calendarIds": [a, b]}
+    answer = free_time(
+        api,
+        cal,
+        **window,
+        durationMinutes=45,
+        workingHours={
+            "start": "08:00",
+            "end": "18:00",
+            "days": ["MO", "TU", "WE", "TH", "FR", "SA", "SU"],
+        },
+        limit=100,
+    )
+    busy = [
+        (utc(i["startsAt"]), utc(i["endsAt"]))
+        for c in free_busy(api, cal, **window)["calendars"]
+        for i in c["busy"]
+    ]
+    assert 0 < len(answer["slots"]) < 100  # every slot of the window, not cut by limit
+    berlin = ZoneInfo("Europe/Berlin")
+    for slot in answer["slots"]:
+        start, end = utc(slot["startsAt"]), utc(slot["endsAt"])
+        assert end - start == timedelta(minutes=45)
+        assert all(end <= s or start >= e for s, e in busy), slot
+        local_start, local_end = start.astimezone(berlin), end.astimezone(berlin)
+        assert local_start.minute % 15 == 0
+        assert (local_start.hour, local_start.minute) >= (8, 0)
+        assert (local_end.hour, local_end.minute) <= (
+            18,
+            0,
+        ) and local_end.date() == local_start.date()
+        assert slot["startsAt"] == local_start.isoformat()
+    starts = [utc(s["startsAt"]) for s in answer["slots"]]
+    assert starts == sorted(starts) and len(set(starts)) == len(starts)
+    days = {s.astimezone(berlin).day for s in starts}
+    assert 28 not in days  # taken all day in Berlin
+    assert {27, 29, 30} <= days  # before, on and after the change
+    sunday = [
+        s.astimezone(berlin).strftime("%H:%M") for s in starts if s.astimezone(berlin).day == 29
+    ]
+    assert sunday[0] == "15:30"  # free from 10:40 but for the series at 12 and B until 15:30
