@@ -9,7 +9,9 @@
    read key and random one-week windows, then create. Prints req/s, p50, p99 and the ratio of
    each round, and the median ratio.
 3. The rest of the picture: list at 10k, 100k and 1M events; PostgreSQL with one and with two
-   server processes; webhooks (``bench/webhooks.py``) when present.
+   server processes; webhooks (``bench/webhooks.py``) when present; the list with weekly series
+   beside the events; ``findFreeTime`` over a one-week window (``freetime``, ours alone: the
+   minimum has no such operation) beside the list on the same database.
 
 Raw results go to ``bench/results/`` (git-ignored); the chart to ``docs/performance.png``.
 """
@@ -57,7 +59,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--skip-webhooks", action="store_true")
     p.add_argument("--series", type=int, default=1000, help="weekly series, series phase")
     p.add_argument(
-        "--only", default="main,series,scale,modes,postgres,webhooks", help="phases to run"
+        "--only",
+        default="main,series,freetime,scale,modes,postgres,webhooks",
+        help="phases to run",
     )
     p.add_argument("--out", type=Path, default=RESULTS, help="where raw results go")
     p.add_argument("--chart", type=Path, default=None, help="PNG path (default docs/...)")
@@ -394,6 +398,42 @@ class Bench:
         )
         return summary
 
+    def freetime_phase(self) -> dict[str, Any]:
+        """findFreeTime (30 minutes in working hours, a random one-week window, the read key's
+        calendar) against the list of the same windows, on the reference shape plus
+        ``--series`` weekly series (the series phase's database), rounds alternated."""
+        a = self.args
+        rounds = a.rounds
+        self.log(
+            f"== findFreeTime, one-week windows, {a.events:,} events and {a.series:,} weekly "
+            f"series, {rounds} rounds"
+        )
+        db = self.ours_sqlite(a.events, series=a.series)
+        runs: dict[str, list[dict[str, Any]]] = {"freetime": [], "list": []}
+        with servers.ours(db.url, log_dir=self.logs, name="freetime") as srv:
+            legs = [(kind, load.Workload.ours(kind, db.read_secret)) for kind in runs]
+            for _, work in legs:
+                self.warm(srv, work)
+            for r in range(1, rounds + 1):
+                self.log(f" freetime round {r}/{rounds}")
+                for kind, work in legs if r % 2 else reversed(legs):
+                    runs[kind].append(
+                        self.measure(srv, work, kind, round=r, phase="freetime", series=a.series)
+                    )
+        summary: dict[str, Any] = {
+            kind: {**report._medians(rs), "errors": sum(r["errors"] for r in rs)}
+            for kind, rs in runs.items()
+        }
+        pairs = list(zip(runs["freetime"], runs["list"], strict=True))
+        summary["rps_ratio"] = round(
+            report.median([f["rps"] / li["rps"] for f, li in pairs if li["rps"]]), 3
+        )
+        self.log(
+            f" findFreeTime {summary['freetime']['rps']:,.0f} req/s, p99 "
+            f"{summary['freetime']['p99_ms']:.2f} ms; {summary['rps_ratio']:.2f} x the list's req/s"
+        )
+        return summary
+
     def postgres_phase(self) -> dict[str, Any]:
         a = self.args
         url = a.postgres_url or DEFAULT_PG
@@ -535,6 +575,8 @@ class Bench:
             summary["scale"] = self.scale_phase()
         if "series" in phases and a.series:
             summary["series"] = self.series_phase()
+        if "freetime" in phases:
+            summary["freetime"] = self.freetime_phase()
         if "modes" in phases:
             summary["modes"] = self.modes_phase()
         if "postgres" in phases and not a.skip_postgres:
@@ -593,6 +635,14 @@ def summary_text(s: dict[str, Any]) -> str:
             f"list with series {m['with']['rps']:>7,.0f} req/s p99 {m['with']['p99_ms']:>6.2f} ms"
             f" | without {m['without']['rps']:>7,.0f} req/s p99 {m['without']['p99_ms']:>6.2f} ms"
             f" | ratio {m['rps_ratio']:.2f} x req/s, p99 {m['p99_ratio']:.2f} x"
+        )
+    if s.get("freetime"):
+        m = s["freetime"]
+        out.append(
+            f"findFreeTime {m['freetime']['rps']:>7,.0f} req/s p99 "
+            f"{m['freetime']['p99_ms']:>6.2f} ms | list on the same database "
+            f"{m['list']['rps']:>7,.0f} req/s p99 {m['list']['p99_ms']:>6.2f} ms | "
+            f"ratio {m['rps_ratio']:.2f} x req/s"
         )
     for size, m in (s.get("scale") or {}).items():
         if size == "spread":

@@ -2,7 +2,8 @@
 
 A load run stops by itself after ``duration`` seconds or ``max_requests`` responses, whichever
 comes first. Both generators send the same requests: list with a random one-week window (about
-50 events), or create one one-hour event at a random time, with a Bearer key.
+50 events), create one one-hour event at a random time, or (ours only) find 30 free minutes in
+working hours in a random one-week window (``freetime``), with a Bearer key.
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ STEPS = (WEEKS - 1) * 7 * 96  # quarter hours in which a one-week window can sta
 class Workload:
     """What to send to one server: a list or a create, in that server's dialect."""
 
-    kind: str  # "list" | "create"
+    kind: str  # "list" | "create" | "freetime"
     method: str
     path: str  # list: with two %s for the window; create: the collection
-    body: str | None  # create: a JSON template with %d, %s, %s
+    body: str | None  # create: a JSON template with %d, %s, %s; freetime: with %s, %s
     token: str
+    span: int = 3600  # seconds from the body's start to its end (create: an hour)
 
     @classmethod
     def ours(cls, kind: str, token: str) -> Workload:
@@ -45,6 +47,8 @@ class Workload:
 
     @classmethod
     def _in(cls, dialect: _Dialect, kind: str, token: str) -> Workload:
+        if kind == "freetime":  # ours only: findFreeTime over a one-week window
+            return cls(kind, "POST", FREE_TIME, FREE_TIME_BODY, token, int(WINDOW.total_seconds()))
         if kind == "list":
             return cls(kind, "GET", f"{dialect.events}?{dialect.window}", None, token)
         return cls(kind, "POST", dialect.events, dialect.body, token)
@@ -63,6 +67,11 @@ _OURS = _Dialect(
     "/api/v1/calendar/events",
     "timeMin=%s&timeMax=%s",
     '{"title":"Bench %d","startsAt":"%s","endsAt":"%s"}',
+)
+FREE_TIME = "/api/v1/calendar/freeTime"
+FREE_TIME_BODY = (
+    '{"timeMin":"%s","timeMax":"%s","durationMinutes":30,'
+    '"workingHours":{"start":"09:00","end":"17:00"},"limit":10}'
 )
 _MINIMUM = _Dialect(
     "/v1/calendars/1/events",
@@ -113,6 +122,7 @@ def run(
 
 _LUA = r"""
 local method, path, body_tpl, token = %(method)s, %(path)s, %(body)s, %(token)s
+local span, numbered = %(span)d, %(numbered)d
 local epoch, steps, window = %(epoch)d, %(steps)d, %(window)d
 local max_per_thread = %(max_per_thread)d
 local threads = {}
@@ -147,7 +157,10 @@ function request()
   if body_tpl == "" then
     return wrk.format(method, string.format(path, iso(s), iso(s + window)))
   end
-  return wrk.format(method, path, nil, string.format(body_tpl, n, iso(s), iso(s + 3600)))
+  if numbered == 0 then
+    return wrk.format(method, path, nil, string.format(body_tpl, iso(s), iso(s + span)))
+  end
+  return wrk.format(method, path, nil, string.format(body_tpl, n, iso(s), iso(s + span)))
 end
 
 function response(status, headers, body)
@@ -190,6 +203,8 @@ def _run_wrk(
         "path": _lua_str(work.path),
         "body": _lua_str(work.body or ""),
         "token": _lua_str(work.token),
+        "span": work.span,
+        "numbered": int(_numbered(work)),
         "epoch": int(EPOCH.timestamp()),
         "steps": STEPS,
         "window": int(WINDOW.total_seconds()),
@@ -239,6 +254,11 @@ def _run_wrk(
 # connection (what wrk does).
 
 
+def _numbered(work: Workload) -> bool:
+    """Whether the body template starts with a request number (``%d``): create's does."""
+    return work.body is not None and "%d" in work.body
+
+
 def _iso(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -249,7 +269,9 @@ def _request_bytes(work: Workload, host: str, rnd: random.Random, n: int) -> byt
     if work.body is None:
         path = work.path % (_iso(start), _iso(start + WINDOW))
         return f"{work.method} {path} HTTP/1.1\r\n{head}\r\n".encode()
-    body = (work.body % (n, _iso(start), _iso(start + timedelta(hours=1)))).encode()
+    end = _iso(start + timedelta(seconds=work.span))
+    values = (n, _iso(start), end) if _numbered(work) else (_iso(start), end)
+    body = (work.body % values).encode()
     return (
         f"{work.method} {work.path} HTTP/1.1\r\n{head}Content-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"

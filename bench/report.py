@@ -227,6 +227,15 @@ def markdown(s: dict[str, Any]) -> str:
                 f"{two['p99_ms']:.1f} | {two.get('machine_busy_pct', 0):.0f} % | "
                 f"**{m['ratio']:.2f} x** |"
             )
+    free = s.get("freetime") or {}
+    if free:
+        f, li = free["freetime"], free["list"]
+        out.append(
+            f"\nfindFreeTime (30 minutes in working hours, one-week windows, "
+            f"{s.get('events', 0):,} events and the weekly series): {f['rps']:,.0f} req/s, "
+            f"p50 / p99 {f['p50_ms']:.1f} / {f['p99_ms']:.1f} ms; the list of the same windows "
+            f"{li['rps']:,.0f} req/s, p99 {li['p99_ms']:.1f} ms ({free['rps_ratio']:.2f} x)."
+        )
     hooks = s.get("webhooks") or {}
     if "latency" in hooks:
         lat, thr = hooks["latency"], hooks.get("throughput", {})

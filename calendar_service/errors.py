@@ -21,6 +21,7 @@ answered as an opaque 500.
     │   ├── RevokedKey                  revoked_api_key
     │   └── InsufficientScope           insufficient_scope (error="insufficient_scope")
     ├── NotFound                404     not_found
+    ├── Conflict                409     conflict (ifFree: the time is taken), with conflicts=[…]
     ├── IdempotencyInFlight     409     idempotency_in_flight
     ├── WebhookDisabled         409     webhook_disabled
     ├── PayloadTooLarge         413     payload_too_large
@@ -169,6 +170,22 @@ class NotFound(CalendarError):
     code = "not_found"
     status = 404
     title = "Not found"
+
+
+class Conflict(CalendarError):
+    """``ifFree``: the time asked for overlaps busy events (``conflicts``: their times, and ids
+    and titles only where the key may read them)."""
+
+    code = "conflict"
+    status = 409
+    title = "Time not free"
+
+    def __init__(self, message: str, conflicts: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.conflicts = conflicts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "conflicts": list(self.conflicts)}
 
 
 class IdempotencyInFlight(CalendarError):

@@ -125,6 +125,8 @@ def perform(
                 raise refused
             if op.needs == "write":
                 principal.require_write()
+            elif op.needs == "read":
+                principal.require_read()
             value = op.run(conn, principal=principal, **(args() if callable(args) else args))
             if present is not None:
                 value = present(value)

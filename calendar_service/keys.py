@@ -42,7 +42,22 @@ _CHECK_LEN = 6
 SECRET_LEN = len(SECRET_PREFIX) + _BODY_LEN + _CHECK_LEN
 _SECRET_RE = re.compile(rf"^{SECRET_PREFIX}[0-9A-Za-z]{{{_BODY_LEN + _CHECK_LEN}}}$")
 WRITE_SCOPE = "calendar:write"
-PERMISSIONS = ("read", "write")
+READ_SCOPE = "calendar:read"
+FREEBUSY_SCOPE = "calendar:freebusy"
+PERMISSIONS = ("read", "write", "freebusy")
+"""``read``: every reading operation; ``write``: all of them; ``freebusy``: only the
+availability operations (queryFreeBusy, findFreeTime), never an event's title or id."""
+_SCOPES = {
+    "write": (READ_SCOPE, WRITE_SCOPE),
+    "read": (READ_SCOPE,),
+    "freebusy": (FREEBUSY_SCOPE,),
+}
+
+
+def scopes_of(permission: str) -> tuple[str, ...]:
+    """The OAuth-style scopes a permission grants (shown with keys, given to MCP)."""
+    return _SCOPES.get(permission, ())
+
 
 # How long a key lives (``keys create --expires-in``, the settings page's choices): a whole
 # number and a unit whose length never varies. ``m`` is refused (minutes or months?), and so are
@@ -156,9 +171,25 @@ class Principal:
 
     @property
     def scopes(self) -> tuple[str, ...]:
-        return ("calendar:read", WRITE_SCOPE) if self.permission == "write" else ("calendar:read",)
+        return scopes_of(self.permission)
+
+    def require_read(self) -> None:
+        if self.permission not in ("read", "write"):
+            raise InsufficientScope(
+                "This API key may only see when calendars are busy or free (queryFreeBusy, "
+                f"findFreeTime): this operation needs the {READ_SCOPE!r} permission. Ask the "
+                "owner for a read or read-and-write key.",
+                required_scope=READ_SCOPE,
+            )
 
     def require_write(self) -> None:
+        if self.permission == "freebusy":
+            raise InsufficientScope(
+                "This API key may only see when calendars are busy or free (queryFreeBusy, "
+                f"findFreeTime): this operation needs the {WRITE_SCOPE!r} permission. Ask the "
+                "owner for a read-and-write key.",
+                required_scope=WRITE_SCOPE,
+            )
         if self.permission != "write":
             raise InsufficientScope(
                 f"This API key is read-only: this operation needs the {WRITE_SCOPE!r} "
@@ -280,7 +311,7 @@ def create_key(
     if not 1 <= len(name) <= 200:
         errors.append(FieldError("name", "must be 1 to 200 characters"))
     if permission not in PERMISSIONS:
-        errors.append(FieldError("permission", "must be 'read' or 'write'"))
+        errors.append(FieldError("permission", "must be 'read', 'write' or 'freebusy'"))
     if expires_at <= now:
         errors.append(FieldError("expiresAt", "must be in the future"))
     if calendar_id is not None and not bad_id:
@@ -323,9 +354,7 @@ def key_public(row: Any, *, now: datetime, last_used_at: datetime | None = None)
         "name": row["name"],
         "prefix": row["prefix"],
         "permission": row["permission"],
-        "scopes": ["calendar:read", WRITE_SCOPE]
-        if row["permission"] == "write"
-        else ["calendar:read"],
+        "scopes": list(scopes_of(row["permission"])),
         "calendarId": row["calendar_id"],
         "createdAt": format_utc(row["created_at"]),
         "expiresAt": format_utc(row["expires_at"]),

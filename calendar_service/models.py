@@ -189,6 +189,11 @@ class Event(SQLModel, table=True):
         default="confirmed",
         sa_column=Column(String(16), nullable=False, server_default="confirmed"),
     )
+    # "opaque" (busy: the default) | "transparent" (shown, but free time): Google's field.
+    transparency: str = Field(
+        default="opaque",
+        sa_column=Column(String(16), nullable=False, server_default="opaque"),
+    )
 
 
 class ApiKey(SQLModel, table=True):
@@ -199,7 +204,7 @@ class ApiKey(SQLModel, table=True):
     name: str = Field(max_length=200)
     prefix: str = Field(max_length=40)
     secret_hash: str = Field(sa_column=Column(String(64), nullable=False, unique=True))
-    permission: str = Field(max_length=16)  # "read" | "write"
+    permission: str = Field(max_length=16)  # "read" | "write" | "freebusy"
     calendar_id: str | None = Field(default=None, foreign_key="calendars.id", max_length=40)
     created_at: datetime = _dt()
     expires_at: datetime = _dt()
@@ -366,6 +371,18 @@ _RECURRENCE_DOC = (
 )
 
 
+TRANSPARENCIES = ("opaque", "transparent")
+_TRANSPARENCY_DOC = (
+    "opaque (the default): the event blocks its time (busy); transparent: it is shown but "
+    "leaves its time free (queryFreeBusy and findFreeTime ignore it), Google Calendar's field."
+)
+_IF_FREE_DOC = (
+    "Create the event only if none of the target calendar's busy (opaque) events or "
+    "occurrences overlaps it, checked atomically with the insert: otherwise 409 with code "
+    "conflict and the overlapping times. For agents booking a slot others may be taking."
+)
+
+
 class CalendarPublic(_Wire):
     id: str
     name: str
@@ -415,6 +432,12 @@ class EventCreate(_Input):
     recurrence: list[str] | None = PydanticField(
         default=None, description=_RECURRENCE_DOC, json_schema_extra=_recurrence_lines
     )
+    transparency: str = PydanticField(
+        default="opaque",
+        description=_TRANSPARENCY_DOC,
+        json_schema_extra={"enum": list(TRANSPARENCIES)},
+    )
+    if_free: bool = PydanticField(default=False, description=_IF_FREE_DOC)
 
 
 class EventUpdate(_Input):
@@ -431,6 +454,11 @@ class EventUpdate(_Input):
         description=_RECURRENCE_DOC
         + " On a series: the new rule (null turns the series into a single event).",
         json_schema_extra=_recurrence_lines,
+    )
+    transparency: str | None = PydanticField(
+        default=None,
+        description=_TRANSPARENCY_DOC,
+        json_schema_extra={"enum": list(TRANSPARENCIES)},
     )
 
 
@@ -449,6 +477,10 @@ class EventPublic(_Wire):
     location: str | None
     created_at: str = PydanticField(json_schema_extra={"format": "date-time"})
     updated_at: str = PydanticField(json_schema_extra={"format": "date-time"})
+    transparency: str = PydanticField(
+        description=_TRANSPARENCY_DOC,
+        json_schema_extra={"enum": list(TRANSPARENCIES)},
+    )
     recurrence: list[str] | None = PydanticField(
         default=None,
         description="Series only (singleEvents=false, or a get of the series' id): its "
@@ -494,6 +526,9 @@ class Problem(BaseModel):
     code: str
     instance: str | None = None
     errors: list[FieldErrorPublic] | None = None
+    conflicts: list[Conflicting] | None = PydanticField(
+        default=None, description="ifFree's conflict only: the overlapping busy events."
+    )
 
 
 def _table(model: type[SQLModel]) -> Table:
@@ -515,3 +550,126 @@ calendars_t = _table(Calendar)
 endpoints_t = _table(WebhookEndpoint)
 deliveries_t = _table(WebhookDelivery)
 attempts_t = _table(WebhookAttempt)
+
+
+# ---------------------------------------------------------------------------------------------
+# Availability (free/busy, finding a time): see calendar_service.availability
+
+_BOUND_DOC = (
+    "RFC 3339 date-time, or a date (that day's midnight). Without an offset it is read in the "
+    "time zone of the answer (timeZone, else the first calendar's)."
+)
+_CALENDAR_IDS_DOC = (
+    "The calendars to look at (at most 50); default: every calendar the key reaches, the "
+    "default calendar first."
+)
+
+
+class FreeBusyQuery(_Input):
+    """The body of ``POST /api/v1/calendar/freeBusy`` (``queryFreeBusy``)."""
+
+    time_min: str = PydanticField(description=_BOUND_DOC, json_schema_extra={"format": "date-time"})
+    time_max: str = PydanticField(
+        description=_BOUND_DOC + " Exclusive; at most 92 days after timeMin.",
+        json_schema_extra={"format": "date-time"},
+    )
+    calendar_ids: list[str] | None = PydanticField(
+        default=None,
+        description=_CALENDAR_IDS_DOC,
+        json_schema_extra={"minItems": 1, "maxItems": 50},
+    )
+
+
+class WorkingHours(_Input):
+    """When slots may be: from ``start`` to ``end`` local time on ``days``."""
+
+    start: str = PydanticField(
+        description="Local time HH:MM (24-hour clock) the working day starts, e.g. 09:00.",
+        json_schema_extra={"pattern": "^[0-2][0-9]:[0-5][0-9]$"},
+    )
+    end: str = PydanticField(
+        description="Local time HH:MM it ends (exclusive, after start; 24:00 for midnight).",
+        json_schema_extra={"pattern": "^[0-2][0-9]:[0-5][0-9]$"},
+    )
+    days: list[str] | None = PydanticField(
+        default=None,
+        description="Working days, each once, of MO TU WE TH FR SA SU; default MO to FR.",
+        json_schema_extra={"minItems": 1, "maxItems": 7, "uniqueItems": True},
+    )
+
+
+class FreeTimeQuery(_Input):
+    """The body of ``POST /api/v1/calendar/freeTime`` (``findFreeTime``)."""
+
+    time_min: str = PydanticField(description=_BOUND_DOC, json_schema_extra={"format": "date-time"})
+    time_max: str = PydanticField(
+        description=_BOUND_DOC + " Exclusive; at most 92 days after timeMin.",
+        json_schema_extra={"format": "date-time"},
+    )
+    # Any: the core reads it (``availability._whole``) as JSON Schema's integer, which takes
+    # 30.0 too; 30.5, true and "30" are refused there.
+    duration_minutes: Any = PydanticField(
+        description="How long the free time must be: 1 to 1440 minutes.",
+        json_schema_extra={"type": "integer", "minimum": 1, "maximum": 1440},
+    )
+    calendar_ids: list[str] | None = PydanticField(
+        default=None,
+        description=_CALENDAR_IDS_DOC + " A slot is free in every one of them.",
+        json_schema_extra={"minItems": 1, "maxItems": 50},
+    )
+    time_zone: str | None = PydanticField(
+        default=None,
+        description="IANA time zone of the slots, the working hours and bounds without an "
+        "offset (default: the first calendar's), e.g. Europe/Berlin.",
+    )
+    working_hours: WorkingHours | None = PydanticField(
+        default=None, description="Only slots within these local hours (default: any time)."
+    )
+    limit: Any = PydanticField(
+        default=None,
+        description="At most this many slots: 1 to 100, default 10.",
+        json_schema_extra={
+            "anyOf": [{"type": "integer", "minimum": 1, "maximum": 100}, {"type": "null"}]
+        },
+    )
+
+
+class Interval(_Wire):
+    starts_at: str = PydanticField(json_schema_extra={"format": "date-time"})
+    ends_at: str = PydanticField(
+        description="Exclusive end.", json_schema_extra={"format": "date-time"}
+    )
+
+
+class CalendarBusy(_Wire):
+    id: str
+    name: str
+    busy: list[Interval] = PydanticField(
+        description="Busy intervals, merged (overlapping or touching ones are one), clipped to "
+        "the window, in time order, in the calendar's time zone."
+    )
+
+
+class FreeBusyPublic(_Wire):
+    time_min: str = PydanticField(json_schema_extra={"format": "date-time"})
+    time_max: str = PydanticField(json_schema_extra={"format": "date-time"})
+    calendars: list[CalendarBusy]
+
+
+class FreeTimePublic(_Wire):
+    time_zone: str = PydanticField(description="The zone the slots are shown and found in.")
+    slots: list[Interval] = PydanticField(
+        description="Start times, earliest first, on a grid of 15 minutes (or of the duration "
+        "when shorter), where every calendar is free for the whole duration (slots may "
+        "overlap each other)."
+    )
+
+
+class Conflicting(_Wire):
+    starts_at: str = PydanticField(json_schema_extra={"format": "date-time"})
+    ends_at: str = PydanticField(json_schema_extra={"format": "date-time"})
+    id: str | None = PydanticField(default=None, description="Only for keys that may read it.")
+    title: str | None = PydanticField(default=None, description="Only for keys that may read it.")
+
+
+Problem.model_rebuild()

@@ -19,9 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from calendar_service import events
+from calendar_service import availability, events
 
-Needs = Literal["read", "write"]
+Needs = Literal["read", "write", "freebusy"]
+"""What a key must be allowed: ``read`` (read and write keys), ``write`` (write keys), or
+``freebusy`` (every key: read, write and free/busy keys)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,20 @@ GET = Operation("getCalendarEvent", "read", events.get_event)
 UPDATE = Operation("updateCalendarEvent", "write", events.update_event_from_input)
 DELETE = Operation("deleteCalendarEvent", "write", events.delete_event)
 
-OPERATIONS = (LIST, CREATE, GET, UPDATE, DELETE)
+FREE_BUSY = Operation("queryFreeBusy", "freebusy", availability.query_free_busy)
+FREE_TIME = Operation("findFreeTime", "freebusy", availability.find_free_time)
 
-__all__ = ["CREATE", "DELETE", "GET", "LIST", "OPERATIONS", "UPDATE", "Needs", "Operation"]
+OPERATIONS = (LIST, CREATE, GET, UPDATE, DELETE, FREE_BUSY, FREE_TIME)
+
+__all__ = [
+    "CREATE",
+    "DELETE",
+    "FREE_BUSY",
+    "FREE_TIME",
+    "GET",
+    "LIST",
+    "OPERATIONS",
+    "UPDATE",
+    "Needs",
+    "Operation",
+]

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create an event, then list this week's events, with the key in CALENDAR_API_KEY.
+# Create an event, list this week's events, then find 30 free minutes in working hours, with
+# the key in CALENDAR_API_KEY.
 #   CALENDAR_API_KEY=calsk_... examples/curl.sh            (server at http://127.0.0.1:8000)
 #   CALENDAR_BASE_URL=https://calendar.example.com CALENDAR_API_KEY=... examples/curl.sh
 set -euo pipefail
@@ -24,4 +25,11 @@ curl -sS --fail-with-body -G "$BASE/api/v1/calendar/events" \
   -H "Authorization: Bearer $CALENDAR_API_KEY" \
   --data-urlencode "timeMin=$week_ago" \
   --data-urlencode "timeMax=$in_a_week"
+echo
+
+echo "# find 30 free minutes in working hours (09:00-17:00, Monday to Friday) in the next week"
+curl -sS --fail-with-body -X POST "$BASE/api/v1/calendar/freeTime" \
+  -H "Authorization: Bearer $CALENDAR_API_KEY" \
+  -H "Content-Type: application/json" \
+  -d "{\"timeMin\": \"$start\", \"timeMax\": \"$in_a_week\", \"durationMinutes\": 30, \"workingHours\": {\"start\": \"09:00\", \"end\": \"17:00\"}, \"limit\": 3}"
 echo

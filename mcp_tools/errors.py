@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
-from calendar_service.errors import CalendarError, InsufficientScope, ValidationFailed
+from calendar_service.errors import CalendarError, Conflict, InsufficientScope, ValidationFailed
 
 log = logging.getLogger("mcp_tools")
 
@@ -31,6 +31,12 @@ def describe(exc: CalendarError) -> str:
         lines.append(f"Missing permission: {exc.required_scope}.")
     if isinstance(exc, ValidationFailed):
         lines.extend(f"- {item['field']}: {item['message']}" for item in exc.errors)
+    if isinstance(exc, Conflict):
+        lines.extend(
+            f"- busy {item['startsAt']} to {item['endsAt']}"
+            + (f": {item['title']} ({item['id']})" if "title" in item else "")
+            for item in exc.conflicts
+        )
     return "\n".join(lines)
 
 

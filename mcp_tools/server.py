@@ -1,4 +1,4 @@
-"""The MCP server: five calendar tools over the same core operations as the REST API.
+"""The MCP server: seven calendar tools over the same core operations as the REST API.
 
 Every tool call goes through ``gateway.perform``, exactly like a REST request: the key is
 authorized (revoked or expired keys are refused at once), the rate budget is spent, the
@@ -31,7 +31,7 @@ from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.gateway import CallContext, perform
 from calendar_service.inputs import parse_model, parse_partial
 from calendar_service.keys import Principal
-from calendar_service.models import EventPublic, EventUpdate
+from calendar_service.models import EventPublic, EventUpdate, FreeBusyPublic, FreeTimePublic
 from calendar_service.operations import Operation
 from calendar_service.ratelimit import RateLimiter
 from calendar_service.timeutil import utcnow
@@ -75,16 +75,21 @@ their time zones. Date-times are RFC 3339; write them with an explicit offset
 (2026-03-02T09:30:00+01:00). A date-time without an offset is read in the target calendar's time
 zone. Events come back with times in their calendar's time zone. A recurring event is a series
 (created with `recurrence`); the list gives its occurrences, each with an id of its own.
+For "when am I free?" or "find 30 minutes next week" use findFreeTime (or queryFreeBusy for the
+busy times) rather than listing events: they count recurring events, all-day events and events
+marked free correctly, and a free/busy-only key may call nothing else.
 """
 
 LIST_DOC = """\
 List the events of the calendars this key can reach, within a time window.
 
-Call it to answer questions about the schedule ("what do I have tomorrow?", "am I free on
-Friday afternoon?") and before creating an event, to learn the current time and the
-calendars' time zones. An event is returned when it overlaps [timeMin, timeMax): it ends after
-timeMin and starts before timeMax; either bound may be omitted. Bounds without an offset are read
-in the time zone of the key's calendar (for an all-calendars key, the default calendar).
+Call it to answer questions about the schedule ("what do I have tomorrow?") and before
+creating an event, to learn the current time and the calendars' time zones. To find free time
+or check whether someone is busy, call findFreeTime or queryFreeBusy instead.
+
+An event is returned when it overlaps [timeMin, timeMax): it ends after timeMin and starts
+before timeMax; either bound may be omitted. Bounds without an offset are read in the time zone
+of the key's calendar (for an all-calendars key, the default calendar).
 
 Returns `now` (the current time, with its offset), `calendars` (id, name, timeZone, isDefault),
 `events` ordered by start, each with times in its calendar's time zone, and `nextPageToken`
@@ -107,7 +112,9 @@ For a whole-day event set allDay to true and give dates: endsAt is exclusive, or
 startsAt for a one-day event. The target calendar is calendarId or calendar (its name);
 without either, a one-calendar key writes to its calendar and an all-calendars key to the
 default calendar 'Личное'. A calendar name that does not exist is an error: nothing is created
-silently. Pass an idempotencyKey to make retries safe.
+silently. Pass an idempotencyKey to make retries safe. Set ifFree to true to book only if the
+time is still free (else a `conflict` error lists what overlaps: pick another slot); set
+transparency to "transparent" for an event that should not block the time (busy by default).
 
 For a recurring event, add `recurrence` (RFC 5545 lines); startsAt/endsAt are the first
 occurrence, and it repeats at that local time in the calendar's time zone:
@@ -157,8 +164,36 @@ carries the shortened series); to delete the whole series, give scope "all" or t
 """
 
 
+FREE_BUSY_DOC = """\
+When the person's calendars are busy, between timeMin and timeMax (at most 92 days apart).
+
+Use it instead of listing events to answer "am I free on Thursday afternoon?" or "when is Anna
+busy this week?": it merges overlapping meetings, counts every occurrence of recurring events
+and whole all-day events, and leaves out events marked transparent (free) and cancelled
+occurrences. It shows no titles. calendarIds: which calendars (default: all the key can reach).
+
+Returns, for each calendar, `busy`: [{startsAt, endsAt}] in time order, clipped to the window,
+in that calendar's time zone.
+"""
+
+FREE_TIME_DOC = """\
+Find times when every given calendar is free for durationMinutes (1 to 1440).
+
+Use it to answer "find 30 minutes with nobody booked next week" or before proposing or creating
+a meeting, instead of listing events and working out gaps yourself. Give timeMin and timeMax
+(at most 92 days apart), durationMinutes, and optionally calendarIds (default: all the key can
+reach; a slot must be free in all of them), timeZone (IANA, default: the first calendar's),
+workingHours {start: "09:00", end: "17:00", days: ["MO","TU","WE","TH","FR"]} in that zone
+(wall-clock times, correct on DST-change days), and limit (default 10, at most 100).
+
+Returns `slots`: [{startsAt, endsAt}], earliest first, starting every 15 minutes (or every
+durationMinutes when shorter) of local time; consecutive slots overlap, so pick one. To book
+it safely while others may book too, create the event with ifFree: true.
+"""
+
+
 def build_server(backend: Backend, *, name: str = "calendar", version: str = "") -> MCPServer:
-    """The MCP server with the five calendar tools, acting through ``backend``."""
+    """The MCP server with the seven calendar tools, acting through ``backend``."""
     # log_level: MCPServer configures the root logger if nothing else has; WARNING keeps the
     # SDK's per-call INFO lines (which quote tool error texts) out of the logs.
     return MCPServer(
@@ -304,6 +339,11 @@ def _delete_args(arguments: dict[str, Any]) -> dict[str, Any]:
     return {**_scoped_ref(arguments), "now": utcnow()}
 
 
+def _availability_args(arguments: dict[str, Any]) -> dict[str, Any]:
+    # The arguments are the operation's body, checked by the core as REST's is.
+    return {"body": dict(arguments)}
+
+
 def _first(result: tuple[Any, ...]) -> Any:
     return result[0]
 
@@ -342,5 +382,11 @@ TOOLS = (
              EventPublic,       _CHANGES,    _update_args),
     ToolSpec(operations.DELETE, "Delete a calendar event", DELETE_DOC,  shapes.scoped_ref_schema,
              shapes.DeletedEvent, _CHANGES,  _delete_args, _deleted),
+    ToolSpec(operations.FREE_BUSY, "When calendars are busy", FREE_BUSY_DOC,
+             shapes.free_busy_schema,
+             FreeBusyPublic,    _READS,      _availability_args),
+    ToolSpec(operations.FREE_TIME, "Find free time",     FREE_TIME_DOC,
+             shapes.free_time_schema,
+             FreeTimePublic,    _READS,      _availability_args),
 )
 # fmt: on

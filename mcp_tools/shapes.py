@@ -14,10 +14,18 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
 from pydantic.alias_generators import to_camel
 
+from calendar_service.availability import DAYS
 from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
 from calendar_service.events.existing import SCOPES
 from calendar_service.idempotency import MAX_KEY_LENGTH
-from calendar_service.models import EventCreate, EventList, EventPublic, EventUpdate
+from calendar_service.models import (
+    EventCreate,
+    EventList,
+    EventPublic,
+    EventUpdate,
+    FreeBusyQuery,
+    FreeTimeQuery,
+)
 
 _BOUND_DOC = (
     "RFC 3339 date-time such as 2026-03-02T00:00:00+01:00, or a date (2026-03-02, meaning its "
@@ -194,3 +202,33 @@ def update_schema() -> dict[str, Any]:
     schema["properties"] = {**ref["properties"], **schema["properties"]}
     schema["required"] = ["eventId"]
     return schema
+
+
+def free_busy_schema() -> dict[str, Any]:
+    schema = _clean(FreeBusyQuery.model_json_schema(by_alias=True))
+    schema["properties"]["calendarIds"] = _ids(schema["properties"]["calendarIds"])
+    return schema
+
+
+def free_time_schema() -> dict[str, Any]:
+    full = FreeTimeQuery.model_json_schema(by_alias=True)
+    schema = _clean(full)
+    props = schema["properties"]
+    props["calendarIds"] = _ids(props["calendarIds"])
+    props["timeZone"] = _plain(props["timeZone"])
+    props["timeZone"].pop("default", None)
+    props["limit"] = {**props["limit"]["anyOf"][0], "description": props["limit"]["description"]}
+    hours = _clean(full["$defs"]["WorkingHours"])
+    hours["properties"]["days"] = _plain(hours["properties"]["days"])
+    hours["properties"]["days"].pop("default", None)
+    hours["properties"]["days"]["items"] = {"type": "string", "enum": list(DAYS)}
+    props["workingHours"] = {**hours, "description": props["workingHours"]["description"]}
+    return schema
+
+
+def _ids(prop: dict[str, Any]) -> dict[str, Any]:
+    """calendarIds: a list of ids (omit it for every calendar the key reaches)."""
+    plain = _plain(prop)
+    plain["items"] = {"type": "string", "minLength": 1}
+    plain.pop("default", None)
+    return plain

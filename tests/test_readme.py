@@ -71,6 +71,7 @@ def test_make_run_serves_a_demo_key_that_the_curl_example_uses(tmp_path: Path) -
         assert example.returncode == 0, example.stderr
         assert example.stdout.count("Planning (from examples/curl.sh)") == 2
         assert '"calendars":[{' in example.stdout
+        assert '"slots":[' in example.stdout
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)

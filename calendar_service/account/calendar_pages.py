@@ -55,7 +55,9 @@ _EVENT_FIELDS = {
     "calendarId": "calendar",
     "calendar": "calendar",
 }
-_EVENT_FIELDS.update(timeZone="time_zone", allDay="all_day", recurrence="repeat")
+_EVENT_FIELDS.update(
+    timeZone="time_zone", allDay="all_day", recurrence="repeat", transparency="free"
+)
 
 
 @functools.cache
@@ -152,6 +154,7 @@ def _form_values(data: FormData) -> dict[str, str]:
     )
     values = {name: str(data.get(name, "")).strip() for name in names}
     values["all_day"] = "on" if data.get("all_day") else ""
+    values["free"] = "on" if data.get("free") else ""
     # A form without the repeat choice (an occurrence's, or one posted by a script) leaves
     # an event's rule as it is.
     values["repeat_sent"] = "on" if "repeat" in data else ""
@@ -167,6 +170,7 @@ def _to_api(values: dict[str, str]) -> tuple[dict[str, Any], list[FieldError]]:
         "allDay": all_day,
         "description": values["description"] or None,
         "location": values["location"] or None,
+        "transparency": "transparent" if values.get("free") else "opaque",
     }
     for side, field in (("start", "startsAt"), ("end", "endsAt")):
         day, clock = values[f"{side}_date"], values[f"{side}_time"]
@@ -207,6 +211,7 @@ def _from_event(event: dict[str, Any]) -> dict[str, str]:
         "end_date": ends_values[0],
         "end_time": ends_values[1],
         "all_day": "on" if event["allDay"] else "",
+        "free": "on" if event.get("transparency") == "transparent" else "",
         "location": event["location"] or "",
         "description": event["description"] or "",
         **repeats.choice_of(event.get("recurrence")),
@@ -263,6 +268,7 @@ async def new_event(request: Request, owner: OwnerSessionInfo) -> Response:
         "end_date": today,
         "end_time": "10:00",
         "all_day": "",
+        "free": "",
         "location": "",
         "description": "",
         "repeat": "",

@@ -158,7 +158,13 @@ def _from_now(at: datetime, now: datetime) -> str:
 def keys_create(
     user: UserOption,
     name: Annotated[str, typer.Option(help="What the key is for.")],
-    permission: Annotated[str, typer.Option(help="read, or write (calendar:write).")] = "read",
+    permission: Annotated[
+        str,
+        typer.Option(
+            help="read, write (calendar:write), or freebusy (only queryFreeBusy and "
+            "findFreeTime: busy times, never titles)."
+        ),
+    ] = "read",
     expires_in: Annotated[
         str | None,
         typer.Option(

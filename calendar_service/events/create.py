@@ -8,15 +8,21 @@ at once, and once only per ``Idempotency-Key``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from sqlalchemy import Connection
 
 from calendar_service import idempotency
 from calendar_service.calendars import resolve_target
-from calendar_service.errors import FieldError, ValidationFailed
-from calendar_service.events.parsing import check_title, parse_untrusted, resolve_times
+from calendar_service.errors import Conflict, FieldError, ValidationFailed
+from calendar_service.events.busy import conflicts
+from calendar_service.events.parsing import (
+    check_title,
+    check_transparency,
+    parse_untrusted,
+    resolve_times,
+)
 from calendar_service.events.queries import INSERT
 from calendar_service.events.series import CONFIRMED, NOT_A_SERIES, recurrence_columns
 from calendar_service.events.shapes import Row
@@ -25,7 +31,7 @@ from calendar_service.ids import new_id
 from calendar_service.keys import Principal
 from calendar_service.models import EventCreate, to_db
 from calendar_service.outbox import CREATED
-from calendar_service.timeutil import zone
+from calendar_service.timeutil import format_in, zone
 
 
 def create_event(
@@ -52,6 +58,9 @@ def create_event(
     tz = zone(calendar.time_zone) if calendar is not None else UTC
     bad = {e["field"] for e in prior_errors}
     title = check_title(data.title, errors) if "title" not in bad else None
+    transparency = (
+        check_transparency(data.transparency, errors) if "transparency" not in bad else None
+    )
     start, end = resolve_times(
         starts=data.starts_at,
         ends=data.ends_at,
@@ -60,12 +69,23 @@ def create_event(
         errors=errors,
     )
     series: dict[str, Any] = dict(NOT_A_SERIES)
+    if data.if_free is True and data.recurrence is not None:
+        errors.append(
+            FieldError(
+                "ifFree",
+                "cannot be combined with recurrence: a series' occurrences are not checked; "
+                "create the series without ifFree, or check its times with findFreeTime first",
+            )
+        )
     if data.recurrence is not None and start is not None and end is not None:
         series = recurrence_columns(
             data.recurrence, start=start, end=end, all_day=data.all_day, tz=tz, errors=errors
         )
     if errors or calendar is None or start is None or end is None or title is None:
         raise ValidationFailed(errors)
+    assert transparency is not None  # else an error was found
+    if data.if_free:
+        _check_free(conn, principal=principal, calendar=calendar, start=start, end=end, tz=tz)
     dialect = conn.dialect.name
     stored_now = to_db(now, dialect)
     stored = {  # every column, date-times as the driver takes them (models.to_db)
@@ -85,6 +105,7 @@ def create_event(
         "recurring_event_id": None,
         "original_starts_at": None,
         "status": CONFIRMED,
+        "transparency": transparency,
     }
     INSERT.run(conn, **stored)
     # Formatted from what was stored, as a list formats it (on SQLite: text, no parsing).
@@ -98,6 +119,29 @@ def create_event(
         change=CREATED,
         now=now,
     )
+
+
+def _check_free(
+    conn: Connection,
+    *,
+    principal: Principal,
+    calendar: Any,
+    start: datetime,
+    end: datetime,
+    tz: tzinfo,
+) -> None:
+    """``ifFree``: 409 if busy events of the calendar overlap ``[start, end)`` (checked in the
+    transaction that inserts, after locking the calendar: ``busy.conflicts``)."""
+    found = conflicts(conn, principal=principal, calendar=calendar, start=start, end=end)
+    if found:
+        times = "; ".join(f"{c['startsAt']} to {c['endsAt']}" for c in found[:5])
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        raise Conflict(
+            f"The time {format_in(start, tz)} to {format_in(end, tz)} is not free in calendar "
+            f"{calendar.name!r}: it overlaps {times}{more}. Nothing was created; pick another "
+            "time (findFreeTime finds one).",
+            found,
+        )
 
 
 def _stored(value: datetime | None, dialect: str) -> datetime | str | None:

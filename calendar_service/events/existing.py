@@ -31,6 +31,7 @@ from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.events.parsing import (
     camel,
     check_title,
+    check_transparency,
     current_times,
     parse_untrusted,
     resolve_times,
@@ -88,7 +89,7 @@ def _changes(
     sent = data.model_fields_set
     errors: list[FieldError] = list(prior_errors)
     bad = {e["field"] for e in prior_errors}
-    for name in ("title", "starts_at", "ends_at", "all_day"):
+    for name in ("title", "starts_at", "ends_at", "all_day", "transparency"):
         if name in sent and getattr(data, name) is None and camel(name) not in bad:
             errors.append(FieldError(camel(name), "must not be null"))
     values: dict[str, Any] = {}
@@ -108,6 +109,8 @@ def _changes(
     for name in ("description", "location"):
         if name in sent:
             values[name] = getattr(data, name)
+    if "transparency" in sent and data.transparency is not None:
+        values["transparency"] = check_transparency(data.transparency, errors)
     return values, errors
 
 

@@ -77,6 +77,7 @@ _SERIES_NAMES = (
     "recurrence",
     "recurrence_last_start",
     "recurrence_ends_at",
+    "transparency",
 )
 
 # A chunk's occurrence: start and end (stored UTC text), the occurrence id's stamp, and the
@@ -599,3 +600,67 @@ def _page(
 def _series_public(row: Row, by_calendar: dict[str, tuple[str, tzinfo]]) -> dict[str, Any]:
     name, tz = by_calendar[row.calendar_id]
     return event_public(row, calendar_name=name, tz=tz)
+
+
+BusyEntry = tuple[str, str, str, str, str]
+"""An occurrence that takes time: its calendar's id, start and end (stored UTC text), id and
+title."""
+
+
+def busy_occurrences(
+    series_keys: Sequence[Any],
+    calendars: Sequence[Any],
+    *,
+    load: Callable[[Sequence[str]], list[Any]],
+    low: datetime,
+    high: datetime,
+    budget: int,
+) -> list[BusyEntry]:
+    """Every occurrence of the opaque series among ``series_keys`` (``queries.SERIES_KEYS``)
+    that overlaps ``[low, high)``, in no order and without paging (for
+    ``calendar_service.availability``), read through the same chunk cache as the list. The
+    original starts of a series' exceptions are left out: a changed occurrence is a row of
+    the window query, a cancelled one takes no time.
+
+    The series share ``budget`` equally (at least ``SHARE_FLOOR`` each); a series whose
+    share runs out is busy from the instant it paused at to ``high``: time that may be taken
+    is never shown as free."""
+    by_calendar = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
+    plans = [
+        p for p in _PLANS.of(series_keys, by_calendar, load) if p.fields["transparency"] == "opaque"
+    ]
+    if not plans:
+        return []
+    skipped = {k[0]: set(k[5].split(",")) for k in series_keys if k[5] is not None}
+    share = max(budget // len(plans), SHARE_FLOOR)
+    low_text, high_text = utc_text(low), utc_text(high)
+    found: list[BusyEntry] = []
+    for plan in plans:
+        calendar_id, title = plan.fields["calendarId"], plan.fields["title"]
+        skip = skipped.get(plan.id, ())
+        series = _Series(plan, since=EARLIEST, low=None, high_text=None, budget=Budget(share))
+        first = max(low - plan.longest, EARLIEST)
+        first_text = utc_text(first)
+        index = max(0, (first - plan.anchor) // plan.step)
+        while True:
+            chunk_start = plan.anchor + index * plan.step
+            if chunk_start >= high or chunk_start > LATEST:
+                break
+            if plan.ends is not None and chunk_start >= plan.ends:
+                break
+            chunk = series._whole_chunk(chunk_start, index)
+            entries = series._partial if chunk is None else chunk[1]
+            for entry in entries:
+                start_text, end_text = entry[0], entry[1]
+                if start_text < first_text or start_text >= high_text or end_text <= low_text:
+                    continue
+                if start_text not in skip:
+                    found.append(
+                        (calendar_id, start_text, end_text, f"{plan.id}_{entry[2]}", title)
+                    )
+            if chunk is None:
+                paused = series.paused or low
+                found.append((calendar_id, utc_text(max(paused, low)), high_text, plan.id, title))
+                break
+            index += 1
+    return found

@@ -12,7 +12,7 @@ from typing import Any
 
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.inputs import M, parse_partial
-from calendar_service.models import TITLE_MAX
+from calendar_service.models import TITLE_MAX, TRANSPARENCIES
 from calendar_service.timeutil import ONE_DAY, format_in, midnight, parse_date_time, parse_day
 
 DEFAULT_LIMIT = 250
@@ -95,6 +95,16 @@ def check_title(value: Any, errors: list[FieldError]) -> str | None:
             FieldError("title", f"must be at most {TITLE_MAX} characters (got {len(title)})")
         )
     return title
+
+
+def check_transparency(value: Any, errors: list[FieldError]) -> str | None:
+    """``opaque`` or ``transparent``, or ``None`` with the reason added to ``errors``."""
+    if value in TRANSPARENCIES:
+        return str(value)
+    errors.append(
+        FieldError("transparency", "must be 'opaque' (busy, the default) or 'transparent' (free)")
+    )
+    return None
 
 
 def resolve_times(

@@ -50,6 +50,7 @@ EVENT_COLUMNS = (
     events_t.c.recurring_event_id,
     events_t.c.original_starts_at,
     events_t.c.status,
+    events_t.c.transparency,
 )
 
 
@@ -61,7 +62,12 @@ def _as_text(columns: Any) -> tuple[Any, ...]:
 # The window query's columns: a single event's (``shapes.events_public`` unpacks them), and
 # an exception's series and original start.
 _LIST_COLUMNS = _as_text(
-    (*EVENT_COLUMNS[:10], events_t.c.recurring_event_id, events_t.c.original_starts_at)
+    (
+        *EVENT_COLUMNS[:10],
+        events_t.c.recurring_event_id,
+        events_t.c.original_starts_at,
+        events_t.c.transparency,
+    )
 )
 _CONFIRMED = "confirmed"
 
@@ -71,18 +77,7 @@ def list_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> St
     """The window query, one compiled statement per shape of request: single events and the
     changed occurrences of series (exceptions), which are rows with times of their own;
     series rows and cancelled occurrences are not in it."""
-    query = _in_calendars(select(*_LIST_COLUMNS), one_calendar).where(
-        events_t.c.recurrence.is_(None), events_t.c.status == _CONFIRMED
-    )
-    if low:
-        # Bounded below by the longest event so the index on (calendar_id, starts_at) does the
-        # work on both sides instead of scanning every older event.
-        query = query.where(
-            events_t.c.starts_at >= bindparam("low_floor"),
-            or_(events_t.c.ends_at > bindparam("low"), events_t.c.starts_at >= bindparam("low")),
-        )
-    if high:
-        query = query.where(events_t.c.starts_at < bindparam("high"))
+    query = _in_window(_in_calendars(select(*_LIST_COLUMNS), one_calendar), low, high)
     if after:
         after_start: BindParameter[Any] = bindparam("after_start")
         query = query.where(
@@ -93,6 +88,41 @@ def list_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> St
             ),
         )
     return Statement(query.order_by(events_t.c.starts_at, events_t.c.id).limit(bindparam("limit")))
+
+
+def _in_window(query: Any, low: bool, high: bool) -> Any:
+    """The window query's rows: single events and changed occurrences (not series, not
+    cancelled occurrences) overlapping ``[low, high)`` (either side optional)."""
+    query = query.where(events_t.c.recurrence.is_(None), events_t.c.status == _CONFIRMED)
+    if low:
+        # Bounded below by the longest event so the index on (calendar_id, starts_at) does the
+        # work on both sides instead of scanning every older event.
+        query = query.where(
+            events_t.c.starts_at >= bindparam("low_floor"),
+            or_(events_t.c.ends_at > bindparam("low"), events_t.c.starts_at >= bindparam("low")),
+        )
+    if high:
+        query = query.where(events_t.c.starts_at < bindparam("high"))
+    return query
+
+
+_BUSY_COLUMNS = (
+    events_t.c.calendar_id,
+    *_as_text((events_t.c.starts_at, events_t.c.ends_at)),
+    events_t.c.id,
+    events_t.c.title,
+)
+
+
+@functools.cache
+def busy_statement(calendars: int) -> Statement:
+    """The window query (``_in_window``, both bounds) of ``calendars`` calendars
+    (``calendar_0``...), opaque rows only: what is busy, for ``availability``. In no order."""
+    ids: list[BindParameter[Any]] = [bindparam(f"calendar_{i}") for i in range(calendars)]
+    query = select(*_BUSY_COLUMNS).where(
+        events_t.c.calendar_id.in_(ids), events_t.c.transparency == "opaque"
+    )
+    return Statement(_in_window(query, low=True, high=True))
 
 
 def _in_calendars(query: Any, one_calendar: bool) -> Any:
@@ -136,7 +166,7 @@ SERIES_KEYS = (
 )
 # A series' columns (date-times as stored UTC text), read when a version of it is new to the
 # process (``series_rows``).
-SERIES_COLUMNS = _as_text(EVENT_COLUMNS[:13])
+SERIES_COLUMNS = _as_text((*EVENT_COLUMNS[:13], events_t.c.transparency))
 
 
 @functools.cache

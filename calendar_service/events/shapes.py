@@ -63,6 +63,7 @@ def event_fields(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
         "location": row.location,
         "createdAt": format_utc(row.created_at),
         "updatedAt": format_utc(row.updated_at),
+        "transparency": row.transparency,
     }
 
 
@@ -89,6 +90,7 @@ def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[st
         updated,
         series_id,
         original,
+        transparency,
     ) in rows:
         name, local = zones[calendar_id]
         if local is None:
@@ -107,6 +109,7 @@ def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[st
             "location": place,
             "createdAt": created.replace(whole, z),
             "updatedAt": updated.replace(whole, z),
+            "transparency": transparency,
         }
         if series_id is not None:  # a changed occurrence of a series
             event["recurringEventId"] = series_id

@@ -33,6 +33,7 @@ from calendar_service.models import (
     EventUpdate,
     Problem,
 )
+from calendar_service.rest import openapi_availability
 from calendar_service.rest.routes import EVENTS_PATH
 from calendar_service.timeutil import MAX_OFFSET, MAX_YEAR, MIN_YEAR
 
@@ -249,12 +250,16 @@ def _schemas() -> dict[str, Any]:
         (EventPublic, "serialization"),
         (EventList, "serialization"),
         (Problem, "serialization"),
+        *openapi_availability.MODELS,
     ]
     for model, mode in models:
         schema, defs = _model_schema(model, mode)
         for name, definition in defs.items():
             out.setdefault(name, definition)
         out[model.__name__] = schema
+    openapi_availability.adjust(
+        out, bound_pattern=BOUND_PATTERN, text_pattern=TEXT_PATTERN, range_doc=RANGE_DOC
+    )
     out["EventCreate"] = _event_create(out["EventCreate"])
     out["EventUpdate"] = _event_update(out["EventUpdate"])
     _only_when_present(out["EventPublic"], ("recurrence", "recurringEventId", "originalStartsAt"))
@@ -337,6 +342,7 @@ _EVENT_EXAMPLE = {
     "location": "Room 4",
     "createdAt": "2026-02-20T14:03:11.482913Z",
     "updatedAt": "2026-02-20T14:03:11.482913Z",
+    "transparency": "opaque",
 }
 
 
@@ -467,7 +473,9 @@ def _responses() -> dict[str, Any]:
             _problem_example(404, "not_found", "Not found", "No event with this id."),
         ),
         "Conflict": _problem_response(
-            "A request with this Idempotency-Key is still being processed; retry shortly.",
+            "A request with this Idempotency-Key is still being processed; retry shortly "
+            "(`idempotency_in_flight`). Or, with `ifFree`, the time is not free (`conflict`): "
+            "`conflicts` lists the overlapping busy events' times (and their ids and titles).",
             _problem_example(
                 409,
                 "idempotency_in_flight",
@@ -670,12 +678,14 @@ def _event_links(source: str) -> dict[str, Any]:
     return links
 
 
+_RATE_DOC = (
+    " Every call spends one request of the key's budget and is recorded in the key's call history."
+)
+
+
 def _operations() -> dict[str, Any]:
     write_note = " Needs a key with `calendar:write`."
-    rate_doc = (
-        " Every call spends one request of the key's budget and is recorded in the key's call "
-        "history."
-    )
+    rate_doc = _RATE_DOC
     list_op = {
         "operationId": "listCalendarEvents",
         "tags": [TAG],
@@ -852,11 +862,12 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "servers": [{"url": f"{base_url}/api/v1"}],
         "security": [{"bearerAuth": []}],
         "tags": [
+            openapi_availability.TAG_DOC,  # tags in alphabetical order
             {
                 "name": TAG,
                 "description": "Events in the calendars an API key can reach. Write operations "
                 "need `calendar:write`; every change is sent to the owner's webhook.",
-            }
+            },
         ],
         "paths": {
             collection: {"get": ops["list"], "post": ops["create"]},
@@ -866,6 +877,7 @@ def build_openapi(base_url: str) -> dict[str, Any]:
                 "patch": ops["update"],
                 "delete": ops["delete"],
             },
+            **openapi_availability.paths(_RATE_DOC),
         },
         "components": {
             "schemas": _schemas(),

@@ -30,6 +30,8 @@ from calendar_service.operations import Operation
 from calendar_service.timeutil import utcnow
 
 EVENTS_PATH = "/api/v1/calendar/events"
+FREE_BUSY_PATH = "/api/v1/calendar/freeBusy"
+FREE_TIME_PATH = "/api/v1/calendar/freeTime"
 
 
 async def _perform(
@@ -186,6 +188,24 @@ async def delete_calendar_event(request: Request) -> Response:
     return _respond(outcome, None)
 
 
+async def _availability(request: Request, op: Operation) -> Response:
+    raw, refused = await _body(request)
+
+    def args() -> dict[str, Any]:
+        return {"body": parse_json_body(raw)}
+
+    outcome = await _perform(request, op, args, refused=refused)
+    return _respond(outcome, outcome.value)
+
+
+async def query_free_busy(request: Request) -> Response:
+    return await _availability(request, operations.FREE_BUSY)
+
+
+async def find_free_time(request: Request) -> Response:
+    return await _availability(request, operations.FREE_TIME)
+
+
 def routes() -> list[BaseRoute]:
     return [
         Route(EVENTS_PATH, list_calendar_events, methods=["GET"]),
@@ -193,4 +213,6 @@ def routes() -> list[BaseRoute]:
         Route(EVENTS_PATH + "/{event_id}", get_calendar_event, methods=["GET"]),
         Route(EVENTS_PATH + "/{event_id}", update_calendar_event, methods=["PATCH"]),
         Route(EVENTS_PATH + "/{event_id}", delete_calendar_event, methods=["DELETE"]),
+        Route(FREE_BUSY_PATH, query_free_busy, methods=["POST"]),
+        Route(FREE_TIME_PATH, find_free_time, methods=["POST"]),
     ]

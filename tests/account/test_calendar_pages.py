@@ -67,6 +67,32 @@ def test_an_all_day_events_last_day_is_inclusive_on_the_page(
     assert "Mon 15 Sep 2031 – Wed 17 Sep 2031 All day" in text_of(settings.get("/calendars").text)
 
 
+def test_an_event_shown_as_free_is_transparent_and_leaves_its_time_free(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    calendar = factory.calendar(settings.owner, name="Focus")
+    _, secret = factory.key(settings.owner, permission="read")
+    assert settings.post("/events", event_form(calendar, title="Deep work", free="on")).status_code
+    [event] = api.get(
+        EVENTS, params={"timeMin": "2031-06-01", "timeMax": "2031-06-03"}, headers=bearer(secret)
+    ).json()["events"]
+    assert event["transparency"] == "transparent"
+    assert "Deep work Free" in text_of(settings.get("/calendars").text)
+    edit = settings.get(f"/events/{event['id']}/edit").text
+    assert 'name="free" id="free" checked' in edit
+    busy = api.post(
+        "/api/v1/calendar/freeBusy",
+        json={"timeMin": "2031-06-02", "timeMax": "2031-06-03", "calendarIds": [calendar]},
+        headers=bearer(secret),
+    )
+    assert busy.json()["calendars"][0]["busy"] == []
+    # Saved without the box ticked: busy again.
+    form = event_form(calendar, title="Deep work")
+    assert settings.post(f"/events/{event['id']}", form).status_code == 303
+    shown = api.get(f"{EVENTS}/{event['id']}", headers=bearer(secret)).json()
+    assert shown["transparency"] == "opaque"
+
+
 def test_the_event_form_names_each_bad_field_and_keeps_what_was_typed(settings: Settings) -> None:
     answer = settings.post(
         "/events",

@@ -14,6 +14,7 @@ from tests.account.conftest import Settings
 from tests.support import Factory, bearer
 
 EVENTS = "/api/v1/calendar/events"
+FREE_BUSY = "/api/v1/calendar/freeBusy"
 
 
 def _secret(html: str) -> str:
@@ -58,6 +59,35 @@ def test_a_key_made_in_the_page_shows_its_secret_once_and_works_on_the_api(
     assert [c["id"] for c in answer.json()["calendars"]] == [work]
 
 
+def test_a_free_busy_key_made_in_the_page_sees_busy_times_only_and_its_history_says_so(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    form = {"name": "Scheduler", "permission": "freebusy", "expires": "30d", "calendar": ""}
+    created = settings.post("/keys", form)
+    assert created.status_code == 201
+    assert "Free/busy only" in created.text
+    secret = _secret(created.text)
+    [record] = [
+        k
+        for k in factory.db.call(keys.list_keys, user_id=settings.owner.id, now=utcnow())
+        if k["name"] == "Scheduler"
+    ]
+    assert record["permission"] == "freebusy" and record["scopes"] == ["calendar:freebusy"]
+    window = {"timeMin": "2031-06-02T00:00Z", "timeMax": "2031-06-03T00:00Z"}
+    assert api.post(FREE_BUSY, json=window, headers=bearer(secret)).status_code == 200
+    refused = api.get(EVENTS, params=window, headers=bearer(secret))
+    assert refused.status_code == 401 and refused.json()["code"] == "insufficient_scope"
+    row = re.search(
+        r"<tr>\s*<th scope=\"row\" data-label=\"Name\">Scheduler</th>.*?</tr>",
+        settings.get("/keys").text,
+        re.S,
+    )
+    assert row is not None and "Free/busy only" in row.group(0)
+    calls = settings.get(f"/keys/{record['id']}/calls").text
+    assert "Free/busy only" in calls
+    assert "queryFreeBusy" in calls and "listCalendarEvents" in calls
+
+
 def test_the_key_form_names_each_bad_field(settings: Settings) -> None:
     answer = settings.post(
         "/keys",
@@ -65,7 +95,10 @@ def test_the_key_form_names_each_bad_field(settings: Settings) -> None:
     )
     assert answer.status_code == 400
     assert 'id="name-error">must be 1 to 200 characters<' in answer.text
-    assert 'id="permission-error">must be &#39;read&#39; or &#39;write&#39;<' in answer.text
+    assert (
+        'id="permission-error">must be &#39;read&#39;, &#39;write&#39; or &#39;freebusy&#39;<'
+        in answer.text
+    )
     assert 'id="expires-error">must be in the future<' in answer.text
     assert 'value="custom" selected' in answer.text  # the form keeps what was typed
     bad_date = settings.post(

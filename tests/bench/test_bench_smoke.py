@@ -52,6 +52,9 @@ def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
     series = summary["series"]  # the list with weekly series beside the events, and without
     for who in ("with", "without"):
         assert series[who]["errors"] == 0 and series[who]["rps"] > 0, series
+    freetime = summary["freetime"]  # findFreeTime beside the list on the same database
+    for kind in ("freetime", "list"):
+        assert freetime[kind]["errors"] == 0 and freetime[kind]["rps"] > 0, freetime
     assert (tmp_path / "performance.png").exists()
 
 

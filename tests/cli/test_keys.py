@@ -51,6 +51,24 @@ def test_a_key_for_less_than_an_hour_needs_the_explicit_flag(config: Config) -> 
     assert _expires(longer) > utcnow() + timedelta(minutes=85)
 
 
+def test_a_free_busy_key_is_made_with_its_own_permission_and_scope(config: Config) -> None:
+    email = _owner(config)
+    key = cli_json(
+        config, "keys", "create", "--user", email, "--name", "agent", "--permission", "freebusy"
+    )
+    assert key["permission"] == "freebusy"
+    assert key["scopes"] == ["calendar:freebusy"]
+    assert key["secret"].startswith("calsk_")
+    [listed] = cli_json(config, "keys", "list", "--user", email)["keys"]
+    assert listed["permission"] == "freebusy"
+    refused = cli(
+        config, "keys", "create", "--user", email, "--name", "x", "--permission", "admin",
+        check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0
+    assert "freebusy" in refused.stderr
+
+
 def test_the_created_key_shows_when_it_expires(config: Config) -> None:
     email = _owner(config)
     base = ("keys", "create", "--user", email, "--name", "k")

@@ -1,5 +1,5 @@
 """The hot queries search their indexes: the list window on both bounds (no scan of older
-events), the history purge key by key."""
+events), the busy time of availability likewise, the history purge key by key."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import event, text
 
-from calendar_service import events
+from calendar_service import availability, events
 from calendar_service.db import Database
 from calendar_service.history import purge_calls
 from calendar_service.keys import Principal
@@ -84,3 +84,29 @@ def test_the_history_purge_goes_through_the_key_index(db: Database) -> None:
         assert "SCAN calls" not in plan, plan
     else:
         assert "ix_calls_key_at" in plan, plan
+
+
+def test_the_busy_time_query_searches_the_same_index_as_the_list(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work")
+    plan = plan_of(
+        db,
+        lambda statement: "FROM events" in statement and "transparency" in statement,
+        lambda: db.call(
+            availability.query_free_busy,
+            principal=events.owner_principal(owner.id),
+            body={
+                "timeMin": "2026-03-02T00:00:00Z",
+                "timeMax": "2026-03-09T00:00:00Z",
+                "calendarIds": [owner.default_calendar_id, work],
+            },
+        ),
+    )
+    if db.engine.dialect.name == "sqlite":
+        assert "USING INDEX ix_events_calendar_start" in plan, plan
+        assert "starts_at>? AND starts_at<?" in plan, plan
+    else:
+        assert "ix_events_calendar_start" in plan, plan
+        assert "starts_at >=" in plan and "starts_at <" in plan, plan

@@ -1,4 +1,4 @@
-"""The five tools over real streamable HTTP, with the official client in both protocol modes."""
+"""The seven tools over real streamable HTTP, with the official client in both protocol modes."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ TOOLS = {
     "getCalendarEvent",
     "updateCalendarEvent",
     "deleteCalendarEvent",
+    "queryFreeBusy",
+    "findFreeTime",
 }
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_the_server_lists_five_tools_with_schemas_and_honest_annotations(
+async def test_the_server_lists_seven_tools_with_schemas_and_honest_annotations(
     server: RunningServer, factory: Factory, mode: str
 ) -> None:
     _, secret = factory.key(factory.owner(), permission="read")
@@ -33,7 +35,16 @@ async def test_the_server_lists_five_tools_with_schemas_and_honest_annotations(
     assert props["title"]["maxLength"] == 300
     assert props["startsAt"]["format"] == props["endsAt"]["format"] == "date-time"
     assert props["calendar"]["default"] == "Личное"
-    optional = {"calendarId", "allDay", "description", "location", "idempotencyKey", "recurrence"}
+    optional = {
+        "calendarId",
+        "allDay",
+        "description",
+        "location",
+        "idempotencyKey",
+        "recurrence",
+        "transparency",
+        "ifFree",
+    }
     assert optional <= set(props)
     listing = tools["listCalendarEvents"].input_schema["properties"]
     assert set(listing) == {"timeMin", "timeMax", "limit", "pageToken", "singleEvents"}
@@ -50,6 +61,8 @@ async def test_the_server_lists_five_tools_with_schemas_and_honest_annotations(
     assert hints("createCalendarEvent") == (False, False, False)
     assert hints("updateCalendarEvent") == (False, True, True)
     assert hints("deleteCalendarEvent") == (False, True, True)
+    assert hints("queryFreeBusy")[0] is True
+    assert hints("findFreeTime")[0] is True
 
     for tool in tools.values():
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"

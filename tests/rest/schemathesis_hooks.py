@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import calendar
 import contextlib
+import itertools
 import json
 import os
 import re
-from datetime import date, datetime
+from collections.abc import MutableMapping
+from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -37,6 +39,7 @@ ZONE = ZoneInfo(os.environ["CALENDAR_FUZZ_TIME_ZONE"])
 LIST = "GET /calendar/events"
 CREATE = "POST /calendar/events"
 UPDATE = "PATCH /calendar/events/{eventId}"
+AVAILABILITY = ("POST /calendar/freeBusy", "POST /calendar/freeTime")
 
 # nextPageToken -> (timeMin, timeMax) of the query that returned it
 _page_tokens: dict[str, tuple[Any, Any]] = {}
@@ -69,6 +72,8 @@ def _operation(case: Case) -> str:
 
 @schemathesis.hook
 def before_call(context: HookContext, case: Case, kwargs: dict[str, Any]) -> None:
+    if _operation(case) == CREATE:
+        _fresh_idempotency_key(case, kwargs)
     meta = case.meta
     if meta is None or not meta.generation.mode.is_positive:
         return
@@ -82,9 +87,51 @@ def before_call(context: HookContext, case: Case, kwargs: dict[str, Any]) -> Non
         _realistic_calendar(case.body)
         _in_order(case.body, case.body.get("allDay") is True)
         _realistic_recurrence(case.body)
+        if case.body.get("recurrence") is not None:  # ifFree checks single events only
+            case.body.pop("ifFree", None)
     elif operation == UPDATE and isinstance(case.body, dict):
         _realistic_times(case.body)
         _realistic_recurrence(case.body)
+    elif operation in AVAILABILITY and isinstance(case.body, dict):
+        _realistic_availability(case.body)
+
+
+def _realistic_availability(body: dict[str, Any]) -> None:
+    """Calendars that exist, bounds in order and at most 92 days apart, a real time zone,
+    working hours that end after they start."""
+    if isinstance(body.get("calendarIds"), list):
+        body["calendarIds"] = [
+            CALENDARS[i % len(CALENDARS)][0] for i in range(len(body["calendarIds"]))
+        ]
+    low, high = (_bound(body.get(name)) for name in ("timeMin", "timeMax"))
+    if low is not None and high is not None:
+        if high < low:
+            body["timeMin"], body["timeMax"] = body["timeMax"], body["timeMin"]
+            low, high = high, low
+        if high - low > timedelta(days=92) or high == low:
+            body["timeMax"] = (low + timedelta(days=1)).isoformat()
+    if "timeZone" in body and body["timeZone"] is not None:
+        body["timeZone"] = "Europe/Berlin"
+    hours = body.get("workingHours")
+    if isinstance(hours, dict) and str(hours.get("end")) <= str(hours.get("start")):
+        hours["start"], hours["end"] = "09:00", "17:00"
+
+
+_sent = itertools.count()
+
+
+def _fresh_idempotency_key(case: Case, kwargs: dict[str, Any]) -> None:
+    """A replayed Idempotency-Key answers the first response again, by design (Stripe's
+    behaviour), even when the event it created was deleted since; the stateful phase would
+    then read that event and report it missing. So each generated key is made unique (in the
+    request about to be sent, and in the case that reports it)."""
+    suffix = f"-{next(_sent)}"
+    for headers in (case.headers, kwargs.get("headers")):
+        if not isinstance(headers, MutableMapping):
+            continue
+        for name in list(headers):
+            if name.lower() == "idempotency-key" and isinstance(headers[name], str):
+                headers[name] = headers[name][:200] + suffix
 
 
 def _realistic_recurrence(body: dict[str, Any]) -> None:

@@ -20,6 +20,8 @@ OPERATIONS = {
     "getCalendarEvent": ("/calendar/events/{eventId}", "get"),
     "updateCalendarEvent": ("/calendar/events/{eventId}", "patch"),
     "deleteCalendarEvent": ("/calendar/events/{eventId}", "delete"),
+    "queryFreeBusy": ("/calendar/freeBusy", "post"),
+    "findFreeTime": ("/calendar/freeTime", "post"),
 }
 ITEM = "/calendar/events/{eventId}"
 
@@ -98,8 +100,8 @@ def test_the_document_names_its_license_contact_and_tags(doc: dict[str, Any]) ->
     assert info["license"] == {"name": "MIT", "url": "https://opensource.org/license/mit"}
     assert info["contact"]["name"] and info["contact"]["url"]
     assert info["description"]
-    assert [tag["name"] for tag in doc["tags"]] == ["Events"]
-    assert doc["tags"][0]["description"]
+    assert [tag["name"] for tag in doc["tags"]] == ["Availability", "Events"]
+    assert all(tag["description"] for tag in doc["tags"])
 
 
 def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
@@ -120,7 +122,13 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
     assert found == set(OPERATIONS)
     for operation_id in OPERATIONS:
         op = _operation(doc, operation_id)
-        assert op["tags"] == ["Events"]
+        tag = (
+            "Availability"
+            if OPERATIONS[operation_id][0].endswith("Time")
+            or (OPERATIONS[operation_id][0].endswith("Busy"))
+            else "Events"
+        )
+        assert op["tags"] == [tag]
         assert op["summary"] and op["description"]
 
 
@@ -132,6 +140,8 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
         ("getCalendarEvent", {"200", "400", "401", "404", "429", "500"}),
         ("updateCalendarEvent", {"200", "400", "401", "404", "413", "415", "429", "500"}),
         ("deleteCalendarEvent", {"204", "400", "401", "404", "429", "500"}),
+        ("queryFreeBusy", {"200", "400", "401", "413", "415", "429", "500"}),
+        ("findFreeTime", {"200", "400", "401", "413", "415", "429", "500"}),
     ],
 )
 def test_every_operation_documents_each_status_it_answers_errors_as_problem_json(

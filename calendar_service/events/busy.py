@@ -1,0 +1,134 @@
+"""What takes time in calendars: for ``calendar_service.availability`` (free/busy, finding a
+time) and ``ifFree`` on create (``conflicts``).
+
+Busy time is what the list shows, from the same window query (``queries.busy_statement``,
+``queries.series_statement``): single events and changed occurrences, and the occurrences of
+series (``occurrences.busy_occurrences``), cancelled occurrences left out; ``transparent``
+events are free. All-day events are busy for their whole local days in their calendar's zone
+(they are stored as those midnights). Zero-length events take no time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from calendar_service.calendars import CalendarRow
+from calendar_service.events.occurrences import busy_occurrences
+from calendar_service.events.queries import (
+    busy_statement,
+    series_rows,
+    window_floor,
+    window_series,
+)
+from calendar_service.keys import Principal
+from calendar_service.models import calendars_t, to_db
+from calendar_service.recurrence import READ_BUDGET
+from calendar_service.timeutil import format_in, utc_text, zone
+
+BUDGET = 4 * READ_BUDGET
+"""Work units one availability request may spend expanding series (a window is at most 92
+days, where a list page stops when it is full)."""
+
+Busy = tuple[str, str, str, str, str]
+"""What takes time: calendar id, start and end (stored UTC text), event id, title."""
+
+
+def busy_of(
+    conn: Connection, *, user_id: str, calendars: Sequence[Any], low: datetime, high: datetime
+) -> list[Busy]:
+    """Everything that takes time in ``calendars`` (rows with ``id``, ``time_zone``,
+    ``max_event_seconds``) and overlaps ``[low, high)``: opaque single events and changed
+    occurrences, and occurrences of opaque series, in no order."""
+    if not calendars:
+        return []
+    dialect = conn.dialect.name
+    size = 1 << max(len(calendars) - 1, 0).bit_length()  # a few statement shapes only
+    params: dict[str, Any] = {
+        f"calendar_{i}": calendars[i].id if i < len(calendars) else None for i in range(size)
+    }
+    longest = max(c.max_event_seconds for c in calendars)
+    window = {
+        "low": to_db(low, dialect),
+        "low_floor": to_db(window_floor(low, longest), dialect),
+        "high": to_db(high, dialect),
+    }
+    found: list[Busy] = [
+        (r[0], r[1], r[2], r[3], r[4])
+        for r in busy_statement(size).all(conn, **params, **window)
+        if r[2] > r[1]  # zero-length events take no time
+    ]
+    # The list's search for series in the window (from memory while a calendar's series are
+    # unchanged); when it asks the database for all the owner's calendars, only ours count.
+    one = len(calendars) == 1
+    scope = {"calendar_id": calendars[0].id} if one else {"user_id": user_id}
+    keys = window_series(
+        conn,
+        calendars,
+        shape=(one, True, True, False),
+        params={**window, **scope},
+        texts=(utc_text(low), utc_text(high), None),
+    )
+    wanted = {c.id for c in calendars}
+    keys = [k for k in keys if k[1] in wanted]
+    if keys:
+        found.extend(
+            b
+            for b in busy_occurrences(
+                keys,
+                calendars,
+                load=lambda ids: series_rows(conn, ids),
+                low=low,
+                high=high,
+                budget=BUDGET,
+            )
+            if b[2] > b[1]
+        )
+    return found
+
+
+def conflicts(
+    conn: Connection,
+    *,
+    principal: Principal,
+    calendar: Any,
+    start: datetime,
+    end: datetime,
+) -> list[dict[str, Any]]:
+    """The opaque events and occurrences of ``calendar`` overlapping ``[start, end)``, in time
+    order (times in the calendar's zone; ids and titles only for keys that may read them).
+    On PostgreSQL the calendar's row is locked first (``FOR NO KEY UPDATE``: plain inserts of
+    events, whose foreign key only shares the row's key, do not wait for it), so that two such
+    checks of one calendar (and the inserts that follow them) run one after the other; SQLite
+    has one writer."""
+    if end <= start:
+        return []  # a zero-length event takes no time
+    # Read again, locked: what the check relies on (the longest event, the series' version)
+    # is then what the last booking before this one committed.
+    query = select(calendars_t.c.max_event_seconds, calendars_t.c.series_version).where(
+        calendars_t.c.id == calendar.id
+    )
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update(key_share=True)
+    longest, version = conn.execute(query).one()
+    locked = CalendarRow(
+        calendar.id,
+        calendar.name,
+        calendar.time_zone,
+        bool(calendar.is_default),
+        longest,
+        version,
+    )
+    items = busy_of(conn, user_id=principal.user_id, calendars=[locked], low=start, high=end)
+    tz = zone(calendar.time_zone)
+    readable = principal.permission in ("read", "write")
+    found = []
+    for _, s, e, event_id, title in sorted(items, key=lambda b: (b[1], b[3])):
+        item: dict[str, Any] = {"startsAt": format_in(s, tz), "endsAt": format_in(e, tz)}
+        if readable:
+            item["id"], item["title"] = event_id, title
+        found.append(item)
+    return found

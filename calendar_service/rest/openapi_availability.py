@@ -1,0 +1,238 @@
+"""The availability operations' part of the OpenAPI document (``openapi.build_openapi`` adds
+it): ``queryFreeBusy`` and ``findFreeTime``, their bodies and answers, from the same models
+the core reads (``models.FreeBusyQuery``...), with what the core checks beyond types."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from calendar_service.availability import (
+    DAYS,
+    DEFAULT_SLOTS,
+    MAX_CALENDARS,
+    MAX_DURATION,
+    MAX_SLOTS,
+    MAX_WINDOW,
+)
+from calendar_service.models import (
+    CalendarBusy,
+    Conflicting,
+    FreeBusyPublic,
+    FreeBusyQuery,
+    FreeTimePublic,
+    FreeTimeQuery,
+    Interval,
+)
+
+TAG = "Availability"
+_SCHEMA = "#/components/schemas/{}"
+_RESPONSE = "#/components/responses/{}"
+_HEADER = "#/components/headers/{}"
+# Local clock times: 00:00 to 23:59, and 24:00 for an end.
+_CLOCK = "^(?:[01][0-9]|2[0-3]):[0-5][0-9]$"
+_END_CLOCK = "^(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"
+
+MODELS = (
+    (FreeBusyQuery, "validation"),
+    (FreeTimeQuery, "validation"),
+    (FreeBusyPublic, "serialization"),
+    (FreeTimePublic, "serialization"),
+    (CalendarBusy, "serialization"),
+    (Interval, "serialization"),
+    (Conflicting, "serialization"),
+)
+
+_BOUNDS_DOC = (
+    "A date-time (offset optional: without one it is read in the answer's time zone) or a date "
+    "(that day's midnight)."
+)
+
+
+def adjust(
+    schemas: dict[str, Any], *, bound_pattern: str, text_pattern: str, range_doc: str
+) -> None:
+    """What the core checks beyond the models' types, added to their schemas in place."""
+    for name in ("FreeBusyQuery", "FreeTimeQuery"):
+        props = schemas[name]["properties"]
+        props["timeMin"] = {
+            "type": "string",
+            "pattern": bound_pattern,
+            "minLength": 1,
+            "description": f"Inclusive start of the window. {_BOUNDS_DOC} {range_doc}",
+        }
+        props["timeMax"] = {
+            "type": "string",
+            "pattern": bound_pattern,
+            "minLength": 1,
+            "description": "Exclusive end of the window: after timeMin, at most "
+            f"{MAX_WINDOW.days} days after it. {_BOUNDS_DOC} {range_doc}",
+        }
+        ids = props["calendarIds"]
+        ids["anyOf"] = [
+            {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_CALENDARS,
+                "items": {"type": "string", "minLength": 1, "pattern": text_pattern},
+            },
+            {"type": "null"},
+        ]
+        ids.pop("minItems", None)
+        ids.pop("maxItems", None)
+    props = schemas["FreeTimeQuery"]["properties"]
+    props["durationMinutes"] = {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": MAX_DURATION,
+        "description": props["durationMinutes"]["description"],
+    }
+    props["limit"] = {
+        "anyOf": [{"type": "integer", "minimum": 1, "maximum": MAX_SLOTS}, {"type": "null"}],
+        "default": DEFAULT_SLOTS,
+        "description": props["limit"]["description"],
+    }
+    props["timeZone"]["anyOf"] = [{"type": "string", "pattern": text_pattern}, {"type": "null"}]
+    hours = schemas["WorkingHours"]
+    hours["properties"]["start"]["pattern"] = _CLOCK
+    hours["properties"]["end"]["pattern"] = _END_CLOCK
+    hours["properties"]["days"]["anyOf"] = [
+        {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 7,
+            "uniqueItems": True,
+            "items": {"type": "string", "enum": list(DAYS)},
+        },
+        {"type": "null"},
+    ]
+    for name in ("minItems", "maxItems", "uniqueItems"):
+        hours["properties"]["days"].pop(name, None)
+    hours["description"] = (
+        "Local working hours, the same on each working day; end after start (working hours "
+        "across midnight are not supported)."
+    )
+    schemas["FreeBusyQuery"]["description"] = "The body of queryFreeBusy."
+    schemas["FreeTimeQuery"]["description"] = "The body of findFreeTime."
+    schemas["FreeBusyPublic"]["description"] = (
+        "The busy time of each calendar asked for; timeMin and timeMax in the first calendar's "
+        "zone."
+    )
+    schemas["FreeTimePublic"]["description"] = "Free slots, earliest first."
+    schemas["Conflicting"]["description"] = (
+        "A busy event or occurrence that a booking with ifFree overlaps."
+    )
+
+
+def _answer(description: str, schema: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "headers": {
+            name: {"$ref": _HEADER.format(name)}
+            for name in (
+                "Request-Id",
+                "RateLimit-Policy",
+                "RateLimit-Limit",
+                "RateLimit-Remaining",
+                "RateLimit-Reset",
+                "Cache-Control",
+            )
+        },
+        "content": {"application/json": {"schema": {"$ref": _SCHEMA.format(schema)}}},
+    }
+
+
+def _errors() -> dict[str, Any]:
+    names = {
+        "400": "BadRequest",
+        "401": "Unauthorized",
+        "413": "PayloadTooLarge",
+        "415": "UnsupportedMediaType",
+        "429": "TooManyRequests",
+        "500": "InternalError",
+    }
+    return {code: {"$ref": _RESPONSE.format(name)} for code, name in names.items()}
+
+
+def paths(rate_doc: str) -> dict[str, Any]:
+    keys_doc = (
+        " Any key may call it: read, write, and `freebusy` keys, which may call nothing else "
+        "(and so never see a title)."
+    )
+    free_busy = {
+        "operationId": "queryFreeBusy",
+        "tags": [TAG],
+        "summary": "When calendars are busy",
+        "description": "The busy intervals of each calendar asked for (default: every calendar "
+        "the key reaches), within [timeMin, timeMax), at most "
+        f"{MAX_WINDOW.days} days: opaque events and occurrences of series, merged (overlapping "
+        "or touching ones become one) and clipped to the window, in each calendar's time zone. "
+        "Transparent events and cancelled occurrences are free; all-day events are busy for "
+        "their whole local days." + keys_doc + rate_doc,
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {"$ref": _SCHEMA.format("FreeBusyQuery")},
+                    "examples": {
+                        "week": {
+                            "summary": "One week of every calendar",
+                            "value": {
+                                "timeMin": "2026-03-02T00:00:00+01:00",
+                                "timeMax": "2026-03-09T00:00:00+01:00",
+                            },
+                        }
+                    },
+                }
+            },
+        },
+        "responses": {"200": _answer("Each calendar's busy time.", "FreeBusyPublic"), **_errors()},
+    }
+    free_time = {
+        "operationId": "findFreeTime",
+        "tags": [TAG],
+        "summary": "Find time when every calendar is free",
+        "description": "Start times, earliest first, at which every calendar asked for is free "
+        "for durationMinutes, within workingHours if given, found and shown in timeZone "
+        "(default: the first calendar's). Slots start every 15 minutes of local time (every "
+        "durationMinutes when shorter), counted from local midnight; they may overlap one "
+        "another. Working hours are wall-clock times, so they hold on the days DST changes."
+        + keys_doc
+        + rate_doc,
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {"$ref": _SCHEMA.format("FreeTimeQuery")},
+                    "examples": {
+                        "halfHour": {
+                            "summary": "30 minutes in working hours next week",
+                            "value": {
+                                "timeMin": "2026-03-02",
+                                "timeMax": "2026-03-07",
+                                "durationMinutes": 30,
+                                "timeZone": "Europe/Berlin",
+                                "workingHours": {
+                                    "start": "09:00",
+                                    "end": "17:00",
+                                    "days": ["MO", "TU", "WE", "TH", "FR"],
+                                },
+                                "limit": 5,
+                            },
+                        }
+                    },
+                }
+            },
+        },
+        "responses": {"200": _answer("The free slots.", "FreeTimePublic"), **_errors()},
+    }
+    return {
+        "/calendar/freeBusy": {"post": free_busy},
+        "/calendar/freeTime": {"post": free_time},
+    }
+
+
+TAG_DOC = {
+    "name": TAG,
+    "description": "When calendars are busy or free, without the events' titles: for "
+    "scheduling agents. Keys with the `freebusy` permission may call these and nothing else.",
+}
