@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from calendar_service import events
+from calendar_service.ical.importing import import_events
 
 Needs = Literal["read", "write"]
 
@@ -65,7 +66,18 @@ CREATE = Operation("createCalendarEvent", "write", events.create_event_from_inpu
 GET = Operation("getCalendarEvent", "read", events.get_event)
 UPDATE = Operation("updateCalendarEvent", "write", events.update_event_from_input)
 DELETE = Operation("deleteCalendarEvent", "write", events.delete_event)
+IMPORT = Operation("importCalendarEvents", "write", import_events)
 
-OPERATIONS = (LIST, CREATE, GET, UPDATE, DELETE)
+OPERATIONS = (LIST, CREATE, GET, UPDATE, DELETE, IMPORT)
 
-__all__ = ["CREATE", "DELETE", "GET", "LIST", "OPERATIONS", "UPDATE", "Needs", "Operation"]
+__all__ = [
+    "CREATE",
+    "DELETE",
+    "GET",
+    "IMPORT",
+    "LIST",
+    "OPERATIONS",
+    "UPDATE",
+    "Needs",
+    "Operation",
+]

@@ -40,6 +40,7 @@ app.command()(webhook.worker)
 app.command()(serve.migrate)
 app.command()(serve.mcp)
 app.command()(owners.calls)
+app.command("import")(ical.import_file)
 app.command()(demo.demo)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -10,6 +11,9 @@ from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, ru
 from calendar_service.config import Config
 from calendar_service.errors import NotFound
 from calendar_service.ical import feeds
+from calendar_service.ical.importing import import_events
+from calendar_service.ical.reading import MAX_BYTES
+from calendar_service.keys import owner_principal
 from calendar_service.timeutil import utcnow
 
 feeds_app = typer.Typer(
@@ -119,3 +123,45 @@ def feeds_fetches(
             )
 
     emit({"fetches": items}, as_json, text)
+
+
+def import_file(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="The .ics file (as Google Calendar, Apple Calendar or Outlook export it)."
+        ),
+    ],
+    user: UserOption,
+    calendar: Annotated[str, typer.Option(help="The calendar's id (calendars list).")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Import an .ics file's events into a calendar. Idempotent by UID: importing the same file
+    again changes nothing; what could not be imported, or only in part, is listed."""
+    try:
+        with file.open("rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        typer.echo(f"error: cannot read {file}: {exc.strerror or exc}", err=True)
+        raise typer.Exit(2) from None
+
+    def work(conn: Any) -> dict[str, Any]:
+        principal = owner_principal(owner_id(conn, user))
+        return import_events(
+            conn, principal=principal, data=data, now=utcnow(), calendar_id=calendar,
+            field_name="file",
+        )  # fmt: skip
+
+    report = run(work)
+
+    def text() -> None:
+        typer.echo(
+            f"imported {file.name}: {report['created']} created, {report['updated']} updated, "
+            f"{report['skipped']} unchanged, {len(report['errors'])} not imported"
+        )
+        for item in report["errors"]:
+            typer.echo(f"  not imported {item['uid'] or ''}: {item['message']}")
+        for item in report["warnings"]:
+            typer.echo(f"  note {item['uid'] or '(file)'}: {item['message']}")
+
+    emit(report, as_json, text)

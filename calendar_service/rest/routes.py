@@ -23,13 +23,22 @@ from calendar_service.asgi.context import (
     services,
 )
 from calendar_service.asgi.responses import JSONResponse
-from calendar_service.errors import CalendarError, KeyInUrl, ValidationFailed
+from calendar_service.errors import (
+    CalendarError,
+    KeyInUrl,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    ValidationFailed,
+)
 from calendar_service.gateway import Arguments, Outcome, perform
+from calendar_service.ical.reading import MAX_BYTES as MAX_ICS_BYTES
 from calendar_service.inputs import NUL, nul_errors, parse_json_body
 from calendar_service.operations import Operation
 from calendar_service.timeutil import utcnow
 
 EVENTS_PATH = "/api/v1/calendar/events"
+IMPORT_PATH = EVENTS_PATH + "/import"
+ICS_MEDIA_TYPE = "text/calendar"
 
 
 async def _perform(
@@ -186,10 +195,52 @@ async def delete_calendar_event(request: Request) -> Response:
     return _respond(outcome, None)
 
 
+async def _ics_body(request: Request) -> tuple[bytes, CalendarError | None]:
+    """The raw iCalendar body (``text/calendar``, at most ``reading.MAX_BYTES``), or why it
+    is refused, recorded with the key as ``_body`` does."""
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    too_large = PayloadTooLarge(
+        f"The body is larger than {MAX_ICS_BYTES // (1024 * 1024)} MiB: split the file (for "
+        "example by year) and import the parts one after another."
+    )
+    if media != ICS_MEDIA_TYPE:
+        return b"", UnsupportedMediaType(
+            f"Send the .ics file as the body with 'Content-Type: {ICS_MEDIA_TYPE}' "
+            f"(got {media or 'none'!r})."
+        )
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > MAX_ICS_BYTES:
+        return b"", too_large
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_ICS_BYTES:
+            return b"", too_large
+        chunks.append(chunk)
+    return b"".join(chunks), None
+
+
+async def import_calendar_events(request: Request) -> Response:
+    raw, refused = await _ics_body(request)
+    params = request.query_params
+
+    def args() -> dict[str, Any]:
+        return {
+            "data": raw,
+            "now": utcnow(),
+            "calendar_id": params.get("calendarId"),
+            "calendar_name": params.get("calendar"),
+        }
+
+    outcome = await _perform(request, operations.IMPORT, args, refused=refused)
+    return _respond(outcome, outcome.value)
+
+
 def routes() -> list[BaseRoute]:
     return [
         Route(EVENTS_PATH, list_calendar_events, methods=["GET"]),
         Route(EVENTS_PATH, create_calendar_event, methods=["POST"]),
+        Route(IMPORT_PATH, import_calendar_events, methods=["POST"]),
         Route(EVENTS_PATH + "/{event_id}", get_calendar_event, methods=["GET"]),
         Route(EVENTS_PATH + "/{event_id}", update_calendar_event, methods=["PATCH"]),
         Route(EVENTS_PATH + "/{event_id}", delete_calendar_event, methods=["DELETE"]),
