@@ -135,7 +135,9 @@ def check_shape(data: bytes, *, field_name: str = "body") -> None:
             continue  # a folded line's continuation
         match = _BEGIN_END.match(line.strip(b"\xef\xbb\xbf"))
         if match is None:
-            if not stack and line.strip():
+            # Lines after the last calendar (a server's "cached at" note) are left alone, as
+            # the parser leaves them; before the first one, the file is something else.
+            if not stack and not seen_calendar and line.strip(b"\xef\xbb\xbf \t"):
                 raise InvalidICalendar(
                     f"Line {number} is outside any component: an iCalendar file is "
                     "BEGIN:VCALENDAR ... END:VCALENDAR.",
@@ -336,6 +338,8 @@ def _optional_text(value: Any) -> str | None:
 def _moment(prop: Any, name: str) -> Moment:
     """A DTSTART/DTEND/RECURRENCE-ID value: a date, or a date-time made aware when it names a
     zone (see the module's docstring); floating date-times stay naive."""
+    if isinstance(prop, list):
+        raise _Unreadable(f"it has {len(prop)} {name} properties (one is allowed)")
     value = getattr(prop, "dt", None)
     if isinstance(value, datetime):
         return _with_zone(value, prop.params.get("TZID"), name)
@@ -362,7 +366,7 @@ def _zone_of(prop: Any) -> tzinfo | None:
     value = getattr(prop, "dt", None)
     if isinstance(value, datetime) and value.tzinfo is not None:
         tzid = prop.params.get("TZID")
-        return resolve_tzid(str(tzid)) if tzid else value.tzinfo
+        return (resolve_tzid(str(tzid)) if tzid else None) or value.tzinfo
     return None
 
 
@@ -376,7 +380,7 @@ def resolve_tzid(name: str) -> tzinfo | None:
         return zone(WINDOWS_TO_OLSON[text])
     parts = [p for p in text.split("/") if p]
     for size in (3, 2):
-        if len(parts) > size and is_valid_zone("/".join(parts[-size:])):
+        if len(parts) >= size and is_valid_zone("/".join(parts[-size:])):
             return zone("/".join(parts[-size:]))
     return None
 
@@ -398,7 +402,7 @@ def _take_rule(vevent: Component, plan: Planned) -> None:
 
 def _dates(vevent: Component, name: str, plan: Planned) -> list[Moment]:
     found: list[Moment] = []
-    periods = 0
+    periods = others = 0
     for prop in _as_list(vevent.get(name)):
         tzid = prop.params.get("TZID")
         for item in getattr(prop, "dts", []):
@@ -410,6 +414,13 @@ def _dates(vevent: Component, name: str, plan: Planned) -> list[Moment]:
                 found.append(_with_zone(value, tzid, name))
             elif isinstance(value, date):
                 found.append(value)
+            else:
+                others += 1
+    if others:
+        plan.warnings.append(
+            f"{others} {name} values that are neither dates nor date-times (such as "
+            "VALUE=TIME): ignored"
+        )
     if periods:
         plan.warnings.append(
             f"{periods} {name} periods: only their starts are kept (each occurrence lasts as "
