@@ -33,6 +33,7 @@ from calendar_service.models import (
     EventUpdate,
     Problem,
 )
+from calendar_service.rest import openapi_ical
 from calendar_service.rest.routes import EVENTS_PATH
 from calendar_service.timeutil import MAX_OFFSET, MAX_YEAR, MIN_YEAR
 
@@ -596,8 +597,8 @@ def _parameters() -> dict[str, Any]:
             "default) changes or cancels that occurrence alone; `following` ends the series "
             "before it (and, for a change, starts a new series with the change there, which "
             "the answer carries); `all` the whole series. A single event's or a series' id "
-            "always names the whole of it.",
-            "schema": {"type": "string", "enum": ["this", "following", "all"]},
+            "always names the whole of it. Empty: as if not sent.",
+            "schema": {"type": "string", "enum": ["this", "following", "all", ""]},
         },
         "Idempotency-Key": {
             "name": "Idempotency-Key",
@@ -866,10 +867,11 @@ def build_openapi(base_url: str) -> dict[str, Any]:
                 "patch": ops["update"],
                 "delete": ops["delete"],
             },
+            **dict([openapi_ical.path()]),
         },
         "components": {
-            "schemas": _schemas(),
-            "parameters": _parameters(),
+            "schemas": {**_schemas(), **openapi_ical.schemas()},
+            "parameters": {**_parameters(), **openapi_ical.parameters()},
             "headers": _headers(),
             "responses": _responses(),
             "securitySchemes": {

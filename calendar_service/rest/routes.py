@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 import orjson
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -221,6 +222,8 @@ async def _ics_body(request: Request) -> tuple[bytes, CalendarError | None]:
 
 
 async def import_calendar_events(request: Request) -> Response:
+    if request.method != "POST":  # not an event named "import": the path is the import's
+        raise HTTPException(405, headers={"Allow": "POST, OPTIONS"})
     raw, refused = await _ics_body(request)
     params = request.query_params
 
@@ -228,19 +231,25 @@ async def import_calendar_events(request: Request) -> Response:
         return {
             "data": raw,
             "now": utcnow(),
-            "calendar_id": params.get("calendarId"),
-            "calendar_name": params.get("calendar"),
+            # Empty means not given, as for the list's parameters.
+            "calendar_id": params.get("calendarId") or None,
+            "calendar_name": params.get("calendar") or None,
         }
 
     outcome = await _perform(request, operations.IMPORT, args, refused=refused)
     return _respond(outcome, outcome.value)
 
 
+import_calendar_events.allowed_methods = ["POST"]  # type: ignore[attr-defined]
+_ALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
 def routes() -> list[BaseRoute]:
     return [
         Route(EVENTS_PATH, list_calendar_events, methods=["GET"]),
         Route(EVENTS_PATH, create_calendar_event, methods=["POST"]),
-        Route(IMPORT_PATH, import_calendar_events, methods=["POST"]),
+        # Every method: the import's path is not an event id (``asgi.methods``).
+        Route(IMPORT_PATH, import_calendar_events, methods=list(_ALL_METHODS)),
         Route(EVENTS_PATH + "/{event_id}", get_calendar_event, methods=["GET"]),
         Route(EVENTS_PATH + "/{event_id}", update_calendar_event, methods=["PATCH"]),
         Route(EVENTS_PATH + "/{event_id}", delete_calendar_event, methods=["DELETE"]),

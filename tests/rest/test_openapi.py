@@ -20,6 +20,7 @@ OPERATIONS = {
     "getCalendarEvent": ("/calendar/events/{eventId}", "get"),
     "updateCalendarEvent": ("/calendar/events/{eventId}", "patch"),
     "deleteCalendarEvent": ("/calendar/events/{eventId}", "delete"),
+    "importCalendarEvents": ("/calendar/events/import", "post"),
 }
 ITEM = "/calendar/events/{eventId}"
 
