@@ -14,6 +14,7 @@ from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.errors import NotFound
 from calendar_service.ical import feeds
+from calendar_service.maintenance import purge_expired
 from calendar_service.models import events_t, feeds_t, fetches_t
 from calendar_service.timeutil import utcnow
 from tests.ical.support import fetch, make_feed, parsed
@@ -198,3 +199,18 @@ def test_sequence_is_zero_when_made_and_grows_with_each_later_change(
                          headers=cal.headers).status_code == 200  # fmt: skip
         seen.append(sequence())
     assert 3600 <= seen[0] <= seen[1]
+
+
+def test_fetch_history_past_its_retention_is_purged_with_the_call_history(
+    factory: Factory, db: Database, config: Config
+) -> None:
+    owner = factory.owner()
+    feed = make_feed(db, config, owner, owner.default_calendar_id)
+    now = utcnow()
+    for age in (91, 89, 0):
+        db.call(feeds.record_fetch, feed_id=feed["id"], at=now - timedelta(days=age), status=200,
+                events=age, client_addr=None, user_agent=None)  # fmt: skip
+    purged = db.call(purge_expired, now=now, call_history_days=90)
+    assert purged["feedFetches"] >= 1
+    kept = db.call(feeds.list_fetches, user_id=owner.id, feed_id=feed["id"])
+    assert [f["events"] for f in kept] == [0, 89]
