@@ -21,16 +21,22 @@ from __future__ import annotations
 
 import hashlib
 import re
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, tzinfo
 from typing import Any
 
 from icalendar import Calendar, Component
+from icalendar.error import GloballyUniqueTZIDGuessed
 from icalendar.timezone.windows_to_olson import WINDOWS_TO_OLSON
 
 from calendar_service.errors import InvalidICalendar, PayloadTooLarge
 from calendar_service.timeutil import is_valid_zone, zone
+
+# icalendar warns when it reads "/vendor/…/Europe/Berlin" as Europe/Berlin: so do we, on
+# purpose (``resolve_tzid``); the warning would only put the caller's text in the logs.
+warnings.filterwarnings("ignore", category=GloballyUniqueTZIDGuessed)
 
 MAX_BYTES = 5 * 1024 * 1024
 """The largest file an import takes (REST: the body)."""
