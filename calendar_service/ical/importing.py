@@ -41,7 +41,7 @@ from calendar_service.events.queries import EVENT_COLUMNS
 from calendar_service.events.series import delete_exceptions, recurrence_columns
 from calendar_service.events.shapes import Row
 from calendar_service.events.writes import after_write
-from calendar_service.ical.reading import Fields, Moment, Planned, read_file
+from calendar_service.ical.reading import Fields, Moment, Planned, ReadFile, read_file
 from calendar_service.keys import Principal
 from calendar_service.models import EventCreate, EventUpdate, events_t, ical_uids_t
 from calendar_service.outbox import UPDATED
@@ -104,23 +104,25 @@ def import_events(
     conn: Connection,
     *,
     principal: Principal,
-    data: bytes,
+    data: bytes | ReadFile,
     now: datetime,
     calendar_id: str | None = None,
     calendar_name: str | None = None,
     field_name: str = "body",
 ) -> dict[str, Any]:
-    """Import the iCalendar file ``data`` into the calendar chosen as a create chooses it
+    """Import the iCalendar file ``data`` (or the file already read: ``reading.read_file``,
+    which a front may run off the event loop) into the calendar chosen as a create chooses it
     (``calendar_id``/``calendar_name``, else the key's own or the default calendar); returns
     the report (see the module's docstring)."""
     calendar = resolve_target(
         conn, principal=principal, calendar_id=calendar_id, calendar_name=calendar_name
     )
-    read = read_file(data, field_name=field_name)
+    read = data if isinstance(data, ReadFile) else read_file(data, field_name=field_name)
     if conn.dialect.name == "postgresql":  # two imports into one calendar: one at a time
         lock = int.from_bytes(hashlib.sha256(calendar.id.encode()).digest()[:8], "big", signed=True)
         conn.execute(text("SELECT pg_advisory_xact_lock(:lock)"), {"lock": lock})
     tz = zone(calendar.time_zone)
+    known = _Known.load(conn, calendar.id)
     report = Report()
     for uid, message in read.warnings:
         report.warnings.append({"uid": uid, "message": message})
@@ -145,7 +147,7 @@ def import_events(
             continue
         for desired in wanted:
             try:
-                outcome = _apply(conn, principal, calendar, tz, desired, now)
+                outcome = _apply(conn, principal, calendar, tz, desired, now, known)
             except ValidationFailed as exc:  # raised before it wrote anything
                 report.errors.append({"uid": plan.uid, "message": _reasons(exc)})
                 continue
@@ -399,6 +401,40 @@ def _key_hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+@dataclass(slots=True)
+class _Known:
+    """What earlier imports left in the calendar, read once per import: UID hash to (mapping
+    row id, event id), and the rows of those events that still exist."""
+
+    mapped: dict[str, tuple[int, str]]
+    rows: dict[str, Any]
+
+    @classmethod
+    def load(cls, conn: Connection, calendar_id: str) -> _Known:
+        mapped = {
+            r.uid_hash: (r.id, r.event_id)
+            for r in conn.execute(
+                select(ical_uids_t.c.id, ical_uids_t.c.uid_hash, ical_uids_t.c.event_id).where(
+                    ical_uids_t.c.calendar_id == calendar_id
+                )
+            )
+        }
+        rows: dict[str, Any] = {}
+        if mapped:
+            imported = select(ical_uids_t.c.event_id).where(
+                ical_uids_t.c.calendar_id == calendar_id
+            )
+            rows = {
+                r.id: r
+                for r in conn.execute(
+                    select(*EVENT_COLUMNS).where(
+                        events_t.c.calendar_id == calendar_id, events_t.c.id.in_(imported)
+                    )
+                )
+            }
+        return cls(mapped, rows)
+
+
 def _apply(
     conn: Connection,
     principal: Principal,
@@ -406,22 +442,13 @@ def _apply(
     tz: tzinfo,
     desired: _Desired,
     now: datetime,
+    known: _Known,
 ) -> str:
     """Create, change or leave the event ``desired`` names: ``created``, ``updated`` or
     ``skipped``."""
     digest = _key_hash(desired.key)
-    mapped = conn.execute(
-        select(ical_uids_t.c.id, ical_uids_t.c.event_id).where(
-            ical_uids_t.c.calendar_id == calendar.id, ical_uids_t.c.uid_hash == digest
-        )
-    ).first()
-    row = None
-    if mapped is not None:
-        row = conn.execute(
-            select(*EVENT_COLUMNS).where(
-                events_t.c.id == mapped.event_id, events_t.c.calendar_id == calendar.id
-            )
-        ).first()
+    mapped = known.mapped.get(digest)
+    row = None if mapped is None else known.rows.get(mapped[1])
     if row is None:
         event = create_event(
             conn,
@@ -439,7 +466,7 @@ def _apply(
             now=now,
         )
         if mapped is not None:  # the event it was imported as is gone: import it again
-            conn.execute(delete(ical_uids_t).where(ical_uids_t.c.id == mapped.id))
+            conn.execute(delete(ical_uids_t).where(ical_uids_t.c.id == mapped[0]))
         conn.execute(
             insert(ical_uids_t).values(
                 calendar_id=calendar.id, uid_hash=digest, uid=desired.uid, event_id=event["id"]

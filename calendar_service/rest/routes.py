@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 import orjson
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -33,6 +34,7 @@ from calendar_service.errors import (
 )
 from calendar_service.gateway import Arguments, Outcome, perform
 from calendar_service.ical.reading import MAX_BYTES as MAX_ICS_BYTES
+from calendar_service.ical.reading import ReadFile, read_file
 from calendar_service.inputs import NUL, nul_errors, parse_json_body
 from calendar_service.operations import Operation
 from calendar_service.timeutil import utcnow
@@ -225,11 +227,17 @@ async def import_calendar_events(request: Request) -> Response:
     if request.method != "POST":  # not an event named "import": the path is the import's
         raise HTTPException(405, headers={"Allow": "POST, OPTIONS"})
     raw, refused = await _ics_body(request)
+    parsed: ReadFile | None = None
+    if refused is None:
+        try:  # parsing takes a while for a big file: off the event loop, before the key
+            parsed = await run_in_threadpool(read_file, raw)
+        except CalendarError as exc:  # refused once the key is known, as a bad body is
+            refused = exc
     params = request.query_params
 
     def args() -> dict[str, Any]:
         return {
-            "data": raw,
+            "data": parsed if parsed is not None else raw,
             "now": utcnow(),
             # Empty means not given, as for the list's parameters.
             "calendar_id": params.get("calendarId") or None,
