@@ -15,6 +15,7 @@ import hmac
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select, update
@@ -87,15 +88,8 @@ def create_feed(
         "last_fetched_at": None,
     }
     conn.execute(insert(feeds_t).values(**values))
-    record = feed_public(_Values(values), calendar_name=calendar.name)
+    record = feed_public(SimpleNamespace(**values), calendar_name=calendar.name)
     return {**record, "url": feed_url(base_url, token)}
-
-
-class _Values:
-    """Attribute access over the values just inserted (formatted like a fetched row)."""
-
-    def __init__(self, values: dict[str, Any]) -> None:
-        self.__dict__.update(values)
 
 
 def list_feeds(conn: Connection, *, user_id: str) -> list[dict[str, Any]]:

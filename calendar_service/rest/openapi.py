@@ -842,11 +842,11 @@ def build_openapi(base_url: str) -> dict[str, Any]:
             "title": "Calendar API",
             "version": API_VERSION,
             "summary": "Calendar events for machines, with scoped API keys.",
-            "description": "List, create, read, change and delete calendar events with a scoped "
-            "API key (`Authorization: Bearer <API_KEY>`). Errors are RFC 9457 problem details "
-            "(`application/problem+json`) with a machine-readable `code`. Methods not listed "
-            "for a path are answered with 405 and an `Allow` header. Within v1 changes are "
-            "additive only.",
+            "description": "List, create, read, change and delete calendar events, and import "
+            "iCalendar files, with a scoped API key (`Authorization: Bearer <API_KEY>`). "
+            "Errors are RFC 9457 problem details (`application/problem+json`) with a "
+            "machine-readable `code`. Methods not listed for a path are answered with 405 and "
+            "an `Allow` header. Within v1 changes are additive only.",
             "contact": {"name": "Calendar service operator", "url": base_url},
             "license": {"name": "MIT", "url": "https://opensource.org/license/mit"},
         },
