@@ -178,6 +178,13 @@ def _desired(plan: Planned, tz: tzinfo, report: Report) -> list[_Desired]:
         singles = []
         for override in plan.overrides:
             if override.cancelled:
+                report.warnings.append(
+                    {
+                        "uid": plan.uid,
+                        "message": f"the occurrence {_text_time(override.original)} is "
+                        "cancelled, and its event is not in the file: nothing to import",
+                    }
+                )
                 continue
             stamp = _text_time(override.original)
             singles.append(
@@ -238,6 +245,14 @@ def _checked(
             times = SeriesTimes(start, tz, columns["recurrence_last_start"])
             occurrences = _occurrences(overrides, tz, all_day, rule, times, plan, report, errors)
             _zone_note(plan, tz, start, report)
+    if lines is None and overrides:
+        report.warnings.append(
+            {
+                "uid": plan.uid,
+                "message": f"{len(overrides)} changed occurrences of an event that does not "
+                "repeat (no RRULE or RDATE): ignored",
+            }
+        )
     if errors or start is None or end is None:
         raise ValidationFailed(errors)
     return _Desired(

@@ -367,3 +367,33 @@ def test_floating_times_are_read_in_the_calendars_zone_and_dates_are_all_day(
     assert events["Floating"]["endsAt"] == "2026-03-10T09:45:00-04:00"
     assert events["Day off"]["allDay"] is True
     assert events["Day off"]["endsAt"] == "2026-03-12T00:00:00-04:00"
+
+
+def test_changed_occurrences_without_their_series_or_rule_are_said(
+    api: httpx.Client, factory: Factory
+) -> None:
+    cal = calendar_in(factory, "UTC")
+    text = _file(
+        _one("single", "DTSTART:20260310T100000Z", "SUMMARY:Once"),
+        _one("single", "RECURRENCE-ID:20260310T100000Z", "DTSTART:20260310T120000Z",
+             "SUMMARY:Once, moved"),
+        _one("orphan", "RECURRENCE-ID:20260311T100000Z", "DTSTART:20260311T110000Z",
+             "SUMMARY:Invitation to one occurrence"),
+        _one("orphan", "RECURRENCE-ID:20260312T100000Z", "DTSTART:20260312T100000Z",
+             "STATUS:CANCELLED"),
+        _one("not-produced", "DTSTART:20260310T100000Z", "RRULE:FREQ=DAILY;COUNT=2",
+             "SUMMARY:Twice"),
+        _one("not-produced", "RECURRENCE-ID:20260320T100000Z", "DTSTART:20260320T100000Z",
+             "SUMMARY:Not one of them"),
+    )  # fmt: skip
+    report = _import(api, cal, text).json()
+    assert (report["created"], report["errors"]) == (3, [])
+    said = {(w["uid"], w["message"]) for w in report["warnings"]}
+    assert ("single", "1 changed occurrences of an event that does not repeat (no RRULE or "
+            "RDATE): ignored") in said  # fmt: skip
+    assert any(uid == "orphan" and "not in the file" in m for uid, m in said)
+    assert any(uid == "orphan" and "each is imported as an event of its own" in m
+               for uid, m in said)  # fmt: skip
+    assert any(uid == "not-produced" and "2026-03-20" in m for uid, m in said)
+    titles = sorted(e["title"] for e in listed(api, cal))
+    assert titles == ["Invitation to one occurrence", "Once", "Twice", "Twice"]
