@@ -10,6 +10,7 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
+from calendar_service.asgi.boundary import loggable_path
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.errors import NotFound
@@ -214,3 +215,10 @@ def test_fetch_history_past_its_retention_is_purged_with_the_call_history(
     assert purged["feedFetches"] >= 1
     kept = db.call(feeds.list_fetches, user_id=owner.id, feed_id=feed["id"])
     assert [f["events"] for f in kept] == [0, 89]
+
+
+def test_a_feeds_token_never_reaches_the_logs_with_its_path() -> None:
+    token = "a" * 43
+    assert loggable_path(f"/ical/{token}.ics") == "/ical/<token>"
+    assert loggable_path(f"/ical/{token}") == "/ical/<token>"
+    assert loggable_path("/api/v1/calendar/events") == "/api/v1/calendar/events"
