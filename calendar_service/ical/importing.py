@@ -146,6 +146,12 @@ def import_events(
             report.errors.append({"uid": plan.uid, "message": _reasons(exc)})
             continue
         for desired in wanted:
+            if desired.key in known.done:  # the same occurrence twice, without its event
+                report.warnings.append(
+                    {"uid": plan.uid, "message": "given twice in the file: imported once"}
+                )
+                continue
+            known.done.add(desired.key)
             try:
                 outcome = _apply(conn, principal, calendar, tz, desired, now, known)
             except ValidationFailed as exc:  # raised before it wrote anything
@@ -423,6 +429,7 @@ class _Known:
 
     mapped: dict[str, tuple[int, str]]
     rows: dict[str, Any]
+    done: set[str] = field(default_factory=set)  # the keys this import has seen
 
     @classmethod
     def load(cls, conn: Connection, calendar_id: str) -> _Known:

@@ -199,7 +199,7 @@ def read_file(data: bytes, *, field_name: str = "body") -> ReadFile:
     check_shape(data, field_name=field_name)
     try:
         calendars = Calendar.from_ical(data.removeprefix(b"\xef\xbb\xbf"), multiple=True)
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
+    except Exception as exc:  # the parser's, on input it could not take: a 400, never a 500
         raise InvalidICalendar(
             f"The file is not valid iCalendar (RFC 5545): {str(exc)[:200]}",
             field_name=field_name,
@@ -234,25 +234,41 @@ def _components(calendar: Component) -> Iterator[Component]:
         yield calendar
 
 
+def _single(vevent: Component, name: str) -> Any:
+    """A property that may appear once; ``_Unreadable`` when it appears more often."""
+    value = vevent.get(name)
+    if isinstance(value, list):
+        raise _Unreadable(f"it has {len(value)} {name} properties (one is allowed)")
+    return value
+
+
 def _uid_of(vevent: Component) -> str:
     uid = vevent.get("UID")
+    if isinstance(uid, list):  # refused in _take_vevent; grouped under the first meanwhile
+        uid = uid[0] if uid else None
     if uid is not None and str(uid).strip():
         return str(uid).strip()
     # Without a UID (RFC 5545 requires one): one made of the VEVENT's text, so that importing
     # the same file again still finds it.
-    return "sha256-" + hashlib.sha256(vevent.to_ical()).hexdigest()
+    try:
+        text = vevent.to_ical()
+    except Exception:  # a value the parser kept but cannot write back: its names, then
+        text = repr(sorted(vevent.keys())).encode()
+    return "sha256-" + hashlib.sha256(text).hexdigest()
 
 
 def _take_vevent(vevent: Component, plans: dict[str, Planned]) -> None:
     uid = _uid_of(vevent)
     plan = plans.setdefault(uid, Planned(uid))
     problems = [f"{name or 'a line'}: {message}" for name, message in vevent.errors]
-    rid = vevent.get("RECURRENCE-ID")
+    rid = None
     try:
         if problems:
             raise _Unreadable("; ".join(problems)[:300])
+        _single(vevent, "UID")
+        rid = _single(vevent, "RECURRENCE-ID")
         fields = _fields(vevent)
-        cancelled = str(vevent.get("STATUS", "")).upper() == "CANCELLED"
+        cancelled = str(_single(vevent, "STATUS") or "").upper() == "CANCELLED"
         if rid is not None:
             if rid.params.get("RANGE", "").upper() == "THISANDFUTURE":
                 plan.warnings.append(
@@ -270,6 +286,9 @@ def _take_vevent(vevent: Component, plans: dict[str, Planned]) -> None:
     except _Unreadable as exc:
         plan.fail(str(exc))
         return
+    except Exception as exc:  # the parser's values can fail when read: this VEVENT's error
+        plan.fail(f"it could not be read ({type(exc).__name__}: {str(exc)[:120]})")
+        return
     dropped = _dropped(vevent)
     if dropped:
         which = "" if rid is None else f" (occurrence {_text_of(rid)})"
@@ -283,12 +302,12 @@ class _Unreadable(Exception):
 
 
 def _fields(vevent: Component) -> Fields:
-    start_prop = vevent.get("DTSTART")
+    start_prop = _single(vevent, "DTSTART")
     if start_prop is None:
         raise _Unreadable("it has no DTSTART (when it starts)")
     start = _moment(start_prop, "DTSTART")
-    end_prop = vevent.get("DTEND")
-    duration = vevent.get("DURATION")
+    end_prop = _single(vevent, "DTEND")
+    duration = _single(vevent, "DURATION")
     end: Moment
     if end_prop is not None:
         end = _moment(end_prop, "DTEND")
@@ -306,7 +325,7 @@ def _fields(vevent: Component) -> Fields:
         end = start if isinstance(start, datetime) else start + timedelta(days=1)
     if _before(end, start):
         raise _Unreadable("it ends before it starts (DTEND before DTSTART)")
-    summary = str(vevent.get("SUMMARY", "")).strip()
+    summary = (_optional_text(vevent.get("SUMMARY")) or "").strip()
     title = summary or NO_TITLE
     if len(title) > TITLE_MAX:
         title = title[: TITLE_MAX - 1] + "…"
