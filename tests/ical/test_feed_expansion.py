@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import httpx
+from icalendar import Calendar
 
 from calendar_service.config import Config
 from calendar_service.db import Database
@@ -23,7 +24,7 @@ from tests.ical.support import (
     zone,
 )
 from tests.rest.conftest import EVENTS
-from tests.rest.recurrence_support import Cal, calendar_in, create
+from tests.rest.recurrence_support import Cal, calendar_in, create, listed
 from tests.support import Factory
 
 WINDOW = (datetime(2026, 2, 1, tzinfo=UTC), datetime(2026, 7, 1, tzinfo=UTC))
@@ -94,3 +95,26 @@ def test_a_calendar_imported_from_its_feed_has_the_same_occurrences(
     again = api.post(IMPORT, content=text, headers={**target.headers, **ICS})
     assert again.json() == {"created": 0, "updated": 0, "skipped": 5, "errors": [], "warnings": []}
     assert listed_occurrences(api, target, *WINDOW) == listed_occurrences(api, source, *WINDOW)
+
+
+def test_text_that_looks_like_icalendar_survives_the_feed_and_the_round_trip(
+    api: httpx.Client, factory: Factory, db: Database, config: Config
+) -> None:
+    source = calendar_in(factory, "Asia/Kolkata")
+    hostile = {
+        "title": 'Plan; "A", B\\C END:VEVENT 👩‍👩‍👧 \u202egnp',
+        "description": "line one\nBEGIN:VEVENT\nUID:evil\nEND:VEVENT\n\ttabbed, ; \\",
+        "location": "Café, Straße 1; 2nd floor",
+    }
+    create(api, source, startsAt="2026-03-04T12:00", endsAt="2026-03-04T12:30", **hostile)
+    text = fetch(make_feed(db, config, source.owner, source.id)["url"]).content
+    vevents = Calendar.from_ical(text).walk("VEVENT")
+    assert len(vevents) == 1
+    properties = {"title": "SUMMARY", "description": "DESCRIPTION", "location": "LOCATION"}
+    assert {k: str(vevents[0][p]) for k, p in properties.items()} == hostile
+
+    target = calendar_in(factory, "Asia/Kolkata")
+    report = api.post(IMPORT, content=text, headers={**target.headers, **ICS}).json()
+    assert report["created"] == 1
+    (event,) = listed(api, target)
+    assert {k: event[k] for k in hostile} == hostile
