@@ -29,7 +29,7 @@ from sqlalchemy import Connection, and_, or_, select
 
 from calendar_service.calendars import CalendarRow
 from calendar_service.events.queries import EVENT_COLUMNS
-from calendar_service.models import events_t, from_db, ical_uids_t
+from calendar_service.models import events_t, from_db, ical_uids_t, utc_text_of
 from calendar_service.recurrence import stored_rule
 from calendar_service.timeutil import localize, zone
 
@@ -52,7 +52,24 @@ class FeedContent:
 
 
 def feed_floor(now: datetime) -> datetime:
-    return now - FEED_HISTORY
+    """Where the window starts: ``FEED_HISTORY`` before the start of today (UTC), so that the
+    feed's text (and its ETag) changes only when the calendar does, or once a day."""
+    today = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return today - FEED_HISTORY
+
+
+def version_of(conn: Connection, *, calendar: CalendarRow, now: datetime) -> tuple[Any, ...]:
+    """What the feed's text depends on, read cheaply: the calendar as it is, a digest of its
+    events' ids and last changes (every write of an event sets ``updated_at``; a deletion
+    takes its id out), and the window's start."""
+    digest = hashlib.sha256()
+    for event_id, updated in conn.execute(
+        select(events_t.c.id, utc_text_of(events_t.c.updated_at))
+        .where(events_t.c.calendar_id == calendar.id)
+        .order_by(events_t.c.id)
+    ):
+        digest.update(f"{event_id} {updated}\n".encode())
+    return (calendar, digest.hexdigest(), feed_floor(now))
 
 
 def read_calendar(conn: Connection, *, calendar: CalendarRow, now: datetime) -> FeedContent:

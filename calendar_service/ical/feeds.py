@@ -22,7 +22,7 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 
 from calendar_service.calendars import CalendarRow, get_calendar_row
 from calendar_service.errors import FieldError, NotFound, ValidationFailed
-from calendar_service.ical.export import FeedContent, read_calendar
+from calendar_service.ical.export import FeedContent, read_calendar, version_of
 from calendar_service.ids import new_id, random_base62
 from calendar_service.inputs import check_text
 from calendar_service.models import calendars_t, feeds_t, fetches_t
@@ -217,10 +217,15 @@ def purge_fetches(conn: Connection, *, now: datetime, keep_days: int) -> int:
     return int(result.rowcount or 0)
 
 
-def open_feed(conn: Connection, *, token: str, now: datetime) -> tuple[FeedRow, FeedContent | None]:
-    """The feed ``token`` names and what it serves (``export.FeedContent``; ``None`` for a
-    revoked feed, which the front answers 404 once the fetch is recorded)."""
+def open_feed(conn: Connection, *, token: str, now: datetime) -> tuple[FeedRow, Any]:
+    """The feed ``token`` names and the version of what it serves (``export.version_of``;
+    ``None`` for a revoked feed, which the front answers 404 once the fetch is recorded)."""
     feed = find_feed(conn, token=token)
     if feed.revoked:
         return feed, None
-    return feed, read_calendar(conn, calendar=feed.calendar, now=now)
+    return feed, version_of(conn, calendar=feed.calendar, now=now)
+
+
+def feed_content(conn: Connection, *, feed: FeedRow, now: datetime) -> FeedContent:
+    """What the feed serves (``export.read_calendar``)."""
+    return read_calendar(conn, calendar=feed.calendar, now=now)

@@ -100,6 +100,10 @@ def test_an_unchanged_feed_answers_304_to_its_etag_and_a_change_gives_a_new_one(
     assert after.status_code == 200
     assert after.headers["etag"] != etag and "Renamed" in after.text
 
+    assert api.delete(f"{EVENTS}/{event['id']}", headers=cal.headers).status_code == 204
+    gone = fetch(url, **{"If-None-Match": after.headers["etag"]})
+    assert gone.status_code == 200 and "Renamed" not in gone.text
+
 
 def test_unknown_malformed_and_revoked_tokens_are_a_plain_404(
     server: RunningServer, factory: Factory, db: Database, config: Config
