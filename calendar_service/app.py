@@ -4,6 +4,7 @@
 /api/openapi.json           OpenAPI 3.1.0 (also /.well-known/openapi.json)
 /mcp                        MCP tools over streamable HTTP (mcp_tools)
 /settings/...               the owner's account settings pages (calendar_service.account)
+/ical/<token>.ics           a calendar's iCalendar subscription feed (calendar_service.rest.feed)
 /healthz                    liveness + database check
 """
 
@@ -32,7 +33,7 @@ from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.logs import configure_logging
 from calendar_service.ratelimit import RateLimiter
-from calendar_service.rest import openapi, routes
+from calendar_service.rest import feed, openapi, routes
 from calendar_service.rest.errors import HANDLERS, unexpected_error
 from mcp_tools.http import MCP_PATH, mcp_http
 from webhooks.scheduler import delivery_job
@@ -102,6 +103,7 @@ def create_app(
         routes=[
             *routes.routes(),
             *openapi.routes(),
+            *feed.routes(),
             Route("/healthz", healthz, methods=["GET"]),
             Mount("/settings", app=create_account_app(svc)),
             Route(MCP_PATH, mcp.endpoint),

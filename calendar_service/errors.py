@@ -9,6 +9,7 @@ answered as an opaque 500.
     CalendarError
     ├── ConfigError                     (not an HTTP error: bad settings at start-up)
     ├── ValidationFailed        400     validation_error, with errors=[{field, message}]
+    │   └── InvalidICalendar    400     invalid_icalendar (an import that is not RFC 5545 text)
     ├── BadRequest              400     bad_request (a caller mistake that is not a field)
     │   ├── KeyInUrl            400     api_key_in_url
     │   ├── DuplicateHeader     400     duplicate_header (two Authorization headers)
@@ -74,6 +75,17 @@ class ValidationFailed(CalendarError):
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "errors": list(self.errors)}
+
+
+class InvalidICalendar(ValidationFailed):
+    """An import's body or file that is not iCalendar text (RFC 5545), or cannot be read
+    whole: cut short, nested too deep."""
+
+    code = "invalid_icalendar"
+    title = "Not iCalendar"
+
+    def __init__(self, message: str, *, field_name: str = "body") -> None:
+        super().__init__([FieldError(field_name, message)], message)
 
 
 class BadRequest(CalendarError):

@@ -7,11 +7,14 @@ from datetime import datetime
 from sqlalchemy import Connection
 
 from calendar_service import history, idempotency
+from calendar_service.ical import feeds
 
 
 def purge_expired(conn: Connection, *, now: datetime, call_history_days: int) -> dict[str, int]:
-    """Delete call history past its retention and idempotency records past 24 hours."""
+    """Delete call history and feeds' fetch history past their retention (the same), and
+    idempotency records past 24 hours."""
     return {
         "calls": history.purge_calls(conn, now=now, keep_days=call_history_days),
+        "feedFetches": feeds.purge_fetches(conn, now=now, keep_days=call_history_days),
         "idempotencyKeys": idempotency.purge(conn, now=now),
     }

@@ -337,6 +337,52 @@ class ServiceSecret(SQLModel, table=True):
     created_at: datetime = _dt()
 
 
+class IcalFeed(SQLModel, table=True):
+    """A calendar's iCalendar subscription feed (``/ical/<token>.ics``). The URL's token is
+    the secret: only its SHA-256 is stored, so a copy of this table subscribes nobody."""
+
+    __tablename__ = "ical_feeds"
+
+    id: str = Field(primary_key=True, max_length=40)
+    user_id: str = Field(foreign_key="users.id", index=True, max_length=40)
+    calendar_id: str = Field(foreign_key="calendars.id", max_length=40)
+    token_hash: str = Field(sa_column=Column(String(64), nullable=False, unique=True))
+    prefix: str = Field(max_length=40)  # the token's first characters, to tell feeds apart
+    created_at: datetime = _dt()
+    revoked_at: datetime | None = _dt(nullable=True)
+    last_fetched_at: datetime | None = _dt(nullable=True)
+
+
+class IcalFeedFetch(SQLModel, table=True):
+    """One fetch of a feed: its own history, which its owner reads (never the URL)."""
+
+    __tablename__ = "ical_feed_fetches"
+    __table_args__ = (Index("ix_ical_feed_fetches_feed_at", "feed_id", "at"),)
+
+    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    feed_id: str = Field(foreign_key="ical_feeds.id", max_length=40)
+    at: datetime = _dt()
+    status: int  # 200, or 304 (the client's copy was current)
+    events: int  # VEVENTs served (0 for a 304)
+    client_addr: str | None = Field(default=None, max_length=64)
+    user_agent: str | None = Field(default=None, max_length=512)
+
+
+class IcalUid(SQLModel, table=True):
+    """The iCalendar UID (and RECURRENCE-ID, for an occurrence imported on its own) an event
+    was imported with, per calendar: what makes importing the same file twice a no-op, and
+    the UID the feed gives the event back under."""
+
+    __tablename__ = "ical_uids"
+    __table_args__ = (UniqueConstraint("calendar_id", "uid_hash", name="uq_ical_uids_calendar"),)
+
+    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    calendar_id: str = Field(foreign_key="calendars.id", max_length=40)
+    uid_hash: str = Field(max_length=64)  # sha256 hex of the UID (and RECURRENCE-ID)
+    uid: str = Field(sa_column=Column(Text, nullable=False))
+    event_id: str = Field(sa_column=Column(String(64), nullable=False, index=True))
+
+
 # ---------------------------------------------------------------------------------------------
 # Public shapes (wire format: camelCase JSON)
 
@@ -550,6 +596,9 @@ calendars_t = _table(Calendar)
 endpoints_t = _table(WebhookEndpoint)
 deliveries_t = _table(WebhookDelivery)
 attempts_t = _table(WebhookAttempt)
+feeds_t = _table(IcalFeed)
+fetches_t = _table(IcalFeedFetch)
+ical_uids_t = _table(IcalUid)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from calendar_service import availability, events
+from calendar_service.ical.importing import import_events
 
 Needs = Literal["read", "write", "freebusy"]
 """What a key must be allowed: ``read`` (read and write keys), ``write`` (write keys), or
@@ -67,11 +68,12 @@ CREATE = Operation("createCalendarEvent", "write", events.create_event_from_inpu
 GET = Operation("getCalendarEvent", "read", events.get_event)
 UPDATE = Operation("updateCalendarEvent", "write", events.update_event_from_input)
 DELETE = Operation("deleteCalendarEvent", "write", events.delete_event)
+IMPORT = Operation("importCalendarEvents", "write", import_events)
 
 FREE_BUSY = Operation("queryFreeBusy", "freebusy", availability.query_free_busy)
 FREE_TIME = Operation("findFreeTime", "freebusy", availability.find_free_time)
 
-OPERATIONS = (LIST, CREATE, GET, UPDATE, DELETE, FREE_BUSY, FREE_TIME)
+OPERATIONS = (LIST, CREATE, GET, UPDATE, DELETE, IMPORT, FREE_BUSY, FREE_TIME)
 
 __all__ = [
     "CREATE",
@@ -79,6 +81,7 @@ __all__ = [
     "FREE_BUSY",
     "FREE_TIME",
     "GET",
+    "IMPORT",
     "LIST",
     "OPERATIONS",
     "UPDATE",

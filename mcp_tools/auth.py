@@ -42,10 +42,10 @@ from calendar_service.errors import CalendarError, ExpiredKey, KeyInUrl, Revoked
 from calendar_service.gateway import CallContext, authenticate
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
-from calendar_service.operations import OPERATIONS
-from mcp_tools.server import Caller
+from mcp_tools.server import TOOLS, Caller
 
-TOOL_NAMES = frozenset(op.name for op in OPERATIONS)
+# The operations that are MCP tools (importCalendarEvents, for one, is REST only).
+TOOL_NAMES = frozenset(spec.op.name for spec in TOOLS)
 # Where KeyAuth leaves the principal it verified, in the request's state.
 _PRINCIPAL = "mcp_principal"
 # JSON-RPC methods a refused request may be recorded under; anything else is recorded as "mcp".

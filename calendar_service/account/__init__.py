@@ -9,6 +9,9 @@
     /settings/webhook...                 the webhook, its secret and its deliveries
     /settings/calendars                  GET calendars + upcoming events, POST new calendar
     /settings/events/new, /events/{id}   the event form: create, edit, delete
+    /settings/feeds                      GET feeds + create form, POST create (URL shown once)
+    /settings/feeds/{id}                 GET the feed's fetch history
+    /settings/feeds/{id}/revoke          GET confirmation, POST revoke
     /settings/static/...                 this app's CSS, icon and copy-button script (public)
 
 Jinja2 templates, no JavaScript needed (one small script adds copy buttons), nothing loaded
@@ -26,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from calendar_service.account import (
     calendar_pages,
+    feed_pages,
     history_pages,
     keys_pages,
     signin,
@@ -60,6 +64,7 @@ def account_routes() -> list[BaseRoute]:
         *history_pages.routes(),
         *webhook_pages.routes(),
         *calendar_pages.routes(),
+        *feed_pages.routes(),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
 

@@ -17,6 +17,7 @@ Two things reach it that no exception handler took:
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import ClientDisconnect, Request
@@ -33,6 +34,15 @@ Respond = Callable[[Request, Exception], Awaitable[Response]]
 
 def _request_id(scope: Scope) -> str:
     return str(scope.get("state", {}).get("request_id", ""))
+
+
+_FEED_TOKEN = re.compile(r"^/ical/[^/]*")
+
+
+def loggable_path(path: str) -> str:
+    """The path as it may be logged: a feed's token (``/ical/<token>.ics``, the feed's only
+    credential) is left out."""
+    return _FEED_TOKEN.sub("/ical/<token>", path)
 
 
 class AnswerCutOff(Exception):
@@ -62,7 +72,7 @@ class ErrorBoundary(HttpMiddleware):
             log.debug(
                 "client went away before sending the whole request: %s %s (request %s)",
                 scope["method"],
-                scope["path"],
+                loggable_path(scope["path"]),
                 _request_id(scope),
             )
         except Exception as exc:
@@ -70,7 +80,7 @@ class ErrorBoundary(HttpMiddleware):
                 "unhandled %s in %s %s (request %s)",
                 type(exc).__name__,
                 scope["method"],
-                scope["path"],
+                loggable_path(scope["path"]),
                 _request_id(scope),
                 exc_info=exc,
                 extra={WITHHOLD_EXCEPTION_TEXT: True},

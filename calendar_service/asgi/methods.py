@@ -3,7 +3,8 @@
 Starlette answers a 405 from the first route whose path matched, so a path served by several
 routes (``GET`` and ``POST`` of a collection) named only that route's methods. Here every
 route (and mounted sub-app) matching the path counts. An ASGI app used as a route's endpoint
-(the MCP transport) says what it takes in an ``allowed_methods`` attribute.
+(the MCP transport) says what it takes in an ``allowed_methods`` attribute, which a function
+endpoint may set too when its route takes every method to refuse some itself.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
-def _collect(routes: Iterable[BaseRoute], scope: Scope, found: set[str]) -> None:
+def _collect(routes: Iterable[BaseRoute], scope: Scope, found: list[tuple[bool, set[str]]]) -> None:
+    """(fixed path, methods) of every route matching ``scope``'s path."""
     for route in routes:
         match, child = route.matches(scope)
         if match is Match.NONE:
@@ -25,16 +27,21 @@ def _collect(routes: Iterable[BaseRoute], scope: Scope, found: set[str]) -> None
         if isinstance(route, Mount):
             _collect(route.routes, {**scope, **child}, found)
         elif isinstance(route, Route):
-            methods = route.methods
-            if methods is None:
-                methods = getattr(route.endpoint, "allowed_methods", None)
-            found.update(methods or ())
+            # An endpoint may say what it takes where its route takes more (``allowed_methods``).
+            methods = getattr(route.endpoint, "allowed_methods", None) or route.methods
+            found.append((not route.param_convertors, set(methods or ())))
 
 
 def allowed_methods(routes: Sequence[BaseRoute], scope: Scope) -> list[str]:
-    """Every method some route serves at ``scope``'s path, plus OPTIONS; empty if none does."""
-    found: set[str] = set()
-    _collect(routes, scope, found)
+    """Every method some route serves at ``scope``'s path, plus OPTIONS; empty if none does.
+
+    A fixed path beats a template, as in OpenAPI: ``/calendar/events/import`` is the import's
+    alone, though ``/calendar/events/{eventId}`` matches it too."""
+    matched: list[tuple[bool, set[str]]] = []
+    _collect(routes, scope, matched)
+    if any(fixed for fixed, _ in matched):
+        matched = [(fixed, methods) for fixed, methods in matched if fixed]
+    found: set[str] = set().union(*(methods for _, methods in matched))
     if not found:
         return []
     found.add("OPTIONS")

@@ -9,6 +9,7 @@ message and exit code in one place, the app's group (``common.Commands``).
     serve.py    serve, migrate, mcp
     owners.py   users, calendars, keys, calls
     webhook.py  webhook …, worker
+    ical.py     feeds …, import
     demo.py     demo
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import typer
 
-from calendar_service.cli import demo, owners, serve, webhook
+from calendar_service.cli import demo, ical, owners, serve, webhook
 from calendar_service.cli.common import Commands
 
 app = typer.Typer(
@@ -33,11 +34,13 @@ app.add_typer(owners.users_app, name="users")
 app.add_typer(owners.calendars_app, name="calendars")
 app.add_typer(owners.keys_app, name="keys")
 app.add_typer(webhook.webhook_app, name="webhook")
+app.add_typer(ical.feeds_app, name="feeds")
 app.command()(serve.serve)
 app.command()(webhook.worker)
 app.command()(serve.migrate)
 app.command()(serve.mcp)
 app.command()(owners.calls)
+app.command("import")(ical.import_file)
 app.command()(demo.demo)
 
 

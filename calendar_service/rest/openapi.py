@@ -33,7 +33,7 @@ from calendar_service.models import (
     EventUpdate,
     Problem,
 )
-from calendar_service.rest import openapi_availability
+from calendar_service.rest import openapi_availability, openapi_ical
 from calendar_service.rest.routes import EVENTS_PATH
 from calendar_service.timeutil import MAX_OFFSET, MAX_YEAR, MIN_YEAR
 
@@ -604,8 +604,8 @@ def _parameters() -> dict[str, Any]:
             "default) changes or cancels that occurrence alone; `following` ends the series "
             "before it (and, for a change, starts a new series with the change there, which "
             "the answer carries); `all` the whole series. A single event's or a series' id "
-            "always names the whole of it.",
-            "schema": {"type": "string", "enum": ["this", "following", "all"]},
+            "always names the whole of it. Empty: as if not sent.",
+            "schema": {"type": "string", "enum": ["this", "following", "all", ""]},
         },
         "Idempotency-Key": {
             "name": "Idempotency-Key",
@@ -851,11 +851,11 @@ def build_openapi(base_url: str) -> dict[str, Any]:
             "title": "Calendar API",
             "version": API_VERSION,
             "summary": "Calendar events for machines, with scoped API keys.",
-            "description": "List, create, read, change and delete calendar events with a scoped "
-            "API key (`Authorization: Bearer <API_KEY>`). Errors are RFC 9457 problem details "
-            "(`application/problem+json`) with a machine-readable `code`. Methods not listed "
-            "for a path are answered with 405 and an `Allow` header. Within v1 changes are "
-            "additive only.",
+            "description": "List, create, read, change and delete calendar events, and import "
+            "iCalendar files, with a scoped API key (`Authorization: Bearer <API_KEY>`). "
+            "Errors are RFC 9457 problem details (`application/problem+json`) with a "
+            "machine-readable `code`. Methods not listed for a path are answered with 405 and "
+            "an `Allow` header. Within v1 changes are additive only.",
             "contact": {"name": "Calendar service operator", "url": base_url},
             "license": {"name": "MIT", "url": "https://opensource.org/license/mit"},
         },
@@ -878,10 +878,11 @@ def build_openapi(base_url: str) -> dict[str, Any]:
                 "delete": ops["delete"],
             },
             **openapi_availability.paths(_RATE_DOC),
+            **dict([openapi_ical.path()]),
         },
         "components": {
-            "schemas": _schemas(),
-            "parameters": _parameters(),
+            "schemas": {**_schemas(), **openapi_ical.schemas()},
+            "parameters": {**_parameters(), **openapi_ical.parameters()},
             "headers": _headers(),
             "responses": _responses(),
             "securitySchemes": {

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 import orjson
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -23,8 +25,16 @@ from calendar_service.asgi.context import (
     services,
 )
 from calendar_service.asgi.responses import JSONResponse
-from calendar_service.errors import CalendarError, KeyInUrl, ValidationFailed
-from calendar_service.gateway import Arguments, Outcome, perform
+from calendar_service.errors import (
+    CalendarError,
+    KeyInUrl,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    ValidationFailed,
+)
+from calendar_service.gateway import Arguments, Outcome, authenticate, perform
+from calendar_service.ical.reading import MAX_BYTES as MAX_ICS_BYTES
+from calendar_service.ical.reading import ReadFile, read_file
 from calendar_service.inputs import NUL, nul_errors, parse_json_body
 from calendar_service.operations import Operation
 from calendar_service.timeutil import utcnow
@@ -32,6 +42,8 @@ from calendar_service.timeutil import utcnow
 EVENTS_PATH = "/api/v1/calendar/events"
 FREE_BUSY_PATH = "/api/v1/calendar/freeBusy"
 FREE_TIME_PATH = "/api/v1/calendar/freeTime"
+IMPORT_PATH = EVENTS_PATH + "/import"
+ICS_MEDIA_TYPE = "text/calendar"
 
 
 async def _perform(
@@ -206,10 +218,77 @@ async def find_free_time(request: Request) -> Response:
     return await _availability(request, operations.FREE_TIME)
 
 
+async def _ics_body(request: Request) -> tuple[bytes, CalendarError | None]:
+    """The raw iCalendar body (``text/calendar``, at most ``reading.MAX_BYTES``), or why it
+    is refused, recorded with the key as ``_body`` does."""
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    too_large = PayloadTooLarge(
+        f"The body is larger than {MAX_ICS_BYTES // (1024 * 1024)} MiB: split the file (for "
+        "example by year) and import the parts one after another."
+    )
+    if media != ICS_MEDIA_TYPE:
+        return b"", UnsupportedMediaType(
+            f"Send the .ics file as the body with 'Content-Type: {ICS_MEDIA_TYPE}' "
+            f"(got {media or 'none'!r})."
+        )
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > MAX_ICS_BYTES:
+        return b"", too_large
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_ICS_BYTES:
+            return b"", too_large
+        chunks.append(chunk)
+    return b"".join(chunks), None
+
+
+async def _may_write(request: Request) -> bool:
+    """Whether the request's key may write, as far as can be told before ``perform`` (which
+    decides, and records): nobody else gets a file parsed (that costs CPU). Without such a
+    key the operation is refused before it would read the body."""
+    try:
+        principal = await services(request).db.run(authenticate, secret=bearer_token(request))
+    except CalendarError:
+        return False
+    return principal.permission == "write"
+
+
+async def import_calendar_events(request: Request) -> Response:
+    if request.method != "POST":  # not an event named "import": the path is the import's
+        raise HTTPException(405, headers={"Allow": "POST, OPTIONS"})
+    raw, refused = await _ics_body(request)
+    parsed: ReadFile | None = None
+    if refused is None and await _may_write(request):
+        try:  # parsing takes a while for a big file: off the event loop, before perform
+            parsed = await run_in_threadpool(read_file, raw)
+        except CalendarError as exc:  # refused once the key is known, as a bad body is
+            refused = exc
+    params = request.query_params
+
+    def args() -> dict[str, Any]:
+        return {
+            "data": parsed if parsed is not None else raw,
+            "now": utcnow(),
+            # Empty means not given, as for the list's parameters.
+            "calendar_id": params.get("calendarId") or None,
+            "calendar_name": params.get("calendar") or None,
+        }
+
+    outcome = await _perform(request, operations.IMPORT, args, refused=refused)
+    return _respond(outcome, outcome.value)
+
+
+import_calendar_events.allowed_methods = ["POST"]  # type: ignore[attr-defined]
+_ALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
 def routes() -> list[BaseRoute]:
     return [
         Route(EVENTS_PATH, list_calendar_events, methods=["GET"]),
         Route(EVENTS_PATH, create_calendar_event, methods=["POST"]),
+        # Every method: the import's path is not an event id (``asgi.methods``).
+        Route(IMPORT_PATH, import_calendar_events, methods=list(_ALL_METHODS)),
         Route(EVENTS_PATH + "/{event_id}", get_calendar_event, methods=["GET"]),
         Route(EVENTS_PATH + "/{event_id}", update_calendar_event, methods=["PATCH"]),
         Route(EVENTS_PATH + "/{event_id}", delete_calendar_event, methods=["DELETE"]),

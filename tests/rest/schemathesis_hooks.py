@@ -40,9 +40,20 @@ LIST = "GET /calendar/events"
 CREATE = "POST /calendar/events"
 UPDATE = "PATCH /calendar/events/{eventId}"
 AVAILABILITY = ("POST /calendar/freeBusy", "POST /calendar/freeTime")
+IMPORT = "POST /calendar/events/import"
 
-# nextPageToken -> (timeMin, timeMax) of the query that returned it
-_page_tokens: dict[str, tuple[Any, Any]] = {}
+# nextPageToken -> (timeMin, timeMax, singleEvents) of the query that returned it
+_page_tokens: dict[str, tuple[Any, Any, Any]] = {}
+_PAGE_PARAMETERS = ("timeMin", "timeMax", "singleEvents")
+_OCCURRENCE = re.compile(r"_\d{8}(T\d{6}Z)?$")
+
+# What a generated iCalendar body is replaced by (a JSON Schema cannot describe RFC 5545).
+_ICS = (
+    "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//fuzz//EN\r\nBEGIN:VEVENT\r\n"
+    "UID:fuzz-{n}@example.com\r\nDTSTAMP:20260301T120000Z\r\n"
+    "DTSTART;TZID=Europe/Berlin:20260302T093000\r\nDTEND;TZID=Europe/Berlin:20260302T094500\r\n"
+    "SUMMARY:Fuzzed {n}\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+)
 
 
 _EDGE_YEAR = re.compile(rf"^(\s*)({MIN_YEAR}|{MAX_YEAR})-")
@@ -92,8 +103,18 @@ def before_call(context: HookContext, case: Case, kwargs: dict[str, Any]) -> Non
     elif operation == UPDATE and isinstance(case.body, dict):
         _realistic_times(case.body)
         _realistic_recurrence(case.body)
+        if _OCCURRENCE.search(str((case.path_parameters or {}).get("eventId", ""))):
+            # An occurrence's change is its own (scope=this): its rule and its kind belong
+            # to the series (docs/recurrence.md).
+            case.body.pop("recurrence", None)
+            if isinstance(case.query, dict) and "scope" in case.query:
+                case.query["scope"] = "this"
     elif operation in AVAILABILITY and isinstance(case.body, dict):
         _realistic_availability(case.body)
+    elif operation == IMPORT:
+        case.body = _ICS.format(n=len(str(case.body)))
+        if isinstance(case.query, dict):
+            _realistic_import_target(case.query)
 
 
 def _realistic_availability(body: dict[str, Any]) -> None:
@@ -134,6 +155,16 @@ def _fresh_idempotency_key(case: Case, kwargs: dict[str, Any]) -> None:
                 headers[name] = headers[name][:200] + suffix
 
 
+def _realistic_import_target(query: dict[str, Any]) -> None:
+    """Name one of the owner's calendars (by id, by name, or both alike), or none."""
+    if "calendarId" in query or "calendar" in query:
+        cid, name = CALENDARS[len(str(query)) % len(CALENDARS)]
+        if "calendarId" in query:
+            query["calendarId"] = cid
+        if "calendar" in query:
+            query["calendar"] = name
+
+
 def _realistic_recurrence(body: dict[str, Any]) -> None:
     """A JSON Schema cannot say which strings are RFC 5545 rules: a generated rule is
     replaced by one that holds for any start, timed or all-day."""
@@ -149,14 +180,14 @@ def after_call(context: HookContext, case: Case, response: Response) -> None:
         token = response.json().get("nextPageToken")
         if isinstance(token, str):
             query = case.query if isinstance(case.query, dict) else {}
-            _page_tokens[token] = (query.get("timeMin"), query.get("timeMax"))
+            _page_tokens[token] = tuple(query.get(name) for name in _PAGE_PARAMETERS)
 
 
 def _realistic_query(query: dict[str, Any]) -> None:
     token = query.get("pageToken")
     if token is not None:
-        if token in _page_tokens:  # good only with the bounds it was issued for
-            for name, value in zip(("timeMin", "timeMax"), _page_tokens[token], strict=True):
+        if token in _page_tokens:  # good only with the query it was issued for
+            for name, value in zip(_PAGE_PARAMETERS, _page_tokens[token], strict=True):
                 if value is None:
                     query.pop(name, None)
                 else:

@@ -22,6 +22,7 @@ OPERATIONS = {
     "deleteCalendarEvent": ("/calendar/events/{eventId}", "delete"),
     "queryFreeBusy": ("/calendar/freeBusy", "post"),
     "findFreeTime": ("/calendar/freeTime", "post"),
+    "importCalendarEvents": ("/calendar/events/import", "post"),
 }
 ITEM = "/calendar/events/{eventId}"
 

@@ -135,7 +135,13 @@ def _config(max_examples: int, cache: Path) -> dict[str, object]:
                         "expected-statuses": ["2xx", "401", "404", "409", "422", "429", "5xx"]
                     }
                 },
-            }
+            },
+            {
+                # The import takes an .ics body (the hooks make generated ones real files) and
+                # links to nothing: it is fuzzed in the other phases, not in the stateful one.
+                "include-operation-id": "importCalendarEvents",
+                "phases": {"stateful": {"enabled": False}},
+            },
         ],
     }
 
@@ -211,4 +217,4 @@ def test_schemathesis_finds_nothing_wrong_with_the_api_or_its_document(
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    assert "Tested: 7" in output and "API Links" in output, output  # every phase ran
+    assert "Tested: 8" in output and "API Links" in output, output  # every phase ran

@@ -1,0 +1,106 @@
+"""The calendar feeds page: a calendar's iCalendar subscription feeds (list, create with the
+URL shown once, revoke with confirmation) and each feed's fetch history."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from calendar_service import calendars
+from calendar_service.account.sessions import OwnerSessionInfo
+from calendar_service.account.web import FormPage, account, form, owner_page, render, see_other
+from calendar_service.errors import ValidationFailed
+from calendar_service.ical import feeds
+from calendar_service.timeutil import utcnow
+
+NOTICES = {"feed-revoked": "The feed is revoked: its address now answers 404."}
+
+
+def _page_data(conn: Connection, *, user_id: str, now: datetime) -> dict[str, Any]:
+    owned = calendars.list_owner_calendars(conn, user_id=user_id)
+    return {
+        "feeds": feeds.list_feeds(conn, user_id=user_id),
+        "calendars": [calendars.calendar_public(c) for c in owned],
+    }
+
+
+PAGE = FormPage(
+    template="feeds.html",
+    section="feeds",
+    load=_page_data,
+    blank={"calendar": ""},
+    notices=NOTICES,
+    names={"calendarId": "calendar"},
+)
+
+
+@owner_page
+async def feeds_page(request: Request, owner: OwnerSessionInfo) -> Response:
+    return await PAGE.show(request, owner)
+
+
+@owner_page
+async def create_feed(request: Request, owner: OwnerSessionInfo) -> Response:
+    data = await form(request)
+    values = {"calendar": str(data.get("calendar", ""))}
+    svc = account(request).services
+    try:
+        feed = await svc.db.run(
+            feeds.create_feed,
+            user_id=owner.user_id,
+            calendar_id=values["calendar"],
+            base_url=svc.config.base_url,
+            now=utcnow(),
+        )
+    except ValidationFailed as exc:
+        return await PAGE.show(request, owner, values=values, refused=exc)
+    # Shown in the POST's own response only (the token is not stored), as a key's secret is.
+    return render(request, "feed_created.html", {"section": "feeds", "feed": feed}, status_code=201)
+
+
+def _load(conn: Connection, *, user_id: str, feed_id: str) -> dict[str, Any]:
+    feed = feeds.get_feed(conn, user_id=user_id, feed_id=feed_id)
+    feed["history"] = feeds.list_fetches(conn, user_id=user_id, feed_id=feed_id, limit=200)
+    return feed
+
+
+@owner_page
+async def feed_page(request: Request, owner: OwnerSessionInfo) -> Response:
+    feed = await account(request).services.db.run(
+        _load, user_id=owner.user_id, feed_id=request.path_params["feed_id"]
+    )
+    return render(request, "feed.html", {"section": "feeds", "feed": feed})
+
+
+@owner_page
+async def confirm_revoke(request: Request, owner: OwnerSessionInfo) -> Response:
+    feed = await account(request).services.db.run(
+        feeds.get_feed, user_id=owner.user_id, feed_id=request.path_params["feed_id"]
+    )
+    return render(request, "feed_revoke.html", {"section": "feeds", "feed": feed})
+
+
+@owner_page
+async def revoke(request: Request, owner: OwnerSessionInfo) -> Response:
+    await account(request).services.db.run(
+        feeds.revoke_feed,
+        user_id=owner.user_id,
+        feed_id=request.path_params["feed_id"],
+        now=utcnow(),
+    )
+    return see_other(request, "/feeds", notice="feed-revoked")
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route("/feeds", feeds_page, methods=["GET"]),
+        Route("/feeds", create_feed, methods=["POST"]),
+        Route("/feeds/{feed_id}", feed_page, methods=["GET"]),
+        Route("/feeds/{feed_id}/revoke", confirm_revoke, methods=["GET"]),
+        Route("/feeds/{feed_id}/revoke", revoke, methods=["POST"]),
+    ]

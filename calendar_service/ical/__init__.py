@@ -1,0 +1,12 @@
+"""iCalendar (RFC 5545) interop: subscription feeds out, ``.ics`` files in.
+
+- ``feeds``: the owner's feeds of a calendar (``/ical/<token>.ics``), found by their secret
+  token, each fetch recorded in the feed's history;
+- ``export``: a calendar as iCalendar text (series as RRULE/EXDATE, changed occurrences with
+  RECURRENCE-ID), for the feed;
+- ``reading``: an ``.ics`` file read with the ``icalendar`` package into what the calendar can
+  hold, per UID, with what does not fit said;
+- ``importing``: those written through the events core (outbox included), idempotent by UID.
+
+The core's part: no HTTP here (``rest.feed`` serves the feed, ``rest.routes`` the import).
+"""

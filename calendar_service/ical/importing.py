@@ -1,0 +1,616 @@
+"""Importing an ``.ics`` file into one calendar, idempotent by UID.
+
+``import_events`` (operation ``importCalendarEvents``; also ``calendar-service import``) reads
+the file (``reading``), then for each UID:
+
+- not imported before (``ical_uids``): the event or series is made with the core's
+  ``create_event`` (its webhook queued like any other), its changed occurrences as exception
+  rows (each queues ``calendar.event.updated``, as a changed occurrence does): **created**;
+- imported before and the same now: **skipped** (so importing a file twice changes nothing);
+- imported before and changed in the file: the event is changed with ``update_event`` and its
+  changed occurrences replaced: **updated**;
+- unreadable or refused by the core (no DTSTART, an unknown TZID, a rule the core refuses...):
+  an entry in ``errors``, and nothing of that UID is written.
+
+Every value is checked before anything of its UID is written, so a UID is imported whole or
+not at all. The answer: ``{created, updated, skipped, errors: [{uid, message}], warnings:
+[{uid, message}]}``; ``warnings`` says what was imported only in part (attendees, alarms and
+other properties events here have no place for; changed occurrences the rule does not
+produce; a series whose file zone changes its clocks on other dates than the calendar's).
+
+Series here repeat at the same wall-clock time in their calendar's zone; times are read in the
+zone the file names and stored as instants.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, delete, insert, select, text
+
+from calendar_service.calendars import CalendarRow, resolve_target
+from calendar_service.errors import FieldError, ValidationFailed
+from calendar_service.events.create import create_event
+from calendar_service.events.existing import update_event
+from calendar_service.events.parsing import check_title, resolve_times
+from calendar_service.events.queries import EVENT_COLUMNS
+from calendar_service.events.series import delete_exceptions, recurrence_columns
+from calendar_service.events.shapes import Row
+from calendar_service.events.writes import after_write
+from calendar_service.ical.reading import Fields, Moment, Planned, ReadFile, read_file
+from calendar_service.keys import Principal
+from calendar_service.models import EventCreate, EventUpdate, events_t, ical_uids_t
+from calendar_service.outbox import UPDATED
+from calendar_service.recurrence import SeriesTimes, occurrence_id, occurs_at, stored_rule
+from calendar_service.timeutil import localize, midnight, zone
+
+_PER_LINE = 40  # EXDATE/RDATE values per line (a line stays under the core's 1,000 characters)
+CONFIRMED = "confirmed"
+
+
+@dataclass(slots=True)
+class Report:
+    created: int = 0
+    updated: int = 0
+    skipped: int = 0
+    errors: list[dict[str, str | None]] = field(default_factory=list)
+    warnings: list[dict[str, str | None]] = field(default_factory=list)
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "created": self.created,
+            "updated": self.updated,
+            "skipped": self.skipped,
+            "errors": self.errors,
+            "warnings": self.warnings,
+        }
+
+
+@dataclass(slots=True)
+class _Occurrence:
+    original: datetime
+    title: str
+    description: str | None
+    location: str | None
+    all_day: bool
+    start: datetime
+    end: datetime
+    transparency: str
+
+
+@dataclass(slots=True)
+class _Desired:
+    """One event (or series) as the file wants it, checked."""
+
+    key: str  # what makes it the same import: the UID (and RECURRENCE-ID, for orphans)
+    uid: str  # the UID the feed gives it back under
+    title: str
+    description: str | None
+    location: str | None
+    all_day: bool
+    starts_at: str  # as the core takes them
+    ends_at: str
+    start: datetime
+    end: datetime
+    recurrence: list[str] | None
+    stored_recurrence: str | None  # the normalized lines, as stored
+    overrides: list[_Occurrence]
+    transparency: str
+
+
+def import_events(
+    conn: Connection,
+    *,
+    principal: Principal,
+    data: bytes | ReadFile,
+    now: datetime,
+    calendar_id: str | None = None,
+    calendar_name: str | None = None,
+    field_name: str = "body",
+) -> dict[str, Any]:
+    """Import the iCalendar file ``data`` (or the file already read: ``reading.read_file``,
+    which a front may run off the event loop) into the calendar chosen as a create chooses it
+    (``calendar_id``/``calendar_name``, else the key's own or the default calendar); returns
+    the report (see the module's docstring)."""
+    calendar = resolve_target(
+        conn, principal=principal, calendar_id=calendar_id, calendar_name=calendar_name
+    )
+    read = data if isinstance(data, ReadFile) else read_file(data, field_name=field_name)
+    if conn.dialect.name == "postgresql":  # two imports into one calendar: one at a time
+        lock = int.from_bytes(hashlib.sha256(calendar.id.encode()).digest()[:8], "big", signed=True)
+        conn.execute(text("SELECT pg_advisory_xact_lock(:lock)"), {"lock": lock})
+    tz = zone(calendar.time_zone)
+    known = _Known.load(conn, calendar.id)
+    report = Report()
+    for uid, message in read.warnings:
+        report.warnings.append({"uid": uid, "message": message})
+    for plan in read.plans:
+        for message in plan.warnings:
+            report.warnings.append({"uid": plan.uid, "message": message})
+        if plan.error is not None:
+            report.errors.append({"uid": plan.uid, "message": plan.error})
+            continue
+        if plan.master is not None and plan.cancelled:
+            report.warnings.append(
+                {
+                    "uid": plan.uid,
+                    "message": "the event is cancelled (STATUS:CANCELLED): not imported",
+                }
+            )
+            continue
+        try:
+            wanted = _desired(plan, tz, report)
+        except ValidationFailed as exc:
+            report.errors.append({"uid": plan.uid, "message": _reasons(exc)})
+            continue
+        for desired in wanted:
+            if desired.key in known.done:  # the same occurrence twice, without its event
+                report.warnings.append(
+                    {"uid": plan.uid, "message": "given twice in the file: imported once"}
+                )
+                continue
+            known.done.add(desired.key)
+            try:
+                outcome = _apply(conn, principal, calendar, tz, desired, now, known)
+            except ValidationFailed as exc:  # raised before it wrote anything
+                report.errors.append({"uid": plan.uid, "message": _reasons(exc)})
+                continue
+            setattr(report, outcome, getattr(report, outcome) + 1)
+    return report.public()
+
+
+def _reasons(exc: ValidationFailed) -> str:
+    return "; ".join(f"{e['field']}: {e['message']}" for e in exc.errors) or exc.message
+
+
+# ---------------------------------------------------------------------------------------------
+# What the file wants
+
+
+def _text_time(moment: Moment) -> str:
+    """A time as the core takes it: a date, an RFC 3339 date-time, or (floating) a date-time
+    without an offset, which the core reads in the calendar's zone."""
+    return moment.isoformat()
+
+
+def _is_all_day(moment: Moment) -> bool:
+    return not isinstance(moment, datetime)
+
+
+def _desired(plan: Planned, tz: tzinfo, report: Report) -> list[_Desired]:
+    if plan.master is None:  # changed occurrences only: each an event of its own
+        singles = []
+        for override in plan.overrides:
+            if override.cancelled:
+                report.warnings.append(
+                    {
+                        "uid": plan.uid,
+                        "message": f"the occurrence {_text_time(override.original)} is "
+                        "cancelled, and its event is not in the file: nothing to import",
+                    }
+                )
+                continue
+            stamp = _text_time(override.original)
+            singles.append(
+                _checked(
+                    override.fields,
+                    tz,
+                    key=f"{plan.uid}\n{stamp}",
+                    uid=f"{plan.uid}-{stamp}",
+                    lines=None,
+                    overrides=[],
+                    plan=plan,
+                    report=report,
+                )
+            )
+        return singles
+    lines = _lines(plan, tz, report)
+    return [
+        _checked(
+            plan.master,
+            tz,
+            key=plan.uid,
+            uid=plan.uid,
+            lines=lines,
+            overrides=[o for o in plan.overrides if not o.cancelled],
+            plan=plan,
+            report=report,
+        )
+    ]
+
+
+def _checked(
+    fields: Fields,
+    tz: tzinfo,
+    *,
+    key: str,
+    uid: str,
+    lines: list[str] | None,
+    overrides: list[Any],
+    plan: Planned,
+    report: Report,
+) -> _Desired:
+    errors: list[FieldError] = []
+    all_day = _is_all_day(fields.start)
+    title = check_title(fields.title, errors) or fields.title
+    starts_at, ends_at = _text_time(fields.start), _text_time(fields.end)
+    start, end = resolve_times(
+        starts=starts_at, ends=ends_at, all_day=all_day, tz=tz, errors=errors
+    )
+    stored: str | None = None
+    occurrences: list[_Occurrence] = []
+    if lines is not None and start is not None and end is not None:
+        columns = recurrence_columns(
+            lines, start=start, end=end, all_day=all_day, tz=tz, errors=errors
+        )
+        stored = columns.get("recurrence")
+        if stored is not None:
+            rule = stored_rule(tuple(orjson.loads(stored)), all_day)
+            times = SeriesTimes(start, tz, columns["recurrence_last_start"])
+            occurrences = _occurrences(overrides, tz, all_day, rule, times, plan, report, errors)
+            _zone_note(plan, tz, start, report)
+    if lines is None and overrides:
+        report.warnings.append(
+            {
+                "uid": plan.uid,
+                "message": f"{len(overrides)} changed occurrences of an event that does not "
+                "repeat (no RRULE or RDATE): ignored",
+            }
+        )
+    if errors or start is None or end is None:
+        raise ValidationFailed(errors)
+    return _Desired(
+        key=key,
+        uid=uid,
+        title=title,
+        description=fields.description,
+        location=fields.location,
+        all_day=all_day,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        start=start,
+        end=end,
+        recurrence=lines,
+        stored_recurrence=stored,
+        overrides=occurrences,
+        transparency=fields.transparency,
+    )
+
+
+def _occurrences(
+    overrides: list[Any],
+    tz: tzinfo,
+    all_day: bool,
+    rule: Any,
+    times: SeriesTimes,
+    plan: Planned,
+    report: Report,
+    errors: list[FieldError],
+) -> list[_Occurrence]:
+    found: dict[datetime, _Occurrence] = {}
+    for override in overrides:
+        original = _instant(override.original, tz, all_day)
+        label = _text_time(override.original)
+        if original is None or not occurs_at(rule, times, original):
+            report.warnings.append(
+                {
+                    "uid": plan.uid,
+                    "message": f"the changed occurrence {label} is not one the event's rule "
+                    "produces: not imported",
+                }
+            )
+            continue
+        own: list[FieldError] = []
+        fields = override.fields
+        own_all_day = _is_all_day(fields.start)
+        title = check_title(fields.title, own) or fields.title
+        start, end = resolve_times(
+            starts=_text_time(fields.start),
+            ends=_text_time(fields.end),
+            all_day=own_all_day,
+            tz=tz,
+            errors=own,
+        )
+        if own or start is None or end is None:
+            errors.extend(
+                FieldError(f"occurrence {label}: {e['field']}", e["message"]) for e in own
+            )
+            continue
+        found[original] = _Occurrence(
+            original,
+            title,
+            fields.description,
+            fields.location,
+            own_all_day,
+            start,
+            end,
+            fields.transparency,
+        )
+    return [found[k] for k in sorted(found)]
+
+
+def _instant(moment: Moment, tz: tzinfo, all_day: bool) -> datetime | None:
+    """An occurrence's original start as stored: an instant (an all-day series': its local
+    midnight); ``None`` when it cannot be one of the series' (a date for a timed series)."""
+    if all_day:
+        day = (
+            moment.astimezone(tz).date()
+            if isinstance(moment, datetime) and moment.tzinfo
+            else moment
+        )
+        day = day.date() if isinstance(day, datetime) else day
+        return midnight(day, tz)
+    if not isinstance(moment, datetime):
+        return None
+    aware = moment if moment.tzinfo is not None else localize(moment, tz)
+    return aware.astimezone(UTC)
+
+
+def _lines(plan: Planned, tz: tzinfo, report: Report) -> list[str] | None:
+    """The recurrence lines of the main VEVENT (cancelled occurrences as EXDATEs), or
+    ``None`` for a single event. RDATEs without an RRULE ride on ``COUNT=1``."""
+    assert plan.master is not None
+    cancelled = [o.original for o in plan.overrides if o.cancelled]
+    if plan.rule is None and not plan.rdates:
+        if cancelled:
+            report.warnings.append(
+                {
+                    "uid": plan.uid,
+                    "message": "cancelled occurrences of an event that does not repeat: ignored",
+                }
+            )
+        return None
+    all_day = _is_all_day(plan.master.start)
+    lines = ["RRULE:" + (plan.rule or "FREQ=DAILY;COUNT=1")]
+    for name, values in (("EXDATE", [*plan.exdates, *cancelled]), ("RDATE", plan.rdates)):
+        texts, skipped = _date_texts(values, tz, all_day)
+        if skipped:
+            report.warnings.append(
+                {
+                    "uid": plan.uid,
+                    "message": f"{skipped} {name} dates given without a time on a timed series: "
+                    "ignored",
+                }
+            )
+        prefix = f"{name};VALUE=DATE:" if all_day else f"{name}:"
+        for first in range(0, len(texts), _PER_LINE):
+            lines.append(prefix + ",".join(texts[first : first + _PER_LINE]))
+    return lines
+
+
+def _date_texts(values: list[Moment], tz: tzinfo, all_day: bool) -> tuple[list[str], int]:
+    texts: list[str] = []
+    skipped = 0
+    for value in values:
+        if all_day:
+            day = value
+            if isinstance(value, datetime):
+                day = (value.astimezone(tz) if value.tzinfo else value).date()
+            texts.append(day.strftime("%Y%m%d"))
+        elif isinstance(value, datetime):
+            if value.tzinfo is None:  # floating: the core reads it in the calendar's zone
+                texts.append(value.strftime("%Y%m%dT%H%M%S"))
+            else:
+                texts.append(value.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ"))
+        else:
+            skipped += 1
+    return list(dict.fromkeys(texts)), skipped
+
+
+def _zone_note(plan: Planned, tz: tzinfo, start: datetime, report: Report) -> None:
+    """Warn when the file's zone for a series changes its clocks on other dates than the
+    calendar's: the series repeats at the calendar's wall-clock time, so some occurrences
+    would be an hour off the file's."""
+    source = plan.start_zone
+    if source is None or source is tz:
+        return
+    first = start.astimezone(source).utcoffset() - start.astimezone(tz).utcoffset()  # type: ignore[operator]
+    for week in range(1, 54):
+        moment = start + timedelta(weeks=week)
+        gap = moment.astimezone(source).utcoffset() - moment.astimezone(tz).utcoffset()  # type: ignore[operator]
+        if gap != first:
+            report.warnings.append(
+                {
+                    "uid": plan.uid,
+                    "message": "the series repeats in the calendar's time zone, whose clocks "
+                    "change on other dates than the file's zone: around those dates some "
+                    "occurrences are an hour off the file's",
+                }
+            )
+            return
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def _key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(slots=True)
+class _Known:
+    """What earlier imports left in the calendar, read once per import: UID hash to (mapping
+    row id, event id), and the rows of those events that still exist."""
+
+    mapped: dict[str, tuple[int, str]]
+    rows: dict[str, Any]
+    done: set[str] = field(default_factory=set)  # the keys this import has seen
+
+    @classmethod
+    def load(cls, conn: Connection, calendar_id: str) -> _Known:
+        mapped = {
+            r.uid_hash: (r.id, r.event_id)
+            for r in conn.execute(
+                select(ical_uids_t.c.id, ical_uids_t.c.uid_hash, ical_uids_t.c.event_id).where(
+                    ical_uids_t.c.calendar_id == calendar_id
+                )
+            )
+        }
+        rows: dict[str, Any] = {}
+        if mapped:
+            imported = select(ical_uids_t.c.event_id).where(
+                ical_uids_t.c.calendar_id == calendar_id
+            )
+            rows = {
+                r.id: r
+                for r in conn.execute(
+                    select(*EVENT_COLUMNS).where(
+                        events_t.c.calendar_id == calendar_id, events_t.c.id.in_(imported)
+                    )
+                )
+            }
+        return cls(mapped, rows)
+
+
+def _apply(
+    conn: Connection,
+    principal: Principal,
+    calendar: CalendarRow,
+    tz: tzinfo,
+    desired: _Desired,
+    now: datetime,
+    known: _Known,
+) -> str:
+    """Create, change or leave the event ``desired`` names: ``created``, ``updated`` or
+    ``skipped``."""
+    digest = _key_hash(desired.key)
+    mapped = known.mapped.get(digest)
+    row = None if mapped is None else known.rows.get(mapped[1])
+    if row is None:
+        event = create_event(
+            conn,
+            principal=principal,
+            data=EventCreate(
+                calendar_id=calendar.id,
+                title=desired.title,
+                starts_at=desired.starts_at,
+                ends_at=desired.ends_at,
+                all_day=desired.all_day,
+                description=desired.description,
+                location=desired.location,
+                recurrence=desired.recurrence,
+                transparency=desired.transparency,
+            ),
+            now=now,
+        )
+        if mapped is not None:  # the event it was imported as is gone: import it again
+            conn.execute(delete(ical_uids_t).where(ical_uids_t.c.id == mapped[0]))
+        conn.execute(
+            insert(ical_uids_t).values(
+                calendar_id=calendar.id, uid_hash=digest, uid=desired.uid, event_id=event["id"]
+            )
+        )
+        _write_occurrences(conn, principal, calendar, tz, event["id"], desired, now)
+        return "created"
+    if _unchanged(conn, row, desired):
+        return "skipped"
+    update_event(
+        conn,
+        principal=principal,
+        event_id=row.id,
+        data=EventUpdate(
+            title=desired.title,
+            starts_at=desired.starts_at,
+            ends_at=desired.ends_at,
+            all_day=desired.all_day,
+            description=desired.description,
+            location=desired.location,
+            recurrence=desired.recurrence,
+            transparency=desired.transparency,
+        ),
+        now=now,
+    )
+    delete_exceptions(conn, row.id)
+    _write_occurrences(conn, principal, calendar, tz, row.id, desired, now)
+    return "updated"
+
+
+def _unchanged(conn: Connection, row: Any, desired: _Desired) -> bool:
+    if (
+        row.title != desired.title
+        or row.description != desired.description
+        or row.location != desired.location
+        or bool(row.all_day) != desired.all_day
+        or row.starts_at != desired.start
+        or row.ends_at != desired.end
+        or row.recurrence != desired.stored_recurrence
+        or row.transparency != desired.transparency
+        or row.recurring_event_id is not None
+    ):
+        return False
+    stored = [
+        (e.original_starts_at, e.starts_at, e.ends_at, e.title, e.description, e.location,
+         bool(e.all_day), e.status, e.transparency)
+        for e in conn.execute(
+            select(*EVENT_COLUMNS)
+            .where(events_t.c.recurring_event_id == row.id)
+            .order_by(events_t.c.original_starts_at)
+        )
+    ]  # fmt: skip
+    wanted = [
+        (
+            o.original,
+            o.start,
+            o.end,
+            o.title,
+            o.description,
+            o.location,
+            o.all_day,
+            CONFIRMED,
+            o.transparency,
+        )
+        for o in desired.overrides
+    ]
+    return stored == wanted
+
+
+def _write_occurrences(
+    conn: Connection,
+    principal: Principal,
+    calendar: CalendarRow,
+    tz: tzinfo,
+    series_id: str,
+    desired: _Desired,
+    now: datetime,
+) -> None:
+    """The series' changed occurrences, as exception rows (as a PATCH of one makes them);
+    each queues ``calendar.event.updated`` carrying it."""
+    for occurrence in desired.overrides:
+        values = {
+            "id": occurrence_id(series_id, occurrence.original, all_day=desired.all_day, tz=tz),
+            "calendar_id": calendar.id,
+            "title": occurrence.title,
+            "starts_at": occurrence.start,
+            "ends_at": occurrence.end,
+            "all_day": occurrence.all_day,
+            "description": occurrence.description,
+            "location": occurrence.location,
+            "created_at": now,
+            "updated_at": now,
+            "recurrence": None,
+            "recurrence_last_start": None,
+            "recurrence_ends_at": None,
+            "recurring_event_id": series_id,
+            "original_starts_at": occurrence.original,
+            "status": CONFIRMED,
+            "transparency": occurrence.transparency,
+        }
+        conn.execute(insert(events_t).values(**values))
+        after_write(
+            conn,
+            principal=principal,
+            calendar=calendar,
+            tz=tz,
+            row=Row(values),
+            span=(occurrence.start, occurrence.end),
+            change=UPDATED,
+            now=now,
+        )
+
+
+__all__ = ["Report", "import_events"]
