@@ -131,20 +131,20 @@ class _Plan:
     step: timedelta
     key: tuple[Hashable, ...]
     id: str
-    fields: dict[str, Any]  # its event object's fields (copied for each occurrence)
+    # Its occurrences' event object, but for their ids and times (copied for each).
+    template: dict[str, Any]
     longest: timedelta  # how long before a window an occurrence overlapping it may start
 
     def shown(self, entry: Entry, event_id: str) -> dict[str, Any]:
-        """The public object of one of its occurrences (``event_id``: its id)."""
+        """The public object of one of its occurrences (``event_id``: its id): a copy of
+        ``template`` with its own id and times (half the cost of building it)."""
+        event = self.template.copy()
         start = entry[3]
-        return {
-            **self.fields,
-            "id": event_id,
-            "startsAt": start,
-            "endsAt": entry[4],
-            "recurringEventId": self.id,
-            "originalStartsAt": start,
-        }
+        event["id"] = event_id
+        event["startsAt"] = start
+        event["endsAt"] = entry[4]
+        event["originalStartsAt"] = start
+        return event
 
 
 def _plan(values: Sequence[Any], tz: tzinfo, name: str) -> _Plan:
@@ -164,7 +164,11 @@ def _plan(values: Sequence[Any], tz: tzinfo, name: str) -> _Plan:
         step=step,
         key=(values[10], all_day, values[3], values[11], tz, str(length)),
         id=values[0],
-        fields=event_fields(series_row(values), calendar_name=name, tz=tz),
+        template={
+            **event_fields(series_row(values), calendar_name=name, tz=tz),
+            "recurringEventId": values[0],
+            "originalStartsAt": None,
+        },
         longest=timedelta(days=length + 1) if isinstance(length, int) else length,
     )
 
@@ -627,7 +631,9 @@ def busy_occurrences(
     is never shown as free."""
     by_calendar = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
     plans = [
-        p for p in _PLANS.of(series_keys, by_calendar, load) if p.fields["transparency"] == "opaque"
+        p
+        for p in _PLANS.of(series_keys, by_calendar, load)
+        if p.template["transparency"] == "opaque"
     ]
     if not plans:
         return []
@@ -636,7 +642,7 @@ def busy_occurrences(
     low_text, high_text = utc_text(low), utc_text(high)
     found: list[BusyEntry] = []
     for plan in plans:
-        calendar_id, title = plan.fields["calendarId"], plan.fields["title"]
+        calendar_id, title = plan.template["calendarId"], plan.template["title"]
         skip = skipped.get(plan.id, ())
         series = _Series(plan, since=EARLIEST, low=None, high_text=None, budget=Budget(share))
         first = max(low - plan.longest, EARLIEST)

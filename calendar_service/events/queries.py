@@ -8,8 +8,11 @@ The statements every list or create runs are compiled once and run straight on t
 from __future__ import annotations
 
 import functools
+from bisect import bisect_left
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import (
@@ -224,6 +227,16 @@ _CALENDAR_SERIES = Statement(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class _KeptSeries:
+    """A calendar's series as kept for one version: in order of their starts (stored text),
+    and whether they all repeat without end (then a window takes a prefix of them)."""
+
+    keys: tuple[Any, ...]
+    starts: tuple[str, ...]
+    endless: bool
+
+
 def window_series(
     conn: Connection,
     calendars: Sequence[CalendarRow],
@@ -237,45 +250,47 @@ def window_series(
     which never had a series), else from the database. ``texts``: the window's low and high
     bounds and the page token's start, as stored UTC text (or ``None``); ``params``: the
     window query's."""
-    kept: list[tuple[Any, ...]] = []
+    low, high, after = texts
+    found: list[Any] = []
     for calendar in calendars:
         version = calendar.series_version
         if version == 0:
             continue
-        found = None if version is None else _KEPT_SERIES.get((calendar.id, version))
-        if found is None and version is not None:
-            found = _read_calendar_series(conn, calendar.id)
-        if found is None or found is _TOO_MANY:  # not read with its calendar, or too many
+        kept = None if version is None else _KEPT_SERIES.get((calendar.id, version))
+        if kept is None and version is not None:
+            kept = _read_calendar_series(conn, calendar.id)
+        if kept is None or kept is _TOO_MANY:  # not read with its calendar, or too many
             wanted = ("calendar_id", "user_id", "low", "high", "after_start")
             statement = series_statement(*shape)
             return statement.all(conn, **{k: params[k] for k in wanted if k in params})
-        kept.append(found)
-    low, high, after = texts
-    return [
-        key
-        for keys in kept
-        for key in keys
-        if (high is None or key[2] < high)
-        and (
-            key[4] is None
+        # Those that start before the window's end; of those, the ones that end after its
+        # start (and after the page token's), or never.
+        started = kept.keys if high is None else kept.keys[: bisect_left(kept.starts, high)]
+        if kept.endless or (low is None and after is None):
+            found.extend(started)
+            continue
+        found.extend(
+            key
+            for key in started
+            if key[4] is None
             or ((low is None or key[4] >= low) and (after is None or key[4] >= after))
         )
-    ]
+    return found
 
 
-def _read_calendar_series(conn: Connection, calendar_id: str) -> tuple[Any, ...] | None:
+def _read_calendar_series(conn: Connection, calendar_id: str) -> _KeptSeries | None:
     """A calendar's series, kept under the version read with them (``None``: no calendar)."""
     rows = _CALENDAR_SERIES.all(conn, calendar_id=calendar_id, most=SERIES_KEPT_MOST + 1)
     if not rows:
         return None
     version = rows[0][-1]
-    found = (
-        _TOO_MANY
-        if len(rows) > SERIES_KEPT_MOST
-        else tuple(row[:-1] for row in rows if row[0] is not None)
-    )
-    _KEPT_SERIES.put((calendar_id, version), found)
-    return found
+    if len(rows) > SERIES_KEPT_MOST:
+        kept = _TOO_MANY
+    else:
+        keys = sorted((row[:-1] for row in rows if row[0] is not None), key=itemgetter(2))
+        kept = _KeptSeries(tuple(keys), tuple(k[2] for k in keys), all(k[4] is None for k in keys))
+    _KEPT_SERIES.put((calendar_id, version), kept)
+    return kept
 
 
 _CHUNK = 256
