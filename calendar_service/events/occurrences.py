@@ -91,7 +91,7 @@ Chunk = tuple[tuple[str, ...], tuple[Entry, ...]]
 # comparison never reaches what to show.
 Item = tuple[str, str, int, Any]
 _ROW, _OCCURRENCE, _SERIES = range(3)
-_START = itemgetter(0)
+_ROW_KEY = itemgetter(3, 0)  # a window row's (start, id)
 _ID_VERSION = itemgetter(0, 3)
 
 
@@ -316,8 +316,8 @@ def page_with_series(
     ``texts``: ``low`` and ``high`` as stored text. ``single_events=False``: the series
     themselves."""
     by_calendar = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
-    items: list[Item] = [(r[3], r[0], _ROW, r) for r in rows]
     if not single_events:
+        items: list[Item] = [(r[3], r[0], _ROW, r) for r in rows]
         wanted = [k[0] for k in series_keys if after is None or (k[2], k[0]) > after]
         for values in load(wanted):
             items.append((values[3], values[0], _SERIES, series_row(values)))
@@ -332,6 +332,9 @@ def page_with_series(
     end = high or LATEST + timedelta(days=1)
     found_set = _SETS.plans(series_keys, by_calendar, load)
     plans = found_set.plans
+    row_keys = list(map(_ROW_KEY, rows))  # (start, id): the rows' order
+    if not plans:  # every candidate series was deleted meanwhile
+        return _merged_page(rows, row_keys, [], size, calendars)
     # Each series gets an equal share, so that a few sparse series cannot starve the others.
     share = max(READ_BUDGET // len(plans), SHARE_FLOOR)
     made: list[_Series] = []
@@ -348,7 +351,7 @@ def page_with_series(
     merged = _from_merged_chunks(
         found_set,
         series_of_page,
-        rows=items,
+        row_keys=row_keys,
         skipped=skipped,
         floor=floor,
         texts=(low_text, high_text or utc_text(end)),
@@ -357,9 +360,8 @@ def page_with_series(
         size=size,
     )
     if merged is not None:
-        items.extend(merged)
-        items.sort()  # (start, id) order: see Item
-        return _page(items, None, size, calendars, by_calendar)
+        return _merged_page(rows, row_keys, merged, size, calendars)
+    items = [(r[3], r[0], _ROW, r) for r in rows]
     series = series_of_page()
     for s in series:  # the budget ran out, or the window is sparse: series by series
         s.restart()
@@ -397,7 +399,7 @@ def _from_merged_chunks(
     found_set: _Set,
     series_of_page: Callable[[], list[_Series]],
     *,
-    rows: list[Item],
+    row_keys: list[tuple[str, str]],
     skipped: dict[str, set[str]],
     floor: datetime,
     texts: tuple[str | None, str],
@@ -440,7 +442,7 @@ def _from_merged_chunks(
         if len(found) > size or last < len(starts):  # the page is full, or the window ends
             return found
         index += 1
-        known = len(found) + bisect_left(rows, reached_text, key=_START)
+        known = len(found) + bisect_left(row_keys, (reached_text,))  # rows before it
         if known > size or (found_set.ends is not None and reached_text >= found_set.ends):
             return found
     return None
@@ -570,6 +572,41 @@ _PLANS = _Plans(8192)
 
 
 _SETS = _SetTokens(4096)
+
+
+def _merged_page(
+    rows: Sequence[Any],
+    row_keys: list[tuple[str, str]],
+    occurrences: list[Item],
+    size: int,
+    calendars: Sequence[Any],
+) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
+    """``_page`` for rows and occurrences each in ``(start, id)`` order already: each
+    occurrence's place among the rows is found by binary search, and the rows between two
+    occurrences are taken as a slice (no item per row, no sort)."""
+    places: list[int] = []  # for each occurrence on the page, how many rows come before it
+    for taken, item in enumerate(occurrences):
+        place = bisect_left(row_keys, (item[0], item[1]))
+        if place + taken > size:  # it would come after the page's size + 1 events
+            break
+        places.append(place)
+    rows_taken = min(len(rows), size + 1 - len(places))
+    singles = events_public(rows[:rows_taken], calendars)
+    events: list[dict[str, Any]] = []
+    keys: list[tuple[str, str]] = []
+    done = 0
+    for place, item in zip(places, occurrences, strict=False):
+        events.extend(singles[done:place])
+        keys.extend(row_keys[done:place])
+        done = place
+        owner, entry = item[3]
+        events.append(owner.shown(entry, item[1]))
+        keys.append((item[0], item[1]))
+    events.extend(singles[done:rows_taken])
+    if len(events) <= size:
+        return events, None
+    keys.extend(row_keys[done:rows_taken])
+    return events[:size], keys[size - 1]
 
 
 def _page(
