@@ -485,17 +485,7 @@ def _apply(
         event = create_event(
             conn,
             principal=principal,
-            data=EventCreate(
-                calendar_id=calendar.id,
-                title=desired.title,
-                starts_at=desired.starts_at,
-                ends_at=desired.ends_at,
-                all_day=desired.all_day,
-                description=desired.description,
-                location=desired.location,
-                recurrence=desired.recurrence,
-                transparency=desired.transparency,
-            ),
+            data=EventCreate(calendar_id=calendar.id, **_event_fields(desired)),
             now=now,
         )
         if mapped is not None:  # the event it was imported as is gone: import it again
@@ -513,21 +503,26 @@ def _apply(
         conn,
         principal=principal,
         event_id=row.id,
-        data=EventUpdate(
-            title=desired.title,
-            starts_at=desired.starts_at,
-            ends_at=desired.ends_at,
-            all_day=desired.all_day,
-            description=desired.description,
-            location=desired.location,
-            recurrence=desired.recurrence,
-            transparency=desired.transparency,
-        ),
+        data=EventUpdate(**_event_fields(desired)),
         now=now,
     )
     delete_exceptions(conn, row.id)
     _write_occurrences(conn, principal, calendar, tz, row.id, desired, now)
     return "updated"
+
+
+def _event_fields(desired: _Desired) -> dict[str, Any]:
+    """What a create or an update of the event takes from the file."""
+    return {
+        "title": desired.title,
+        "starts_at": desired.starts_at,
+        "ends_at": desired.ends_at,
+        "all_day": desired.all_day,
+        "description": desired.description,
+        "location": desired.location,
+        "recurrence": desired.recurrence,
+        "transparency": desired.transparency,
+    }
 
 
 def _unchanged(conn: Connection, row: Any, desired: _Desired) -> bool:
