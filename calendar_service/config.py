@@ -74,6 +74,7 @@ class Config:
     webhook_timeout_seconds: float = 10.0
     rate_limit: tuple[int, int] = (600, 60)
     call_history_days: int = 90
+    sync_retention_days: int = 30
     api_key: str | None = None
     session_secret: str | None = None
     sqlite_synchronous: str = "NORMAL"
@@ -95,6 +96,9 @@ class Config:
         days = env.get("CALENDAR_CALL_HISTORY_DAYS", "90")
         if not days.isdigit() or int(days) < 1:
             raise ConfigError("CALENDAR_CALL_HISTORY_DAYS must be a whole number of days >= 1")
+        sync_days = env.get("CALENDAR_SYNC_RETENTION_DAYS", "30")
+        if not sync_days.isdigit() or int(sync_days) < 1:
+            raise ConfigError("CALENDAR_SYNC_RETENTION_DAYS must be a whole number of days >= 1")
         return cls(
             database_url=env.get("CALENDAR_DATABASE_URL", "sqlite:///calendar.db"),
             service_name=name,
@@ -105,6 +109,7 @@ class Config:
             ),
             rate_limit=parse_rate_limit(env.get("CALENDAR_RATE_LIMIT", "600/minute")),
             call_history_days=int(days),
+            sync_retention_days=int(sync_days),
             api_key=env.get("CALENDAR_API_KEY") or None,
             session_secret=env.get("CALENDAR_SESSION_SECRET") or None,
             sqlite_synchronous=env.get("CALENDAR_SQLITE_SYNCHRONOUS", "NORMAL").upper(),

@@ -25,6 +25,7 @@ answered as an opaque 500.
     ├── Conflict                409     conflict (ifFree: the time is taken), with conflicts=[…]
     ├── IdempotencyInFlight     409     idempotency_in_flight
     ├── WebhookDisabled         409     webhook_disabled
+    ├── SyncTokenExpired        410     sync_token_expired
     ├── PayloadTooLarge         413     payload_too_large
     ├── UnsupportedMediaType    415     unsupported_media_type
     ├── IdempotencyMismatch     422     idempotency_key_reused
@@ -215,6 +216,21 @@ class WebhookDisabled(CalendarError):
     code = "webhook_disabled"
     status = 409
     title = "Webhook disabled"
+
+
+class SyncTokenExpired(CalendarError):
+    """A sync token older than the changes kept (``CALENDAR_SYNC_RETENTION_DAYS``): the
+    client lists again from scratch (Google Calendar answers the same with 410 Gone)."""
+
+    code = "sync_token_expired"
+    status = 410
+    title = "Sync token expired"
+
+    def __init__(self, days: int) -> None:
+        super().__init__(
+            f"This sync token is older than the {days} days of changes kept; list the events "
+            "again without syncToken (the last page carries a new nextSyncToken)."
+        )
 
 
 class PayloadTooLarge(CalendarError):

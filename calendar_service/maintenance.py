@@ -1,4 +1,5 @@
-"""Housekeeping run periodically by the scheduler: retention of history and idempotency keys."""
+"""Housekeeping run periodically by the scheduler: retention of history, idempotency keys and
+the changes kept for sync tokens."""
 
 from __future__ import annotations
 
@@ -7,14 +8,23 @@ from datetime import datetime
 from sqlalchemy import Connection
 
 from calendar_service import history, idempotency
+from calendar_service.events.sync import DEFAULT_RETENTION_DAYS, purge_changes
 from calendar_service.ical import feeds
 
 
-def purge_expired(conn: Connection, *, now: datetime, call_history_days: int) -> dict[str, int]:
-    """Delete call history and feeds' fetch history past their retention (the same), and
-    idempotency records past 24 hours."""
+def purge_expired(
+    conn: Connection,
+    *,
+    now: datetime,
+    call_history_days: int,
+    sync_retention_days: int = DEFAULT_RETENTION_DAYS,
+) -> dict[str, int]:
+    """Delete call history and feeds' fetch history past their retention (the same),
+    idempotency records past 24 hours, and the changes (tombstones) no sync token still
+    honoured can ask for."""
     return {
         "calls": history.purge_calls(conn, now=now, keep_days=call_history_days),
         "feedFetches": feeds.purge_fetches(conn, now=now, keep_days=call_history_days),
         "idempotencyKeys": idempotency.purge(conn, now=now),
+        "syncChanges": purge_changes(conn, now=now, keep_days=sync_retention_days),
     }

@@ -12,7 +12,7 @@ database (SQLite keeps ISO text, PostgreSQL ``timestamptz``).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
@@ -194,6 +194,38 @@ class Event(SQLModel, table=True):
         default="opaque",
         sa_column=Column(String(16), nullable=False, server_default="opaque"),
     )
+
+
+class EventSync(SQLModel, table=True):
+    """The last change of each event changed in the last ``CALENDAR_SYNC_RETENTION_DAYS``: what a
+    sync token's next sync returns (``events.sync``). Written by triggers on ``events``
+    (migration 0009), whatever wrote the event; a deleted event's row is its tombstone.
+
+    ``seq`` is when the change was made, in the order sync tokens read: on PostgreSQL the
+    writing transaction's id (``pg_current_xact_id()``), compared with the snapshot a token
+    holds; on SQLite the next value of ``sync_clock`` (one writer at a time). See docs/sync.md."""
+
+    __tablename__ = "event_sync"
+    __table_args__ = (
+        Index("ix_event_sync_calendar_seq", "calendar_id", "seq", "event_id"),
+        Index("ix_event_sync_changed_at", "changed_at"),
+    )
+
+    event_id: str = Field(primary_key=True, max_length=64)
+    calendar_id: str = Field(max_length=40)
+    seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    deleted: bool = False
+    changed_at: datetime = _dt()
+
+
+class SyncClock(SQLModel, table=True):
+    """SQLite's change counter (one row): ``event_sync.seq`` of the last change. PostgreSQL
+    has the table too but numbers changes by transaction id."""
+
+    __tablename__ = "sync_clock"
+
+    id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
+    value: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
 class ApiKey(SQLModel, table=True):
@@ -545,15 +577,39 @@ class EventPublic(_Wire):
     )
 
 
+class CancelledEvent(_Wire):
+    """In a sync only: an event deleted, or an occurrence of a series cancelled, since the
+    sync token was issued."""
+
+    id: str
+    status: Literal["cancelled"]
+    recurring_event_id: str | None = PydanticField(
+        default=None, description="A cancelled occurrence only: its series' id."
+    )
+    original_starts_at: str | None = PydanticField(
+        default=None,
+        description="A cancelled occurrence only: the start the rule gave it.",
+        json_schema_extra={"format": "date-time"},
+    )
+
+
 class EventList(_Wire):
     calendars: list[CalendarPublic] = PydanticField(
         description="The calendars accessible to the key."
     )
-    events: list[EventPublic] = PydanticField(
-        description="Events overlapping [timeMin, timeMax), ordered by startsAt then id."
+    events: list[EventPublic | CancelledEvent] = PydanticField(
+        description="Events overlapping [timeMin, timeMax), ordered by startsAt then id. With "
+        "syncToken: the events created, changed or deleted since, in the order of the changes "
+        "(deleted ones, and cancelled occurrences, as status cancelled)."
     )
     next_page_token: str | None = PydanticField(
         default=None, description="Present when more events remain: pass it back as pageToken."
+    )
+    next_sync_token: str | None = PydanticField(
+        default=None,
+        description="On the last page: pass it back as syncToken later to get every change "
+        "made since this list (or sync) began. Opaque; expires after "
+        "CALENDAR_SYNC_RETENTION_DAYS (default 30), then 410 sync_token_expired.",
     )
 
 
@@ -599,6 +655,8 @@ attempts_t = _table(WebhookAttempt)
 feeds_t = _table(IcalFeed)
 fetches_t = _table(IcalFeedFetch)
 ical_uids_t = _table(IcalUid)
+event_sync_t = _table(EventSync)
+sync_clock_t = _table(SyncClock)
 
 
 # ---------------------------------------------------------------------------------------------

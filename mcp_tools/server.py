@@ -100,6 +100,11 @@ A recurring series is listed as its occurrences: each carries `recurringEventId`
 id) and `originalStartsAt`, and its own `id` (<seriesId>_<start>), which getCalendarEvent,
 updateCalendarEvent and deleteCalendarEvent take. With singleEvents false, each series is listed
 once instead, with its `recurrence`.
+
+To keep up with changes instead of listing everything again, keep the `nextSyncToken` of the
+last page and later pass it as syncToken (without timeMin/timeMax): you get only the events
+created, changed or deleted since (deleted ones as {id, status: "cancelled"}), series as
+themselves, and a new nextSyncToken.
 """
 
 CREATE_DOC = """\
@@ -227,7 +232,10 @@ class ToolSpec:
 def _tool(backend: Backend, spec: ToolSpec) -> Tool:
     async def call(ctx: Context) -> CallToolResult:
         arguments = _arguments(ctx)
-        extra = {"token_key": await backend.token_key()} if spec.token_key else {}
+        extra: dict[str, Any] = {}
+        if spec.token_key:  # the list: its page and sync tokens, and how long syncs are kept
+            extra["token_key"] = await backend.token_key()
+            extra["sync_retention_days"] = backend.db.config.sync_retention_days
         return await _run(backend, ctx, spec, lambda: {**spec.args(arguments), **extra})
 
     # The function takes only the Context and reads the raw arguments itself (see
@@ -300,7 +308,8 @@ def _renamed(exc: ValidationFailed, names: Mapping[str, str]) -> ValidationFaile
 
 
 def _list_args(arguments: dict[str, Any]) -> dict[str, Any]:
-    # The arguments' fields are list_events' keywords: time_min, time_max, limit, page_token.
+    # The arguments' fields are list_events' keywords: time_min, time_max, limit, page_token,
+    # single_events, sync_token.
     return {**dict(parse_model(shapes.ListArguments, arguments)), "now": utcnow()}
 
 

@@ -69,6 +69,13 @@ class ListArguments(_Arguments):
         "each series once, with its recurrence (and its changed occurrences).",
         json_schema_extra={"default": True},
     )
+    sync_token: str | None = PydanticField(
+        default=None,
+        description="The nextSyncToken of an earlier list's last page: returns only what "
+        "changed since (created, changed, or deleted: status cancelled), without timeMin or "
+        "timeMax. Expired (older than 30 days by default): error sync_token_expired, list "
+        "again without it.",
+    )
 
 
 class EventRef(_Arguments):

@@ -85,10 +85,15 @@ async def delivery_job(
 
 
 async def housekeeping(config: Config, db: Database) -> dict[str, int]:
-    """Purge call history past ``CALENDAR_CALL_HISTORY_DAYS`` and idempotency records past
-    24 hours (hourly, in a thread: a large purge must not hold up the event loop)."""
+    """Purge call history past ``CALENDAR_CALL_HISTORY_DAYS``, idempotency records past
+    24 hours and the changes kept for sync tokens past ``CALENDAR_SYNC_RETENTION_DAYS``
+    (hourly, in a thread: a large purge must not hold up the event loop)."""
     return await asyncio.to_thread(
-        db.call, purge_expired, now=utcnow(), call_history_days=config.call_history_days
+        db.call,
+        purge_expired,
+        now=utcnow(),
+        call_history_days=config.call_history_days,
+        sync_retention_days=config.sync_retention_days,
     )
 
 

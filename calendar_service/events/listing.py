@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from calendar_service.calendars import accessible_calendars, calendar_public
+from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.events.occurrences import page_with_series
 from calendar_service.events.parsing import parse_list_params, parse_single_events
 from calendar_service.events.queries import (
@@ -22,7 +23,20 @@ from calendar_service.events.queries import (
     window_series,
 )
 from calendar_service.events.shapes import events_public
-from calendar_service.events.tokens import decode_token, encode_token, token_query
+from calendar_service.events.sync import (
+    DEFAULT_RETENTION_DAYS,
+    SYNC_PAGE_PREFIX,
+    Position,
+    current_position,
+    encode_sync_token,
+    sync_events,
+)
+from calendar_service.events.tokens import (
+    bad_page_token,
+    decode_token,
+    encode_token,
+    token_query,
+)
 from calendar_service.keys import Principal
 from calendar_service.models import to_db
 from calendar_service.timeutil import format_in, utc_text, zone
@@ -39,6 +53,8 @@ def list_events(
     token_key: bytes,
     now: datetime | None = None,
     single_events: bool | str | None = True,
+    sync_token: str | None = None,
+    sync_retention_days: int = DEFAULT_RETENTION_DAYS,
 ) -> dict[str, Any]:
     """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``.
 
@@ -54,7 +70,28 @@ def list_events(
     their changed occurrences are listed too, as Google Calendar does). A page may be shorter
     than ``limit`` when expanding series reached the request's work budget; it then has a
     ``nextPageToken``.
+
+    The last page carries ``nextSyncToken``; given it back as ``sync_token`` (or given a
+    sync's page token), the list is a sync instead: the changes since (``sync.sync_events``;
+    no window then). The position the token holds is taken at the first page, before its rows
+    are read, and carried by the page tokens.
     """
+    if sync_token is not None or (page_token and page_token[0] == SYNC_PAGE_PREFIX):
+        if time_min or time_max:
+            field = "timeMin" if time_min else "timeMax"
+            raise ValidationFailed(
+                [FieldError(field, "cannot be combined with syncToken: a sync has no window")]
+            )
+        return sync_events(
+            conn,
+            principal=principal,
+            sync_token=sync_token,
+            page_token=page_token,
+            limit=limit,
+            token_key=token_key,
+            retention_days=sync_retention_days,
+            now=now,
+        )
     calendars = accessible_calendars(conn, principal=principal)
     default = next((c for c in calendars if c.is_default), calendars[0] if calendars else None)
     tz = zone(default.time_zone) if default is not None else UTC
@@ -63,7 +100,17 @@ def list_events(
     result: dict[str, Any] = {} if now is None else {"now": format_in(now, tz)}
     result["calendars"] = [calendar_public(c) for c in calendars]
     result["events"] = []
+    query = token_query(principal, low, high, single_events=single_events)
+    after: tuple[str, str] | None = None
+    if page_token:
+        after_start, after_id, carried = decode_token(token_key, query, page_token)
+        position = Position.from_compact(carried)
+        if position is None:
+            raise bad_page_token()
+    else:
+        position = current_position(conn)
     if not calendars:
+        result["nextSyncToken"] = encode_sync_token(token_key, principal, position)
         return result
     dialect = conn.dialect.name
     params: dict[str, Any] = {"limit": size + 1}
@@ -77,12 +124,10 @@ def list_events(
         params["low_floor"] = to_db(window_floor(low, longest), dialect)
     if high is not None:
         params["high"] = to_db(high, dialect)
-    query = token_query(principal, low, high, single_events=single_events)
-    after: tuple[str, str] | None = None
     if page_token:
-        after_start, params["after_id"] = decode_token(token_key, query, page_token)
+        params["after_id"] = after_id
         params["after_start"] = to_db(after_start, dialect)
-        after = (utc_text(after_start), params["after_id"])
+        after = (utc_text(after_start), after_id)
     shape = (len(calendars) == 1, low is not None, high is not None, bool(page_token))
     rows = list_statement(*shape).all(conn, **params)
     texts = (
@@ -95,7 +140,10 @@ def list_events(
         result["events"] = events_public(rows[:size], calendars)
         if len(rows) > size:
             last = rows[size - 1]  # starts_at is the stored UTC text on every backend
-            result["nextPageToken"] = encode_token(token_key, query, last[3], last[0])
+            carry = position.compact()
+            result["nextPageToken"] = encode_token(token_key, query, last[3], last[0], carry)
+        else:
+            result["nextSyncToken"] = encode_sync_token(token_key, principal, position)
         return result
     result["events"], following = page_with_series(
         rows,
@@ -110,5 +158,8 @@ def list_events(
         single_events=single_events,
     )
     if following is not None:
-        result["nextPageToken"] = encode_token(token_key, query, *following)
+        carry = position.compact()
+        result["nextPageToken"] = encode_token(token_key, query, *following, carry)
+    else:
+        result["nextSyncToken"] = encode_sync_token(token_key, principal, position)
     return result

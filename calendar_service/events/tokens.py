@@ -1,11 +1,13 @@
 """Page tokens: which page of which list query comes next, signed so that only the server
 makes them.
 
-A page token is ``base64url(mac || payload)``: the payload is the last row's start and id, the
-MAC an HMAC-SHA256 (cut to 16 bytes) with the server's page-token key over the query the page
-belongs to (the key, its owner and calendar, the window) and the payload. A token is opaque to
-callers; one the server did not make, or made for another query, is refused before anything
-in it is read.
+A page token is ``base64url(mac || payload)``: the payload is the last row's start and id, and
+the sync position taken at the list's first page (``sync.Position``: the last page's
+``nextSyncToken`` is made of it, so a change made while the pages are read is in the next
+sync); the MAC an HMAC-SHA256 (cut to 16 bytes) with the server's page-token key over the
+query the page belongs to (the key, its owner and calendar, the window) and the payload. A
+token is opaque to callers; one the server did not make, or made for another query, is refused
+before anything in it is read.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import binascii
 import hashlib
 import hmac
 from datetime import datetime
+from typing import Any
 
 import orjson
 
@@ -26,7 +29,7 @@ _MAC_BYTES = 16
 _TOKEN_MAX = 512
 
 
-def _bad_token() -> ValidationFailed:
+def bad_page_token() -> ValidationFailed:
     return ValidationFailed(
         [
             FieldError(
@@ -37,7 +40,7 @@ def _bad_token() -> ValidationFailed:
     )
 
 
-def _token_mac(key: bytes, query: bytes, payload: bytes) -> bytes:
+def token_mac(key: bytes, query: bytes, payload: bytes) -> bytes:
     digest = hmac.new(key, query + b"\n" + payload, hashlib.sha256).digest()
     return digest[:_MAC_BYTES]
 
@@ -63,31 +66,32 @@ def token_query(
     return "\x1f".join(parts).encode()
 
 
-def encode_token(key: bytes, query: bytes, starts_at: str, event_id: str) -> str:
-    """``starts_at`` is the stored UTC text of the page's last event (``utc_text``)."""
-    payload = orjson.dumps([starts_at, event_id])
-    raw = _token_mac(key, query, payload) + payload
+def encode_token(key: bytes, query: bytes, starts_at: str, event_id: str, position: Any) -> str:
+    """``starts_at`` is the stored UTC text of the page's last event (``utc_text``);
+    ``position``: the list's sync position (``sync.Position.compact``), carried along."""
+    payload = orjson.dumps([starts_at, event_id, position])
+    raw = token_mac(key, query, payload) + payload
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_token(key: bytes, query: bytes, token: str) -> tuple[datetime, str]:
-    """The start and id after which the next page begins; a 400 for any token this server did
-    not make for ``query``."""
+def decode_token(key: bytes, query: bytes, token: str) -> tuple[datetime, str, Any]:
+    """The start and id after which the next page begins, and the sync position it carries
+    (checked by the caller); a 400 for any token this server did not make for ``query``."""
     if len(token) > _TOKEN_MAX:
-        raise _bad_token()
+        raise bad_page_token()
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
     except (ValueError, binascii.Error):
-        raise _bad_token() from None
+        raise bad_page_token() from None
     mac, payload = raw[:_MAC_BYTES], raw[_MAC_BYTES:]
-    if not hmac.compare_digest(mac, _token_mac(key, query, payload)):
-        raise _bad_token()
+    if not hmac.compare_digest(mac, token_mac(key, query, payload)):
+        raise bad_page_token()
     # Made by this server for this query; still read as carefully as any input.
     try:
-        starts_text, event_id = orjson.loads(payload)
+        starts_text, event_id, position = orjson.loads(payload)
         starts_at = check_instant(from_utc_text(starts_text))
     except (ValueError, TypeError, orjson.JSONDecodeError):
-        raise _bad_token() from None
+        raise bad_page_token() from None
     if not isinstance(event_id, str) or "\x00" in event_id:  # no id has a NUL
-        raise _bad_token()
-    return starts_at, event_id
+        raise bad_page_token()
+    return starts_at, event_id, position

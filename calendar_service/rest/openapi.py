@@ -27,6 +27,7 @@ from calendar_service.models import (
     DEFAULT_CALENDAR_NAME,
     TITLE_MAX,
     CalendarPublic,
+    CancelledEvent,
     EventCreate,
     EventList,
     EventPublic,
@@ -248,6 +249,7 @@ def _schemas() -> dict[str, Any]:
         (EventUpdate, "validation"),
         (CalendarPublic, "serialization"),
         (EventPublic, "serialization"),
+        (CancelledEvent, "serialization"),
         (EventList, "serialization"),
         (Problem, "serialization"),
         *openapi_availability.MODELS,
@@ -269,13 +271,32 @@ def _schemas() -> dict[str, Any]:
         "has none of the three."
     )
     out["EventPublic"]["examples"] = [_EVENT_EXAMPLE]
-    out["EventList"]["description"] = "A page of events, with the calendars the key reaches."
+    _only_when_present(out["CancelledEvent"], ("recurringEventId", "originalStartsAt"))
+    out["CancelledEvent"]["description"] = (
+        "In a sync only: an event deleted since the sync token was issued (id and status "
+        "alone), or an occurrence of a series cancelled (with recurringEventId and "
+        "originalStartsAt). Remove it from your copy."
+    )
+    out["CancelledEvent"]["examples"] = [{"id": _EVENT_EXAMPLE["id"], "status": "cancelled"}]
+    _only_when_present(out["EventList"], ("nextPageToken", "nextSyncToken"))
+    out["EventList"]["description"] = (
+        "A page of events, with the calendars the key reaches. The last page carries "
+        "nextSyncToken instead of nextPageToken."
+    )
     out["EventList"]["examples"] = [
         {
             "calendars": [_CALENDAR_EXAMPLE],
             "events": [_EVENT_EXAMPLE],
             "nextPageToken": "eyJzIjoiMjAyNi0wMy0wMlQwODozMDowMFoifQ",
-        }
+        },
+        {
+            "calendars": [_CALENDAR_EXAMPLE],
+            "events": [
+                _EVENT_EXAMPLE,
+                {"id": "ev_01JQ4Z3W0F8N6Y2M5K7T9R1B3D", "status": "cancelled"},
+            ],
+            "nextSyncToken": "ZmFrZS1zeW5jLXRva2VuLWV4YW1wbGU",
+        },
     ]
     out["CalendarPublic"]["description"] = "A calendar the key reaches."
     out["CalendarPublic"]["examples"] = [_CALENDAR_EXAMPLE]
@@ -483,6 +504,17 @@ def _responses() -> dict[str, Any]:
                 "A request with this Idempotency-Key is still being processed; retry shortly.",
             ),
         ),
+        "SyncTokenExpired": _problem_response(
+            "The sync token is older than the changes kept (CALENDAR_SYNC_RETENTION_DAYS): list "
+            "the events again without syncToken; the last page carries a new nextSyncToken.",
+            _problem_example(
+                410,
+                "sync_token_expired",
+                "Sync token expired",
+                "This sync token is older than the 30 days of changes kept; list the events "
+                "again without syncToken (the last page carries a new nextSyncToken).",
+            ),
+        ),
         "PayloadTooLarge": _problem_response(
             f"The body is larger than {MAX_BODY} bytes (1 MiB).",
             _problem_example(
@@ -588,6 +620,18 @@ def _parameters() -> dict[str, Any]:
             "timeMax (the same instants; limit may change). Any other value is a 400.",
             "schema": {"type": "string", "pattern": TEXT_PATTERN},
         },
+        "syncToken": {
+            "name": "syncToken",
+            "in": "query",
+            "description": "The nextSyncToken of an earlier list's (or sync's) last page: the "
+            "answer is then every event created, changed or deleted since, in the calendars "
+            "the key reaches (series and their changed occurrences as stored, not expanded; "
+            "deleted events and cancelled occurrences with status cancelled), paged like a "
+            "list, its last page with a new nextSyncToken. Not with timeMin or timeMax (400). "
+            "A token older than CALENDAR_SYNC_RETENTION_DAYS (default 30) is a 410 "
+            "`sync_token_expired`: list again without it. Any other value is a 400.",
+            "schema": {"type": "string", "pattern": TEXT_PATTERN},
+        },
         "singleEvents": {
             "name": "singleEvents",
             "in": "query",
@@ -634,6 +678,7 @@ def _errors(*codes: str) -> dict[str, Any]:
         "401": "Unauthorized",
         "404": "NotFound",
         "409": "Conflict",
+        "410": "SyncTokenExpired",
         "413": "PayloadTooLarge",
         "415": "UnsupportedMediaType",
         "422": "IdempotencyKeyReused",
@@ -695,10 +740,12 @@ def _operations() -> dict[str, Any]:
         "then id, in pages of `limit`; when more remain the body carries nextPageToken. "
         "Recurring series are listed as their occurrences (singleEvents); a page can be "
         "shorter than `limit` when expanding series reached the request's work bound, and "
-        "then carries nextPageToken too." + rate_doc,
+        "then carries nextPageToken too. The last page carries nextSyncToken: sent back later "
+        "as syncToken, it gets every change made since (incremental sync, docs/sync.md)."
+        + rate_doc,
         "parameters": [
             {"$ref": _PARAMETER.format(name)}
-            for name in ("timeMin", "timeMax", "limit", "pageToken", "singleEvents")
+            for name in ("timeMin", "timeMax", "limit", "pageToken", "singleEvents", "syncToken")
         ],
         "responses": {
             "200": {
@@ -711,9 +758,14 @@ def _operations() -> dict[str, Any]:
                         "The next page, if any (send the same timeMin and timeMax with it).",
                         pageToken="$response.body#/nextPageToken",
                     ),
+                    "Sync": _link(
+                        "listCalendarEvents",
+                        "Later: every change since this list or sync (on its last page).",
+                        syncToken="$response.body#/nextSyncToken",
+                    ),
                 },
             },
-            **_errors(),
+            **_errors("410"),
         },
     }
     create_op = {

@@ -128,7 +128,7 @@ async def _page_token_key(request: Request) -> bytes:
 
 async def list_calendar_events(request: Request) -> Response:
     params = request.query_params
-    args = {
+    args: dict[str, Any] = {
         "time_min": params.get("timeMin"),
         "time_max": params.get("timeMax"),
         "limit": params.get("limit"),
@@ -137,6 +137,9 @@ async def list_calendar_events(request: Request) -> Response:
     }
     if "singleEvents" in params:  # the hot path passes no more than it needs
         args["single_events"] = params["singleEvents"]
+    if "syncToken" in params:
+        args["sync_token"] = params["syncToken"]
+        args["sync_retention_days"] = services(request).config.sync_retention_days
     # Encoded in the transaction, while the list is fresh in the cache: only the bytes wait
     # for the group commit (db.Database.run_grouped), not some 600 objects.
     outcome = await _perform(request, operations.LIST, args, present=orjson.dumps)
