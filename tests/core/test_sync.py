@@ -267,9 +267,7 @@ def test_an_old_token_is_refused_as_expired(db: Database, factory: Factory) -> N
     token = _full_list(db, principal)["nextSyncToken"]
     later = utcnow() + timedelta(days=30, minutes=1)
     with pytest.raises(SyncTokenExpired) as caught:
-        db.call(
-            sync.sync_events, principal=principal, sync_token=token, token_key=KEY, now=later
-        )
+        db.call(sync.sync_events, principal=principal, sync_token=token, token_key=KEY, now=later)
     assert caught.value.status == 410 and caught.value.code == "sync_token_expired"
     fine = db.call(
         sync.sync_events,
