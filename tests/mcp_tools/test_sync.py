@@ -39,7 +39,9 @@ async def changes(client: Client, token: str) -> tuple[list[dict[str, Any]], str
     raise AssertionError("the pages never ended")
 
 
-async def test_the_list_tool_syncs_each_change_once(server: RunningServer, factory: Factory) -> None:
+async def test_the_list_tool_syncs_each_change_once(
+    server: RunningServer, factory: Factory
+) -> None:
     owner = factory.owner()
     _, secret = factory.key(owner, calendar_id=owner.default_calendar_id)
     async with connect(server.url, secret) as client:

@@ -2,7 +2,8 @@
 
 A JSON Schema cannot say that a calendar must exist, that ``endsAt`` must not come before
 ``startsAt``, that a PATCH's times must suit the event's stored kind (timed or all-day), that
-a page token is only good for the query that produced it, or that a time in the first or last
+a page token is only good for the query that produced it (and a sync token only without a
+window), or that a time in the first or last
 year of the accepted range is in it only if its UTC instant is (which depends on the offset or
 the calendar's zone). So a
 request generated as valid (positive mode) is made valid against the stored data too, just
@@ -54,6 +55,8 @@ _ICS = (
     "DTSTART;TZID=Europe/Berlin:20260302T093000\r\nDTEND;TZID=Europe/Berlin:20260302T094500\r\n"
     "SUMMARY:Fuzzed {n}\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
 )
+# the nextSyncTokens seen: good with no window (syncToken and timeMin/timeMax are a 400)
+_sync_tokens: set[str] = set()
 
 
 _EDGE_YEAR = re.compile(rf"^(\s*)({MIN_YEAR}|{MAX_YEAR})-")
@@ -177,13 +180,26 @@ def after_call(context: HookContext, case: Case, response: Response) -> None:
     if _operation(case) != LIST or response.status_code != 200:
         return
     with contextlib.suppress(ValueError, AttributeError):
-        token = response.json().get("nextPageToken")
+        body = response.json()
+        token = body.get("nextPageToken")
         if isinstance(token, str):
             query = case.query if isinstance(case.query, dict) else {}
             _page_tokens[token] = tuple(query.get(name) for name in _PAGE_PARAMETERS)
+        sync_token = body.get("nextSyncToken")
+        if isinstance(sync_token, str):
+            _sync_tokens.add(sync_token)
 
 
 def _realistic_query(query: dict[str, Any]) -> None:
+    sync_token = query.get("syncToken")
+    if sync_token is not None:
+        if sync_token in _sync_tokens:  # a sync: no window, and no list's page token
+            for name in ("timeMin", "timeMax"):
+                query.pop(name, None)
+            if not str(query.get("pageToken", "~")).startswith("~"):
+                del query["pageToken"]
+            return
+        del query["syncToken"]  # a made-up token
     token = query.get("pageToken")
     if token is not None:
         if token in _page_tokens:  # good only with the query it was issued for
