@@ -4,7 +4,12 @@ or a window; recorded in the call history like any list."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,7 +20,9 @@ from calendar_service.events import sync
 from calendar_service.keys import Principal
 from calendar_service.timeutil import utcnow
 from tests.rest.conftest import EVENTS, create_event, with_work
-from tests.support import Factory, bearer
+from tests.support import Factory, RunningServer, bearer
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 WEEKLY = {
     "title": "Weekly",
@@ -149,3 +156,38 @@ def test_a_sync_is_in_the_call_history_without_its_token(
     assert calls[0]["operation"] == "listCalendarEvents"
     assert calls[0]["path"] == EVENTS and calls[0]["status"] == 200
     assert all(token not in str(call) for call in calls)
+
+
+def test_the_mirror_example_catches_up_with_every_change(
+    api: httpx.Client, factory: Factory, server: RunningServer, tmp_path: Path
+) -> None:
+    """examples/sync_mirror.py --once: the first run lists, the next ones apply the changes."""
+    _, secret = factory.key(factory.owner())
+    state = tmp_path / "mirror.json"
+    env = {
+        **os.environ,
+        "CALENDAR_BASE_URL": server.url,
+        "CALENDAR_API_KEY": secret,
+        "MIRROR_FILE": str(state),
+    }
+
+    def run() -> str:
+        done = subprocess.run(
+            [sys.executable, str(EXAMPLES / "sync_mirror.py"), "--once"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    kept = create_event(api, secret, title="Kept")
+    assert run() == "1 changes; 1 events in the copy\n"
+    gone = create_event(api, secret, title="Gone")
+    api.delete(f"{EVENTS}/{gone['id']}", headers=bearer(secret))
+    series = api.post(EVENTS, json=WEEKLY, headers=bearer(secret)).json()
+    assert run() == "2 changes; 2 events in the copy\n"
+    copy = json.loads(state.read_text())["events"]
+    assert copy == {kept["id"]: kept, series["id"]: series}
