@@ -3,6 +3,7 @@ given back, it returns exactly the changes made since, once, in the key's calend
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -10,14 +11,15 @@ import pytest
 from sqlalchemy import Connection, text, update
 
 from calendar_service import events
-from calendar_service.db import Database
+from calendar_service.config import Config
+from calendar_service.db import Database, atomic
 from calendar_service.errors import SyncTokenExpired, ValidationFailed
 from calendar_service.events import sync
 from calendar_service.keys import Principal
 from calendar_service.maintenance import purge_expired
 from calendar_service.models import event_sync_t
 from calendar_service.timeutil import utcnow
-from tests.support import Factory
+from tests.support import POSTGRES_ADMIN_URL, Factory
 
 KEY = b"test page-token key"
 WEEKLY = {
@@ -333,3 +335,49 @@ def test_the_maintenance_job_forgets_changes_no_token_can_ask_for(
         )
     )
     assert kept == {new["id"]}
+
+
+@pytest.mark.skipif(bool(POSTGRES_ADMIN_URL), reason="group commit is SQLite's")
+@pytest.mark.parametrize("rolled_back", [False, True])
+async def test_a_token_read_inside_a_group_commit_is_exact(
+    config: Config, db: Database, factory: Factory, rolled_back: bool
+) -> None:
+    """A list grouped with writes (one transaction, ``Database.run_grouped``) counts the writes
+    made before it in the group and not those after; so it does when the group is rolled back
+    and its calls run again one by one."""
+    grouped = Database(config)
+    assert grouped.group_commit
+    principal = _principal(factory)
+    start = _full_list(db, principal)["nextSyncToken"]
+
+    def write(conn: Connection, title: str, fail: bool = False) -> dict[str, Any]:
+        with atomic(conn):
+            event, _ = events.create_event_from_input(
+                conn, principal=principal, body=_event(title), now=utcnow()
+            )
+            if fail:
+                raise ValueError("fails after writing: the group is rolled back")
+        return event  # type: ignore[no-any-return]
+
+    def listing(conn: Connection) -> dict[str, Any]:
+        with atomic(conn):
+            return events.list_events(conn, principal=principal, token_key=KEY)
+
+    try:
+        calls = [
+            grouped.run_grouped(write, "before"),
+            grouped.run_grouped(listing),
+            grouped.run_grouped(write, "after"),
+        ]
+        if rolled_back:
+            calls.append(grouped.run_grouped(write, "failing", fail=True))
+        done = await asyncio.gather(*calls, return_exceptions=True)
+    finally:
+        grouped.close()
+    before, page, after = done[:3]
+    assert not isinstance(page, BaseException)
+    assert [e["id"] for e in page["events"]] == [before["id"]]
+    assert _ids(_sync(db, principal, page["nextSyncToken"])) == [after["id"]]
+    assert _ids(_sync(db, principal, start)) == [before["id"], after["id"]]
+    if rolled_back:
+        assert isinstance(done[3], ValueError)
