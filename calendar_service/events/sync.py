@@ -40,6 +40,7 @@ from sqlalchemy import Connection, and_, delete, or_, select, text
 from calendar_service.calendars import accessible_calendars, calendar_public
 from calendar_service.db import Statement
 from calendar_service.errors import FieldError, SyncTokenExpired, ValidationFailed
+from calendar_service.events.memo import Lru
 from calendar_service.events.parsing import parse_list_params
 from calendar_service.events.queries import EVENT_COLUMNS
 from calendar_service.events.series import CANCELLED
@@ -145,9 +146,19 @@ def _bad(field: str, what: str) -> ValidationFailed:
     )
 
 
+# Made tokens, by what makes them: between two changes every list of one reach in one second
+# ends with the same token (a pure function of its key, so any request may fill and read it).
+_MADE = Lru(1024)
+
+
 def encode_sync_token(key: bytes, principal: Principal, position: Position) -> str:
     """``nextSyncToken``: ``position``, signed and bound to the key's reach."""
-    return _encode(key, _scope(principal, "sync"), position.compact())
+    made = (key, principal.user_id, principal.calendar_id, position)
+    token: str | None = _MADE.get(made)
+    if token is None:
+        token = _encode(key, _scope(principal, "sync"), position.compact())
+        _MADE.put(made, token)
+    return token
 
 
 def decode_sync_token(key: bytes, principal: Principal, token: str) -> Position:
