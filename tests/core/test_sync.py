@@ -15,6 +15,7 @@ from calendar_service.config import Config
 from calendar_service.db import Database, atomic
 from calendar_service.errors import SyncTokenExpired, ValidationFailed
 from calendar_service.events import sync
+from calendar_service.ical import importing
 from calendar_service.keys import Principal
 from calendar_service.maintenance import purge_expired
 from calendar_service.models import event_sync_t
@@ -381,3 +382,23 @@ async def test_a_token_read_inside_a_group_commit_is_exact(
     assert _ids(_sync(db, principal, start)) == [before["id"], after["id"]]
     if rolled_back:
         assert isinstance(done[3], ValueError)
+
+
+ICS = (
+    "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\n"
+    "UID:sync-import@example.com\r\nDTSTAMP:20260301T120000Z\r\n"
+    "DTSTART:20260305T090000Z\r\nDTEND:20260305T100000Z\r\n"
+    "SUMMARY:Imported\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+)
+
+
+def test_an_import_is_in_the_next_sync_like_any_write(db: Database, factory: Factory) -> None:
+    """The change log is kept by triggers on ``events``: a write path that knows nothing of
+    sync (the iCalendar import) is in it too."""
+    principal = _principal(factory)
+    token = _full_list(db, principal)["nextSyncToken"]
+    report = db.call(importing.import_events, principal=principal, data=ICS.encode(), now=utcnow())
+    assert report["created"] == 1
+    found = _sync(db, principal, token)["events"]
+    assert [e["title"] for e in found] == ["Imported"]
+    assert found == _full_list(db, principal)["events"]
