@@ -27,9 +27,6 @@ they were issued: older than the retention, 410 ``sync_token_expired``.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
@@ -45,7 +42,7 @@ from calendar_service.events.parsing import parse_list_params
 from calendar_service.events.queries import EVENT_COLUMNS
 from calendar_service.events.series import CANCELLED
 from calendar_service.events.shapes import event_public
-from calendar_service.events.tokens import token_mac
+from calendar_service.events.tokens import signed, verified
 from calendar_service.keys import Principal
 from calendar_service.models import event_sync_t, events_t, sync_clock_t
 from calendar_service.timeutil import format_in, utcnow, zone
@@ -113,20 +110,13 @@ def _scope(principal: Principal, kind: str) -> bytes:
 
 
 def _encode(key: bytes, query: bytes, payload: Any) -> str:
-    raw = orjson.dumps(payload)
-    return base64.urlsafe_b64encode(token_mac(key, query, raw) + raw).decode().rstrip("=")
+    return signed(key, query, orjson.dumps(payload))
 
 
 def _decode(key: bytes, query: bytes, token: str) -> Any:
     """The payload of a token this server made for ``query``, else ``None``."""
-    if len(token) > _TOKEN_MAX:
-        return None
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-    except (ValueError, binascii.Error):
-        return None
-    mac, payload = raw[:16], raw[16:]
-    if len(mac) != 16 or not hmac.compare_digest(mac, token_mac(key, query, payload)):
+    payload = verified(key, query, token, most=_TOKEN_MAX)
+    if payload is None:
         return None
     try:
         return orjson.loads(payload)

@@ -69,22 +69,38 @@ def token_query(
 def encode_token(key: bytes, query: bytes, starts_at: str, event_id: str, position: Any) -> str:
     """``starts_at`` is the stored UTC text of the page's last event (``utc_text``);
     ``position``: the list's sync position (``sync.Position.compact``), carried along."""
-    payload = orjson.dumps([starts_at, event_id, position])
+    return signed(key, query, orjson.dumps([starts_at, event_id, position]))
+
+
+def signed(key: bytes, query: bytes, payload: bytes) -> str:
+    """``payload`` with its MAC for ``query``, as URL-safe base64 without padding."""
     raw = token_mac(key, query, payload) + payload
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def verified(key: bytes, query: bytes, token: str, *, most: int = _TOKEN_MAX) -> bytes | None:
+    """The payload of a token ``signed`` made for ``query``, else ``None``: only the text this
+    server wrote (no character outside the alphabet, which a lenient decoder would skip, and no
+    other spelling of the same bytes), at most ``most`` characters, with a MAC that holds."""
+    if len(token) > most:
+        return None
+    try:
+        raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_", validate=True)
+    except (ValueError, binascii.Error):
+        return None
+    if base64.urlsafe_b64encode(raw).decode().rstrip("=") != token:
+        return None
+    mac, payload = raw[:_MAC_BYTES], raw[_MAC_BYTES:]
+    if len(mac) != _MAC_BYTES or not hmac.compare_digest(mac, token_mac(key, query, payload)):
+        return None
+    return payload
 
 
 def decode_token(key: bytes, query: bytes, token: str) -> tuple[datetime, str, Any]:
     """The start and id after which the next page begins, and the sync position it carries
     (checked by the caller); a 400 for any token this server did not make for ``query``."""
-    if len(token) > _TOKEN_MAX:
-        raise bad_page_token()
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-    except (ValueError, binascii.Error):
-        raise bad_page_token() from None
-    mac, payload = raw[:_MAC_BYTES], raw[_MAC_BYTES:]
-    if not hmac.compare_digest(mac, token_mac(key, query, payload)):
+    payload = verified(key, query, token)
+    if payload is None:
         raise bad_page_token()
     # Made by this server for this query; still read as carefully as any input.
     try:

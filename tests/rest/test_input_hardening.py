@@ -91,9 +91,12 @@ def test_a_page_token_carrying_a_nul_character_inside_is_refused(
         api.post(EVENTS, json=event_body(), headers=bearer(secret))
     token = api.get(EVENTS, params={"limit": "1"}, headers=bearer(secret)).json()["nextPageToken"]
     raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-    # A signed token is a MAC then a JSON [start, id]: put a NUL at the end of the id.
-    mac_and_payload = raw[: raw.rindex(b'"]')] + NUL.encode() + b'"]'
-    forged = base64.urlsafe_b64encode(mac_and_payload).decode().rstrip("=")
+    # A signed token is a MAC then a JSON [start, id, position]: put a NUL at the end of the id.
+    at = raw.index(b'["')
+    payload = json.loads(raw[at:])
+    payload[1] += NUL
+    forged = base64.urlsafe_b64encode(raw[:at] + json.dumps(payload).encode()).decode()
+    forged = forged.rstrip("=")
     answer = api.get(EVENTS, params={"limit": "1", "pageToken": forged}, headers=bearer(secret))
     assert answer.status_code == 400, answer.text
     assert answer.json()["errors"][0]["field"] == "pageToken"
