@@ -7,6 +7,8 @@ import asyncio
 import os
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -17,6 +19,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import trustme
 import uvicorn
 from sqlalchemy import create_engine, text
@@ -97,6 +100,50 @@ def bind_free_port() -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     return sock
+
+
+def free_port() -> int:
+    sock = bind_free_port()
+    port = int(sock.getsockname()[1])
+    sock.close()
+    return port
+
+
+def serve_env(database_url: str) -> dict[str, str]:
+    """This process's environment for a ``serve`` subprocess on ``database_url``."""
+    env = {k: v for k, v in os.environ.items() if k != "CALENDAR_BASE_URL"}
+    return {**env, "CALENDAR_DATABASE_URL": database_url}
+
+
+@contextmanager
+def serving(
+    env: dict[str, str], base: str, *args: str, client_options: dict[str, Any] | None = None
+) -> Iterator[httpx.Client]:
+    """``calendar-service serve ARGS`` in a subprocess (``env``: its whole environment),
+    and a client of ``base`` once it answers."""
+    options = ("--no-webhooks", "--log-level", "warning")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "calendar_service.cli", "serve", *args, *options],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        with httpx.Client(base_url=base, timeout=5, **(client_options or {})) as client:
+
+            def up() -> bool:
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+                try:
+                    return client.get("/healthz").status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            wait_for(up, timeout=60, interval=0.1, what="serve to listen")
+            yield client
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 @contextmanager

@@ -5,9 +5,6 @@ was answered for reached the client (bounded in requests and time)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +16,14 @@ import pytest
 
 from calendar_service.config import Config
 from tests.rest.conftest import EVENTS
-from tests.support import POSTGRES_ADMIN_URL, Factory, bearer, bind_free_port, wait_for
+from tests.support import (
+    POSTGRES_ADMIN_URL,
+    Factory,
+    bearer,
+    free_port,
+    serve_env,
+    serving,
+)
 
 pytestmark = pytest.mark.skipif(
     not POSTGRES_ADMIN_URL, reason="the race is PostgreSQL's (several processes, one database)"
@@ -28,40 +32,16 @@ pytestmark = pytest.mark.skipif(
 WRITERS = 4
 ROUNDS = 12  # each writer's rounds: about 5 writes each
 POLLS_MOST = 2_000
-_QUIET = ("--no-webhooks", "--log-level", "warning")
 
 
 @contextmanager
 def _server(database_url: str) -> Iterator[str]:
     """``calendar-service serve`` in a process of its own; its base URL once it answers."""
-    sock = bind_free_port()
-    port = int(sock.getsockname()[1])
-    sock.close()
-    env = {k: v for k, v in os.environ.items() if k != "CALENDAR_BASE_URL"}
-    env.update(CALENDAR_DATABASE_URL=database_url, CALENDAR_RATE_LIMIT="100000/minute")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "calendar_service.cli", "serve", "--port", str(port), *_QUIET],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    port = free_port()
+    env = {**serve_env(database_url), "CALENDAR_RATE_LIMIT": "100000/minute"}
     base = f"http://127.0.0.1:{port}"
-    try:
-        with httpx.Client(base_url=base, timeout=5) as client:
-
-            def up() -> bool:
-                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-                try:
-                    return client.get("/healthz").status_code == 200
-                except httpx.TransportError:
-                    return False
-
-            wait_for(up, timeout=60, interval=0.1, what="serve to listen")
+    with serving(env, base, "--port", str(port)):
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def _full_list(client: httpx.Client) -> tuple[dict[str, dict[str, Any]], str]:
