@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-import orjson
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
@@ -28,6 +27,7 @@ from pydantic import BaseModel
 from calendar_service import operations, service_secrets
 from calendar_service.db import Database
 from calendar_service.errors import FieldError, ValidationFailed
+from calendar_service.events.shapes import dumps
 from calendar_service.gateway import CallContext, perform
 from calendar_service.inputs import parse_model, parse_partial
 from calendar_service.keys import Principal
@@ -262,7 +262,7 @@ def _arguments(ctx: Context) -> dict[str, Any]:
 
 def _result(value: dict[str, Any]) -> CallToolResult:
     """``structuredContent`` and, for clients that only read text, the same JSON as text."""
-    text = orjson.dumps(value).decode()
+    text = dumps(value).decode()
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=value)
 
 

@@ -74,14 +74,15 @@ def _overview(conn: Connection, *, user_id: str, now: datetime) -> dict[str, Any
             conn, principal=principal, time_min=format_utc(now), limit=UPCOMING, token_key=token_key
         )
         series: dict[str, dict[str, Any]] = {}
-        for event in listed["events"]:
+        shown = [dict(event) for event in listed["events"]]  # listed objects are shared
+        for event in shown:
             event["lastDay"] = _from_event(event)["end_date"]
             if "recurringEventId" in event:
                 event["repeats"] = _repeats(conn, principal, event, series)
         found.append(
             {
                 **calendars.calendar_public(row),
-                "events": listed["events"],
+                "events": shown,
                 "more": "nextPageToken" in listed,
             }
         )

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
@@ -40,7 +41,13 @@ import orjson
 
 from calendar_service.events.memo import Lru
 from calendar_service.events.series import length_of
-from calendar_service.events.shapes import Row, event_fields, event_public, events_public
+from calendar_service.events.shapes import (
+    Prepared,
+    Row,
+    event_fields,
+    event_public,
+    events_public,
+)
 from calendar_service.recurrence import (
     READ_BUDGET,
     Budget,
@@ -92,6 +99,10 @@ Chunk = tuple[tuple[str, ...], tuple[Entry, ...]]
 Item = tuple[str, str, int, Any]
 _ROW, _OCCURRENCE, _SERIES = range(3)
 _ROW_KEY = itemgetter(3, 0)  # a window row's (start, id)
+_ROW_START = itemgetter(3)
+_ITEM_START = itemgetter(0)
+_SHOWN = itemgetter(3)  # an occurrence item's object (``shapes.Prepared``)
+_AFTER_ALL = "~"  # sorts after every stored UTC text
 _ID_VERSION = itemgetter(0, 3)
 
 
@@ -323,18 +334,16 @@ def page_with_series(
             items.append((values[3], values[0], _SERIES, series_row(values)))
         items.sort()  # (start, id) order: see Item
         return _page(items, None, size, calendars, by_calendar)
-    # The original starts of each series' exceptions (changed or cancelled occurrences).
-    skipped = {k[0]: set(k[5].split(",")) for k in series_keys if k[5] is not None}
+    found_set, skipped = _SETS.plans(series_keys, by_calendar, load)
     # Where the page starts: its token's start (an occurrence overlapping ``low`` may start
     # before it: each series looks back by its own length, ``_Series``).
     since = max(EARLIEST, from_utc_text(after[0]) if after else EARLIEST)
     low_text, high_text = texts
     end = high or LATEST + timedelta(days=1)
-    found_set = _SETS.plans(series_keys, by_calendar, load)
     plans = found_set.plans
-    row_keys = list(map(_ROW_KEY, rows))  # (start, id): the rows' order
+    row_starts = list(map(_ROW_START, rows))  # in the rows' (start, id) order
     if not plans:  # every candidate series was deleted meanwhile
-        return _merged_page(rows, row_keys, [], size, calendars)
+        return _merged_page(rows, row_starts, [], size, calendars)
     # Each series gets an equal share, so that a few sparse series cannot starve the others.
     share = max(READ_BUDGET // len(plans), SHARE_FLOOR)
     made: list[_Series] = []
@@ -351,7 +360,7 @@ def page_with_series(
     merged = _from_merged_chunks(
         found_set,
         series_of_page,
-        row_keys=row_keys,
+        row_starts=row_starts,
         skipped=skipped,
         floor=floor,
         texts=(low_text, high_text or utc_text(end)),
@@ -360,7 +369,7 @@ def page_with_series(
         size=size,
     )
     if merged is not None:
-        return _merged_page(rows, row_keys, merged, size, calendars)
+        return _merged_page(rows, row_starts, merged, size, calendars)
     items = [(r[3], r[0], _ROW, r) for r in rows]
     series = series_of_page()
     for s in series:  # the budget ran out, or the window is sparse: series by series
@@ -399,7 +408,7 @@ def _from_merged_chunks(
     found_set: _Set,
     series_of_page: Callable[[], list[_Series]],
     *,
-    row_keys: list[tuple[str, str]],
+    row_starts: list[str],
     skipped: dict[str, set[str]],
     floor: datetime,
     texts: tuple[str | None, str],
@@ -442,7 +451,7 @@ def _from_merged_chunks(
         if len(found) > size or last < len(starts):  # the page is full, or the window ends
             return found
         index += 1
-        known = len(found) + bisect_left(row_keys, (reached_text,))  # rows before it
+        known = len(found) + bisect_left(row_starts, reached_text)  # rows before it
         if known > size or (found_set.ends is not None and reached_text >= found_set.ends):
             return found
     return None
@@ -451,7 +460,7 @@ def _from_merged_chunks(
 def _kept(item: Item, skipped: dict[str, set[str]], after: tuple[str, str] | None) -> bool:
     """Not a changed or cancelled occurrence (a row of its own, or none), and after the
     page token's position."""
-    if item[0] in skipped.get(item[3][0].id, ()):
+    if item[0] in skipped.get(item[3]["recurringEventId"], ()):
         return False
     return after is None or (item[0], item[1]) > after
 
@@ -477,8 +486,10 @@ def _merged_chunk(
         entries = s.between(start, start + _MERGED, texts)
         if entries is None:
             return None
-        plan = s.plan
-        merged.extend(((e[0], f"{s.id}_{e[2]}", _OCCURRENCE, (plan, e)), e[1]) for e in entries)
+        for e in entries:
+            event_id = f"{s.id}_{e[2]}"
+            shown = Prepared(s.plan.shown(e, event_id))
+            merged.append(((e[0], event_id, _OCCURRENCE, shown), e[1]))
     merged.sort(key=lambda m: (m[0][0], m[0][1]))
     whole = (
         tuple(m[0][0] for m in merged),
@@ -502,14 +513,24 @@ class _Set:
     ends: str | None
 
 
+def _skipped(series_keys: Sequence[Any]) -> dict[str, set[str]]:
+    """The original starts of each series' exceptions (changed or cancelled occurrences)."""
+    return {k[0]: set(k[5].split(",")) for k in series_keys if k[5] is not None}
+
+
 class _SetTokens:
     """A small number, and the plans, for each set of series (their rows as stored, their
     calendars' names and zones) seen lately: merged chunks are keyed by the number, so the
-    rows are hashed once a page, not once a chunk."""
+    rows are hashed once a page, not once a chunk. A calendar's series as kept
+    (``queries.window_series`` gives the same tuple each time) are not even hashed: they are
+    known by identity, and their exceptions (``_skipped``) with them."""
 
     def __init__(self, size: int) -> None:
         self._size = size
         self._sets: OrderedDict[Hashable, _Set] = OrderedDict()
+        # id(the kept tuple) -> (the tuple, calendars, its set, its exceptions)
+        self._kept: OrderedDict[int, tuple[Any, Hashable, _Set, dict[str, set[str]]]]
+        self._kept = OrderedDict()
         self._next = itertools.count()
         self._lock = threading.Lock()
 
@@ -518,10 +539,36 @@ class _SetTokens:
         series_keys: Sequence[Any],
         by_calendar: dict[str, tuple[str, tzinfo]],
         load: Callable[[Sequence[str]], list[Any]],
+    ) -> tuple[_Set, dict[str, set[str]]]:
+        """The set of ``series_keys`` (their calendars: ``by_calendar``), and the original
+        starts of their exceptions by series id (``_skipped``); both shared, read-only."""
+        calendars = tuple(by_calendar.items())
+        kept = type(series_keys) is tuple
+        if kept:
+            with self._lock:
+                seen = self._kept.get(id(series_keys))
+            # The entry holds the tuple: while it is kept, no other object has its id.
+            if seen is not None and seen[0] is series_keys and seen[1] == calendars:
+                return seen[2], seen[3]
+        found = self._set(series_keys, by_calendar, calendars, load)
+        skipped = _skipped(series_keys)
+        if kept:
+            with self._lock:
+                self._kept[id(series_keys)] = (series_keys, calendars, found, skipped)
+                if len(self._kept) > self._size:
+                    self._kept.popitem(last=False)
+        return found, skipped
+
+    def _set(
+        self,
+        series_keys: Sequence[Any],
+        by_calendar: dict[str, tuple[str, tzinfo]],
+        calendars: Hashable,
+        load: Callable[[Sequence[str]], list[Any]],
     ) -> _Set:
         # Each series' id and version, and the calendars' names and zones (a series' calendar
         # changes only with its version).
-        key = (tuple(map(_ID_VERSION, series_keys)), tuple(by_calendar.items()))
+        key = (tuple(map(_ID_VERSION, series_keys)), calendars)
         with self._lock:
             found = self._sets.get(key)
             if found is not None:
@@ -576,37 +623,49 @@ _SETS = _SetTokens(4096)
 
 def _merged_page(
     rows: Sequence[Any],
-    row_keys: list[tuple[str, str]],
+    row_starts: list[str],
     occurrences: list[Item],
     size: int,
     calendars: Sequence[Any],
 ) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
     """``_page`` for rows and occurrences each in ``(start, id)`` order already: each
-    occurrence's place among the rows is found by binary search, and the rows between two
-    occurrences are taken as a slice (no item per row, no sort)."""
-    places: list[int] = []  # for each occurrence on the page, how many rows come before it
-    for taken, item in enumerate(occurrences):
-        place = bisect_left(row_keys, (item[0], item[1]))
-        if place + taken > size:  # it would come after the page's size + 1 events
-            break
-        places.append(place)
+    occurrence's place among the rows is found by binary search of the rows' starts (and,
+    where a row starts at the same instant, of their ``(start, id)``), and the occurrences'
+    kept objects (``shapes.Prepared``) are put in among the rows' (no item per row, no sort)."""
+    # For each occurrence, how many rows come before it.
+    starts = list(map(_ITEM_START, occurrences))
+    places = list(map(bisect_left, itertools.repeat(row_starts, len(starts)), starts))
+    # Where an occurrence starts with rows, those with a lower id come before it.
+    starts_then_end = [*row_starts, _AFTER_ALL]
+    tied = list(map(operator.eq, map(starts_then_end.__getitem__, places), starts))
+    if True in tied:
+        for i in itertools.compress(range(len(places)), tied):
+            place, event_id = places[i], occurrences[i][1]
+            while starts_then_end[place] == starts[i] and rows[place][0] < event_id:
+                place += 1
+            places[i] = place
+    if len(rows) + len(occurrences) > size + 1:  # keep those among the first size + 1
+        kept = 0
+        while kept < len(places) and places[kept] + kept <= size:
+            kept += 1
+        del places[kept:]
     rows_taken = min(len(rows), size + 1 - len(places))
-    singles = events_public(rows[:rows_taken], calendars)
-    events: list[dict[str, Any]] = []
-    keys: list[tuple[str, str]] = []
-    done = 0
-    for place, item in zip(places, occurrences, strict=False):
-        events.extend(singles[done:place])
-        keys.extend(row_keys[done:place])
-        done = place
-        owner, entry = item[3]
-        events.append(owner.shown(entry, item[1]))
-        keys.append((item[0], item[1]))
-    events.extend(singles[done:rows_taken])
+    events = events_public(rows[:rows_taken], calendars)
+    # Occurrence k goes in after its rows and the k occurrences before it, in order.
+    at = map(operator.add, places, itertools.count())
+    list(map(events.insert, at, map(_SHOWN, occurrences[: len(places)])))
     if len(events) <= size:
         return events, None
-    keys.extend(row_keys[done:rows_taken])
-    return events[:size], keys[size - 1]
+    # The page's last event, at ``size - 1``: an occurrence, or a row after ``before`` of them.
+    before = 0
+    for taken, place in enumerate(places):
+        if place + taken == size - 1:
+            return events[:size], (occurrences[taken][0], occurrences[taken][1])
+        if place + taken > size - 1:
+            break
+        before += 1
+    row = rows[size - 1 - before]
+    return events[:size], (row[3], row[0])
 
 
 def _page(
@@ -674,7 +733,7 @@ def busy_occurrences(
     ]
     if not plans:
         return []
-    skipped = {k[0]: set(k[5].split(",")) for k in series_keys if k[5] is not None}
+    skipped = _skipped(series_keys)
     share = max(budget // len(plans), SHARE_FLOOR)
     low_text, high_text = utc_text(low), utc_text(high)
     found: list[BusyEntry] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from operator import itemgetter
 from typing import Any
@@ -235,6 +235,16 @@ class _KeptSeries:
     keys: tuple[Any, ...]
     starts: tuple[str, ...]
     endless: bool
+    prefixes: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+
+    def started(self, before: str | None) -> tuple[Any, ...]:
+        """The series that start before ``before`` (stored text; ``None``: all), as the same
+        tuple each time (later steps keep what they derive from it by its identity)."""
+        count = len(self.keys) if before is None else bisect_left(self.starts, before)
+        found = self.prefixes.get(count)
+        if found is None:
+            found = self.prefixes.setdefault(count, self.keys[:count])
+        return found
 
 
 def window_series(
@@ -252,6 +262,7 @@ def window_series(
     window query's."""
     low, high, after = texts
     found: list[Any] = []
+    only = None  # one calendar's kept series, as they are: ``started``'s tuple
     for calendar in calendars:
         version = calendar.series_version
         if version == 0:
@@ -265,16 +276,21 @@ def window_series(
             return statement.all(conn, **{k: params[k] for k in wanted if k in params})
         # Those that start before the window's end; of those, the ones that end after its
         # start (and after the page token's), or never.
-        started = kept.keys if high is None else kept.keys[: bisect_left(kept.starts, high)]
+        started = kept.started(high)
         if kept.endless or (low is None and after is None):
+            if only is None and not found:
+                only = started
             found.extend(started)
             continue
+        only = ()  # filtered: not as kept
         found.extend(
             key
             for key in started
             if key[4] is None
             or ((low is None or key[4] >= low) and (after is None or key[4] >= after))
         )
+    if only and len(only) == len(found):
+        return only
     return found
 
 

@@ -10,9 +10,10 @@ compares them).
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Sequence
 from datetime import UTC, tzinfo
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
@@ -116,6 +117,54 @@ def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[st
             event["originalStartsAt"] = format_in(original, local or UTC)
         events.append(event)
     return events
+
+
+class Prepared(dict[str, Any]):
+    """A listed event object that comes with its JSON (``fragment``: the object as ``orjson``
+    writes it), so that ``dumps`` copies the bytes instead of encoding the object again: the
+    list's occurrences, kept with their expanded chunks and shared by every list that shows
+    them. Shared, so read-only: a front that changes a listed event changes a copy
+    (``dict(event)``); changing one in place raises ``TypeError``."""
+
+    __slots__ = ("fragment",)
+
+    fragment: orjson.Fragment
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        super().__init__(event)
+        self.fragment = orjson.Fragment(orjson.dumps(event))
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError("a listed event is shared: change a copy of it (dict(event))")
+
+    __setitem__ = __delitem__ = _read_only
+    clear = pop = popitem = setdefault = update = __ior__ = _read_only
+
+
+_FRAGMENT = operator.attrgetter("fragment")  # called by orjson without a Python frame
+_SUBCLASSES = orjson.OPT_PASSTHROUGH_SUBCLASS
+
+
+def dumps(value: Any) -> bytes:
+    """``orjson.dumps``, with each ``Prepared`` object written as its ``fragment``."""
+    try:
+        return orjson.dumps(value, default=_FRAGMENT, option=_SUBCLASSES)
+    except orjson.JSONEncodeError:  # another subclass of dict, list, str or int
+        return orjson.dumps(value, default=_written, option=_SUBCLASSES)
+
+
+def _written(value: Any) -> Any:
+    if type(value) is Prepared:
+        return value.fragment
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 class Row:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -32,6 +31,7 @@ from calendar_service.errors import (
     UnsupportedMediaType,
     ValidationFailed,
 )
+from calendar_service.events.shapes import dumps
 from calendar_service.gateway import Arguments, Outcome, authenticate, perform
 from calendar_service.ical.reading import MAX_BYTES as MAX_ICS_BYTES
 from calendar_service.ical.reading import ReadFile, read_file
@@ -142,7 +142,7 @@ async def list_calendar_events(request: Request) -> Response:
         args["sync_retention_days"] = services(request).config.sync_retention_days
     # Encoded in the transaction, while the list is fresh in the cache: only the bytes wait
     # for the group commit (db.Database.run_grouped), not some 600 objects.
-    outcome = await _perform(request, operations.LIST, args, present=orjson.dumps)
+    outcome = await _perform(request, operations.LIST, args, present=dumps)
     return _respond(outcome, outcome.value)
 
 

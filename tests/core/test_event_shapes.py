@@ -1,12 +1,19 @@
 """The list formats its rows on a fast path of its own: its items must stay exactly the
-events that create and get return, in UTC and in zoned calendars alike."""
+events that create and get return, in UTC and in zoned calendars alike. Its occurrences are
+objects kept with their chunks and shared by every list: read-only, and written by ``dumps``
+from the JSON kept with them."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
+
+import orjson
+import pytest
 
 from calendar_service import events
 from calendar_service.db import Database
+from calendar_service.events.shapes import Prepared, dumps
 from calendar_service.models import EventCreate
 from calendar_service.timeutil import utcnow
 from tests.support import Factory
@@ -42,3 +49,46 @@ def test_list_items_equal_the_created_and_fetched_events_in_every_time_zone(
     assert [key[e["id"]] for e in created] == created == fetched
     assert created[1]["startsAt"] == "2026-07-01T09:30:00+02:00"
     assert "." not in created[1]["createdAt"] and created[1]["endsAt"].endswith(".250000+02:00")
+
+
+def test_listed_occurrences_are_shared_read_only_and_written_as_their_objects(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    principal = events.owner_principal(owner.id)
+    body = {
+        "title": "Weekly",
+        "startsAt": "2026-07-01T09:30:00Z",
+        "endsAt": "2026-07-01T10:00:00Z",
+        "recurrence": ["RRULE:FREQ=WEEKLY"],
+    }
+    db.call(events.create_event_from_input, principal=principal, body=body, now=utcnow())
+    window = {"time_min": "2026-07-01T00:00:00Z", "time_max": "2026-08-01T00:00:00Z"}
+    first, again = (
+        db.call(events.list_events, principal=principal, token_key=b"k", **window) for _ in range(2)
+    )
+    occurrences = first["events"]
+    assert len(occurrences) == 5
+    assert all(type(e) is Prepared for e in occurrences)
+    assert [id(e) for e in again["events"]] == [id(e) for e in occurrences]  # kept, shared
+    with pytest.raises(TypeError, match="copy"):
+        occurrences[0]["title"] = "changed for everyone"
+    with pytest.raises(TypeError):
+        occurrences[0].update(title="changed for everyone")
+    copy = dict(occurrences[0])
+    copy["title"] = "mine"
+    assert occurrences[0]["title"] == "Weekly"
+    plain = {**first, "events": [dict(e) for e in occurrences]}
+    assert dumps(first) == orjson.dumps(plain)
+
+
+def test_dumps_writes_other_subclasses_as_their_plain_values() -> None:
+    class Name(str):
+        pass
+
+    class Mapping(dict[str, Any]):
+        pass
+
+    prepared = Prepared({"id": "e1"})
+    value = {"a": Name("x"), "b": Mapping(c=[prepared]), "d": True}
+    assert dumps(value) == orjson.dumps({"a": "x", "b": {"c": [{"id": "e1"}]}, "d": True})
