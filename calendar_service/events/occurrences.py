@@ -113,7 +113,10 @@ _CHUNKS = Lru(_CHUNKS_KEPT)
 _MERGED = timedelta(days=28)
 _MERGED_MOST = 24
 """Merged chunks one page reads at the most before it goes series by series."""
-_MERGED_CHUNKS: Lru = Lru(4096)
+_MERGED_KEPT_MOST = 100_000
+"""Occurrences the merged chunks keep at most in all (each with its object and JSON: about
+1 KB)."""
+_MERGED_CHUNKS: Lru = Lru(4096, most_weight=_MERGED_KEPT_MOST)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -497,7 +500,7 @@ def _merged_chunk(
         tuple(m[0] for m in merged),
         texts[1],
     )
-    _MERGED_CHUNKS.put(key, whole)
+    _MERGED_CHUNKS.put(key, whole, weight=len(merged))
     return whole
 
 
