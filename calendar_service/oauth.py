@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, delete, insert, select, update
 
 from calendar_service.errors import (
     ExpiredKey,
@@ -55,6 +55,7 @@ CODE_PREFIX = "calac_"
 REQUEST_LIFETIME = timedelta(minutes=10)  # from the client's redirect to the owner's answer
 CODE_LIFETIME = timedelta(minutes=1)  # RFC 6749 §4.1.2: short; it is exchanged at once
 APP_KEY_PREFIX = "app"
+PURGE_AFTER = timedelta(days=1)  # expired requests, codes and tokens are deleted this long after
 
 
 def _new_secret(prefix: str) -> str:
@@ -546,6 +547,12 @@ def revoke_grant(conn: Connection, *, key_id: str, now: datetime) -> None:
     )
 
 
+def grant_of(conn: Connection, *, token: str) -> str | None:
+    """The grant (key id) a token belongs to, in any state: for recording a refused call."""
+    info = _token(conn, token)
+    return None if info is None else info.key_id
+
+
 def authenticate_access(conn: Connection, *, token: str, resource: str, now: datetime) -> Principal:
     """The principal of an access token presented at ``resource`` (the grant's key), or raise:
     unknown, expired, for another resource (audience), or the grant revoked or expired."""
@@ -562,3 +569,16 @@ def authenticate_access(conn: Connection, *, token: str, resource: str, now: dat
     if info.expires_at <= now:
         raise InvalidAccessToken(f"expired at {format_utc(info.expires_at)}")
     return authorize(row, now=now)
+
+
+def purge(conn: Connection, *, now: datetime) -> int:
+    """Delete authorization requests and codes, and tokens, expired more than a day ago (the
+    maintenance job). A rotated refresh token lives as long as its grant, so its reuse is
+    caught while the grant could still be used; a code presented after its row is gone is
+    refused as unknown."""
+    cutoff = now - PURGE_AFTER
+    requests = conn.execute(
+        delete(oauth_authorizations_t).where(oauth_authorizations_t.c.expires_at < cutoff)
+    ).rowcount
+    tokens = conn.execute(delete(oauth_tokens_t).where(oauth_tokens_t.c.expires_at < cutoff))
+    return int(requests or 0) + int(tokens.rowcount or 0)

@@ -41,7 +41,7 @@ from calendar_service.asgi.context import (
 )
 from calendar_service.asgi.responses import error_response, problem
 from calendar_service.errors import CalendarError, ExpiredKey, KeyInUrl, RevokedKey
-from calendar_service.gateway import CallContext, authenticate
+from calendar_service.gateway import CallContext, authenticate, refuse_known
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
 from calendar_service.timeutil import utcnow
@@ -141,9 +141,16 @@ class KeyAuth:
         secret = bearer_token(request)
         if secret is not None and self.oauth_resource and oauth.is_access_token(secret):
             # An OAuth access token: its grant is a key, checked as keys are, on every request.
-            principal = await self.services.db.run(
-                oauth.authenticate_access, token=secret, resource=self.oauth_resource, now=utcnow()
-            )
+            try:
+                principal = await self.services.db.run(
+                    oauth.authenticate_access,
+                    token=secret,
+                    resource=self.oauth_resource,
+                    now=utcnow(),
+                )
+            except (RevokedKey, ExpiredKey) as exc:
+                await self._record_grant_refusal(request, secret, exc)
+                raise
             return principal, secret
         try:
             principal = await self.services.db.run(authenticate, secret=secret)
@@ -152,6 +159,16 @@ class KeyAuth:
             await self._record_refusal(request, exc)
         assert secret is not None
         return principal, secret
+
+    async def _record_grant_refusal(
+        self, request: Request, token: str, refusal: CalendarError
+    ) -> None:
+        """The grant's owner sees the refused request in its history, as a key's would."""
+        db = self.services.db
+        key_id = await db.run(oauth.grant_of, token=token)
+        if key_id is not None:
+            ctx = call_context(request, await _operation(request), "mcp")
+            await db.run_connected(refuse_known, key_id=key_id, ctx=ctx, status=refusal.status)
 
     async def _record_refusal(
         self, request: Request, refusal: CalendarError, fallback_secret: str | None = None

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
-from calendar_service import keys, oauth
+from calendar_service import history, keys, oauth
 from calendar_service.db import Database
 from calendar_service.models import oauth_authorizations_t, oauth_tokens_t
 from calendar_service.timeutil import utcnow
@@ -215,6 +215,11 @@ def test_a_reused_code_is_refused_and_the_tokens_issued_from_it_are_revoked(
     assert flow.refresh(tokens["refresh_token"]).json()["error"] == "invalid_grant"
     [app] = _apps(db, flow.owner.id)
     assert app["state"] == "revoked"
+    # The refused request is in the grant's history, as a revoked key's is.
+    calls = db.call(history.list_calls, key_id=str(app["id"]))
+    assert [(c["transport"], c["operation"], c["status"]) for c in calls] == [
+        ("mcp", "tools/list", 401)
+    ]
 
 
 def test_an_expired_code_is_refused(flow: Flow, db: Database) -> None:
@@ -327,4 +332,30 @@ def test_an_access_token_past_its_lifetime_is_refused_with_invalid_token(
     answer = flow.list_tools(tokens["access_token"])
     assert answer.status_code == 401
     assert answer.json()["code"] == "invalid_access_token"
+    assert flow.refresh(tokens["refresh_token"]).status_code == 200
+
+
+def test_expired_requests_codes_and_tokens_are_purged_a_day_later(flow: Flow, db: Database) -> None:
+    tokens = flow.tokens()
+    pending = flow.consent_url().rsplit("/", 1)[1]
+    later = utcnow() + timedelta(days=2)  # the access token, the code and the request are due
+    db.call(oauth.purge, now=later)
+    remaining = db.call(
+        lambda conn: {
+            "tokens": conn.execute(
+                select(oauth_tokens_t.c.kind).where(oauth_tokens_t.c.client_id == flow.client_id)
+            )
+            .scalars()
+            .all(),
+            "requests": conn.execute(
+                select(oauth_authorizations_t.c.id).where(
+                    oauth_authorizations_t.c.client_id == flow.client_id
+                )
+            )
+            .scalars()
+            .all(),
+        }
+    )
+    assert remaining == {"tokens": ["refresh"], "requests": []}  # the grant lasts 30 days
+    assert pending not in remaining["requests"]
     assert flow.refresh(tokens["refresh_token"]).status_code == 200
