@@ -212,7 +212,9 @@ def test_a_hosted_assistant_connects_with_the_owners_consent_and_revocation_ends
         k for k in db.call(keys.list_keys, user_id=owner.id, now=utcnow()) if k["kind"] == "app"
     ]
     calls = db.call(history.list_calls, key_id=app["id"])
-    assert {(c["transport"], c["operation"]) for c in calls} == {
-        ("mcp", "createCalendarEvent"),
-        ("mcp", "listCalendarEvents"),
-    }
+    assert [(c["transport"], c["operation"], c["status"]) for c in reversed(calls)] == [
+        ("mcp", "createCalendarEvent", 201),
+        ("mcp", "listCalendarEvents", 200),
+        ("mcp", "listCalendarEvents", 401),  # the call after revocation, refused
+        ("mcp", "mcp", 401),  # the raw request above (no JSON-RPC method)
+    ]
