@@ -125,7 +125,7 @@ def create_app(
         middleware=[
             Middleware(RequestIdMiddleware),
             Middleware(ErrorBoundary, respond=unexpected_error),
-            Middleware(AnswerOptions),
+            Middleware(AnswerOptions, cors_paths=auth.cors_paths if auth else ()),
         ],
         exception_handlers=HANDLERS,
         lifespan=lifespan,

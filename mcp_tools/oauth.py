@@ -49,6 +49,7 @@ from mcp.server.auth.provider import (
     AuthorizeError,
     OAuthAuthorizationServerProvider,
     RefreshToken,
+    RegistrationError,
     TokenError,
 )
 from mcp.server.auth.routes import (
@@ -111,6 +112,29 @@ def is_document_client_id(client_id: str) -> bool:
     return parts.scheme == "https" and bool(parts.netloc) and parts.path not in ("", "/")
 
 
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_NEVER = ("javascript", "data", "file", "vbscript", "blob", "about")
+
+
+def redirect_uri_refusal(uri: str) -> str | None:
+    """Why a client may not register ``uri`` as a redirect URI (OAuth 2.1 §2.3.1, RFC 9700
+    §4.1), or ``None``: https; http only on a loopback address (native apps); or an app's own
+    scheme (``com.example.app:/callback``). Never a fragment or user information."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if parts.fragment or "#" in uri:
+        return "has a fragment"
+    if parts.username is not None or parts.password is not None:
+        return "has user information"
+    if scheme in _NEVER or not scheme:
+        return "is not a redirect target"
+    if scheme == "http" and parts.hostname not in _LOOPBACK:
+        return "must be https (http only on a loopback address)"
+    if scheme in ("http", "https") and not parts.hostname:
+        return "has no host"
+    return None
+
+
 def _same_resource(given: str, resource: str) -> bool:
     return given.rstrip("/") == resource.rstrip("/")
 
@@ -159,6 +183,10 @@ class CalendarAuthProvider(OAuthAuthorizationServerProvider[Code, Refresh, Acces
         except Exception as exc:
             log.info("client metadata document refused: %s", type(exc).__name__)
             return None
+        uris = [str(uri) for uri in document.redirect_uris or []]
+        if any(redirect_uri_refusal(uri) for uri in uris):
+            log.info("client metadata document refused: a redirect URI")
+            return None
         if raw_id != client_id or document.token_endpoint_auth_method not in (None, "none"):
             log.info("client metadata document refused: its client_id or auth method")
             return None
@@ -175,6 +203,10 @@ class CalendarAuthProvider(OAuthAuthorizationServerProvider[Code, Refresh, Acces
         return await self.db.run(oauth.load_client, client_id=client_id)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        for uri in client_info.redirect_uris or []:
+            refusal = redirect_uri_refusal(str(uri))
+            if refusal:
+                raise RegistrationError("invalid_redirect_uri", f"{str(uri)[:200]!r} {refusal}")
         metadata = client_info.model_dump(
             mode="json", exclude={"client_id", "client_secret"}, exclude_none=True
         )
@@ -428,6 +460,13 @@ class OAuthServer:
     resource: str  # the /mcp URL: the audience of every access token
     resource_metadata_url: str  # RFC 9728, for WWW-Authenticate on /mcp's 401s
 
+    @property
+    def cors_paths(self) -> list[str]:
+        """The paths that answer CORS preflights themselves (the SDK's CORS wrapper)."""
+        return [
+            r.path for r in self.routes if isinstance(r, Route) and "OPTIONS" in (r.methods or ())
+        ]
+
 
 def oauth_server(
     services: Services, *, resource_path: str, fetch_document: FetchDocument | None = None
@@ -498,4 +537,11 @@ def oauth_server(
     return OAuthServer(routes=routes, resource=resource, resource_metadata_url=prm_url)
 
 
-__all__ = ["SCOPES", "CalendarAuthProvider", "OAuthServer", "is_document_client_id", "oauth_server"]
+__all__ = [
+    "SCOPES",
+    "CalendarAuthProvider",
+    "OAuthServer",
+    "is_document_client_id",
+    "oauth_server",
+    "redirect_uri_refusal",
+]

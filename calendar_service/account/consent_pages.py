@@ -10,6 +10,7 @@ app's registered redirect URI with ``code``, ``state`` and ``iss`` (RFC 9207); d
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -55,12 +56,37 @@ def _show(
     )
     # The answer to this form redirects to the app: its origin must be an allowed form target
     # (CSP form-action applies to the redirect), and only it.
-    parts = urlsplit(data["pending"].redirect_uri)
-    target = f"{parts.scheme}://{parts.netloc}"
-    page.headers["content-security-policy"] = CSP.replace(
-        "form-action 'self'", f"form-action 'self' {target}"
-    )
+    target = _csp_source(data["pending"].redirect_uri)
+    if target:
+        page.headers["content-security-policy"] = CSP.replace(
+            "form-action 'self'", f"form-action 'self' {target}"
+        )
     return page
+
+
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.\-]*$")
+_HOST = re.compile(r"^[a-z0-9.\-]+$|^\[[0-9a-f:.]+\]$")
+
+
+def _csp_source(uri: str) -> str | None:
+    """The CSP source for a redirect URI: ``scheme://host[:port]``, or ``scheme:`` for an app's
+    own scheme; ``None`` (the form may then only go here, failing closed) for anything that
+    would not make a clean source."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if not _SCHEME.match(scheme):
+        return None
+    if scheme not in ("http", "https"):
+        return f"{scheme}:"
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    if parts.username is not None or not _HOST.match(host):
+        return None
+    return f"{scheme}://{host}" + (f":{port}" if port else "")
 
 
 def _issuer(request: Request) -> str:

@@ -359,3 +359,44 @@ def test_expired_requests_codes_and_tokens_are_purged_a_day_later(flow: Flow, db
     assert remaining == {"tokens": ["refresh"], "requests": []}  # the grant lasts 30 days
     assert pending not in remaining["requests"]
     assert flow.refresh(tokens["refresh_token"]).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("uri", "accepted"),
+    [
+        ("https://assistant.example/oauth/callback", True),
+        ("http://localhost:4711/callback", True),
+        ("http://[::1]:4711/callback", True),
+        ("com.example.assistant:/callback", True),
+        ("http://assistant.example/callback", False),  # plain http off loopback
+        ("https://assistant.example/callback#x", False),
+        ("https://user@assistant.example/callback", False),
+        ("javascript:alert(1)", False),
+        ("data:text/html,hi", False),
+    ],
+)
+def test_registration_takes_only_redirect_uris_oauth_2_1_allows(
+    api: httpx.Client, uri: str, accepted: bool
+) -> None:
+    answer = api.post("/register", json={"client_name": "x", "redirect_uris": [uri]})
+    if accepted:
+        assert answer.status_code == 201, answer.text
+    else:
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"] in ("invalid_redirect_uri", "invalid_client_metadata")
+
+
+def test_browser_based_clients_get_cors_on_the_oauth_endpoints_and_their_preflights(
+    api: httpx.Client,
+) -> None:
+    origin = {"Origin": "http://localhost:6274"}
+    for path in ("/token", "/register", "/revoke"):
+        preflight = api.options(path, headers={**origin, "Access-Control-Request-Method": "POST"})
+        assert preflight.status_code == 200, (path, preflight.text)
+        assert preflight.headers["access-control-allow-origin"] == "*"
+    metadata = api.get("/.well-known/oauth-authorization-server", headers=origin)
+    assert metadata.headers["access-control-allow-origin"] == "*"
+    # Elsewhere OPTIONS is answered as before (no CORS: the settings pages and REST are not).
+    other = api.options("/healthz", headers={**origin, "Access-Control-Request-Method": "GET"})
+    assert other.status_code == 204
+    assert "access-control-allow-origin" not in other.headers
