@@ -24,6 +24,7 @@ import base64
 import binascii
 import hmac
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -87,6 +88,7 @@ SCOPES = [READ_SCOPE, WRITE_SCOPE, FREEBUSY_SCOPE]
 CONSENT_PATH = "/settings/connect"
 DOCUMENT_LIFETIME = timedelta(hours=1)  # how long a fetched client metadata document is kept
 MAX_BODY = 64 * 1024
+MAX_STATE = 1024
 
 FetchDocument = Callable[[str], Awaitable[bytes]]
 """Fetch a Client ID Metadata Document (the body, or raise); given by the app."""
@@ -135,6 +137,9 @@ def redirect_uri_refusal(uri: str) -> str | None:
     return None
 
 
+_S256_CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{43}$")  # RFC 7636 §4.2: BASE64URL(SHA256(verifier))
+
+
 def _same_resource(given: str, resource: str) -> bool:
     return given.rstrip("/") == resource.rstrip("/")
 
@@ -160,8 +165,8 @@ class CalendarAuthProvider(OAuthAuthorizationServerProvider[Code, Refresh, Acces
     # Clients -----------------------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        if len(client_id) > 512:
-            return None
+        if len(client_id) > 512 or not client_id.isprintable():
+            return None  # no such client can exist (and PostgreSQL cannot be asked about NUL)
         stored = await self.db.run(oauth.load_client, client_id=client_id)
         stale = stored is None or stored.created_at + DOCUMENT_LIFETIME <= utcnow()
         if stale and self.fetch_document is not None and is_document_client_id(client_id):
@@ -228,6 +233,15 @@ class CalendarAuthProvider(OAuthAuthorizationServerProvider[Code, Refresh, Acces
         if not _same_resource(resource, self.resource):
             refusal = f"This server issues tokens for {self.resource}."
             raise AuthorizeError("invalid_target", refusal)
+        if not _S256_CHALLENGE.match(params.code_challenge):
+            refusal = "code_challenge must be the base64url SHA-256 of the verifier (43 characters)"
+            raise AuthorizeError("invalid_request", refusal)
+        if params.state is not None and (
+            len(params.state) > 1024 or not params.state.isprintable()
+        ):
+            raise AuthorizeError(
+                "invalid_request", "state must be printable, at most 1024 characters"
+            )
         request_id = await self.db.run(
             oauth.start_authorization,
             client_id=client.client_id,

@@ -400,3 +400,26 @@ def test_browser_based_clients_get_cors_on_the_oauth_endpoints_and_their_preflig
     other = api.options("/healthz", headers={**origin, "Access-Control-Request-Method": "GET"})
     assert other.status_code == 204
     assert "access-control-allow-origin" not in other.headers
+
+
+def test_malformed_values_at_authorize_and_token_are_4xx_never_5xx(
+    flow: Flow, db: Database
+) -> None:
+    """NUL can be in no stored value (PostgreSQL refuses it), a challenge is 43 characters."""
+    for bad in (
+        {"client_id": "client\x00"},
+        {"state": "state\x00"},
+        {"state": "s" * 1025},
+        {"code_challenge": "c\x00" * 30},
+        {"code_challenge": "x" * 200},
+        {"code_challenge": "short"},
+    ):
+        answer = flow.authorize(**bad)
+        assert answer.status_code in (302, 400), (bad, answer.status_code)
+        if answer.status_code == 302:
+            assert query_of(answer.headers["location"])["error"] == "invalid_request"
+    for client_id in ("client\x00", "c" * 600):
+        flow.client_id = client_id
+        assert flow.exchange("calac_x").status_code == 401
+        assert flow.authorize().status_code == 400
+    assert _apps(db, flow.owner.id) == []
