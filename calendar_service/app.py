@@ -3,6 +3,8 @@
 /api/v1/...                 REST (calendar_service.rest)
 /api/openapi.json           OpenAPI 3.1.0 (also /.well-known/openapi.json)
 /mcp                        MCP tools over streamable HTTP (mcp_tools)
+/.well-known/oauth-*, /authorize, /token, /register, /revoke
+                            OAuth 2.1 for remote MCP (mcp_tools.oauth; consent: /settings/connect)
 /settings/...               the owner's account settings pages (calendar_service.account)
 /ical/<token>.ics           a calendar's iCalendar subscription feed (calendar_service.rest.feed)
 /healthz                    liveness + database check
@@ -11,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 from collections.abc import AsyncIterator
@@ -36,6 +39,8 @@ from calendar_service.ratelimit import RateLimiter
 from calendar_service.rest import feed, openapi, routes
 from calendar_service.rest.errors import HANDLERS, unexpected_error
 from mcp_tools.http import MCP_PATH, mcp_http
+from mcp_tools.oauth import oauth_server
+from webhooks.documents import fetch_document
 from webhooks.scheduler import delivery_job
 
 
@@ -83,7 +88,13 @@ def create_app(
     garbage collector (see ``_freeze_startup_objects``)."""
     database = db or Database(config)
     svc = Services(config=config, db=database, limiter=RateLimiter(*config.rate_limit))
-    mcp = mcp_http(svc)
+    fetch = functools.partial(fetch_document, allow_local=config.webhook_allow_local)
+    auth = oauth_server(svc, resource_path=MCP_PATH, fetch_document=fetch)
+    mcp = mcp_http(
+        svc,
+        oauth_resource=auth.resource if auth else None,
+        resource_metadata=auth.resource_metadata_url if auth else None,
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -107,13 +118,14 @@ def create_app(
             Route("/healthz", healthz, methods=["GET"]),
             Mount("/settings", app=create_account_app(svc)),
             Route(MCP_PATH, mcp.endpoint),
+            *(auth.routes if auth else []),
         ],
         # Outermost first: the request id (and nosniff) on every answer, the 500s included;
         # then the last line of error handling; then OPTIONS.
         middleware=[
             Middleware(RequestIdMiddleware),
             Middleware(ErrorBoundary, respond=unexpected_error),
-            Middleware(AnswerOptions),
+            Middleware(AnswerOptions, cors_paths=auth.cors_paths if auth else ()),
         ],
         exception_handlers=HANDLERS,
         lifespan=lifespan,

@@ -78,6 +78,9 @@ class Config:
     api_key: str | None = None
     session_secret: str | None = None
     sqlite_synchronous: str = "NORMAL"
+    # OAuth for remote MCP: how long an access token lives (a refresh token lives as long as
+    # the owner's grant).
+    oauth_access_token_lifetime: timedelta = timedelta(hours=1)
 
     @property
     def signature_header(self) -> str:
@@ -99,6 +102,9 @@ class Config:
         sync_days = env.get("CALENDAR_SYNC_RETENTION_DAYS", "30")
         if not sync_days.isdigit() or int(sync_days) < 1:
             raise ConfigError("CALENDAR_SYNC_RETENTION_DAYS must be a whole number of days >= 1")
+        access_lifetime = parse_duration(env.get("CALENDAR_OAUTH_ACCESS_TOKEN_LIFETIME", "1h"))
+        if not timedelta(minutes=1) <= access_lifetime <= timedelta(days=1):
+            raise ConfigError("CALENDAR_OAUTH_ACCESS_TOKEN_LIFETIME must be from 1m to 1d")
         return cls(
             database_url=env.get("CALENDAR_DATABASE_URL", "sqlite:///calendar.db"),
             service_name=name,
@@ -113,4 +119,5 @@ class Config:
             api_key=env.get("CALENDAR_API_KEY") or None,
             session_secret=env.get("CALENDAR_SESSION_SECRET") or None,
             sqlite_synchronous=env.get("CALENDAR_SQLITE_SYNCHRONOUS", "NORMAL").upper(),
+            oauth_access_token_lifetime=access_lifetime,
         )

@@ -169,6 +169,16 @@ class RevokedKey(AuthError):
         super().__init__("The API key has been revoked by its owner.")
 
 
+class InvalidAccessToken(AuthError):
+    """An OAuth access token refused at ``/mcp``: unknown, expired, or for another resource
+    (RFC 6750 ``invalid_token``; the client refreshes it or starts the flow again)."""
+
+    code = "invalid_access_token"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"The access token {reason}: refresh it or authorize again.")
+
+
 class InsufficientScope(AuthError):
     code = "insufficient_scope"
     title = "Insufficient scope"

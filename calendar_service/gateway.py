@@ -163,9 +163,24 @@ def refuse(
         _record(conn, ctx, row.id, status)
 
 
+def refuse_known(conn: Connection, *, key_id: str, ctx: CallContext, status: int) -> None:
+    """Record a request refused before any operation for the key ``key_id`` (an OAuth grant
+    revoked or expired: the token found it, the secret cannot)."""
+    with atomic(conn):
+        _record(conn, ctx, key_id, status)
+
+
 def authenticate(conn: Connection, *, secret: str | None) -> Principal:
     """Verify a key without recording a call (MCP's transport-level check)."""
     return authorize(identify(conn, secret=secret), now=utcnow())
 
 
-__all__ = ["Arguments", "CallContext", "Outcome", "authenticate", "perform", "refuse"]
+__all__ = [
+    "Arguments",
+    "CallContext",
+    "Outcome",
+    "authenticate",
+    "perform",
+    "refuse",
+    "refuse_known",
+]

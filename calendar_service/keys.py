@@ -242,29 +242,19 @@ class KeyRow(NamedTuple):
 
 
 # Read on every request, straight from the driver (see db.Statement); never cached.
-_IDENTIFY = Statement(
-    select(*_VERIFY_COLUMNS, *_KEY_CALENDAR_COLUMNS)
-    .select_from(
-        keys_t.outerjoin(
-            calendars_t,
-            and_(
-                calendars_t.c.id == keys_t.c.calendar_id, calendars_t.c.user_id == keys_t.c.user_id
-            ),
-        )
+_KEY_WITH_CALENDAR = select(*_VERIFY_COLUMNS, *_KEY_CALENDAR_COLUMNS).select_from(
+    keys_t.outerjoin(
+        calendars_t,
+        and_(calendars_t.c.id == keys_t.c.calendar_id, calendars_t.c.user_id == keys_t.c.user_id),
     )
-    .where(keys_t.c.secret_hash == bindparam("digest"))
 )
+_IDENTIFY = Statement(_KEY_WITH_CALENDAR.where(keys_t.c.secret_hash == bindparam("digest")))
 
 
-def identify(conn: Connection, *, secret: str | None) -> KeyRow:
-    """The key row for ``secret`` (any state), or raise missing/malformed/unknown."""
-    if not secret:
-        raise MissingKey()
-    check_format(secret)
-    digest = hash_secret(secret)
-    found = _IDENTIFY.first(conn, digest=digest)
-    if found is None or not hmac.compare_digest(found[6], digest):
-        raise UnknownKey()
+_BY_ID = Statement(_KEY_WITH_CALENDAR.where(keys_t.c.id == bindparam("key_id")))
+
+
+def _key_row(found: Any) -> KeyRow:
     key_id, user_id, permission, calendar_id, expires_at, revoked_at, secret_hash = found[:7]
     return KeyRow(
         key_id,
@@ -276,6 +266,26 @@ def identify(conn: Connection, *, secret: str | None) -> KeyRow:
         secret_hash,
         None if found[7] is None else (*found[7:10], bool(found[10]), *found[11:13]),
     )
+
+
+def key_row_by_id(conn: Connection, *, key_id: str) -> KeyRow:
+    """A key row (any state) by its id: for a connected app's grant, found by its token."""
+    found = _BY_ID.first(conn, key_id=key_id)
+    if found is None:  # pragma: no cover - tokens keep their grant (foreign key)
+        raise UnknownKey()
+    return _key_row(found)
+
+
+def identify(conn: Connection, *, secret: str | None) -> KeyRow:
+    """The key row for ``secret`` (any state), or raise missing/malformed/unknown."""
+    if not secret:
+        raise MissingKey()
+    check_format(secret)
+    digest = hash_secret(secret)
+    found = _IDENTIFY.first(conn, digest=digest)
+    if found is None or not hmac.compare_digest(found[6], digest):
+        raise UnknownKey()
+    return _key_row(found)
 
 
 def authorize(row: KeyRow, *, now: datetime) -> Principal:
@@ -361,6 +371,7 @@ def key_public(row: Any, *, now: datetime, last_used_at: datetime | None = None)
         "revokedAt": format_utc(row["revoked_at"]) if row["revoked_at"] else None,
         "lastUsedAt": format_utc(last_used_at) if last_used_at else None,
         "state": key_state(row, now=now),
+        "kind": row.get("kind") or "key",  # "app": what the owner granted a connected app
     }
 
 

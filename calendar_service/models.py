@@ -241,6 +241,65 @@ class ApiKey(SQLModel, table=True):
     created_at: datetime = _dt()
     expires_at: datetime = _dt()
     revoked_at: datetime | None = _dt(nullable=True)
+    # "key": a static API key; "app": what the owner granted a connected app (OAuth), whose
+    # secret_hash is of a random secret never shown: it is reached through oauth_tokens only.
+    kind: str = Field(
+        default="key", sa_column=Column(String(8), nullable=False, server_default="key")
+    )
+
+
+class OAuthClient(SQLModel, table=True):
+    """An OAuth client: registered (RFC 7591) or known by its metadata document's URL."""
+
+    __tablename__ = "oauth_clients"
+
+    client_id: str = Field(primary_key=True, max_length=512)
+    secret_hash: str | None = Field(default=None, max_length=64)  # SHA-256 of the secret
+    client_metadata: str = Field(sa_column=Column(Text, nullable=False))  # JSON, no secret
+    source: str = Field(max_length=16)  # "registered" | "document"
+    created_at: datetime = _dt()  # for a document: when it was fetched
+
+
+class OAuthAuthorization(SQLModel, table=True):
+    """One authorization request: pending consent, then a code (its hash), then used."""
+
+    __tablename__ = "oauth_authorizations"
+
+    id: str = Field(primary_key=True, max_length=40)
+    client_id: str = Field(max_length=512)
+    redirect_uri: str = Field(sa_column=Column(Text, nullable=False))
+    redirect_uri_explicit: bool
+    state: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    code_challenge: str = Field(max_length=128)
+    resource: str = Field(sa_column=Column(Text, nullable=False))
+    scopes: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = _dt()
+    expires_at: datetime = _dt()  # the request's, then (approved) the code's
+    user_id: str | None = Field(default=None, max_length=40)
+    code_hash: str | None = Field(
+        default=None, sa_column=Column(String(64), nullable=True, unique=True)
+    )
+    permission: str | None = Field(default=None, max_length=16)
+    calendar_id: str | None = Field(default=None, max_length=40)
+    grant_expires_at: datetime | None = _dt(nullable=True)
+    key_id: str | None = Field(default=None, max_length=40)  # the grant, once exchanged
+    used_at: datetime | None = _dt(nullable=True)
+
+
+class OAuthToken(SQLModel, table=True):
+    """An access or refresh token (its hash) of a grant (an ``api_keys`` row of kind app)."""
+
+    __tablename__ = "oauth_tokens"
+
+    token_hash: str = Field(primary_key=True, max_length=64)
+    kind: str = Field(max_length=8)  # "access" | "refresh"
+    key_id: str = Field(foreign_key="api_keys.id", index=True, max_length=40)
+    client_id: str = Field(max_length=512)
+    resource: str = Field(sa_column=Column(Text, nullable=False))
+    scopes: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = _dt()
+    expires_at: datetime = _dt()
+    used_at: datetime | None = _dt(nullable=True)  # a refresh token, once rotated
 
 
 class Call(SQLModel, table=True):
@@ -643,6 +702,9 @@ def _table(model: type[SQLModel]) -> Table:
 users_t = _table(User)
 calls_t = _table(Call)
 keys_t = _table(ApiKey)
+oauth_clients_t = _table(OAuthClient)
+oauth_authorizations_t = _table(OAuthAuthorization)
+oauth_tokens_t = _table(OAuthToken)
 secrets_t = _table(ServiceSecret)
 sessions_t = _table(OwnerSession)
 failures_t = _table(SignInFailure)

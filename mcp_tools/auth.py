@@ -1,6 +1,7 @@
 """The key check in front of the remote MCP transport, and how a tool call finds its key.
 
-Every HTTP request to ``/mcp`` presents ``Authorization: Bearer <API_KEY>``, verified by the same
+Every HTTP request to ``/mcp`` presents ``Authorization: Bearer <API_KEY>`` (or an OAuth access
+token, ``mcp_tools.oauth``: its grant is a key, checked the same way), verified by the same
 core code as REST (``gateway.authenticate``) on each request, so revoking a key takes effect at
 once, open client or not. A missing or bad key gets the REST API's 401: problem details with an
 RFC 6750 ``WWW-Authenticate`` challenge. A refused key that exists (revoked, expired) is recorded
@@ -29,6 +30,7 @@ from mcp.server.mcpserver import Context
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from calendar_service import oauth
 from calendar_service.asgi.context import (
     MAX_BODY,
     Services,
@@ -39,9 +41,10 @@ from calendar_service.asgi.context import (
 )
 from calendar_service.asgi.responses import error_response, problem
 from calendar_service.errors import CalendarError, ExpiredKey, KeyInUrl, RevokedKey
-from calendar_service.gateway import CallContext, authenticate
+from calendar_service.gateway import CallContext, authenticate, refuse_known
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
+from calendar_service.timeutil import utcnow
 from mcp_tools.server import TOOLS, Caller
 
 # The operations that are MCP tools (importCalendarEvents, for one, is REST only).
@@ -63,10 +66,22 @@ class KeyAuth:
 
     allowed_methods = ("POST",)  # for OPTIONS and 405s (calendar_service.asgi.methods)
 
-    def __init__(self, app: ASGIApp, *, services: Services, allowed_origins: Iterable[str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        services: Services,
+        allowed_origins: Iterable[str],
+        oauth_resource: str | None = None,
+        resource_metadata: str | None = None,
+    ) -> None:
         self.app = AuthContextMiddleware(app)
         self.services = services
         self.allowed_origins = frozenset(origin.lower().rstrip("/") for origin in allowed_origins)
+        # With OAuth on: this endpoint's URL (every access token's audience must be it), and
+        # its RFC 9728 metadata URL, named in the WWW-Authenticate of every 401.
+        self.oauth_resource = oauth_resource
+        self.resource_metadata = resource_metadata
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -89,7 +104,10 @@ class KeyAuth:
             principal, secret = await self._verify(request)
         except CalendarError as exc:
             realm = self.services.config.service_name
-            await error_response(exc, realm=realm, instance=path)(scope, receive, send)
+            answer = error_response(
+                exc, realm=realm, instance=path, resource_metadata=self.resource_metadata
+            )
+            await answer(scope, receive, send)
             return
         if request.method != "POST":
             # Stateless JSON transport: no server-sent event stream to GET, no session to
@@ -121,6 +139,19 @@ class KeyAuth:
         if leaked is not None:
             await self._record_refusal(request, KeyInUrl(leaked[0]), fallback_secret=leaked[1])
         secret = bearer_token(request)
+        if secret is not None and self.oauth_resource and oauth.is_access_token(secret):
+            # An OAuth access token: its grant is a key, checked as keys are, on every request.
+            try:
+                principal = await self.services.db.run(
+                    oauth.authenticate_access,
+                    token=secret,
+                    resource=self.oauth_resource,
+                    now=utcnow(),
+                )
+            except (RevokedKey, ExpiredKey) as exc:
+                await self._record_grant_refusal(request, secret, exc)
+                raise
+            return principal, secret
         try:
             principal = await self.services.db.run(authenticate, secret=secret)
         except (RevokedKey, ExpiredKey) as exc:
@@ -128,6 +159,16 @@ class KeyAuth:
             await self._record_refusal(request, exc)
         assert secret is not None
         return principal, secret
+
+    async def _record_grant_refusal(
+        self, request: Request, token: str, refusal: CalendarError
+    ) -> None:
+        """The grant's owner sees the refused request in its history, as a key's would."""
+        db = self.services.db
+        key_id = await db.run(oauth.grant_of, token=token)
+        if key_id is not None:
+            ctx = call_context(request, await _operation(request), "mcp")
+            await db.run_connected(refuse_known, key_id=key_id, ctx=ctx, status=refusal.status)
 
     async def _record_refusal(
         self, request: Request, refusal: CalendarError, fallback_secret: str | None = None

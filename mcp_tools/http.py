@@ -80,8 +80,15 @@ class WholeBody(HttpMiddleware):
         await self.app(scope, replay, send)
 
 
-def mcp_http(services: Services, *, extra_origins: Iterable[str] = ()) -> McpHttp:
-    """The ``/mcp`` endpoint for ``services``: key check, then the SDK's transport."""
+def mcp_http(
+    services: Services,
+    *,
+    extra_origins: Iterable[str] = (),
+    oauth_resource: str | None = None,
+    resource_metadata: str | None = None,
+) -> McpHttp:
+    """The ``/mcp`` endpoint for ``services``: key check, then the SDK's transport. With
+    ``oauth_resource`` OAuth access tokens for that resource are accepted too."""
     backend = Backend(db=services.db, limiter=services.limiter, caller_of=http_caller)
     with root_logger_kept():  # the SDK would install its rich handler on the root logger
         server = build_server(backend, name=services.config.service_name, version=__version__)
@@ -98,7 +105,13 @@ def mcp_http(services: Services, *, extra_origins: Iterable[str] = ()) -> McpHtt
     manager = server.session_manager
     origins = [*_loopback_aliases(origin_of(services.config.base_url)), *extra_origins]
     transport = WholeBody(StreamableHTTPASGIApp(manager), realm=services.config.service_name)
-    endpoint = KeyAuth(transport, services=services, allowed_origins=origins)
+    endpoint = KeyAuth(
+        transport,
+        services=services,
+        allowed_origins=origins,
+        oauth_resource=oauth_resource,
+        resource_metadata=resource_metadata,
+    )
     return McpHttp(endpoint=endpoint, session_manager=manager)
 
 

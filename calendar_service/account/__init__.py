@@ -12,6 +12,7 @@
     /settings/feeds                      GET feeds + create form, POST create (URL shown once)
     /settings/feeds/{id}                 GET the feed's fetch history
     /settings/feeds/{id}/revoke          GET confirmation, POST revoke
+    /settings/connect/{id}               GET an app's OAuth request, POST allow or deny (mcp)
     /settings/static/...                 this app's CSS, icon and copy-button script (public)
 
 Jinja2 templates, no JavaScript needed (one small script adds copy buttons), nothing loaded
@@ -29,6 +30,7 @@ from starlette.staticfiles import StaticFiles
 
 from calendar_service.account import (
     calendar_pages,
+    consent_pages,
     feed_pages,
     history_pages,
     keys_pages,
@@ -65,6 +67,7 @@ def account_routes() -> list[BaseRoute]:
         *webhook_pages.routes(),
         *calendar_pages.routes(),
         *feed_pages.routes(),
+        *consent_pages.routes(),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
 

@@ -52,6 +52,7 @@ SECURITY_HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 
+_CSP = b"content-security-policy"
 _NEXT = re.compile(r"^/[A-Za-z0-9_\-./]*$")
 
 
@@ -346,7 +347,9 @@ class SecurityHeaders(HttpMiddleware):
             if message["type"] == "http.response.start":
                 headers = [h for h in message.get("headers", []) if h[0] != b"cache-control"]
                 cache = [h for h in message.get("headers", []) if h[0] == b"cache-control"]
-                headers.extend(SECURITY_HEADERS)
+                # A page that set its own CSP (the consent page's form-action) keeps it.
+                own_csp = any(h[0] == b"content-security-policy" for h in headers)
+                headers.extend(h for h in SECURITY_HEADERS if not own_csp or h[0] != _CSP)
                 headers.append((b"cache-control", b"no-cache" if static else b"no-store"))
                 if static and cache:
                     headers[-1] = cache[0]

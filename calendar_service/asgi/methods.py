@@ -55,13 +55,21 @@ def allow_header(routes: Sequence[BaseRoute], scope: Scope) -> str:
 
 class AnswerOptions:
     """ASGI middleware: ``OPTIONS`` on a path the app serves is 204 with ``Allow``, before any
-    key or session check (the list of methods is no secret); other paths go on to their 404."""
+    key or session check (the list of methods is no secret); other paths go on to their 404.
 
-    def __init__(self, app: ASGIApp) -> None:
+    ``cors_paths`` answer their own CORS preflights (the OAuth endpoints, which browser-based
+    MCP clients call from another origin): an ``OPTIONS`` there goes on to the route."""
+
+    def __init__(self, app: ASGIApp, *, cors_paths: Iterable[str] = ()) -> None:
         self.app = app
+        self.cors_paths = frozenset(cors_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "OPTIONS":
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "OPTIONS"
+            and scope["path"] not in self.cors_paths
+        ):
             allow = allow_header(scope["app"].routes, scope)
             if allow:
                 await Response(status_code=204, headers={"Allow": allow})(scope, receive, send)

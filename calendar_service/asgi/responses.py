@@ -47,21 +47,29 @@ def problem(
     return ProblemResponse(body, status_code=status, headers=headers)
 
 
-def www_authenticate(exc: AuthError, realm: str) -> str:
-    """RFC 6750 §3: no error code when no credentials were sent at all."""
+def www_authenticate(exc: AuthError, realm: str, resource_metadata: str | None = None) -> str:
+    """RFC 6750 §3: no error code when no credentials were sent at all. ``resource_metadata``
+    (RFC 9728 §5.1, on ``/mcp``): where an OAuth client finds how to get a token."""
+    metadata = f', resource_metadata="{resource_metadata}"' if resource_metadata else ""
     if exc.code == "missing_api_key":
-        return f'Bearer realm="{realm}"'
+        return f'Bearer realm="{realm}"{metadata}'
     detail = exc.message.replace("\\", "").replace('"', "'")
     value = f'Bearer realm="{realm}", error="{exc.bearer_error}", error_description="{detail}"'
     if isinstance(exc, InsufficientScope) and exc.required_scope:
         value += f', scope="{exc.required_scope}"'
-    return value
+    return value + metadata
 
 
-def error_response(exc: CalendarError, *, realm: str, instance: str | None) -> ProblemResponse:
+def error_response(
+    exc: CalendarError,
+    *,
+    realm: str,
+    instance: str | None,
+    resource_metadata: str | None = None,
+) -> ProblemResponse:
     headers: dict[str, str] = {}
     if isinstance(exc, AuthError):
-        headers["WWW-Authenticate"] = www_authenticate(exc, realm)
+        headers["WWW-Authenticate"] = www_authenticate(exc, realm, resource_metadata)
     if isinstance(exc, RateLimited):
         headers["Retry-After"] = str(exc.retry_after)
         headers["RateLimit-Policy"] = f"{exc.limit};w={exc.period}"

@@ -226,8 +226,9 @@ def keys_list(
 
     def line(k: dict[str, Any]) -> str:
         scope = k["calendarId"] or "all"
+        prefix = "(connected app)" if k["kind"] == "app" else f"{k['prefix']}…"
         return (
-            f"{k['id']}  {k['prefix']}…  {k['name']}  {k['permission']}  {scope}  "
+            f"{k['id']}  {prefix}  {k['name']}  {k['permission']}  {scope}  "
             f"{k['state']}  expires {k['expiresAt']}"
         )
 

@@ -41,11 +41,16 @@ def _revoke(db: Database, key_id: str) -> None:
     db.call(keys.revoke_key, user_id=None, key_id=key_id, now=utcnow())
 
 
-def test_a_request_without_a_key_gets_401_with_a_bare_bearer_challenge(
-    api: httpx.Client,
+def test_a_request_without_a_key_gets_401_with_a_bare_bearer_challenge_naming_the_metadata(
+    api: httpx.Client, server: RunningServer
 ) -> None:
+    """No error code (RFC 6750 §3), and where OAuth clients learn how to get a token (RFC 9728
+    §5.1)."""
     response = api.post(MCP, json=INITIALIZE, headers=JSON_RPC_HEADERS)
-    assert _refused(response, "missing_api_key") == 'Bearer realm="calendar"'
+    metadata = f"{server.url}/.well-known/oauth-protected-resource/mcp"
+    assert _refused(response, "missing_api_key") == (
+        f'Bearer realm="calendar", resource_metadata="{metadata}"'
+    )
 
 
 @pytest.mark.parametrize(
