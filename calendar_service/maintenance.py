@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection
 
-from calendar_service import history, idempotency
+from calendar_service import history, idempotency, ratelimit
 from calendar_service.events.sync import DEFAULT_RETENTION_DAYS, purge_changes
 from calendar_service.ical import feeds
 
@@ -20,11 +20,12 @@ def purge_expired(
     sync_retention_days: int = DEFAULT_RETENTION_DAYS,
 ) -> dict[str, int]:
     """Delete call history and feeds' fetch history past their retention (the same),
-    idempotency records past 24 hours, and the changes (tombstones) no sync token still
-    honoured can ask for."""
+    idempotency records past 24 hours, rate buckets idle for a day (full again), and the
+    changes (tombstones) no sync token still honoured can ask for."""
     return {
         "calls": history.purge_calls(conn, now=now, keep_days=call_history_days),
         "feedFetches": feeds.purge_fetches(conn, now=now, keep_days=call_history_days),
         "idempotencyKeys": idempotency.purge(conn, now=now),
         "syncChanges": purge_changes(conn, now=now, keep_days=sync_retention_days),
+        "rateBuckets": ratelimit.purge_idle(conn, now=now.timestamp()),
     }
