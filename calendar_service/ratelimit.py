@@ -132,14 +132,18 @@ class RateLimiter:
             granted = max(0, math.floor(left + want))
             conn.execute(_GIVE_BACK, {"k": key_id, "back": float(want - granted)})
             left += want - granted
+        self.grant(key_id, granted, bucket=left, now=now)
+
+    def grant(self, key_id: str, tokens: int, *, bucket: float, now: float) -> None:
+        """Add ``tokens`` leased to ``key_id``'s allowance; ``bucket`` is what the shared bucket
+        held after the lease. No token: the key is refused until the bucket has a whole one."""
         with self._lock:
             allowance = self._local.setdefault(key_id, _Allowance())
-            allowance.tokens += granted
-            allowance.bucket, allowance.seen_at = left, now
-            # Nothing granted: no whole token until the bucket refills to one (at least a
-            # moment from now, so that the ``take`` after this lease refuses).
-            wait = max((1.0 - left) / self._rate, 1e-3)
-            allowance.blocked_until = 0.0 if granted else now + wait
+            allowance.tokens += tokens
+            allowance.bucket, allowance.seen_at = bucket, now
+            # At least a moment from now, so that the ``take`` after this lease refuses.
+            wait = max((1.0 - bucket) / self._rate, 1e-3)
+            allowance.blocked_until = 0.0 if tokens else now + wait
             if len(self._local) > 100_000:  # bound memory: forget idle keys' allowances
                 self._local = {k: a for k, a in self._local.items() if a.tokens > 0}
                 self._leasing = {k: v for k, v in self._leasing.items() if k in self._local}
