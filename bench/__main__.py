@@ -390,7 +390,10 @@ class Bench:
                 for s, lo in zip(runs["shared"], runs["local"], strict=True)
                 if lo["rps"]
             ]
-            summary[backend] = {w: report._medians(rs) for w, rs in runs.items()}
+            summary[backend] = {
+                w: {**report._medians(rs), "errors": sum(r["errors"] for r in rs)}
+                for w, rs in runs.items()
+            }
             summary[backend]["rps_ratio"] = round(report.median(ratios), 3)
             self.log(
                 f" {backend}: shared/in-memory limiter = {summary[backend]['rps_ratio']:.3f} x "
