@@ -23,7 +23,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Connection
 
 from calendar_service.db.transactions import atomic
-from calendar_service.errors import CalendarError
+from calendar_service.errors import CalendarError, RateLimited
 from calendar_service.history import CallRecord, record_call
 from calendar_service.keys import Principal, authorize, identify
 from calendar_service.operations import Operation
@@ -116,27 +116,27 @@ def perform(
 
     When this process's allowance of the key's budget is used up (``ratelimit``), the request's
     transaction is given up before it writes anything, the allowance is leased from the shared
-    budget in a transaction of its own (so that it counts even if the request then fails), and
-    the request starts again."""
-    for _ in range(2):
-        try:
-            return _perform(
-                conn,
-                secret=secret,
-                principal=principal,
-                ctx=ctx,
-                op=op,
-                args=args,
-                present=present,
-                status=status,
-                refused=refused,
-                limiter=limiter,
-            )
-        except LeaseNeeded as needed:
-            assert limiter is not None
-            with atomic(conn):
-                limiter.lease(conn, key_id=needed.key_id, now=time.time())
-    raise AssertionError("a lease always leaves an allowance or a refusal")  # pragma: no cover
+    budget in a transaction of its own (so that it counts even if the request then fails),
+    spending the request's token (or answering its refusal), and the request starts again
+    with it."""
+    options: dict[str, Any] = dict(
+        secret=secret,
+        principal=principal,
+        ctx=ctx,
+        op=op,
+        args=args,
+        present=present,
+        status=status,
+        refused=refused,
+        limiter=limiter,
+    )
+    try:
+        return _perform(conn, spent=None, **options)
+    except LeaseNeeded as needed:
+        assert limiter is not None  # only the limiter raises it
+        with atomic(conn):
+            spent = limiter.lease(conn, key_id=needed.key_id, now=time.time())
+    return _perform(conn, spent=spent, **options)
 
 
 def _perform(
@@ -152,7 +152,10 @@ def _perform(
     status: int | None,
     refused: CalendarError | None,
     limiter: RateLimiter | None,
+    spent: RateState | RateLimited | None,
 ) -> Outcome[T]:
+    """``perform``'s one run; ``spent``: the key's budget already spent by a lease (or its
+    refusal), instead of ``limiter.take``."""
     key_id: str | None = None if principal is None else principal.key_id
     try:
         with atomic(conn):
@@ -160,7 +163,7 @@ def _perform(
                 row = identify(conn, secret=secret)
                 key_id = row.id
                 principal = authorize(row, now=utcnow())
-            rate = limiter.take(principal.key_id, time.time()) if limiter else None
+            rate = _spend(limiter, principal.key_id, spent)
             if refused is not None:
                 raise refused
             if op.needs == "write":
@@ -186,6 +189,16 @@ def _perform(
             with atomic(conn):
                 _record(conn, ctx, key_id, 500)
         raise
+
+
+def _spend(
+    limiter: RateLimiter | None, key_id: str, spent: RateState | RateLimited | None
+) -> RateState | None:
+    if isinstance(spent, RateLimited):
+        raise spent
+    if spent is not None or limiter is None:
+        return spent
+    return limiter.take(key_id, time.time())
 
 
 def refuse(

@@ -24,8 +24,9 @@ lease, refilled since: exact with one process, an estimate with several.
 
 ``take`` is local and never touches the database: when the allowance is empty it raises
 ``LeaseNeeded``; the caller then runs ``lease`` in a transaction of its own (so that the lease
-counts even when the request it was for fails and is rolled back) and calls ``take`` again
-(``spend`` does both in the caller's transaction, for callers without one of their own).
+counts even when the request it was for fails and is rolled back), which spends the request's
+token from the new allowance, or answers the refusal (``spend`` does both in the caller's
+transaction, for callers without one of their own).
 """
 
 from __future__ import annotations
@@ -110,21 +111,33 @@ class RateLimiter:
             allowance.tokens -= 1
             return self._state(allowance, now)
 
-    def lease(self, conn: Connection, *, key_id: str, now: float) -> None:
+    def lease(self, conn: Connection, *, key_id: str, now: float) -> RateState | RateLimited:
         """Take up to ``batch`` tokens from ``key_id``'s shared bucket into the allowance, in
-        the caller's transaction: two statements at most (the second only when the bucket had
-        fewer than ``batch`` whole tokens)."""
+        the caller's transaction (two statements at most: the second only when the bucket had
+        fewer than ``batch`` whole tokens), and spend one of them for the caller: its state,
+        or the refusal to raise when the bucket had no whole token."""
         with self._lock:
             leasing = self._leasing.setdefault(key_id, threading.Lock())
         with leasing:  # one lease at a time per key in this process (PostgreSQL's threads)
-            self._lease(conn, key_id, now)
+            with self._lock:
+                allowance = self._local.get(key_id)
+                if allowance is not None and now < allowance.blocked_until:
+                    return self._refusal(allowance, now)
+                if allowance is not None and allowance.tokens > 0:  # leased meanwhile
+                    allowance.tokens -= 1
+                    return self._state(allowance, now)
+            granted, left = self._lease(conn, key_id, now)
+            self.grant(key_id, granted, bucket=left, now=now)
+            with self._lock:
+                allowance = self._local[key_id]
+                if allowance.tokens <= 0:
+                    return self._refusal(allowance, now)
+                allowance.tokens -= 1
+                return self._state(allowance, now)
 
-    def _lease(self, conn: Connection, key_id: str, now: float) -> None:
+    def _lease(self, conn: Connection, key_id: str, now: float) -> tuple[int, float]:
+        """The database's part: (tokens granted, what the bucket holds after)."""
         want = self.batch
-        with self._lock:
-            allowance = self._local.get(key_id)
-            if allowance is not None and (allowance.tokens > 0 or now < allowance.blocked_until):
-                return  # another thread leased meanwhile
         params = {"k": key_id, "now": now, "want": want}
         left: float = conn.execute(self._upsert(conn), params).scalar_one()
         granted = want
@@ -132,7 +145,7 @@ class RateLimiter:
             granted = max(0, math.floor(left + want))
             conn.execute(_GIVE_BACK, {"k": key_id, "back": float(want - granted)})
             left += want - granted
-        self.grant(key_id, granted, bucket=left, now=now)
+        return granted, left
 
     def grant(self, key_id: str, tokens: int, *, bucket: float, now: float) -> None:
         """Add ``tokens`` leased to ``key_id``'s allowance; ``bucket`` is what the shared bucket
@@ -141,7 +154,6 @@ class RateLimiter:
             allowance = self._local.setdefault(key_id, _Allowance())
             allowance.tokens += tokens
             allowance.bucket, allowance.seen_at = bucket, now
-            # At least a moment from now, so that the ``take`` after this lease refuses.
             wait = max((1.0 - bucket) / self._rate, 1e-3)
             allowance.blocked_until = 0.0 if tokens else now + wait
             if len(self._local) > 100_000:  # bound memory: forget idle keys' allowances
@@ -153,8 +165,10 @@ class RateLimiter:
         try:
             return self.take(key_id, now)
         except LeaseNeeded:
-            self.lease(conn, key_id=key_id, now=now)
-        return self.take(key_id, now)
+            spent = self.lease(conn, key_id=key_id, now=now)
+        if isinstance(spent, RateLimited):
+            raise spent
+        return spent
 
     def _state(self, allowance: _Allowance, now: float) -> RateState:
         refilled = allowance.bucket + max(0.0, now - allowance.seen_at) * self._rate

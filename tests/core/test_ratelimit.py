@@ -204,3 +204,21 @@ def test_buckets_idle_for_a_day_are_purged(db: Database) -> None:
     assert purged["rateBuckets"] >= 1
     kept = db.call(lambda conn: set(conn.execute(select(rate_buckets_t.c.key_id)).scalars()))
     assert busy in kept and idle not in kept
+
+
+def test_a_lease_finding_the_allowance_refilled_by_another_thread_spends_from_it(
+    db: Database, key: str
+) -> None:
+    limiter = RateLimiter(600, 60)  # six at a time
+    first = db.call(limiter.lease, key_id=key, now=T0)
+    again = db.call(limiter.lease, key_id=key, now=T0)  # as a thread that lost the race
+    assert isinstance(first, RateState) and isinstance(again, RateState)
+    assert (first.remaining, again.remaining) == (599, 598)
+    assert bucket_tokens(db, key) == 594  # one lease of six, not two
+
+
+def test_a_lease_that_finds_no_whole_token_answers_the_refusal(db: Database, key: str) -> None:
+    limiter = RateLimiter(1, 60)
+    assert isinstance(db.call(limiter.lease, key_id=key, now=T0), RateState)
+    refused = db.call(limiter.lease, key_id=key, now=T0 + 30)
+    assert isinstance(refused, RateLimited) and refused.retry_after == 30

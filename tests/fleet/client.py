@@ -179,6 +179,13 @@ async def main(cfg: dict[str, Any]) -> dict[str, Any]:
         "arrivals": receiver.arrivals,
         "dbEvents": await column("SELECT id FROM events"),
         "dbDeliveries": await column("SELECT id FROM webhook_deliveries"),
+        "dbAttempts": dict(
+            await (
+                await db.execute(
+                    "SELECT delivery_id, count(*) FROM webhook_attempts GROUP BY delivery_id"
+                )
+            ).fetchall()
+        ),
         "served": (await column("SELECT count(*) FROM calls WHERE status <> 429"))[0],
         "refused": (await column("SELECT count(*) FROM calls WHERE status = 429"))[0],
     }

@@ -9,12 +9,13 @@ whole process group is SIGKILLed. What is asserted (docs/deploy.md states the sa
 - every create answered 201 is in the database;
 - every event in the database had its webhook arrive, and every delivery succeeded;
 - each ``webhook-id`` arrived exactly once, except deliveries in flight on the killed host at
-  the kill: a ``webhook-id`` that arrived twice first came from the killed host, sent in the
-  ``IN_FLIGHT`` seconds before the kill (the receiver holds each request ``RECEIVER_DELAY`` s, so
-  such a request was unanswered or unrecorded when the host died);
+  the kill: a ``webhook-id`` that arrived twice arrived first from the killed host before the
+  kill, then from another host, and has one attempt recorded in the database (the second): the
+  killed host sent it and died before recording it;
 - the key's requests served (not 429) across both hosts, counted in the call history, are at
   most the bucket's ``limit + rate * T`` over the load's T seconds plus one lease batch per
   server process (``ratelimit``'s documented bound);
+- no server or worker logged an error;
 - the deliveries the killed host held (leased at the kill and not renewed since: a live holder
   renews every 5 s) arrived from another host within 30 s of the kill, and there was at least
   one (the kill waits for the receiver to hold a request from that host).
@@ -45,7 +46,6 @@ CLI = str(Path(sys.executable).parent / "calendar-service")
 LIMIT, PERIOD = 300, 60  # CALENDAR_RATE_LIMIT=300/minute: leased 3 at a time
 RATE, SECONDS = 40, 16  # the client's creates: 640 in all, about twice the budget
 RECEIVER_DELAY = 0.5
-IN_FLIGHT = RECEIVER_DELAY + 1.0
 SERVER_PROCESSES = 4  # two hosts, --workers 2
 RECOVERY = 30.0
 
@@ -162,6 +162,8 @@ def test_a_fleet_keeps_every_create_one_budget_and_every_webhook_through_a_host_
         assert client.wait(timeout=120) == 0, _tails(logs)
     result: dict[str, Any] = json.loads(answer)
     _check(result, killed_address=first.address)
+    for log in logs.glob("*.log"):  # no 500, no failed claim, renewal or LISTEN anywhere
+        assert " ERROR " not in log.read_text(errors="replace"), _tails(logs)
 
 
 def _check(result: dict[str, Any], *, killed_address: str) -> None:
@@ -169,6 +171,7 @@ def _check(result: dict[str, Any], *, killed_address: str) -> None:
     statuses = Counter(o["status"] for o in outcomes)
     created = {o["id"] for o in outcomes if o["status"] == 201}
     assert statuses[201] > 0 and statuses[429] > 0, statuses  # the budget was reached
+    assert not [s for s in statuses if isinstance(s, int) and s not in (201, 429)], statuses
 
     # Every 201 is in the database; every event's webhook arrived; every delivery succeeded.
     events = set(result["dbEvents"])
@@ -185,9 +188,10 @@ def _check(result: dict[str, Any], *, killed_address: str) -> None:
             continue
         assert len(copies) == 2, (webhook_id, copies)
         early, late = sorted(copies, key=lambda a: a["at"])
-        assert early["sender"] == killed_address, copies
-        assert kill["at"] - IN_FLIGHT <= early["at"] <= kill["at"], (kill["at"], copies)
+        assert early["sender"] == killed_address and early["at"] <= kill["at"], copies
         assert late["sender"] != killed_address
+        # The killed host's attempt was never recorded (in flight): only the second one was.
+        assert result["dbAttempts"][webhook_id] == 1, (webhook_id, copies)
 
     # One budget across both hosts, within the documented bound.
     elapsed = max(o["end"] for o in outcomes) - result["start"]
