@@ -17,7 +17,8 @@ from starlette.applications import Starlette
 from calendar_service.app import create_app
 from calendar_service.config import Config
 from calendar_service.db import Database
-from calendar_service.ratelimit import RateLimiter
+from calendar_service.errors import RateLimited
+from calendar_service.ratelimit import RateLimiter, RateState
 
 
 def threaded_app() -> Starlette:
@@ -35,8 +36,9 @@ def per_request_commit_app() -> Starlette:
 class LocalRateLimiter(RateLimiter):
     """Leases from itself: one budget per process, no database round trip ever."""
 
-    def lease(self, conn: Connection, *, key_id: str, now: float) -> None:
+    def lease(self, conn: Connection, *, key_id: str, now: float) -> RateState | RateLimited:
         self.grant(key_id, self.batch, bucket=float(self.limit), now=now)
+        return self.take(key_id, now)
 
 
 def local_limiter_app() -> Starlette:
