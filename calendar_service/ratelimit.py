@@ -13,11 +13,15 @@ count is never behind; but a process may still hold up to ``batch`` leased token
 bucket has refilled in the meantime. Over any interval of T seconds one key is therefore
 served at most ``limit + T * limit / period + processes * batch`` requests (one process:
 the plain token bucket's ``limit + T * rate``, plus at most ``batch``). ``batch`` is 1 for
-limits under 200 requests per period (exact), else ``limit // 100`` capped at 100 (1 %% of the
+limits under 200 requests per period (exact), else ``limit // 100`` capped at 100 (1 % of the
 budget per process). Tokens leased but not spent before a process stops are lost to the key
 (the budget errs on the side of refusing). The clock is the wall clock (Unix time) of each
 host: hosts must keep it in step (NTP); a host whose clock runs behind refills nothing until
 the bucket's time is reached (never more than the limit).
+
+On SQLite a lease joins the event loop's group commit; in the rare group that is rolled back
+(a request failing after it wrote) the lease is undone while the process keeps its tokens: one
+batch more per such rollback.
 
 ``RateLimit-Remaining`` counts this process's allowance plus what the bucket held at the last
 lease, refilled since: exact with one process, an estimate with several.
@@ -49,7 +53,7 @@ MAX_BATCH = 100
 
 
 def default_batch(limit: int) -> int:
-    """Tokens a process leases at a time: exact (1) under 200 a period, else 1 %% (≤ 100)."""
+    """Tokens a process leases at a time: exact (1) under 200 a period, else 1 % (≤ 100)."""
     return max(1, min(MAX_BATCH, limit // 100))
 
 
