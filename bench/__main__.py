@@ -11,7 +11,8 @@
 3. The rest of the picture: list at 10k, 100k and 1M events; PostgreSQL with one and with two
    server processes; webhooks (``bench/webhooks.py``) when present; the list with weekly series
    beside the events; ``findFreeTime`` over a one-week window (``freetime``, ours alone: the
-   minimum has no such operation) beside the list on the same database.
+   minimum has no such operation) beside the list on the same database; the list with the
+   rate budget shared through the database against one kept in memory (``ratelimit``).
 
 Raw results go to ``bench/results/`` (git-ignored); the chart to ``docs/performance.png``.
 """
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import os
 import platform
@@ -39,6 +39,8 @@ RESULTS = ROOT / "bench" / "results"
 DEFAULT_PG = "postgresql+psycopg://root@127.0.0.1:5432/calendar_bench"
 # The modes phase: the variants of ours (bench/variants.py) beside ours as served ("group").
 VARIANTS = {"per_request": "per_request_commit_app", "thread": "threaded_app"}
+# The ratelimit phase: the budget leased from the database against one kept in memory.
+LOCAL_LIMITER = "bench.variants:local_limiter_app"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -60,7 +62,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--series", type=int, default=1000, help="weekly series, series phase")
     p.add_argument(
         "--only",
-        default="main,series,freetime,scale,modes,postgres,webhooks",
+        default="main,series,freetime,scale,modes,ratelimit,postgres,webhooks",
         help="phases to run",
     )
     p.add_argument("--out", type=Path, default=RESULTS, help="where raw results go")
@@ -352,6 +354,53 @@ class Bench:
                 summary[kind] = {m: report._medians(rs) for m, rs in runs.items()}
         return summary
 
+    def ratelimit_phase(self) -> dict[str, Any]:
+        """The list with the rate budget shared through the database (ours as served: leased
+        100 tokens at a time at the bench's budget) against the same app with the budget kept
+        in each process's memory (``bench.variants:local_limiter_app``), rounds alternated, on
+        SQLite and, when reachable, PostgreSQL. The ratio is shared/local (target >= 0.95)."""
+        a = self.args
+        rounds = max(1, a.scale_rounds)
+        self.log(f"== rate limiter: shared (database) vs in memory, list; {rounds} rounds")
+        backends = {"sqlite": self.ours_sqlite(a.events)}
+        url = a.postgres_url or DEFAULT_PG
+        if not a.skip_postgres and _postgres_reachable(url):
+            backends["postgres"] = self.ours_postgres(url, a.events)
+        summary: dict[str, Any] = {}
+        for backend, db in backends.items():
+            work = load.Workload.ours("list", db.read_secret)
+            with (
+                servers.ours(db.url, log_dir=self.logs, name=f"shared-{backend}") as shared,
+                servers.ours(
+                    db.url, log_dir=self.logs, name=f"local-{backend}", factory=LOCAL_LIMITER
+                ) as local,
+            ):
+                self.warm(shared, work)
+                self.warm(local, work)
+                runs: dict[str, list[dict[str, Any]]] = {"shared": [], "local": []}
+                for r in range(1, rounds + 1):
+                    legs = [("shared", shared), ("local", local)]
+                    if r % 2 == 0:
+                        legs.reverse()
+                    for who, srv in legs:
+                        label = f"list {backend} {who} limiter"
+                        runs[who].append(self.measure(srv, work, label, round=r, phase="ratelimit"))
+            ratios = [
+                s["rps"] / lo["rps"]
+                for s, lo in zip(runs["shared"], runs["local"], strict=True)
+                if lo["rps"]
+            ]
+            summary[backend] = {
+                w: {**report._medians(rs), "errors": sum(r["errors"] for r in rs)}
+                for w, rs in runs.items()
+            }
+            summary[backend]["rps_ratio"] = round(report.median(ratios), 3)
+            self.log(
+                f" {backend}: shared/in-memory limiter = {summary[backend]['rps_ratio']:.3f} x "
+                "req/s (target >= 0.95)"
+            )
+        return summary
+
     def series_phase(self) -> dict[str, Any]:
         """The list with recurring events: ours on the reference shape against ours on the same
         shape plus ``--series`` weekly series across its calendars (every one-week window meets
@@ -484,16 +533,29 @@ class Bench:
         return summary
 
     def webhooks_phase(self) -> dict[str, Any]:
-        """Hook for ``bench/webhooks.py`` (commit-to-request latency, deliveries per second):
-        run it as ``python -m bench.webhooks --json PATH`` and fold in what it reports."""
-        if importlib.util.find_spec("bench.webhooks") is None:
-            self.log("== webhooks: bench/webhooks.py not present yet; skipped")
-            return {}
+        """``bench/webhooks.py`` (commit-to-request latency in one process and across two,
+        deliveries per second) on SQLite, then on a fresh PostgreSQL database when reachable
+        (its figures under ``postgresql``): ``python -m bench.webhooks --json PATH``."""
         self.log("== webhooks (bench/webhooks.py)")
-        path = self.out / "webhooks.json"
+        summary = self._webhooks_run([], self.out / "webhooks.json")
+        url = self.args.postgres_url or DEFAULT_PG
+        if not self.args.skip_postgres and _postgres_reachable(url):
+            from sqlalchemy import create_engine, text
+
+            base = url.rsplit("/", 1)[0]
+            admin = create_engine(f"{base}/postgres", isolation_level="AUTOCOMMIT")
+            with admin.connect() as conn:
+                conn.execute(text('DROP DATABASE IF EXISTS "calendar_bench_hooks" WITH (FORCE)'))
+                conn.execute(text('CREATE DATABASE "calendar_bench_hooks"'))
+            admin.dispose()
+            pg = ["--database-url", f"{base}/calendar_bench_hooks"]
+            summary["postgresql"] = self._webhooks_run(pg, self.out / "webhooks-postgres.json")
+        return summary
+
+    def _webhooks_run(self, options: list[str], path: Path) -> dict[str, Any]:
         path.unlink(missing_ok=True)
         proc = subprocess.run(
-            [sys.executable, "-m", "bench.webhooks", "--json", str(path)],
+            [sys.executable, "-m", "bench.webhooks", *options, "--json", str(path)],
             cwd=ROOT,
             timeout=900,
             check=False,
@@ -579,6 +641,8 @@ class Bench:
             summary["freetime"] = self.freetime_phase()
         if "modes" in phases:
             summary["modes"] = self.modes_phase()
+        if "ratelimit" in phases:
+            summary["ratelimit"] = self.ratelimit_phase()
         if "postgres" in phases and not a.skip_postgres:
             summary["postgres"] = self.postgres_phase()
         if "webhooks" in phases and not a.skip_webhooks:
@@ -670,15 +734,24 @@ def summary_text(s: dict[str, Any]) -> str:
             f"{two['rps']:>7,.0f} req/s p99 {two['p99_ms']:.2f} ms (machine "
             f"{two.get('machine_busy_pct', 0):.0f}% busy) | {m['ratio']:.2f} x"
         )
-    hooks = s.get("webhooks") or {}
-    if "latency" in hooks and "throughput" in hooks:
-        lat, thr = hooks["latency"], hooks["throughput"]
+    for backend, m in (s.get("ratelimit") or {}).items():
         out.append(
-            f"webhooks ({hooks.get('backend')}) commit to request p50 {lat.get('p50_ms')} ms, "
-            f"p99 {lat.get('p99_ms')} ms; {thr.get('per_second')} deliveries/s"
+            f"list {backend:<8} shared limiter {m['shared']['rps']:>7,.0f} req/s | in memory "
+            f"{m['local']['rps']:>7,.0f} req/s | {m['rps_ratio']:.3f} x"
         )
-    elif hooks:
-        out.append(f"webhooks: {json.dumps(hooks)}")
+    webhooks = s.get("webhooks") or {}
+    for hooks in (webhooks, webhooks.get("postgresql") or {}):
+        if "latency" in hooks and "throughput" in hooks:
+            lat, thr = hooks["latency"], hooks["throughput"]
+            across = hooks.get("cross_process_latency") or {}
+            out.append(
+                f"webhooks ({hooks.get('backend')}) commit to request p50 {lat.get('p50_ms')} "
+                f"ms, p99 {lat.get('p99_ms')} ms; {thr.get('per_second')} deliveries/s; "
+                f"worker in another process p50 {across.get('p50_ms')} ms, "
+                f"p99 {across.get('p99_ms')} ms"
+            )
+        elif hooks:
+            out.append(f"webhooks: {json.dumps(hooks)}")
     return "\n".join(out)
 
 

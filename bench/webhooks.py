@@ -9,6 +9,9 @@ with the production client), run on this process's event loop as ``serve`` runs 
    returning to the receiver seeing the request. Reports p50, p99 and max.
 2. Throughput: ``--count`` changes are committed at once with the job stopped; the job is then
    started and timed until every delivery is recorded as succeeded. Reports deliveries/s.
+3. Across processes: the same latency, with the changes committed here (no delivery job in this
+   process) and sent by ``calendar-service worker`` in another process: on PostgreSQL woken by
+   the outbox's ``NOTIFY``, on SQLite found by its poll (every 0.25 s).
 
 SQLite in a temporary directory by default; ``--database-url`` for PostgreSQL (an empty
 database: the benchmark's owner is new, but other deliveries in it would be sent too).
@@ -34,7 +37,7 @@ from typing import Any
 
 import httpx
 import uvloop
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from calendar_service import events, users, webhook_config, webhook_targets
 from calendar_service.config import Config, parse_retry_schedule
@@ -211,6 +214,68 @@ async def measure_throughput(
     }
 
 
+async def measure_cross_process(
+    config: Config, db: Database, owner: str, receiver_url: str, a: argparse.Namespace
+) -> dict[str, Any]:
+    """Commit changes here, one at a time; a ``calendar-service worker`` process sends them."""
+    principal = events.owner_principal(owner)
+    env = {
+        **os.environ,
+        "CALENDAR_DATABASE_URL": config.database_url,
+        "CALENDAR_WEBHOOK_ALLOW_LOCAL": "1",
+        "CALENDAR_WEBHOOK_RETRY_SCHEDULE": "1s,5s",
+    }
+    worker = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("calendar-service")),
+            "worker",
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+    )
+    try:
+        # Up (and, on PostgreSQL, listening) once a first change has gone out through it.
+        first = await db.run(
+            events.create_event, principal=principal, data=event_data(0), now=utcnow()
+        )
+        await wait_for_arrivals(receiver_url, {first["id"]}, a.timeout)
+        if not config.is_sqlite:
+            await wait_listening(db, a.timeout)
+        committed: dict[str, float] = {}
+        for n in range(a.samples):
+            event = await db.run(
+                events.create_event, principal=principal, data=event_data(n), now=utcnow()
+            )
+            committed[event["id"]] = time.time()
+            await asyncio.sleep(a.interval)
+        arrivals = await wait_for_arrivals(receiver_url, set(committed), a.timeout)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    ms = [(arrivals[i] - t) * 1000 for i, t in committed.items()]
+    return {
+        "samples": len(ms),
+        "p50_ms": round(percentile(ms, 0.50), 2),
+        "p99_ms": round(percentile(ms, 0.99), 2),
+        "max_ms": round(max(ms), 2),
+        "mean_ms": round(statistics.fmean(ms), 2),
+    }
+
+
+async def wait_listening(db: Database, timeout: float) -> None:
+    """Until a worker's LISTEN connection is open on the database (PostgreSQL)."""
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND query LIKE 'LISTEN %'"
+    )
+    deadline = time.monotonic() + timeout
+    while not await db.run(lambda conn: conn.execute(query).scalar_one()):
+        if time.monotonic() > deadline:
+            raise SystemExit("the worker never listened")
+        await asyncio.sleep(0.05)
+
+
 def unfinished(conn: Any) -> int:
     """How many deliveries are still to be sent (through ix_webhook_deliveries_due)."""
     return int(
@@ -271,6 +336,10 @@ def main(argv: list[str] | None = None) -> None:
                 throughput = runner.run(
                     measure_throughput(config, db, make_owner(db, receiver_url), a)
                 )
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                across = runner.run(
+                    measure_cross_process(config, db, make_owner(db, receiver_url), receiver_url, a)
+                )
         finally:
             db.close()
     backend = "postgresql" if url.startswith("postgresql") else "sqlite"
@@ -279,13 +348,16 @@ def main(argv: list[str] | None = None) -> None:
         "cpus": os.cpu_count(),
         "latency": latency,
         "throughput": throughput,
+        "cross_process_latency": across,
     }
     print(
         f"webhooks on {backend}: commit-to-request latency p50 {latency['p50_ms']} ms, "
         f"p99 {latency['p99_ms']} ms (max {latency['max_ms']} ms, {latency['samples']} "
         f"sequential changes {a.interval * 1000:g} ms apart); "
         f"{throughput['per_second']} deliveries/s ({throughput['deliveries']} queued at once, "
-        f"{throughput['cpu_us_per_delivery']} us of this process's CPU per delivery)"
+        f"{throughput['cpu_us_per_delivery']} us of this process's CPU per delivery); "
+        f"written here, sent by a worker process: p50 {across['p50_ms']} ms, "
+        f"p99 {across['p99_ms']} ms (max {across['max_ms']} ms)"
     )
     if a.json is not None:
         a.json.write_text(json.dumps(result, indent=2))

@@ -23,11 +23,11 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Connection
 
 from calendar_service.db.transactions import atomic
-from calendar_service.errors import CalendarError
+from calendar_service.errors import CalendarError, RateLimited
 from calendar_service.history import CallRecord, record_call
 from calendar_service.keys import Principal, authorize, identify
 from calendar_service.operations import Operation
-from calendar_service.ratelimit import RateLimiter, RateState
+from calendar_service.ratelimit import LeaseNeeded, RateLimiter, RateState
 from calendar_service.timeutil import utcnow
 
 T = TypeVar("T")
@@ -112,7 +112,50 @@ def perform(
     as long as the operation, ``args`` and ``present`` keep the contract written at
     ``operations.Operation``. The run that counts is the last: its writes are committed, its
     call is the one recorded, its ``Outcome`` or error is the caller's. A rerun spends the
-    key's rate budget again (``limiter`` lives in memory, outside the transaction)."""
+    key's rate budget again (``limiter`` lives in memory, outside the transaction).
+
+    When this process's allowance of the key's budget is used up (``ratelimit``), the request's
+    transaction is given up before it writes anything, the allowance is leased from the shared
+    budget in a transaction of its own (so that it counts even if the request then fails),
+    spending the request's token (or answering its refusal), and the request starts again
+    with it."""
+    options: dict[str, Any] = dict(
+        secret=secret,
+        principal=principal,
+        ctx=ctx,
+        op=op,
+        args=args,
+        present=present,
+        status=status,
+        refused=refused,
+        limiter=limiter,
+    )
+    try:
+        return _perform(conn, spent=None, **options)
+    except LeaseNeeded as needed:
+        assert limiter is not None  # only the limiter raises it
+        with atomic(conn):
+            spent = limiter.lease(conn, key_id=needed.key_id, now=time.time())
+    return _perform(conn, spent=spent, **options)
+
+
+def _perform(
+    conn: Connection,
+    /,
+    *,
+    secret: str | None,
+    principal: Principal | None,
+    ctx: CallContext,
+    op: Operation,
+    args: Arguments,
+    present: Callable[[Any], T] | None,
+    status: int | None,
+    refused: CalendarError | None,
+    limiter: RateLimiter | None,
+    spent: RateState | RateLimited | None,
+) -> Outcome[T]:
+    """``perform``'s one run; ``spent``: the key's budget already spent by a lease (or its
+    refusal), instead of ``limiter.take``."""
     key_id: str | None = None if principal is None else principal.key_id
     try:
         with atomic(conn):
@@ -120,7 +163,7 @@ def perform(
                 row = identify(conn, secret=secret)
                 key_id = row.id
                 principal = authorize(row, now=utcnow())
-            rate = limiter.take(principal.key_id, time.monotonic()) if limiter else None
+            rate = _spend(limiter, principal.key_id, spent)
             if refused is not None:
                 raise refused
             if op.needs == "write":
@@ -134,6 +177,8 @@ def perform(
                 status = op.status
             _record(conn, ctx, principal.key_id, status)
         return Outcome(status, value, principal, rate)
+    except LeaseNeeded:
+        raise  # before any write (``perform`` leases and comes back): nothing to record
     except CalendarError as exc:
         if key_id is not None:
             with atomic(conn):
@@ -144,6 +189,16 @@ def perform(
             with atomic(conn):
                 _record(conn, ctx, key_id, 500)
         raise
+
+
+def _spend(
+    limiter: RateLimiter | None, key_id: str, spent: RateState | RateLimited | None
+) -> RateState | None:
+    if isinstance(spent, RateLimited):
+        raise spent
+    if spent is not None or limiter is None:
+        return spent
+    return limiter.take(key_id, time.time())
 
 
 def refuse(

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection
 
-from calendar_service import history, idempotency, oauth
+from calendar_service import history, idempotency, oauth, ratelimit
 from calendar_service.events.sync import DEFAULT_RETENTION_DAYS, purge_changes
 from calendar_service.ical import feeds
 
@@ -20,12 +20,14 @@ def purge_expired(
     sync_retention_days: int = DEFAULT_RETENTION_DAYS,
 ) -> dict[str, int]:
     """Delete call history and feeds' fetch history past their retention (the same),
-    idempotency records past 24 hours, the changes (tombstones) no sync token still
-    honoured can ask for, and OAuth requests, codes and tokens expired a day ago."""
+    idempotency records past 24 hours, rate buckets idle for a day (full again), the
+    changes (tombstones) no sync token still honoured can ask for, and OAuth requests, codes
+    and tokens expired a day ago."""
     return {
         "calls": history.purge_calls(conn, now=now, keep_days=call_history_days),
         "feedFetches": feeds.purge_fetches(conn, now=now, keep_days=call_history_days),
         "idempotencyKeys": idempotency.purge(conn, now=now),
         "syncChanges": purge_changes(conn, now=now, keep_days=sync_retention_days),
+        "rateBuckets": ratelimit.purge_idle(conn, now=now.timestamp()),
         "oauth": oauth.purge(conn, now=now),
     }

@@ -21,6 +21,7 @@ from sqlalchemy import (
     BigInteger,
     Column,
     DateTime,
+    Float,
     Index,
     Integer,
     String,
@@ -226,6 +227,18 @@ class SyncClock(SQLModel, table=True):
 
     id: int = Field(sa_column=Column(Integer, primary_key=True, autoincrement=False))
     value: int = Field(sa_column=Column(BigInteger, nullable=False))
+
+
+class RateBucket(SQLModel, table=True):
+    """One key's shared request budget (a token bucket), as every process on this database
+    sees it: ``tokens`` left at ``updated_at`` (Unix seconds). Processes lease tokens from it
+    in batches (``ratelimit``); a row idle for a day is a full bucket and is purged."""
+
+    __tablename__ = "rate_buckets"
+
+    key_id: str = Field(primary_key=True, max_length=40)
+    tokens: float = Field(sa_column=Column(Float, nullable=False))
+    updated_at: float = Field(sa_column=Column(Float, nullable=False))
 
 
 class ApiKey(SQLModel, table=True):
@@ -719,6 +732,7 @@ fetches_t = _table(IcalFeedFetch)
 ical_uids_t = _table(IcalUid)
 event_sync_t = _table(EventSync)
 sync_clock_t = _table(SyncClock)
+rate_buckets_t = _table(RateBucket)
 
 
 # ---------------------------------------------------------------------------------------------

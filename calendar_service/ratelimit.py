@@ -1,7 +1,36 @@
-"""Per-key request budgets (a token bucket per key, in this process's memory).
+"""Per-key request budgets, one per key across every process and host on the database.
 
-With several server processes each keeps its own buckets, so the effective budget is the
-configured one per process; documented in docs/api.md.
+Each key has a token bucket in the database (``rate_buckets``): ``limit`` tokens at most,
+refilled at ``limit / period`` a second. A process does not go to the database for every
+request: it *leases* a batch of tokens (``batch`` of them, one ``INSERT … ON CONFLICT DO UPDATE
+… RETURNING``, see ``lease``) into a local allowance and spends that in memory; only when the
+allowance is used up does it lease again. A bucket that has no whole token left refuses the
+key, and the process remembers until when (``blocked_until``), so a key hammering at its
+limit costs the database one lease per process per token refilled, not one per request.
+
+Error bound: tokens are taken from the shared bucket before they are spent, so the shared
+count is never behind; but a process may still hold up to ``batch`` leased tokens when the
+bucket has refilled in the meantime. Over any interval of T seconds one key is therefore
+served at most ``limit + T * limit / period + processes * batch`` requests (one process:
+the plain token bucket's ``limit + T * rate``, plus at most ``batch``). ``batch`` is 1 for
+limits under 200 requests per period (exact), else ``limit // 100`` capped at 100 (1 % of the
+budget per process). Tokens leased but not spent before a process stops are lost to the key
+(the budget errs on the side of refusing). The clock is the wall clock (Unix time) of each
+host: hosts must keep it in step (NTP); a host whose clock runs behind refills nothing until
+the bucket's time is reached (never more than the limit).
+
+On SQLite a lease joins the event loop's group commit; in the rare group that is rolled back
+(a request failing after it wrote) the lease is undone while the process keeps its tokens: one
+batch more per such rollback.
+
+``RateLimit-Remaining`` counts this process's allowance plus what the bucket held at the last
+lease, refilled since: exact with one process, an estimate with several.
+
+``take`` is local and never touches the database: when the allowance is empty it raises
+``LeaseNeeded``; the caller then runs ``lease`` in a transaction of its own (so that the lease
+counts even when the request it was for fails and is rolled back), which spends the request's
+token from the new allowance, or answers the refusal (``spend`` does both in the caller's
+transaction, for callers without one of their own).
 """
 
 from __future__ import annotations
@@ -9,8 +38,23 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Float, bindparam, case, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.sql.dml import ReturningInsert
 
 from calendar_service.errors import RateLimited
+from calendar_service.models import rate_buckets_t
+
+IDLE_SECONDS = 86_400.0  # a bucket untouched this long is full whatever the period (≤ a day)
+MAX_BATCH = 100
+
+
+def default_batch(limit: int) -> int:
+    """Tokens a process leases at a time: exact (1) under 200 a period, else 1 % (≤ 100)."""
+    return max(1, min(MAX_BATCH, limit // 100))
 
 
 @dataclass(slots=True)
@@ -29,26 +73,146 @@ class RateState:
         }
 
 
+class LeaseNeeded(Exception):
+    """``take`` found no local allowance for ``key_id``: ``lease`` some, then take again."""
+
+    def __init__(self, key_id: str) -> None:
+        super().__init__(key_id)
+        self.key_id = key_id
+
+
+@dataclass(slots=True)
+class _Allowance:
+    tokens: int = 0  # leased by this process, not yet spent
+    bucket: float = 0.0  # what the shared bucket held after our last lease …
+    seen_at: float = 0.0  # … at this time
+    blocked_until: float = 0.0  # no whole token in the bucket before then
+
+
 class RateLimiter:
-    def __init__(self, limit: int, period: int) -> None:
+    """The shared budgets as this process sees them (see the module docstring)."""
+
+    def __init__(self, limit: int, period: int, *, batch: int | None = None) -> None:
         self.limit = limit
         self.period = period
+        self.batch = default_batch(limit) if batch is None else max(1, min(batch, limit))
         self._rate = limit / period
-        self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, last time)
+        self._local: dict[str, _Allowance] = {}
+        self._leasing: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 
     def take(self, key_id: str, now: float) -> RateState:
-        """Spend one request of ``key_id``'s budget or raise ``RateLimited``."""
+        """Spend one request of ``key_id``'s budget from this process's allowance.
+
+        Raises ``RateLimited`` while the bucket is known to be empty, ``LeaseNeeded`` when the
+        allowance is used up (``now`` is Unix time, seconds)."""
         with self._lock:
-            tokens, last = self._buckets.get(key_id, (float(self.limit), now))
-            tokens = min(float(self.limit), tokens + (now - last) * self._rate)
-            if tokens < 1.0:
-                self._buckets[key_id] = (tokens, now)
-                retry = max(1, math.ceil((1.0 - tokens) / self._rate))
-                raise RateLimited(retry, self.limit, self.period)
-            tokens -= 1.0
-            self._buckets[key_id] = (tokens, now)
-            if len(self._buckets) > 100_000:  # bound memory: forget the fullest buckets
-                self._buckets = {k: v for k, v in self._buckets.items() if v[0] < self.limit - 1}
+            allowance = self._local.get(key_id)
+            if allowance is None or allowance.tokens <= 0:
+                if allowance is not None and now < allowance.blocked_until:
+                    raise self._refusal(allowance, now)
+                raise LeaseNeeded(key_id)
+            allowance.tokens -= 1
+            return self._state(allowance, now)
+
+    def lease(self, conn: Connection, *, key_id: str, now: float) -> RateState | RateLimited:
+        """Take up to ``batch`` tokens from ``key_id``'s shared bucket into the allowance, in
+        the caller's transaction (two statements at most: the second only when the bucket had
+        fewer than ``batch`` whole tokens), and spend one of them for the caller: its state,
+        or the refusal to raise when the bucket had no whole token."""
+        with self._lock:
+            leasing = self._leasing.setdefault(key_id, threading.Lock())
+        with leasing:  # one lease at a time per key in this process (PostgreSQL's threads)
+            with self._lock:
+                allowance = self._local.get(key_id)
+                if allowance is not None and now < allowance.blocked_until:
+                    return self._refusal(allowance, now)
+                if allowance is not None and allowance.tokens > 0:  # leased meanwhile
+                    allowance.tokens -= 1
+                    return self._state(allowance, now)
+            granted, left = self._lease(conn, key_id, now)
+            self.grant(key_id, granted, bucket=left, now=now)
+            with self._lock:
+                allowance = self._local[key_id]
+                if allowance.tokens <= 0:
+                    return self._refusal(allowance, now)
+                allowance.tokens -= 1
+                return self._state(allowance, now)
+
+    def _lease(self, conn: Connection, key_id: str, now: float) -> tuple[int, float]:
+        """The database's part: (tokens granted, what the bucket holds after)."""
+        want = self.batch
+        params = {"k": key_id, "now": now, "want": want}
+        left: float = conn.execute(self._upsert(conn), params).scalar_one()
+        granted = want
+        if left < 0:  # fewer than ``want`` whole tokens: keep the whole ones, give back the rest
+            granted = max(0, math.floor(left + want))
+            conn.execute(_GIVE_BACK, {"k": key_id, "back": float(want - granted)})
+            left += want - granted
+        return granted, left
+
+    def grant(self, key_id: str, tokens: int, *, bucket: float, now: float) -> None:
+        """Add ``tokens`` leased to ``key_id``'s allowance; ``bucket`` is what the shared bucket
+        held after the lease. No token: the key is refused until the bucket has a whole one."""
+        with self._lock:
+            allowance = self._local.setdefault(key_id, _Allowance())
+            allowance.tokens += tokens
+            allowance.bucket, allowance.seen_at = bucket, now
+            wait = max((1.0 - bucket) / self._rate, 1e-3)
+            allowance.blocked_until = 0.0 if tokens else now + wait
+            if len(self._local) > 100_000:  # bound memory: forget idle keys' allowances
+                self._local = {k: a for k, a in self._local.items() if a.tokens > 0}
+                self._leasing = {k: v for k, v in self._leasing.items() if k in self._local}
+
+    def spend(self, conn: Connection, *, key_id: str, now: float) -> RateState:
+        """``take``, leasing in the caller's transaction when needed."""
+        try:
+            return self.take(key_id, now)
+        except LeaseNeeded:
+            spent = self.lease(conn, key_id=key_id, now=now)
+        if isinstance(spent, RateLimited):
+            raise spent
+        return spent
+
+    def _state(self, allowance: _Allowance, now: float) -> RateState:
+        refilled = allowance.bucket + max(0.0, now - allowance.seen_at) * self._rate
+        tokens = min(float(self.limit), allowance.tokens + max(0.0, refilled))
         reset = math.ceil((self.limit - tokens) / self._rate)
         return RateState(self.limit, int(tokens), reset, self.period)
+
+    def _refusal(self, allowance: _Allowance, now: float) -> RateLimited:
+        return RateLimited(
+            max(1, math.ceil(allowance.blocked_until - now)), self.limit, self.period
+        )
+
+    def _upsert(self, conn: Connection) -> ReturningInsert[Any]:
+        """The lease: refill the bucket to ``now`` (never past ``limit``) and take ``want``,
+        returning what is left (negative when it held fewer than ``want``)."""
+        b = rate_buckets_t.c
+        now, want = bindparam("now", type_=Float), bindparam("want", type_=Float)
+        later = now > b.updated_at  # a host whose clock is behind refills nothing
+        refilled = b.tokens + case((later, now - b.updated_at), else_=0.0) * self._rate
+        capped = case((refilled > self.limit, float(self.limit)), else_=refilled)
+        insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+        stmt = insert(rate_buckets_t).values(
+            key_id=bindparam("k"), tokens=float(self.limit) - want, updated_at=now
+        )
+        return stmt.on_conflict_do_update(
+            index_elements=[b.key_id],
+            set_={"tokens": capped - want, "updated_at": case((later, now), else_=b.updated_at)},
+        ).returning(b.tokens)
+
+
+_GIVE_BACK = (
+    update(rate_buckets_t)
+    .where(rate_buckets_t.c.key_id == bindparam("k"))
+    .values(tokens=rate_buckets_t.c.tokens + bindparam("back"))
+)
+
+
+def purge_idle(conn: Connection, *, now: float) -> int:
+    """Delete buckets idle for a day: full again, the same as no row (maintenance job)."""
+    result = conn.execute(
+        rate_buckets_t.delete().where(rate_buckets_t.c.updated_at < now - IDLE_SECONDS)
+    )
+    return result.rowcount or 0

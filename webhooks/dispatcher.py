@@ -7,10 +7,15 @@ one attempt through the shared ``httpx.AsyncClient`` and records it.
 Each endpoint gets at most ``per_endpoint`` requests at a time, and this worker holds at most
 ``endpoint_backlog`` times that many of its deliveries; endpoints at that mark are left out of
 the next claims. So a slow receiver holds up only its own deliveries, never another owner's nor
-the next claim, and what waits for it still goes out well inside its lease.
+the next claim.
+
+Leases are short (15 s) and renewed every third of a lease while a delivery is held
+(``renew``, run by the scheduler), so that what a dead worker held is sent again by another
+within a lease and a poll.
 
 ``wake()`` asks for a tick soon and is safe from any thread: the app points
-``Database.on_outbox_commit`` at it, so a committed change is claimed within milliseconds
+``Database.on_outbox_commit`` at it, and on PostgreSQL ``listener`` calls it for every commit
+that queued a delivery on any host, so a committed change is claimed within milliseconds
 instead of at the next poll. Failed attempts schedule a wake-up for their retry time. The clock
 (``now``) and the random source for jitter are injected.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
 from collections import Counter
@@ -36,7 +42,7 @@ from webhooks import sender, store
 
 logger = logging.getLogger("webhooks")
 
-DEFAULT_LEASE = timedelta(seconds=90)
+DEFAULT_LEASE = timedelta(seconds=15)
 RECORD_WINDOW = 0.005  # seconds: attempts finishing this close together share a transaction
 
 
@@ -58,11 +64,11 @@ class Dispatcher:
         endpoint_backlog: int = 4,
         lease: timedelta = DEFAULT_LEASE,
     ) -> None:
-        # A claimed delivery may wait for ``endpoint_backlog`` rounds of attempts to its
-        # endpoint before its own: the lease must outlast all of them, with a margin.
-        longest = config.webhook_timeout_seconds * (endpoint_backlog + 1) * 1.25
-        if lease.total_seconds() < longest:
-            raise ValueError(f"the lease must be at least {longest:g} s with these settings")
+        # Leases are renewed every third of their length while held, so a claimed delivery
+        # may wait for its endpoint as long as it takes; a short lease is what lets another
+        # worker send what a dead one held soon (within a lease and a poll).
+        if lease < timedelta(seconds=3):
+            raise ValueError("the lease must be at least 3 s")
         self.db = db
         self.config = config
         self.client = client
@@ -85,6 +91,10 @@ class Dispatcher:
         self._recorder: asyncio.Task[None] | None = None  # held so it is not collected
         self._recording = False
         self._slots: dict[str, asyncio.Semaphore] = {}
+        # Claims held (claimed, not yet recorded) → their lease as now renewed; renewals and
+        # recordings take turns (``_lease_turn``) so that a record never carries a stale lease.
+        self._leases: dict[str, datetime] = {}
+        self._lease_turn = asyncio.Lock()
         self._tick_task: asyncio.Task[Any] | None = None
         self._again = False
         self._starved = False
@@ -159,6 +169,7 @@ class Dispatcher:
                         excess.append(claim)
                         continue
                     self._held[claim.endpoint_id] += 1
+                    self._leases[claim.id] = claim.lease_until
                     self._spawn(self._deliver(claim))
                 if excess:
                     await self.db.run(store.release, claims=excess)
@@ -198,6 +209,7 @@ class Dispatcher:
                     return  # its lease runs out and it is sent again
             await self._finish(claim, result)
         finally:
+            self._leases.pop(claim.id, None)
             self._held[endpoint] -= 1
             if self._held[endpoint] <= 0:
                 del self._held[endpoint]
@@ -249,13 +261,15 @@ class Dispatcher:
             while self._to_record:
                 batch, self._to_record = self._to_record, []
                 try:
-                    outcomes = await self.db.run(
-                        store.record_attempts,
-                        items=[(claim, result) for claim, result, _ in batch],
-                        now=self.now(),
-                        schedule=self.config.webhook_retry_schedule,
-                        rng=self.rng,
-                    )
+                    async with self._lease_turn:  # the leases as renewed last
+                        items = [(self._renewed(claim), result) for claim, result, _ in batch]
+                        outcomes = await self.db.run(
+                            store.record_attempts,
+                            items=items,
+                            now=self.now(),
+                            schedule=self.config.webhook_retry_schedule,
+                            rng=self.rng,
+                        )
                 except Exception as exc:
                     for _, _, done in batch:
                         if not done.done():
@@ -267,6 +281,40 @@ class Dispatcher:
         finally:
             self._recording = False
             self._recorder = None
+
+    # -----------------------------------------------------------------------------------------
+    # Leases
+
+    @property
+    def renew_every(self) -> float:
+        """Seconds between lease renewals: a third of a lease."""
+        return self.lease.total_seconds() / 3
+
+    def _renewed(self, claim: store.Claim) -> store.Claim:
+        lease_until = self._leases.get(claim.id, claim.lease_until)
+        if lease_until == claim.lease_until:
+            return claim
+        return dataclasses.replace(claim, lease_until=lease_until)
+
+    async def renew(self) -> int:
+        """Extend the lease of every delivery held (waiting for its endpoint, being sent, or
+        waiting to be recorded) by a whole lease from now; how many were renewed. The scheduler
+        runs it every third of a lease (``renew_every``), also while closing. A worker that
+        dies stops renewing: what it held is due again within one lease."""
+        async with self._lease_turn:
+            held = dict(self._leases)
+            if not held:
+                return 0
+            try:
+                lease_until = self.now() + self.lease
+                renewed = await self.db.run(store.renew, held=held, lease_until=lease_until)
+            except Exception:
+                logger.exception("renewing webhook leases failed; trying again shortly")
+                return 0
+            for delivery_id in renewed:
+                if delivery_id in self._leases:
+                    self._leases[delivery_id] = lease_until
+        return len(renewed)
 
     # -----------------------------------------------------------------------------------------
     # Draining and stopping

@@ -1,11 +1,13 @@
 """The delivery job: an APScheduler interval job running ``Dispatcher.tick``.
 
 ``serve`` enters ``delivery_job`` in the app's lifespan (unless ``--no-webhooks``);
-``calendar-service worker`` runs it alone (``run_worker``). The same scheduler runs the hourly
-housekeeping job (call history and idempotency retention). The job polls every
-``poll_interval`` seconds (to pick up retries that fell due, expired leases and changes made by
-other processes) and is also run at once whenever this process commits a change that queued a
-delivery: ``Database.on_outbox_commit`` points at ``Dispatcher.wake``.
+``calendar-service worker`` runs it alone (``run_worker``). The same scheduler renews the leases
+of the deliveries this worker holds (every third of a lease, ``Dispatcher.renew``) and runs the
+hourly housekeeping job (call history and idempotency retention). The job polls every
+``poll_interval`` seconds (to pick up retries that fell due and expired leases) and is also run at
+once whenever this process commits a change that queued a delivery (``Database.on_outbox_commit``
+points at ``Dispatcher.wake``) and, on PostgreSQL, whenever any process on any host does
+(``listener``: ``LISTEN/NOTIFY``; polling is the fallback when that connection is lost).
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from calendar_service.db import Database
 from calendar_service.maintenance import purge_expired
 from calendar_service.timeutil import utcnow
 from webhooks.dispatcher import Dispatcher
+from webhooks.listener import listen
 from webhooks.transport import make_client
 
 JOB_ID = "webhook-deliveries"
 HOUSEKEEPING_JOB_ID = "housekeeping"
+RENEW_JOB_ID = "webhook-leases"
 DEFAULT_POLL_SECONDS = 1.0
 HOUSEKEEPING_INTERVAL = timedelta(hours=1)
 
@@ -63,6 +67,15 @@ async def delivery_job(
     )
     dispatcher.kick = lambda: job.modify(next_run_time=datetime.now(UTC))
     scheduler.add_job(
+        dispatcher.renew,
+        "interval",
+        seconds=dispatcher.renew_every,
+        id=RENEW_JOB_ID,
+        coalesce=True,
+        max_instances=1,
+        misfire_grace_time=None,
+    )
+    scheduler.add_job(
         housekeeping,
         "interval",
         seconds=HOUSEKEEPING_INTERVAL.total_seconds(),
@@ -75,9 +88,18 @@ async def delivery_job(
     previous_hook = db.on_outbox_commit
     db.on_outbox_commit = dispatcher.wake
     scheduler.start()
+    listener: asyncio.Task[None] | None = None
+    if not config.is_sqlite:  # commits on other processes and hosts wake this one too
+        listener = asyncio.get_running_loop().create_task(
+            listen(config.database_url, dispatcher.wake)
+        )
     try:
         yield dispatcher
     finally:
+        if listener is not None:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await listener
         db.on_outbox_commit = previous_hook
         await dispatcher.close(grace=config.webhook_timeout_seconds + 5)
         scheduler.shutdown(wait=False)

@@ -1,11 +1,13 @@
 """The delivery state machine in SQL: claim due deliveries, record each attempt.
 
 Claiming takes a *lease*: ``lease_until`` is set in the future and the row is skipped by other
-workers until it passes, so a worker killed mid-send strands nothing (another worker re-sends
-with the same ``webhook-id`` once the lease expires). On PostgreSQL the claim locks the rows it
-picks with ``FOR UPDATE SKIP LOCKED``, so concurrent workers never pick the same row; on SQLite
-the single writer does the same job. The lease value is also the claim's token: an outcome is
-written only while the row still carries it.
+workers until it passes; the worker renews it (``renew``) while it holds the delivery, so a
+short lease (15 s) never runs out under a slow receiver, and a worker killed mid-send strands
+nothing for long (another worker re-sends with the same ``webhook-id`` once the lease expires:
+at least once, and twice only for a delivery in flight when its worker died). On PostgreSQL
+the claim locks the rows it picks with ``FOR UPDATE SKIP LOCKED``, so concurrent workers never
+pick the same row; on SQLite the single writer does the same job. The lease value is also the
+claim's token: an outcome is written only while the row still carries it (``renew`` moves both).
 
 Retries follow the configured schedule with ±10 % jitter; ``Retry-After`` is honoured up to the
 schedule's longest delay; 410 disables the endpoint; a delivery whose endpoint failed through
@@ -146,6 +148,22 @@ def release(conn: Connection, *, claims: Sequence[Claim]) -> None:
             )
             .values(lease_until=None)
         )
+
+
+def renew(conn: Connection, *, held: dict[str, datetime], lease_until: datetime) -> list[str]:
+    """Move the leases of the deliveries in ``held`` (id → the lease this worker holds) to
+    ``lease_until``; the ids renewed (a lease that has passed and been taken by another worker
+    is not: that worker holds the delivery now)."""
+    renewed: list[str] = []
+    for current in set(held.values()):
+        ids = [i for i, lease in held.items() if lease == current]
+        renewed += conn.execute(
+            update(deliveries_t)
+            .where(deliveries_t.c.id.in_(ids), deliveries_t.c.lease_until == current)
+            .values(lease_until=lease_until)
+            .returning(deliveries_t.c.id)
+        ).scalars()
+    return renewed
 
 
 def next_delay(

@@ -175,8 +175,9 @@ def worker(
         float,
         typer.Option(
             min=0.05,
-            help="Seconds between looks for new and due deliveries (changes committed by the "
-            "servers reach the worker this way).",
+            help="Seconds between looks for new and due deliveries (on SQLite, changes "
+            "committed by the servers reach the worker this way; on PostgreSQL they wake it "
+            "at once, and the poll is the fallback).",
         ),
     ] = 0.25,
     log_level: Annotated[str, typer.Option(help="Log level.")] = "info",

@@ -55,7 +55,21 @@ def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
     freetime = summary["freetime"]  # findFreeTime beside the list on the same database
     for kind in ("freetime", "list"):
         assert freetime[kind]["errors"] == 0 and freetime[kind]["rps"] > 0, freetime
+    limiter = summary["ratelimit"]["sqlite"]  # the list, shared limiter against in memory
+    for who in ("shared", "local"):
+        assert limiter[who]["errors"] == 0 and limiter[who]["rps"] > 0, limiter
     assert (tmp_path / "performance.png").exists()
+
+
+def test_the_webhook_benchmark_measures_one_process_and_a_worker_in_another(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "webhooks.json"
+    run_bench("bench.webhooks", "--samples", "5", "--count", "20", "--json", str(out))
+    figures = json.loads(out.read_text())
+    assert figures["throughput"]["deliveries"] == 20
+    for latency in (figures["latency"], figures["cross_process_latency"]):
+        assert latency["samples"] == 5 and latency["p50_ms"] > 0
 
 
 def test_the_in_process_driver_serves_ours_and_the_minimum_without_errors() -> None:

@@ -237,7 +237,25 @@ async def test_a_refused_key_spends_no_budget(db: Database, keyed: Keyed) -> Non
     for _ in range(3):
         with pytest.raises(RevokedKey):
             await perform(db, secret, list_op, limiter=limiter)
-    assert limiter.take(key_id, time.monotonic()).remaining == 0  # still its one request
+    assert db.call(limiter.spend, key_id=key_id, now=time.time()).remaining == 0  # still its one
+
+
+async def test_a_call_that_fails_still_spends_the_budget_it_leased(
+    db: Database, keyed: Keyed
+) -> None:
+    _, key_id, secret = keyed
+    limiter = RateLimiter(1, 3600)  # every request leases its one token from the database
+
+    def missing(conn: Connection, principal: Principal) -> tuple[int, Any]:
+        raise NotFound("event")
+
+    with pytest.raises(NotFound):
+        await perform(db, secret, missing, limiter=limiter)
+    # Another process (a limiter of its own) finds the budget spent: the lease was committed
+    # in a transaction of its own, not rolled back with the failed call.
+    with pytest.raises(RateLimited):
+        await perform(db, secret, list_op, limiter=RateLimiter(1, 3600))
+    assert await statuses(db, key_id) == [429, 404]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import random
 from datetime import UTC, datetime, timedelta
+
+import httpx
 
 from calendar_service import events, outbox, webhook_config
 from calendar_service.db import Database
@@ -202,3 +206,72 @@ def test_a_batch_of_attempts_is_recorded_in_one_go_and_a_410_among_them_disables
     # The retrying one is failed too: a disabled endpoint gets nothing more.
     assert [by_id[c.id]["status"] for c in claims] == ["succeeded", "failed", "failed"]
     assert [by_id[c.id]["lastStatusCode"] for c in claims] == [204, 503, 410]
+
+
+def test_a_renewed_lease_keeps_the_delivery_from_other_workers_and_its_record_counts(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    owner, now = due_deliveries(quiet_db, plain_receiver.url())
+    lease = timedelta(seconds=15)
+    [claim] = quiet_db.call(store.claim_due, now=now, limit=10, lease=lease)
+    renewed_until = now + timedelta(seconds=10) + lease
+    renewed = quiet_db.call(
+        store.renew, held={claim.id: claim.lease_until}, lease_until=renewed_until
+    )
+    assert renewed == [claim.id]
+    after_first_lease = now + lease + timedelta(seconds=1)
+    assert quiet_db.call(store.claim_due, now=after_first_lease, limit=10, lease=lease) == []
+    held = dataclasses.replace(claim, lease_until=renewed_until)
+    ok = AttemptResult(at=after_first_lease, duration_ms=1.0, status_code=204)
+    [outcome] = record(quiet_db, (held, ok), now=after_first_lease)
+    assert outcome.status == "succeeded"
+    assert delivery(quiet_db, owner, claim.id)["status"] == "succeeded"
+
+
+def test_a_lease_taken_over_by_another_worker_is_not_renewed(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    _, now = due_deliveries(quiet_db, plain_receiver.url())
+    lease = timedelta(seconds=15)
+    [old] = quiet_db.call(store.claim_due, now=now, limit=10, lease=lease)
+    later = now + lease + timedelta(seconds=1)
+    [new] = quiet_db.call(store.claim_due, now=later, limit=10, lease=lease)
+    assert (
+        quiet_db.call(store.renew, held={old.id: old.lease_until}, lease_until=later + lease) == []
+    )
+    [again] = quiet_db.call(
+        store.claim_due, now=new.lease_until + timedelta(seconds=1), limit=10, lease=lease
+    )
+    assert again.id == old.id  # the new holder's lease stood (and ran out, unrenewed)
+
+
+async def test_a_worker_renews_the_lease_of_a_delivery_it_is_still_sending(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    owner, start = due_deliveries(quiet_db, plain_receiver.url())
+    lease = timedelta(seconds=15)
+    clock = [start]
+    answered = asyncio.Event()
+    asked = asyncio.Event()
+
+    async def held_up(request: httpx.Request) -> None:  # the request waits to be let go
+        asked.set()
+        await answered.wait()
+
+    client = make_client()
+    client.event_hooks["request"] = [held_up]
+    worker = Dispatcher(quiet_db, quiet_db.config, client, now=lambda: clock[0], lease=lease)
+    assert worker.renew_every == 5.0
+    assert await worker.tick() == 1
+    await asyncio.wait_for(asked.wait(), timeout=10)
+    for seconds in (5, 10, 15, 20):  # renewed every 5 s: the lease never runs out
+        clock[0] = start + timedelta(seconds=seconds)
+        assert await worker.renew() == 1
+        due = await quiet_db.run(store.claim_due, now=clock[0], limit=10, lease=lease)
+        assert due == []
+    clock[0] = start + timedelta(seconds=30)  # past the first lease by far
+    answered.set()
+    await worker.close()
+    await client.aclose()
+    found = delivery(quiet_db, owner, deliveries(quiet_db, owner)[0]["id"])
+    assert found["status"] == "succeeded" and found["attempts"] == 1

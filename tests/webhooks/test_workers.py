@@ -9,6 +9,7 @@ from collections import Counter
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from calendar_service import events
 from calendar_service.db import Database
@@ -97,3 +98,49 @@ def test_two_workers_draining_one_outbox_deliver_each_message_exactly_once(
     ids = Counter(r.headers["webhook-id"] for r in plain_receiver.received(url))
     assert len(ids) == count and set(ids.values()) == {1}
     assert sent["first"] > 0 and sent["second"] > 0 and sum(sent.values()) == count
+
+
+def listener_pids(db: Database) -> list[int]:
+    """The server processes of the workers' LISTEN connections on ``db``'s database."""
+    return db.call(
+        lambda conn: list(
+            conn.execute(
+                text(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid() AND query LIKE 'LISTEN %'"
+                )
+            ).scalars()
+        )
+    )
+
+
+@pytest.mark.skipif(not POSTGRES_ADMIN_URL, reason="LISTEN/NOTIFY is PostgreSQL's")
+def test_a_commit_in_another_process_wakes_the_worker_at_once_and_after_a_lost_connection(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    owner = make_owner(quiet_db)
+    url = plain_receiver.url()
+    set_webhook(quiet_db, owner, url)
+    writer = Database(quiet_db.config)  # its own engine, no wake-up hook: as another process
+    try:
+        with running_job(quiet_db.config, quiet_db, poll_interval=60):
+            wait_for(lambda: listener_pids(writer), what="the worker to LISTEN")
+            for round_ in range(2):
+                seen = len(plain_receiver.received(url))
+                add_events(writer, owner.id, 1)
+                # Well before the next poll (a minute away): woken by the NOTIFY.
+                wait_for(lambda s=seen: plain_receiver.received(url)[s:], timeout=10, what="it")
+                if round_ == 0:  # the LISTEN connection is cut: the worker connects again
+                    [pid] = listener_pids(writer)
+                    writer.call(
+                        lambda conn, p=pid: conn.execute(
+                            text("SELECT pg_terminate_backend(:pid)"), {"pid": p}
+                        )
+                    )
+                    wait_for(
+                        lambda p=pid: (pids := listener_pids(writer)) and p not in pids,
+                        timeout=10,
+                        what="the worker to LISTEN again",
+                    )
+    finally:
+        writer.close()
