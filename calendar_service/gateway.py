@@ -118,7 +118,8 @@ def perform(
     transaction is given up before it writes anything, the allowance is leased from the shared
     budget in a transaction of its own (so that it counts even if the request then fails),
     spending the request's token (or answering its refusal), and the request starts again
-    with it."""
+    with it. The request that the limiter asks to lease ahead (``RateState.refill``) does so
+    after its own work, in a transaction of its own, so that others rarely start again."""
     options: dict[str, Any] = dict(
         secret=secret,
         principal=principal,
@@ -131,12 +132,16 @@ def perform(
         limiter=limiter,
     )
     try:
-        return _perform(conn, spent=None, **options)
+        outcome = _perform(conn, spent=None, **options)
     except LeaseNeeded as needed:
         assert limiter is not None  # only the limiter raises it
         with atomic(conn):
             spent = limiter.lease(conn, key_id=needed.key_id, now=time.time())
-    return _perform(conn, spent=spent, **options)
+        return _perform(conn, spent=spent, **options)
+    if outcome.rate is not None and outcome.rate.refill and limiter is not None:
+        with atomic(conn):  # the next batch, before the allowance runs out
+            limiter.lease_ahead(conn, key_id=outcome.principal.key_id, now=time.time())
+    return outcome
 
 
 def _perform(

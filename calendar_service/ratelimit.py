@@ -8,16 +8,17 @@ allowance is used up does it lease again. A bucket that has no whole token left 
 key, and the process remembers until when (``blocked_until``), so a key hammering at its
 limit costs the database one lease per process per token refilled, not one per request.
 
-Error bound: tokens are taken from the shared bucket before they are spent, so the shared
-count is never behind; but a process may still hold up to ``batch`` leased tokens when the
-bucket has refilled in the meantime. Over any interval of T seconds one key is therefore
-served at most ``limit + T * limit / period + processes * batch`` requests (one process:
-the plain token bucket's ``limit + T * rate``, plus at most ``batch``). ``batch`` is 1 for
-limits under 200 requests per period (exact), else ``limit // 100`` capped at 100 (1 % of the
-budget per process). Tokens leased but not spent before a process stops are lost to the key
-(the budget errs on the side of refusing). The clock is the wall clock (Unix time) of each
-host: hosts must keep it in step (NTP); a host whose clock runs behind refills nothing until
-the bucket's time is reached (never more than the limit).
+Error bound: tokens are taken from the shared bucket before they are spent, so the shared count
+is never behind; but a process may still hold up to ``held`` leased tokens when the bucket has
+refilled in the meantime. Over any interval of T seconds one key is therefore served at most
+``limit + T * limit / period + processes * held`` requests, ``held`` being the most a process
+holds at once (``most_held``: ``batch``, plus the ``batch // 4`` it may still have when it
+leases ahead, below). ``batch`` is 1 for limits under 200 requests per period (exact), else
+``limit // 100`` capped at 100 (1 % of the budget per process). Tokens leased but not spent
+before a process stops are lost to the key (the budget errs on the side of refusing). The clock
+is the wall clock (Unix time) of each host: hosts must keep it in step (NTP); a host whose
+clock runs behind refills nothing until the bucket's time is reached (never more than the
+limit).
 
 On SQLite a lease joins the event loop's group commit; in the rare group that is rolled back
 (a request failing after it wrote) the lease is undone while the process keeps its tokens: one
@@ -26,11 +27,17 @@ batch more per such rollback.
 ``RateLimit-Remaining`` counts this process's allowance plus what the bucket held at the last
 lease, refilled since: exact with one process, an estimate with several.
 
-``take`` is local and never touches the database: when the allowance is empty it raises
-``LeaseNeeded``; the caller then runs ``lease`` in a transaction of its own (so that the lease
-counts even when the request it was for fails and is rolled back), which spends the request's
-token from the new allowance, or answers the refusal (``spend`` does both in the caller's
-transaction, for callers without one of their own).
+``take`` is local and never touches the database. When the allowance falls to ``batch // 4``
+tokens, the one request that finds it so is told to *lease ahead* (``RateState.refill``): once
+its own work is done, it leases the next batch (``lease_ahead``, a transaction of its own), so
+that the other requests in flight keep finding tokens. Only when the allowance is empty all
+the same does ``take`` raise ``LeaseNeeded``: the caller then gives up its transaction, runs
+``lease`` in a transaction of its own (so that the lease counts even when the request it was
+for fails and is rolled back), which spends the request's token from the new allowance, or
+answers the refusal, and starts again (``spend`` does both in the caller's transaction, for
+callers without one of their own). Without leasing ahead, every request in flight when the
+allowance ran out started again: on PostgreSQL, with a thread per request, that cost the list
+17 % of its requests per second.
 """
 
 from __future__ import annotations
@@ -50,11 +57,18 @@ from calendar_service.models import rate_buckets_t
 
 IDLE_SECONDS = 86_400.0  # a bucket untouched this long is full whatever the period (≤ a day)
 MAX_BATCH = 100
+REFILL_RETRY = 1.0  # seconds after which a lease ahead that never came is asked for again
 
 
 def default_batch(limit: int) -> int:
     """Tokens a process leases at a time: exact (1) under 200 a period, else 1 % (≤ 100)."""
     return max(1, min(MAX_BATCH, limit // 100))
+
+
+def most_held(batch: int) -> int:
+    """The most tokens a process holds at once: a batch, leased ahead while it still held
+    ``batch // 4``."""
+    return batch + batch // 4
 
 
 @dataclass(slots=True)
@@ -63,6 +77,7 @@ class RateState:
     remaining: int
     reset_seconds: int
     period: int
+    refill: bool = False  # the caller should lease ahead once its work is done
 
     def headers(self) -> dict[str, str]:
         return {
@@ -87,6 +102,7 @@ class _Allowance:
     bucket: float = 0.0  # what the shared bucket held after our last lease …
     seen_at: float = 0.0  # … at this time
     blocked_until: float = 0.0  # no whole token in the bucket before then
+    refill_asked: float = 0.0  # when a request was told to lease ahead (0: none pending)
 
 
 class RateLimiter:
@@ -96,6 +112,7 @@ class RateLimiter:
         self.limit = limit
         self.period = period
         self.batch = default_batch(limit) if batch is None else max(1, min(batch, limit))
+        self.ahead = self.batch // 4  # lease ahead when the allowance falls to this
         self._rate = limit / period
         self._local: dict[str, _Allowance] = {}
         self._leasing: dict[str, threading.Lock] = {}
@@ -113,7 +130,25 @@ class RateLimiter:
                     raise self._refusal(allowance, now)
                 raise LeaseNeeded(key_id)
             allowance.tokens -= 1
-            return self._state(allowance, now)
+            state = self._state(allowance, now)
+            if allowance.tokens <= self.ahead and now - allowance.refill_asked > REFILL_RETRY:
+                allowance.refill_asked = now  # one request at a time is asked
+                state.refill = True
+            return state
+
+    def lease_ahead(self, conn: Connection, *, key_id: str, now: float) -> None:
+        """Lease the next batch for ``key_id`` before the allowance runs out (asked of one
+        request by ``take``: ``RateState.refill``), in the caller's transaction; nothing when
+        the allowance was refilled meanwhile."""
+        with self._lock:
+            leasing = self._leasing.setdefault(key_id, threading.Lock())
+        with leasing:
+            with self._lock:
+                allowance = self._local.get(key_id)
+                if allowance is None or allowance.tokens > self.ahead:
+                    return
+            granted, left = self._lease(conn, key_id, now)
+            self.grant(key_id, granted, bucket=left, now=now)
 
     def lease(self, conn: Connection, *, key_id: str, now: float) -> RateState | RateLimited:
         """Take up to ``batch`` tokens from ``key_id``'s shared bucket into the allowance, in
@@ -160,6 +195,7 @@ class RateLimiter:
             allowance.bucket, allowance.seen_at = bucket, now
             wait = max((1.0 - bucket) / self._rate, 1e-3)
             allowance.blocked_until = 0.0 if tokens else now + wait
+            allowance.refill_asked = 0.0
             if len(self._local) > 100_000:  # bound memory: forget idle keys' allowances
                 self._local = {k: a for k, a in self._local.items() if a.tokens > 0}
                 self._leasing = {k: v for k, v in self._leasing.items() if k in self._local}

@@ -27,7 +27,7 @@ from calendar_service.errors import (
 )
 from calendar_service.gateway import CallContext, Outcome
 from calendar_service.keys import Principal
-from calendar_service.models import EventCreate, calls_t
+from calendar_service.models import EventCreate, calls_t, rate_buckets_t
 from calendar_service.ratelimit import RateLimiter
 from calendar_service.timeutil import utcnow
 from tests.support import Factory, Owner, call_context
@@ -256,6 +256,33 @@ async def test_a_call_that_fails_still_spends_the_budget_it_leased(
     with pytest.raises(RateLimited):
         await perform(db, secret, list_op, limiter=RateLimiter(1, 3600))
     assert await statuses(db, key_id) == [429, 404]
+
+
+async def test_the_next_batch_is_leased_ahead_so_that_no_request_runs_twice(
+    db: Database, keyed: Keyed
+) -> None:
+    _, _, secret = keyed
+    # 100 tokens a lease, the next one ahead at 25 left; a token back every 4.3 s.
+    limiter = RateLimiter(20_000, 86_400)
+    runs = 0
+
+    def counted(conn: Connection, principal: Principal) -> tuple[int, Any]:
+        nonlocal runs
+        runs += 1
+        return list_op(conn, principal)
+
+    for _ in range(250):
+        await perform(db, secret, counted, limiter=limiter)
+    # The first request leased (before its operation ran); every later batch came ahead of
+    # need, so no request gave up its transaction to lease and ran again.
+    assert runs == 250
+    leased = db.call(
+        lambda conn: conn.execute(
+            select(rate_buckets_t.c.tokens).where(rate_buckets_t.c.key_id == keyed.key_id)
+        ).scalar_one()
+    )
+    # The first and two ahead (at 75 and 175 requests), less what refilled meanwhile.
+    assert 299 < 20_000 - leased <= 300
 
 
 # ---------------------------------------------------------------------------------------------

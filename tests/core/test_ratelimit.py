@@ -19,7 +19,13 @@ from calendar_service.errors import RateLimited
 from calendar_service.ids import new_id
 from calendar_service.maintenance import purge_expired
 from calendar_service.models import rate_buckets_t
-from calendar_service.ratelimit import IDLE_SECONDS, LeaseNeeded, RateLimiter, RateState
+from calendar_service.ratelimit import (
+    IDLE_SECONDS,
+    LeaseNeeded,
+    RateLimiter,
+    RateState,
+    most_held,
+)
 
 T0 = 1_000_000.0  # a Unix time; only differences matter
 
@@ -222,3 +228,68 @@ def test_a_lease_that_finds_no_whole_token_answers_the_refusal(db: Database, key
     assert isinstance(db.call(limiter.lease, key_id=key, now=T0), RateState)
     refused = db.call(limiter.lease, key_id=key, now=T0 + 30)
     assert isinstance(refused, RateLimited) and refused.retry_after == 30
+
+
+def test_one_request_at_the_low_mark_is_asked_to_lease_ahead_and_the_allowance_never_runs_dry(
+    db: Database, key: str
+) -> None:
+    limiter = RateLimiter(10**6, 60)  # leased 100 at a time, ahead at 25 left
+    assert (limiter.batch, limiter.ahead, most_held(limiter.batch)) == (100, 25, 125)
+    db.call(limiter.spend, key_id=key, now=T0)  # the first lease: 99 left
+    asked = []
+    for i in range(500):
+        state = limiter.take(key, T0)  # never LeaseNeeded: each batch comes ahead of need
+        if state.refill:
+            asked.append(i)
+            # A request in flight at the same time finds the lease pending: not asked again.
+            assert not limiter.take(key, T0).refill
+            db.call(limiter.lease_ahead, key_id=key, now=T0)
+    # Each lease ahead came with 25 or fewer left (the second take above spent one more).
+    assert len(asked) == 5
+    assert bucket_tokens(db, key) == 10**6 - 600
+
+
+def test_a_lease_ahead_that_finds_the_allowance_refilled_leases_nothing(
+    db: Database, key: str
+) -> None:
+    limiter = RateLimiter(10**6, 60)
+    db.call(limiter.spend, key_id=key, now=T0)
+    while not limiter.take(key, T0).refill:
+        pass
+    db.call(limiter.lease_ahead, key_id=key, now=T0)
+    db.call(limiter.lease_ahead, key_id=key, now=T0)  # the first one refilled it
+    assert bucket_tokens(db, key) == 10**6 - 200
+
+
+def test_a_lease_ahead_that_never_came_is_asked_of_another_request_a_second_later(
+    db: Database, key: str
+) -> None:
+    limiter = RateLimiter(10**6, 60)
+    db.call(limiter.spend, key_id=key, now=T0)
+    while not limiter.take(key, T0).refill:  # the request asked fails: it never leases
+        pass
+    assert not limiter.take(key, T0 + 0.5).refill
+    assert limiter.take(key, T0 + 1.5).refill
+
+
+def test_processes_leasing_ahead_exceed_the_budget_by_at_most_what_each_holds(
+    db: Database, key: str
+) -> None:
+    limiters = [RateLimiter(800, 100) for _ in range(3)]  # 8 a second, 8 at a time, ahead at 2
+    served = 0
+    for step in range(1600):  # 40 s, each process asking 13 times a second in turn
+        now, limiter = T0 + step * 0.025, limiters[step % 3]
+        try:
+            state = limiter.take(key, now)
+        except LeaseNeeded:
+            if isinstance(db.call(limiter.lease, key_id=key, now=now), RateLimited):
+                continue
+        except RateLimited:
+            continue
+        else:
+            if state.refill:
+                db.call(limiter.lease_ahead, key_id=key, now=now)
+        served += 1
+    held = most_held(limiters[0].batch)
+    assert served <= 800 + 8 * 40 + 3 * held
+    assert served >= 800 + 8 * 40 - 3 * held
