@@ -304,22 +304,19 @@ def authorize(row: KeyRow, *, now: datetime) -> Principal:
     )
 
 
-def create_key(
+def grant_errors(
     conn: Connection,
     *,
     user_id: str,
-    name: str,
     permission: str,
     expires_at: datetime,
     calendar_id: str | None,
     now: datetime,
-) -> tuple[dict[str, Any], str]:
-    """Issue a key. Returns its public record and the secret (shown once, never stored)."""
-    name = (name or "").strip()
+) -> list[FieldError]:
+    """What is wrong with what the owner ``user_id`` grants a key or a connected app
+    (``oauth.approve``): the permission, the expiry, the one calendar (theirs) or all."""
     bad_id = check_text("calendarId", calendar_id)
-    errors = check_text("name", name) + bad_id
-    if not 1 <= len(name) <= 200:
-        errors.append(FieldError("name", "must be 1 to 200 characters"))
+    errors = list(bad_id)
     if permission not in PERMISSIONS:
         errors.append(FieldError("permission", "must be 'read', 'write' or 'freebusy'"))
     if expires_at <= now:
@@ -332,6 +329,32 @@ def create_key(
         ).first()
         if owned is None:
             errors.append(FieldError("calendarId", f"no calendar {calendar_id!r} of this owner"))
+    return errors
+
+
+def create_key(
+    conn: Connection,
+    *,
+    user_id: str,
+    name: str,
+    permission: str,
+    expires_at: datetime,
+    calendar_id: str | None,
+    now: datetime,
+) -> tuple[dict[str, Any], str]:
+    """Issue a key. Returns its public record and the secret (shown once, never stored)."""
+    name = (name or "").strip()
+    errors = check_text("name", name)
+    if not 1 <= len(name) <= 200:
+        errors.append(FieldError("name", "must be 1 to 200 characters"))
+    errors += grant_errors(
+        conn,
+        user_id=user_id,
+        permission=permission,
+        expires_at=expires_at,
+        calendar_id=calendar_id,
+        now=now,
+    )
     if errors:
         raise ValidationFailed(errors)
     secret = generate_secret()

@@ -24,7 +24,6 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from calendar_service.errors import (
     ExpiredKey,
-    FieldError,
     InvalidAccessToken,
     NotFound,
     RevokedKey,
@@ -32,15 +31,14 @@ from calendar_service.errors import (
 )
 from calendar_service.ids import new_id
 from calendar_service.keys import (
-    PERMISSIONS,
     Principal,
     authorize,
+    grant_errors,
     hash_secret,
     key_row_by_id,
     scopes_of,
 )
 from calendar_service.models import (
-    calendars_t,
     from_db,
     keys_t,
     oauth_authorizations_t,
@@ -240,19 +238,14 @@ def approve(
 ) -> str:
     """The owner allows the request: a code (single-use, short-lived) is issued. Returns the
     client's redirect URI with ``code``, ``state`` and ``iss`` (RFC 9207)."""
-    errors: list[FieldError] = []
-    if permission not in PERMISSIONS:
-        errors.append(FieldError("permission", "must be 'read', 'write' or 'freebusy'"))
-    if grant_expires_at <= now:
-        errors.append(FieldError("expiresAt", "must be in the future"))
-    if calendar_id is not None:
-        owned = conn.execute(
-            select(calendars_t.c.id).where(
-                calendars_t.c.user_id == user_id, calendars_t.c.id == calendar_id
-            )
-        ).first()
-        if owned is None:
-            errors.append(FieldError("calendarId", f"no calendar {calendar_id!r} of this owner"))
+    errors = grant_errors(
+        conn,
+        user_id=user_id,
+        permission=permission,
+        expires_at=grant_expires_at,
+        calendar_id=calendar_id,
+        now=now,
+    )
     if errors:
         raise ValidationFailed(errors)
     code = _new_secret(CODE_PREFIX)
