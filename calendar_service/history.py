@@ -42,6 +42,15 @@ _INSERT = Statement(
 )
 
 
+def client_columns(client_addr: str | None, user_agent: str | None) -> dict[str, str | None]:
+    """Who asked, as the histories store it (a key's calls, a feed's fetches): empty as
+    ``None``, cut to the columns' sizes."""
+    return {
+        "client_addr": (client_addr or None) and client_addr[:64],
+        "user_agent": (user_agent or None) and user_agent[:512],
+    }
+
+
 def record_call(conn: Connection, record: CallRecord) -> None:
     # Never a query string; a NUL (``%00`` in the URL, refused with a 400) stored as sent.
     path = record.path.split("?", 1)[0].replace("\x00", "%00")[:512]
@@ -56,8 +65,7 @@ def record_call(conn: Connection, record: CallRecord) -> None:
             "path": path,
             "status": record.status,
             "latency_ms": round(record.latency_ms, 3),
-            "client_addr": (record.client_addr or None) and record.client_addr[:64],
-            "user_agent": (record.user_agent or None) and record.user_agent[:512],
+            **client_columns(record.client_addr, record.user_agent),
             "request_id": record.request_id,
         },
     )

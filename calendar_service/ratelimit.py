@@ -140,24 +140,19 @@ class RateLimiter:
         """Lease the next batch for ``key_id`` before the allowance runs out (asked of one
         request by ``take``: ``RateState.refill``), in the caller's transaction; nothing when
         the allowance was refilled meanwhile."""
-        with self._lock:
-            leasing = self._leasing.setdefault(key_id, threading.Lock())
-        with leasing:
+        with self._leasing_of(key_id):
             with self._lock:
                 allowance = self._local.get(key_id)
                 if allowance is None or allowance.tokens > self.ahead:
                     return
-            granted, left = self._lease(conn, key_id, now)
-            self.grant(key_id, granted, bucket=left, now=now)
+            self._refill(conn, key_id, now)
 
     def lease(self, conn: Connection, *, key_id: str, now: float) -> RateState | RateLimited:
         """Take up to ``batch`` tokens from ``key_id``'s shared bucket into the allowance, in
         the caller's transaction (two statements at most: the second only when the bucket had
         fewer than ``batch`` whole tokens), and spend one of them for the caller: its state,
         or the refusal to raise when the bucket had no whole token."""
-        with self._lock:
-            leasing = self._leasing.setdefault(key_id, threading.Lock())
-        with leasing:  # one lease at a time per key in this process (PostgreSQL's threads)
+        with self._leasing_of(key_id):
             with self._lock:
                 allowance = self._local.get(key_id)
                 if allowance is not None and now < allowance.blocked_until:
@@ -165,14 +160,24 @@ class RateLimiter:
                 if allowance is not None and allowance.tokens > 0:  # leased meanwhile
                     allowance.tokens -= 1
                     return self._state(allowance, now)
-            granted, left = self._lease(conn, key_id, now)
-            self.grant(key_id, granted, bucket=left, now=now)
+            self._refill(conn, key_id, now)
             with self._lock:
                 allowance = self._local[key_id]
                 if allowance.tokens <= 0:
                     return self._refusal(allowance, now)
                 allowance.tokens -= 1
                 return self._state(allowance, now)
+
+    def _leasing_of(self, key_id: str) -> threading.Lock:
+        """The lock that lets one lease at a time for ``key_id`` in this process (PostgreSQL
+        runs requests on threads)."""
+        with self._lock:
+            return self._leasing.setdefault(key_id, threading.Lock())
+
+    def _refill(self, conn: Connection, key_id: str, now: float) -> None:
+        """Lease a batch from the shared bucket into ``key_id``'s allowance."""
+        granted, left = self._lease(conn, key_id, now)
+        self.grant(key_id, granted, bucket=left, now=now)
 
     def _lease(self, conn: Connection, key_id: str, now: float) -> tuple[int, float]:
         """The database's part: (tokens granted, what the bucket holds after)."""

@@ -22,6 +22,7 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 
 from calendar_service.calendars import CalendarRow, get_calendar_row
 from calendar_service.errors import FieldError, NotFound, ValidationFailed
+from calendar_service.history import client_columns
 from calendar_service.ical.export import FeedContent, read_calendar, version_of
 from calendar_service.ids import new_id, random_base62
 from calendar_service.inputs import check_text
@@ -203,8 +204,7 @@ def record_fetch(
             at=at,
             status=status,
             events=events,
-            client_addr=(client_addr or None) and client_addr[:64],
-            user_agent=(user_agent or None) and user_agent[:512],
+            **client_columns(client_addr, user_agent),
         )
     )
     if status < 400:
