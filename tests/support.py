@@ -72,9 +72,13 @@ def migrated_database(config: Config) -> Iterator[Database]:
 
 
 def wait_for(
-    predicate: Callable[[], T], *, timeout: float = 10.0, interval: float = 0.01, what: str = ""
+    predicate: Callable[[], T], *, timeout: float = 60.0, interval: float = 0.01, what: str = ""
 ) -> T:
-    """Poll ``predicate`` until it returns something truthy, or fail after ``timeout``."""
+    """Poll ``predicate`` until it returns something truthy, or fail after ``timeout``.
+
+    The bound is generous on purpose: a passing wait returns as soon as the condition holds, so
+    a long bound costs nothing on a quiet machine and keeps a loaded one (a busy 2-core CI
+    runner, several suites at once) from failing a test that would have passed."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -162,7 +166,7 @@ def run_server(
 
     thread = threading.Thread(target=serve, name=f"uvicorn-{port}", daemon=True)
     thread.start()
-    wait_for(lambda: server.started, timeout=20, what="uvicorn to start")
+    wait_for(lambda: server.started, timeout=60, what="uvicorn to start")
     try:
         yield RunningServer(f"{scheme}://127.0.0.1:{port}", "127.0.0.1", port, server, thread)
     finally:

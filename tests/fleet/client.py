@@ -99,7 +99,16 @@ async def main(cfg: dict[str, Any]) -> dict[str, Any]:
                 return False
             return all(a.status_code == 200 for a in answers) and server.started
 
-        await wait_until(services_up, timeout=90, what="the service hosts")
+        # Generous: four uvicorn processes and a worker import and migrate-check at once on
+        # what may be a loaded 2-core machine. The test fails at once, with the hosts' logs,
+        # if one of them exits meanwhile (test_fleet.read_line).
+        began = time.monotonic()
+        await wait_until(services_up, timeout=300, what="the service hosts")
+        print(
+            f"client: the service hosts answered after {time.monotonic() - began:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
         outcomes: list[dict[str, Any]] = []
 
         async def create(n: int) -> None:
@@ -127,7 +136,7 @@ async def main(cfg: dict[str, Any]) -> dict[str, Any]:
             async def holding() -> bool:
                 return receiver.holding[doomed] > 0
 
-            await wait_until(holding, timeout=20, what="a delivery in flight from the doomed host")
+            await wait_until(holding, timeout=120, what="a delivery in flight from the doomed host")
             print("midway", flush=True)
             line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
             assert line.strip() == "killed", line
@@ -167,7 +176,7 @@ async def main(cfg: dict[str, Any]) -> dict[str, Any]:
         row = await cur.fetchone()
         return row is not None and row[0] == 0
 
-    await wait_until(drained, timeout=60, what="every delivery to succeed")
+    await wait_until(drained, timeout=180, what="every delivery to succeed")
 
     async def column(query: str) -> list[Any]:
         return [row[0] for row in await (await db.execute(query)).fetchall()]

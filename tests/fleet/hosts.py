@@ -122,15 +122,16 @@ class Fleet:
         stdout: int | None = subprocess.DEVNULL,
         log: Path | None = None,
     ) -> subprocess.Popen[bytes]:
-        """``argv`` on ``host``, in a new session (its own process group), logging to ``log``."""
+        """``argv`` on ``host``, in a new session (its own process group), logging to ``log``
+        (standard error, and standard output unless it is a pipe)."""
         with contextlib.ExitStack() as stack:
-            out: Any = stdout if log is None else stack.enter_context(log.open("ab"))
+            out: Any = None if log is None else stack.enter_context(log.open("ab"))
             proc = subprocess.Popen(
                 self.command(host, argv, user=user),
                 env=env,
                 stdin=stdin,
-                stdout=out,
-                stderr=out if log is not None else None,
+                stdout=stdout if out is None or stdout == subprocess.PIPE else out,
+                stderr=out,
                 start_new_session=True,
             )
         self.processes.append(proc)

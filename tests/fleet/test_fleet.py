@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import subprocess
 import sys
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -137,7 +139,7 @@ def test_a_fleet_keeps_every_create_one_budget_and_every_webhook_through_a_host_
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            log=None,
+            log=logs / "client.log",
         )
         assert client.stdin is not None and client.stdout is not None
         settings = {
@@ -153,12 +155,13 @@ def test_a_fleet_keeps_every_create_one_budget_and_every_webhook_through_a_host_
         }
         client.stdin.write((json.dumps(settings) + "\n").encode())
         client.stdin.flush()
-        line = client.stdout.readline().decode().strip()
+        watched = [client, *services.values()]
+        line = read_line(client, watched, timeout=600, logs=logs)
         assert line == "midway", f"the client said {line!r}: {_tails(logs)}"
         fleet.kill(services["svc1"])  # SIGKILL: the uvicorn parent and both workers
         client.stdin.write(b"killed\n")
         client.stdin.flush()
-        answer = client.stdout.readline().decode()
+        answer = read_line(client, [client], timeout=600, logs=logs)
         assert client.wait(timeout=120) == 0, _tails(logs)
     result: dict[str, Any] = json.loads(answer)
     _check(result, killed_address=first.address)
@@ -212,6 +215,28 @@ def _check(result: dict[str, Any], *, killed_address: str) -> None:
         f"{len(held)} (of {len(kill['leased'])} leased), all sent again "
         f"{recovered - kill['at']:.1f} s after the kill"
     )
+
+
+def read_line(
+    proc: subprocess.Popen[bytes],
+    watched: list[subprocess.Popen[bytes]],
+    *,
+    timeout: float,
+    logs: Path,
+) -> str:
+    """The next line ``proc`` prints, waiting at most ``timeout`` (generous: a loaded machine is
+    slow, not broken); fails at once, with every host's log, if a watched process exits first."""
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        while not selector.select(timeout=0.5):
+            ended = [p.args for p in watched if p.poll() is not None]
+            if ended:
+                pytest.fail(f"exited before it was done: {ended}\n{_tails(logs)}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no answer from the client in {timeout} s\n{_tails(logs)}")
+    return proc.stdout.readline().decode().strip()
 
 
 def _tails(logs: Path) -> str:

@@ -21,7 +21,7 @@ def test_the_served_app_delivers_changes_through_its_own_delivery_job(
     created = api.post("/api/v1/calendar/events", json=body, headers=bearer(key))
     assert created.status_code == 201
 
-    [request] = wait_for(lambda: plain_receiver.received(url), timeout=5)
+    [request] = wait_for(lambda: plain_receiver.received(url), timeout=60)
     expected = hmac.new(secret.encode(), request.body, hashlib.sha256).hexdigest()
     assert request.headers["x-calendar-signature"] == f"v1={expected}"
     assert request.headers["user-agent"].startswith("calendar-service-webhooks/")

@@ -124,7 +124,7 @@ def test_a_commit_in_another_process_wakes_the_worker_at_once_and_after_a_lost_c
                 seen = len(plain_receiver.received(url))
                 add_events(writer, owner.id, 1)
                 # Well before the next poll (a minute away): woken by the NOTIFY.
-                wait_for(lambda s=seen: plain_receiver.received(url)[s:], timeout=10, what="it")
+                wait_for(lambda s=seen: plain_receiver.received(url)[s:], timeout=30, what="it")
                 if round_ == 0:  # the LISTEN connection is cut: the worker connects again
                     [pid] = listener_pids(writer)
                     writer.call(
@@ -134,7 +134,7 @@ def test_a_commit_in_another_process_wakes_the_worker_at_once_and_after_a_lost_c
                     )
                     wait_for(
                         lambda p=pid: (pids := listener_pids(writer)) and p not in pids,
-                        timeout=10,
+                        timeout=30,
                         what="the worker to LISTEN again",
                     )
     finally:
