@@ -163,10 +163,21 @@ class ExpiredKey(AuthError):
 
 
 class RevokedKey(AuthError):
-    code = "revoked_api_key"
+    """A revoked key, or a revoked grant of a connected app, saying who revoked it as far as
+    the service knows: ``owner`` (a key: only its owner revokes one), ``app`` (the app that
+    held the grant revoked it, RFC 7009), or ``grant`` (a grant the app did not revoke: its
+    owner did, or the service did when a used code or refresh token came back)."""
 
-    def __init__(self) -> None:
-        super().__init__("The API key has been revoked by its owner.")
+    code = "revoked_api_key"
+    _MESSAGES: ClassVar[dict[str, str]] = {
+        "owner": "The API key has been revoked by its owner.",
+        "app": "This access was revoked by the app that held it: authorize again to reconnect.",
+        "grant": "This access has been revoked by its owner, or by the service after a used "
+        "authorization code or refresh token was presented again: authorize again.",
+    }
+
+    def __init__(self, by: str = "owner") -> None:
+        super().__init__(self._MESSAGES[by])
 
 
 class InvalidAccessToken(AuthError):

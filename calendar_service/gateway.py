@@ -18,10 +18,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection
 
+from calendar_service import oauth
 from calendar_service.db.transactions import atomic
 from calendar_service.errors import CalendarError, RateLimited
 from calendar_service.history import CallRecord, record_call
@@ -60,12 +62,14 @@ class Outcome(Generic[T]):
     rate: RateState | None
 
 
-def _record(conn: Connection, ctx: CallContext, key_id: str, status: int) -> None:
+def _record(
+    conn: Connection, ctx: CallContext, key_id: str, status: int, at: datetime | None = None
+) -> None:
     record_call(
         conn,
         CallRecord(
             key_id=key_id,
-            at=utcnow(),
+            at=utcnow() if at is None else at,
             transport=ctx.transport,
             operation=ctx.operation,
             method=ctx.method,
@@ -230,6 +234,17 @@ def refuse_known(conn: Connection, *, key_id: str, ctx: CallContext, status: int
         _record(conn, ctx, key_id, status)
 
 
+def revoke_by_app(conn: Connection, *, key_id: str, ctx: CallContext) -> None:
+    """RFC 7009: a connected app revokes its own grant ``key_id`` (a token of it, and so the
+    grant). The request is in the grant's history, at the time the grant ended: its owner sees
+    when the app disconnected, and the grant's later refusals say the app revoked it
+    (``oauth.revoked_by_app``). Answered 200 either way, as RFC 7009 asks."""
+    now = utcnow()
+    with atomic(conn):
+        oauth.revoke_grant(conn, key_id=key_id, now=now)
+        _record(conn, ctx, key_id, 200, at=now)
+
+
 def authenticate(conn: Connection, *, secret: str | None) -> Principal:
     """Verify a key without recording a call (MCP's transport-level check)."""
     return authorize(identify(conn, secret=secret), now=utcnow())
@@ -243,4 +258,5 @@ __all__ = [
     "perform",
     "refuse",
     "refuse_known",
+    "revoke_by_app",
 ]

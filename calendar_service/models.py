@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonDict
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -36,6 +37,7 @@ from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
 from calendar_service.recurrence import MAX_LINE
+from calendar_service.schema_patterns import TOOL_DATE_OR_DATE_TIME_PATTERN
 from calendar_service.timeutil import RANGE_TEXT, from_utc_text, utc_text
 
 TITLE_MAX = 300
@@ -503,6 +505,11 @@ class _Input(_Wire):
     )
 
 
+# What an input date-time may be (a date, a time with or without an offset): JSON Schema's
+# ``format: date-time`` would refuse the dates and local times the core accepts and the
+# descriptions invite (see ``schema_patterns``).
+_INPUT_TIME: JsonDict = {"pattern": TOOL_DATE_OR_DATE_TIME_PATTERN}
+
 _DATE_TIME_DOC = (
     "RFC 3339 date-time, e.g. 2026-03-02T09:30:00+01:00. Without an offset it is read in the "
     "target calendar's time zone. With allDay, a date (2026-03-02) or a midnight date-time. "
@@ -557,12 +564,10 @@ class EventCreate(_Input):
         description="1 to 300 characters after trimming.",
         json_schema_extra={"maxLength": TITLE_MAX, "minLength": 1},
     )
-    starts_at: str = PydanticField(
-        description=_DATE_TIME_DOC, json_schema_extra={"format": "date-time"}
-    )
+    starts_at: str = PydanticField(description=_DATE_TIME_DOC, json_schema_extra=_INPUT_TIME)
     ends_at: str = PydanticField(
         description=_DATE_TIME_DOC + " Must not be before startsAt.",
-        json_schema_extra={"format": "date-time"},
+        json_schema_extra=_INPUT_TIME,
     )
     calendar_id: str | None = PydanticField(
         default=None, description="Identifier of the target calendar."
@@ -594,8 +599,8 @@ class EventUpdate(_Input):
     """The body of ``PATCH /api/v1/calendar/events/{eventId}``: only the fields sent change."""
 
     title: str | None = PydanticField(default=None, json_schema_extra={"maxLength": TITLE_MAX})
-    starts_at: str | None = PydanticField(default=None, json_schema_extra={"format": "date-time"})
-    ends_at: str | None = PydanticField(default=None, json_schema_extra={"format": "date-time"})
+    starts_at: str | None = PydanticField(default=None, json_schema_extra=_INPUT_TIME)
+    ends_at: str | None = PydanticField(default=None, json_schema_extra=_INPUT_TIME)
     all_day: bool | None = None
     description: str | None = None
     location: str | None = None
@@ -738,10 +743,9 @@ rate_buckets_t = _table(RateBucket)
 # ---------------------------------------------------------------------------------------------
 # Availability (free/busy, finding a time): see calendar_service.availability
 
-_BOUND_DOC = (
-    "RFC 3339 date-time, or a date (that day's midnight). Without an offset it is read in the "
-    "time zone of the answer (timeZone, else the first calendar's)."
-)
+_BOUND_DOC = "RFC 3339 date-time, or a date (that day's midnight). Without an offset it is read in "
+_BUSY_BOUND_DOC = _BOUND_DOC + "the first calendar's time zone."
+_FREE_BOUND_DOC = _BOUND_DOC + "timeZone (default: the first calendar's)."
 _CALENDAR_IDS_DOC = (
     "The calendars to look at (at most 50); default: every calendar the key reaches, the "
     "default calendar first."
@@ -751,10 +755,10 @@ _CALENDAR_IDS_DOC = (
 class FreeBusyQuery(_Input):
     """The body of ``POST /api/v1/calendar/freeBusy`` (``queryFreeBusy``)."""
 
-    time_min: str = PydanticField(description=_BOUND_DOC, json_schema_extra={"format": "date-time"})
+    time_min: str = PydanticField(description=_BUSY_BOUND_DOC, json_schema_extra=_INPUT_TIME)
     time_max: str = PydanticField(
-        description=_BOUND_DOC + " Exclusive; at most 92 days after timeMin.",
-        json_schema_extra={"format": "date-time"},
+        description=_BUSY_BOUND_DOC + " Exclusive; at most 92 days after timeMin.",
+        json_schema_extra=_INPUT_TIME,
     )
     calendar_ids: list[str] | None = PydanticField(
         default=None,
@@ -784,10 +788,10 @@ class WorkingHours(_Input):
 class FreeTimeQuery(_Input):
     """The body of ``POST /api/v1/calendar/freeTime`` (``findFreeTime``)."""
 
-    time_min: str = PydanticField(description=_BOUND_DOC, json_schema_extra={"format": "date-time"})
+    time_min: str = PydanticField(description=_FREE_BOUND_DOC, json_schema_extra=_INPUT_TIME)
     time_max: str = PydanticField(
-        description=_BOUND_DOC + " Exclusive; at most 92 days after timeMin.",
-        json_schema_extra={"format": "date-time"},
+        description=_FREE_BOUND_DOC + " Exclusive; at most 92 days after timeMin.",
+        json_schema_extra=_INPUT_TIME,
     )
     # Any: the core reads it (``availability._whole``) as JSON Schema's integer, which takes
     # 30.0 too; 30.5, true and "30" are refused there.

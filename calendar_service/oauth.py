@@ -39,6 +39,7 @@ from calendar_service.keys import (
     scopes_of,
 )
 from calendar_service.models import (
+    calls_t,
     from_db,
     keys_t,
     oauth_authorizations_t,
@@ -53,6 +54,8 @@ CODE_PREFIX = "calac_"
 REQUEST_LIFETIME = timedelta(minutes=10)  # from the client's redirect to the owner's answer
 CODE_LIFETIME = timedelta(minutes=1)  # RFC 6749 §4.1.2: short; it is exchanged at once
 APP_KEY_PREFIX = "app"
+# The operation an app's RFC 7009 revocation is recorded as in its grant's history.
+REVOKE_OPERATION = "revokeToken"
 PURGE_AFTER = timedelta(days=1)  # expired requests, codes and tokens are deleted this long after
 
 
@@ -540,6 +543,24 @@ def revoke_grant(conn: Connection, *, key_id: str, now: datetime) -> None:
     )
 
 
+def revoked_by_app(conn: Connection, *, key_id: str, revoked_at: datetime) -> bool:
+    """Whether the app itself ended the grant: its revocation request is in the grant's
+    history at the very time the grant was revoked (``gateway.revoke_by_app`` records it so; a
+    revocation after the owner's, or the service's, comes later). Tokens are purged a day after
+    they expire, the history after ``CALENDAR_CALL_HISTORY_DAYS``: while a token can still be
+    presented, the record is there."""
+    found = conn.execute(
+        select(calls_t.c.id)
+        .where(
+            calls_t.c.key_id == key_id,
+            calls_t.c.operation == REVOKE_OPERATION,
+            calls_t.c.at == revoked_at,
+        )
+        .limit(1)
+    ).first()
+    return found is not None
+
+
 def grant_of(conn: Connection, *, token: str) -> str | None:
     """The grant (key id) a token belongs to, in any state: for recording a refused call."""
     info = _token(conn, token)
@@ -556,7 +577,8 @@ def authenticate_access(conn: Connection, *, token: str, resource: str, now: dat
         raise InvalidAccessToken("was issued for another resource")
     row = key_row_by_id(conn, key_id=info.key_id)
     if row.revoked_at is not None:
-        raise RevokedKey()
+        by_app = revoked_by_app(conn, key_id=info.key_id, revoked_at=row.revoked_at)
+        raise RevokedKey("app" if by_app else "grant")
     if row.expires_at <= now:
         raise ExpiredKey(format_utc(row.expires_at))
     if info.expires_at <= now:

@@ -78,7 +78,8 @@ from starlette.routing import BaseRoute, Route, request_response
 from starlette.types import ASGIApp
 
 from calendar_service import oauth
-from calendar_service.asgi.context import Services
+from calendar_service.asgi.context import Services, call_context
+from calendar_service.gateway import revoke_by_app
 from calendar_service.keys import FREEBUSY_SCOPE, READ_SCOPE, WRITE_SCOPE, hash_secret
 from calendar_service.timeutil import utcnow
 
@@ -344,6 +345,12 @@ class CalendarAuthProvider(OAuthAuthorizationServerProvider[Code, Refresh, Acces
         """RFC 7009: revoking either token ends the grant, and so both (and every other)."""
         await self.db.run(oauth.revoke_grant, key_id=token.key_id, now=utcnow())
 
+    async def revoke_by_app(self, token: Access | Refresh, request: Request) -> None:
+        """``revoke_token`` as the app's own request to ``/revoke``: recorded in the grant's
+        history, so that the grant's refusals say the app revoked it."""
+        ctx = call_context(request, oauth.REVOKE_OPERATION, "mcp")
+        await self.db.run_connected(revoke_by_app, key_id=token.key_id, ctx=ctx)
+
 
 def _token_response(tokens: oauth.Tokens) -> OAuthToken:
     return OAuthToken(
@@ -430,6 +437,8 @@ class RevocationEndpoint(RevocationHandler):
     """The SDK's RFC 7009 handler, but a public client (PKCE, no secret) may revoke too: the
     SDK's request model requires ``client_secret`` even when the client has none."""
 
+    calendar_provider: CalendarAuthProvider
+
     async def handle(self, request: Request) -> Response:
         try:
             client = await self.client_authenticator.authenticate_request(request)
@@ -453,7 +462,7 @@ class RevocationEndpoint(RevocationHandler):
         if token is None:
             token = await self.provider.load_refresh_token(client, revocation.token)
         if token is not None and token.client_id == client.client_id:
-            await self.provider.revoke_token(token)
+            await self.calendar_provider.revoke_by_app(token, request)
         # RFC 7009 §2.2: 200 whether or not the token was valid.
         return Response(
             status_code=200, headers={"Cache-Control": "no-store", "Pragma": "no-cache"}
@@ -544,7 +553,7 @@ def oauth_server(
         ),
         Route(
             REVOCATION_PATH,
-            _cors(_limited(RevocationEndpoint(provider, authenticator).handle), post),
+            _cors(_limited(RevocationEndpoint(provider, authenticator, provider).handle), post),
             methods=post,
         ),
     ]

@@ -175,7 +175,7 @@ When the person's calendars are busy, between timeMin and timeMax (at most 92 da
 Use it instead of listing events to answer "am I free on Thursday afternoon?" or "when is Anna
 busy this week?": it merges overlapping meetings, counts every occurrence of recurring events
 and whole all-day events, and leaves out events marked transparent (free) and cancelled
-occurrences. It shows no titles. calendarIds: which calendars (default: all the key can reach).
+occurrences. It shows no titles.
 
 Returns, for each calendar, `busy`: [{startsAt, endsAt}] in time order, clipped to the window,
 in that calendar's time zone.
@@ -193,8 +193,38 @@ workingHours {start: "09:00", end: "17:00", days: ["MO","TU","WE","TH","FR"]} in
 
 Returns `slots`: [{startsAt, endsAt}], earliest first, starting every 15 minutes (or every
 durationMinutes when shorter) of local time; consecutive slots overlap, so pick one. To book
-it safely while others may book too, create the event with ifFree: true.
+it safely while others may book too, call createCalendarEvent with ifFree: true.
 """
+
+# Each tool's examples (``examples`` in its input schema): arguments a validating client
+# accepts and the service takes (tests/mcp_tools/test_tool_schemas.py calls each one).
+_SERIES = "ev_7Hq2LmN4pR6tV8xZ0bD3fG"
+_OCCURRENCE = f"{_SERIES}_20260309T090000Z"
+LIST_EXAMPLES = ({"timeMin": "2026-03-02", "timeMax": "2026-03-09"},)
+CREATE_EXAMPLES = (
+    {"title": "Dentist", "startsAt": "2026-03-02T09:30:00+01:00", "endsAt": "2026-03-02T10:15"},
+    {
+        "title": "Team sync",
+        "startsAt": "2026-03-02T10:00",
+        "endsAt": "2026-03-02T10:30",
+        "recurrence": ["RRULE:FREQ=WEEKLY;BYDAY=MO"],
+    },
+    {"title": "Holiday", "startsAt": "2026-03-09", "endsAt": "2026-03-14", "allDay": True},
+)
+GET_EXAMPLES = ({"eventId": _OCCURRENCE},)
+UPDATE_EXAMPLES = (
+    {"eventId": _OCCURRENCE, "startsAt": "2026-03-09T11:00", "endsAt": "2026-03-09T11:30"},
+)
+DELETE_EXAMPLES = ({"eventId": _OCCURRENCE, "scope": "following"},)
+FREE_BUSY_EXAMPLES = ({"timeMin": "2026-03-02", "timeMax": "2026-03-07"},)
+FREE_TIME_EXAMPLES = (
+    {
+        "timeMin": "2026-03-02",
+        "timeMax": "2026-03-07",
+        "durationMinutes": 30,
+        "workingHours": {"start": "09:00", "end": "17:00"},
+    },
+)
 
 
 def build_server(backend: Backend, *, name: str = "calendar", version: str = "") -> MCPServer:
@@ -225,6 +255,7 @@ class ToolSpec:
     annotations: ToolAnnotations
     args: Callable[[dict[str, Any]], dict[str, Any]]
     present: Callable[[Any], Any] | None = None
+    examples: tuple[dict[str, Any], ...] = ()  # published in the input schema
     renames: Mapping[str, str] = field(default_factory=dict)  # core field -> argument name
     token_key: bool = False  # whether the operation takes the page-token key
 
@@ -249,7 +280,7 @@ def _tool(backend: Backend, spec: ToolSpec) -> Tool:
         description=spec.doc,
         annotations=spec.annotations,
     )
-    tool.parameters = spec.schema()
+    tool.parameters = {**spec.schema(), "examples": list(spec.examples)}
     return tool
 
 
@@ -381,21 +412,25 @@ TOOLS = (
     #        operation          title                      doc          input schema
     #        result model       annotations  arguments     result       options
     ToolSpec(operations.LIST,   "List calendar events",    LIST_DOC,    shapes.list_schema,
-             shapes.EventsPage, _READS,      _list_args,   token_key=True),
+             shapes.EventsPage, _READS,      _list_args,   examples=LIST_EXAMPLES,
+             token_key=True),
     ToolSpec(operations.CREATE, "Create a calendar event", CREATE_DOC,  shapes.create_schema,
              EventPublic,       _CREATES,    _create_args, _first,  # (event, replayed)
-             renames={"Idempotency-Key": "idempotencyKey"}),
+             examples=CREATE_EXAMPLES, renames={"Idempotency-Key": "idempotencyKey"}),
     ToolSpec(operations.GET,    "Get a calendar event",    GET_DOC,     shapes.event_ref_schema,
-             EventPublic,       _READS,      _event_ref),
+             EventPublic,       _READS,      _event_ref,   examples=GET_EXAMPLES),
     ToolSpec(operations.UPDATE, "Update a calendar event", UPDATE_DOC,  shapes.update_schema,
-             EventPublic,       _CHANGES,    _update_args),
+             EventPublic,       _CHANGES,    _update_args, examples=UPDATE_EXAMPLES),
     ToolSpec(operations.DELETE, "Delete a calendar event", DELETE_DOC,  shapes.scoped_ref_schema,
-             shapes.DeletedEvent, _CHANGES,  _delete_args, _deleted),
+             shapes.DeletedEvent, _CHANGES,  _delete_args, _deleted,
+             examples=DELETE_EXAMPLES),
     ToolSpec(operations.FREE_BUSY, "When calendars are busy", FREE_BUSY_DOC,
              shapes.free_busy_schema,
-             FreeBusyPublic,    _READS,      _availability_args),
+             FreeBusyPublic,    _READS,      _availability_args,
+             examples=FREE_BUSY_EXAMPLES),
     ToolSpec(operations.FREE_TIME, "Find free time",     FREE_TIME_DOC,
              shapes.free_time_schema,
-             FreeTimePublic,    _READS,      _availability_args),
+             FreeTimePublic,    _READS,      _availability_args,
+             examples=FREE_TIME_EXAMPLES),
 )
 # fmt: on

@@ -26,6 +26,7 @@ from calendar_service.models import (
     FreeBusyQuery,
     FreeTimeQuery,
 )
+from calendar_service.schema_patterns import TOOL_BOUND_PATTERN
 
 _BOUND_DOC = (
     "RFC 3339 date-time such as 2026-03-02T00:00:00+01:00, or a date (2026-03-02, meaning its "
@@ -45,13 +46,13 @@ class ListArguments(_Arguments):
     time_min: str | None = PydanticField(
         default=None,
         description="Start of the window: events ending after it are returned. " + _BOUND_DOC,
-        json_schema_extra={"format": "date-time"},
+        json_schema_extra={"pattern": TOOL_BOUND_PATTERN},
     )
     time_max: str | None = PydanticField(
         default=None,
         description="End of the window (exclusive): events starting before it are returned. "
         + _BOUND_DOC,
-        json_schema_extra={"format": "date-time"},
+        json_schema_extra={"pattern": TOOL_BOUND_PATTERN},
     )
     limit: int | None = PydanticField(
         default=None,

@@ -11,7 +11,6 @@ the document against the API; ``tests/rest/test_schemathesis.py`` fuzzes the API
 
 from __future__ import annotations
 
-import calendar
 from typing import Any
 
 from pydantic import BaseModel
@@ -36,7 +35,16 @@ from calendar_service.models import (
 )
 from calendar_service.rest import openapi_availability, openapi_ical
 from calendar_service.rest.routes import EVENTS_PATH
-from calendar_service.timeutil import MAX_OFFSET, MAX_YEAR, MIN_YEAR
+from calendar_service.schema_patterns import (
+    ALL_DAY_PATTERN,
+    BOUND_PATTERN,
+    DATE_OR_DATE_TIME_PATTERN,
+    DATE_TIME_PATTERN,
+    IDEMPOTENCY_KEY_PATTERN,
+    RANGE_DOC,
+    TEXT_PATTERN,
+    TITLE_PATTERN,
+)
 
 API_VERSION = "1.0.0"
 TAG = "Events"
@@ -44,81 +52,6 @@ _SCHEMA = "#/components/schemas/{}"
 _RESPONSE = "#/components/responses/{}"
 _HEADER = "#/components/headers/{}"
 _PARAMETER = "#/components/parameters/{}"
-
-# ---------------------------------------------------------------------------------------------
-# What the API accepts as a date-time, as ECMA 262 patterns (the JSON Schema dialect), written
-# so that Python's ``re`` reads them the same way. They follow ``timeutil``: RFC 3339 with the
-# offset optional, seconds and fractions optional, "T", "t" or a space between date and time,
-# and surrounding white space ignored (Python's ``str.strip``: ``_WS_CHARS`` are exactly the
-# characters for which ``str.isspace()`` is true; ECMA's ``\s`` differs in a few).
-#
-# The accepted range is the core's (timeutil): instants in the years MIN_YEAR to MAX_YEAR in
-# UTC, offsets within MAX_OFFSET. A pattern can hold the written year and the offset; whether a
-# time in the first or last year is inside the range depends on its offset or the calendar's
-# zone, which the descriptions say.
-MAX_OFFSET_HOURS = int(MAX_OFFSET.total_seconds()) // 3600
-
-
-def _digits_between(low: int, high: int) -> str:
-    """An alternation for the two-digit numbers ``low`` to ``high``: 0 and 17 give
-    ``0[0-9]|1[0-7]``."""
-    parts = []
-    for tens in range(low // 10, high // 10 + 1):
-        first, last = max(low, tens * 10) % 10, min(high, tens * 10 + 9) % 10
-        parts.append(f"{tens}{first}" if first == last else f"{tens}[{first}-{last}]")
-    return "|".join(parts)
-
-
-def _years(first: int, last: int, *, leap: bool = False) -> str:
-    """The four-digit years ``first`` to ``last`` (only the leap ones with ``leap``)."""
-    parts = []
-    for century in range(first // 100, last // 100 + 1):
-        low, high = max(first, century * 100), min(last, century * 100 + 99)
-        whole = (low, high) == (century * 100, century * 100 + 99)
-        if leap and whole:
-            parts.append(f"{century}(?:0[48]|[2468][048]|[13579][26])")
-            parts.extend([f"{century}00"] if calendar.isleap(century * 100) else [])
-        elif leap:
-            parts.extend(str(year) for year in range(low, high + 1) if calendar.isleap(year))
-        else:
-            parts.append(
-                f"{century}(?:{'[0-9]{2}' if whole else _digits_between(low % 100, high % 100)})"
-            )
-    return "(?:" + "|".join(parts) + ")"
-
-
-_WS_CHARS = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-_WS = f"[{_WS_CHARS}]"
-_DATE = (
-    rf"(?:{_years(MIN_YEAR, MAX_YEAR)}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
-    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
-    r"|02-(?:0[1-9]|1[0-9]|2[0-8]))"
-    rf"|{_years(MIN_YEAR, MAX_YEAR, leap=True)}-02-29)"
-)
-_OFFSET = (
-    rf"(?:[Zz]|[+-](?:(?:{_digits_between(0, MAX_OFFSET_HOURS - 1)}):?[0-5][0-9]"
-    rf"|{MAX_OFFSET_HOURS:02d}:?00))"
-)
-_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9](?::[0-5][0-9](?:\.[0-9]{1,9})?)?"
-_DATE_TIME = rf"{_DATE}[Tt ]{_TIME}{_OFFSET}?"
-_MIDNIGHT = rf"{_DATE}[Tt ]00:00(?::00(?:\.0{{1,9}})?)?{_OFFSET}?"
-
-DATE_TIME_PATTERN = rf"^{_WS}*{_DATE_TIME}{_WS}*$"
-ALL_DAY_PATTERN = rf"^{_WS}*(?:{_DATE}|{_MIDNIGHT}){_WS}*$"
-DATE_OR_DATE_TIME_PATTERN = rf"^{_WS}*(?:{_DATE}|{_DATE_TIME}){_WS}*$"
-# A list bound: a date-time, a date (that day's midnight), or empty (the same as omitted).
-BOUND_PATTERN = rf"^(?:{_WS}*(?:{_DATE}|{_DATE_TIME}){_WS}*)?$"
-# Text: anything but NUL, which is refused everywhere (PostgreSQL cannot store it).
-TEXT_PATTERN = r"^[^\x00]*$"
-# A title: text with at least one character that ``str.strip`` keeps (not blank).
-TITLE_PATTERN = rf"^[^\x00]*[^\x00{_WS_CHARS}][^\x00]*$"
-# ``str.isprintable()`` on the header as Latin-1 text (how HTTP headers are decoded).
-IDEMPOTENCY_KEY_PATTERN = r"^[\x20-\x7e\xa1-\xac\xae-\xff]+$"
-RANGE_DOC = (
-    f"Times must fall in the years {MIN_YEAR} to {MAX_YEAR} in UTC "
-    f"({MIN_YEAR}-01-01T00:00:00Z to {MAX_YEAR + 1}-01-01T00:00:00Z), with offsets within "
-    f"-{MAX_OFFSET_HOURS:02d}:00 to +{MAX_OFFSET_HOURS:02d}:00."
-)
 
 _TIMES_DOC = (
     "RFC 3339 date-time, e.g. `2026-03-02T09:30:00+01:00`. The offset is optional: without one "

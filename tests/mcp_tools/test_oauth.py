@@ -145,6 +145,41 @@ def test_rfc_7009_revocation_of_a_token_ends_the_grant_and_so_both_tokens(
     assert app["state"] == "revoked"
 
 
+def test_an_app_that_revoked_its_own_grant_is_told_so_and_its_owner_sees_when(
+    flow: Flow, db: Database
+) -> None:
+    tokens = flow.tokens()
+    answer = flow.http.post(
+        "/revoke", data={"client_id": flow.client_id, "token": tokens["access_token"]}
+    )
+    assert answer.status_code == 200
+    refused = flow.list_tools(tokens["access_token"])
+    assert (refused.status_code, refused.json()["code"]) == (401, "revoked_api_key")
+    assert "revoked by the app that held it" in refused.json()["detail"]
+    assert "owner" not in refused.json()["detail"]
+    [app] = _apps(db, flow.owner.id)
+    calls = db.call(history.list_calls, key_id=str(app["id"]))
+    assert [(c["transport"], c["operation"], c["path"], c["status"]) for c in calls] == [
+        ("mcp", "tools/list", "/mcp", 401),
+        ("mcp", "revokeToken", "/revoke", 200),
+    ]
+
+
+def test_a_grant_its_owner_revoked_says_so_even_after_the_app_revokes_it_too(
+    flow: Flow, db: Database
+) -> None:
+    tokens = flow.tokens()
+    [app] = _apps(db, flow.owner.id)
+    db.call(keys.revoke_key, user_id=flow.owner.id, key_id=str(app["id"]), now=utcnow())
+    refused = flow.list_tools(tokens["access_token"])
+    assert "revoked by its owner" in refused.json()["detail"]
+    flow.http.post("/revoke", data={"client_id": flow.client_id, "token": tokens["access_token"]})
+    refused = flow.list_tools(tokens["access_token"])
+    assert (refused.status_code, refused.json()["code"]) == (401, "revoked_api_key")
+    assert "revoked by its owner" in refused.json()["detail"]
+    assert "app that held it" not in refused.json()["detail"]
+
+
 # ---------------------------------------------------------------------------------------------
 # Refusals (issue 17, "Bad input"): each as the RFCs say, nothing issued
 
