@@ -37,6 +37,36 @@ def calendar_public(row: Any) -> dict[str, Any]:
     }
 
 
+def check_calendar_fields(
+    conn: Connection,
+    *,
+    user_id: str,
+    name: str | None,
+    time_zone: str | None,
+    calendar_id: str | None = None,
+) -> tuple[str | None, list[FieldError]]:
+    """A calendar's name (trimmed: 1 to ``NAME_MAX`` characters, no NUL, unique among the
+    owner's calendars but ``calendar_id``'s own) and time zone (IANA), each checked when given
+    (``None``: not sent). Returns the trimmed name and every problem found."""
+    errors: list[FieldError] = []
+    if name is not None:
+        name = name.strip()
+        errors = check_text("name", name)
+        if not 1 <= len(name) <= NAME_MAX:
+            errors.append(FieldError("name", f"must be 1 to {NAME_MAX} characters"))
+        elif not errors:
+            query = select(calendars_t.c.id).where(
+                calendars_t.c.user_id == user_id, calendars_t.c.name == name
+            )
+            if calendar_id is not None:
+                query = query.where(calendars_t.c.id != calendar_id)
+            if conn.execute(query).first():
+                errors.append(FieldError("name", f"a calendar named {name!r} already exists"))
+    if time_zone is not None and not is_valid_zone(time_zone):
+        errors.append(FieldError("timeZone", "must be an IANA time zone such as Europe/Berlin"))
+    return name, errors
+
+
 def create_calendar(
     conn: Connection,
     *,
@@ -46,23 +76,12 @@ def create_calendar(
     now: datetime,
     is_default: bool = False,
 ) -> dict[str, Any]:
-    name = (name or "").strip()
-    errors = check_text("name", name)
-    if not 1 <= len(name) <= NAME_MAX:
-        errors.append(FieldError("name", f"must be 1 to {NAME_MAX} characters"))
-    elif (
-        not errors
-        and conn.execute(
-            select(calendars_t.c.id).where(
-                calendars_t.c.user_id == user_id, calendars_t.c.name == name
-            )
-        ).first()
-    ):
-        errors.append(FieldError("name", f"a calendar named {name!r} already exists"))
-    if not is_valid_zone(time_zone):
-        errors.append(FieldError("timeZone", "must be an IANA time zone such as Europe/Berlin"))
+    checked, errors = check_calendar_fields(
+        conn, user_id=user_id, name=name or "", time_zone=time_zone
+    )
     if errors:
         raise ValidationFailed(errors)
+    name = checked or ""
     values: dict[str, Any] = {
         "id": new_id("cal"),
         "user_id": user_id,

@@ -222,6 +222,21 @@ class Conflict(CalendarError):
         return {**super().to_dict(), "conflicts": list(self.conflicts)}
 
 
+class DefaultCalendarKept(CalendarError):
+    """The owner's default calendar cannot be deleted: keys without a calendar and events sent
+    without one go there."""
+
+    code = "default_calendar"
+    status = 409
+    title = "Default calendar"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The default calendar cannot be deleted: events created without a calendar go "
+            "there. Delete its events one by one, or rename it."
+        )
+
+
 class IdempotencyInFlight(CalendarError):
     code = "idempotency_in_flight"
     status = 409

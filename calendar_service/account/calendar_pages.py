@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import calendars, events, service_secrets
+from calendar_service import calendar_changes, calendars, events, service_secrets
 from calendar_service.account import repeats
 from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import (
@@ -36,13 +36,15 @@ from calendar_service.account.web import (
     render,
     see_other,
 )
-from calendar_service.errors import FieldError, ValidationFailed
+from calendar_service.errors import DefaultCalendarKept, FieldError, ValidationFailed
 from calendar_service.keys import Principal
 from calendar_service.timeutil import format_utc, utcnow, zone
 
 UPCOMING = 10
 NOTICES = {
     "calendar-created": "Calendar created.",
+    "calendar-updated": "Calendar saved.",
+    "calendar-deleted": "Calendar deleted: its events and feeds are gone, its keys revoked.",
     "event-created": "Event created.",
     "event-updated": "Event saved.",
     "event-deleted": "Event deleted.",
@@ -134,6 +136,96 @@ async def create_calendar(request: Request, owner: OwnerSessionInfo) -> Response
     except ValidationFailed as exc:
         return await PAGE.show(request, owner, values=values, refused=exc)
     return see_other(request, "/calendars", notice="calendar-created")
+
+
+# ---------------------------------------------------------------------------------------------
+# Changing and deleting a calendar (calendar_changes: see docs/settings.md)
+
+
+def _calendar_form(
+    request: Request,
+    *,
+    calendar: dict[str, Any],
+    values: dict[str, str],
+    errors: dict[str, str] | None = None,
+    status_code: int = 200,
+) -> Response:
+    return render(
+        request,
+        "calendar_form.html",
+        {
+            "section": "calendars",
+            "calendar": calendar,
+            "values": values,
+            "errors": errors or {},
+            "zones": time_zones(),
+        },
+        status_code=status_code,
+    )
+
+
+async def _path_calendar(request: Request, owner: OwnerSessionInfo) -> dict[str, Any]:
+    """The owner's calendar named in the path, with what deleting it takes (another owner's
+    is a 404)."""
+    return await account(request).services.db.run(
+        calendar_changes.calendar_contents,
+        user_id=owner.user_id,
+        calendar_id=request.path_params["calendar_id"],
+    )
+
+
+@owner_page
+async def edit_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
+    calendar = await _path_calendar(request, owner)
+    values = {"name": calendar["name"], "time_zone": calendar["timeZone"]}
+    return _calendar_form(request, calendar=calendar, values=values)
+
+
+@owner_page
+async def update_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
+    data = await form(request)
+    calendar = await _path_calendar(request, owner)  # 404 first
+    values = {"name": str(data.get("name", "")), "time_zone": str(data.get("time_zone", ""))}
+    try:
+        await account(request).services.db.run(
+            calendar_changes.update_calendar,
+            user_id=owner.user_id,
+            calendar_id=calendar["id"],
+            name=values["name"],
+            time_zone=values["time_zone"],
+            now=utcnow(),
+        )
+    except ValidationFailed as exc:
+        errors = field_errors(exc, {"timeZone": "time_zone"})
+        return _calendar_form(
+            request, calendar=calendar, values=values, errors=errors, status_code=400
+        )
+    return see_other(request, "/calendars", notice="calendar-updated")
+
+
+@owner_page
+async def confirm_delete_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
+    calendar = await _path_calendar(request, owner)
+    if calendar["isDefault"]:
+        raise DefaultCalendarKept()
+    return render(request, "calendar_delete.html", {"section": "calendars", "calendar": calendar})
+
+
+@owner_page
+async def delete_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
+    """Delete the calendar, a bounded step (one transaction) at a time."""
+    await form(request)  # checks the CSRF token
+    db = account(request).services.db
+    calendar_id = request.path_params["calendar_id"]
+    while True:
+        step = await db.run(
+            calendar_changes.delete_calendar_step,
+            user_id=owner.user_id,
+            calendar_id=calendar_id,
+            now=utcnow(),
+        )
+        if step["done"]:
+            return see_other(request, "/calendars", notice="calendar-deleted")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,6 +492,10 @@ def routes() -> list[BaseRoute]:
     return [
         Route("/calendars", calendars_page, methods=["GET"]),
         Route("/calendars", create_calendar, methods=["POST"]),
+        Route("/calendars/{calendar_id}/edit", edit_calendar, methods=["GET"]),
+        Route("/calendars/{calendar_id}", update_calendar, methods=["POST"]),
+        Route("/calendars/{calendar_id}/delete", confirm_delete_calendar, methods=["GET"]),
+        Route("/calendars/{calendar_id}/delete", delete_calendar, methods=["POST"]),
         Route("/events/new", new_event, methods=["GET"]),
         Route("/events", create_event, methods=["POST"]),
         Route("/events/{event_id}/edit", edit_event, methods=["GET"]),

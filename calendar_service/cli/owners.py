@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 
+from calendar_service import calendar_changes, history, keys, users
 from calendar_service import calendars as calendars_core
-from calendar_service import history, keys, users
-from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
-from calendar_service.errors import FieldError, NotFound, ValidationFailed
+from calendar_service.cli.common import JsonFlag, UserOption, emit, open_database, owner_id, run
+from calendar_service.errors import DefaultCalendarKept, FieldError, NotFound, ValidationFailed
 from calendar_service.timeutil import format_utc, utcnow
 
 users_app = typer.Typer(
@@ -107,6 +108,105 @@ def calendars_list(
         return f"{c['id']}  {c['name']}  {c['timeZone']}{mark}"
 
     _emit_list("calendars", run(work), as_json, line)
+
+
+def _calendar_line(c: dict[str, Any]) -> str:
+    return f"calendar {c['id']}: {c['name']!r}, {c['timeZone']}"
+
+
+@calendars_app.command("update")
+def calendars_update(
+    calendar_id: Annotated[str, typer.Argument(metavar="CALENDAR_ID")],
+    name: Annotated[str | None, typer.Option(help="New name.")] = None,
+    time_zone: Annotated[
+        str | None,
+        typer.Option(
+            help="New IANA time zone: timed events keep their instants, all-day events "
+            "their dates (docs/settings.md)."
+        ),
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", help="Owner email: refuse another owner's calendar.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Rename a calendar or change its time zone."""
+
+    def work(conn: Any) -> dict[str, Any]:
+        return calendar_changes.update_calendar(
+            conn,
+            user_id=owner_id(conn, user) if user is not None else None,
+            calendar_id=calendar_id,
+            name=name,
+            time_zone=time_zone,
+            now=utcnow(),
+        )
+
+    cal = run(work)
+    emit(cal, as_json, _calendar_line(cal))
+
+
+@calendars_app.command("delete")
+def calendars_delete(
+    calendar_id: Annotated[str, typer.Argument(metavar="CALENDAR_ID")],
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+    user: Annotated[
+        str | None, typer.Option("--user", help="Owner email: refuse another owner's calendar.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Delete a calendar with its events and feeds; its one-calendar keys are revoked.
+
+    Never the default calendar. Asks first unless --yes (which is needed without a terminal).
+    """
+    db = open_database()
+    try:
+
+        def contents(conn: Any) -> tuple[str | None, dict[str, Any]]:
+            owner = owner_id(conn, user) if user is not None else None
+            found = calendar_changes.calendar_contents(conn, user_id=owner, calendar_id=calendar_id)
+            return owner, found
+
+        owner, found = db.call(contents)
+        if found["isDefault"]:
+            raise DefaultCalendarKept()
+        if not yes:
+            what = (
+                f"Delete calendar {found['name']!r} ({found['id']}) with its "
+                f"{found['events']} events (series count once) and {found['feeds']} feeds, "
+                f"and revoke {found['keys']} keys limited to it?"
+            )
+            if not sys.stdin.isatty():
+                raise ValidationFailed(
+                    [FieldError("yes", f"{what} Nothing was deleted: add --yes to confirm.")]
+                )
+            if not typer.confirm(what):
+                raise typer.Exit(1)
+        events_gone = 0
+        while True:
+            step = db.call(
+                calendar_changes.delete_calendar_step,
+                user_id=owner,
+                calendar_id=calendar_id,
+                now=utcnow(),
+            )
+            events_gone += step["deletedEvents"]
+            if step["done"]:
+                break
+    finally:
+        db.close()
+    done = {
+        **step["calendar"],
+        "deletedEvents": events_gone,
+        "revokedKeys": found["keys"],
+        "deletedFeeds": found["feeds"],
+    }
+    emit(
+        done,
+        as_json,
+        f"deleted calendar {done['id']} ({done['name']!r}): {events_gone} events, "
+        f"{found['feeds']} feeds; {found['keys']} keys revoked",
+    )
 
 
 # ---------------------------------------------------------------------------------------------

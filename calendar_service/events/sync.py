@@ -258,16 +258,22 @@ def sync_events(
         default = next((c for c in calendars if c.is_default), calendars[0] if calendars else None)
         result["now"] = format_in(now, zone(default.time_zone) if default else UTC)
     result["calendars"] = [calendar_public(c) for c in calendars]
-    rows = _changes(conn, [c.id for c in calendars], start, end, after, size) if calendars else []
+    filed = [c.id for c in calendars]
+    if principal.calendar_id is None:
+        # The tombstones of a deleted calendar's events are filed under the owner
+        # (``calendar_changes``): only a key that reached every calendar reached it.
+        filed.append(principal.user_id)
+    rows = _changes(conn, filed, start, end, after, size)
     by_id = {c.id: c for c in calendars}
     zones = {c.id: zone(c.time_zone) for c in calendars}
     events = []
     for row in rows[:size]:
-        calendar = by_id[row.sync_calendar_id]
-        tz = zones[calendar.id]
         if row.id is None:  # deleted: its tombstone
             events.append({"id": row.sync_event_id, "status": CANCELLED})
-        elif row.status == CANCELLED:  # a cancelled occurrence of a series
+            continue
+        calendar = by_id[row.sync_calendar_id]
+        tz = zones[calendar.id]
+        if row.status == CANCELLED:  # a cancelled occurrence of a series
             events.append(
                 {
                     "id": row.id,

@@ -19,6 +19,7 @@ from standardwebhooks.webhooks import Webhook as StandardWebhook
 from calendar_service import webhook_config
 from calendar_service.config import Config
 from calendar_service.history import CallRecord, record_call
+from calendar_service.models import DEFAULT_CALENDAR_NAME as DEFAULT_NAME
 from calendar_service.timeutil import utcnow
 from tests.account.conftest import browser_sign_in, nav, receiver, screenshot
 from tests.support import Factory, Owner, RunningServer, bearer, wait_for
@@ -312,3 +313,44 @@ def test_a_webhook_url_the_ssrf_rules_refuse_is_explained_in_the_page(
         screenshot(tab, "14-webhook-refused")
     finally:
         context.close()
+
+
+def test_an_owner_renames_re_zones_and_deletes_a_calendar_and_the_api_follows(
+    page: Any, owner: Owner, factory: Factory, api: httpx.Client
+) -> None:
+    calendar_id = factory.calendar(owner, name="Work", time_zone="Europe/Berlin")
+    _, secret = factory.key(owner, calendar_id=calendar_id)
+    made = api.post(
+        EVENTS,
+        json={
+            "title": "Review",
+            "startsAt": "2031-03-04T09:30:00",
+            "endsAt": "2031-03-04T10:00:00",
+        },
+        headers=bearer(secret),
+    )
+    assert made.status_code == 201, made.text
+    browser_sign_in(page, owner, start="/settings/calendars")
+    expect(page.get_by_role("link", name=f"Delete calendar {DEFAULT_NAME}")).to_have_count(0)
+
+    page.get_by_role("link", name="Edit calendar Work").click()
+    page.get_by_label("Name").fill("Office")
+    page.get_by_label("Time zone").fill("America/New_York")
+    screenshot(page, "09-calendar-edit")
+    page.get_by_role("button", name="Save calendar").click()
+    expect(page.get_by_role("status")).to_have_text("Calendar saved.")
+    office = page.locator("section.calendar", has=page.get_by_role("heading", name="Office"))
+    expect(office).to_contain_text("America/New_York")
+    expect(office).to_contain_text("Tue 4 Mar 2031, 03:30")  # the same instant, shown there
+    event = api.get(f"{EVENTS}/{made.json()['id']}", headers=bearer(secret)).json()
+    assert (event["calendar"], event["startsAt"]) == ("Office", "2031-03-04T03:30:00-05:00")
+
+    page.get_by_role("link", name="Delete calendar Office").click()
+    expect(page.get_by_role("heading", name="Delete the calendar “Office”?")).to_be_visible()
+    expect(page.get_by_text("1 event (a repeating event counts once)")).to_be_visible()
+    screenshot(page, "10-calendar-delete")
+    page.get_by_role("button", name="Delete calendar").click()
+    expect(page.get_by_role("status")).to_contain_text("Calendar deleted")
+    expect(page.get_by_role("heading", name="Office")).to_have_count(0)
+    refused = api.get(EVENTS, headers=bearer(secret))
+    assert (refused.status_code, refused.json()["code"]) == (401, "revoked_api_key")

@@ -159,3 +159,74 @@ def test_changes_made_in_the_page_queue_webhooks_like_any_other(
     ]
     assert sent[1][1]["title"] == "Standup (longer)"
     assert sent[1][1]["endsAt"] == "2031-06-02T09:45:00Z"
+
+
+# ---------------------------------------------------------------------------------------------
+# Changing and deleting a calendar
+
+
+def test_a_calendar_is_renamed_and_re_zoned_on_its_edit_page(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    work = factory.calendar(settings.owner, name="Work")
+    factory.calendar(settings.owner, name="Home")
+    _, secret = factory.key(settings.owner, permission="read", calendar_id=work)
+    assert settings.post("/events", event_form(work)).status_code == 303
+    form = settings.get(f"/calendars/{work}/edit")
+    assert form.status_code == 200
+    assert 'name="name" value="Work"' in form.text and 'value="UTC"' in form.text
+    refused = settings.post(f"/calendars/{work}", {"name": "Home", "time_zone": "Mars/Olympus"})
+    assert refused.status_code == 400
+    assert "a calendar named &#39;Home&#39; already exists" in refused.text
+    assert "must be an IANA time zone such as Europe/Berlin" in refused.text
+    assert 'value="Mars/Olympus"' in refused.text
+    saved = settings.post(f"/calendars/{work}", {"name": "Office", "time_zone": "Asia/Tokyo"})
+    assert saved.status_code == 303
+    assert "Calendar saved." in settings.client.get(saved.headers["location"]).text
+    [event] = api.get(EVENTS, params={"timeMin": "2031-06-01"}, headers=bearer(secret)).json()[
+        "events"
+    ]
+    assert (event["calendar"], event["startsAt"]) == ("Office", "2031-06-02T18:00:00+09:00")
+    assert "Time zone Asia/Tokyo" in text_of(settings.get("/calendars").text)
+
+
+def test_deleting_a_calendar_first_says_what_goes_then_takes_it_and_revokes_its_keys(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    work = factory.calendar(settings.owner, name="Work")
+    _, secret = factory.key(settings.owner, calendar_id=work)
+    for day in ("2031-06-02", "2031-06-03", "2031-06-04"):
+        assert settings.post("/events", event_form(work, start_date=day, end_date=day)).is_redirect
+    confirm = settings.get(f"/calendars/{work}/delete")
+    assert confirm.status_code == 200
+    shown = text_of(confirm.text)
+    assert "Delete the calendar “Work”?" in shown
+    assert "3 events" in shown and "0 feeds" in shown and "1 key" in shown
+    assert api.get(EVENTS, headers=bearer(secret)).status_code == 200  # nothing happened yet
+    done = settings.post(f"/calendars/{work}/delete")
+    assert done.status_code == 303
+    page = settings.client.get(done.headers["location"]).text
+    assert "Calendar deleted: its events and feeds are gone, its keys revoked." in page
+    assert f"cal-{work}" not in page
+    refused = api.get(EVENTS, headers=bearer(secret))
+    assert (refused.status_code, refused.json()["code"]) == (401, "revoked_api_key")
+    assert settings.get(f"/calendars/{work}/delete").status_code == 404
+
+
+def test_the_default_calendar_offers_no_delete_and_refuses_one(settings: Settings) -> None:
+    default = settings.owner.default_calendar_id
+    page = settings.get("/calendars").text
+    assert f"/calendars/{default}/edit" in page
+    assert f"/calendars/{default}/delete" not in page
+    refused = settings.post(f"/calendars/{default}/delete")
+    assert refused.status_code == 409
+    assert "The default calendar cannot be deleted" in refused.text
+    assert settings.get(f"/calendars/{default}/delete").status_code == 409
+
+
+def test_another_owners_calendar_is_nothing_of_yours(settings: Settings, factory: Factory) -> None:
+    theirs = factory.calendar(factory.owner(), name="Theirs")
+    for path in (f"/calendars/{theirs}/edit", f"/calendars/{theirs}/delete"):
+        assert settings.get(path).status_code == 404
+    assert settings.post(f"/calendars/{theirs}", {"name": "Mine"}).status_code == 404
+    assert settings.post(f"/calendars/{theirs}/delete").status_code == 404

@@ -3,17 +3,28 @@ event goes to (SPEC.md's rules), and what a new calendar must be."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from sqlalchemy import select
 
-from calendar_service import calendars, keys
+from calendar_service import calendar_changes, calendars, events, keys
 from calendar_service.db import Database
-from calendar_service.errors import InsufficientScope, ValidationFailed
+from calendar_service.errors import (
+    CalendarError,
+    InsufficientScope,
+    NotFound,
+    RevokedKey,
+    ValidationFailed,
+)
+from calendar_service.ical import feeds
 from calendar_service.keys import Principal
-from calendar_service.models import DEFAULT_CALENDAR_NAME
+from calendar_service.models import DEFAULT_CALENDAR_NAME, deliveries_t
 from calendar_service.timeutil import utcnow
 from tests.support import Factory, Owner
+from tests.webhooks.support import set_webhook
 
 
 def principal_for(
@@ -224,3 +235,375 @@ def test_a_calendar_with_bad_fields_is_refused_listing_every_one(
 def test_a_name_of_the_longest_length_is_accepted(db: Database, factory: Factory) -> None:
     name = "x" * calendars.NAME_MAX
     assert create(db, factory.owner(), name)["name"] == name
+
+
+# ---------------------------------------------------------------------------------------------
+# update_calendar: name and time zone (calendar_changes)
+
+KEY = b"test page-token key"
+
+
+def queued(db: Database, owner: Owner) -> list[tuple[str, dict[str, Any]]]:
+    """The owner's queued webhook deliveries (type, data.event), in the order they were made
+    (one transaction's in any order)."""
+    rows = db.call(
+        lambda conn: conn.execute(
+            select(deliveries_t.c.event_type, deliveries_t.c.payload)
+            .where(deliveries_t.c.user_id == owner.id)
+            .order_by(deliveries_t.c.created_at, deliveries_t.c.id)
+        ).all()
+    )
+    return [(row.event_type, json.loads(row.payload)["data"]["event"]) for row in rows]
+
+
+def update(db: Database, owner: Owner | None, calendar_id: str, **fields: str) -> dict[str, Any]:
+    return db.call(
+        calendar_changes.update_calendar,
+        user_id=owner.id if owner is not None else None,
+        calendar_id=calendar_id,
+        now=utcnow(),
+        **fields,
+    )
+
+
+def make(db: Database, principal: Principal, **body: Any) -> dict[str, Any]:
+    event, _ = db.call(events.create_event_from_input, principal=principal, body=body, now=utcnow())
+    return event
+
+
+def listed(db: Database, principal: Principal, **options: Any) -> list[dict[str, Any]]:
+    page = db.call(events.list_events, principal=principal, token_key=KEY, limit=50, **options)
+    return list(page["events"])
+
+
+def test_a_calendar_is_renamed_trimmed_and_every_key_sees_the_new_name_at_once(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work")
+    one = principal_for(db, factory, owner, calendar_id=work)
+    everything = principal_for(db, factory, owner)
+    make(db, one, title="Single", startsAt="2026-03-02T09:00:00Z", endsAt="2026-03-02T10:00:00Z")
+    make(
+        db,
+        one,
+        title="Weekly",
+        startsAt="2026-03-03T09:00:00Z",
+        endsAt="2026-03-03T10:00:00Z",
+        recurrence=["RRULE:FREQ=WEEKLY;COUNT=3"],
+    )
+    window = {"time_min": "2026-03-01T00:00:00Z", "time_max": "2026-04-01T00:00:00Z"}
+    for principal in (one, everything):  # what the list keeps in memory is warm
+        assert {e["calendar"] for e in listed(db, principal, **window)} == {"Work"}
+    renamed = update(db, owner, work, name="  Office ")
+    assert renamed == {"id": work, "name": "Office", "timeZone": "UTC", "isDefault": False}
+    one = principal_for(db, factory, owner, calendar_id=work)  # each request reads its key anew
+    for principal in (one, everything):
+        shown = listed(db, principal, **window)
+        assert len(shown) == 4
+        assert {e["calendar"] for e in shown} == {"Office"}
+        assert {e["calendar"] for e in listed(db, principal, single_events=False)} == {"Office"}
+    names = [c.name for c in db.call(calendars.list_owner_calendars, user_id=owner.id)]
+    assert names == [DEFAULT_CALENDAR_NAME, "Office"]
+
+
+def test_a_rename_follows_the_rules_of_a_new_name_and_keeping_its_own_name_is_fine(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work")
+    factory.calendar(owner, name="Home")
+    with pytest.raises(ValidationFailed) as raised:
+        update(db, owner, work, name=" Home")
+    assert raised.value.errors == [
+        {"field": "name", "message": "a calendar named 'Home' already exists"}
+    ]
+    for bad in ("", "  ", "x" * (calendars.NAME_MAX + 1), "nul\x00inside"):
+        with pytest.raises(ValidationFailed) as raised:
+            update(db, owner, work, name=bad)
+        assert [e["field"] for e in raised.value.errors] == ["name"]
+    with pytest.raises(ValidationFailed) as raised:
+        update(db, owner, work, name="", time_zone="Mars/Olympus_Mons")
+    assert {e["field"] for e in raised.value.errors} == {"name", "timeZone"}
+    assert update(db, owner, work, name="Work")["name"] == "Work"
+    assert update(db, owner, work)["name"] == "Work"  # nothing sent: nothing changes
+
+
+def test_another_owners_calendar_cannot_be_changed_or_deleted_and_is_not_named(
+    db: Database, factory: Factory
+) -> None:
+    owner, other = factory.owner(), factory.owner()
+    theirs = factory.calendar(other, name="Theirs")
+    with pytest.raises(NotFound):
+        update(db, owner, theirs, name="Mine now")
+    with pytest.raises(NotFound):
+        db.call(
+            calendar_changes.delete_calendar_step,
+            user_id=owner.id,
+            calendar_id=theirs,
+            now=utcnow(),
+        )
+    with pytest.raises(NotFound):
+        update(db, owner, "cal_nothing", name="x")
+    assert update(db, None, theirs, name="By the operator")["name"] == "By the operator"
+
+
+def test_a_re_zone_keeps_timed_instants_and_all_day_dates_and_says_so_to_the_webhook(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    set_webhook(db, owner, "http://127.0.0.1:9/hook")
+    work = factory.calendar(owner, name="Work", time_zone="Europe/Berlin")
+    one = principal_for(db, factory, owner, calendar_id=work)
+    timed = make(
+        db, one, title="Timed", startsAt="2026-03-02T09:00:00", endsAt="2026-03-02T10:00:00"
+    )
+    day = make(db, one, title="Day", startsAt="2026-03-05", endsAt="2026-03-06", allDay=True)
+    assert timed["startsAt"] == "2026-03-02T09:00:00+01:00"
+    assert day["startsAt"] == "2026-03-05T00:00:00+01:00"
+    before = len(queued(db, owner))
+    assert update(db, owner, work, time_zone="America/New_York")["timeZone"] == "America/New_York"
+    one = principal_for(db, factory, owner, calendar_id=work)  # as the next request reads it
+    shown = {e["title"]: e for e in listed(db, one)}
+    assert shown["Timed"]["startsAt"] == "2026-03-02T03:00:00-05:00"  # the same instant
+    assert shown["Timed"]["endsAt"] == "2026-03-02T04:00:00-05:00"
+    assert shown["Day"]["startsAt"] == "2026-03-05T00:00:00-05:00"  # the same date
+    assert shown["Day"]["endsAt"] == "2026-03-06T00:00:00-05:00"
+    sent = queued(db, owner)[before:]
+    assert [(kind, event["title"], event["startsAt"]) for kind, event in sent] == [
+        ("calendar.event.updated", "Day", "2026-03-05T00:00:00-05:00")
+    ]
+    # a listing by a date of the new zone finds the all-day event on its day
+    on_the_day = listed(
+        db, one, time_min="2026-03-05T00:00:00-05:00", time_max="2026-03-05T00:00:01-05:00"
+    )
+    assert [e["title"] for e in on_the_day] == ["Day"]
+
+
+def test_a_re_zoned_series_keeps_its_first_instant_and_then_the_new_zones_wall_clock(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work", time_zone="UTC")
+    one = principal_for(db, factory, owner, calendar_id=work)
+    series = make(
+        db,
+        one,
+        title="Weekly",
+        startsAt="2026-03-02T08:00:00Z",  # 09:00 in Berlin, in winter
+        endsAt="2026-03-02T09:00:00Z",
+        recurrence=["RRULE:FREQ=WEEKLY;COUNT=6"],
+    )
+    yearly = make(
+        db,
+        one,
+        title="Birthday",
+        startsAt="2026-03-04",
+        endsAt="2026-03-05",
+        allDay=True,
+        recurrence=["RRULE:FREQ=YEARLY;COUNT=2"],
+    )
+    update(db, owner, work, time_zone="Europe/Berlin")
+    one = principal_for(db, factory, owner, calendar_id=work)
+    window = {"time_min": "2026-03-01T00:00:00Z", "time_max": "2027-04-01T00:00:00Z"}
+    shown = listed(db, one, **window)
+    weekly = [e["startsAt"] for e in shown if e["recurringEventId"] == series["id"]]
+    assert weekly == [  # 09:00 Berlin each week, summer time (from 29 March) included
+        "2026-03-02T09:00:00+01:00",
+        "2026-03-09T09:00:00+01:00",
+        "2026-03-16T09:00:00+01:00",
+        "2026-03-23T09:00:00+01:00",
+        "2026-03-30T09:00:00+02:00",
+        "2026-04-06T09:00:00+02:00",
+    ]
+    days = [e["startsAt"] for e in shown if e["recurringEventId"] == yearly["id"]]
+    assert days == ["2026-03-04T00:00:00+01:00", "2027-03-04T00:00:00+01:00"]
+
+
+def test_a_re_zone_keeps_the_changed_and_cancelled_occurrences_of_an_all_day_series(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work", time_zone="Asia/Tokyo")
+    one = principal_for(db, factory, owner, calendar_id=work)
+    series = make(
+        db,
+        one,
+        title="Daily",
+        startsAt="2026-03-02",
+        endsAt="2026-03-03",
+        allDay=True,
+        recurrence=["RRULE:FREQ=DAILY;COUNT=4"],
+    )
+    now = utcnow()
+    db.call(events.delete_event, principal=one, event_id=f"{series['id']}_20260303", now=now)
+    db.call(
+        events.update_event_from_input,
+        principal=one,
+        event_id=f"{series['id']}_20260304",
+        body={"title": "Moved", "startsAt": "2026-03-07", "endsAt": "2026-03-08"},
+        now=now,
+    )
+    update(db, owner, work, time_zone="America/Los_Angeles")
+    one = principal_for(db, factory, owner, calendar_id=work)
+    shown = listed(db, one, time_min="2026-03-01T00:00:00Z", time_max="2026-04-01T00:00:00Z")
+    assert [(e["title"], e["startsAt"]) for e in shown] == [
+        ("Daily", "2026-03-02T00:00:00-08:00"),
+        ("Daily", "2026-03-05T00:00:00-08:00"),
+        ("Moved", "2026-03-07T00:00:00-08:00"),
+    ]
+    moved = db.call(events.get_event, principal=one, event_id=f"{series['id']}_20260304")
+    assert moved["originalStartsAt"] == "2026-03-04T00:00:00-08:00"
+
+
+# ---------------------------------------------------------------------------------------------
+# delete_calendar_step (calendar_changes)
+
+
+def delete_all(db: Database, owner: Owner | None, calendar_id: str, most: int = 500) -> int:
+    """Every step of a deletion; the events it took."""
+    taken = 0
+    for _ in range(1000):
+        step = db.call(
+            calendar_changes.delete_calendar_step,
+            user_id=owner.id if owner is not None else None,
+            calendar_id=calendar_id,
+            now=utcnow(),
+            most=most,
+        )
+        taken += step["deletedEvents"]
+        if step["done"]:
+            return taken
+    raise AssertionError("the deletion never ended")
+
+
+def test_the_default_calendar_cannot_be_deleted(db: Database, factory: Factory) -> None:
+    owner = factory.owner()
+    with pytest.raises(CalendarError) as raised:
+        delete_all(db, owner, owner.default_calendar_id)
+    assert (raised.value.code, raised.value.status) == ("default_calendar", 409)
+    assert len(db.call(calendars.list_owner_calendars, user_id=owner.id)) == 1
+
+
+def test_deleting_a_calendar_takes_its_events_feeds_and_keys_with_webhooks_and_tombstones(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    set_webhook(db, owner, "http://127.0.0.1:9/hook")
+    work = factory.calendar(owner, name="Work")
+    one_key, _ = factory.key(owner, calendar_id=work)
+    kept_key, kept_secret = factory.key(owner, calendar_id=owner.default_calendar_id)
+    one = principal_for(db, factory, owner, calendar_id=work)
+    everything = principal_for(db, factory, owner)
+    kept = make(
+        db, everything, title="Kept", startsAt="2026-03-02", endsAt="2026-03-02", allDay=True
+    )
+    token = db.call(events.list_events, principal=everything, token_key=KEY)["nextSyncToken"]
+    single = make(
+        db, one, title="Single", startsAt="2026-03-02T09:00:00Z", endsAt="2026-03-02T10:00:00Z"
+    )
+    series = make(
+        db,
+        one,
+        title="Weekly",
+        startsAt="2026-03-03T09:00:00Z",
+        endsAt="2026-03-03T10:00:00Z",
+        recurrence=["RRULE:FREQ=WEEKLY"],
+    )
+    occurrence = f"{series['id']}_20260310T090000Z"
+    db.call(
+        events.update_event_from_input,
+        principal=one,
+        event_id=occurrence,
+        body={"title": "Changed"},
+        now=utcnow(),
+    )
+    db.call(
+        feeds.create_feed,
+        user_id=owner.id,
+        calendar_id=work,
+        base_url="http://127.0.0.1",
+        now=utcnow(),
+    )
+    assert db.call(calendar_changes.calendar_contents, user_id=owner.id, calendar_id=work) == {
+        "id": work,
+        "name": "Work",
+        "timeZone": "UTC",
+        "isDefault": False,
+        "events": 2,
+        "feeds": 1,
+        "keys": 2,  # the factory's and principal_for's
+    }
+    before = len(queued(db, owner))
+    assert delete_all(db, owner, work) == 2
+    # gone, each live event with its webhook carrying it as it was
+    names = [c.name for c in db.call(calendars.list_owner_calendars, user_id=owner.id)]
+    assert names == [DEFAULT_CALENDAR_NAME]
+    sent = queued(db, owner)[before:]
+    assert sorted((kind, event["id"]) for kind, event in sent) == sorted(
+        [("calendar.event.deleted", single["id"]), ("calendar.event.deleted", series["id"])]
+    )
+    assert {event["calendar"] for _, event in sent} == {"Work"}
+    gone_series = next(e for _, e in sent if e["id"] == series["id"])
+    assert gone_series["recurrence"] == ["RRULE:FREQ=WEEKLY"]
+    assert [e["id"] for e in listed(db, everything)] == [kept["id"]]
+    # a sync of every calendar learns the events are gone
+    synced = db.call(events.list_events, principal=everything, token_key=KEY, sync_token=token)
+    assert sorted(e["id"] for e in synced["events"]) == sorted(
+        [single["id"], series["id"], occurrence]
+    )
+    assert {e["status"] for e in synced["events"]} == {"cancelled"}
+    assert [c["id"] for c in synced["calendars"]] == [owner.default_calendar_id]
+    # its one-calendar keys are revoked (their history kept), others untouched
+    assert db.call(keys.get_key, user_id=owner.id, key_id=one_key)["revoked_at"] is not None
+    with pytest.raises(RevokedKey):
+        keys.authorize(db.call(keys.key_row_by_id, key_id=one_key), now=utcnow())
+    keys.authorize(db.call(keys.identify, secret=kept_secret), now=utcnow())
+    assert db.call(keys.get_key, user_id=owner.id, key_id=kept_key)["revoked_at"] is None
+    assert db.call(feeds.list_feeds, user_id=owner.id) == []
+
+
+def test_a_sync_of_the_default_calendar_alone_learns_nothing_of_a_deleted_calendar(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work")
+    default_only = principal_for(db, factory, owner, calendar_id=owner.default_calendar_id)
+    token = db.call(events.list_events, principal=default_only, token_key=KEY)["nextSyncToken"]
+    one = principal_for(db, factory, owner, calendar_id=work)
+    make(db, one, title="Gone", startsAt="2026-03-02", endsAt="2026-03-02", allDay=True)
+    delete_all(db, owner, work)
+    synced = db.call(events.list_events, principal=default_only, token_key=KEY, sync_token=token)
+    assert synced["events"] == []
+
+
+def test_a_big_calendar_is_deleted_in_bounded_steps(db: Database, factory: Factory) -> None:
+    owner = factory.owner()
+    set_webhook(db, owner, "http://127.0.0.1:9/hook")
+    work = factory.calendar(owner, name="Big")
+    one = principal_for(db, factory, owner, calendar_id=work)
+    for day in range(1, 8):
+        make(
+            db,
+            one,
+            title=f"d{day}",
+            startsAt=f"2026-03-{day:02d}T09:00:00Z",
+            endsAt=f"2026-03-{day:02d}T10:00:00Z",
+        )
+    before = len(queued(db, owner))
+    steps = []
+    for _ in range(10):
+        step = db.call(
+            calendar_changes.delete_calendar_step,
+            user_id=owner.id,
+            calendar_id=work,
+            now=utcnow(),
+            most=3,
+        )
+        steps.append((step["deletedEvents"], step["done"]))
+        if step["done"]:
+            break
+    assert steps == [(3, False), (3, False), (1, True)]
+    assert len(queued(db, owner)) - before == 7
+    with pytest.raises(NotFound):  # deleted: deleting it again finds nothing
+        delete_all(db, owner, work)

@@ -14,12 +14,13 @@ from typing import Any
 
 import httpx
 
-from calendar_service import history, service_secrets
+from calendar_service import calendar_changes, history, service_secrets
 from calendar_service.db import Database
 from calendar_service.events import sync
 from calendar_service.keys import Principal
 from calendar_service.timeutil import utcnow
 from tests.rest.conftest import EVENTS, create_event, with_work
+from tests.rest.recurrence_support import queued, watch
 from tests.support import Factory, RunningServer, bearer
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -191,3 +192,36 @@ def test_the_mirror_example_catches_up_with_every_change(
     assert run() == "2 changes; 2 events in the copy\n"
     copy = json.loads(state.read_text())["events"]
     assert copy == {kept["id"]: kept, series["id"]: series}
+
+
+def test_a_deleted_calendars_events_come_back_as_tombstones_with_webhooks_and_its_keys_stop(
+    api: httpx.Client, db: Database, factory: Factory
+) -> None:
+    owner, work, everything = with_work(factory)
+    watch(db, owner)
+    _, one = factory.key(owner, calendar_id=work)
+    _, elsewhere = factory.key(owner, calendar_id=owner.default_calendar_id)
+    token, other_token = _token(api, everything), _token(api, elsewhere)
+    single = create_event(api, one, title="Single")
+    series = create_event(api, one, **WEEKLY)
+    before = len(queued(db, owner))
+    for _ in range(10):
+        step = db.call(
+            calendar_changes.delete_calendar_step, user_id=owner.id, calendar_id=work, now=utcnow()
+        )
+        if step["done"]:
+            break
+    assert step["done"]
+    found, token = _changes(api, everything, token)
+    assert sorted(e["id"] for e in found) == sorted([single["id"], series["id"]])
+    assert {e["status"] for e in found} == {"cancelled"}
+    assert _changes(api, everything, token)[0] == []
+    assert _changes(api, elsewhere, other_token)[0] == []  # never reached that calendar
+    sent = queued(db, owner)[before:]
+    assert sorted((kind, event["id"]) for kind, event in sent) == sorted(
+        [("calendar.event.deleted", single["id"]), ("calendar.event.deleted", series["id"])]
+    )
+    refused = _get(api, one)
+    assert refused.status_code == 401
+    assert refused.json()["code"] == "revoked_api_key"
+    assert _get(api, everything).status_code == 200
