@@ -14,14 +14,16 @@ differ exactly where a zone changes its clocks (issue 24, measured with
   ``ical.js`` add the duration on the wall clock (so 150 minutes).
 
 So the feed writes each such occurrence (``edge_starts``) once more, as an exception of its own
-(``RECURRENCE-ID``) with its start and end at the fixed UTC offsets they have (``fixed_form``),
-which every reader takes as they are; the
-occurrence is named in the form each reader matches to the instance it generated
-(``rid_value``): in a fold, with the fixed UTC offset it has (``TZID=Etc/GMT+4``, whose local
-time is the same text as New York's); in or just after a gap, in UTC; else in the series'
-zone. A ``COUNT`` rule with an occurrence in a gap is written as the ``UNTIL`` of its last
-instance. The importer reads such an exception back as the occurrence it is (an exception
-that changes nothing is not stored), so a feed's round trip stays exact.
+(``RECURRENCE-ID``) with its start and end at the fixed UTC offsets they have (``fixed_form``:
+not in UTC, which ``recurring-ical-events`` moves to the feed's ``X-WR-TIMEZONE``), which every
+reader takes as they are; the occurrence is named in the form each reader matches to the
+instance it generated (``rid_form``): in a fold, with the fixed UTC offset it has
+(``TZID=Etc/GMT+4``, whose local time is the same text as New York's); in or just after a gap,
+in UTC; else in the series' zone. A cancelled occurrence in a fold is a ``STATUS:CANCELLED``
+exception (no ``EXDATE`` form is matched alike: ``ical.js`` compares instants, ``node-ical``
+reads the fold's other time). A ``COUNT`` rule with an occurrence in a gap is written as the
+``UNTIL`` of its last instance. The importer reads such an exception back as the occurrence it
+is (an exception that changes nothing is not stored), so a feed's round trip stays exact.
 """
 
 from __future__ import annotations
