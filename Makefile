@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml
 	# The tests' outside reader of the iCalendar feed. Without its dependencies: it pins
 	# python-dateutil<3, and the service needs 4.0 (earlier versions could hang); it runs on 4.0.
 	$(BIN)/python -m pip install --quiet --no-deps 'recurring-ical-events>=3.8,<4' 'x-wr-timezone>=2,<3'
+	# The feed's two JavaScript readers (ical.js, node-ical) and the OpenAPI linters, pinned in
+	# package-lock.json: tests/ical/test_feed_readers.py runs the readers with node.
+	if command -v npm >/dev/null 2>&1; then npm ci --ignore-scripts --no-audit --no-fund --loglevel=error; fi
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -197,6 +197,9 @@ class Event(SQLModel, table=True):
         default="opaque",
         sa_column=Column(String(16), nullable=False, server_default="opaque"),
     )
+    # Timed series: the IANA zone whose wall clock it repeats at, when not its calendar's
+    # (Google's start.timeZone); NULL: the calendar's zone.
+    time_zone: str | None = Field(default=None, max_length=64)
 
 
 class EventSync(SQLModel, table=True):
@@ -528,6 +531,16 @@ _RECURRENCE_DOC = (
 )
 
 
+_TIME_ZONE_DOC = (
+    "IANA time zone of the event's wall clock, e.g. America/New_York (Google Calendar's "
+    "start.timeZone); default: the calendar's. startsAt/endsAt and recurrence date-times "
+    "without an offset are read in it, and a series repeats at the same local time in it "
+    "(a New York series in a Berlin calendar stays at 10:00 New York time when the two "
+    "change their clocks on different dates). Timed events only; kept by series (shown on "
+    "them), a single event keeps none."
+)
+
+
 TRANSPARENCIES = ("opaque", "transparent")
 _TRANSPARENCY_DOC = (
     "opaque (the default): the event blocks its time (busy); transparent: it is shown but "
@@ -593,6 +606,9 @@ class EventCreate(_Input):
         json_schema_extra={"enum": list(TRANSPARENCIES)},
     )
     if_free: bool = PydanticField(default=False, description=_IF_FREE_DOC)
+    time_zone: str | None = PydanticField(
+        default=None, description=_TIME_ZONE_DOC, json_schema_extra={"maxLength": 64}
+    )
 
 
 class EventUpdate(_Input):
@@ -614,6 +630,13 @@ class EventUpdate(_Input):
         default=None,
         description=_TRANSPARENCY_DOC,
         json_schema_extra={"enum": list(TRANSPARENCIES)},
+    )
+    time_zone: str | None = PydanticField(
+        default=None,
+        description=_TIME_ZONE_DOC
+        + " On a series: the zone it repeats in from now on (its startsAt stays the same "
+        "instant unless sent too); null: its calendar's.",
+        json_schema_extra={"maxLength": 64},
     )
 
 
@@ -640,6 +663,11 @@ class EventPublic(_Wire):
         default=None,
         description="Series only (singleEvents=false, or a get of the series' id): its "
         "RFC 5545 lines, normalized (EXDATE/RDATE and UNTIL in UTC, or dates for all-day).",
+    )
+    time_zone: str | None = PydanticField(
+        default=None,
+        description="Series only: the IANA zone whose wall clock it repeats at (its own, "
+        "or its calendar's).",
     )
     recurring_event_id: str | None = PydanticField(
         default=None,

@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
-from typing import TypeVar
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 # Accept the RFC 3339 profile of ISO 8601 (plus a space separator and no seconds):
@@ -208,6 +208,57 @@ def localize(naive: datetime, tz: tzinfo) -> datetime:
     moved forward by the gap (02:30 becomes 03:30, as Google Calendar does); a time inside an
     overlap is its first occurrence."""
     return naive.replace(tzinfo=tz, fold=0)
+
+
+def wall_time(text: Any) -> datetime | None:
+    """The wall-clock time a date-time written without an offset names (``None``: it has
+    one, or is not a date-time); for ``keep_length``."""
+    if not isinstance(text, str) or not _DATE_TIME.match(text.strip()):
+        return None
+    try:
+        value = _read_date_time(text.strip())
+    except ValueError:
+        return None
+    return value if value.tzinfo is None else None
+
+
+def gap_shift(naive: datetime, tz: tzinfo) -> timedelta:
+    """How far ``localize`` moves a wall-clock time inside ``tz``'s spring-forward gap: the
+    gap's length (02:30 on the night Europe/Berlin skips 02:00-03:00 is 03:30); zero for a
+    time that exists."""
+    try:
+        moved = localize(naive, tz).astimezone(UTC).astimezone(tz).replace(tzinfo=None)
+    except OverflowError:
+        return timedelta(0)
+    return moved - naive
+
+
+def keep_length(
+    start_wall: datetime | None,
+    end_wall: datetime | None,
+    start: datetime,
+    end: datetime,
+    tz: tzinfo,
+) -> datetime:
+    """The end of an event that starts at ``start`` (UTC), written as the wall-clock time
+    ``start_wall`` in ``tz``, and ends at ``end`` (``end_wall``: its end's wall-clock time,
+    ``None`` when written with an offset). The one rule for a start in a spring gap, on every
+    path (REST, MCP, the settings pages, the import): the gap moves the whole event forward
+    by its length, the length written kept (02:30-03:15 on that night is 03:30-04:15, never
+    03:30-03:15). An end with an offset is an instant and stays."""
+    if start_wall is None or end_wall is None or not gap_shift(start_wall, tz):
+        return end
+    return start + (end_wall - start_wall)
+
+
+def gap_message(start_wall: datetime, tz: tzinfo) -> str:
+    """Why an event whose start is in a spring gap and whose end is an instant cannot be."""
+    moved = start_wall + gap_shift(start_wall, tz)
+    return (
+        f"{start_wall:%Y-%m-%dT%H:%M} does not exist in {getattr(tz, 'key', 'UTC')} (its clocks "
+        f"skip that hour): it reads as {moved:%H:%M}, which is after endsAt; send startsAt "
+        "with its offset, or endsAt without one"
+    )
 
 
 def parse_day(text: str, tz: tzinfo) -> date:

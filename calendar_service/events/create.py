@@ -18,6 +18,7 @@ from calendar_service.calendars import resolve_target
 from calendar_service.errors import Conflict, FieldError, ValidationFailed
 from calendar_service.events.busy import conflicts
 from calendar_service.events.parsing import (
+    check_time_zone,
     check_title,
     check_transparency,
     parse_untrusted,
@@ -61,11 +62,14 @@ def create_event(
     transparency = (
         check_transparency(data.transparency, errors) if "transparency" not in bad else None
     )
+    own_zone, local = (None, tz)
+    if "timeZone" not in bad:
+        own_zone, local = check_time_zone(data.time_zone, bool(data.all_day), tz, errors)
     start, end = resolve_times(
         starts=data.starts_at,
         ends=data.ends_at,
         all_day=bool(data.all_day),
-        tz=tz,
+        tz=local,
         errors=errors,
     )
     series: dict[str, Any] = dict(NOT_A_SERIES)
@@ -79,8 +83,10 @@ def create_event(
         )
     if data.recurrence is not None and start is not None and end is not None:
         series = recurrence_columns(
-            data.recurrence, start=start, end=end, all_day=data.all_day, tz=tz, errors=errors
+            data.recurrence, start=start, end=end, all_day=data.all_day, tz=local, errors=errors
         )
+        if series:  # a series keeps the zone it repeats in (a single event has none)
+            series["time_zone"] = own_zone
     if errors or calendar is None or start is None or end is None or title is None:
         raise ValidationFailed(errors)
     assert transparency is not None  # else an error was found
@@ -106,6 +112,7 @@ def create_event(
         "original_starts_at": None,
         "status": CONFIRMED,
         "transparency": transparency,
+        "time_zone": series["time_zone"],
     }
     INSERT.run(conn, **stored)
     # Formatted from what was stored, as a list formats it (on SQLite: text, no parsing).

@@ -30,6 +30,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.events.parsing import (
     camel,
+    check_time_zone,
     check_title,
     check_transparency,
     current_times,
@@ -51,6 +52,7 @@ from calendar_service.events.series import (
     shifted,
     target_public,
     times_of,
+    zone_of,
 )
 from calendar_service.events.shapes import Row, event_public
 from calendar_service.events.writes import after_write
@@ -82,7 +84,11 @@ def _scope(scope: str | None, target: Target) -> str:
 
 
 def _changes(
-    row: Any, tz: tzinfo, data: EventUpdate, prior_errors: Sequence[FieldError]
+    row: Any,
+    tz: tzinfo,
+    data: EventUpdate,
+    prior_errors: Sequence[FieldError],
+    series: Any = None,
 ) -> tuple[dict[str, Any], list[FieldError]]:
     """The columns the fields sent change (PATCH semantics; ``null`` clears description or
     location), checked against ``row`` as it is; ``recurrence`` is the caller's."""
@@ -96,13 +102,19 @@ def _changes(
     if "title" in sent and data.title is not None:
         values["title"] = check_title(data.title, errors)
     all_day = data.all_day if data.all_day is not None else bool(row.all_day)
+    # Times without an offset are read in the event's own zone (a series'), or in the one sent.
+    local = tz if all_day else zone_of(row if series is None else series, tz)
+    if "time_zone" in sent and "timeZone" not in bad:
+        values["time_zone"], local = check_time_zone(data.time_zone, all_day, tz, errors)
+    elif all_day and getattr(row, "time_zone", None) is not None:
+        values["time_zone"] = None  # all-day: days of the calendar's zone
     if {"starts_at", "ends_at", "all_day"} & sent:
         current = current_times(row, tz, all_day)
         start, end = resolve_times(
             starts=data.starts_at if data.starts_at is not None else current[0],
             ends=data.ends_at if data.ends_at is not None else current[1],
             all_day=all_day,
-            tz=tz,
+            tz=local,
             errors=errors,
         )
         values.update(starts_at=start, ends_at=end, all_day=all_day)
@@ -154,7 +166,9 @@ def _update_row(
         values, errors = _changes(row, tz, data, prior_errors)
     sent = data.model_fields_set
     was_series = row.recurrence is not None
-    if "recurrence" in sent or (was_series and {"starts_at", "ends_at"} & values.keys()):
+    if "recurrence" in sent or (
+        was_series and {"starts_at", "ends_at", "time_zone"} & values.keys()
+    ):
         if "recurrence" in sent:
             rule: Any = data.recurrence
         else:
@@ -163,11 +177,16 @@ def _update_row(
         end = values.get("ends_at", row.ends_at)
         if start is not None and end is not None:
             all_day = values.get("all_day", bool(row.all_day))
-            values.update(
-                recurrence_columns(
-                    rule, start=start, end=end, all_day=all_day, tz=tz, errors=errors
-                )
+            own = values.get("time_zone", getattr(row, "time_zone", None))
+            local = zone_of(Row({"time_zone": own, "all_day": all_day}), tz)
+            columns = recurrence_columns(
+                rule, start=start, end=end, all_day=all_day, tz=local, errors=errors
             )
+            if columns.get("recurrence") is not None:
+                columns["time_zone"] = None if all_day else own
+            values.update(columns)
+    if values.get("recurrence", row.recurrence) is None and "time_zone" in values:
+        values["time_zone"] = None  # a single event keeps no zone (it read its times in it)
     if errors:
         raise ValidationFailed(errors)
     if not values:
@@ -178,7 +197,11 @@ def _update_row(
     if was_series:
         if changed.recurrence is None:
             delete_exceptions(conn, row.id)
-        elif values.get("recurrence", row.recurrence) != row.recurrence or "starts_at" in values:
+        elif (
+            values.get("recurrence", row.recurrence) != row.recurrence
+            or "starts_at" in values
+            or values.get("time_zone", row.time_zone) != row.time_zone
+        ):
             drop_unproduced(conn, changed, tz)
     return _notify(
         conn,
@@ -254,7 +277,8 @@ def _update_occurrence(
 ) -> dict[str, Any]:
     """One occurrence changed: its exception row, made now if it has none."""
     row = target.row if target.row is not None else occurrence_row(target)
-    values, errors = _changes(row, target.tz, data, prior_errors)
+    values, errors = _changes(row, target.tz, data, prior_errors, series=target.series)
+    values.pop("time_zone", None)  # the series' own: one occurrence reads its times in it
     _no_recurrence(data, errors)
     if errors:
         raise ValidationFailed(errors)
@@ -302,11 +326,12 @@ def _update_all_from(
         errors.append(FieldError("allDay", "changes the whole series: PATCH the series' id"))
     if "starts_at" in values and not errors:
         old_start, old_end = occurrence_span(target)
+        local = zone_of(series, tz)  # moved in the series' own wall clock
         values["starts_at"] = shifted(
-            series.starts_at, by=local_delta(old_start, values["starts_at"], tz), tz=tz
+            series.starts_at, by=local_delta(old_start, values["starts_at"], local), tz=local
         )
         values["ends_at"] = shifted(
-            series.ends_at, by=local_delta(old_end, values["ends_at"], tz), tz=tz
+            series.ends_at, by=local_delta(old_end, values["ends_at"], local), tz=local
         )
     if errors:
         raise ValidationFailed(errors)
@@ -340,8 +365,15 @@ def _update_following(
             rrule_lines = with_count(rrule_lines, max(left, 1))
         lines = [*rrule_lines, *later_dates]
     columns = recurrence_columns(
-        lines, start=new["starts_at"], end=new["ends_at"], all_day=all_day, tz=tz, errors=errors
+        lines,
+        start=new["starts_at"],
+        end=new["ends_at"],
+        all_day=all_day,
+        tz=zone_of(Row(new), tz),
+        errors=errors,
     )
+    if columns.get("recurrence") is not None:
+        columns["time_zone"] = None if all_day else new.get("time_zone")
     if errors:
         raise ValidationFailed(errors)
     _end_before(conn, principal, target, now)
@@ -381,9 +413,10 @@ def _end_before(
         start=series.starts_at,
         end=series.ends_at,
         all_day=bool(series.all_day),
-        tz=tz,
+        tz=zone_of(series, tz),
         errors=errors,
     )
+    values.pop("time_zone", None)  # the series keeps its zone
     if errors:  # cannot happen: the series occurs at its start
         raise ValidationFailed(errors)
     values["updated_at"] = now

@@ -85,6 +85,7 @@ _SERIES_NAMES = (
     "recurrence_last_start",
     "recurrence_ends_at",
     "transparency",
+    "time_zone",
 )
 
 # A chunk's occurrence: start and end (stored UTC text), the occurrence id's stamp, and the
@@ -138,7 +139,8 @@ class _Plan:
     """What expanding a stored series takes, read from its row once (``_plan``)."""
 
     rule: Rule
-    times: SeriesTimes
+    times: SeriesTimes  # its ``tz``: the zone the series repeats in (``series.zone_of``)
+    tz: tzinfo  # its calendar's: the zone its occurrences are shown in
     length: timedelta | int
     ends: datetime | None
     anchor: datetime
@@ -169,14 +171,16 @@ def _plan(values: Sequence[Any], tz: tzinfo, name: str) -> _Plan:
     length = length_of(start, end, all_day=all_day, tz=tz)
     step = min(timedelta(days=_CHUNK_DAYS[rule.freq] * rule.interval), LATEST - EARLIEST)
     anchor = min(start, *rule.rdates) if rule.rdates and not all_day else start
+    own = tz if values[14] is None or all_day else zone(values[14])
     return _Plan(
         rule=rule,
-        times=SeriesTimes(start, tz, last),
+        times=SeriesTimes(start, own, last),
+        tz=tz,
         length=length,
         ends=None if values[12] is None else from_utc_text(values[12]),
         anchor=anchor,
         step=step,
-        key=(values[10], all_day, values[3], values[11], tz, str(length)),
+        key=(values[10], all_day, values[3], values[11], tz, own, str(length)),
         id=values[0],
         template={
             **event_fields(series_row(values), calendar_name=name, tz=tz),
@@ -201,7 +205,7 @@ class _Series:
     ) -> None:
         self.plan = plan
         self.id = plan.id
-        self.tz = plan.times.tz
+        self.tz = plan.tz
         self.all_day = plan.rule.all_day
         self.rule, self.times, self.length = plan.rule, plan.times, plan.length
         self.ends, self.anchor, self.step, self.key = plan.ends, plan.anchor, plan.step, plan.key

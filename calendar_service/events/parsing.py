@@ -13,7 +13,19 @@ from typing import Any
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.inputs import M, parse_partial
 from calendar_service.models import TITLE_MAX, TRANSPARENCIES
-from calendar_service.timeutil import ONE_DAY, format_in, midnight, parse_date_time, parse_day
+from calendar_service.timeutil import (
+    ONE_DAY,
+    format_in,
+    gap_message,
+    gap_shift,
+    is_valid_zone,
+    keep_length,
+    midnight,
+    parse_date_time,
+    parse_day,
+    wall_time,
+    zone,
+)
 
 DEFAULT_LIMIT = 250
 MAX_LIMIT = 2500
@@ -107,6 +119,31 @@ def check_transparency(value: Any, errors: list[FieldError]) -> str | None:
     return None
 
 
+def check_time_zone(
+    value: Any, all_day: bool, calendar_tz: tzinfo, errors: list[FieldError]
+) -> tuple[str | None, tzinfo]:
+    """``timeZone``: the zone a timed event's times without an offset are read in and a
+    series repeats in; the name to store (``None``: none sent, the calendar's) and the zone to
+    read in. A bad one is added to ``errors`` (and the calendar's zone used)."""
+    if value is None:
+        return None, calendar_tz
+    if all_day:
+        errors.append(
+            FieldError(
+                "timeZone",
+                "applies to timed events only: an all-day event is whole days of its "
+                "calendar's time zone",
+            )
+        )
+    elif not isinstance(value, str) or not is_valid_zone(value):
+        errors.append(
+            FieldError("timeZone", "must be an IANA time zone such as America/New_York or UTC")
+        )
+    else:
+        return value, zone(value)
+    return None, calendar_tz
+
+
 def resolve_times(
     *,
     starts: str | None,
@@ -155,8 +192,15 @@ def resolve_times(
             errors.append(FieldError(name, message))
             bounds.append(None)
     start, end = bounds
-    if start is not None and end is not None and end < start:
-        errors.append(FieldError("endsAt", "must not be before startsAt"))
+    if start is not None and end is not None:
+        start_wall, end_wall = wall_time(starts), wall_time(ends)
+        end = keep_length(start_wall, end_wall, start, end, tz)
+        in_gap = start_wall is not None and bool(gap_shift(start_wall, tz))
+        if in_gap and end_wall is None and end <= start:
+            assert start_wall is not None
+            errors.append(FieldError("startsAt", gap_message(start_wall, tz)))
+        elif end < start:
+            errors.append(FieldError("endsAt", "must not be before startsAt"))
     return start, end
 
 

@@ -54,6 +54,7 @@ EVENT_COLUMNS = (
     events_t.c.original_starts_at,
     events_t.c.status,
     events_t.c.transparency,
+    events_t.c.time_zone,
 )
 
 
@@ -169,7 +170,7 @@ SERIES_KEYS = (
 )
 # A series' columns (date-times as stored UTC text), read when a version of it is new to the
 # process (``series_rows``).
-SERIES_COLUMNS = _as_text((*EVENT_COLUMNS[:13], events_t.c.transparency))
+SERIES_COLUMNS = _as_text((*EVENT_COLUMNS[:13], events_t.c.transparency, events_t.c.time_zone))
 
 
 @functools.cache

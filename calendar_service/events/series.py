@@ -131,8 +131,19 @@ def rule_of(series: Any) -> Rule:
     return stored_rule(tuple(orjson.loads(series.recurrence)), bool(series.all_day))
 
 
+def zone_of(row: Any, calendar_tz: tzinfo) -> tzinfo:
+    """The zone whose wall clock a series repeats at (and its naive times are read in): its
+    own (``time_zone``, Google's ``start.timeZone``) for a timed series that has one, else its
+    calendar's (``calendar_tz``). All-day series are days of their calendar's zone."""
+    name = getattr(row, "time_zone", None)
+    if name is None or bool(row.all_day):
+        return calendar_tz
+    return zone(name)
+
+
 def times_of(series: Any, tz: tzinfo) -> SeriesTimes:
-    return SeriesTimes(series.starts_at, tz, series.recurrence_last_start)
+    """What expanding ``series`` needs besides its rule; ``tz``: its calendar's zone."""
+    return SeriesTimes(series.starts_at, zone_of(series, tz), series.recurrence_last_start)
 
 
 def length_of(start: datetime, end: datetime, *, all_day: bool, tz: tzinfo) -> timedelta | int:
@@ -230,6 +241,7 @@ NOT_A_SERIES: dict[str, Any] = {
     "recurrence": None,
     "recurrence_last_start": None,
     "recurrence_ends_at": None,
+    "time_zone": None,
 }
 
 
@@ -243,8 +255,9 @@ def recurrence_columns(
     errors: list[FieldError],
 ) -> dict[str, Any]:
     """The columns of a series with rule ``value`` (as sent) from ``start`` to ``end`` (its
-    first occurrence), checked; ``NOT_A_SERIES`` for ``None``. Problems are added to
-    ``errors`` (and ``{}`` returned)."""
+    first occurrence), repeating in ``tz`` (``zone_of``: its own zone, or its calendar's),
+    checked; ``NOT_A_SERIES`` for ``None``. Problems are added to ``errors`` (and ``{}``
+    returned)."""
     if value is None:
         return dict(NOT_A_SERIES)
     try:

@@ -28,11 +28,17 @@ def event_public(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
     recurrence = getattr(row, "recurrence", None)
     if recurrence is not None:
         event["recurrence"] = orjson.loads(recurrence)
+        event["timeZone"] = getattr(row, "time_zone", None) or zone_name(tz)
     series_id = getattr(row, "recurring_event_id", None)
     if series_id is not None:
         event["recurringEventId"] = series_id
         event["originalStartsAt"] = format_in(row.original_starts_at, tz)
     return event
+
+
+def zone_name(tz: tzinfo) -> str:
+    """The IANA name of a zone made by ``timeutil.zone``."""
+    return str(getattr(tz, "key", "UTC"))
 
 
 def occurrence_public(

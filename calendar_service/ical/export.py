@@ -3,8 +3,9 @@
 ``read_calendar`` reads what the feed holds (``feed_window``); ``render_calendar`` writes it,
 with the ``icalendar`` package, and is pure (the front runs it off the event loop):
 
-- one ``VTIMEZONE`` for the calendar's zone (none for UTC); timed events in that zone
-  (``DTSTART;TZID=…``), all-day ones as dates (``VALUE=DATE``, ``DTEND`` exclusive);
+- one ``VTIMEZONE`` for the calendar's zone and for each zone a series repeats in (none for
+  UTC); timed events in the calendar's zone (``DTSTART;TZID=…``), series in their own, all-day
+  ones as dates (``VALUE=DATE``, ``DTEND`` exclusive);
 - a single event is a ``VEVENT``; a series one ``VEVENT`` with its ``RRULE`` and its
   ``EXDATE``/``RDATE`` (in the series' zone), its cancelled occurrences added as ``EXDATE``s;
   each changed occurrence a ``VEVENT`` of its own with the series' ``UID`` and a
@@ -24,11 +25,22 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 import orjson
-from icalendar import Calendar, Event, Timezone, vRecur
+from icalendar import Calendar, Event, Timezone, vDuration, vRecur
 from sqlalchemy import Connection, and_, or_, select
 
 from calendar_service.calendars import CalendarRow
 from calendar_service.events.queries import EVENT_COLUMNS
+from calendar_service.events.series import times_of, zone_of
+from calendar_service.events.shapes import zone_name
+from calendar_service.ical.edges import (
+    edge_starts,
+    fixed_form,
+    fixed_vtimezone,
+    in_gap,
+    is_ambiguous,
+    rid_form,
+    zone_key,
+)
 from calendar_service.models import events_t, from_db, ical_uids_t, utc_text_of
 from calendar_service.recurrence import stored_rule
 from calendar_service.timeutil import localize, zone
@@ -130,23 +142,40 @@ def render_calendar(content: FeedContent) -> Rendered:
     cal.add("refresh-interval", timedelta(hours=1), parameters={"VALUE": "DURATION"})
     cal.add("x-published-ttl", "PT1H")
     events: list[Event] = []
+    zones = {calendar.time_zone}
+    fixed: dict[str, timedelta] = {}  # fixed-offset zones the DST edges are written in
+    horizon = datetime(_years(content)[1], 1, 1, tzinfo=UTC)
     for row in content.singles:
-        events.append(_vevent(row, tz, uid=content.uids.get(row.id, row.id)))
+        events.append(_vevent(row, tz, uid=content.uids.get(row.id, row.id), fixed=fixed))
     for series in content.series:
         uid = content.uids.get(series.id, series.id)
+        own = zone_of(series, tz)  # written in the zone it repeats in
+        zones.add(zone_name(own))
         changed = content.exceptions.get(series.id, [])
         cancelled = [e.original_starts_at for e in changed if e.status == CANCELLED]
-        events.append(_series_vevent(series, tz, uid=uid, cancelled=cancelled))
+        edges = _edges(series, tz, horizon, {from_db(e.original_starts_at) for e in changed})
+        fold_cancelled: list[datetime] = []
+        events.append(
+            _series_vevent(
+                series, own, uid=uid, cancelled=cancelled, edges=edges,
+                fold_cancelled=fold_cancelled,
+            )
+        )  # fmt: skip
+        for start in fold_cancelled:  # as Google Calendar writes cancellations
+            vevent = _edge_vevent(series, tz, own, start, uid=uid, fixed=fixed)
+            vevent["STATUS"] = "CANCELLED"
+            events.append(vevent)
         for exception in changed:
             if exception.status != CANCELLED:
-                vevent = _vevent(exception, tz, uid=uid)
-                _add_time(
-                    vevent, "recurrence-id", from_db(exception.original_starts_at), tz,
-                    all_day=bool(series.all_day),
-                )  # fmt: skip
+                vevent = _vevent(exception, tz, uid=uid, fixed=fixed)
+                _add_original(vevent, from_db(exception.original_starts_at), own, series, fixed)
                 events.append(vevent)
-    if tz is not UTC:
-        cal.add_component(_timezone(calendar.time_zone, content))
+        for start in edges:  # each as it is, at fixed offsets: see ``edges``
+            events.append(_edge_vevent(series, tz, own, start, uid=uid, fixed=fixed))
+    for name in sorted(zones - {"UTC"}):
+        cal.add_component(_timezone(name, content))
+    for name, offset in sorted(fixed.items()):
+        cal.add_component(fixed_vtimezone(name, offset))
     for vevent in events:
         cal.add_component(vevent)
     body = cal.to_ical()
@@ -154,20 +183,73 @@ def render_calendar(content: FeedContent) -> Rendered:
     return Rendered(body, etag, len(events))
 
 
-def _timezone(name: str, content: FeedContent) -> Timezone:
-    """The zone's VTIMEZONE, with its transitions from the earliest event on to ten years
-    ahead of the latest start (enough for any client to place every local time it shows)."""
+def _years(content: FeedContent) -> tuple[int, int]:
+    """The years the feed's VTIMEZONEs cover: from the year before the earliest event to ten
+    years after the latest start (enough for any client to place every local time it
+    shows); its DST edges are written up to the same end."""
     starts = [from_db(r.starts_at) for r in (*content.singles, *content.series)]
     first = min(starts, default=datetime(2000, 1, 1, tzinfo=UTC))
     last = max(starts, default=first)
-    first_year = max(first.year - 1, 1970)
-    last_year = min(max(last.year, first.year) + 10, 2099)
+    return max(first.year - 1, 1970), min(max(last.year, first.year) + 10, 2099)
+
+
+def _timezone(name: str, content: FeedContent) -> Timezone:
+    """The zone's VTIMEZONE, with its transitions over ``_years``."""
+    first_year, last_year = _years(content)
     return Timezone.from_tzid(
         name, first_date=date(first_year, 1, 1), last_date=date(last_year, 1, 1)
     )
 
 
-def _vevent(row: Any, tz: tzinfo, *, uid: str) -> Event:
+def _length(series: Any) -> timedelta:
+    length: timedelta = from_db(series.ends_at) - from_db(series.starts_at)
+    return length
+
+
+def _edges(series: Any, tz: tzinfo, horizon: datetime, excepted: set[datetime]) -> list[datetime]:
+    """The starts of a timed series' occurrences before ``horizon`` that outside readers
+    would read otherwise (``edges.edge_starts``), but for those changed or cancelled."""
+    if series.all_day:
+        return []
+    rule = stored_rule(tuple(orjson.loads(series.recurrence)), False)
+    starts = edge_starts(rule, times_of(series, tz), _length(series), until=horizon)
+    return [s for s in starts if s not in excepted]
+
+
+class _ExactDuration(vDuration):
+    """``DURATION`` in hours, minutes and seconds: exact time (RFC 5545 3.3.6 reads days and
+    weeks as nominal, so ``P1D`` across a DST change would be 23 or 25 hours)."""
+
+    def to_ical(self) -> bytes:
+        seconds = int(self.td.total_seconds())
+        hours, rest = divmod(seconds, 3600)
+        return f"PT{hours}H{rest // 60}M{rest % 60}S".encode()
+
+
+def _add_original(
+    vevent: Event, original: datetime, tz: tzinfo, series: Any, fixed: dict[str, timedelta]
+) -> None:
+    """An exception's ``RECURRENCE-ID``: its original start (``edges.rid_form``)."""
+    if series.all_day:
+        _add_time(vevent, "recurrence-id", original, tz, all_day=True)
+        return
+    value, tzid = rid_form(original, tz)
+    _note_fixed(tzid, original, tz, fixed)
+    vevent.add("recurrence-id", value, parameters={"TZID": tzid} if tzid else {})
+
+
+def _vevent(
+    row: Any,
+    tz: tzinfo,
+    *,
+    uid: str,
+    anchor: bool = False,
+    fixed: dict[str, timedelta] | None = None,
+) -> Event:
+    """An event's VEVENT, its times in ``tz``; one in a fold of ``tz`` (a local time that
+    occurs twice) at the fixed offset it has (``edges.fixed_form``; its zone noted in
+    ``fixed``), which no reader can take for the other, unless it is a series' ``anchor``
+    (its rule repeats from the local time)."""
     vevent = Event()
     created, updated = from_db(row.created_at), from_db(row.updated_at)
     vevent.add("uid", uid)
@@ -177,8 +259,11 @@ def _vevent(row: Any, tz: tzinfo, *, uid: str) -> Event:
     vevent.add("sequence", max(0, int((updated - created).total_seconds())))
     vevent.add("summary", row.title)
     all_day = bool(row.all_day)
-    _add_time(vevent, "dtstart", from_db(row.starts_at), tz, all_day=all_day)
-    _add_time(vevent, "dtend", from_db(row.ends_at), tz, all_day=all_day)
+    for name, value in (("dtstart", from_db(row.starts_at)), ("dtend", from_db(row.ends_at))):
+        if not all_day and not anchor and fixed is not None and is_ambiguous(value, tz):
+            _add_fixed(vevent, name, value, tz, fixed)
+        else:
+            _add_time(vevent, name, value, tz, all_day=all_day)
     if row.description:
         vevent.add("description", row.description)
     if row.location:
@@ -189,24 +274,94 @@ def _vevent(row: Any, tz: tzinfo, *, uid: str) -> Event:
     return vevent
 
 
-def _series_vevent(series: Any, tz: tzinfo, *, uid: str, cancelled: Sequence[Any]) -> Event:
-    vevent = _vevent(series, tz, uid=uid)
+def _series_vevent(
+    series: Any,
+    tz: tzinfo,
+    *,
+    uid: str,
+    cancelled: Sequence[Any],
+    edges: Sequence[datetime],
+    fold_cancelled: list[datetime],
+) -> Event:
+    """A series' VEVENT in ``tz`` (the zone it repeats in). A timed one has an exact
+    ``DURATION`` rather than a ``DTEND`` (readers that add a ``DTEND``'s difference on the
+    wall clock get the length right for the first occurrence too). Its excluded starts in
+    a fold of ``tz`` are left to ``fold_cancelled`` (filled here)."""
+    vevent = _vevent(series, tz, uid=uid, anchor=True)
     all_day = bool(series.all_day)
+    fold_cancelled.clear()
+    if not all_day:
+        del vevent["DTEND"]
+        vevent["DURATION"] = _ExactDuration(_length(series))
     lines = tuple(orjson.loads(series.recurrence))
     rule = stored_rule(lines, all_day)
+    # A reader that drops an instance in a gap counts one fewer: the last instance says it.
+    until = None
+    if rule.count is not None and any(in_gap(e, tz) for e in edges):
+        until = from_db(series.recurrence_last_start).astimezone(UTC)
     for line in lines:
         if line.startswith("RRULE:"):
-            vevent.add("rrule", vRecur.from_ical(line.removeprefix("RRULE:")))
+            recur = vRecur.from_ical(line.removeprefix("RRULE:"))
+            if until is not None:
+                del recur["COUNT"]
+                recur["UNTIL"] = until
+            vevent.add("rrule", recur)
     excluded = sorted({_instant(v, tz, all_day) for v in rule.exdates} | {
         from_db(v) for v in cancelled
     })  # fmt: skip
-    if excluded:
+    if excluded and all_day:
         _add_times(vevent, "exdate", excluded, tz, all_day=all_day)
+    elif excluded:  # grouped by the form each is written in (``edges.rid_form``)
+        forms: dict[str | None, list[datetime]] = {}
+        for value in excluded:
+            if is_ambiguous(value, tz):
+                # No EXDATE form is read alike: written as a cancelled exception instead.
+                fold_cancelled.append(value)
+                continue
+            local, tzid = rid_form(value, tz)
+            forms.setdefault(tzid, []).append(local)
+        for tzid, values in forms.items():
+            vevent.add("exdate", values, parameters={"TZID": tzid} if tzid else {})
     if rule.rdates:
         _add_times(
             vevent, "rdate", [_instant(v, tz, all_day) for v in rule.rdates], tz, all_day=all_day
         )
     return vevent
+
+
+def _edge_vevent(
+    series: Any,
+    tz: tzinfo,
+    own: tzinfo,
+    start: datetime,
+    *,
+    uid: str,
+    fixed: dict[str, timedelta],
+) -> Event:
+    """The occurrence of ``series`` (repeating in ``own``) that starts at ``start`` as an
+    exception of its own, its times at the fixed offsets they have (see ``edges``)."""
+    vevent = _vevent(series, tz, uid=uid)
+    _add_original(vevent, start, own, series, fixed)
+    for name, value in (("DTSTART", start), ("DTEND", start + _length(series))):
+        del vevent[name]
+        _add_fixed(vevent, name, value, own, fixed)
+    return vevent
+
+
+def _add_fixed(
+    vevent: Event, name: str, value: datetime, tz: tzinfo, fixed: dict[str, timedelta]
+) -> None:
+    local, tzid = fixed_form(value, tz)
+    _note_fixed(tzid, value, tz, fixed)
+    vevent.add(name, local, parameters={"TZID": tzid})
+
+
+def _note_fixed(tzid: str | None, value: datetime, tz: tzinfo, fixed: dict[str, timedelta]) -> None:
+    """Keep the fixed-offset zone ``tzid`` names, if it is one, for its VTIMEZONE."""
+    if tzid is not None and tzid != zone_key(tz):
+        offset = value.astimezone(tz).utcoffset()
+        assert offset is not None
+        fixed[tzid] = offset
 
 
 def _instant(value: datetime, tz: tzinfo, all_day: bool) -> datetime:

@@ -24,6 +24,7 @@ zone the file names and stored as instants.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -39,14 +40,14 @@ from calendar_service.events.existing import update_event
 from calendar_service.events.parsing import check_title, resolve_times
 from calendar_service.events.queries import EVENT_COLUMNS
 from calendar_service.events.series import delete_exceptions, recurrence_columns
-from calendar_service.events.shapes import Row
+from calendar_service.events.shapes import Row, zone_name
 from calendar_service.events.writes import after_write
 from calendar_service.ical.reading import Fields, Moment, Planned, ReadFile, read_file
 from calendar_service.keys import Principal
 from calendar_service.models import EventCreate, EventUpdate, events_t, ical_uids_t
 from calendar_service.outbox import UPDATED
 from calendar_service.recurrence import SeriesTimes, occurrence_id, occurs_at, stored_rule
-from calendar_service.timeutil import localize, midnight, zone
+from calendar_service.timeutil import format_utc, is_valid_zone, localize, midnight, zone
 
 _PER_LINE = 40  # EXDATE/RDATE values per line (a line stays under the core's 1,000 characters)
 CONFIRMED = "confirmed"
@@ -100,6 +101,7 @@ class _Desired:
     stored_recurrence: str | None  # the normalized lines, as stored
     overrides: list[_Occurrence]
     transparency: str
+    time_zone: str | None = None  # a series' own zone, when not the calendar's
 
 
 def import_events(
@@ -238,21 +240,30 @@ def _checked(
     all_day = _is_all_day(fields.start)
     title = check_title(fields.title, errors) or fields.title
     starts_at, ends_at = _text_time(fields.start), _text_time(fields.end)
+    # A series repeats at its own zone's wall clock (the zone of its DTSTART), as in the file.
+    own = _own_zone(plan, tz) if lines is not None and not all_day else None
+    local = tz if own is None else zone(own)
+    read_in, starts_at, ends_at = _wall_times(fields, local, starts_at, ends_at)
     start, end = resolve_times(
-        starts=starts_at, ends=ends_at, all_day=all_day, tz=tz, errors=errors
+        starts=starts_at, ends=ends_at, all_day=all_day, tz=read_in, errors=errors
     )
+    if not all_day and start is not None and end is not None:  # the instants, for the core
+        starts_at, ends_at = format_utc(start), format_utc(end)
     stored: str | None = None
     occurrences: list[_Occurrence] = []
     if lines is not None and start is not None and end is not None:
         columns = recurrence_columns(
-            lines, start=start, end=end, all_day=all_day, tz=tz, errors=errors
+            lines, start=start, end=end, all_day=all_day, tz=local, errors=errors
         )
         stored = columns.get("recurrence")
         if stored is not None:
             rule = stored_rule(tuple(orjson.loads(stored)), all_day)
-            times = SeriesTimes(start, tz, columns["recurrence_last_start"])
-            occurrences = _occurrences(overrides, tz, all_day, rule, times, plan, report, errors)
-            _zone_note(plan, tz, start, report)
+            times = SeriesTimes(start, local, columns["recurrence_last_start"])
+            series = _Series(rule, times, local, all_day, end - start, fields, plan, report)
+            series.check_cancelled(tz)
+            occurrences = _occurrences(overrides, series, errors)
+            if own is None:
+                _zone_note(plan, tz, start, report)
     if lines is None and overrides:
         report.warnings.append(
             {
@@ -278,30 +289,110 @@ def _checked(
         stored_recurrence=stored,
         overrides=occurrences,
         transparency=fields.transparency,
+        time_zone=own,
     )
 
 
+def _wall_times(fields: Fields, tz: tzinfo, starts: str, ends: str) -> tuple[tzinfo, str, str]:
+    """DTSTART and DTEND in one IANA zone are wall-clock times there (``TZID=``): read by the
+    core in that zone, so that its spring-gap rule (``timeutil.keep_length``) applies as to a
+    time sent without an offset. Else the times as given, read in ``tz``."""
+    start, end = fields.start, fields.end
+    if not isinstance(start, datetime) or start.tzinfo is None:
+        return tz, starts, ends
+    name = getattr(start.tzinfo, "key", None)
+    if not isinstance(name, str) or not is_valid_zone(name):
+        return tz, starts, ends
+    if isinstance(end, datetime) and end.tzinfo is start.tzinfo:
+        ends = end.replace(tzinfo=None).isoformat()
+    return start.tzinfo, start.replace(tzinfo=None).isoformat(), ends
+
+
+def _own_zone(plan: Planned, tz: tzinfo) -> str | None:
+    """The IANA name of the zone a timed series' DTSTART names, when it is not the
+    calendar's (``None``: the calendar's, as for floating times and zones known only by the
+    file's own VTIMEZONE)."""
+    source = plan.start_zone
+    name = "UTC" if source is UTC else getattr(source, "key", None)
+    if not isinstance(name, str) or not is_valid_zone(name) or zone(name) is tz:
+        return None
+    return name
+
+
+@dataclass(slots=True)
+class _Series:
+    """A series as imported, for checking what the file says of its occurrences: whether the
+    rule gives an original start, and how to name one in a warning."""
+
+    rule: Any
+    times: SeriesTimes
+    tz: tzinfo  # the zone it repeats in
+    all_day: bool
+    length: timedelta  # of a timed series' occurrences
+    fields: Fields  # the main VEVENT's
+    plan: Planned
+    report: Report
+
+    def gives(self, original: datetime) -> bool:
+        """Whether the rule (EXDATEs aside) has an occurrence starting at ``original``."""
+        return occurs_at(dataclasses.replace(self.rule, exdates=frozenset()), self.times, original)
+
+    def label(self, moment: Moment) -> str:
+        """``2026-03-17 10:00 America/New_York`` (in the series' zone), or a date."""
+        if not isinstance(moment, datetime):
+            return moment.isoformat()
+        local = moment.astimezone(self.tz) if moment.tzinfo is not None else moment
+        if self.all_day:
+            return local.date().isoformat()
+        return f"{local:%Y-%m-%d %H:%M} {zone_name(self.tz)}"
+
+    def repeats(self) -> str:
+        """When the series' occurrences start, in words."""
+        if self.all_day:
+            return "it repeats on whole days"
+        return f"it repeats at {self.times.start.astimezone(self.tz):%H:%M} {zone_name(self.tz)}"
+
+    def warn(self, message: str) -> None:
+        self.report.warnings.append({"uid": self.plan.uid, "message": message})
+
+    def check_cancelled(self, calendar_tz: tzinfo) -> None:
+        """Say which EXDATEs and cancelled occurrences name no occurrence of the rule (a
+        time in another zone than meant, a date the rule skips): nothing to cancel."""
+        cancelled = [o.original for o in self.plan.overrides if o.cancelled]
+        for name, values in (("EXDATE", self.plan.exdates), ("cancelled RECURRENCE-ID", cancelled)):
+            for value in values:
+                if not self.all_day and not isinstance(value, datetime):
+                    continue  # a date on a timed series: said by _lines
+                original = _instant(value, self.tz, self.all_day)
+                if original is not None and not self.gives(original):
+                    self.warn(
+                        f"{name} {self.label(value)} cancels no occurrence of the series' "
+                        f"rule ({self.repeats()}): ignored"
+                    )
+
+
 def _occurrences(
-    overrides: list[Any],
-    tz: tzinfo,
-    all_day: bool,
-    rule: Any,
-    times: SeriesTimes,
-    plan: Planned,
-    report: Report,
-    errors: list[FieldError],
+    overrides: list[Any], series: _Series, errors: list[FieldError]
 ) -> list[_Occurrence]:
+    """The changed occurrences to store: each checked against the rule (one it does not
+    give is said and left out: the occurrence the rule gives stays), and one that changes
+    nothing left out silently (a reader that writes every occurrence near a DST change as
+    an exception, as the feeds here do)."""
     found: dict[datetime, _Occurrence] = {}
+    all_day, tz = series.all_day, series.tz
     for override in overrides:
         original = _instant(override.original, tz, all_day)
-        label = _text_time(override.original)
-        if original is None or not occurs_at(rule, times, original):
-            report.warnings.append(
-                {
-                    "uid": plan.uid,
-                    "message": f"the changed occurrence {label} is not one the event's rule "
-                    "produces: not imported",
-                }
+        label = series.label(override.original)
+        if original is None or not occurs_at(series.rule, series.times, original):
+            why = (
+                "is cancelled by an EXDATE"
+                if original is not None and series.gives(original)
+                else f"is not an occurrence of the series' rule ({series.repeats()})"
+            )
+            series.warn(
+                f"RECURRENCE-ID {label} {why}, so this changed occurrence "
+                f"({override.fields.title!r}) was not imported; the series' own occurrences "
+                "are as the rule gives them"
             )
             continue
         own: list[FieldError] = []
@@ -320,7 +411,7 @@ def _occurrences(
                 FieldError(f"occurrence {label}: {e['field']}", e["message"]) for e in own
             )
             continue
-        found[original] = _Occurrence(
+        occurrence = _Occurrence(
             original,
             title,
             fields.description,
@@ -330,7 +421,25 @@ def _occurrences(
             end,
             fields.transparency,
         )
+        if not _changes_nothing(occurrence, series):
+            found[original] = occurrence
     return [found[k] for k in sorted(found)]
+
+
+def _changes_nothing(occurrence: _Occurrence, series: _Series) -> bool:
+    """The changed occurrence of a timed series is the occurrence as the rule gives it,
+    field for field."""
+    master = series.fields
+    if series.all_day or occurrence.all_day:
+        return False
+    return (
+        occurrence.title == (check_title(master.title, []) or master.title)
+        and occurrence.description == master.description
+        and occurrence.location == master.location
+        and occurrence.transparency == master.transparency
+        and occurrence.start == occurrence.original
+        and occurrence.end - occurrence.start == series.length
+    )
 
 
 def _instant(moment: Moment, tz: tzinfo, all_day: bool) -> datetime | None:
@@ -522,6 +631,7 @@ def _event_fields(desired: _Desired) -> dict[str, Any]:
         "location": desired.location,
         "recurrence": desired.recurrence,
         "transparency": desired.transparency,
+        "time_zone": desired.time_zone,
     }
 
 
@@ -535,6 +645,7 @@ def _unchanged(conn: Connection, row: Any, desired: _Desired) -> bool:
         or row.ends_at != desired.end
         or row.recurrence != desired.stored_recurrence
         or row.transparency != desired.transparency
+        or row.time_zone != desired.time_zone
         or row.recurring_event_id is not None
     ):
         return False

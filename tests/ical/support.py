@@ -74,9 +74,12 @@ def expanded(
 ) -> list[Occurrence]:
     """The occurrences ``recurring-ical-events`` finds in ``[time_min, time_max)``, sorted;
     dates and floating times read in ``tz``. Zero-length events at ``time_min`` count, as
-    the list counts them."""
+    the list counts them. Occurrences cancelled by a ``STATUS:CANCELLED`` exception (which
+    it lists with that status) are left out, as calendar apps leave them out."""
     found = []
     for vevent in recurring_ical_events.of(calendar).between(time_min, time_max):
+        if str(vevent.get("STATUS", "")).upper() == "CANCELLED":
+            continue
         start = vevent["DTSTART"].dt
         all_day = not isinstance(start, datetime)
         if "DTEND" in vevent:

@@ -101,11 +101,13 @@ def before_call(context: HookContext, case: Case, kwargs: dict[str, Any]) -> Non
         _realistic_calendar(case.body)
         _in_order(case.body, case.body.get("allDay") is True)
         _realistic_recurrence(case.body)
+        _realistic_zone(case.body)
         if case.body.get("recurrence") is not None:  # ifFree checks single events only
             case.body.pop("ifFree", None)
     elif operation == UPDATE and isinstance(case.body, dict):
         _realistic_times(case.body)
         _realistic_recurrence(case.body)
+        _realistic_zone(case.body)
         if _OCCURRENCE.search(str((case.path_parameters or {}).get("eventId", ""))):
             # An occurrence's change is its own (scope=this): its rule and its kind belong
             # to the series (docs/recurrence.md).
@@ -166,6 +168,17 @@ def _realistic_import_target(query: dict[str, Any]) -> None:
             query["calendarId"] = cid
         if "calendar" in query:
             query["calendar"] = name
+
+
+def _realistic_zone(body: dict[str, Any]) -> None:
+    """A JSON Schema cannot say which strings are IANA zones, nor that ``timeZone`` is for
+    timed events: a generated zone is a real one on an event sent as timed, else left out."""
+    if body.get("timeZone") is None:
+        return
+    if body.get("allDay") is False:
+        body["timeZone"] = "America/New_York"
+    else:
+        body.pop("timeZone")
 
 
 def _realistic_recurrence(body: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.rest.conftest import EVENTS, create_event, event_body
+from tests.rest.recurrence_support import calendar_in, create, listed
 from tests.support import Factory, bearer
 
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$")
@@ -221,3 +222,60 @@ def test_an_all_day_event_in_local_mean_time_keeps_its_date(
     )
     assert moved.status_code == 200, moved.text
     assert moved.json()["startsAt"] == event["startsAt"]
+
+
+def test_a_start_in_the_spring_gap_moves_the_whole_event_by_the_gap_never_reversing_it(
+    api: httpx.Client, factory: Factory
+) -> None:
+    cal = calendar_in(factory, "Europe/Berlin")  # 29 March 2026: 02:00 to 03:00 is skipped
+    event = create(api, cal, startsAt="2026-03-29T02:30", endsAt="2026-03-29T03:15")
+    assert (event["startsAt"], event["endsAt"]) == (
+        "2026-03-29T03:30:00+02:00",  # the whole event an hour on: 45 minutes, as written
+        "2026-03-29T04:15:00+02:00",
+    )
+    inside = create(api, cal, startsAt="2026-03-29T02:10", endsAt="2026-03-29T02:40")
+    assert (inside["startsAt"], inside["endsAt"]) == (
+        "2026-03-29T03:10:00+02:00",
+        "2026-03-29T03:40:00+02:00",
+    )
+    # An end in the gap alone is read after it: 01:30 to 02:30 is 01:30 to 03:30 (an hour).
+    late = create(api, cal, startsAt="2026-03-29T01:30", endsAt="2026-03-29T02:30")
+    assert late["endsAt"] == "2026-03-29T03:30:00+02:00"
+    # An end with an offset is an instant: a gap start after it is a 400 naming startsAt.
+    body = {"title": "x", "calendarId": cal.id, "startsAt": "2026-03-29T02:30",
+            "endsAt": "2026-03-29T03:15:00+02:00"}  # fmt: skip
+    refused = api.post(EVENTS, json=body, headers=cal.headers)
+    assert refused.status_code == 400, refused.text
+    (error,) = refused.json()["errors"]
+    assert error["field"] == "startsAt" and "does not exist in Europe/Berlin" in error["message"]
+    # PATCH: both ends sent move together; a start alone moved into the gap past the stored
+    # end is a 400 naming startsAt and changes nothing.
+    single = create(api, cal, startsAt="2026-03-29T01:00", endsAt="2026-03-29T03:15")
+    url = f"{EVENTS}/{single['id']}"
+    moved = api.patch(url, json={"startsAt": "2026-03-29T02:45", "endsAt": "2026-03-29T03:00"},
+                      headers=cal.headers)  # fmt: skip
+    assert moved.status_code == 200, moved.text
+    assert (moved.json()["startsAt"], moved.json()["endsAt"]) == (
+        "2026-03-29T03:45:00+02:00",
+        "2026-03-29T04:00:00+02:00",
+    )
+    api.patch(url, json={"startsAt": "2026-03-29T01:00", "endsAt": "2026-03-29T03:15"},
+              headers=cal.headers)  # fmt: skip
+    alone = api.patch(url, json={"startsAt": "2026-03-29T02:30"}, headers=cal.headers)
+    assert alone.status_code == 400, alone.text
+    assert [e["field"] for e in alone.json()["errors"]] == ["startsAt"]
+    assert api.get(url, headers=cal.headers).json()["startsAt"] == "2026-03-29T01:00:00+01:00"
+
+
+def test_a_series_occurrence_in_the_spring_gap_keeps_its_length(
+    api: httpx.Client, factory: Factory
+) -> None:
+    cal = calendar_in(factory, "Europe/Berlin")
+    create(api, cal, startsAt="2026-03-28T02:30", endsAt="2026-03-28T03:15",
+           recurrence=["RRULE:FREQ=DAILY;COUNT=3"])  # fmt: skip
+    events = listed(api, cal, timeMin="2026-03-28", timeMax="2026-04-01")
+    assert [(e["startsAt"], e["endsAt"]) for e in events] == [
+        ("2026-03-28T02:30:00+01:00", "2026-03-28T03:15:00+01:00"),
+        ("2026-03-29T03:30:00+02:00", "2026-03-29T04:15:00+02:00"),
+        ("2026-03-30T02:30:00+02:00", "2026-03-30T03:15:00+02:00"),
+    ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.rest.conftest import EVENTS
 from tests.rest.recurrence_support import calendar_in, create, listed
 from tests.support import Factory
 
@@ -406,3 +407,60 @@ def test_an_all_day_yearly_series_on_29_february_occurs_in_leap_years_only(
     # 2100 is not a leap year: the next after 2096 is 2104.
     late = listed(api, cal, timeMin="2095-01-01", timeMax="2106-01-01")
     assert [e["startsAt"][:10] for e in late] == ["2096-02-29", "2104-02-29"]
+
+
+def test_a_series_with_its_own_time_zone_repeats_at_that_zones_wall_clock(
+    api: httpx.Client, factory: Factory
+) -> None:
+    cal = calendar_in(factory, "Europe/Berlin")
+    series = create(
+        api,
+        cal,
+        startsAt="2026-03-05T10:00",  # read in the series' zone: 10:00 New York, 16:00 Berlin
+        endsAt="2026-03-05T10:30",
+        timeZone=NY,
+        recurrence=["RRULE:FREQ=WEEKLY;BYDAY=TH;COUNT=4", "EXDATE:20260319T100000"],
+    )
+    assert series["timeZone"] == NY
+    assert series["startsAt"] == "2026-03-05T16:00:00+01:00"  # shown in the calendar's zone
+    events = listed(api, cal, timeMin="2026-03-01", timeMax="2026-05-01")
+    assert [e["startsAt"] for e in events] == [
+        "2026-03-05T16:00:00+01:00",
+        "2026-03-12T15:00:00+01:00",  # US summer time from 8 March, EU from 29 March
+        "2026-03-26T15:00:00+01:00",  # 19 March excluded: the EXDATE is New York time
+    ]
+    assert api.get(f"{EVENTS}/{series['id']}", headers=cal.headers).json()["timeZone"] == NY
+    # An occurrence's new time without an offset is read in the series' zone too.
+    moved = api.patch(
+        f"{EVENTS}/{events[1]['id']}", json={"startsAt": "2026-03-12T11:00",
+                                               "endsAt": "2026-03-12T11:30"},
+        headers=cal.headers,
+    )  # fmt: skip
+    assert moved.status_code == 200, moved.text
+    assert moved.json()["startsAt"] == "2026-03-12T16:00:00+01:00"
+    # null: back to the calendar's zone (its start stays the same instant: 16:00 Berlin).
+    back = api.patch(f"{EVENTS}/{series['id']}", json={"timeZone": None}, headers=cal.headers)
+    assert back.status_code == 200, back.text
+    assert back.json()["timeZone"] == "Europe/Berlin"
+    later = listed(api, cal, timeMin="2026-03-01", timeMax="2026-05-01")
+    assert [e["startsAt"] for e in later] == [
+        "2026-03-05T16:00:00+01:00",
+        "2026-03-12T16:00:00+01:00",  # Berlin's wall clock now; the moved one was dropped
+        # The EXDATE is an instant (14:00Z): the 19th, now at 15:00Z, is not excluded.
+        "2026-03-19T16:00:00+01:00",
+        "2026-03-26T16:00:00+01:00",
+    ]
+
+
+def test_a_time_zone_that_is_no_zone_or_on_an_all_day_event_is_a_400_naming_it(
+    api: httpx.Client, factory: Factory
+) -> None:
+    cal = calendar_in(factory, "Europe/Berlin")
+    for extra in ({"timeZone": "Mars/Olympus"}, {"timeZone": NY, "allDay": True}):
+        body = {"title": "x", "calendarId": cal.id, "startsAt": "2026-03-05",
+                "endsAt": "2026-03-05", **extra}  # fmt: skip
+        if "allDay" not in extra:
+            body.update(startsAt="2026-03-05T10:00", endsAt="2026-03-05T11:00")
+        answer = api.post(EVENTS, json=body, headers=cal.headers)
+        assert answer.status_code == 400, answer.text
+        assert [e["field"] for e in answer.json()["errors"]] == ["timeZone"]
