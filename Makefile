@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: install run test test-sqlite test-postgres lint format bench clean
+.PHONY: install node run test test-sqlite test-postgres lint format bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,10 +15,15 @@ $(STAMP): pyproject.toml
 	# The tests' outside reader of the iCalendar feed. Without its dependencies: it pins
 	# python-dateutil<3, and the service needs 4.0 (earlier versions could hang); it runs on 4.0.
 	$(BIN)/python -m pip install --quiet --no-deps 'recurring-ical-events>=3.8,<4' 'x-wr-timezone>=2,<3'
-	# The feed's two JavaScript readers (ical.js, node-ical) and the OpenAPI linters, pinned in
-	# package-lock.json: tests/ical/test_feed_readers.py runs the readers with node.
-	if command -v npm >/dev/null 2>&1; then npm ci --ignore-scripts --no-audit --no-fund --loglevel=error; fi
 	touch $(STAMP)
+
+# The tests' node packages, pinned in package-lock.json: the feed's two JavaScript readers
+# (ical.js, node-ical; tests/ical/test_feed_readers.py) and the OpenAPI linters. Only the test
+# and lint targets need them (make run does not); without npm, nothing is installed here.
+node_modules/.package-lock.json: package-lock.json
+	if command -v npm >/dev/null 2>&1; then npm ci --ignore-scripts --no-audit --no-fund --loglevel=error; fi
+
+node: node_modules/.package-lock.json
 
 install: $(STAMP)
 
@@ -29,13 +34,13 @@ run: install
 	$(BIN)/calendar-service serve --host $(HOST) --port $(PORT)
 
 ## Set up and run lint plus the whole suite on SQLite and (if reachable) PostgreSQL
-test: install
+test: install node
 	scripts/test
 
-test-sqlite: install
+test-sqlite: install node
 	scripts/test --sqlite-only
 
-lint: install
+lint: install node
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

@@ -52,7 +52,9 @@ def _javascript(body: bytes) -> dict[str, Seen]:
         timeout=120,
         check=False,
     )
-    assert done.returncode == 0, done.stderr.decode()
+    assert done.returncode == 0, (
+        f"{done.stderr.decode()}\n(the readers are npm devDependencies: `make node` or `npm ci`)"
+    )
     found = json.loads(done.stdout)
     return {name: sorted(map(tuple, found[name])) for name in ("icaljs", "nodeical")}
 
