@@ -74,8 +74,8 @@ UPDATE = Operation("updateCalendarEvent", "write", events.update_event_from_inpu
 DELETE = Operation("deleteCalendarEvent", "write", events.delete_event)
 IMPORT = Operation("importCalendarEvents", "write", import_events)
 
-FREE_BUSY = Operation("queryFreeBusy", "freebusy", availability.query_free_busy)
-FREE_TIME = Operation("findFreeTime", "freebusy", availability.find_free_time)
+FREE_BUSY = Operation("queryFreeBusy", "freebusy", availability.query_free_busy_later)
+FREE_TIME = Operation("findFreeTime", "freebusy", availability.find_free_time_later)
 
 OPERATIONS = (LIST, CREATE, GET, UPDATE, DELETE, IMPORT, FREE_BUSY, FREE_TIME)
 

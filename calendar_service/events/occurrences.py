@@ -878,7 +878,8 @@ def busy_occurrences(
     low: datetime,
     high: datetime,
     budget: int,
-) -> list[BusyEntry]:
+    later: bool = False,
+) -> list[BusyEntry] | Later:
     """Every occurrence of the opaque series among ``series_keys`` (``queries.SERIES_KEYS``)
     that overlaps ``[low, high)``, in no order and without paging (for
     ``calendar_service.availability``), read through the same chunk cache as the list. The
@@ -887,7 +888,8 @@ def busy_occurrences(
 
     The series share ``budget`` equally (at least ``SHARE_FLOOR`` each); a series whose
     share runs out is busy from the instant it paused at to ``high``: time that may be taken
-    is never shown as free."""
+    is never shown as free. ``later``: when series must be expanded (chunks not kept), a
+    ``Later`` that finds them without the database (as ``page_with_series``)."""
     by_calendar = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
     plans = [
         p
@@ -896,14 +898,41 @@ def busy_occurrences(
     ]
     if not plans:
         return []
-    skipped = _skipped(series_keys)
+    found = functools.partial(
+        _busy_entries, plans, _skipped(series_keys), low=low, high=high, budget=budget
+    )
+    if not later:
+        return found(may_expand=True)
+    try:
+        return found(may_expand=False)
+    except _MustExpand:
+        return Later(functools.partial(found, may_expand=True))
+
+
+def _busy_entries(
+    plans: list[_Plan],
+    skipped: dict[str, set[str]],
+    *,
+    low: datetime,
+    high: datetime,
+    budget: int,
+    may_expand: bool,
+) -> list[BusyEntry]:
+    """``busy_occurrences`` once the plans are known (no database)."""
     share = max(budget // len(plans), SHARE_FLOOR)
     low_text, high_text = utc_text(low), utc_text(high)
     found: list[BusyEntry] = []
     for plan in plans:
         calendar_id, title = plan.template["calendarId"], plan.template["title"]
         skip = skipped.get(plan.id, ())
-        series = _Series(plan, since=EARLIEST, low=None, high_text=None, budget=Budget(share))
+        series = _Series(
+            plan,
+            since=EARLIEST,
+            low=None,
+            high_text=None,
+            budget=Budget(share),
+            may_expand=may_expand,
+        )
         first = max(low - plan.longest, EARLIEST)
         first_text = utc_text(first)
         index = max(0, (first - plan.anchor) // plan.step)
