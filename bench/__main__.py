@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench import load, report, seed, servers
+from bench import hostile, load, report, seed, servers
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -62,7 +62,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--series", type=int, default=1000, help="weekly series, series phase")
     p.add_argument(
         "--only",
-        default="main,series,freetime,scale,modes,ratelimit,postgres,webhooks",
+        default="main,series,freetime,scale,modes,ratelimit,postgres,webhooks,hostile",
         help="phases to run",
     )
     p.add_argument("--out", type=Path, default=RESULTS, help="where raw results go")
@@ -532,6 +532,23 @@ class Bench:
                 )
         return summary
 
+    def hostile_phase(self) -> dict[str, Any]:
+        """The worst recurrence rules against a fresh server each, one request at a time, with
+        ``/healthz`` probed beside them (``bench/hostile.py``)."""
+        self.log("\n== hostile: the worst recurrence rules, /healthz beside them ==")
+        argv = ["--tiny"] if self.args.tiny else []
+        if self.args.ours_tree is not None:
+            argv += ["--ours-tree", str(self.args.ours_tree)]
+        return hostile.run(hostile.parse_args(argv), log=self.log)
+
+    def _write(self, summary: dict[str, Any], started: float) -> None:
+        """The raw results of a partial run (no chart, no comparison)."""
+        summary["seconds"] = round(time.time() - started, 1)
+        doc = {"summary": summary, "runs": self.raw}
+        stamp = load.now_stamp()
+        (self.out / f"run-{stamp}.json").write_text(json.dumps(doc, indent=1))
+        (self.out / "latest.json").write_text(json.dumps(doc, indent=1))
+
     def webhooks_phase(self) -> dict[str, Any]:
         """``bench/webhooks.py`` (commit-to-request latency in one process and across two,
         deliveries per second) on SQLite, then on a fresh PostgreSQL database when reachable
@@ -628,6 +645,11 @@ class Bench:
             "events": a.events,
             "load_before": round(os.getloadavg()[0], 2),
         }
+        if "hostile" in phases:  # ours alone: the worst recurrence rules (bench/hostile.py)
+            summary["hostile"] = self.hostile_phase()
+            if phases == {"hostile"}:
+                self._write(summary, started)
+                return 0
         if self.shared is None:
             self.log("shared/reference not found (set CALENDAR_SHARED_DIR): no comparison")
             return 2

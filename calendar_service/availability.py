@@ -28,10 +28,11 @@ from sqlalchemy import Connection
 
 from calendar_service.calendars import CalendarRow, accessible_calendars
 from calendar_service.errors import FieldError, InsufficientScope, ValidationFailed
-from calendar_service.events.busy import Busy, busy_of
+from calendar_service.events.busy import Busy, busy_later
 from calendar_service.events.parsing import parse_untrusted
 from calendar_service.inputs import M
 from calendar_service.keys import Principal
+from calendar_service.later import Later, finish
 from calendar_service.models import FreeBusyQuery, FreeTimeQuery, WorkingHours
 from calendar_service.timeutil import (
     format_in,
@@ -156,6 +157,14 @@ def merged(items: Sequence[Busy], low: datetime, high: datetime) -> list[tuple[s
 def query_free_busy(conn: Connection, *, principal: Principal, body: Any) -> dict[str, Any]:
     """``FreeBusyPublic``: the merged busy intervals of each calendar asked for (each in its
     own time zone), clipped to ``[timeMin, timeMax)`` (at most 92 days)."""
+    return finish(query_free_busy_later(conn, principal=principal, body=body))
+
+
+def query_free_busy_later(
+    conn: Connection, *, principal: Principal, body: Any
+) -> dict[str, Any] | Later:
+    """``query_free_busy`` for the fronts (``operations.FREE_BUSY``): a ``Later`` when series
+    must be expanded, made off the event loop after the transaction."""
     data, errors = _parse(FreeBusyQuery, body)
     bad = {e["field"].split(".", 1)[0] for e in errors}
     ids = None if "calendarIds" in bad else data.calendar_ids
@@ -165,14 +174,20 @@ def query_free_busy(conn: Connection, *, principal: Principal, body: Any) -> dic
     if errors or window is None:
         raise ValidationFailed(errors)
     low, high = window
-    items = busy_of(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)
-    answer = []
-    for c in calendars:
-        local = zone(c.time_zone)
-        spans = merged([b for b in items if b[0] == c.id], low, high)
-        busy = [{"startsAt": format_in(s, local), "endsAt": format_in(e, local)} for s, e in spans]
-        answer.append({"id": c.id, "name": c.name, "busy": busy})
-    return {"timeMin": format_in(low, tz), "timeMax": format_in(high, tz), "calendars": answer}
+    items = busy_later(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)
+
+    def answer(items: list[Busy]) -> dict[str, Any]:
+        found = []
+        for c in calendars:
+            local = zone(c.time_zone)
+            spans = merged([b for b in items if b[0] == c.id], low, high)
+            busy = [
+                {"startsAt": format_in(s, local), "endsAt": format_in(e, local)} for s, e in spans
+            ]
+            found.append({"id": c.id, "name": c.name, "busy": busy})
+        return {"timeMin": format_in(low, tz), "timeMax": format_in(high, tz), "calendars": found}
+
+    return items.then(answer) if isinstance(items, Later) else answer(items)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,6 +266,14 @@ def find_free_time(conn: Connection, *, principal: Principal, body: Any) -> dict
     """``FreeTimePublic``: start times, earliest first, where every calendar asked for is
     free for ``durationMinutes``, within the working hours if given, in ``timeZone`` (default:
     the first calendar's). See docs/availability.md for the grid and the DST rules."""
+    return finish(find_free_time_later(conn, principal=principal, body=body))
+
+
+def find_free_time_later(
+    conn: Connection, *, principal: Principal, body: Any
+) -> dict[str, Any] | Later:
+    """``find_free_time`` for the fronts (``operations.FREE_TIME``): a ``Later`` when series
+    must be expanded, made off the event loop after the transaction."""
     data, errors = _parse(FreeTimeQuery, body)
     bad = {e["field"].split(".", 1)[0] for e in errors}
     ids = None if "calendarIds" in bad else data.calendar_ids
@@ -275,19 +298,23 @@ def find_free_time(conn: Connection, *, principal: Principal, body: Any) -> dict
     if errors or window is None or duration is None:
         raise ValidationFailed(errors)
     low, high = window
-    items = busy_of(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)
-    busy = merged(items, low, high)
-    free: Iterable[tuple[datetime, datetime]] = _free(busy, low, high)
-    if hours is not None:
-        free = _within_hours(free, hours, tz, (low, high))
-    slots = []
+    items = busy_later(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)
     length = timedelta(minutes=duration)
-    for start in _starts(free, length, tz):
-        end = start + length
-        slots.append({"startsAt": format_in(start, tz), "endsAt": format_in(end, tz)})
-        if len(slots) == limit:
-            break
-    return {"timeZone": zone_name, "slots": slots}
+
+    def answer(items: list[Busy]) -> dict[str, Any]:
+        busy = merged(items, low, high)
+        free: Iterable[tuple[datetime, datetime]] = _free(busy, low, high)
+        if hours is not None:
+            free = _within_hours(free, hours, tz, (low, high))
+        slots = []
+        for start in _starts(free, length, tz):
+            end = start + length
+            slots.append({"startsAt": format_in(start, tz), "endsAt": format_in(end, tz)})
+            if len(slots) == limit:
+                break
+        return {"timeZone": zone_name, "slots": slots}
+
+    return items.then(answer) if isinstance(items, Later) else answer(items)
 
 
 def _free(

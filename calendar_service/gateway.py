@@ -15,6 +15,7 @@ that the key is checked once per call.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from calendar_service.db.transactions import atomic
 from calendar_service.errors import CalendarError, RateLimited
 from calendar_service.history import CallRecord, record_call
 from calendar_service.keys import Principal, authorize, identify
+from calendar_service.later import Later
 from calendar_service.operations import Operation
 from calendar_service.ratelimit import LeaseNeeded, RateLimiter, RateState
 from calendar_service.timeutil import utcnow
@@ -105,7 +107,9 @@ def perform(
     operation, such as a body too large: raised once the key is known, so that the refusal is
     in its history), ``op.needs``, ``args``, ``op.run``, then ``present`` (the front's answer
     made of the result, inside the transaction; the result itself without it). The call is
-    recorded with ``status``, else ``op.status``.
+    recorded with ``status``, else ``op.status``. An operation that leaves work for later
+    (``later.Later``) gives a ``Later`` that ends with ``present``: the caller completes it
+    with ``finished``, off the event loop.
 
     ``conn`` must not be in a transaction, except a group commit's (``Database.run_grouped``):
     this function opens and ends them (with ``atomic``, which joins the group), and the
@@ -181,7 +185,7 @@ def _perform(
                 principal.require_read()
             value = op.run(conn, principal=principal, **(args() if callable(args) else args))
             if present is not None:
-                value = present(value)
+                value = value.then(present) if isinstance(value, Later) else present(value)
             if status is None:
                 status = op.status
             _record(conn, ctx, principal.key_id, status)
@@ -245,6 +249,14 @@ def revoke_by_app(conn: Connection, *, key_id: str, ctx: CallContext) -> None:
         _record(conn, ctx, key_id, 200, at=now)
 
 
+async def finished(outcome: Outcome[T]) -> Outcome[T]:
+    """``outcome``, with the work its operation left for after the transaction (a
+    ``later.Later``: expanding series) done on a thread, off the event loop."""
+    if isinstance(outcome.value, Later):
+        outcome.value = await asyncio.to_thread(outcome.value.finish)
+    return outcome
+
+
 def authenticate(conn: Connection, *, secret: str | None) -> Principal:
     """Verify a key without recording a call (MCP's transport-level check)."""
     return authorize(identify(conn, secret=secret), now=utcnow())
@@ -255,6 +267,7 @@ __all__ = [
     "CallContext",
     "Outcome",
     "authenticate",
+    "finished",
     "perform",
     "refuse",
     "refuse_known",

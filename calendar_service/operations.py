@@ -55,6 +55,10 @@ class Operation:
       reads the clock again, and the earlier run's rows are gone);
     - check before it writes where it can: a failure after a write rolls back the whole group,
       and every other call of it runs again.
+
+    An operation may leave CPU-heavy work that needs no database for after the transaction by
+    returning a ``later.Later`` (the list does, for series to expand): the fronts run it on a
+    thread (``gateway.finished``).
     """
 
     name: str  # as recorded in the call history, and the MCP tool's name
@@ -63,15 +67,15 @@ class Operation:
     status: int = 200
 
 
-LIST = Operation("listCalendarEvents", "read", events.list_events)
+LIST = Operation("listCalendarEvents", "read", events.list_events_later)
 CREATE = Operation("createCalendarEvent", "write", events.create_event_from_input, status=201)
 GET = Operation("getCalendarEvent", "read", events.get_event)
 UPDATE = Operation("updateCalendarEvent", "write", events.update_event_from_input)
 DELETE = Operation("deleteCalendarEvent", "write", events.delete_event)
 IMPORT = Operation("importCalendarEvents", "write", import_events)
 
-FREE_BUSY = Operation("queryFreeBusy", "freebusy", availability.query_free_busy)
-FREE_TIME = Operation("findFreeTime", "freebusy", availability.find_free_time)
+FREE_BUSY = Operation("queryFreeBusy", "freebusy", availability.query_free_busy_later)
+FREE_TIME = Operation("findFreeTime", "freebusy", availability.find_free_time_later)
 
 OPERATIONS = (LIST, CREATE, GET, UPDATE, DELETE, IMPORT, FREE_BUSY, FREE_TIME)
 

@@ -28,7 +28,7 @@ from calendar_service import operations, service_secrets
 from calendar_service.db import Database
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.events.shapes import dumps
-from calendar_service.gateway import CallContext, perform
+from calendar_service.gateway import CallContext, finished, perform
 from calendar_service.inputs import parse_model, parse_partial
 from calendar_service.keys import Principal
 from calendar_service.models import EventPublic, EventUpdate, FreeBusyPublic, FreeTimePublic
@@ -318,6 +318,7 @@ async def _run(
                     present=spec.present,
                     limiter=backend.limiter,
                 )
+                outcome = await finished(outcome)  # what it left for after the transaction
             except ValidationFailed as exc:
                 if not spec.renames:
                     raise

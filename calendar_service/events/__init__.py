@@ -34,7 +34,7 @@ from calendar_service.events.existing import (
     update_event,
     update_event_from_input,
 )
-from calendar_service.events.listing import list_events
+from calendar_service.events.listing import list_events, list_events_later
 from calendar_service.events.parsing import DEFAULT_LIMIT, MAX_LIMIT, parse_list_params
 from calendar_service.events.queries import events_t, window_floor
 from calendar_service.events.shapes import event_public
@@ -51,6 +51,7 @@ __all__: Sequence[str] = (
     "events_t",
     "get_event",
     "list_events",
+    "list_events_later",
     "owner_principal",
     "parse_list_params",
     "update_event",

@@ -25,6 +25,7 @@ from calendar_service.events.queries import (
     window_series,
 )
 from calendar_service.keys import Principal
+from calendar_service.later import Later, finish
 from calendar_service.models import calendars_t, to_db
 from calendar_service.recurrence import READ_BUDGET
 from calendar_service.timeutil import format_in, utc_text, zone
@@ -43,6 +44,14 @@ def busy_of(
     """Everything that takes time in ``calendars`` (rows with ``id``, ``time_zone``,
     ``max_event_seconds``) and overlaps ``[low, high)``: opaque single events and changed
     occurrences, and occurrences of opaque series, in no order."""
+    return finish(busy_later(conn, user_id=user_id, calendars=calendars, low=low, high=high))
+
+
+def busy_later(
+    conn: Connection, *, user_id: str, calendars: Sequence[Any], low: datetime, high: datetime
+) -> list[Busy] | Later:
+    """``busy_of``, or a ``Later`` that gives it without the database when series must be
+    expanded (for the availability operations, whose fronts run it off the event loop)."""
     if not calendars:
         return []
     dialect = conn.dialect.name
@@ -74,20 +83,22 @@ def busy_of(
     )
     wanted = {c.id for c in calendars}
     keys = [k for k in keys if k[1] in wanted]
-    if keys:
-        found.extend(
-            b
-            for b in busy_occurrences(
-                keys,
-                calendars,
-                load=lambda ids: series_rows(conn, ids),
-                low=low,
-                high=high,
-                budget=BUDGET,
-            )
-            if b[2] > b[1]
-        )
-    return found
+    if not keys:
+        return found
+    occurrences = busy_occurrences(
+        keys,
+        calendars,
+        load=lambda ids: series_rows(conn, ids),
+        low=low,
+        high=high,
+        budget=BUDGET,
+        later=True,
+    )
+
+    def all_of(occurrences: list[Busy]) -> list[Busy]:
+        return found + [b for b in occurrences if b[2] > b[1]]
+
+    return occurrences.then(all_of) if isinstance(occurrences, Later) else all_of(occurrences)
 
 
 def conflicts(

@@ -14,7 +14,7 @@ from sqlalchemy import Connection
 
 from calendar_service.calendars import accessible_calendars, calendar_public
 from calendar_service.errors import FieldError, ValidationFailed
-from calendar_service.events.occurrences import page_with_series
+from calendar_service.events.occurrences import Page, page_with_series
 from calendar_service.events.parsing import parse_list_params, parse_single_events
 from calendar_service.events.queries import (
     list_statement,
@@ -38,6 +38,7 @@ from calendar_service.events.tokens import (
     token_query,
 )
 from calendar_service.keys import Principal
+from calendar_service.later import Later, finish
 from calendar_service.models import to_db
 from calendar_service.timeutil import format_in, utc_text, zone
 
@@ -56,6 +57,41 @@ def list_events(
     sync_token: str | None = None,
     sync_retention_days: int = DEFAULT_RETENTION_DAYS,
 ) -> dict[str, Any]:
+    """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``
+    (``_list_events`` says how), made here and now."""
+    return finish(
+        _list_events(
+            conn,
+            principal=principal,
+            time_min=time_min,
+            time_max=time_max,
+            limit=limit,
+            page_token=page_token,
+            token_key=token_key,
+            now=now,
+            single_events=single_events,
+            sync_token=sync_token,
+            sync_retention_days=sync_retention_days,
+            later=False,
+        )
+    )
+
+
+def _list_events(
+    conn: Connection,
+    *,
+    principal: Principal,
+    time_min: str | None = None,
+    time_max: str | None = None,
+    limit: Any = None,
+    page_token: str | None = None,
+    token_key: bytes,
+    now: datetime | None = None,
+    single_events: bool | str | None = True,
+    sync_token: str | None = None,
+    sync_retention_days: int = DEFAULT_RETENTION_DAYS,
+    later: bool,
+) -> dict[str, Any] | Later:
     """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``.
 
     An event overlaps when ``endsAt > timeMin`` (or it starts at/after timeMin, so zero-length
@@ -145,7 +181,7 @@ def list_events(
         else:
             result["nextSyncToken"] = encode_sync_token(token_key, principal, position)
         return result
-    result["events"], following = page_with_series(
+    page = page_with_series(
         rows,
         series,
         calendars,
@@ -156,10 +192,23 @@ def list_events(
         after=after,
         size=size,
         single_events=single_events,
+        later=later,
     )
-    if following is not None:
-        carry = position.compact()
-        result["nextPageToken"] = encode_token(token_key, query, *following, carry)
-    else:
-        result["nextSyncToken"] = encode_sync_token(token_key, principal, position)
-    return result
+
+    def answer(page: Page) -> dict[str, Any]:
+        result["events"], following = page
+        if following is not None:
+            carry = position.compact()
+            result["nextPageToken"] = encode_token(token_key, query, *following, carry)
+        else:
+            result["nextSyncToken"] = encode_sync_token(token_key, principal, position)
+        return result
+
+    return page.then(answer) if isinstance(page, Later) else answer(page)
+
+
+def list_events_later(conn: Connection, **options: Any) -> dict[str, Any] | Later:
+    """``list_events`` for the fronts (``operations.LIST``): a page that needs series
+    expanded is a ``Later`` (``calendar_service.later``), made once the transaction is over
+    and off the event loop; one read from memory is made at once."""
+    return _list_events(conn, later=True, **options)

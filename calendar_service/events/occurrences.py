@@ -8,12 +8,15 @@ Occurrences sort by their start (stored UTC text, as the rows' starts) and their
 
 Each series is expanded a *chunk* at a time: a stretch of time from its start (28 days of a
 daily rule, 16 weeks of a weekly one, 2 years of a monthly one, 12 years of a yearly one,
-times its INTERVAL). A chunk's occurrences, with their shown times, are a pure function of
+times its INTERVAL; shorter for a dense rule, to hold at most ``_CHUNK_MOST`` occurrences by
+``_per_day``'s estimate). A chunk's occurrences, with their shown times, are a pure function of
 the series as stored, its calendar's zone and the chunk, so they are kept in a bounded LRU
-(``_CHUNKS``) shared by the process's requests: a list of a calendar with a thousand weekly
-series reads them from memory, not from dateutil. The page is built in rounds: every series
-is expanded up to a boundary that doubles its distance each round, until the rows and the
-occurrences before it fill the page (or the window, the accepted range or every series ends).
+(``_CHUNKS``, bounded in occurrences too) shared by the process's requests: a list of a
+calendar with a thousand weekly series reads them from memory, not from dateutil. The page is
+read from merged chunks (every series of the page over a stretch, in order) from where the page
+starts, or the earliest series does; failing that (a budget ran out, or the series are sparse),
+series by series, merged in order (a heap), each read a chunk at a time only as far as the page
+needs it.
 
 Bounded work: the series of one request share ``recurrence.READ_BUDGET`` equally (at least
 ``SHARE_FLOOR`` each); chunks read from memory cost nothing. When a series' share runs out,
@@ -21,17 +24,20 @@ it *pauses* at the instant up to which it is complete, and the page ends there, 
 ``limit``, with a page token that resumes at that instant (Google Calendar's API returns
 short pages too). A page token is ``(start, id)``; a pause's has the id ``""``, which sorts
 before every id, so the next page starts at the pause's instant, and every page moves on.
+A page that needs chunks not kept is a ``later.Later`` for the fronts (made on a thread, after
+the transaction); one read from memory is made at once.
 """
 
 from __future__ import annotations
 
 import functools
+import heapq
 import itertools
 import operator
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from operator import itemgetter
@@ -48,6 +54,7 @@ from calendar_service.events.shapes import (
     event_public,
     events_public,
 )
+from calendar_service.later import Later
 from calendar_service.recurrence import (
     READ_BUDGET,
     Budget,
@@ -67,7 +74,17 @@ daily rule, or 5 years of a yearly one)."""
 
 _CHUNK_DAYS = (366 * 12, 731, 112, 28)  # by dateutil's FREQ: YEARLY, MONTHLY, WEEKLY, DAILY
 _CHUNKS_KEPT = 16_384
-_FIRST_ROUND = timedelta(days=28)
+_CHUNK_MOST = 256
+"""Occurrences a chunk is made to hold at most (by an estimate from above of the rule's
+occurrences a day, ``_per_day``): a dense rule gets shorter chunks, so that a page of ten
+computes about ten, not 28 days of 96 a day."""
+_CHUNKS_KEPT_MOST = 250_000
+"""Occurrences the kept chunks hold at most in all (about 450 bytes each)."""
+_MERGED_EACH = 512
+"""Occurrences a merged chunk is made to hold at most (by the same estimate)."""
+_PERIODS_A_YEAR = (1, 12, 53, 366)  # by dateutil's FREQ
+_PERIOD_DAYS = (366, 31, 7, 1)  # by dateutil's FREQ: the most days a period holds
+YEARLY, MONTHLY, WEEKLY, DAILY = range(4)  # dateutil's FREQ values
 
 # queries.SERIES_COLUMNS, by name
 _SERIES_NAMES = (
@@ -105,12 +122,14 @@ _ITEM_START = itemgetter(0)
 _SHOWN = itemgetter(3)  # an occurrence item's object (``shapes.Prepared``)
 _AFTER_ALL = "~"  # sorts after every stored UTC text
 _ID_VERSION = itemgetter(0, 3)
+Page = tuple[list[dict[str, Any]], tuple[str, str] | None]
+"""A page's events and where the next one starts (``(start text, id)``, or ``None``)."""
 
 
 # Only whole chunks are kept (never one cut short by a budget), keyed by everything they are
 # computed from: a key always gives the same value, whichever request computed it, and a rerun
 # of an operation finds what it made.
-_CHUNKS = Lru(_CHUNKS_KEPT)
+_CHUNKS = Lru(_CHUNKS_KEPT, most_weight=_CHUNKS_KEPT_MOST)
 _MERGED = timedelta(days=28)
 _MERGED_MOST = 24
 """Merged chunks one page reads at the most before it goes series by series."""
@@ -134,6 +153,48 @@ def series_row(values: Sequence[Any]) -> Row:
     return Row(row)
 
 
+def _per_day(rule: Rule) -> float:
+    """At most how many instances a day ``rule`` gives, on average over a year: an estimate
+    from above (each by-part limits the days a year can hold; the times of a day multiply
+    them; BYSETPOS limits a period to its positions), to size chunks by."""
+    by = dict(rule.by)
+    freq = rule.freq
+    periods = _PERIODS_A_YEAR[freq] / rule.interval
+    times = 1
+    for name in ("byhour", "byminute", "bysecond"):
+        times *= len(by.get(name) or (1,))
+    if any(by.get(k) for k in ("byweekday", "bymonthday", "byyearday", "byweekno")):
+        limits = [periods * _PERIOD_DAYS[freq]]
+        weekdays = by.get("byweekday")
+        if weekdays:
+            plain = sum(1 for w in weekdays if getattr(w, "n", None) in (None, 0))
+            limits.append(53.0 * plain + 12.0 * (len(weekdays) - plain))
+            if freq == WEEKLY:
+                limits.append(periods * len(weekdays))
+        for name, each in (("bymonthday", 12), ("byyearday", 1), ("byweekno", 7)):
+            if by.get(name):
+                limits.append(float(each * len(by[name])))
+        days = min(limits)
+    elif freq == DAILY:
+        days = periods
+    else:  # the day of its start, in each period (and each month BYMONTH names)
+        days = periods * (len(by.get("bymonth") or (1,)) if freq == YEARLY else 1)
+    if by.get("bymonth"):
+        days = min(days, 31.0 * len(by["bymonth"]))
+    per_year = days * times
+    if by.get("bysetpos"):
+        per_year = min(per_year, periods * len(by["bysetpos"]))
+    return max(per_year, 1.0) / 365.0
+
+
+def _sized(days: float, per_day: float, most: int) -> float:
+    """``days``, shortened (to whole days, at least one) to hold at most ``most``
+    occurrences at ``per_day``."""
+    if days * per_day <= most:
+        return days
+    return max(1.0, float(int(most / per_day)))
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     """What expanding a stored series takes, read from its row once (``_plan``)."""
@@ -150,6 +211,7 @@ class _Plan:
     # Its occurrences' event object, but for their ids and times (copied for each).
     template: dict[str, Any]
     longest: timedelta  # how long before a window an occurrence overlapping it may start
+    per_day: float  # ``_per_day``
 
     def shown(self, entry: Entry, event_id: str) -> dict[str, Any]:
         """The public object of one of its occurrences (``event_id``: its id): a copy of
@@ -169,7 +231,9 @@ def _plan(values: Sequence[Any], tz: tzinfo, name: str) -> _Plan:
     start, end = from_utc_text(values[3]), from_utc_text(values[4])
     last = None if values[11] is None else from_utc_text(values[11])
     length = length_of(start, end, all_day=all_day, tz=tz)
-    step = min(timedelta(days=_CHUNK_DAYS[rule.freq] * rule.interval), LATEST - EARLIEST)
+    per_day = _per_day(rule)
+    days = _sized(_CHUNK_DAYS[rule.freq] * rule.interval, per_day, _CHUNK_MOST)
+    step = min(timedelta(days=days), LATEST - EARLIEST)
     anchor = min(start, *rule.rdates) if rule.rdates and not all_day else start
     own = tz if values[14] is None or all_day else zone(values[14])
     return _Plan(
@@ -188,11 +252,16 @@ def _plan(values: Sequence[Any], tz: tzinfo, name: str) -> _Plan:
             "originalStartsAt": None,
         },
         longest=timedelta(days=length + 1) if isinstance(length, int) else length,
+        per_day=per_day,
     )
 
 
+class _MustExpand(Exception):
+    """A page made from memory alone needs a chunk that is not kept (``page_with_series``)."""
+
+
 class _Series:
-    """One series of the page: its chunks from where the page starts, up to a boundary."""
+    """One series of the page: its chunks from where the page starts."""
 
     def __init__(
         self,
@@ -202,8 +271,10 @@ class _Series:
         low: datetime | None,
         high_text: str | None,
         budget: Budget,
+        may_expand: bool = True,
     ) -> None:
         self.plan = plan
+        self.may_expand = may_expand
         self.id = plan.id
         self.tz = plan.tz
         self.all_day = plan.rule.all_day
@@ -220,13 +291,13 @@ class _Series:
         self.paused: datetime | None = None
         self.done = False
 
-    def until(self, boundary: datetime) -> list[Entry]:
-        """The occurrences from its start on, and before the window's end, of the chunks that
-        start before ``boundary`` and were not read yet."""
-        found: list[Entry] = []
+    def entries(self, end: datetime) -> Iterator[Entry]:
+        """Its occurrences from its start on and before the window's end, in order, chunk by
+        chunk (from the chunk holding the page's start, up to ``end``), as they are asked
+        for; stops early when its budget runs out (``paused``: nothing is known past it)."""
         while not self.done and self.paused is None:
             chunk_start = self.anchor + self.next * self.step
-            if chunk_start >= boundary:
+            if chunk_start >= end:
                 break
             if chunk_start > LATEST or (self.ends is not None and chunk_start >= self.ends):
                 self.done = True
@@ -234,9 +305,8 @@ class _Series:
             starts, entries = self._chunk(chunk_start)
             first = bisect_left(starts, self.floor)
             last = len(starts) if self.ceiling is None else bisect_left(starts, self.ceiling)
-            found.extend(entries[first:last])
             self.next += 1
-        return found
+            yield from entries[first:last]
 
     def _chunk(self, chunk_start: datetime) -> Chunk:
         whole = self._whole_chunk(chunk_start, self.next)
@@ -262,7 +332,7 @@ class _Series:
             self._partial = entries
             return None
         whole = (tuple(e[0] for e in entries), tuple(entries))
-        _CHUNKS.put(key, whole)
+        _CHUNKS.put(key, whole, weight=max(len(entries), 1))
         return whole
 
     def between(self, start: datetime, end: datetime, texts: tuple[str, str]) -> list[Entry] | None:
@@ -290,6 +360,8 @@ class _Series:
         self.done = False
 
     def _expand(self, since: datetime, before: datetime) -> list[Entry]:
+        if not self.may_expand:
+            raise _MustExpand
         entries: list[Entry] = []
         tz, all_day, length = self.tz, self.all_day, self.length
         try:
@@ -326,13 +398,18 @@ def page_with_series(
     after: tuple[str, str] | None,
     size: int,
     single_events: bool,
-) -> tuple[list[dict[str, Any]], tuple[str, str] | None]:
+    later: bool = False,
+) -> Page | Later:
     """The page (events) and where the next one starts (``(start text, id)``, or ``None``)
     from the window query's ``rows`` (at most ``size + 1``) and the candidate series
     (``queries.SERIES_KEYS``, with their exceptions' original starts); ``load`` reads series'
     rows by id (``queries.series_rows``), for versions of them new to the process.
     ``texts``: ``low`` and ``high`` as stored text. ``single_events=False``: the series
-    themselves."""
+    themselves.
+
+    ``later``: a page that needs series expanded (chunks not kept) is returned as a ``Later``
+    that makes it without the database, to be run off the event loop; a page read from
+    memory is made at once."""
     by_calendar = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
     if not single_events:
         items: list[Item] = [(r[3], r[0], _ROW, r) for r in rows]
@@ -342,6 +419,43 @@ def page_with_series(
         items.sort()  # (start, id) order: see Item
         return _page(items, None, size, calendars, by_calendar)
     found_set, skipped = _SETS.plans(series_keys, by_calendar, load)
+    page = functools.partial(
+        _occurrence_page,
+        rows,
+        found_set,
+        skipped,
+        calendars,
+        by_calendar,
+        low=low,
+        high=high,
+        texts=texts,
+        after=after,
+        size=size,
+    )
+    if not later:
+        return page(may_expand=True)
+    try:  # from memory, on the spot: the hot path
+        return page(may_expand=False)
+    except _MustExpand:
+        return Later(functools.partial(page, may_expand=True))
+
+
+def _occurrence_page(
+    rows: Sequence[Any],
+    found_set: _Set,
+    skipped: dict[str, set[str]],
+    calendars: Sequence[Any],
+    by_calendar: dict[str, tuple[str, tzinfo]],
+    *,
+    low: datetime | None,
+    high: datetime | None,
+    texts: tuple[str | None, str | None],
+    after: tuple[str, str] | None,
+    size: int,
+    may_expand: bool,
+) -> Page:
+    """``page_with_series``' page of occurrences, once the series' plans are known (no
+    database); ``may_expand=False``: from kept chunks only (``_MustExpand`` otherwise)."""
     # Where the page starts: its token's start (an occurrence overlapping ``low`` may start
     # before it: each series looks back by its own length, ``_Series``).
     since = max(EARLIEST, from_utc_text(after[0]) if after else EARLIEST)
@@ -358,7 +472,14 @@ def page_with_series(
     def series_of_page() -> list[_Series]:
         if not made:
             made.extend(
-                _Series(p, since=since, low=low, high_text=high_text, budget=Budget(share))
+                _Series(
+                    p,
+                    since=since,
+                    low=low,
+                    high_text=high_text,
+                    budget=Budget(share),
+                    may_expand=may_expand,
+                )
                 for p in plans
             )
         return made
@@ -377,38 +498,66 @@ def page_with_series(
     )
     if merged is not None:
         return _merged_page(rows, row_starts, merged, size, calendars)
-    items = [(r[3], r[0], _ROW, r) for r in rows]
+    # The budget ran out, or the window is sparse: series by series, merged in order, each
+    # read as far as the page needs it.
     series = series_of_page()
-    for s in series:  # the budget ran out, or the window is sparse: series by series
+    for s in series:
         s.restart()
-    boundary, step = min(floor + _FIRST_ROUND, end), _FIRST_ROUND
+    row_keys = [(r[3], r[0]) for r in rows]
+    items: list[Item] = [(r[3], r[0], _ROW, r) for r in rows]
+    taken = 0
     pause: datetime | None = None
-    while True:
-        for s in series:
-            skip = skipped.get(s.id, ())
-            for entry in s.until(boundary):
-                start_text = entry[0]
-                if low_text is not None and not (entry[1] > low_text or start_text >= low_text):
-                    continue
-                if start_text in skip:  # changed (a row of its own) or cancelled
-                    continue
-                event_id = f"{s.id}_{entry[2]}"
-                if after is not None and (start_text, event_id) <= after:
-                    continue
-                items.append((start_text, event_id, _OCCURRENCE, (s, entry)))
-        paused = [s.paused for s in series if s.paused is not None]
-        pause = min(paused) if paused else None
-        limit = utc_text(min(boundary, pause) if pause is not None else boundary)
-        known = sum(1 for item in items if item[0] < limit)
-        if known > size or pause is not None or boundary >= end or all(s.done for s in series):
+    pause_text = _AFTER_ALL
+    heads: list[tuple[str, str, int, Entry, Iterator[Item]]] = []
+
+    def push(number: int, found: Iterator[Item]) -> None:
+        nonlocal pause, pause_text
+        item = next(found, None)
+        if item is not None:
+            heapq.heappush(heads, (item[0], item[1], number, item[3], found))
+            return
+        paused = series[number].paused
+        if paused is not None and (pause is None or paused < pause):
+            pause, pause_text = paused, utc_text(paused)
+
+    for number, s in enumerate(series):
+        push(number, _occurrence_items(s, end, low_text, skipped.get(s.id, ()), after))
+    while heads:
+        start_text, event_id, number, shown, found = heads[0]
+        if start_text >= pause_text:  # nothing is known past a pause
             break
-        step *= 2
-        boundary = min(boundary + step, end)
+        # Rows and occurrences before it fill the page (and the one after it): it is not on it.
+        if taken + bisect_left(row_keys, (start_text, event_id)) > size:
+            break
+        heapq.heappop(heads)
+        items.append((start_text, event_id, _OCCURRENCE, shown))
+        taken += 1
+        push(number, found)
     if pause is not None:  # nothing is known past it
-        cut = utc_text(pause)
-        items = [item for item in items if item[0] < cut]
+        items = [item for item in items if item[0] < pause_text]
     items.sort()  # (start, id) order: see Item
     return _page(items, pause, size, calendars, by_calendar)
+
+
+def _occurrence_items(
+    s: _Series,
+    end: datetime,
+    low_text: str | None,
+    skip: Collection[str],
+    after: tuple[str, str] | None,
+) -> Iterator[Item]:
+    """The page's items of one series, in ``(start, id)`` order: its occurrences that overlap
+    the window, but for its changed and cancelled ones, after the page token's position."""
+    for entry in s.entries(end):
+        start_text = entry[0]
+        if low_text is not None and not (entry[1] > low_text or start_text >= low_text):
+            continue
+        if start_text in skip:  # changed (a row of its own) or cancelled
+            continue
+        event_id = f"{s.id}_{entry[2]}"
+        if after is not None and (start_text, event_id) <= after:
+            continue
+        yield (start_text, event_id, _OCCURRENCE, (s, entry))
 
 
 def _from_merged_chunks(
@@ -434,13 +583,15 @@ def _from_merged_chunks(
     start before the window are taken only if they end in it. Reading stops at ``size + 1``:
     merged with the rows, a later occurrence could not be on the page."""
     found: list[Item] = []
-    index = (floor - EARLIEST) // _MERGED
+    # Nothing of the set occurs before its first series starts: the search starts there.
+    step = found_set.merged
+    index = (max(floor, found_set.first) - EARLIEST) // step
     low_text, ceiling = texts
     floor_text = utc_text(floor)
     for _ in range(_MERGED_MOST):
-        if EARLIEST + index * _MERGED >= end:
+        if EARLIEST + index * step >= end:
             return found
-        merged = _merged_chunk(series_of_page, found_set.token, index)
+        merged = _merged_chunk(series_of_page, found_set.token, index, step)
         if merged is None:
             return None
         starts, ends, entries, reached_text = merged
@@ -478,7 +629,7 @@ MergedChunk = tuple[tuple[str, ...], tuple[str, ...], tuple[Item, ...], str]
 
 
 def _merged_chunk(
-    series_of_page: Callable[[], list[_Series]], token: int, index: int
+    series_of_page: Callable[[], list[_Series]], token: int, index: int, step: timedelta
 ) -> MergedChunk | None:
     """Every occurrence of the page's series starting in merged chunk ``index``, in
     ``(start, id)`` order; ``None`` if a budget ran out (and nothing is kept)."""
@@ -486,11 +637,11 @@ def _merged_chunk(
     cached = _MERGED_CHUNKS.get(key)
     if cached is not None:
         return cached
-    start = EARLIEST + index * _MERGED
-    texts = (utc_text(start), utc_text(start + _MERGED))
+    start = EARLIEST + index * step
+    texts = (utc_text(start), utc_text(start + step))
     merged: list[tuple[Item, str]] = []
     for s in series_of_page():
-        entries = s.between(start, start + _MERGED, texts)
+        entries = s.between(start, start + step, texts)
         if entries is None:
             return None
         for e in entries:
@@ -518,6 +669,8 @@ class _Set:
     plans: tuple[_Plan, ...]
     longest: timedelta
     ends: str | None
+    first: datetime  # no occurrence of the set starts before it (its earliest series' start)
+    merged: timedelta  # the length of its merged chunks (``_MERGED``, shorter when dense)
 
 
 def _skipped(series_keys: Sequence[Any]) -> dict[str, set[str]]:
@@ -586,7 +739,14 @@ class _SetTokens:
         last = utc_text(min(max(ends), LATEST)) if plans and len(ends) == len(plans) else None
         longest = max((p.longest for p in plans), default=timedelta(0))
         with self._lock:
-            found = self._sets[key] = _Set(next(self._next), plans, longest, last)
+            found = self._sets[key] = _Set(
+                next(self._next),
+                plans,
+                longest,
+                last,
+                min((p.anchor for p in plans), default=EARLIEST),
+                timedelta(days=_sized(_MERGED.days, sum(p.per_day for p in plans), _MERGED_EACH)),
+            )
             if len(self._sets) > self._size:
                 self._sets.popitem(last=False)
         return found
@@ -722,7 +882,8 @@ def busy_occurrences(
     low: datetime,
     high: datetime,
     budget: int,
-) -> list[BusyEntry]:
+    later: bool = False,
+) -> list[BusyEntry] | Later:
     """Every occurrence of the opaque series among ``series_keys`` (``queries.SERIES_KEYS``)
     that overlaps ``[low, high)``, in no order and without paging (for
     ``calendar_service.availability``), read through the same chunk cache as the list. The
@@ -731,7 +892,8 @@ def busy_occurrences(
 
     The series share ``budget`` equally (at least ``SHARE_FLOOR`` each); a series whose
     share runs out is busy from the instant it paused at to ``high``: time that may be taken
-    is never shown as free."""
+    is never shown as free. ``later``: when series must be expanded (chunks not kept), a
+    ``Later`` that finds them without the database (as ``page_with_series``)."""
     by_calendar = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
     plans = [
         p
@@ -740,14 +902,41 @@ def busy_occurrences(
     ]
     if not plans:
         return []
-    skipped = _skipped(series_keys)
+    found = functools.partial(
+        _busy_entries, plans, _skipped(series_keys), low=low, high=high, budget=budget
+    )
+    if not later:
+        return found(may_expand=True)
+    try:
+        return found(may_expand=False)
+    except _MustExpand:
+        return Later(functools.partial(found, may_expand=True))
+
+
+def _busy_entries(
+    plans: list[_Plan],
+    skipped: dict[str, set[str]],
+    *,
+    low: datetime,
+    high: datetime,
+    budget: int,
+    may_expand: bool,
+) -> list[BusyEntry]:
+    """``busy_occurrences`` once the plans are known (no database)."""
     share = max(budget // len(plans), SHARE_FLOOR)
     low_text, high_text = utc_text(low), utc_text(high)
     found: list[BusyEntry] = []
     for plan in plans:
         calendar_id, title = plan.template["calendarId"], plan.template["title"]
         skip = skipped.get(plan.id, ())
-        series = _Series(plan, since=EARLIEST, low=None, high_text=None, budget=Budget(share))
+        series = _Series(
+            plan,
+            since=EARLIEST,
+            low=None,
+            high_text=None,
+            budget=Budget(share),
+            may_expand=may_expand,
+        )
         first = max(low - plan.longest, EARLIEST)
         first_text = utc_text(first)
         index = max(0, (first - plan.anchor) // plan.step)

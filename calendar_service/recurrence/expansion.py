@@ -7,22 +7,29 @@ Europe/Berlin series stays at 09:30 local in summer and winter. As in RFC 5545, 
 series' start) is always the first instance, and ``COUNT`` counts it.
 
 Bounded work. dateutil's iterator can spin through many periods that produce nothing between two
-instances (``FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30`` spins until the year 9999: seconds of CPU).
-Every expansion here runs dateutil's own iteration with a metered ``_iterinfo`` (``_Gauge``): each
-period it builds is charged to a ``Budget`` (about a microsecond a unit), and every expansion
+instances (``FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30`` spins until the year 9999: seconds of CPU),
+and a rule of 96 a day yields 35,000 instances a year. Every expansion here runs dateutil's own
+iteration with a metered ``_iterinfo`` (``_Gauge``): each period it builds, and each instance it
+yields (in the window or not), is charged to a ``Budget`` (about a microsecond a unit, and
+counted: ``Budget.periods``, ``Budget.instances``, summed by ``measured``), and every expansion
 stops at the end of the accepted date range (``timeutil.LATEST``) and at the window's end even
 when nothing occurs. When a request's budget runs out, the expansion raises ``Paused`` with the
 instant up to which it is complete, so a list answers a short page with a page token there.
-Each expansion may always examine ``_FREE_PERIODS`` periods, so a paused list still moves on.
+Each expansion may always walk ``_FREE_PERIODS`` periods and compute the instances up to its
+``since`` and one after, so a paused list still moves on; ``READ_MOST_INSTANCES`` and
+``READ_MOST_PERIODS`` are what one list page may compute for one series at the most.
 Expansions skip ahead to the window: DTSTART moves forward by whole periods of the rule (its
-by-parts made explicit first, so the instances stay the same); a ``COUNT`` rule is expanded up to
-the start of its last instance, computed once when the series is written (``summarize``).
+by-parts made explicit first, so the instances stay the same), and without BYSETPOS on inside
+the period to the day before the window; a ``COUNT`` rule is expanded up to the start of its
+last instance, computed once when the series is written (``summarize``).
 """
 
 from __future__ import annotations
 
 import types
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 from typing import Any
@@ -43,7 +50,27 @@ READ_BUDGET = 50_000
 """Work units (about a microsecond each) one read (a list page, a get) may spend expanding."""
 WRITE_BUDGET = 200_000
 """Work units a write may spend checking a rule and finding its last instance."""
+READ_INSTANCE_UNITS = 15
+"""Units each instance costs a read: dateutil's, its instant, and the list's occurrence made
+of it (its id and times as text)."""
+WRITE_INSTANCE_UNITS = 1
+"""Units each instance costs a write, which only counts them (``summarize``,
+``count_before``)."""
+CALL_UNITS = 20
+"""Units each expansion costs to set up (dateutil's rule and its first period's masks)."""
 _FREE_PERIODS = 2
+_MOST_SETPOS = 2 * 366  # BYSETPOS values validation accepts: 1 to 366 and -366 to -1
+FREE_INSTANCES = _MOST_SETPOS + 1
+"""Instances one expansion may compute after its budget ran out: those before its ``since``
+(at most two days of 96 times, or with BYSETPOS one period's positions) and one after."""
+FREE_EXPANSIONS = 3
+"""Expansions a list may run for one series once its share ran out: the one that ran out, the
+chunk read again in order, and the one from the page's start (so that the page moves on)."""
+READ_MOST_INSTANCES = READ_BUDGET // READ_INSTANCE_UNITS + FREE_EXPANSIONS * FREE_INSTANCES
+"""Instances a list page computes at most for one series (its whole budget): 5,532."""
+READ_MOST_PERIODS = READ_BUDGET // 2 + FREE_EXPANSIONS * (_FREE_PERIODS + 1)
+"""Periods (dateutil's steps) a list page walks at most for one series (2 units or more
+each): 25,009."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -51,12 +78,51 @@ _FREE_PERIODS = 2
 
 
 class Budget:
-    """Work units one request may spend expanding rules (shared by all its expansions)."""
+    """Work units one request may spend expanding rules (shared by all its expansions), and
+    what they were spent on: ``periods`` dateutil built (its steps) and ``instances`` it
+    yielded (each one, whether or not it is then in the window)."""
 
-    __slots__ = ("left",)
+    __slots__ = ("instances", "left", "periods")
 
     def __init__(self, units: int = READ_BUDGET) -> None:
         self.left = units
+        self.periods = 0
+        self.instances = 0
+        measuring = _MEASURING.get()
+        if measuring is not None:
+            measuring.append(self)
+
+
+class Work:
+    """The work of every ``Budget`` made while ``measured`` is active (in this context: a
+    request's, or a test's): the expansion steps (periods) and the instances computed."""
+
+    __slots__ = ("_budgets",)
+
+    def __init__(self, budgets: list[Budget]) -> None:
+        self._budgets = budgets
+
+    @property
+    def periods(self) -> int:
+        return sum(b.periods for b in self._budgets)
+
+    @property
+    def instances(self) -> int:
+        return sum(b.instances for b in self._budgets)
+
+
+_MEASURING: ContextVar[list[Budget] | None] = ContextVar("measuring", default=None)
+
+
+@contextmanager
+def measured() -> Iterator[Work]:
+    """Count the work of the expansions run inside the block (tests, benchmarks)."""
+    budgets: list[Budget] = []
+    token = _MEASURING.set(budgets)
+    try:
+        yield Work(budgets)
+    finally:
+        _MEASURING.reset(token)
 
 
 class Paused(Exception):
@@ -72,33 +138,42 @@ class _Stop(Exception):
 
 
 class _OutOfBudget(Exception):
-    def __init__(self, reached: date) -> None:
+    """The budget ran out at ``reached`` (a local date-time: where a period starts, or the
+    instance not yielded), or at ``at`` (UTC, with the start's fraction of a second)."""
+
+    def __init__(self, reached: datetime, at: datetime | None = None) -> None:
         super().__init__(reached.isoformat())
         self.reached = reached
+        self.at = at
 
 
 class _Gauge:
-    """One expansion's meter: its periods are charged to ``budget`` (after ``_FREE_PERIODS``),
-    and it stops once a period starts after ``stop`` (a local date)."""
+    """One expansion's meter: each period it builds is charged to ``budget`` (the first
+    ``_FREE_PERIODS`` too, but they never stop it), the first also for the days dateutil walks
+    before DTSTART when it starts inside a period (``first_extra`` units); it stops once a
+    period starts after ``stop`` (a local date)."""
 
-    __slots__ = ("budget", "periods", "setpos", "stop")
+    __slots__ = ("budget", "first_extra", "periods", "setpos", "stop")
 
-    def __init__(self, budget: Budget, stop: date, setpos: int) -> None:
+    def __init__(self, budget: Budget, stop: date, setpos: int, first_extra: int = 0) -> None:
         self.budget = budget
         self.stop = stop
         self.setpos = setpos
+        self.first_extra = first_extra
         self.periods = 0
 
     def charge(self, start: date, days: int) -> None:
         if start > self.stop:
             raise _Stop
         self.periods += 1
-        if self.periods > _FREE_PERIODS:
-            # Measured on dateutil 4.0: about 2 us a period plus 0.1 us a day filtered,
-            # and BYSETPOS walks the period's days once per position.
-            self.budget.left -= 2 + (days * (1 + self.setpos)) // 10
-            if self.budget.left < 0:
-                raise _OutOfBudget(start)
+        budget = self.budget
+        budget.periods += 1
+        # Measured on dateutil 4.0: about 2 us a period plus 0.1 us a day filtered,
+        # and BYSETPOS walks the period's days once per position.
+        budget.left -= 2 + (days * (1 + self.setpos)) // 10 + self.first_extra
+        self.first_extra = 0
+        if budget.left < 0 and self.periods > _FREE_PERIODS:
+            raise _OutOfBudget(datetime.combine(start, time()))
 
 
 class _MeteredInfo(_rrule._iterinfo):
@@ -172,7 +247,26 @@ def _explicit(rule: Rule, dtstart: datetime) -> dict[str, Any]:
     return by
 
 
-def _skipped_start(rule: Rule, dtstart: datetime, since: datetime) -> datetime:
+def _skipped_start(rule: Rule, dtstart: datetime, since: datetime) -> tuple[datetime, int]:
+    """Where to start dateutil for the instances from ``since`` on (both local, naive), and
+    the days of its first period it walks before that without yielding (to charge them).
+
+    The start of the rule's last period at or before ``since``, on the rule's period grid
+    from ``dtstart`` (``dtstart`` itself when ``since`` is not after it); without BYSETPOS
+    (which picks from a whole period), further on inside that period, to the day before
+    ``since`` (a day of margin for DST), so that a year of 96 times a day is not yielded up to
+    December: dateutil yields the same instances from any DTSTART inside a period, the rule's
+    by-parts being explicit (``_explicit``)."""
+    period = _period_start(rule, dtstart, since)
+    if since <= dtstart or dict(rule.by).get("bysetpos"):
+        return period, 0
+    inside = datetime.combine(since.date() - timedelta(days=1), time())
+    if inside <= period:
+        return period, 0
+    return inside, (inside - period).days
+
+
+def _period_start(rule: Rule, dtstart: datetime, since: datetime) -> datetime:
     """The start of the rule's last period at or before ``since`` (both local, naive), on the
     rule's period grid from ``dtstart``; ``dtstart`` itself when ``since`` is not after it."""
     if since <= dtstart:
@@ -209,21 +303,27 @@ def _rule_instances(
     budget: Budget,
     use_count: bool = False,
     endless: bool = False,
+    instance_units: int = READ_INSTANCE_UNITS,
 ) -> Iterator[datetime]:
     """The RRULE's own instances (UTC), from the period holding ``since`` (``endless``: as if
-    it had no COUNT or UNTIL); raises ``_OutOfBudget`` when the budget runs out."""
+    it had no COUNT or UNTIL); raises ``_OutOfBudget`` when the budget runs out.
+
+    Every instance dateutil yields costs ``instance_units`` (those before ``since`` too); the
+    budget stops the expansion at a period's start (after ``_FREE_PERIODS``) or at an
+    instance after ``since``, never before: each expansion moves past ``since``."""
     tz = times.tz
     dtstart = naive_local(times.start, tz, rule.all_day)
     local_since = naive_local(max(since, EARLIEST), tz, rule.all_day)
     until: datetime | None = None
     count: int | None = None
+    walked = 0
     if endless:
-        start = _skipped_start(rule, dtstart, local_since)
+        start, walked = _skipped_start(rule, dtstart, local_since)
     elif rule.count is not None and (use_count or times.last_start is None):
         count = rule.count
         start = dtstart  # a COUNT is counted from DTSTART
     else:
-        start = _skipped_start(rule, dtstart, local_since)
+        start, walked = _skipped_start(rule, dtstart, local_since)
         if rule.count is not None:
             assert times.last_start is not None
             until = naive_local(times.last_start, tz, rule.all_day)
@@ -233,7 +333,10 @@ def _rule_instances(
     if before is not None:
         stop = min(stop, (before.astimezone(tz) + timedelta(days=1)).date())
     by = _explicit(rule, dtstart)
-    gauge = _Gauge(budget, stop, len(by.get("bysetpos", ())))
+    budget.left -= CALL_UNITS
+    # The days walked before the start, once for each of the times of a day.
+    per_day = len(by["byhour"]) * len(by["byminute"]) * len(by["bysecond"])
+    gauge = _Gauge(budget, stop, len(by.get("bysetpos", ())), walked * per_day // 10)
     metered = _MeteredRule(
         gauge,
         freq=rule.freq,
@@ -254,6 +357,10 @@ def _rule_instances(
         instant = to_utc(local + fraction, tz)
         if instant > LATEST:
             return
+        budget.instances += 1
+        budget.left -= instance_units
+        if budget.left < 0 and instant > since:
+            raise _OutOfBudget(local, instant)
         yield instant
 
 
@@ -281,7 +388,7 @@ def expand(
         except StopIteration:
             nxt = None
         except _OutOfBudget as out:
-            at = to_utc(datetime.combine(out.reached, time()), tz)
+            at = out.at if out.at is not None else to_utc(out.reached, tz)
             for e in extra[pending:]:
                 if e >= at:
                     break
@@ -340,7 +447,13 @@ def summarize(rule: Rule, times: SeriesTimes, *, length: timedelta | int) -> Sum
         # Whether the rule occurs at all: an UNTIL before its first instance leaves a series
         # of its start alone (as a split with scope=following can), which is fine.
         probe = _rule_instances(
-            rule, times, since=dtstart, before=None, budget=budget, endless=True
+            rule,
+            times,
+            since=dtstart,
+            before=None,
+            budget=budget,
+            endless=True,
+            instance_units=WRITE_INSTANCE_UNITS,
         )
         first = next(probe, None)
     except _OutOfBudget:
@@ -360,7 +473,13 @@ def summarize(rule: Rule, times: SeriesTimes, *, length: timedelta | int) -> Sum
         last_start = dtstart
         if wanted > 0:
             counted = _rule_instances(
-                rule, times, since=dtstart, before=None, budget=budget, use_count=True
+                rule,
+                times,
+                since=dtstart,
+                before=None,
+                budget=budget,
+                use_count=True,
+                instance_units=WRITE_INSTANCE_UNITS,
             )
             try:
                 for n, instant in enumerate(counted, 1):
@@ -399,7 +518,13 @@ def count_before(rule: Rule, times: SeriesTimes, at: datetime) -> int:
     budget = Budget(WRITE_BUDGET)
     try:
         for instant in _rule_instances(
-            rule, times, since=times.start, before=at, budget=budget, use_count=True
+            rule,
+            times,
+            since=times.start,
+            before=at,
+            budget=budget,
+            use_count=True,
+            instance_units=WRITE_INSTANCE_UNITS,
         ):
             if instant >= at:
                 break

@@ -32,7 +32,7 @@ from calendar_service.errors import (
     ValidationFailed,
 )
 from calendar_service.events.shapes import dumps
-from calendar_service.gateway import Arguments, Outcome, authenticate, perform
+from calendar_service.gateway import Arguments, Outcome, authenticate, finished, perform
 from calendar_service.ical.reading import MAX_BYTES as MAX_ICS_BYTES
 from calendar_service.ical.reading import ReadFile, read_file
 from calendar_service.inputs import NUL, nul_errors, parse_json_body
@@ -62,7 +62,7 @@ async def _perform(
     leaked = key_in_url(request)
     if leaked is not None:
         return await _refuse_key_in_url(request, op.name, *leaked)
-    return await svc.db.run_grouped(
+    outcome = await svc.db.run_grouped(
         perform,
         secret=bearer_token(request),
         ctx=call_context(request, op.name),
@@ -73,6 +73,7 @@ async def _perform(
         present=present,
         status=status,
     )
+    return await finished(outcome)  # what the operation left for after the transaction
 
 
 _PATH_FIELDS = {"event_id": "eventId"}

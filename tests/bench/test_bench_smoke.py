@@ -81,3 +81,21 @@ def test_the_in_process_driver_serves_ours_and_the_minimum_without_errors() -> N
     for which in ("ours", "minimum"):
         for kind in ("list", "create"):
             assert any(line.split()[:2] == [which, kind] for line in lines), proc.stdout
+
+
+def test_the_hostile_phase_times_each_request_with_healthz_beside_it_and_stops_by_itself(
+    tmp_path: Path,
+) -> None:
+    run_bench("bench", "--only", "hostile", "--tiny", "--out", str(tmp_path))
+    figures = json.loads((tmp_path / "latest.json").read_text())["summary"]["hostile"]
+    [rule] = figures["rules"].values()
+    requests = rule["requests"]
+    assert [r["request"] for r in requests] == [
+        "list, cold",
+        "list, warm",
+        "list, next page",
+        "singleEvents=false",
+        "freeBusy, 92 days",
+    ]
+    assert all(r["status"] == 200 and r["seconds"] is not None for r in requests), requests
+    assert rule["peak_rss_mb"] > 0

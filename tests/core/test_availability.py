@@ -15,9 +15,13 @@ from calendar_service.availability import Hours, merged
 from calendar_service.calendars import get_calendar_row
 from calendar_service.db import Database
 from calendar_service.errors import InsufficientScope, ValidationFailed
+from calendar_service.events.busy import BUDGET as BUSY_BUDGET
 from calendar_service.events.busy import conflicts
 from calendar_service.keys import Principal
+from calendar_service.later import Later, finish
 from calendar_service.models import EventCreate
+from calendar_service.recurrence import measured
+from calendar_service.recurrence.expansion import READ_INSTANCE_UNITS
 from calendar_service.timeutil import utc_text, utcnow, zone
 from tests.support import Factory, Owner, call_context
 
@@ -190,3 +194,37 @@ def test_a_window_of_92_days_is_accepted_and_one_minute_more_is_not(
             body={**window, "timeMax": "2026-04-03T00:01Z"},
         )
     assert refused.value.errors[0]["field"] == "timeMax"
+
+
+def test_availability_over_a_dense_series_is_left_for_after_the_transaction_and_bounded(
+    db: Database, factory: Factory
+) -> None:
+    """96 a day over the longest window (issue 24, B): what the fronts run is a ``Later``
+    (expanded off the event loop), busy all through, within the budget's instances."""
+    owner = factory.owner()
+    principal = events.owner_principal(owner.id)
+    quarters = "BYHOUR=" + ",".join(map(str, range(24))) + ";BYMINUTE=0,15,30,45"
+    add(
+        db,
+        owner,
+        owner.default_calendar_id,
+        title="dense",
+        startsAt="2033-01-03T00:00:00Z",  # chunks no other test has made
+        endsAt="2033-01-03T00:15:00Z",
+        recurrence=[f"RRULE:FREQ=DAILY;{quarters}"],
+    )
+    window = {"timeMin": "2033-01-03T00:00:00Z", "timeMax": "2033-04-05T00:00:00Z"}
+    for op in (operations.FREE_BUSY, operations.FREE_TIME):
+        body = window if op is operations.FREE_BUSY else {**window, "durationMinutes": 15}
+        with measured() as work:
+            found = db.call(op.run, principal=principal, body=body)
+            # The first expands (later); the second reads what the first kept, at once.
+            assert isinstance(found, Later) == (op is operations.FREE_BUSY)
+            answer = finish(found)
+        if op is operations.FREE_BUSY:
+            assert answer["calendars"][0]["busy"] == [
+                {"startsAt": "2033-01-03T00:00:00Z", "endsAt": "2033-04-05T00:00:00Z"}
+            ]
+        else:
+            assert answer["slots"] == []
+        assert work.instances <= BUSY_BUDGET // READ_INSTANCE_UNITS + 3 * 733

@@ -6,15 +6,17 @@ partial index."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import Connection, text
 
-from calendar_service import events
+from calendar_service import events, operations
 from calendar_service.db import Database
 from calendar_service.errors import ValidationFailed
 from calendar_service.events.queries import series_statement
 from calendar_service.keys import Principal
+from calendar_service.later import Later
 from calendar_service.models import to_db
 from calendar_service.recurrence import (
     READ_BUDGET,
@@ -22,6 +24,7 @@ from calendar_service.recurrence import (
     Paused,
     SeriesTimes,
     expand,
+    measured,
     occurrence_id,
     original_of,
     parse_recurrence,
@@ -35,6 +38,7 @@ from tests.support import Factory
 
 START = datetime(2026, 3, 2, 8, 30, tzinfo=UTC)
 BERLIN = zone("Europe/Berlin")
+KEY = b"test page-token key"
 SETPOS = ",".join(str(n) for n in range(-180, 0))  # 180 positions: a long walk per period
 
 # Rules that iterate many periods (dateutil alone would run until the year 9999 on some).
@@ -297,3 +301,77 @@ def test_an_occurrence_that_began_before_the_window_is_listed_wherever_the_windo
             token_key=b"test page-token key",
         )
         assert [datetime.fromisoformat(e["startsAt"]) for e in page["events"]] == [occurrence]
+
+
+EVERY_QUARTER_HOUR = "BYHOUR=" + ",".join(map(str, range(24))) + ";BYMINUTE=0,15,30,45"
+# 96 occurrences a day, the most validation allows, without end (issue 24, B).
+DENSE = {
+    "daily": f"RRULE:FREQ=DAILY;{EVERY_QUARTER_HOUR}",
+    "weekly": f"RRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR,SA,SU;{EVERY_QUARTER_HOUR}",
+    "yearly": f"RRULE:FREQ=YEARLY;BYDAY=MO,TU,WE,TH,FR,SA,SU;{EVERY_QUARTER_HOUR}",
+}
+
+
+@pytest.mark.parametrize("name", list(DENSE))
+def test_a_page_of_a_dense_endless_series_over_the_whole_range_computes_what_it_shows(
+    db: Database, factory: Factory, name: str
+) -> None:
+    """A page of ten from 1901 to 2199 starts its search where the series starts and computes
+    about what it returns: not every occurrence up to a boundary doubled from 1901."""
+    principal, _ = _principal(factory)
+    body = {
+        "title": "dense",
+        "startsAt": "2026-03-02T00:00:00Z",
+        "endsAt": "2026-03-02T00:10:00Z",
+        "recurrence": [DENSE[name]],
+    }
+    made = db.call(events.create_event_from_input, principal=principal, body=body, now=utcnow())
+    first = datetime(2026, 3, 2, tzinfo=UTC)
+    with measured() as work:
+        page = db.call(
+            events.list_events,
+            principal=principal,
+            time_min="1901-01-01T00:00:00Z",
+            time_max="2199-12-31T00:00:00Z",
+            limit=10,
+            token_key=b"test page-token key",
+        )
+    starts = [datetime.fromisoformat(e["startsAt"]) for e in page["events"]]
+    assert starts == [first + timedelta(minutes=15 * n) for n in range(10)]
+    assert {e["recurringEventId"] for e in page["events"]} == {made[0]["id"]}
+    assert "nextPageToken" in page
+    assert work.instances <= 1000  # a few chunks of a day or two, not years of them
+    assert work.periods <= 100
+
+
+def test_a_list_leaves_expanding_for_after_its_transaction_and_reads_memory_at_once(
+    db: Database, factory: Factory
+) -> None:
+    """What the fronts run (``operations.LIST``): a page whose series must be expanded is a
+    ``Later``, made without the database once the transaction is over (on a thread: the event
+    loop and SQLite's lock are free meanwhile); the same page again, read from memory, at once."""
+    principal, _ = _principal(factory)
+    body = {
+        "title": "dense",
+        "startsAt": "2031-05-06T07:08:09Z",  # chunks no other test has made
+        "endsAt": "2031-05-06T07:18:09Z",
+        "recurrence": [DENSE["daily"]],
+    }
+    db.call(events.create_event_from_input, principal=principal, body=body, now=utcnow())
+
+    def listed(conn: Connection) -> Any:
+        return operations.LIST.run(
+            conn, principal=principal, time_min="1901-01-01T00:00:00Z", limit=10, token_key=KEY
+        )
+
+    first = db.call(listed)
+    assert isinstance(first, Later)
+    page = first.finish()
+    assert [e["startsAt"] for e in page["events"]][:2] == [
+        "2031-05-06T07:08:09Z",
+        "2031-05-06T07:15:09Z",  # DTSTART, then the rule's quarter hours
+    ]
+    again = db.call(listed)
+    assert isinstance(again, dict)
+    # The same page (its token carries the sync position: other tests may write meanwhile).
+    assert again["events"] == page["events"] and "nextPageToken" in again

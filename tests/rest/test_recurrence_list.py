@@ -87,6 +87,37 @@ def test_an_endless_series_without_timemax_pages_on_ten_at_a_time(
     assert "nextPageToken" not in last.json()
 
 
+def test_a_dense_endless_series_over_the_whole_range_pages_on_ten_at_a_time(
+    api: httpx.Client, factory: Factory
+) -> None:
+    """96 a day without end, listed from 1901 to 2199 (issue 24, B): the first ten, then the
+    next ten, each page expanded off the event loop and starting where the series starts."""
+    cal = calendar_in(factory, "Europe/Berlin")
+    quarters = "BYHOUR=" + ",".join(map(str, range(24))) + ";BYMINUTE=0,15,30,45"
+    series = create(
+        api,
+        cal,
+        startsAt="2026-03-02T00:00:00Z",
+        endsAt="2026-03-02T00:10:00Z",
+        recurrence=[f"RRULE:FREQ=YEARLY;BYDAY=MO,TU,WE,TH,FR,SA,SU;{quarters}"],
+    )
+    query: dict[str, Any] = {
+        "timeMin": "1901-01-01T00:00:00Z",
+        "timeMax": "2199-12-31T00:00:00Z",
+        "limit": 10,
+    }
+    seen: list[str] = []
+    for _ in range(2):
+        body = api.get(EVENTS, params=query, headers=cal.headers).json()
+        assert {e["recurringEventId"] for e in body["events"]} == {series["id"]}
+        seen.extend(e["startsAt"] for e in body["events"])
+        query["pageToken"] = body["nextPageToken"]
+    # Local quarter hours from 01:00 in Berlin (00:00Z), twenty of them.
+    assert seen == [
+        f"2026-03-02T{1 + m // 60:02d}:{m % 60:02d}:00+01:00" for m in range(0, 300, 15)
+    ]
+
+
 BAD_RULES = {
     "unknown FREQ": (["RRULE:FREQ=FORTNIGHTLY"], "FREQ=FORTNIGHTLY is unknown"),
     "HOURLY": (["RRULE:FREQ=HOURLY"], "FREQ=HOURLY is not supported"),
