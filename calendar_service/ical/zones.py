@@ -18,11 +18,11 @@ A ``VTIMEZONE`` is text from outside: reading one is bounded in steps whatever i
 observance's ``RRULE`` may only be ``FREQ=YEARLY`` or ``FREQ=MONTHLY`` with ``INTERVAL``,
 ``COUNT``, ``UNTIL``, ``BYMONTH``, ``BYMONTHDAY``, ``BYDAY``, ``BYSETPOS``, ``WKST`` and one
 value each of ``BYHOUR``, ``BYMINUTE``, ``BYSECOND`` (what real zones use); it is expanded
-month by month, each month looked at costing one unit of the file's ``MAX_ZONE_WORK``, and
-never beyond the year 2200. A zone with another rule, more than
-``MAX_OBSERVANCES`` observances, an observance without ``DTSTART`` or ``TZOFFSETTO``, or
-whose reading would cost more than the file has left, is refused (``ZoneRefused``, whose
-message says why): the events that use it are errors of their UIDs.
+month by month, each month looked at costing a unit of the file's ``MAX_ZONE_WORK`` (more for
+long BYDAY, BYMONTHDAY and BYSETPOS lists), and never beyond the year 2200. A zone with
+another rule, more than ``MAX_OBSERVANCES`` observances, an observance without ``DTSTART`` or
+``TZOFFSETTO``, or whose reading would cost more than the file has left, is refused
+(``ZoneRefused``, whose message says why): the events that use it are errors of their UIDs.
 """
 
 from __future__ import annotations
@@ -399,7 +399,8 @@ def _until(text: str, observance: _Observance) -> datetime:
 
 
 def _rule_onsets(observance: _Observance, work: Work) -> Iterator[datetime]:
-    """The RRULE's instances after DTSTART, month by month, each month one unit of work."""
+    """The RRULE's instances after DTSTART, month by month, each month a unit of work (and
+    one more per 8 BYDAY and BYMONTHDAY values; per period, one per 8 BYSETPOS values)."""
     assert observance.rule is not None
     rule = _zone_rule(observance.rule, observance)
     start = observance.start
@@ -422,8 +423,10 @@ def _rule_onsets(observance: _Observance, work: Work) -> Iterator[datetime]:
             month = index % 12 + 1
             months = (month,) if not rule.months or month in rule.months else ()
         found: list[datetime] = []
+        if rule.setpos:  # picked per period: a unit per 8 positions
+            work.charge(len(rule.setpos) // 8)
         for month in months:
-            work.charge(1)
+            work.charge(1 + (len(rule.days) + len(rule.monthdays)) // 8)
             found.extend(
                 datetime.combine(date(year, month, d), at) for d in _days(year, month, rule, start)
             )
