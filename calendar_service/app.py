@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
-from sqlalchemy import text
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -45,7 +44,7 @@ from webhooks.scheduler import delivery_job
 
 
 async def healthz(request: Request) -> Response:
-    await services(request).db.run(lambda conn: conn.execute(text("SELECT 1")).scalar())
+    await services(request).db.ping()
     return JSONResponse({"status": "ok"}, headers={"Cache-Control": "no-store"})
 
 

@@ -12,6 +12,11 @@ every call from the event loop runs inline, on the loop, on the connection kept 
 than the work (it also made the two threads fight over the GIL, which sent the p99 up); its WAL
 is checkpointed by a thread of its own (``checkpoint``). PostgreSQL gets a pool of threads
 matched to the connection pool, since its calls wait on the network.
+
+Work too long for the loop (an import: seconds) goes through ``run_off_loop``, on a database
+thread whatever the backend. On SQLite the loop's own calls then wait for it without stopping
+the loop (they would otherwise wait for SQLite's write lock with the loop stopped), while
+``ping`` (``/healthz``) still answers: it reads outside any transaction, beside the writer.
 """
 
 from __future__ import annotations
@@ -66,6 +71,9 @@ class Database(GroupCommit):
         self._kept_connection: Callable[[], Connection] = self._kept.connection
         workers = 1 if config.is_sqlite else POSTGRES_POOL_SIZE
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="db")
+        # SQLite: resolved when the long write running on a thread (``run_off_loop``) ends;
+        # the loop's calls wait for it, and so does the next such write.
+        self._long_write: asyncio.Future[None] | None = None
         # Called (from a database thread) after a transaction that queued webhook deliveries
         # commits; the app points it at the dispatcher's wake-up.
         self.on_outbox_commit: Callable[[], None] | None = None
@@ -96,8 +104,50 @@ class Database(GroupCommit):
         """Run ``fn(conn, ...)`` in one transaction, inline or on the database thread(s)."""
         work = functools.partial(self._on_kept, bind(fn, *args, **kwargs), True)
         if self.inline:
+            if self._long_write is not None:
+                await self._after_long_write()
             return work()
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+
+    async def ping(self) -> None:
+        """Ask the database for ``SELECT 1`` (``/healthz``). On SQLite: inline, outside any
+        transaction, so it neither takes the write lock nor waits for a long write
+        (``run_off_loop``): WAL lets it read beside the writer."""
+        if not self.inline:
+            await self.run(_select_one)
+            return
+        raw: Any = self._kept_connection().connection.dbapi_connection
+        raw.execute("SELECT 1").fetchone()
+
+    async def run_off_loop(
+        self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """``run_grouped`` for work too long for the event loop (an import): ``fn(conn, ...)``
+        runs on a database thread, outside any group, its transactions its own (as
+        ``run_connected``). On SQLite the loop's calls (``run``, ``run_connected``,
+        ``run_grouped``) wait until it has ended, without stopping the loop; such writes run
+        one at a time. The write runs to its end even if the caller stops waiting for it."""
+        work = functools.partial(self._on_kept, bind(fn, *args, **kwargs), False)
+        loop = asyncio.get_running_loop()
+        if not self.inline:
+            return await loop.run_in_executor(self._executor, work)
+        await self._after_long_write()  # then nothing awaits before the next line: it is ours
+        ended = self._long_write = loop.create_future()
+
+        def release(_: object) -> None:
+            self._long_write = None
+            ended.set_result(None)
+
+        # Any group open on the loop's connection commits on the loop's next turn; the thread
+        # waits for SQLite's lock until then.
+        future = loop.run_in_executor(self._executor, work)
+        future.add_done_callback(release)
+        return await asyncio.shield(future)
+
+    async def _after_long_write(self) -> None:
+        """Wait (on SQLite) until no write runs on a thread (``run_off_loop``)."""
+        while self._long_write is not None:
+            await asyncio.shield(self._long_write)
 
     async def run_connected(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -106,6 +156,8 @@ class Database(GroupCommit):
         does), inline or on the database thread(s)."""
         work = functools.partial(self._on_kept, bind(fn, *args, **kwargs), False)
         if self.inline:
+            if self._long_write is not None:
+                await self._after_long_write()
             return work()
         return await asyncio.get_running_loop().run_in_executor(self._executor, work)
 
@@ -141,3 +193,7 @@ class Database(GroupCommit):
         self._executor.shutdown(wait=True)
         self._kept.close()
         self.engine.dispose()
+
+
+def _select_one(conn: Connection) -> None:
+    conn.exec_driver_sql("SELECT 1").scalar()

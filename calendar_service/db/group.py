@@ -66,6 +66,7 @@ class GroupCommit:
 
     group_commit: bool
     _kept_connection: Callable[[], Connection]
+    _long_write: asyncio.Future[None] | None
 
     if TYPE_CHECKING:
 
@@ -76,6 +77,8 @@ class GroupCommit:
         def _on_kept(self, fn: Callable[[Connection], T], transaction: bool) -> T: ...
 
         def _after(self, conn: Connection) -> None: ...
+
+        async def _after_long_write(self) -> None: ...
 
     async def run_grouped(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
@@ -105,6 +108,8 @@ class GroupCommit:
         (``operations.Operation``)."""
         if not self.group_commit:
             return await self.run_connected(fn, *args, **kwargs)
+        if self._long_write is not None:  # a write on a thread holds the lock (run_off_loop)
+            await self._after_long_write()
         work = bind(fn, *args, **kwargs)
         conn = self._kept_connection()
         raw: Any = conn.connection.dbapi_connection
@@ -129,6 +134,8 @@ class GroupCommit:
             await group.done
             if not group.failed:
                 return result
+        if self._long_write is not None:
+            await self._after_long_write()
         return self._on_kept(work, False)  # the group was rolled back: run again, alone
 
     def _commit_group(self, conn: Connection, group: Group) -> None:

@@ -9,8 +9,9 @@ the file (``reading``), then for each UID:
 - imported before and the same now: **skipped** (so importing a file twice changes nothing);
 - imported before and changed in the file: the event is changed with ``update_event`` and its
   changed occurrences replaced: **updated**;
-- unreadable or refused by the core (no DTSTART, an unknown TZID, a rule the core refuses...):
-  an entry in ``errors``, and nothing of that UID is written.
+- unreadable or refused by the core (no DTSTART, an unknown TZID, a rule the core refuses, NUL
+  in its UID or a text, as every other path refuses it...): an entry in ``errors``, and
+  nothing of that UID is written.
 
 Every value is checked before anything of its UID is written, so a UID is imported whole or
 not at all. The answer: ``{created, updated, skipped, errors: [{uid, message}], warnings:
@@ -43,6 +44,7 @@ from calendar_service.events.series import delete_exceptions, recurrence_columns
 from calendar_service.events.shapes import Row, zone_name
 from calendar_service.events.writes import after_write
 from calendar_service.ical.reading import Fields, Moment, Planned, ReadFile, read_file
+from calendar_service.inputs import NUL, check_text
 from calendar_service.keys import Principal
 from calendar_service.models import EventCreate, EventUpdate, events_t, ical_uids_t
 from calendar_service.outbox import UPDATED
@@ -131,6 +133,15 @@ def import_events(
     for uid, message in read.warnings:
         report.warnings.append({"uid": uid, "message": message})
     for plan in read.plans:
+        refused = check_text("UID", plan.uid)
+        if refused:  # an id no path takes (PostgreSQL could not even store it)
+            report.errors.append(
+                {
+                    "uid": plan.uid.replace(NUL, "\\u0000"),
+                    "message": _reasons(ValidationFailed(refused)),
+                }
+            )
+            continue
         for message in plan.warnings:
             report.warnings.append({"uid": plan.uid, "message": message})
         if plan.error is not None:
@@ -236,7 +247,7 @@ def _checked(
     plan: Planned,
     report: Report,
 ) -> _Desired:
-    errors: list[FieldError] = []
+    errors: list[FieldError] = _text_errors(fields)
     all_day = _is_all_day(fields.start)
     title = check_title(fields.title, errors) or fields.title
     starts_at, ends_at = _text_time(fields.start), _text_time(fields.end)
@@ -371,6 +382,16 @@ class _Series:
                     )
 
 
+def _text_errors(fields: Fields) -> list[FieldError]:
+    """The texts' errors, by the rule every path applies (``inputs.check_text``: no NUL),
+    named as the file names them."""
+    return [
+        *check_text("SUMMARY", fields.title),
+        *check_text("DESCRIPTION", fields.description),
+        *check_text("LOCATION", fields.location),
+    ]
+
+
 def _occurrences(
     overrides: list[Any], series: _Series, errors: list[FieldError]
 ) -> list[_Occurrence]:
@@ -395,8 +416,8 @@ def _occurrences(
                 "are as the rule gives them"
             )
             continue
-        own: list[FieldError] = []
         fields = override.fields
+        own: list[FieldError] = _text_errors(fields)
         own_all_day = _is_all_day(fields.start)
         title = check_title(fields.title, own) or fields.title
         start, end = resolve_times(

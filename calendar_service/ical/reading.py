@@ -10,11 +10,15 @@ read (no ``DTSTART``, an unknown ``TZID``...) makes its UID's ``error``, and the
 imported. Times stay as the file gives them (aware, or floating: ``None`` zone) until the
 target calendar's zone is known (``importing``).
 
-Time zones: a ``TZID`` that is an IANA name is that zone; a Windows zone name as Outlook
-writes it (``W. Europe Standard Time``) is mapped to its IANA zone (CLDR's table, shipped by
-``icalendar``); a path-like TZID (``/mozilla.org/…/Europe/Berlin``) by its IANA tail;
-anything else by the file's own ``VTIMEZONE`` for it. A TZID that is none of these is an
-error for the events that use it.
+Time zones (``zones``): a ``TZID`` that is an IANA name is that zone; a Windows zone name as
+Outlook writes it (``W. Europe Standard Time``) is mapped to its IANA zone (CLDR's table,
+shipped by ``icalendar``); a path-like TZID (``/mozilla.org/…/Europe/Berlin``) by its IANA
+tail; anything else by the file's own ``VTIMEZONE`` for it, read with bounded work and matched
+to an IANA zone where one agrees. A TZID that is none of these, or whose VTIMEZONE cannot be
+read, is an error for the events that use it. The parser is kept from reading VTIMEZONEs
+itself (``_Parser``): ``icalendar`` would hand them to ``dateutil``, which walks an
+observance's rule from its start however often it repeats, and would keep them in a cache
+shared by every later file of the process.
 """
 
 from __future__ import annotations
@@ -29,10 +33,10 @@ from typing import Any
 
 from icalendar import Calendar, Component
 from icalendar.error import GloballyUniqueTZIDGuessed
-from icalendar.timezone.windows_to_olson import WINDOWS_TO_OLSON
+from icalendar.parser.ical.calendar import CalendarIcalParser
 
 from calendar_service.errors import InvalidICalendar, PayloadTooLarge
-from calendar_service.timeutil import is_valid_zone, zone
+from calendar_service.ical.zones import FileZones, Work, ZoneRefused, resolve_tzid
 
 # icalendar warns when it reads "/vendor/…/Europe/Berlin" as Europe/Berlin: so do we, on
 # purpose (``resolve_tzid``); the warning would only put the caller's text in the logs.
@@ -123,6 +127,7 @@ class Planned:
 class ReadFile:
     plans: list[Planned]
     warnings: list[tuple[str | None, str]]  # (uid, message) about the file as a whole
+    zone_work: int = 0  # the work its VTIMEZONEs cost (``zones.Work``), at most MAX_ZONE_WORK
 
 
 def check_shape(data: bytes, *, field_name: str = "body") -> None:
@@ -194,12 +199,46 @@ def check_shape(data: bytes, *, field_name: str = "body") -> None:
         )
 
 
+class _Parser(CalendarIcalParser):
+    """``icalendar``'s parser, except that it leaves zones to us (``zones``): a ``TZID`` stays
+    a parameter (times are read as written, naive unless they end in ``Z``) and a VTIMEZONE
+    stays a component, never turned into a ``dateutil`` zone nor kept in ``icalendar``'s
+    process-wide cache of zones (where one file's definition would be another's)."""
+
+    def handle_end_component(self, vals: str) -> None:
+        if vals.upper() != "VTIMEZONE":
+            super().handle_end_component(vals)
+            return
+        if not self._stack:
+            raise ValueError("END encountered without an accompanying BEGIN!")
+        component = self._stack.pop()
+        if self._stack:
+            self._stack[-1].add_component(component)
+        else:
+            self._components.append(component)
+
+    def prepare_components(self) -> None:
+        """Nothing: the forward references to VTIMEZONEs that ``icalendar`` parses the file
+        again for are resolved by ``zones``."""
+
+    def parse_and_add_property(
+        self, name: str, params: Any, val: str, tzid: str | None, line: Any
+    ) -> None:
+        super().parse_and_add_property(name, params, val, None, line)
+
+
+class _Calendar(Calendar):
+    @classmethod
+    def _get_ical_parser(cls, st: str | bytes) -> CalendarIcalParser:
+        return _Parser(st, cls._get_component_factory(), cls.types_factory)
+
+
 def read_file(data: bytes, *, field_name: str = "body") -> ReadFile:
     """The file's UIDs, planned (``InvalidICalendar`` or ``PayloadTooLarge`` for a file
     that cannot be imported at all)."""
     check_shape(data, field_name=field_name)
     try:
-        calendars = Calendar.from_ical(data.removeprefix(b"\xef\xbb\xbf"), multiple=True)
+        calendars = _Calendar.from_ical(data.removeprefix(b"\xef\xbb\xbf"), multiple=True)
     except Exception as exc:  # the parser's, on input it could not take: a 400, never a 500
         raise InvalidICalendar(
             f"The file is not valid iCalendar (RFC 5545): {str(exc)[:200]}",
@@ -208,11 +247,13 @@ def read_file(data: bytes, *, field_name: str = "body") -> ReadFile:
     plans: dict[str, Planned] = {}
     notes: list[tuple[str | None, str]] = []
     others: dict[str, int] = {}
+    work = Work()  # one budget for the whole file's zones
     for calendar in calendars:
+        zones = FileZones.of(calendar, work)
         for component in _components(calendar):
             name = (component.name or "").upper()
             if name == "VEVENT":
-                _take_vevent(component, plans)
+                _take_vevent(component, plans, zones)
             elif name in _OTHER_COMPONENTS:
                 others[name] = others.get(name, 0) + 1
     for name, count in others.items():
@@ -223,7 +264,7 @@ def read_file(data: bytes, *, field_name: str = "body") -> ReadFile:
                 "only changed occurrences of a recurring event are in the file (not the "
                 "event itself): each is imported as an event of its own"
             )
-    return ReadFile(list(plans.values()), notes)
+    return ReadFile(list(plans.values()), notes, work.spent)
 
 
 def _components(calendar: Component) -> Iterator[Component]:
@@ -258,7 +299,7 @@ def _uid_of(vevent: Component) -> str:
     return "sha256-" + hashlib.sha256(text).hexdigest()
 
 
-def _take_vevent(vevent: Component, plans: dict[str, Planned]) -> None:
+def _take_vevent(vevent: Component, plans: dict[str, Planned], zones: FileZones) -> None:
     uid = _uid_of(vevent)
     plan = plans.setdefault(uid, Planned(uid))
     problems = [f"{name or 'a line'}: {message}" for name, message in vevent.errors]
@@ -268,22 +309,22 @@ def _take_vevent(vevent: Component, plans: dict[str, Planned]) -> None:
             raise _Unreadable("; ".join(problems)[:300])
         _single(vevent, "UID")
         rid = _single(vevent, "RECURRENCE-ID")
-        fields = _fields(vevent)
+        fields = _fields(vevent, zones)
         cancelled = str(_single(vevent, "STATUS") or "").upper() == "CANCELLED"
         if rid is not None:
             if rid.params.get("RANGE", "").upper() == "THISANDFUTURE":
                 plan.warnings.append(
                     "RECURRENCE-ID;RANGE=THISANDFUTURE is read as this occurrence only"
                 )
-            original = _moment(rid, "RECURRENCE-ID")
+            original = _moment(rid, "RECURRENCE-ID", zones)
             plan.overrides.append(Override(original, fields, cancelled))
         else:
             if plan.master is not None:
                 raise _Unreadable("the UID is used by two events without RECURRENCE-ID")
             plan.master = fields
             plan.cancelled = cancelled
-            plan.start_zone = _zone_of(vevent.get("DTSTART"))
-            _take_rule(vevent, plan)
+            plan.start_zone = _zone_of(fields.start)
+            _take_rule(vevent, plan, zones)
     except _Unreadable as exc:
         plan.fail(str(exc))
         return
@@ -302,16 +343,16 @@ class _Unreadable(Exception):
     """A VEVENT that cannot be imported: the message says why."""
 
 
-def _fields(vevent: Component) -> Fields:
+def _fields(vevent: Component, zones: FileZones) -> Fields:
     start_prop = _single(vevent, "DTSTART")
     if start_prop is None:
         raise _Unreadable("it has no DTSTART (when it starts)")
-    start = _moment(start_prop, "DTSTART")
+    start = _moment(start_prop, "DTSTART", zones)
     end_prop = _single(vevent, "DTEND")
     duration = _single(vevent, "DURATION")
     end: Moment
     if end_prop is not None:
-        end = _moment(end_prop, "DTEND")
+        end = _moment(end_prop, "DTEND", zones)
         if isinstance(end, datetime) != isinstance(start, datetime):
             raise _Unreadable("DTSTART and DTEND must both be dates or both date-times")
     elif duration is not None:
@@ -364,76 +405,65 @@ def _optional_text(value: Any) -> str | None:
         return None
     if isinstance(value, list):
         value = "\n".join(str(v) for v in value)
-    text = str(value).replace("\x00", "")
+    text = str(value)  # a NUL stays: the import refuses it, as every other path does
     return text if text.strip() else None
 
 
-def _moment(prop: Any, name: str) -> Moment:
+def _moment(prop: Any, name: str, zones: FileZones) -> Moment:
     """A DTSTART/DTEND/RECURRENCE-ID value: a date, or a date-time made aware when it names a
     zone (see the module's docstring); floating date-times stay naive."""
     if isinstance(prop, list):
         raise _Unreadable(f"it has {len(prop)} {name} properties (one is allowed)")
     value = getattr(prop, "dt", None)
     if isinstance(value, datetime):
-        return _with_zone(value, prop.params.get("TZID"), name)
+        return _with_zone(value, prop.params.get("TZID"), name, zones)
     if isinstance(value, date):
         return value
     raise _Unreadable(f"{name} is not a date or a date-time")
 
 
-def _with_zone(value: datetime, tzid: str | None, name: str) -> datetime:
-    if tzid:
-        resolved = resolve_tzid(str(tzid))
-        if resolved is not None:
-            return value.replace(tzinfo=resolved)
-        if value.tzinfo is not None:  # the file's own VTIMEZONE for it
-            return value
+def _with_zone(value: datetime, tzid: str | None, name: str, zones: FileZones) -> datetime:
+    """``value`` (as written: naive, or UTC when it ends in ``Z``) in the zone ``tzid``
+    names, if any (see the module's docstring)."""
+    if not tzid:
+        return value
+    text = str(tzid)
+    try:
+        resolved = resolve_tzid(text) or zones.zone(text, value.replace(tzinfo=None))
+    except ZoneRefused as exc:
         raise _Unreadable(
-            f"{name} names the time zone {str(tzid)[:80]!r}, which is neither an IANA zone "
+            f"{name} names the time zone {text[:80]!r}, whose VTIMEZONE in the file cannot "
+            f"be read: {exc}"
+        ) from None
+    if resolved is None:
+        raise _Unreadable(
+            f"{name} names the time zone {text[:80]!r}, which is neither an IANA zone "
             "(Europe/Berlin), nor a Windows zone name, nor described by a VTIMEZONE in the file"
         )
-    return value
+    return value.replace(tzinfo=resolved)
 
 
-def _zone_of(prop: Any) -> tzinfo | None:
-    value = getattr(prop, "dt", None)
-    if isinstance(value, datetime) and value.tzinfo is not None:
-        tzid = prop.params.get("TZID")
-        return (resolve_tzid(str(tzid)) if tzid else None) or value.tzinfo
-    return None
+def _zone_of(start: Moment) -> tzinfo | None:
+    """The zone of the main VEVENT's DTSTART, if it has one."""
+    return start.tzinfo if isinstance(start, datetime) else None
 
 
-def resolve_tzid(name: str) -> tzinfo | None:
-    """The zone a TZID names: IANA, a Windows zone name (mapped), or the IANA tail of a
-    path-like TZID; ``None`` when it is none of these."""
-    text = name.strip().strip('"')
-    if is_valid_zone(text):
-        return zone(text)
-    if text in WINDOWS_TO_OLSON:
-        return zone(WINDOWS_TO_OLSON[text])
-    parts = [p for p in text.split("/") if p]
-    for size in (3, 2):
-        if len(parts) >= size and is_valid_zone("/".join(parts[-size:])):
-            return zone("/".join(parts[-size:]))
-    return None
-
-
-def _take_rule(vevent: Component, plan: Planned) -> None:
+def _take_rule(vevent: Component, plan: Planned, zones: FileZones) -> None:
     rules = vevent.get("RRULE")
     if rules is None:
         if vevent.get("RDATE") is not None:
-            plan.rdates.extend(_dates(vevent, "RDATE", plan))
+            plan.rdates.extend(_dates(vevent, "RDATE", plan, zones))
         return
     if isinstance(rules, list):
         if len(rules) > 1:
             raise _Unreadable("it has more than one RRULE (one rule per event is supported)")
         rules = rules[0]
     plan.rule = rules.to_ical().decode()
-    plan.exdates.extend(_dates(vevent, "EXDATE", plan))
-    plan.rdates.extend(_dates(vevent, "RDATE", plan))
+    plan.exdates.extend(_dates(vevent, "EXDATE", plan, zones))
+    plan.rdates.extend(_dates(vevent, "RDATE", plan, zones))
 
 
-def _dates(vevent: Component, name: str, plan: Planned) -> list[Moment]:
+def _dates(vevent: Component, name: str, plan: Planned, zones: FileZones) -> list[Moment]:
     found: list[Moment] = []
     periods = others = 0
     for prop in _as_list(vevent.get(name)):
@@ -444,7 +474,7 @@ def _dates(vevent: Component, name: str, plan: Planned) -> list[Moment]:
                 periods += 1
                 value = value[0]
             if isinstance(value, datetime):
-                found.append(_with_zone(value, tzid, name))
+                found.append(_with_zone(value, tzid, name, zones))
             elif isinstance(value, date):
                 found.append(value)
             else:

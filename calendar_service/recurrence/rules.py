@@ -39,7 +39,7 @@ FREQUENCIES = {
 _REFUSED_FREQUENCIES = ("SECONDLY", "MINUTELY", "HOURLY")
 WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
 _INT_PARTS = {  # part: (least, greatest, may be negative)
-    "BYSECOND": (0, 60, False),
+    "BYSECOND": (0, 59, False),  # 60 (a leap second, RFC 5545) cannot be computed
     "BYMINUTE": (0, 59, False),
     "BYHOUR": (0, 23, False),
     "BYMONTHDAY": (1, 31, True),

@@ -54,15 +54,18 @@ async def _perform(
     refused: CalendarError | None = None,
     present: Callable[[Any], Any] | None = None,
     status: int | None = None,
+    long: bool = False,
 ) -> Outcome[Any]:
     """``gateway.perform`` for this request: its key, its facts, what the URL refuses (before
     the permission, once the key is known, so the refusal is in its history), ``present`` and
-    ``status`` as ``perform`` takes them."""
+    ``status`` as ``perform`` takes them; ``long``: off the event loop whatever the backend
+    (``Database.run_off_loop``), for work that takes seconds (an import)."""
     svc = services(request)
     leaked = key_in_url(request)
     if leaked is not None:
         return await _refuse_key_in_url(request, op.name, *leaked)
-    outcome = await svc.db.run_grouped(
+    run = svc.db.run_off_loop if long else svc.db.run_grouped
+    outcome = await run(
         perform,
         secret=bearer_token(request),
         ctx=call_context(request, op.name),
@@ -279,7 +282,8 @@ async def import_calendar_events(request: Request) -> Response:
             "calendar_name": params.get("calendar") or None,
         }
 
-    outcome = await _perform(request, operations.IMPORT, args, refused=refused)
+    # Applying a big file takes seconds: off the event loop too.
+    outcome = await _perform(request, operations.IMPORT, args, refused=refused, long=True)
     return _respond(outcome, outcome.value)
 
 
