@@ -183,7 +183,9 @@ def _read_rrule(body: str, *, tz: tzinfo, all_day: bool) -> tuple[dict[str, Any]
         if name in parts:
             by[name.lower()] = _int_list(parts[name], name, least, greatest, negative)
     if "BYDAY" in parts:
-        by["byweekday"] = _read_byday(parts["BYDAY"], freq_name, "BYWEEKNO" in parts)
+        by["byweekday"] = _read_byday(
+            parts["BYDAY"], freq_name, "BYWEEKNO" in parts, monthly="BYMONTH" in parts
+        )
     if "WKST" in parts:
         if parts["WKST"] not in WEEKDAYS:
             raise refused(f"WKST must be one of {', '.join(WEEKDAYS)}")
@@ -213,7 +215,9 @@ def _int_list(text: str, name: str, least: int, greatest: int, negative: bool) -
     return tuple(dict.fromkeys(values))
 
 
-def _read_byday(text: str, freq_name: str, weekno: bool) -> tuple[Any, ...]:
+def _read_byday(text: str, freq_name: str, weekno: bool, *, monthly: bool) -> tuple[Any, ...]:
+    """BYDAY's weekdays. A number counts within the month in a MONTHLY rule and in a YEARLY
+    one with BYMONTH (RFC 5545 3.3.10: at most the fifth), else within the year."""
     days = []
     for item in text.split(","):
         match = _BYDAY.match(item.strip())
@@ -230,7 +234,7 @@ def _read_byday(text: str, freq_name: str, weekno: bool) -> tuple[Any, ...]:
                     "BYDAY with a number (such as 2TU) needs FREQ=MONTHLY or FREQ=YEARLY "
                     "(and no BYWEEKNO)"
                 )
-            if n == 0 or abs(n) > (5 if freq_name == "MONTHLY" else 53):
+            if n == 0 or abs(n) > (5 if freq_name == "MONTHLY" or monthly else 53):
                 raise refused(f"BYDAY {item[:20]!r} names no such weekday of the period")
             weekday = weekday(n)
         days.append(weekday)

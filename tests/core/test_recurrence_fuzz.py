@@ -67,9 +67,7 @@ def rules(draw: st.DrawFn) -> str:
         by.append(f"BYYEARDAY={draw(_values(1, 366, True, 120))}")
     if draw(st.booleans()):
         numbered = freq in ("MONTHLY", "YEARLY") and not weekno and draw(st.booleans())
-        # dateutil 4.0 fails (IndexError) on a numbered BYDAY past the fifth with BYMONTH in a
-        # YEARLY rule (FREQ=YEARLY;BYMONTH=12;BYDAY=53MO), which validation accepts: reported,
-        # left to the validation's owner; the fuzz keeps to what dateutil can expand.
+        # Within the month (MONTHLY, or YEARLY with BYMONTH) validation takes at most the fifth.
         most = 5 if freq == "MONTHLY" or any(p.startswith("BYMONTH=") for p in by) else 53
         day = st.sampled_from(DAYS)
         if numbered:

@@ -110,3 +110,24 @@ def test_a_leap_second_is_refused_on_recurrence() -> None:
     )
     assert [e["field"] for e in errors] == ["recurrence"]
     assert "BYSECOND" in errors[0]["message"] and "59" in errors[0]["message"]
+
+
+def test_a_numbered_weekday_within_a_month_of_a_yearly_rule_is_refused_past_the_fifth() -> None:
+    # With BYMONTH, a YEARLY rule's 2MO is the second Monday of that month (RFC 5545 3.3.10):
+    # there is no sixth, and dateutil fails (IndexError) on 53MO there; in the whole year it is
+    # the 53rd Monday, which may be.
+    for n in (6, 53, -6, -53):
+        _check(f"RRULE:FREQ=YEARLY;BYMONTH=12;BYDAY={n}MO", False)
+        errors: list[FieldError] = []
+        recurrence_columns(
+            [f"RRULE:FREQ=YEARLY;BYMONTH=12;BYDAY={n}MO"],
+            start=START,
+            end=START + timedelta(hours=1),
+            all_day=False,
+            tz=UTC,
+            errors=errors,
+        )
+        assert [e["field"] for e in errors] == ["recurrence"], errors
+    for n in (5, -5):
+        _check(f"RRULE:FREQ=YEARLY;BYMONTH=12;BYDAY={n}MO", False)
+    _check("RRULE:FREQ=YEARLY;BYDAY=53MO", False)
