@@ -125,13 +125,20 @@ class WebhookTargetRefused(BadRequest):
 
 
 class AuthError(CalendarError):
+    """A 401. ``bearer_error`` and ``bearer_description`` make its ``WWW-Authenticate``
+    challenge (RFC 6750 §3): fixed ASCII texts per reason, never the message, which may name
+    a calendar (any text, "Личное" or one with quotes and line breaks): header values carry
+    no user text."""
+
     status = 401
     title = "Unauthorized"
     bearer_error: ClassVar[str] = "invalid_token"
+    bearer_description: ClassVar[str] = "The access token is not valid."
 
 
 class MissingKey(AuthError):
     code = "missing_api_key"
+    bearer_description = "No API key was sent."
 
     def __init__(self) -> None:
         super().__init__("No API key: send 'Authorization: Bearer <API_KEY>'.")
@@ -139,6 +146,7 @@ class MissingKey(AuthError):
 
 class MalformedKey(AuthError):
     code = "malformed_api_key"
+    bearer_description = "The API key is malformed."
 
     def __init__(self, detail: str = "") -> None:
         super().__init__(
@@ -150,6 +158,7 @@ class MalformedKey(AuthError):
 
 class UnknownKey(AuthError):
     code = "unknown_api_key"
+    bearer_description = "The API key is not known."
 
     def __init__(self) -> None:
         super().__init__("The API key is not known to this service.")
@@ -157,6 +166,7 @@ class UnknownKey(AuthError):
 
 class ExpiredKey(AuthError):
     code = "expired_api_key"
+    bearer_description = "The API key has expired."
 
     def __init__(self, expired_at: str) -> None:
         super().__init__(f"The API key expired at {expired_at}; ask its owner for a new one.")
@@ -164,6 +174,7 @@ class ExpiredKey(AuthError):
 
 class RevokedKey(AuthError):
     code = "revoked_api_key"
+    bearer_description = "The API key has been revoked."
 
     def __init__(self) -> None:
         super().__init__("The API key has been revoked by its owner.")
@@ -174,6 +185,7 @@ class InvalidAccessToken(AuthError):
     (RFC 6750 ``invalid_token``; the client refreshes it or starts the flow again)."""
 
     code = "invalid_access_token"
+    bearer_description = "The access token is unknown, expired or for another resource."
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"The access token {reason}: refresh it or authorize again.")
@@ -183,6 +195,7 @@ class InsufficientScope(AuthError):
     code = "insufficient_scope"
     title = "Insufficient scope"
     bearer_error = "insufficient_scope"
+    bearer_description = "The key may not do this or reach this calendar."
 
     def __init__(self, message: str, required_scope: str | None = None) -> None:
         super().__init__(message)
