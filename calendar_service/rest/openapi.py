@@ -638,8 +638,9 @@ def _parameters() -> dict[str, Any]:
             "description": "true (the default): series are listed as their occurrences, each an "
             "event with recurringEventId and originalStartsAt. false: series are listed as "
             "themselves, with recurrence, ordered by their first occurrence (their changed "
-            "occurrences are listed too). Send the same value with a pageToken.",
-            "schema": {"type": "string", "enum": ["true", "false"], "default": "true"},
+            "occurrences are listed too). Send the same value with a pageToken. A boolean, "
+            "sent as `true` or `false` (empty: the default).",
+            "schema": {"type": "boolean", "default": True},
         },
         "scope": {
             "name": "scope",

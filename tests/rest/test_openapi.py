@@ -365,3 +365,39 @@ def test_real_responses_match_the_document(
     _check(doc, api.patch(url, json={"title": "t"}, headers=bearer(secret)), ITEM, "patch")
     _check(doc, api.delete(url, headers=bearer(secret)), ITEM, "delete")
     _check(doc, api.get(url, headers=bearer(secret)), ITEM, "get")
+
+
+def _query_parameters(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(operationId, parameter) for every query parameter of every operation."""
+    for item in doc["paths"].values():
+        shared = item.get("parameters", [])
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            for parameter in [*shared, *operation.get("parameters", [])]:
+                parameter = _resolve(doc, parameter)
+                if parameter["in"] == "query":
+                    yield operation["operationId"], parameter
+
+
+def test_flags_are_booleans_in_the_document_and_true_or_false_on_the_wire(
+    doc: dict[str, Any], api: httpx.Client, factory: Factory
+) -> None:
+    """A generated client passes a flag as a boolean (issue 24 item 7): the document says
+    boolean, and the API takes what such a client sends, ``true`` or ``false``."""
+    for operation_id, parameter in _query_parameters(doc):
+        schema = parameter["schema"]
+        enum = set(schema.get("enum", ()))
+        assert not enum or not enum <= {"true", "false", ""}, (operation_id, parameter["name"])
+    flags = {
+        p["name"]: p["schema"] for _, p in _query_parameters(doc) if p["name"] == "singleEvents"
+    }
+    assert flags == {"singleEvents": {"type": "boolean", "default": True}}
+    _, secret = factory.key(factory.owner())
+    series = event_body(recurrence=["RRULE:FREQ=DAILY;COUNT=3"])
+    assert api.post(EVENTS, json=series, headers=bearer(secret)).status_code == 201
+    window = {"timeMin": "2026-03-01", "timeMax": "2026-03-10"}
+    for flag, count in ((True, 3), (False, 1)):
+        listed = api.get(EVENTS, params={**window, "singleEvents": flag}, headers=bearer(secret))
+        assert listed.status_code == 200, listed.text
+        assert len(listed.json()["events"]) == count
