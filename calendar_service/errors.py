@@ -9,7 +9,8 @@ answered as an opaque 500.
     CalendarError
     ├── ConfigError                     (not an HTTP error: bad settings at start-up)
     ├── ValidationFailed        400     validation_error, with errors=[{field, message}]
-    │   └── InvalidICalendar    400     invalid_icalendar (an import that is not RFC 5545 text)
+    │   ├── InvalidICalendar    400     invalid_icalendar (an import that is not RFC 5545 text)
+    │   └── UnknownParameter    400     unknown_parameter (a query parameter not taken)
     ├── BadRequest              400     bad_request (a caller mistake that is not a field)
     │   ├── KeyInUrl            400     api_key_in_url
     │   ├── DuplicateHeader     400     duplicate_header (two Authorization headers)
@@ -87,6 +88,21 @@ class InvalidICalendar(ValidationFailed):
 
     def __init__(self, message: str, *, field_name: str = "body") -> None:
         super().__init__([FieldError(field_name, message)], message)
+
+
+class UnknownParameter(ValidationFailed):
+    """Query parameters an operation does not take (a typo such as ``timemin``, or a filter
+    it does not have): refused, as unknown body fields are, rather than ignored, which would
+    answer for every calendar and all time. ``errors``: one per parameter, ``field`` its
+    name."""
+
+    code = "unknown_parameter"
+    title = "Unknown query parameter"
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        names = list(dict.fromkeys(e["field"] for e in errors))
+        plural = "s" if len(names) > 1 else ""
+        super().__init__(errors, f"Unknown query parameter{plural}: {', '.join(names)}.")
 
 
 class BadRequest(CalendarError):

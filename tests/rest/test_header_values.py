@@ -42,6 +42,8 @@ def _refusals(api: httpx.Client, secret: str, other: str, other_name: str) -> li
             IMPORT, params={"calendar": other_name}, content=_FILE, headers={**ICS, **headers}
         ),
         api.post(IMPORT, params={"calendarId": other}, content=_FILE, headers={**ICS, **headers}),
+        api.get(EVENTS, params={"calendarIds": other}, headers=headers),
+        api.get(EVENTS, params={"calendarIds": other_name}, headers=headers),
     ]
 
 

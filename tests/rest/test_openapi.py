@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -401,3 +402,40 @@ def test_flags_are_booleans_in_the_document_and_true_or_false_on_the_wire(
         listed = api.get(EVENTS, params={**window, "singleEvents": flag}, headers=bearer(secret))
         assert listed.status_code == 200, listed.text
         assert len(listed.json()["events"]) == count
+
+
+def test_every_operation_in_the_document_refuses_a_parameter_it_does_not_declare(
+    doc: dict[str, Any], api: httpx.Client, factory: Factory
+) -> None:
+    """The document's query parameters and the ones the API takes are one declaration
+    (``rest.parameters``): each operation, sent all it declares and one more, refuses that
+    one alone, as 400 ``unknown_parameter`` (issue 24 item 3)."""
+    _, secret = factory.key(factory.owner())
+    declared = dict.fromkeys(OPERATIONS, ())
+    for operation_id, parameter in _query_parameters(doc):
+        declared[operation_id] = (*declared[operation_id], parameter["name"])
+    assert set(declared) == {op["operationId"] for _, _, op in _all_operations(doc)}
+    for path, method, operation in _all_operations(doc):
+        event = api.post(EVENTS, json=event_body(), headers=bearer(secret)).json()
+        url = "/api/v1" + path.replace("{eventId}", event["id"])
+        options: dict[str, Any] = {"headers": bearer(secret)}
+        body = operation.get("requestBody", {}).get("content", {})
+        for media, content in body.items():
+            example = content.get("example")
+            if example is None:
+                example = next(iter(content.get("examples", {}).values()))["value"]
+            options["headers"]["Content-Type"] = media
+            options["content"] = example if isinstance(example, str) else json.dumps(example)
+        params = [(name, "1") for name in declared[operation["operationId"]]]
+        answer = api.request(method, url, params=[*params, ("bogusParameter", "1")], **options)
+        assert answer.status_code == 400, (operation["operationId"], answer.text)
+        problem = answer.json()
+        assert problem["code"] == "unknown_parameter", (operation["operationId"], problem)
+        assert [e["field"] for e in problem["errors"]] == ["bogusParameter"]
+
+
+def _all_operations(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, item in doc["paths"].items():
+        for method, operation in item.items():
+            if method != "parameters":
+                yield path, method, operation
