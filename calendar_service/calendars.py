@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -137,6 +138,79 @@ def accessible_calendars(conn: Connection, *, principal: Principal) -> list[Cale
     return [CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5]) for r in rows]
 
 
+MAX_CHOSEN = 50
+"""Calendars one list may name (``calendarIds``), as a free/busy query may."""
+
+
+def chosen_calendars(
+    calendars: Sequence[CalendarRow],
+    *,
+    principal: Principal,
+    wanted: str | Sequence[str],
+    field: str = "calendarIds",
+) -> list[CalendarRow]:
+    """The calendars of ``calendars`` (those the key reaches: ``accessible_calendars``) that
+    ``wanted`` names, in their order there; for ``calendarIds`` of the list.
+
+    ``wanted`` is a value or several (a repeated query parameter), each an id or a name as
+    create takes them (a name without its surrounding white space) or several of them
+    separated by commas; a value that names a calendar whole is taken whole, so a name with a
+    comma in it is named by sending it as a value of its own. A one-calendar key naming
+    anything but its calendar gets a 401 ``insufficient_scope`` that names only its own (as
+    ``resolve_target``: it cannot tell which other calendars exist); for any other key, a
+    calendar it does not have is a 400 naming it, as is an empty value."""
+    values = [wanted] if isinstance(wanted, str) else list(wanted)
+    if not values or not all(isinstance(v, str) for v in values):
+        raise ValidationFailed([FieldError(field, "must name one calendar or more")])
+    by_id = {c.id: c for c in calendars}
+    by_name = {c.name: c for c in calendars}
+
+    def find(text: str) -> CalendarRow | None:
+        return by_id.get(text.strip()) or by_name.get(text.strip())
+
+    found: dict[str, CalendarRow] = {}
+    unknown: list[str] = []
+    empty = False
+    for value in values:
+        whole = find(value)
+        for piece in [value] if whole is not None else value.split(","):
+            calendar = whole or find(piece)
+            if calendar is not None:
+                found[calendar.id] = calendar
+            elif not piece.strip():
+                empty = True
+            else:
+                unknown.append(piece.strip())
+    if unknown and principal.calendar_id is not None:
+        own = calendars[0] if calendars else None
+        raise _limited_to(own, "Send that calendar, or no calendarIds.")
+    errors = []
+    if empty:
+        errors.append(
+            FieldError(
+                field,
+                "must name a calendar (an id or a name) in each value and between "
+                "commas; omit it for every calendar",
+            )
+        )
+    if unknown:
+        names = ", ".join(repr(name) for name in dict.fromkeys(unknown))
+        errors.append(FieldError(field, f"no calendar {names} among this key's calendars"))
+    if len(found) > MAX_CHOSEN:
+        errors.append(FieldError(field, f"must name at most {MAX_CHOSEN} calendars"))
+    if errors:
+        raise ValidationFailed(errors)
+    return [c for c in calendars if c.id in found]
+
+
+def _limited_to(own: CalendarRow | None, advice: str) -> InsufficientScope:
+    """The refusal of a one-calendar key naming another calendar: it names only its own."""
+    named = f" {own.name!r} (calendarId {own.id!r})" if own is not None else ""
+    return InsufficientScope(
+        f"This API key is limited to the calendar{named} and cannot reach another one. {advice}"
+    )
+
+
 def resolve_target(
     conn: Connection,
     *,
@@ -213,10 +287,7 @@ def _own_calendar(
     if (calendar_id is not None and calendar_id != own.id) or (
         name is not None and name.strip() != own.name
     ):
-        raise InsufficientScope(
-            f"This API key is limited to the calendar {own.name!r} (calendarId {own.id!r}) and "
-            "cannot reach another one. Send that calendar, or neither calendarId nor calendar."
-        )
+        raise _limited_to(own, "Send that calendar, or neither calendarId nor calendar.")
     return own
 
 

@@ -9,7 +9,8 @@ answered as an opaque 500.
     CalendarError
     ├── ConfigError                     (not an HTTP error: bad settings at start-up)
     ├── ValidationFailed        400     validation_error, with errors=[{field, message}]
-    │   └── InvalidICalendar    400     invalid_icalendar (an import that is not RFC 5545 text)
+    │   ├── InvalidICalendar    400     invalid_icalendar (an import that is not RFC 5545 text)
+    │   └── UnknownParameter    400     unknown_parameter (a query parameter not taken)
     ├── BadRequest              400     bad_request (a caller mistake that is not a field)
     │   ├── KeyInUrl            400     api_key_in_url
     │   ├── DuplicateHeader     400     duplicate_header (two Authorization headers)
@@ -89,6 +90,21 @@ class InvalidICalendar(ValidationFailed):
         super().__init__([FieldError(field_name, message)], message)
 
 
+class UnknownParameter(ValidationFailed):
+    """Query parameters an operation does not take (a typo such as ``timemin``, or a filter
+    it does not have): refused, as unknown body fields are, rather than ignored, which would
+    answer for every calendar and all time. ``errors``: one per parameter, ``field`` its
+    name."""
+
+    code = "unknown_parameter"
+    title = "Unknown query parameter"
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        names = list(dict.fromkeys(e["field"] for e in errors))
+        plural = "s" if len(names) > 1 else ""
+        super().__init__(errors, f"Unknown query parameter{plural}: {', '.join(names)}.")
+
+
 class BadRequest(CalendarError):
     code = "bad_request"
     status = 400
@@ -125,13 +141,20 @@ class WebhookTargetRefused(BadRequest):
 
 
 class AuthError(CalendarError):
+    """A 401. ``bearer_error`` and ``bearer_description`` make its ``WWW-Authenticate``
+    challenge (RFC 6750 §3): fixed ASCII texts per reason, never the message, which may name
+    a calendar (any text, "Личное" or one with quotes and line breaks): header values carry
+    no user text."""
+
     status = 401
     title = "Unauthorized"
     bearer_error: ClassVar[str] = "invalid_token"
+    bearer_description: ClassVar[str] = "The access token is not valid."
 
 
 class MissingKey(AuthError):
     code = "missing_api_key"
+    bearer_description = "No API key was sent."
 
     def __init__(self) -> None:
         super().__init__("No API key: send 'Authorization: Bearer <API_KEY>'.")
@@ -139,6 +162,7 @@ class MissingKey(AuthError):
 
 class MalformedKey(AuthError):
     code = "malformed_api_key"
+    bearer_description = "The API key is malformed."
 
     def __init__(self, detail: str = "") -> None:
         super().__init__(
@@ -150,6 +174,7 @@ class MalformedKey(AuthError):
 
 class UnknownKey(AuthError):
     code = "unknown_api_key"
+    bearer_description = "The API key is not known."
 
     def __init__(self) -> None:
         super().__init__("The API key is not known to this service.")
@@ -157,6 +182,7 @@ class UnknownKey(AuthError):
 
 class ExpiredKey(AuthError):
     code = "expired_api_key"
+    bearer_description = "The API key has expired."
 
     def __init__(self, expired_at: str) -> None:
         super().__init__(f"The API key expired at {expired_at}; ask its owner for a new one.")
@@ -169,6 +195,7 @@ class RevokedKey(AuthError):
     owner did, or the service did when a used code or refresh token came back)."""
 
     code = "revoked_api_key"
+    bearer_description = "The API key has been revoked."
     _MESSAGES: ClassVar[dict[str, str]] = {
         "owner": "The API key has been revoked by its owner.",
         "app": "This access was revoked by the app that held it: authorize again to reconnect.",
@@ -185,6 +212,7 @@ class InvalidAccessToken(AuthError):
     (RFC 6750 ``invalid_token``; the client refreshes it or starts the flow again)."""
 
     code = "invalid_access_token"
+    bearer_description = "The access token is unknown, expired or for another resource."
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"The access token {reason}: refresh it or authorize again.")
@@ -194,6 +222,7 @@ class InsufficientScope(AuthError):
     code = "insufficient_scope"
     title = "Insufficient scope"
     bearer_error = "insufficient_scope"
+    bearer_description = "The key may not do this or reach this calendar."
 
     def __init__(self, message: str, required_scope: str | None = None) -> None:
         super().__init__(message)

@@ -205,6 +205,29 @@ def _redirect(uri: str, **params: str | None) -> str:
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
+_ERROR_RESPONSE = ("error", "error_description", "error_uri", "state")  # RFC 6749 §4.1.2.1
+
+
+def with_issuer(location: str, issuer: str, *, redirect_uri: str | None = None) -> str:
+    """An authorization response sent to a client's redirect URI (an error the authorization
+    endpoint answers before the owner is asked) with ``iss`` added, as RFC 9207 §2 asks of
+    every authorization response, errors included; unchanged if it has one.
+
+    Given the ``redirect_uri`` the request named (``location`` goes to it), the answer is
+    made again on it, so that its own query is kept whole as RFC 6749 §3.1.2 asks: the SDK
+    that made ``location`` drops its blank values (``?app=1&tab=``)."""
+    parts = urlsplit(location)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(name == "iss" for name, _ in query):
+        return location
+    if redirect_uri is not None:
+        own = urlsplit(redirect_uri)
+        if (own.scheme, own.netloc, own.path) == (parts.scheme, parts.netloc, parts.path):
+            added = dict((k, v) for k, v in query if k in _ERROR_RESPONSE)
+            return _redirect(redirect_uri, **added, iss=issuer)
+    return _redirect(location, iss=issuer)
+
+
 def _answer(conn: Connection, request_id: str, now: datetime, **values: Any) -> dict[str, Any]:
     """Mark a pending request answered (once: a second answer finds it answered)."""
     done = conn.execute(

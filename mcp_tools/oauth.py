@@ -469,6 +469,31 @@ class RevocationEndpoint(RevocationHandler):
         )
 
 
+@dataclass(frozen=True, slots=True)
+class IssuedAuthorization:
+    """The SDK's authorization endpoint, with ``iss`` (RFC 9207 §2) added to the error
+    responses it sends to the client's redirect URI (``invalid_scope``, ``invalid_target``,
+    ``invalid_request``...): the SDK adds it to none. Its other redirect goes to the consent
+    page, whose answers carry ``iss`` already (``oauth.approve``, ``oauth.deny``)."""
+
+    handler: AuthorizationHandler
+    issuer: str
+    consent_url: str
+
+    async def handle(self, request: Request) -> Response:
+        response = await self.handler.handle(request)
+        location = response.headers.get("location")
+        if location is None or location.startswith(self.consent_url + "/"):
+            return response
+        # The handler read them already (Starlette keeps the form): no second read.
+        params = request.query_params if request.method == "GET" else await request.form()
+        named = params.get("redirect_uri")
+        response.headers["location"] = oauth.with_issuer(
+            location, self.issuer, redirect_uri=named if isinstance(named, str) else None
+        )
+        return response
+
+
 def _cors(app: ASGIApp, methods: list[str]) -> ASGIApp:
     return CORSMiddleware(app=app, allow_origins="*", allow_methods=methods, allow_headers=["*"])
 
@@ -542,7 +567,11 @@ def oauth_server(
         ),
         Route(
             AUTHORIZATION_PATH,
-            _limited(AuthorizationHandler(provider).handle),
+            _limited(
+                IssuedAuthorization(
+                    AuthorizationHandler(provider), base, provider.consent_url
+                ).handle
+            ),
             methods=["GET", "POST"],
         ),
         Route(TOKEN_PATH, _cors(_limited(token.handle), post), methods=post),

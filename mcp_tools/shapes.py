@@ -77,6 +77,12 @@ class ListArguments(_Arguments):
         "timeMax. Expired (older than 30 days by default): error sync_token_expired, list "
         "again without it.",
     )
+    calendar_ids: list[str] | None = PydanticField(
+        default=None,
+        description="Only these calendars: their ids or names (as listed in `calendars`). "
+        "Omit for every calendar the key reaches. Send the same calendarIds with pageToken and "
+        "syncToken.",
+    )
 
 
 class EventRef(_Arguments):
@@ -168,6 +174,7 @@ def _plain(prop: dict[str, Any]) -> dict[str, Any]:
 def list_schema() -> dict[str, Any]:
     schema = _clean(ListArguments.model_json_schema(by_alias=True))
     schema["properties"]["singleEvents"] = _plain(schema["properties"]["singleEvents"])
+    schema["properties"]["calendarIds"] = _ids(schema["properties"]["calendarIds"])
     return schema
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -47,16 +48,31 @@ def problem(
     return ProblemResponse(body, status_code=status, headers=headers)
 
 
+_NOT_QUOTE_SAFE = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")  # RFC 9110 qdtext, ASCII
+
+
+def _quoted(value: str) -> str:
+    """``value`` as an RFC 9110 quoted string. Only fixed texts and settings are given; were
+    one ever not quote-safe ASCII, what is not would be left out rather than fail the 401."""
+    return '"' + _NOT_QUOTE_SAFE.sub("", value) + '"'
+
+
 def www_authenticate(exc: AuthError, realm: str, resource_metadata: str | None = None) -> str:
     """RFC 6750 §3: no error code when no credentials were sent at all. ``resource_metadata``
-    (RFC 9728 §5.1, on ``/mcp``): where an OAuth client finds how to get a token."""
-    metadata = f', resource_metadata="{resource_metadata}"' if resource_metadata else ""
+    (RFC 9728 §5.1, on ``/mcp``): where an OAuth client finds how to get a token.
+
+    Every part is a fixed text (the error's ``bearer_description``, never its message, which
+    may name a calendar) or the operator's settings: a header value carries no user text, so a
+    calendar named "Личное", or with quotes and line breaks, cannot break the header."""
+    metadata = f", resource_metadata={_quoted(resource_metadata)}" if resource_metadata else ""
     if exc.code == "missing_api_key":
-        return f'Bearer realm="{realm}"{metadata}'
-    detail = exc.message.replace("\\", "").replace('"', "'")
-    value = f'Bearer realm="{realm}", error="{exc.bearer_error}", error_description="{detail}"'
+        return f"Bearer realm={_quoted(realm)}{metadata}"
+    value = (
+        f"Bearer realm={_quoted(realm)}, error={_quoted(exc.bearer_error)}, "
+        f"error_description={_quoted(exc.bearer_description)}"
+    )
     if isinstance(exc, InsufficientScope) and exc.required_scope:
-        value += f', scope="{exc.required_scope}"'
+        value += f", scope={_quoted(exc.required_scope)}"
     return value + metadata
 
 

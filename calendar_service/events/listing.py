@@ -7,16 +7,18 @@ calendar was read with it), one compiled window query, and the rows formatted in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection
 
-from calendar_service.calendars import accessible_calendars, calendar_public
+from calendar_service.calendars import accessible_calendars, calendar_public, chosen_calendars
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.events.occurrences import Page, page_with_series
 from calendar_service.events.parsing import parse_list_params, parse_single_events
 from calendar_service.events.queries import (
+    in_calendars_params,
     list_statement,
     series_rows,
     window_floor,
@@ -56,6 +58,7 @@ def list_events(
     single_events: bool | str | None = True,
     sync_token: str | None = None,
     sync_retention_days: int = DEFAULT_RETENTION_DAYS,
+    calendar_ids: str | Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``
     (``_list_events`` says how), made here and now."""
@@ -72,6 +75,7 @@ def list_events(
             single_events=single_events,
             sync_token=sync_token,
             sync_retention_days=sync_retention_days,
+            calendar_ids=calendar_ids,
             later=False,
         )
     )
@@ -90,6 +94,7 @@ def _list_events(
     single_events: bool | str | None = True,
     sync_token: str | None = None,
     sync_retention_days: int = DEFAULT_RETENTION_DAYS,
+    calendar_ids: str | Sequence[str] | None = None,
     later: bool,
 ) -> dict[str, Any] | Later:
     """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``.
@@ -111,6 +116,12 @@ def _list_events(
     sync's page token), the list is a sync instead: the changes since (``sync.sync_events``;
     no window then). The position the token holds is taken at the first page, before its rows
     are read, and carried by the page tokens.
+
+    ``calendar_ids`` (``calendarIds``) narrows the list, and its sync, to some of the key's
+    calendars (``calendars.chosen_calendars``: ids or names, comma-separated or not); the
+    answer's ``calendars`` are those. Its page and sync tokens are bound to them: they are
+    refused with other calendars, or none. Bounds without an offset are still read in the
+    key's calendar's zone (or the default calendar's), whichever calendars are named.
     """
     if sync_token is not None or (page_token and page_token[0] == SYNC_PAGE_PREFIX):
         if time_min or time_max:
@@ -127,16 +138,21 @@ def _list_events(
             token_key=token_key,
             retention_days=sync_retention_days,
             now=now,
+            calendar_ids=calendar_ids,
         )
     calendars = accessible_calendars(conn, principal=principal)
     default = next((c for c in calendars if c.is_default), calendars[0] if calendars else None)
     tz = zone(default.time_zone) if default is not None else UTC
+    chosen = None
+    if calendar_ids is not None:
+        calendars = chosen_calendars(calendars, principal=principal, wanted=calendar_ids)
+        chosen = [c.id for c in calendars]
     low, high, size = parse_list_params(time_min=time_min, time_max=time_max, limit=limit, tz=tz)
     single_events = parse_single_events(single_events)
     result: dict[str, Any] = {} if now is None else {"now": format_in(now, tz)}
     result["calendars"] = [calendar_public(c) for c in calendars]
     result["events"] = []
-    query = token_query(principal, low, high, single_events=single_events)
+    query = token_query(principal, low, high, single_events=single_events, chosen=chosen)
     after: tuple[str, str] | None = None
     if page_token:
         after_start, after_id, carried = decode_token(token_key, query, page_token)
@@ -146,14 +162,11 @@ def _list_events(
     else:
         position = current_position(conn)
     if not calendars:
-        result["nextSyncToken"] = encode_sync_token(token_key, principal, position)
+        result["nextSyncToken"] = encode_sync_token(token_key, principal, position, chosen)
         return result
     dialect = conn.dialect.name
     params: dict[str, Any] = {"limit": size + 1}
-    if len(calendars) == 1:
-        params["calendar_id"] = calendars[0].id
-    else:
-        params["user_id"] = principal.user_id
+    among = in_calendars_params(params, calendars, user_id=None if chosen else principal.user_id)
     if low is not None:
         longest = max(c.max_event_seconds for c in calendars)
         params["low"] = to_db(low, dialect)
@@ -164,7 +177,7 @@ def _list_events(
         params["after_id"] = after_id
         params["after_start"] = to_db(after_start, dialect)
         after = (utc_text(after_start), after_id)
-    shape = (len(calendars) == 1, low is not None, high is not None, bool(page_token))
+    shape = (among, low is not None, high is not None, bool(page_token))
     rows = list_statement(*shape).all(conn, **params)
     texts = (
         None if low is None else utc_text(low),
@@ -179,7 +192,7 @@ def _list_events(
             carry = position.compact()
             result["nextPageToken"] = encode_token(token_key, query, last[3], last[0], carry)
         else:
-            result["nextSyncToken"] = encode_sync_token(token_key, principal, position)
+            result["nextSyncToken"] = encode_sync_token(token_key, principal, position, chosen)
         return result
     page = page_with_series(
         rows,
@@ -201,7 +214,7 @@ def _list_events(
             carry = position.compact()
             result["nextPageToken"] = encode_token(token_key, query, *following, carry)
         else:
-            result["nextSyncToken"] = encode_sync_token(token_key, principal, position)
+            result["nextSyncToken"] = encode_sync_token(token_key, principal, position, chosen)
         return result
 
     return page.then(answer) if isinstance(page, Later) else answer(page)

@@ -77,11 +77,12 @@ _CONFIRMED = "confirmed"
 
 
 @functools.cache
-def list_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> Statement:
+def list_statement(among: int, low: bool, high: bool, after: bool) -> Statement:
     """The window query, one compiled statement per shape of request: single events and the
     changed occurrences of series (exceptions), which are rows with times of their own;
-    series rows and cancelled occurrences are not in it."""
-    query = _in_window(_in_calendars(select(*_LIST_COLUMNS), one_calendar), low, high)
+    series rows and cancelled occurrences are not in it. ``among``: which calendars
+    (``in_calendars_params``)."""
+    query = _in_window(_in_calendars(select(*_LIST_COLUMNS), among), low, high)
     if after:
         after_start: BindParameter[Any] = bindparam("after_start")
         query = query.where(
@@ -129,9 +130,32 @@ def busy_statement(calendars: int) -> Statement:
     return Statement(_in_window(query, low=True, high=True))
 
 
-def _in_calendars(query: Any, one_calendar: bool) -> Any:
-    if one_calendar:
+def in_calendars_params(
+    params: dict[str, Any], calendars: Sequence[CalendarRow], *, user_id: str | None
+) -> int:
+    """Put the list's calendars into ``params``; returns the statements' ``among`` for them:
+    1 for one calendar (``calendar_id``); 0 for every calendar of the owner ``user_id`` (an
+    all-calendars key's list); else the number of ``calendar_<i>`` parameters, a power of two
+    (unused ones are NULL, which matches nothing), so that a few statements serve every list
+    narrowed to some calendars (``calendarIds``)."""
+    if len(calendars) == 1:
+        params["calendar_id"] = calendars[0].id
+        return 1
+    if user_id is not None:
+        params["user_id"] = user_id
+        return 0
+    among = 1 << (len(calendars) - 1).bit_length()
+    for i in range(among):
+        params[f"calendar_{i}"] = calendars[i].id if i < len(calendars) else None
+    return among
+
+
+def _in_calendars(query: Any, among: int) -> Any:
+    if among == 1:
         return query.where(events_t.c.calendar_id == bindparam("calendar_id"))
+    if among > 1:  # some calendars of the owner, by id
+        chosen: list[BindParameter[Any]] = [bindparam(f"calendar_{i}") for i in range(among)]
+        return query.where(events_t.c.calendar_id.in_(chosen))
     # an all-calendars key reaches every calendar of its owner
     owned = select(calendars_t.c.id).where(calendars_t.c.user_id == bindparam("user_id"))
     return query.where(events_t.c.calendar_id.in_(owned.scalar_subquery()))
@@ -174,11 +198,11 @@ SERIES_COLUMNS = _as_text((*EVENT_COLUMNS[:13], events_t.c.transparency, events_
 
 
 @functools.cache
-def series_statement(one_calendar: bool, low: bool, high: bool, after: bool) -> Statement:
+def series_statement(among: int, low: bool, high: bool, after: bool) -> Statement:
     """The series that may occur in a window (``SERIES_KEYS``, from ``ix_events_series``,
     which holds series rows only): they start before its end, and their last occurrence (if
     they have one) ends after its start, or after the page token's start."""
-    query = _in_calendars(select(*SERIES_KEYS), one_calendar).where(SERIES_ROWS)
+    query = _in_calendars(select(*SERIES_KEYS), among).where(SERIES_ROWS)
     ends = events_t.c.recurrence_ends_at
     if high:
         query = query.where(events_t.c.starts_at < bindparam("high"))
@@ -252,7 +276,7 @@ def window_series(
     conn: Connection,
     calendars: Sequence[CalendarRow],
     *,
-    shape: tuple[bool, bool, bool, bool],
+    shape: tuple[int, bool, bool, bool],
     params: dict[str, Any],
     texts: tuple[str | None, str | None, str | None],
 ) -> list[Any]:
@@ -272,7 +296,8 @@ def window_series(
         if kept is None and version is not None:
             kept = _read_calendar_series(conn, calendar.id)
         if kept is None or kept is _TOO_MANY:  # not read with its calendar, or too many
-            wanted = ("calendar_id", "user_id", "low", "high", "after_start")
+            wanted: tuple[str, ...] = ("calendar_id", "user_id", "low", "high", "after_start")
+            wanted += tuple(f"calendar_{i}" for i in range(shape[0] if shape[0] > 1 else 0))
             statement = series_statement(*shape)
             return statement.all(conn, **{k: params[k] for k in wanted if k in params})
         # Those that start before the window's end; of those, the ones that end after its

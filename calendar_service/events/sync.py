@@ -28,13 +28,14 @@ they were issued: older than the retention, 410 ``sync_token_expired``.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 import orjson
 from sqlalchemy import Connection, and_, delete, or_, select, text
 
-from calendar_service.calendars import accessible_calendars, calendar_public
+from calendar_service.calendars import accessible_calendars, calendar_public, chosen_calendars
 from calendar_service.db import Statement
 from calendar_service.errors import FieldError, SyncTokenExpired, ValidationFailed
 from calendar_service.events.memo import Lru
@@ -104,9 +105,13 @@ def current_position(conn: Connection) -> Position:
     return Position(last + 1, last + 1, (), at)
 
 
-def _scope(principal: Principal, kind: str) -> bytes:
-    """What a sync token is bound to: the key's reach (owner and calendar), and its kind."""
-    return "\x1f".join((kind, principal.user_id, principal.calendar_id or "")).encode()
+def _scope(principal: Principal, kind: str, chosen: Sequence[str] | None = None) -> bytes:
+    """What a sync token is bound to: the key's reach (owner and calendar), its kind, and the
+    calendars a narrowed list named (``chosen``: their ids)."""
+    parts = [kind, principal.user_id, principal.calendar_id or ""]
+    if chosen is not None:
+        parts.append("calendars:" + ",".join(sorted(chosen)))
+    return "\x1f".join(parts).encode()
 
 
 def _encode(key: bytes, query: bytes, payload: Any) -> str:
@@ -129,8 +134,8 @@ def _bad(field: str, what: str) -> ValidationFailed:
         [
             FieldError(
                 field,
-                f"is not a {what} this server issued for this key's calendars; "
-                + "list the events again without it to get a new nextSyncToken",
+                f"is not a {what} this server issued for this key's calendars (and the same "
+                "calendarIds); " + "list the events again without it to get a new nextSyncToken",
             )
         ]
     )
@@ -141,31 +146,43 @@ def _bad(field: str, what: str) -> ValidationFailed:
 _MADE = Lru(1024)
 
 
-def encode_sync_token(key: bytes, principal: Principal, position: Position) -> str:
-    """``nextSyncToken``: ``position``, signed and bound to the key's reach."""
-    made = (key, principal.user_id, principal.calendar_id, position)
+def encode_sync_token(
+    key: bytes, principal: Principal, position: Position, chosen: Sequence[str] | None = None
+) -> str:
+    """``nextSyncToken``: ``position``, signed and bound to the key's reach (and to the
+    calendars ``chosen`` of a narrowed list: its sync must name the same ones)."""
+    made = (key, principal.user_id, principal.calendar_id, position, _chosen_key(chosen))
     token: str | None = _MADE.get(made)
     if token is None:
-        token = _encode(key, _scope(principal, "sync"), position.compact())
+        token = _encode(key, _scope(principal, "sync", chosen), position.compact())
         _MADE.put(made, token)
     return token
 
 
-def decode_sync_token(key: bytes, principal: Principal, token: str) -> Position:
-    position = Position.from_compact(_decode(key, _scope(principal, "sync"), token))
+def _chosen_key(chosen: Sequence[str] | None) -> tuple[str, ...] | None:
+    return None if chosen is None else tuple(sorted(chosen))
+
+
+def decode_sync_token(
+    key: bytes, principal: Principal, token: str, chosen: Sequence[str] | None = None
+) -> Position:
+    position = Position.from_compact(_decode(key, _scope(principal, "sync", chosen), token))
     if position is None:
         raise _bad("syncToken", "sync token")
     return position
 
 
-def _encode_page(key: bytes, principal: Principal, payload: list[Any]) -> str:
-    return SYNC_PAGE_PREFIX + _encode(key, _scope(principal, "sync-page"), payload)
+def _encode_page(
+    key: bytes, principal: Principal, payload: list[Any], chosen: Sequence[str] | None
+) -> str:
+    return SYNC_PAGE_PREFIX + _encode(key, _scope(principal, "sync-page", chosen), payload)
 
 
 def _decode_page(
-    key: bytes, principal: Principal, token: str
+    key: bytes, principal: Principal, token: str, chosen: Sequence[str] | None
 ) -> tuple[Position, Position, int, str]:
-    payload = _decode(key, _scope(principal, "sync-page"), token[len(SYNC_PAGE_PREFIX) :])
+    scope = _scope(principal, "sync-page", chosen)
+    payload = _decode(key, scope, token[len(SYNC_PAGE_PREFIX) :])
     if isinstance(payload, list) and len(payload) == 4:
         start, end = Position.from_compact(payload[0]), Position.from_compact(payload[1])
         seq, event_id = payload[2], payload[3]
@@ -232,8 +249,11 @@ def sync_events(
     token_key: bytes,
     retention_days: int = DEFAULT_RETENTION_DAYS,
     now: datetime | None = None,
+    calendar_ids: str | Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """``EventList`` of the changes since ``sync_token`` in the calendars the key reaches:
+    """``EventList`` of the changes since ``sync_token`` in the calendars the key reaches
+    (those of them ``calendar_ids`` names, as ``list_events`` takes it: the token must come
+    from a list or sync that named the same calendars):
     events (series and their exceptions as stored) created or changed, as a get shows them;
     deleted ones as ``{id, status: "cancelled"}``; cancelled occurrences with their
     ``recurringEventId`` and ``originalStartsAt`` too. Paged like a list (``page_token``: a
@@ -241,27 +261,32 @@ def sync_events(
     answer starts with it, as the list's does (MCP); tokens are aged against it."""
     shown, now = now is not None, now or utcnow()
     _, _, size = parse_list_params(time_min=None, time_max=None, limit=limit, tz=UTC)
+    calendars = accessible_calendars(conn, principal=principal)
+    chosen = None
+    if calendar_ids is not None:
+        calendars = chosen_calendars(calendars, principal=principal, wanted=calendar_ids)
+        chosen = [c.id for c in calendars]
     if page_token:
         if not page_token.startswith(SYNC_PAGE_PREFIX):
             raise _bad("pageToken", "page token of a sync")
-        start, end, after_seq, after_id = _decode_page(token_key, principal, page_token)
+        start, end, after_seq, after_id = _decode_page(token_key, principal, page_token, chosen)
         after: tuple[int, str] | None = (after_seq, after_id)
     elif sync_token:
-        start = decode_sync_token(token_key, principal, sync_token)
+        start = decode_sync_token(token_key, principal, sync_token, chosen)
         end, after = current_position(conn), None
     else:
         raise ValidationFailed([FieldError("syncToken", "must not be empty")])
     _check_age(start, now, retention_days)
-    calendars = accessible_calendars(conn, principal=principal)
     result: dict[str, Any] = {}
     if shown:  # MCP's "now", as the list gives it
         default = next((c for c in calendars if c.is_default), calendars[0] if calendars else None)
         result["now"] = format_in(now, zone(default.time_zone) if default else UTC)
     result["calendars"] = [calendar_public(c) for c in calendars]
     filed = [c.id for c in calendars]
-    if principal.calendar_id is None:
+    if principal.calendar_id is None and chosen is None:
         # The tombstones of a deleted calendar's events are filed under the owner
-        # (``calendar_changes``): only a key that reached every calendar reached it.
+        # (``calendar_changes``): only a key that reached every calendar reached it, and a
+        # sync narrowed to some calendars (``calendarIds``) did not name it.
         filed.append(principal.user_id)
     rows = _changes(conn, filed, start, end, after, size)
     by_id = {c.id: c for c in calendars}
@@ -288,9 +313,9 @@ def sync_events(
     if len(rows) > size:
         last = rows[size - 1]
         payload = [start.compact(), end.compact(), last.sync_seq, last.sync_event_id]
-        result["nextPageToken"] = _encode_page(token_key, principal, payload)
+        result["nextPageToken"] = _encode_page(token_key, principal, payload, chosen)
     else:
-        result["nextSyncToken"] = encode_sync_token(token_key, principal, end)
+        result["nextSyncToken"] = encode_sync_token(token_key, principal, end, chosen)
     return result
 
 

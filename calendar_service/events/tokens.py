@@ -16,6 +16,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -51,9 +52,12 @@ def token_query(
     high: datetime | None,
     *,
     single_events: bool = True,
+    chosen: Sequence[str] | None = None,
 ) -> bytes:
     """What a token is bound to. The window's instants, not the text that named them; a list
-    of series (``singleEvents=false``) is another query than one of occurrences."""
+    of series (``singleEvents=false``) is another query than one of occurrences; a list
+    narrowed to some calendars (``chosen``: their ids, however ``calendarIds`` named them)
+    another than one of every calendar the key reaches, or of other calendars."""
     parts = [
         principal.key_id,
         principal.user_id,
@@ -63,6 +67,8 @@ def token_query(
     ]
     if not single_events:
         parts.append("series")
+    if chosen is not None:
+        parts.append("calendars:" + ",".join(sorted(chosen)))
     return "\x1f".join(parts).encode()
 
 

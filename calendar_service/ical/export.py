@@ -25,7 +25,7 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 import orjson
-from icalendar import Calendar, Event, Timezone, vDuration, vRecur
+from icalendar import Calendar, Event, Timezone, vDuration, vRecur, vText
 from sqlalchemy import Connection, and_, or_, select
 
 from calendar_service.calendars import CalendarRow
@@ -136,8 +136,10 @@ def render_calendar(content: FeedContent) -> Rendered:
     cal.add("version", "2.0")
     cal.add("calscale", "GREGORIAN")
     cal.add("method", "PUBLISH")
-    cal.add("x-wr-calname", calendar.name)
-    cal.add("name", calendar.name)
+    # As TEXT (escaped) explicitly: icalendar writes these two raw otherwise, and a name with
+    # a line break in it would end the feed in a 500.
+    cal.add("x-wr-calname", vText(calendar.name))
+    cal.add("name", vText(calendar.name))
     cal.add("x-wr-timezone", calendar.time_zone)
     cal.add("refresh-interval", timedelta(hours=1), parameters={"VALUE": "DURATION"})
     cal.add("x-published-ttl", "PT1H")

@@ -18,8 +18,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from calendar_service import operations
 from calendar_service.asgi.context import MAX_BODY, services
 from calendar_service.asgi.responses import PROBLEM_TYPE, JSONResponse
+from calendar_service.calendars import MAX_CHOSEN
 from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
 from calendar_service.idempotency import MAX_KEY_LENGTH
 from calendar_service.models import (
@@ -33,7 +35,7 @@ from calendar_service.models import (
     EventUpdate,
     Problem,
 )
-from calendar_service.rest import openapi_availability, openapi_ical
+from calendar_service.rest import openapi_availability, openapi_ical, parameters
 from calendar_service.rest.routes import EVENTS_PATH
 from calendar_service.schema_patterns import (
     ALL_DAY_PATTERN,
@@ -405,9 +407,10 @@ def _problem_response(description: str, example: Any, *headers: str) -> dict[str
 def _responses() -> dict[str, Any]:
     return {
         "BadRequest": _problem_response(
-            "Invalid request: `errors` lists every bad field (`code` `validation_error`). Also "
-            "`api_key_in_url` for a key sent in the query string, and `duplicate_header` for "
-            "two Authorization headers.",
+            "Invalid request: `errors` lists every bad field (`code` `validation_error`), or "
+            "every query parameter the operation does not take (`unknown_parameter`: each "
+            "operation takes only the parameters listed here). Also `api_key_in_url` for a key "
+            "sent in the query string, and `duplicate_header` for two Authorization headers.",
             _VALIDATION_PROBLEM,
         ),
         "Unauthorized": _problem_response(
@@ -534,6 +537,26 @@ def _parameters() -> dict[str, Any]:
             "schema": {"type": "string", "pattern": BOUND_PATTERN},
             "example": "2026-04-01",
         },
+        "calendarIds": {
+            "name": "calendarIds",
+            "in": "query",
+            "description": "Only these calendars: ids, or names as createCalendarEvent takes "
+            "them; repeat the parameter (`calendarIds=Work&calendarIds=cal_…`) or separate "
+            "them with commas (a name with a comma in it: send it alone). `calendars` in the "
+            "answer lists only those. A calendar the key cannot reach is a 401 "
+            "`insufficient_scope`; one the owner does not have, or an empty value, a 400 "
+            f"naming it. At most {MAX_CHOSEN}. Page and sync tokens are bound to the calendars "
+            "named: send the same ones with pageToken and syncToken. Omitted: every calendar "
+            "the key reaches.",
+            "style": "form",
+            "explode": True,
+            "schema": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN},
+            },
+            "example": [DEFAULT_CALENDAR_NAME],
+        },
         "limit": {
             "name": "limit",
             "in": "query",
@@ -549,8 +572,9 @@ def _parameters() -> dict[str, Any]:
         "pageToken": {
             "name": "pageToken",
             "in": "query",
-            "description": "The previous page's nextPageToken, with the same timeMin and "
-            "timeMax (the same instants; limit may change). Any other value is a 400.",
+            "description": "The previous page's nextPageToken, with the same timeMin, "
+            "timeMax, singleEvents and calendarIds (the same instants and calendars; limit may "
+            "change). Any other value is a 400.",
             "schema": {"type": "string", "pattern": TEXT_PATTERN},
         },
         "syncToken": {
@@ -571,8 +595,9 @@ def _parameters() -> dict[str, Any]:
             "description": "true (the default): series are listed as their occurrences, each an "
             "event with recurringEventId and originalStartsAt. false: series are listed as "
             "themselves, with recurrence, ordered by their first occurrence (their changed "
-            "occurrences are listed too). Send the same value with a pageToken.",
-            "schema": {"type": "string", "enum": ["true", "false"], "default": "true"},
+            "occurrences are listed too). Send the same value with a pageToken. A boolean, "
+            "sent as `true` or `false` (empty: the default).",
+            "schema": {"type": "boolean", "default": True},
         },
         "scope": {
             "name": "scope",
@@ -668,7 +693,8 @@ def _operations() -> dict[str, Any]:
         "operationId": "listCalendarEvents",
         "tags": [TAG],
         "summary": "List the calendars and events the key can reach",
-        "description": "The calendars the key can reach, and their events that overlap "
+        "description": "The calendars the key can reach (or those of them calendarIds names), "
+        "and their events that overlap "
         "[timeMin, timeMax): `endsAt > timeMin` and `startsAt < timeMax`. Ordered by startsAt, "
         "then id, in pages of `limit`; when more remain the body carries nextPageToken. "
         "Recurring series are listed as their occurrences (singleEvents); a page can be "
@@ -676,10 +702,7 @@ def _operations() -> dict[str, Any]:
         "then carries nextPageToken too. The last page carries nextSyncToken: sent back later "
         "as syncToken, it gets every change made since (incremental sync, docs/sync.md)."
         + rate_doc,
-        "parameters": [
-            {"$ref": _PARAMETER.format(name)}
-            for name in ("timeMin", "timeMax", "limit", "pageToken", "singleEvents", "syncToken")
-        ],
+        "parameters": parameters.refs(operations.LIST.name),
         "responses": {
             "200": {
                 "description": "The calendars and a page of their events.",
@@ -709,7 +732,10 @@ def _operations() -> dict[str, Any]:
         "default the key's calendar, or the owner's default calendar for an all-calendars "
         "key). Answers with the event and its URL in Location. Send an Idempotency-Key to make "
         "retries safe." + write_note + rate_doc,
-        "parameters": [{"$ref": _PARAMETER.format("Idempotency-Key")}],
+        "parameters": [
+            {"$ref": _PARAMETER.format("Idempotency-Key")},
+            *parameters.refs(operations.CREATE.name),
+        ],
         "requestBody": {
             "required": True,
             "description": "The new event.",
@@ -742,6 +768,7 @@ def _operations() -> dict[str, Any]:
         "tags": [TAG],
         "summary": "Get one event",
         "description": "The event, if it is in a calendar the key can reach." + rate_doc,
+        "parameters": parameters.refs(operations.GET.name),
         "responses": {
             "200": _event_answer("The event.", "read"),
             **_errors("404"),
@@ -756,7 +783,7 @@ def _operations() -> dict[str, Any]:
         "series, a change of its rule or times drops the changed or cancelled occurrences the "
         "new rule no longer produces; `recurrence: null` makes it a single event. For an "
         "occurrence id, see scope." + write_note + rate_doc,
-        "parameters": [{"$ref": _PARAMETER.format("scope")}],
+        "parameters": parameters.refs(operations.UPDATE.name),
         "requestBody": {
             "required": True,
             "description": "The fields to change.",
@@ -789,7 +816,7 @@ def _operations() -> dict[str, Any]:
         "that occurrence (scope=this), or ends the series before it (scope=following)."
         + write_note
         + rate_doc,
-        "parameters": [{"$ref": _PARAMETER.format("scope")}],
+        "parameters": parameters.refs(operations.DELETE.name),
         "responses": {
             "204": {
                 "description": "Deleted.",

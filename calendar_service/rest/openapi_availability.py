@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from calendar_service import operations
 from calendar_service.availability import (
     DAYS,
     DEFAULT_SLOTS,
@@ -23,6 +24,7 @@ from calendar_service.models import (
     FreeTimeQuery,
     Interval,
 )
+from calendar_service.rest import parameters
 
 TAG = "Availability"
 _SCHEMA = "#/components/schemas/{}"
@@ -185,6 +187,7 @@ def paths(rate_doc: str) -> dict[str, Any]:
                 }
             },
         },
+        "parameters": parameters.refs(operations.FREE_BUSY.name),
         "responses": {"200": _answer("Each calendar's busy time.", "FreeBusyPublic"), **_errors()},
     }
     free_time = {
@@ -223,6 +226,7 @@ def paths(rate_doc: str) -> dict[str, Any]:
                 }
             },
         },
+        "parameters": parameters.refs(operations.FREE_TIME.name),
         "responses": {"200": _answer("The free slots.", "FreeTimePublic"), **_errors()},
     }
     return {

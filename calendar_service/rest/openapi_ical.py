@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from calendar_service import operations
 from calendar_service.asgi.responses import PROBLEM_TYPE
 from calendar_service.ical.reading import MAX_BYTES, MAX_EVENTS
+from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.routes import ICS_MEDIA_TYPE, IMPORT_PATH
 
 TEXT_PATTERN = r"^[^\x00]*$"  # as openapi.TEXT_PATTERN: no NUL in any text
@@ -145,10 +147,7 @@ def path() -> tuple[str, dict[str, Any]]:
         f"{_MIB} MiB and {MAX_EVENTS} VEVENTs a request. Needs a key with `calendar:write`. "
         "Every call spends one request of the key's budget and is recorded in the key's call "
         "history.",
-        "parameters": [
-            {"$ref": "#/components/parameters/importCalendarId"},
-            {"$ref": "#/components/parameters/importCalendar"},
-        ],
+        "parameters": query_parameters.refs(operations.IMPORT.name),
         "requestBody": {
             "required": True,
             "description": "The .ics file, as it is (RFC 5545 text, UTF-8).",

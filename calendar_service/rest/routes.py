@@ -37,6 +37,7 @@ from calendar_service.ical.reading import MAX_BYTES as MAX_ICS_BYTES
 from calendar_service.ical.reading import ReadFile, read_file
 from calendar_service.inputs import NUL, nul_errors, parse_json_body
 from calendar_service.operations import Operation
+from calendar_service.rest import parameters
 from calendar_service.timeutil import utcnow
 
 EVENTS_PATH = "/api/v1/calendar/events"
@@ -71,7 +72,7 @@ async def _perform(
         ctx=call_context(request, op.name),
         op=op,
         args=args,
-        refused=_nul_in_url(request) or refused,
+        refused=_nul_in_url(request) or _unknown_in_url(request, op) or refused,
         limiter=svc.limiter,
         present=present,
         status=status,
@@ -91,6 +92,13 @@ def _nul_in_url(request: Request) -> ValidationFailed | None:
     path = {_PATH_FIELDS.get(k, k): v for k, v in request.path_params.items()}
     errors = nul_errors(path) + nul_errors(request.query_params.multi_items())
     return ValidationFailed(errors) if errors else None
+
+
+def _unknown_in_url(request: Request, op: Operation) -> CalendarError | None:
+    """A 400 for query parameters the operation does not take (``parameters.QUERY``)."""
+    if not request.scope["query_string"]:
+        return None
+    return parameters.unknown(op.name, request.query_params.keys())
 
 
 async def _refuse_key_in_url(
@@ -141,6 +149,8 @@ async def list_calendar_events(request: Request) -> Response:
     }
     if "singleEvents" in params:  # the hot path passes no more than it needs
         args["single_events"] = params["singleEvents"]
+    if "calendarIds" in params:  # repeated, or comma-separated: the core reads both
+        args["calendar_ids"] = params.getlist("calendarIds")
     if "syncToken" in params:
         args["sync_token"] = params["syncToken"]
         args["sync_retention_days"] = services(request).config.sync_retention_days

@@ -41,9 +41,9 @@ def plan_of(db: Database, wanted: Callable[[str], bool], run: Callable[[], Any])
         return " ".join(row[0] for row in conn.exec_driver_sql(f"EXPLAIN {statement}", params))
 
 
-def list_plan(db: Database, principal: Principal, marker: str) -> str:
+def list_plan(db: Database, principal: Principal, marker: str, **narrowed: Any) -> str:
     """The plan of the list's statement on ``events`` that holds ``marker``, for a one-week
-    window."""
+    window (``narrowed``: ``calendar_ids``, if any)."""
     return plan_of(
         db,
         lambda statement: "FROM events" in statement and marker in statement,
@@ -53,6 +53,7 @@ def list_plan(db: Database, principal: Principal, marker: str) -> str:
             time_min="2026-03-02T00:00:00Z",
             time_max="2026-03-09T00:00:00Z",
             token_key=b"test page-token key",
+            **narrowed,
         ),
     )
 
@@ -65,6 +66,22 @@ def test_the_window_query_searches_the_index_on_calendar_and_both_start_bounds(
     principal = Principal(key_id, owner.id, "read", owner.default_calendar_id, utcnow())
     # the window query (the list's other query, for series, has a test of its own)
     plan = list_plan(db, principal, "recurrence IS NULL")
+    if db.engine.dialect.name == "sqlite":
+        assert "USING INDEX ix_events_calendar_start" in plan, plan
+        assert "starts_at>? AND starts_at<?" in plan, plan
+    else:
+        assert "ix_events_calendar_start" in plan, plan
+        assert "starts_at >=" in plan and "starts_at <" in plan, plan
+
+
+def test_a_list_narrowed_to_some_calendars_searches_the_same_index_for_each(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work")
+    factory.calendar(owner, name="Other")
+    chosen = {"calendar_ids": [owner.default_calendar_id, work]}
+    plan = list_plan(db, events.owner_principal(owner.id), "recurrence IS NULL", **chosen)
     if db.engine.dialect.name == "sqlite":
         assert "USING INDEX ix_events_calendar_start" in plan, plan
         assert "starts_at>? AND starts_at<?" in plan, plan

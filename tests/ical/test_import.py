@@ -346,7 +346,7 @@ def test_the_import_needs_text_calendar_a_write_key_and_a_calendar_within_its_re
     named = api.post(IMPORT, content=text, params={"calendar": "Other"},
                      headers={**bearer(everything), **ICS})  # fmt: skip
     assert named.status_code == 200 and named.json()["created"] == 1
-    in_other = listed(api, Cal(cal.owner, other, bearer(everything)), calendarId=other)
+    in_other = listed(api, Cal(cal.owner, other, bearer(everything)), calendarIds=other)
     assert [e["calendarId"] for e in in_other if e["title"] == "A"] == [other]
     unknown = api.post(IMPORT, content=text, params={"calendar": "Nope"},
                        headers={**bearer(everything), **ICS})  # fmt: skip

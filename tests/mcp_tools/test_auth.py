@@ -12,7 +12,7 @@ from sqlalchemy import event
 from calendar_service import history, keys
 from calendar_service.db import Database
 from calendar_service.timeutil import utcnow
-from tests.mcp_tools.clients import INITIALIZE, JSON_RPC_HEADERS, MODES, connect
+from tests.mcp_tools.clients import INITIALIZE, JSON_RPC_HEADERS, MODES, connect, text_of
 from tests.support import Factory, RunningServer, bearer
 
 MCP = "/mcp"
@@ -179,3 +179,44 @@ def test_a_tool_call_over_http_reads_its_key_once_and_is_recorded(
     assert len(key_reads) == 1
     calls = db.call(history.list_calls, key_id=key_id)
     assert [(c["operation"], c["status"]) for c in calls] == [("listCalendarEvents", 200)]
+
+
+@pytest.mark.parametrize(
+    ("spoil", "description"),
+    [(_expire, "The API key has expired."), (_revoke, "The API key has been revoked.")],
+)
+def test_the_challenge_of_a_refused_key_is_a_fixed_phrase_the_details_are_in_the_body(
+    api: httpx.Client, factory: Factory, db: Database, spoil: object, description: str
+) -> None:
+    """Header values carry no request or calendar text (issue 24 C): the expiry time and the
+    like are in the body; the challenge's description is one fixed ASCII phrase per reason."""
+    key_id, secret = factory.key(factory.owner())
+    spoil(db, key_id)  # type: ignore[operator]
+    response = api.post(MCP, json=INITIALIZE, headers={**JSON_RPC_HEADERS, **bearer(secret)})
+    challenge = _refused(response, response.json()["code"])
+    assert f'error_description="{description}"' in challenge
+    assert challenge.isascii()
+
+
+async def test_a_key_on_a_calendar_named_in_cyrillic_or_with_line_breaks_is_refused_cleanly(
+    server: RunningServer, factory: Factory
+) -> None:
+    """The refusal that named such a calendar in a header was a 500 on REST; over MCP it is a
+    tool error naming the key's calendar, and the session goes on."""
+    owner = factory.owner()
+    odd = factory.calendar(owner, name='Team "A"\r\nX-Injected: yes')
+    for own, other in ((owner.default_calendar_id, odd), (odd, owner.default_calendar_id)):
+        _, secret = factory.key(owner, calendar_id=own)
+        async with connect(server.url, secret) as client:
+            refused = await client.call_tool(
+                "createCalendarEvent",
+                {"title": "x", "startsAt": "2026-03-02T09:00Z", "calendarId": other},
+            )
+            busy = await client.call_tool(
+                "queryFreeBusy",
+                {"timeMin": "2026-03-02", "timeMax": "2026-03-03", "calendarIds": [other]},
+            )
+            assert not (await client.call_tool("listCalendarEvents", {})).is_error
+        for result in (refused, busy):
+            assert result.is_error
+            assert "insufficient_scope" in text_of(result)

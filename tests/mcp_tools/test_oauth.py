@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
@@ -16,7 +17,7 @@ from calendar_service.db import Database
 from calendar_service.models import oauth_authorizations_t, oauth_tokens_t
 from calendar_service.timeutil import utcnow
 from tests.account.conftest import csrf_from
-from tests.mcp_tools.oauth_flow import Flow, query_of
+from tests.mcp_tools.oauth_flow import REDIRECT_URI, Flow, query_of
 from tests.support import Factory, RunningServer, bearer
 
 
@@ -113,6 +114,53 @@ def test_the_owner_who_denies_sends_access_denied_with_the_state_and_nothing_is_
     )
     assert "code" not in back
     assert _apps(db, flow.owner.id) == []
+
+
+@pytest.mark.parametrize(
+    ("overrides", "error"),
+    [
+        ({"resource": "https://other.example/mcp"}, "invalid_target"),
+        ({"scope": "calendar:admin"}, "invalid_scope"),
+        ({"code_challenge": "short"}, "invalid_request"),
+        ({"code_challenge_method": "plain"}, "invalid_request"),
+        ({"response_type": "token"}, "unsupported_response_type"),
+    ],
+    ids=["resource", "scope", "challenge", "plain-pkce", "response-type"],
+)
+def test_every_error_redirect_of_the_authorization_server_names_its_issuer(
+    flow: Flow, overrides: dict[str, str], error: str
+) -> None:
+    """RFC 9207 §2: ``iss`` in every authorization response, errors included, so a client
+    talking to several servers can tell which one answered (mix-up attacks)."""
+    answer = flow.authorize(**overrides)
+    assert answer.status_code == 302, answer.text
+    location = answer.headers["location"]
+    assert location.startswith(flow.redirect_uri + "?"), location
+    back = query_of(location)
+    assert (back["error"], back["state"], back["iss"]) == (error, flow.state, flow.server.url)
+
+
+def test_iss_is_added_to_a_redirect_uri_that_has_a_query_of_its_own(
+    server: RunningServer, factory: Factory
+) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        started = Flow(server, factory.owner(), http, redirect_uri=f"{REDIRECT_URI}?app=1&empty=")
+        started.register()
+        answer = started.authorize(scope="calendar:admin")
+    assert answer.status_code == 302, answer.text
+    parts = urlsplit(answer.headers["location"])
+    assert parse_qsl(parts.query, keep_blank_values=True) == [
+        ("app", "1"),
+        ("empty", ""),
+        ("error", "invalid_scope"),
+        ("error_description", answer_description(answer)),
+        ("state", started.state),
+        ("iss", server.url),
+    ]
+
+
+def answer_description(answer: httpx.Response) -> str:
+    return query_of(answer.headers["location"])["error_description"]
 
 
 def test_a_confidential_client_authenticates_with_its_secret_of_which_only_a_hash_is_kept(
@@ -458,3 +506,23 @@ def test_malformed_values_at_authorize_and_token_are_4xx_never_5xx(
         assert flow.exchange("calac_x").status_code == 401
         assert flow.authorize().status_code == 400
     assert _apps(db, flow.owner.id) == []
+
+
+def test_a_post_to_authorize_gets_its_error_redirect_with_iss_too(flow: Flow) -> None:
+    """RFC 6749 §3.1: the authorization endpoint may be sent a form; the answer is the same."""
+    params = {
+        "response_type": "code",
+        "client_id": flow.client_id,
+        "redirect_uri": flow.redirect_uri,
+        "state": flow.state,
+        "code_challenge": "short",
+        "code_challenge_method": "S256",
+    }
+    answer = flow.http.post("/authorize", data=params)
+    assert answer.status_code == 302, answer.text
+    back = query_of(answer.headers["location"])
+    assert (back["error"], back["state"], back["iss"]) == (
+        "invalid_request",
+        flow.state,
+        flow.server.url,
+    )

@@ -75,3 +75,27 @@ async def test_an_unknown_calendar_name_is_an_error_and_creates_nothing(
     assert result.is_error and "- calendar: no calendar named 'Holidays'" in text_of(result)
     assert [c["name"] for c in page["calendars"]] == ["Личное"]
     assert page["events"] == []
+
+
+async def test_the_list_narrows_to_the_calendars_named_in_calendar_ids(
+    server: RunningServer, factory: Factory
+) -> None:
+    """As REST's ``calendarIds`` (issue 24 item 3): ids or names, within the key's reach."""
+    owner, work, everything = with_work(factory)
+    _, work_only = factory.key(owner, calendar_id=work)
+    async with connect(server.url, everything) as client:
+        for name in ("Личное", "Work"):
+            made = await client.call_tool("createCalendarEvent", event_body(calendar=name))
+            assert not made.is_error, text_of(made)
+        narrowed = structured(await client.call_tool("listCalendarEvents", {"calendarIds": [work]}))
+        by_name = structured(
+            await client.call_tool("listCalendarEvents", {"calendarIds": ["Work"]})
+        )
+        unknown = await client.call_tool("listCalendarEvents", {"calendarIds": ["Holidays"]})
+    async with connect(server.url, work_only) as client:
+        outside = await client.call_tool("listCalendarEvents", {"calendarIds": ["Личное"]})
+    for page in (narrowed, by_name):
+        assert [c["name"] for c in page["calendars"]] == ["Work"]
+        assert [e["calendarId"] for e in page["events"]] == [work]
+    assert unknown.is_error and "Holidays" in text_of(unknown)
+    assert outside.is_error and "insufficient_scope" in text_of(outside)

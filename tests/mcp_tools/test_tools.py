@@ -49,7 +49,15 @@ async def test_the_server_lists_seven_tools_with_schemas_and_honest_annotations(
     }
     assert optional <= set(props)
     listing = tools["listCalendarEvents"].input_schema["properties"]
-    assert set(listing) == {"timeMin", "timeMax", "limit", "pageToken", "singleEvents", "syncToken"}
+    assert set(listing) == {
+        "timeMin",
+        "timeMax",
+        "limit",
+        "pageToken",
+        "singleEvents",
+        "syncToken",
+        "calendarIds",
+    }
     assert listing["limit"]["maximum"] == 2500
     assert tools["updateCalendarEvent"].input_schema["required"] == ["eventId"]
 

@@ -3,7 +3,8 @@
 A JSON Schema cannot say that a calendar must exist, that ``endsAt`` must not come before
 ``startsAt``, that a PATCH's times must suit the event's stored kind (timed or all-day), that
 a page token is only good for the query that produced it (and a sync token only without a
-window), or that a time in the first or last
+window, and with the calendarIds of the list that gave it), that calendarIds name calendars
+that exist, or that a time in the first or last
 year of the accepted range is in it only if its UTC instant is (which depends on the offset or
 the calendar's zone). So a
 request generated as valid (positive mode) is made valid against the stored data too, just
@@ -43,9 +44,9 @@ UPDATE = "PATCH /calendar/events/{eventId}"
 AVAILABILITY = ("POST /calendar/freeBusy", "POST /calendar/freeTime")
 IMPORT = "POST /calendar/events/import"
 
-# nextPageToken -> (timeMin, timeMax, singleEvents) of the query that returned it
-_page_tokens: dict[str, tuple[Any, Any, Any]] = {}
-_PAGE_PARAMETERS = ("timeMin", "timeMax", "singleEvents")
+# nextPageToken -> (timeMin, timeMax, singleEvents, calendarIds) of the query that returned it
+_page_tokens: dict[str, tuple[Any, Any, Any, Any]] = {}
+_PAGE_PARAMETERS = ("timeMin", "timeMax", "singleEvents", "calendarIds")
 _OCCURRENCE = re.compile(r"_\d{8}(T\d{6}Z)?$")
 
 # What a generated iCalendar body is replaced by (a JSON Schema cannot describe RFC 5545).
@@ -55,8 +56,9 @@ _ICS = (
     "DTSTART;TZID=Europe/Berlin:20260302T093000\r\nDTEND;TZID=Europe/Berlin:20260302T094500\r\n"
     "SUMMARY:Fuzzed {n}\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
 )
-# the nextSyncTokens seen: good with no window (syncToken and timeMin/timeMax are a 400)
-_sync_tokens: set[str] = set()
+# the nextSyncTokens seen, with the calendarIds of the list that gave each: good with no
+# window (syncToken and timeMin/timeMax are a 400) and with those calendars alone
+_sync_tokens: dict[str, Any] = {}
 
 
 _EDGE_YEAR = re.compile(rf"^(\s*)({MIN_YEAR}|{MAX_YEAR})-")
@@ -200,10 +202,16 @@ def after_call(context: HookContext, case: Case, response: Response) -> None:
             _page_tokens[token] = tuple(query.get(name) for name in _PAGE_PARAMETERS)
         sync_token = body.get("nextSyncToken")
         if isinstance(sync_token, str):
-            _sync_tokens.add(sync_token)
+            query = case.query if isinstance(case.query, dict) else {}
+            _sync_tokens[sync_token] = query.get("calendarIds")
 
 
 def _realistic_query(query: dict[str, Any]) -> None:
+    chosen = query.get("calendarIds")
+    if isinstance(chosen, list):  # calendars that exist: ids and names in turn
+        query["calendarIds"] = [CALENDARS[i % len(CALENDARS)][i % 2] for i in range(len(chosen))]
+    elif isinstance(chosen, str):
+        query["calendarIds"] = CALENDARS[0][1]
     sync_token = query.get("syncToken")
     if sync_token is not None:
         if sync_token in _sync_tokens:  # a sync: no window, and no list's page token
@@ -211,6 +219,10 @@ def _realistic_query(query: dict[str, Any]) -> None:
                 query.pop(name, None)
             if not str(query.get("pageToken", "~")).startswith("~"):
                 del query["pageToken"]
+            if _sync_tokens[sync_token] is None:  # the calendars it was made for
+                query.pop("calendarIds", None)
+            else:
+                query["calendarIds"] = _sync_tokens[sync_token]
             return
         del query["syncToken"]  # a made-up token
     token = query.get("pageToken")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -365,3 +366,76 @@ def test_real_responses_match_the_document(
     _check(doc, api.patch(url, json={"title": "t"}, headers=bearer(secret)), ITEM, "patch")
     _check(doc, api.delete(url, headers=bearer(secret)), ITEM, "delete")
     _check(doc, api.get(url, headers=bearer(secret)), ITEM, "get")
+
+
+def _query_parameters(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(operationId, parameter) for every query parameter of every operation."""
+    for item in doc["paths"].values():
+        shared = item.get("parameters", [])
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            for parameter in [*shared, *operation.get("parameters", [])]:
+                parameter = _resolve(doc, parameter)
+                if parameter["in"] == "query":
+                    yield operation["operationId"], parameter
+
+
+def test_flags_are_booleans_in_the_document_and_true_or_false_on_the_wire(
+    doc: dict[str, Any], api: httpx.Client, factory: Factory
+) -> None:
+    """A generated client passes a flag as a boolean (issue 24 item 7): the document says
+    boolean, and the API takes what such a client sends, ``true`` or ``false``."""
+    for operation_id, parameter in _query_parameters(doc):
+        schema = parameter["schema"]
+        enum = set(schema.get("enum", ()))
+        assert not enum or not enum <= {"true", "false", ""}, (operation_id, parameter["name"])
+    flags = {
+        p["name"]: p["schema"] for _, p in _query_parameters(doc) if p["name"] == "singleEvents"
+    }
+    assert flags == {"singleEvents": {"type": "boolean", "default": True}}
+    _, secret = factory.key(factory.owner())
+    series = event_body(recurrence=["RRULE:FREQ=DAILY;COUNT=3"])
+    assert api.post(EVENTS, json=series, headers=bearer(secret)).status_code == 201
+    window = {"timeMin": "2026-03-01", "timeMax": "2026-03-10"}
+    for flag, count in ((True, 3), (False, 1)):
+        listed = api.get(EVENTS, params={**window, "singleEvents": flag}, headers=bearer(secret))
+        assert listed.status_code == 200, listed.text
+        assert len(listed.json()["events"]) == count
+
+
+def test_every_operation_in_the_document_refuses_a_parameter_it_does_not_declare(
+    doc: dict[str, Any], api: httpx.Client, factory: Factory
+) -> None:
+    """The document's query parameters and the ones the API takes are one declaration
+    (``rest.parameters``): each operation, sent all it declares and one more, refuses that
+    one alone, as 400 ``unknown_parameter`` (issue 24 item 3)."""
+    _, secret = factory.key(factory.owner())
+    declared = dict.fromkeys(OPERATIONS, ())
+    for operation_id, parameter in _query_parameters(doc):
+        declared[operation_id] = (*declared[operation_id], parameter["name"])
+    assert set(declared) == {op["operationId"] for _, _, op in _all_operations(doc)}
+    for path, method, operation in _all_operations(doc):
+        event = api.post(EVENTS, json=event_body(), headers=bearer(secret)).json()
+        url = "/api/v1" + path.replace("{eventId}", event["id"])
+        options: dict[str, Any] = {"headers": bearer(secret)}
+        body = operation.get("requestBody", {}).get("content", {})
+        for media, content in body.items():
+            example = content.get("example")
+            if example is None:
+                example = next(iter(content.get("examples", {}).values()))["value"]
+            options["headers"]["Content-Type"] = media
+            options["content"] = example if isinstance(example, str) else json.dumps(example)
+        params = [(name, "1") for name in declared[operation["operationId"]]]
+        answer = api.request(method, url, params=[*params, ("bogusParameter", "1")], **options)
+        assert answer.status_code == 400, (operation["operationId"], answer.text)
+        problem = answer.json()
+        assert problem["code"] == "unknown_parameter", (operation["operationId"], problem)
+        assert [e["field"] for e in problem["errors"]] == ["bogusParameter"]
+
+
+def _all_operations(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, item in doc["paths"].items():
+        for method, operation in item.items():
+            if method != "parameters":
+                yield path, method, operation
