@@ -60,9 +60,9 @@ def test_make_run_serves_a_demo_key_that_the_curl_example_uses(tmp_path: Path) -
         match = re.search(r"demo key \(read and write, 30 days\): (calsk_\w+)", output)
         assert match, output
         assert f"settings at {base}/settings" in output
-        example = subprocess.run(
+        example = subprocess.run(  # in another terminal, as the README says: PORT=… as well
             [str(ROOT / "examples" / "curl.sh")],
-            env={**env, "CALENDAR_BASE_URL": base, "CALENDAR_API_KEY": match.group(1)},
+            env={**env, "PORT": str(port), "CALENDAR_API_KEY": match.group(1)},
             capture_output=True,
             text=True,
             timeout=60,
@@ -76,6 +76,29 @@ def test_make_run_serves_a_demo_key_that_the_curl_example_uses(tmp_path: Path) -
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
         log.close()
+
+
+def _curl_example(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(ROOT / "examples" / "curl.sh")],
+        env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_the_curl_example_follows_port_or_calendar_base_url(
+    server: RunningServer, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner())
+    env = {k: v for k, v in os.environ.items() if k not in {"CALENDAR_BASE_URL", "HOST", "PORT"}}
+    env["CALENDAR_API_KEY"] = secret
+    for where in ({"PORT": str(server.port)}, {"HOST": "127.0.0.1", "PORT": str(server.port)}):
+        example = _curl_example({**env, **where})  # as after `make run PORT=…`
+        assert example.returncode == 0, (where, example.stderr)
+        assert example.stdout.count("Planning (from examples/curl.sh)") == 2
+    # CALENDAR_BASE_URL, the public address, goes before PORT.
+    example = _curl_example({**env, "PORT": "1", "CALENDAR_BASE_URL": server.url + "/"})
+    assert example.returncode == 0, example.stderr
+    assert '"slots":[' in example.stdout
 
 
 def test_the_python_client_example_creates_and_lists(
