@@ -139,3 +139,28 @@ def test_the_readme_weekly_meeting_creates_a_series_that_lists_as_occurrences(
         monday_10 + timedelta(weeks=n) for n in range(4)
     ]
     assert {e["recurringEventId"] for e in listed} == {created.json()["id"]}
+
+
+def test_the_test_command_installs_chromium_without_recommended_packages_as_the_readme_says() -> (
+    None
+):
+    """Debian's chromium recommends packages (avahi-daemon, a newer systemd…) that have no
+    place on a developer's machine: every command that installs it, run or suggested, leaves
+    them out, and the README says what the test command installs system-wide."""
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    installs = []
+    for name in tracked:
+        path = ROOT / name
+        if path.suffix in {".png", ".json"} or not path.is_file() or path == Path(__file__):
+            continue
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if re.search(r"apt-get install\b.*\bchromium\b", line):
+                installs.append((name, line.strip()))
+    assert any(name == "scripts/test" for name, _ in installs)
+    assert [i for i in installs if "--no-install-recommends" not in i[1]] == []
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Development", 1)[1]
+    assert "system-wide" in section and "apt-get install -y --no-install-recommends" in section
+    assert "node_modules" in section and ".venv" in section
