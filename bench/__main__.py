@@ -120,7 +120,6 @@ class Bench:
         self.logs = self.out / "logs"
         for d in (self.out, self.dbdir, self.work, self.logs):
             d.mkdir(parents=True, exist_ok=True)
-        self.shared = servers.shared_dir()
         self.tool = (
             args.loadgen if args.loadgen != "auto" else ("wrk" if load.have_wrk() else "python")
         )
@@ -148,9 +147,8 @@ class Bench:
         return seed.Seeded(**{**meta.__dict__, "url": f"sqlite:///{work}"})
 
     def minimum_db(self, rows: int) -> Path:
-        assert self.shared is not None
         pristine = seed.seed_reference(
-            self.shared / "reference" / "seed_db.py",
+            servers.REFERENCE / "seed_db.py",
             self.dbdir / f"minimum-{rows}.sqlite",
             rows,
             log=self.log,
@@ -226,10 +224,9 @@ class Bench:
         ``rows`` events: (our database, our server, the minimum's server)."""
         ours_db = self.ours_sqlite(rows)
         base_db = self.minimum_db(rows)
-        assert self.shared is not None
         with (
             servers.ours(ours_db.url, log_dir=self.logs, tree=self.args.ours_tree) as o,
-            servers.reference(self.shared, base_db, log_dir=self.logs) as b,
+            servers.reference(base_db, log_dir=self.logs) as b,
         ):
             yield ours_db, o, b
 
@@ -650,9 +647,6 @@ class Bench:
             if phases == {"hostile"}:
                 self._write(summary, started)
                 return 0
-        if self.shared is None:
-            self.log("shared/reference not found (set CALENDAR_SHARED_DIR): no comparison")
-            return 2
         if "main" in phases:
             summary["main"] = self.main_phase()
         if "scale" in phases and a.scale_sizes.strip():

@@ -191,17 +191,14 @@ def build(
 
         token = meta.read_secret if kind == "list" else meta.write_secret
         return app_from_env(), token, load.Workload.ours(kind, token)
-    shared = servers.shared_dir()
-    if shared is None:
-        raise SystemExit("shared/reference (the minimum) not found: set CALENDAR_SHARED_DIR")
     pristine = seed.seed_reference(
-        shared / "reference" / "seed_db.py",
+        servers.REFERENCE / "seed_db.py",
         DB_DIR / f"minimum-{events}.sqlite",
         events,
         log=_stderr,
     )
     os.environ.update(BENCH_DB=str(_copy(pristine, workdir)), BENCH_SYNC="NORMAL")
-    sys.path.insert(0, str(shared / "reference"))
+    sys.path.insert(0, str(servers.REFERENCE))
     import minimal_app
 
     token = seed.REFERENCE_TOKEN

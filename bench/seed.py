@@ -1,6 +1,6 @@
 """Seeding: our database in the reference shape, and the reference minimum's own database.
 
-The shape is the one of ``shared/reference/seed_db.py``: calendars of 5,000 events each spread
+The shape is the one of ``bench/reference/seed_db.py``: calendars of 5,000 events each spread
 over 100 weeks from 2024-01-01 (about 50 a week), starting on quarter hours, 30 min to 3 h long,
 drawn from the same random sequence. ``rows // 5000`` calendars: 10k rows = 2 calendars,
 100k = 20, 1M = 200. Rows are written in bulk with SQLAlchemy Core inserts through the real

@@ -1,5 +1,5 @@
 """The two servers under test, as subprocesses on 127.0.0.1: our ``calendar-service serve`` and
-the reference minimum (``shared/reference/minimal_app.py`` under uvicorn, uvloop, httptools)."""
+the reference minimum (``bench/reference/minimal_app.py`` under uvicorn, uvloop, httptools)."""
 
 from __future__ import annotations
 
@@ -20,13 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 
 
-def shared_dir() -> Path | None:
-    """``shared/`` beside the repository, or where ``CALENDAR_SHARED_DIR`` points."""
-    env = os.environ.get("CALENDAR_SHARED_DIR")
-    for candidate in ([Path(env)] if env else []) + [ROOT.parent / "shared", ROOT / "shared"]:
-        if (candidate / "reference" / "minimal_app.py").exists():
-            return candidate.resolve()
-    return None
+REFERENCE = ROOT / "bench" / "reference"
+"""The hand-written minimum (``minimal_app.py``) and its seeder (``seed_db.py``): a copy kept in
+the repository (its README says where it came from)."""
 
 
 def free_port() -> int:
@@ -122,9 +118,7 @@ def ours(
 
 
 @contextlib.contextmanager
-def reference(
-    shared: Path, db_path: Path, *, log_dir: Path, mode: str = "inline"
-) -> Iterator[Server]:
+def reference(db_path: Path, *, log_dir: Path, mode: str = "inline") -> Iterator[Server]:
     """The hand-written minimum, one uvicorn worker with uvloop and httptools, as measured."""
     port = free_port()
     log_path = log_dir / f"minimum-{port}.log"
@@ -134,7 +128,7 @@ def reference(
         "BENCH_SYNC": "NORMAL",
         "BENCH_MODE": mode,
     }
-    cmd = [*_uvicorn(port), "minimal_app:app", "--app-dir", str(shared / "reference")]
+    cmd = [*_uvicorn(port), "minimal_app:app", "--app-dir", str(REFERENCE)]
     from bench.seed import REFERENCE_TOKEN
 
     with _running("minimum", port, cmd, env, log_path) as server:

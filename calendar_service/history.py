@@ -2,6 +2,11 @@
 
 Stored: time, key, transport, operation, method, path (never the query string), status,
 latency, client address, user agent, request id. Never a secret or a body.
+
+A key's *last use* is its last call that was let through (``last_use``): whatever the answer
+(a 404 or a 400 is the key at work), except the refusals of the key itself, 401 (revoked,
+expired, a grant withdrawn), 403 (a scope or calendar it lacks) and 429 (over its rate).
+A stolen key that is refused, or a revoked one still knocking, is not "used".
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, delete, func, insert, select
+from sqlalchemy import ColumnElement, Connection, bindparam, case, delete, func, insert, select
 
 from calendar_service.db import Statement
 from calendar_service.errors import FieldError, ValidationFailed
@@ -19,6 +24,8 @@ from calendar_service.timeutil import format_utc
 
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
 TRANSPORTS = ("rest", "mcp")
+REFUSALS = (401, 403, 429)
+"""The statuses of a call the key was refused: never its last use."""
 
 
 @dataclass(slots=True)
@@ -68,6 +75,19 @@ def record_call(conn: Connection, record: CallRecord) -> None:
             **client_columns(record.client_addr, record.user_agent),
             "request_id": record.request_id,
         },
+    )
+
+
+def last_use(key_id: ColumnElement[Any] | str) -> ColumnElement[Any]:
+    """When the key ``key_id`` (an id, or a column of one) was last used: the time of its last
+    call that was not a refusal (``REFUSALS``), or NULL. Read backwards through the
+    (key_id, at) index from the newest call, so it stops at the first one let through."""
+    return (
+        select(calls_t.c.at)
+        .where(calls_t.c.key_id == key_id, calls_t.c.status.not_in(REFUSALS))
+        .order_by(calls_t.c.at.desc())
+        .limit(1)
+        .scalar_subquery()
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, and_, bindparam, insert, select, update
 
+from calendar_service import history
 from calendar_service.db import Statement
 from calendar_service.errors import (
     ExpiredKey,
@@ -33,7 +34,7 @@ from calendar_service.errors import (
 )
 from calendar_service.ids import base62, new_id
 from calendar_service.inputs import check_text
-from calendar_service.models import calendars_t, calls_t, from_db, keys_t
+from calendar_service.models import calendars_t, from_db, keys_t
 from calendar_service.timeutil import format_utc, parse_date_time
 
 SECRET_PREFIX = "calsk_"  # noqa: S105 - a public prefix, not a secret
@@ -399,14 +400,9 @@ def key_public(row: Any, *, now: datetime, last_used_at: datetime | None = None)
 
 
 def list_keys(conn: Connection, *, user_id: str, now: datetime) -> list[dict[str, Any]]:
-    """The owner's keys, newest first, with when each was last used."""
-    from sqlalchemy import func
-
-    last_used = (
-        select(func.max(calls_t.c.at)).where(calls_t.c.key_id == keys_t.c.id).scalar_subquery()
-    )
+    """The owner's keys, newest first, with when each was last used (``history.last_use``)."""
     rows = conn.execute(
-        select(keys_t, last_used.label("last_used_at"))
+        select(keys_t, history.last_use(keys_t.c.id).label("last_used_at"))
         .where(keys_t.c.user_id == user_id)
         .order_by(keys_t.c.created_at.desc(), keys_t.c.id)
     ).mappings()
@@ -432,4 +428,10 @@ def revoke_key(
     if row["revoked_at"] is None:
         conn.execute(update(keys_t).where(keys_t.c.id == key_id).values(revoked_at=now))
         row["revoked_at"] = now
-    return key_public(row, now=now)
+    return key_public(row, now=now, last_used_at=last_used_at(conn, key_id=key_id))
+
+
+def last_used_at(conn: Connection, *, key_id: str) -> datetime | None:
+    """When the key was last used: its last call let through (``history.last_use``)."""
+    value = conn.execute(select(history.last_use(key_id))).scalar()
+    return None if value is None else from_db(value)

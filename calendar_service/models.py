@@ -437,7 +437,8 @@ class SignInFailure(SQLModel, table=True):
 
 class ServiceSecret(SQLModel, table=True):
     """Secrets the service generates for itself, shared by every process on the database
-    (the settings session-signing key when ``CALENDAR_SESSION_SECRET`` is not set)."""
+    (the settings session-signing key when ``CALENDAR_SESSION_SECRET`` is not set); and, under
+    a name of its own, the address ``serve`` serves on (``served_address``: not a secret)."""
 
     __tablename__ = "service_secrets"
 

@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
 # Create an event, list this week's events, then find 30 free minutes in working hours, with
-# the key in CALENDAR_API_KEY.
-#   CALENDAR_API_KEY=calsk_... examples/curl.sh            (server at http://127.0.0.1:8000)
+# the key in CALENDAR_API_KEY, on the server that `make run` started: at CALENDAR_BASE_URL when
+# set, else at http://HOST:PORT as `make run HOST=… PORT=…` serves (127.0.0.1 and 8000 unless
+# given).
+#   CALENDAR_API_KEY=calsk_... examples/curl.sh            (after make run)
+#   PORT=9101 CALENDAR_API_KEY=calsk_... examples/curl.sh  (after make run PORT=9101)
 #   CALENDAR_BASE_URL=https://calendar.example.com CALENDAR_API_KEY=... examples/curl.sh
 set -euo pipefail
-BASE=${CALENDAR_BASE_URL:-http://127.0.0.1:8000}
+host=${HOST:-127.0.0.1}
+case $host in
+  0.0.0.0 | "") host=127.0.0.1 ;; # all interfaces: reached on loopback
+  ::) host="[::1]" ;;
+  *:*) [[ $host == \[* ]] || host="[$host]" ;; # an IPv6 address
+esac
+BASE=${CALENDAR_BASE_URL:-http://$host:${PORT:-8000}}
+BASE=${BASE%/}
 : "${CALENDAR_API_KEY:?set CALENDAR_API_KEY to a key printed by 'make run' or 'calendar-service keys create'}"
 
 start=$(date -u +%Y-%m-%dT%H:00:00Z)

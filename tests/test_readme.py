@@ -60,9 +60,9 @@ def test_make_run_serves_a_demo_key_that_the_curl_example_uses(tmp_path: Path) -
         match = re.search(r"demo key \(read and write, 30 days\): (calsk_\w+)", output)
         assert match, output
         assert f"settings at {base}/settings" in output
-        example = subprocess.run(
+        example = subprocess.run(  # in another terminal, as the README says: PORT=… as well
             [str(ROOT / "examples" / "curl.sh")],
-            env={**env, "CALENDAR_BASE_URL": base, "CALENDAR_API_KEY": match.group(1)},
+            env={**env, "PORT": str(port), "CALENDAR_API_KEY": match.group(1)},
             capture_output=True,
             text=True,
             timeout=60,
@@ -76,6 +76,29 @@ def test_make_run_serves_a_demo_key_that_the_curl_example_uses(tmp_path: Path) -
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
         log.close()
+
+
+def _curl_example(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(ROOT / "examples" / "curl.sh")],
+        env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_the_curl_example_follows_port_or_calendar_base_url(
+    server: RunningServer, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner())
+    env = {k: v for k, v in os.environ.items() if k not in {"CALENDAR_BASE_URL", "HOST", "PORT"}}
+    env["CALENDAR_API_KEY"] = secret
+    for where in ({"PORT": str(server.port)}, {"HOST": "127.0.0.1", "PORT": str(server.port)}):
+        example = _curl_example({**env, **where})  # as after `make run PORT=…`
+        assert example.returncode == 0, (where, example.stderr)
+        assert example.stdout.count("Planning (from examples/curl.sh)") == 2
+    # CALENDAR_BASE_URL, the public address, goes before PORT.
+    example = _curl_example({**env, "PORT": "1", "CALENDAR_BASE_URL": server.url + "/"})
+    assert example.returncode == 0, example.stderr
+    assert '"slots":[' in example.stdout
 
 
 def test_the_python_client_example_creates_and_lists(
@@ -116,3 +139,28 @@ def test_the_readme_weekly_meeting_creates_a_series_that_lists_as_occurrences(
         monday_10 + timedelta(weeks=n) for n in range(4)
     ]
     assert {e["recurringEventId"] for e in listed} == {created.json()["id"]}
+
+
+def test_the_test_command_installs_chromium_without_recommended_packages_as_the_readme_says() -> (
+    None
+):
+    """Debian's chromium recommends packages (avahi-daemon, a newer systemd…) that have no
+    place on a developer's machine: every command that installs it, run or suggested, leaves
+    them out, and the README says what the test command installs system-wide."""
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    installs = []
+    for name in tracked:
+        path = ROOT / name
+        if path.suffix in {".png", ".json"} or not path.is_file() or path == Path(__file__):
+            continue
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if re.search(r"apt-get install\b.*\bchromium\b", line):
+                installs.append((name, line.strip()))
+    assert any(name == "scripts/test" for name, _ in installs)
+    assert [i for i in installs if "--no-install-recommends" not in i[1]] == []
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Development", 1)[1]
+    assert "system-wide" in section and "apt-get install -y --no-install-recommends" in section
+    assert "node_modules" in section and ".venv" in section

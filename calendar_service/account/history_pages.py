@@ -87,7 +87,8 @@ def _history_page(
         today - timedelta(days=CHART_DAYS - 1), datetime.min.time(), now.tzinfo
     )
     counts = history.calls_per_day(conn, key_id=key["id"], since=since)
-    public = keys.key_public(key, now=now)
+    last_used = keys.last_used_at(conn, key_id=key["id"])
+    public = keys.key_public(key, now=now, last_used_at=last_used)
     public["calendarName"] = None
     if key["calendar_id"]:
         owned = calendars.list_owner_calendars(conn, user_id=user_id)

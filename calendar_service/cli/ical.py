@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from calendar_service import served_address
 from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
-from calendar_service.config import Config
 from calendar_service.errors import NotFound
 from calendar_service.ical import feeds
 from calendar_service.ical.importing import import_events
@@ -30,10 +31,14 @@ def feeds_create(
     calendar: Annotated[str, typer.Option(help="The calendar's id (calendars list).")],
     as_json: JsonFlag = False,
 ) -> None:
-    """Make a feed of a calendar. Its URL (the token in it is the secret) is printed once."""
-    base_url = Config.from_env().base_url
+    """Make a feed of a calendar. Its URL (the token in it is the secret) is printed once.
+
+    The URL starts with CALENDAR_BASE_URL when set, else with the address 'serve' last
+    served this database on; with neither, nothing is made and the error says so."""
+    configured = os.environ.get("CALENDAR_BASE_URL")
 
     def work(conn: Any) -> dict[str, Any]:
+        base_url = served_address.link_base(conn, configured=configured)  # before making it
         return feeds.create_feed(
             conn, user_id=owner_id(conn, user), calendar_id=calendar, base_url=base_url,
             now=utcnow(),

@@ -327,9 +327,10 @@ def keys_list(
     def line(k: dict[str, Any]) -> str:
         scope = k["calendarId"] or "all"
         prefix = "(connected app)" if k["kind"] == "app" else f"{k['prefix']}…"
+        used = f"last used {k['lastUsedAt']}" if k["lastUsedAt"] else "never used"
         return (
             f"{k['id']}  {prefix}  {k['name']}  {k['permission']}  {scope}  "
-            f"{k['state']}  expires {k['expiresAt']}"
+            f"{k['state']}  expires {k['expiresAt']}  {used}"
         )
 
     _emit_list("keys", items, as_json, line)

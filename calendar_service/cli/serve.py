@@ -7,10 +7,12 @@ from typing import Annotated
 
 import typer
 
+from calendar_service import served_address
 from calendar_service.cli.common import open_database
 from calendar_service.config import Config, served_base_url
 from calendar_service.db import Database
 from calendar_service.logs import configure_logging
+from calendar_service.timeutil import utcnow
 
 
 def base_url_for(host: str, port: int, *, tls: bool = False) -> str:
@@ -34,18 +36,24 @@ def serve(
     """Run the HTTP service (REST, MCP, settings). Migrates the schema first.
 
     Without CALENDAR_BASE_URL, links, Location headers, the OpenAPI servers and the MCP origin
-    check use the address served: http(s)://HOST:PORT."""
+    check use the address served: http(s)://HOST:PORT. That address (or CALENDAR_BASE_URL) is
+    recorded in the database, where the commands that print links (feeds create) find it."""
     import uvicorn
 
     # This process's logging, and (through the environment) each server process's, where the
     # app factory applies it: uvicorn installs none of its own (log_config=None).
     os.environ["CALENDAR_LOG_LEVEL"] = log_level
     configure_logging(log_level)
-    open_database(Config.from_env()).close()
+    base_url = base_url_for(host, port, tls=ssl_certfile is not None)
+    db = open_database(Config.from_env())
+    try:  # for the commands that print links (feeds create), run later in other processes
+        db.call(served_address.record, base_url=base_url, now=utcnow())
+    finally:
+        db.close()
     if no_webhooks:
         os.environ["CALENDAR_RUN_WEBHOOKS"] = "0"
     # Through the environment: uvicorn builds the app (Config.from_env) in each worker process.
-    os.environ["CALENDAR_BASE_URL"] = base_url_for(host, port, tls=ssl_certfile is not None)
+    os.environ["CALENDAR_BASE_URL"] = base_url
     uvicorn.run(
         "calendar_service.app:app_from_env",
         factory=True,

@@ -153,7 +153,8 @@ def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
         pytest.fail(
             f"{CHROMIUM} is missing, so the browser tests cannot run. Install Debian's Chromium "
-            "(apt-get install chromium; scripts/test does it when run as root), or opt out "
+            "(apt-get install --no-install-recommends chromium; scripts/test does it when run as "
+            "root), or opt out "
             "knowingly with CALENDAR_TEST_SKIP_BROWSER=1 (not under CI=true)."
         )
     from playwright.sync_api import sync_playwright

@@ -158,3 +158,21 @@ def test_the_list_tells_active_expired_and_revoked_keys_apart(
     assert states == {"Still good": "Active", "Ran out": "Expired", "Pulled": "Revoked"}
     assert f"/keys/{revoked}/revoke" not in page  # nothing left to revoke
     assert f"/keys/{active}/revoke" in page
+
+
+def test_a_call_the_key_was_refused_is_not_its_last_use_on_the_pages(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    key_id, secret = factory.key(settings.owner, name="Reader only", permission="read")
+    refused = api.post(EVENTS, json={}, headers=bearer(secret))  # a read key writes
+    assert refused.json()["code"] == "insufficient_scope", refused.text
+    row = re.search(r"Reader only</th>.*?</tr>", settings.get("/keys").text, re.S)
+    assert row is not None and "Never" in row.group(0)
+    confirm = settings.get(f"/keys/{key_id}/revoke").text
+    assert re.search(r"<dt>Last used</dt><dd>Never</dd>", confirm)
+
+    assert api.get(EVENTS, headers=bearer(secret)).status_code == 200
+    row = re.search(r"Reader only</th>.*?</tr>", settings.get("/keys").text, re.S)
+    assert row is not None and "Never" not in row.group(0)
+    confirm = settings.get(f"/keys/{key_id}/revoke").text
+    assert not re.search(r"<dt>Last used</dt><dd>Never</dd>", confirm)

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from calendar_service import keys, webhook_config
@@ -365,3 +366,40 @@ def test_the_keys_table_shows_state_history_and_revoke_without_scrolling(
             assert box is not None and box["x"] + box["width"] <= width, box
     finally:
         tab.close()
+
+
+# axe-core's rules for what a keyboard must reach and what each box is called: a box that
+# scrolls (a <pre> wider than a phone) is reached with Tab to scroll it, and says what it holds.
+_KEYBOARD_RULES = [
+    "scrollable-region-focusable",
+    "aria-allowed-attr",
+    "aria-prohibited-attr",
+    "aria-allowed-role",
+    "landmark-unique",
+    "nested-interactive",
+]
+
+
+@pytest.mark.parametrize("width", WIDTHS, ids=[f"{w}px" for w in WIDTHS])
+@pytest.mark.parametrize("name", list(PAGES))
+def test_every_box_that_scrolls_is_reachable_by_keyboard_and_named(
+    browser: Any,
+    server: RunningServer,
+    contexts: dict[int, Any],
+    seeded: Seeded,
+    name: str,
+    width: int,
+) -> None:
+    signed_out = name == "sign-in"
+    context = _context(browser, server, width) if signed_out else contexts[width]
+    tab = context.new_page()
+    try:
+        PAGES[name](tab, seeded)
+        expect(tab.locator("main h1")).to_be_visible()
+        options = {"runOnly": {"type": "rule", "values": _KEYBOARD_RULES}}
+        found = Axe().run(tab, options=options).response["violations"]
+        assert [(v["id"], [n["html"][:120] for n in v["nodes"]]) for v in found] == []
+    finally:
+        tab.close()
+        if signed_out:
+            context.close()

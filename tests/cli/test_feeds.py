@@ -9,12 +9,13 @@ import re
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 from calendar_service.config import Config
 from tests.cli.test_cli import cli, cli_json
 from tests.ical.support import fetch, parsed
-from tests.support import RunningServer
+from tests.support import RunningServer, free_port, fresh_database_url, serve_env, serving
 
 
 def feeds_cli(config: Config, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -86,3 +87,58 @@ def test_feeds_of_another_owner_or_of_no_calendar_are_refused(
     assert fetch(feed["url"]).status_code == 200
     unknown = feeds_cli(config, "feeds", "revoke", "feed_nope", check=False)
     assert unknown.returncode == 1 and "No feed 'feed_nope'" in unknown.stderr
+
+
+def _bare_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI with exactly ``env``: no base URL unless ``env`` has one."""
+    return subprocess.run(
+        [sys.executable, "-m", "calendar_service.cli", *args],
+        env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def _made_by_cli(env: dict[str, str]) -> tuple[str, str]:
+    email = f"feeds-{uuid.uuid4().hex[:8]}@example.com"
+    assert _bare_cli(env, "users", "create", email).returncode == 0
+    made = _bare_cli(env, "calendars", "create", "--user", email, "--name", "Work", "--json")
+    assert made.returncode == 0, made.stderr
+    return email, json.loads(made.stdout)["id"]
+
+
+def test_feeds_create_prints_the_address_serve_serves_on_not_the_default_port(
+    tmp_path: Path,
+) -> None:
+    with fresh_database_url(tmp_path) as url:
+        env = serve_env(url)  # no CALENDAR_BASE_URL, as after `make run PORT=…`
+        email, calendar_id = _made_by_cli(env)
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        with serving(env, base, "--port", str(port)) as client:
+            made = _bare_cli(env, "feeds", "create", "--user", email, "--calendar", calendar_id)
+            assert made.returncode == 0, made.stderr
+            assert ":8000" not in made.stdout
+            [link] = re.findall(r"http\S+", made.stdout)
+            assert link.startswith(f"{base}/ical/"), made.stdout
+            served = client.get(link)
+            assert served.status_code == 200 and "BEGIN:VCALENDAR" in served.text
+
+        # CALENDAR_BASE_URL, where it is set, says where the service is reached (a proxy).
+        public = {**env, "CALENDAR_BASE_URL": "https://calendar.example.com/"}
+        made = _bare_cli(public, "feeds", "create", "--user", email, "--calendar", calendar_id,
+                         "--json")  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        assert json.loads(made.stdout)["url"].startswith("https://calendar.example.com/ical/")
+
+
+def test_feeds_create_without_a_known_address_asks_for_calendar_base_url_and_makes_nothing(
+    tmp_path: Path,
+) -> None:
+    with fresh_database_url(tmp_path) as url:
+        env = serve_env(url)  # no serve has run on this database, no CALENDAR_BASE_URL
+        email, calendar_id = _made_by_cli(env)
+        refused = _bare_cli(env, "feeds", "create", "--user", email, "--calendar", calendar_id)
+        assert refused.returncode == 1, refused.stdout
+        assert "CALENDAR_BASE_URL" in refused.stderr
+        assert "http" not in refused.stdout  # no link at all rather than a wrong one
+        listed = _bare_cli(env, "feeds", "list", "--user", email, "--json")
+        assert json.loads(listed.stdout) == {"feeds": []}  # nothing made, no secret lost

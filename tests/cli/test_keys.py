@@ -5,11 +5,14 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, date, datetime, timedelta
 
+import httpx
 import pytest
 
 from calendar_service.config import Config
 from calendar_service.timeutil import utcnow
 from tests.cli.test_cli import cli, cli_json
+from tests.rest.conftest import EVENTS
+from tests.support import bearer
 
 
 def _owner(config: Config) -> str:
@@ -120,3 +123,23 @@ def test_a_secret_given_for_a_key_id_is_explained_and_never_echoed(
         assert secret[len("calsk_") :][:6] not in output  # not even the prefix's characters
     [still] = cli_json(config, "keys", "list", "--user", email)["keys"]
     assert still["state"] == "active"
+
+
+def test_last_use_is_the_last_call_let_through_in_list_and_revoke(
+    config: Config, api: httpx.Client
+) -> None:
+    email = _owner(config)
+    key = cli_json(config, "keys", "create", "--user", email, "--name", "reader",
+                   "--permission", "read")  # fmt: skip
+    assert api.get(EVENTS, headers=bearer(key["secret"])).status_code == 200
+    refused = api.post(EVENTS, json={}, headers=bearer(key["secret"]))  # a read key writes
+    assert refused.json()["code"] == "insufficient_scope", refused.text  # a 401
+    newest_first = cli_json(config, "calls", key["id"])["calls"]
+    assert [c["status"] for c in newest_first] == [401, 200]
+    used = newest_first[1]["at"]
+
+    [listed] = cli_json(config, "keys", "list", "--user", email)["keys"]
+    assert listed["lastUsedAt"] == used
+    assert f"last used {used}" in cli(config, "keys", "list", "--user", email).stdout
+    revoked = cli_json(config, "keys", "revoke", key["id"], "--user", email)
+    assert revoked["state"] == "revoked" and revoked["lastUsedAt"] == used

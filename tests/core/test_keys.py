@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -21,8 +21,9 @@ from calendar_service.errors import (
     UnknownKey,
     ValidationFailed,
 )
+from calendar_service.history import CallRecord, record_call
 from calendar_service.ids import ALPHABET
-from calendar_service.timeutil import utcnow
+from calendar_service.timeutil import format_utc, utcnow
 from tests.support import Factory
 
 # ---------------------------------------------------------------------------------------------
@@ -249,3 +250,47 @@ def test_the_owners_keys_are_listed_newest_first_with_their_states(
         ("oldest", "active"),
     ]
     assert db.call(keys.list_keys, user_id=factory.owner().id, now=now) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Last use: the last call the key was let through for, never a refusal of the key
+
+
+def _call(db: Database, key_id: str, *, at: datetime, status: int) -> None:
+    record = CallRecord(
+        key_id=key_id, at=at, transport="rest", operation="listEvents", method="GET",
+        path="/api/v1/calendar/events", status=status, latency_ms=1.0, client_addr=None,
+        user_agent=None, request_id=None,
+    )  # fmt: skip
+    db.call(record_call, record)
+
+
+def test_a_keys_last_use_is_its_last_call_let_through_never_a_refusal(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    key_id, _ = factory.key(owner)
+    now = utcnow().replace(microsecond=0)
+    for minutes, status in ((50, 401), (40, 200), (30, 404), (20, 403), (10, 429), (5, 401)):
+        _call(db, key_id, at=now - timedelta(minutes=minutes), status=status)
+    # the 404 at -30 min: the key was let through, there was nothing there; after it, refusals
+    used = format_utc(now - timedelta(minutes=30))
+    [listed] = db.call(keys.list_keys, user_id=owner.id, now=now)
+    assert listed["lastUsedAt"] == used
+
+    revoked = db.call(keys.revoke_key, user_id=owner.id, key_id=key_id, now=now)
+    assert revoked["state"] == "revoked" and revoked["lastUsedAt"] == used
+    _call(db, key_id, at=now + timedelta(minutes=1), status=401)  # refused: it is revoked
+    [listed] = db.call(keys.list_keys, user_id=owner.id, now=now)
+    assert listed["lastUsedAt"] == used
+
+
+def test_a_key_only_ever_refused_was_never_used(db: Database, factory: Factory) -> None:
+    owner = factory.owner()
+    key_id, _ = factory.key(owner)
+    now = utcnow()
+    for status in (401, 403, 429):
+        _call(db, key_id, at=now, status=status)
+    [listed] = db.call(keys.list_keys, user_id=owner.id, now=now)
+    assert listed["lastUsedAt"] is None
+    assert db.call(keys.revoke_key, user_id=owner.id, key_id=key_id, now=now)["lastUsedAt"] is None
