@@ -144,7 +144,7 @@ def resolve_target(
     calendar_id: str | None,
     calendar_name: str | None,
 ) -> Any:
-    """The calendar a new event goes to, by the rules of SPEC.md.
+    """The calendar a new event goes to (docs/api.md, "Which calendar").
 
     - both sent: they must name the same calendar (400 otherwise);
     - neither: a one-calendar key writes to its calendar, an all-calendars key to the default;

@@ -50,7 +50,7 @@ def _insert_delivery(conn: Connection, values: dict[str, Any]) -> None:
     _INSERT_DELIVERY.run(conn, **row)
 
 
-# The webhook event types, one per kind of change (SPEC.md, "Webhook payload").
+# The webhook event types, one per kind of change (docs/webhooks.md, "What is sent").
 CREATED = "calendar.event.created"
 UPDATED = "calendar.event.updated"
 DELETED = "calendar.event.deleted"

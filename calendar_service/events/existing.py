@@ -3,7 +3,7 @@
 Each loads what the id names within the key's reach first (``series.load_target``): an event
 outside it is answered 404, exactly as one that does not exist. An id names a single event, a
 series, or an occurrence of a series; ``scope`` says how much of a series a change of one of
-its occurrences reaches (SPEC.md, "Recurring events"):
+its occurrences reaches (docs/recurrence.md, "Changing"):
 
 - ``this`` (the default for an occurrence id): that occurrence alone. It becomes an exception
   row that keeps its id and original start; a deleted one is kept as a cancelled row;

@@ -1,4 +1,4 @@
-"""The ``calendar-service`` CLI's JSON contract (SPEC.md), run as a real subprocess."""
+"""The ``calendar-service`` CLI's JSON contract (docs/cli.md), run as a real subprocess."""
 
 from __future__ import annotations
 

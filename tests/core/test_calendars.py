@@ -1,5 +1,5 @@
 """Calendars in the core (``calendars``): which calendars a key reaches, which calendar a new
-event goes to (SPEC.md's rules), and what a new calendar must be."""
+event goes to (docs/api.md, "Which calendar"), and what a new calendar must be."""
 
 from __future__ import annotations
 
