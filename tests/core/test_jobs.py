@@ -5,17 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from calendar_service import history
 from calendar_service.app import create_app
-from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.history import CallRecord, record_call
 from calendar_service.jobs import HOUSEKEEPING_INTERVAL, housekeeping, housekeeping_job
 from calendar_service.timeutil import utcnow
-from tests.support import Factory, wait_for
+from tests.conftest import make_config
+from tests.support import Factory, fresh_database_url, migrated_database, wait_for
 
 
 def _old_call(db: Database, factory: Factory) -> str:
@@ -61,13 +62,15 @@ async def test_the_housekeeping_job_runs_on_its_schedule(db: Database, factory: 
 
 
 async def test_the_app_schedules_housekeeping_with_the_delivery_job_and_not_without(
-    config: Config, db: Database, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """On a database of its own: the delivery job it starts finds nothing of the other tests'."""
     caplog.set_level(logging.INFO, logger="apscheduler")
-    for run_webhooks in (True, False):
-        caplog.clear()
-        app = create_app(config, db=db, run_webhooks=run_webhooks)
-        async with app.router.lifespan_context(app):
-            added = caplog.text
-        assert ('Added job "housekeeping"' in added) is run_webhooks
-        assert ('Added job "Dispatcher.tick"' in added) is run_webhooks
+    with fresh_database_url(tmp_path) as url, migrated_database(make_config(url)) as own_db:
+        for run_webhooks in (True, False):
+            caplog.clear()
+            app = create_app(own_db.config, db=own_db, run_webhooks=run_webhooks)
+            async with app.router.lifespan_context(app):
+                added = caplog.text
+            assert ('Added job "housekeeping"' in added) is run_webhooks
+            assert ('Added job "Dispatcher.tick"' in added) is run_webhooks
