@@ -324,7 +324,7 @@ def test_every_name_in_the_layers_is_there_and_every_layer_has_rules() -> None:
 
 
 def test_no_module_imports_across_the_layers_rules() -> None:
-    offences = []
+    offences: list[str] = []
     for path in _our_files():
         layer = _layer(path)
         if layer is None:
