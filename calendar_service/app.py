@@ -33,6 +33,7 @@ from calendar_service.asgi.methods import AnswerOptions
 from calendar_service.asgi.responses import JSONResponse
 from calendar_service.config import Config
 from calendar_service.db import Database
+from calendar_service.jobs import housekeeping_job
 from calendar_service.logs import configure_logging
 from calendar_service.ratelimit import RateLimiter
 from calendar_service.rest import feed, openapi, routes
@@ -81,10 +82,11 @@ def create_app(
 ) -> Starlette:
     """The whole service as one ASGI app. The schema must already be migrated.
 
-    With ``run_webhooks`` the lifespan runs the webhook delivery job; it sends through
-    ``webhook_client`` (default: ``webhooks.transport.make_client()``) and closes it at the
-    end. ``freeze_gc`` (the server's own app) hides the objects alive after startup from the
-    garbage collector (see ``_freeze_startup_objects``)."""
+    With ``run_webhooks`` the lifespan runs the webhook delivery job, and the housekeeping
+    job beside it (``jobs``); the delivery job sends through ``webhook_client`` (default:
+    ``webhooks.transport.make_client()``) and closes it at the end. ``freeze_gc`` (the
+    server's own app) hides the objects alive after startup from the garbage collector (see
+    ``_freeze_startup_objects``)."""
     database = db or Database(config)
     svc = Services(config=config, db=database, limiter=RateLimiter(*config.rate_limit))
     fetch = functools.partial(fetch_document, allow_local=config.webhook_allow_local)
@@ -104,6 +106,7 @@ def create_app(
                 await stack.enter_async_context(
                     delivery_job(config, database, client=webhook_client)
                 )
+                await stack.enter_async_context(housekeeping_job(config, database))
             await stack.enter_async_context(mcp.run())
             if freeze_gc:
                 _freeze_startup_objects()

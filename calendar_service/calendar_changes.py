@@ -14,8 +14,8 @@ docs/settings.md ("Changing and deleting a calendar"):
   stored midnights move to the new zone's), and so do an all-day series and its exceptions.
   A timed series keeps the instant of its first occurrence and repeats at that occurrence's
   local time in the new zone from then on (the calendar's zone is the series' wall clock,
-  docs/recurrence.md). Every row rewritten so is a change: ``calendar.event.updated`` and a
-  sync change (cancelled occurrences: the sync change alone).
+  docs/recurrence.md "Making a series"). Every row rewritten so is a change:
+  ``calendar.event.updated`` and a sync change (cancelled occurrences: the sync change alone).
 - **Delete** (never the default calendar: 409 ``default_calendar``), in steps of at most
   ``DELETE_STEP`` events (series with their exceptions) a transaction, so that a calendar of
   100,000 events never holds a write lock for long; the fronts call ``delete_calendar_step``

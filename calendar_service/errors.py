@@ -21,9 +21,11 @@ answered as an opaque 500.
     │   ├── UnknownKey                  unknown_api_key
     │   ├── ExpiredKey                  expired_api_key
     │   ├── RevokedKey                  revoked_api_key
+    │   ├── InvalidAccessToken          invalid_access_token (an OAuth access token, at /mcp)
     │   └── InsufficientScope           insufficient_scope (error="insufficient_scope")
     ├── NotFound                404     not_found
     ├── Conflict                409     conflict (ifFree: the time is taken), with conflicts=[…]
+    ├── DefaultCalendarKept     409     default_calendar (the default calendar is not deleted)
     ├── IdempotencyInFlight     409     idempotency_in_flight
     ├── WebhookDisabled         409     webhook_disabled
     ├── SyncTokenExpired        410     sync_token_expired

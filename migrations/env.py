@@ -1,15 +1,17 @@
-"""Alembic environment: SQLModel's metadata, batch mode for SQLite's ALTER TABLE limits."""
+"""Alembic environment: batch mode for SQLite's ALTER TABLE limits.
+
+It imports no live code, as no migration does (``migrations._frozen``). Autogenerate compares
+the database with the metadata its caller passes in ``config.attributes["target_metadata"]``
+(``SQLModel.metadata``, once ``calendar_service.models`` is imported); upgrading needs none.
+"""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import engine_from_config, pool
-from sqlmodel import SQLModel
-
-import calendar_service.models  # noqa: F401  (registers the tables)
 
 config = context.config
-target_metadata = SQLModel.metadata
+target_metadata = config.attributes.get("target_metadata")
 
 
 def run_migrations_offline() -> None:

@@ -8,11 +8,11 @@ Create Date: ${create_date}
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
 from alembic import op
 ${imports if imports else ""}
 
-import calendar_service.models
+# Frozen: import nothing but the standard library, alembic, sqlalchemy and migrations._frozen
+# (write SQLModel's AutoString as sa.String, the models' UTCDateTime as _frozen's).
 
 revision: str = ${repr(up_revision)}
 down_revision: str | None = ${repr(down_revision)}

@@ -2,9 +2,12 @@
 
     signing.py     the x-<service>-signature and Standard Webhooks headers
     guard.py       the SSRF guard at send time: the core's target rules, connections pinned
+    transport.py   the shared client's transport: a small pool per receiver, pinned by the guard
     sender.py      one attempt over the shared httpx.AsyncClient
+    documents.py   fetching a document from an outsider's URL through the same guard (OAuth)
     store.py       claim due deliveries (leases, SKIP LOCKED), record attempts, retries
     dispatcher.py  claim, send concurrently, record; woken on commit
+    listener.py    woken by commits on other processes and hosts (PostgreSQL LISTEN/NOTIFY)
     scheduler.py   the APScheduler job run by ``serve`` and by ``calendar-service worker``
 
 The core (``calendar_service.outbox``) writes a delivery row in the same transaction as each

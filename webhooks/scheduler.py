@@ -2,8 +2,8 @@
 
 ``serve`` enters ``delivery_job`` in the app's lifespan (unless ``--no-webhooks``);
 ``calendar-service worker`` runs it alone (``run_worker``). The same scheduler renews the leases
-of the deliveries this worker holds (every third of a lease, ``Dispatcher.renew``) and runs the
-hourly housekeeping job (call history and idempotency retention). The job polls every
+of the deliveries this worker holds (every third of a lease, ``Dispatcher.renew``). Both enter
+the housekeeping job (``calendar_service.jobs``) beside it. The job polls every
 ``poll_interval`` seconds (to pick up retries that fell due and expired leases) and is also run at
 once whenever this process commits a change that queued a delivery (``Database.on_outbox_commit``
 points at ``Dispatcher.wake``) and, on PostgreSQL, whenever any process on any host does
@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -23,17 +23,13 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from calendar_service.config import Config
 from calendar_service.db import Database
-from calendar_service.maintenance import purge_expired
-from calendar_service.timeutil import utcnow
 from webhooks.dispatcher import Dispatcher
 from webhooks.listener import listen
 from webhooks.transport import make_client
 
 JOB_ID = "webhook-deliveries"
-HOUSEKEEPING_JOB_ID = "housekeeping"
 RENEW_JOB_ID = "webhook-leases"
 DEFAULT_POLL_SECONDS = 1.0
-HOUSEKEEPING_INTERVAL = timedelta(hours=1)
 
 
 @contextlib.asynccontextmanager
@@ -75,16 +71,6 @@ async def delivery_job(
         max_instances=1,
         misfire_grace_time=None,
     )
-    scheduler.add_job(
-        housekeeping,
-        "interval",
-        seconds=HOUSEKEEPING_INTERVAL.total_seconds(),
-        args=(config, db),
-        id=HOUSEKEEPING_JOB_ID,
-        next_run_time=datetime.now(UTC) + timedelta(minutes=1),
-        coalesce=True,
-        max_instances=1,
-    )
     previous_hook = db.on_outbox_commit
     db.on_outbox_commit = dispatcher.wake
     scheduler.start()
@@ -104,19 +90,6 @@ async def delivery_job(
         await dispatcher.close(grace=config.webhook_timeout_seconds + 5)
         scheduler.shutdown(wait=False)
         await http.aclose()
-
-
-async def housekeeping(config: Config, db: Database) -> dict[str, int]:
-    """Purge call history past ``CALENDAR_CALL_HISTORY_DAYS``, idempotency records past
-    24 hours and the changes kept for sync tokens past ``CALENDAR_SYNC_RETENTION_DAYS``
-    (hourly, in a thread: a large purge must not hold up the event loop)."""
-    return await asyncio.to_thread(
-        db.call,
-        purge_expired,
-        now=utcnow(),
-        call_history_days=config.call_history_days,
-        sync_retention_days=config.sync_retention_days,
-    )
 
 
 async def run_worker(

@@ -17,6 +17,17 @@
 
 Jinja2 templates, no JavaScript needed (one small script adds copy buttons), nothing loaded
 from elsewhere. See docs/settings.md for the decisions behind sessions, CSRF and throttling.
+
+    web.py            the pages' plumbing: templates, cookies, the signed-in owner, CSRF, errors
+    sessions.py       signed-in browsers: server-side sessions
+    throttle.py       throttling repeated failed sign-ins
+    signin.py         signing in and out
+    keys_pages.py     the API keys: list, create, revoke
+    history_pages.py  a key's call history, with ``chart.py``'s calls per day (inline SVG)
+    webhook_pages.py  the webhook, its secret, test events and deliveries
+    calendar_pages.py the calendars and the event form, with ``repeats.py`` for a series' rule
+    feed_pages.py     a calendar's iCalendar subscription feeds
+    consent_pages.py  OAuth consent for remote MCP: the owner allows or denies an app
 """
 
 from __future__ import annotations

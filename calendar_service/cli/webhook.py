@@ -198,6 +198,7 @@ def worker(
 
 
 async def _work_until_signalled(config: Config, db: Any, poll_interval: float) -> None:
+    from calendar_service.jobs import housekeeping_job
     from webhooks.scheduler import run_worker
 
     stop = asyncio.Event()
@@ -205,4 +206,5 @@ async def _work_until_signalled(config: Config, db: Any, poll_interval: float) -
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     logging.getLogger("webhooks").info("webhook worker started")
-    await run_worker(config, db, stop=stop, poll_interval=poll_interval)
+    async with housekeeping_job(config, db):
+        await run_worker(config, db, stop=stop, poll_interval=poll_interval)

@@ -3,7 +3,8 @@
 One concept per module:
 
 ``engine``        ``make_engine``: the engine, set up for SQLite or PostgreSQL
-``transactions``  ``atomic``: one transaction, opened and committed on the driver on SQLite
+``transactions``  ``atomic``: one transaction, opened and committed on the driver on SQLite;
+                  ``Group``: one shared by the calls of a group commit
 ``statement``     ``Statement``: the statements every request runs, compiled once, run on the driver
 ``database``      ``Database``: runs core calls for the async fronts (inline on SQLite)
 ``kept``          the connection each calling thread keeps between calls

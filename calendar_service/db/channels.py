@@ -9,7 +9,8 @@ only spelling of its name, imported by the modules that set or read it.
 from __future__ import annotations
 
 OPEN_GROUP = "commit_group"
-"""The ``group.Group`` whose write transaction is open on the connection (SQLite group commit).
+"""The ``transactions.Group`` whose write transaction is open on the connection (SQLite group
+commit).
 
 Set by ``Database.run_grouped`` when it opens the group; removed when the group commits or is
 abandoned (``Group.abandon``). ``atomic`` joins the group it finds here instead of opening a

@@ -34,9 +34,9 @@ from calendar_service.config import Config
 from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
 from calendar_service.db.checkpoint import Checkpointer
 from calendar_service.db.engine import POSTGRES_POOL_SIZE, make_engine
-from calendar_service.db.group import Group, GroupCommit
+from calendar_service.db.group import GroupCommit
 from calendar_service.db.kept import KeptConnections, bind
-from calendar_service.db.transactions import atomic, roll_back
+from calendar_service.db.transactions import Group, atomic, roll_back
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -1,9 +1,9 @@
 """SQLite's group commit: the requests run in one turn of the event loop share one transaction.
 
 On SQLite the requests that go through ``gateway.perform`` (``Database.run_grouped``) run inline
-on the loop's kept connection. The first of a turn opens the write transaction (a ``Group``) and
-asks the loop to commit it once the callbacks already queued have run; those run until then
-join it, and each is answered only after that one commit. A commit
+on the loop's kept connection. The first of a turn opens the write transaction (a
+``transactions.Group``) and asks the loop to commit it once the callbacks already queued have
+run; those run until then join it, and each is answered only after that one commit. A commit
 per request wrote every page it touched to the WAL; grouped, the pages they share (the
 history's last page, the indexes) are written once per group.
 
@@ -22,38 +22,14 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Connection
 
-from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
+from calendar_service.db.channels import OPEN_GROUP
 from calendar_service.db.kept import bind
-from calendar_service.db.transactions import commit, roll_back
+from calendar_service.db.transactions import Group, commit
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
-
-
-class Group:
-    """One SQLite write transaction shared by the requests run in one turn of the event loop.
-
-    ``done`` resolves once it has committed or been rolled back; ``failed`` says which. Its
-    requests wait for ``done`` before they answer: nothing is answered before it is durable."""
-
-    __slots__ = ("done", "failed")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.done: asyncio.Future[None] = loop.create_future()
-        self.failed = False
-
-    def abandon(self, conn: Connection) -> None:
-        """Roll the group's transaction back: its requests run again, each on its own."""
-        if conn.info.get(OPEN_GROUP) is not self:
-            return
-        del conn.info[OPEN_GROUP]
-        self.failed = True
-        roll_back(conn)
-        conn.info.pop(OUTBOX_DIRTY, None)
-        if not self.done.done():
-            self.done.set_result(None)
 
 
 class GroupCommit:

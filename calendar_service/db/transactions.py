@@ -3,21 +3,44 @@
 On SQLite every request opens and commits its transaction on the driver (``BEGIN IMMEDIATE``
 and ``COMMIT``), not through SQLAlchemy's transaction objects, which cost more than the
 statements; Core statements run inside join it. Inside a group commit (``group``) ``atomic``
-joins the group's transaction instead, and the group commits it.
+joins the group's transaction (a ``Group``, defined here with its rollback) instead, and the
+group commits it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection
 
-from calendar_service.db.channels import OPEN_GROUP
+from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
 
-if TYPE_CHECKING:
-    from calendar_service.db.group import Group
+
+class Group:
+    """One SQLite write transaction shared by the requests run in one turn of the event loop.
+
+    ``done`` resolves once it has committed or been rolled back; ``failed`` says which. Its
+    requests wait for ``done`` before they answer: nothing is answered before it is durable."""
+
+    __slots__ = ("done", "failed")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.done: asyncio.Future[None] = loop.create_future()
+        self.failed = False
+
+    def abandon(self, conn: Connection) -> None:
+        """Roll the group's transaction back: its requests run again, each on its own."""
+        if conn.info.get(OPEN_GROUP) is not self:
+            return
+        del conn.info[OPEN_GROUP]
+        self.failed = True
+        roll_back(conn)
+        conn.info.pop(OUTBOX_DIRTY, None)
+        if not self.done.done():
+            self.done.set_result(None)
 
 
 @contextlib.contextmanager

@@ -8,12 +8,17 @@ transaction (``outbox.record_change``). Core functions raise ``CalendarError`` s
 The package, a module a concern:
 
 - ``listing``: the list (window, pages) — the REST list's hot path;
+- ``occurrences``: the series that may occur in a list's window, expanded only inside it;
+- ``memo``: the bounded LRU of what the list keeps in memory between requests;
 - ``create``: create, with idempotency keys, from the input model or untrusted JSON;
 - ``existing``: get, update, delete one event by id;
+- ``series``: what an id names (an event, a series, an occurrence) and an occurrence's object;
 - ``writes``: the tail every change shares (longest event, public event, webhook delivery);
 - ``shapes``: the public event object, one at a time and the list's rows all at once;
 - ``parsing``: list windows, titles and start/end times as callers send them;
 - ``tokens``: signed page tokens;
+- ``sync``: incremental sync: the changes since a sync token, and the tokens;
+- ``busy``: what takes time in calendars, for ``availability``;
 - ``queries``: the SQL.
 
 This module re-exports what the fronts and the tests use.

@@ -1,5 +1,5 @@
-"""Creating an event: in the calendar chosen as docs/api.md says ("Which calendar"), with every
-bad field reported at once, and once only per ``Idempotency-Key``.
+"""Creating an event: in the calendar ``calendars.resolve_target`` chooses, with every bad field
+reported at once, and once only per ``Idempotency-Key``.
 
 ``create_event`` takes the input model; ``create_event_once`` honours an idempotency key;
 ``create_event_from_input`` is the fronts' way in, from decoded, untrusted JSON.
@@ -43,8 +43,8 @@ def create_event(
     now: datetime,
     prior_errors: Sequence[FieldError] = (),
 ) -> dict[str, Any]:
-    """Create an event (a series, given ``recurrence``) in the calendar chosen as
-    ``calendars.resolve_target`` says; queue ``created``.
+    """Create an event (a series, given ``recurrence``) in the calendar
+    ``calendars.resolve_target`` chooses; queue ``created``.
 
     ``prior_errors`` are type errors already found in the input (see ``inputs.parse_partial``):
     they are reported together with every value error found here."""

@@ -6,7 +6,10 @@
   RECURRENCE-ID), for the feed;
 - ``reading``: an ``.ics`` file read with the ``icalendar`` package into what the calendar can
   hold, per UID, with what does not fit said;
-- ``importing``: those written through the events core (outbox included), idempotent by UID.
+- ``importing``: those written through the events core (outbox included), idempotent by UID;
+- ``zones``: a file's TZIDs resolved to IANA zones, or its own VTIMEZONEs read with bounded
+  work (never a rule from the file walked without a bound);
+- ``edges``: occurrences next to a DST change written so that every reader reads them alike.
 
 The core's part: no HTTP here (``rest.feed`` serves the feed, ``rest.routes`` the import).
 """

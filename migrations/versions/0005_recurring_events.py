@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from calendar_service.models import UTCDateTime  # as 0001 does
+from migrations._frozen import UTCDateTime
 
 revision: str = "0005"
 down_revision: str | None = "0004"

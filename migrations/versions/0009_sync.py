@@ -24,10 +24,9 @@ triggers with the table: it must create them again (``create_triggers``);
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
 from alembic import op
 
-from calendar_service.models import UTCDateTime  # as 0001 does
+from migrations._frozen import UTCDateTime
 
 revision: str = "0009"
 down_revision: str | None = "0008"
@@ -88,8 +87,8 @@ def create_triggers() -> None:
 def upgrade() -> None:
     op.create_table(
         "event_sync",
-        sa.Column("event_id", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-        sa.Column("calendar_id", sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
+        sa.Column("event_id", sa.String(length=64), nullable=False),
+        sa.Column("calendar_id", sa.String(length=40), nullable=False),
         sa.Column("seq", sa.BigInteger(), nullable=False),
         sa.Column("deleted", sa.Boolean(), nullable=False),
         sa.Column("changed_at", UTCDateTime(timezone=True), nullable=False),

@@ -15,17 +15,16 @@ request each, pending the owner's consent, then its code (hash only), then used;
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
 from alembic import op
 
-from calendar_service.models import UTCDateTime  # as 0001 does
+from migrations._frozen import UTCDateTime
 
 revision: str = "0010"
 down_revision: str | None = "0009"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-_String = sqlmodel.sql.sqltypes.AutoString
+_String = sa.String
 
 
 def upgrade() -> None:

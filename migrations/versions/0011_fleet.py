@@ -18,7 +18,6 @@ one. SQLite has no such thing: its workers poll, as before.
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
 from alembic import op
 
 revision: str = "0011"
@@ -42,7 +41,7 @@ $$
 def upgrade() -> None:
     op.create_table(
         "rate_buckets",
-        sa.Column("key_id", sqlmodel.sql.sqltypes.AutoString(length=40), nullable=False),
+        sa.Column("key_id", sa.String(length=40), nullable=False),
         sa.Column("tokens", sa.Float(), nullable=False),
         sa.Column("updated_at", sa.Float(), nullable=False),
         sa.PrimaryKeyConstraint("key_id"),

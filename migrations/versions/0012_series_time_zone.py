@@ -13,7 +13,6 @@ before. A plain nullable column: no index, no data to move.
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel
 from alembic import op
 
 revision: str = "0012"
@@ -25,7 +24,7 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.add_column(
         "events",
-        sa.Column("time_zone", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
+        sa.Column("time_zone", sa.String(length=64), nullable=True),
     )
 
 

@@ -1,153 +1,473 @@
-"""The layers of the house, checked on every module; and the migrations match the models.
+"""The layers of the house, named module by module and checked on every import; and the
+migrations match the models.
 
 Arrows point one way: the assembly (``app``, the CLI) → the fronts (REST, the settings pages,
-MCP, webhooks) → the HTTP plumbing the web fronts share → the core. The core imports no web
-framework, MCP, HTTP client, scheduler or template engine, and nothing of ours but the core;
-fronts do not import each other. Every module of our packages belongs to exactly one layer
-(``_layer``): a new module is checked from its first commit, and one that fits no layer fails
-the test instead of being skipped.
+MCP, webhooks, the scheduled jobs) → the HTTP plumbing the web fronts share → the core → the
+migrations. ``LAYERS`` says where everything of ours lives: the core's modules one by one
+(``calendar_service/`` mixes layers), and every folder once. A module or folder that no
+layer names fails with a message saying where to name it, and so does a name that is no
+longer there.
+
+The core imports no web framework, HTTP client or server, MCP, scheduler, command-line
+or template engine: of third-party packages, only the libraries ``LIBRARIES`` names for it.
+``FRAMEWORKS`` lists those the fronts choose from, and is kept complete against the
+packages installed with the service. The migrations import only the standard library,
+Alembic and SQLAlchemy (live code can never change an old migration). No module imports one
+that imports it back, not even inside a function or for type checking only.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import re
+import sys
 from pathlib import Path
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from packaging.requirements import Requirement
 from sqlmodel import SQLModel
 
 from calendar_service.db import Database
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("calendar_service", "mcp_tools", "webhooks")
+HERE = "tests/core/test_layering.py"
+PACKAGES = ("calendar_service", "mcp_tools", "webhooks", "migrations")
 
-# Third-party packages that only the outer layers may use.
+# Every module and folder of ours, by layer, as paths from the repository's root. A module
+# belongs to the layer that names it or, outside ``calendar_service/`` itself, the one that
+# names its folder; a folder nested in another is named on its own.
+LAYERS: dict[str, frozenset[str]] = {
+    "core": frozenset(
+        {
+            "calendar_service/__init__.py",
+            "calendar_service/availability.py",
+            "calendar_service/calendar_changes.py",
+            "calendar_service/calendars.py",
+            "calendar_service/config.py",
+            "calendar_service/db/",
+            "calendar_service/errors.py",
+            "calendar_service/events/",
+            "calendar_service/gateway.py",
+            "calendar_service/history.py",
+            "calendar_service/ical/",
+            "calendar_service/idempotency.py",
+            "calendar_service/ids.py",
+            "calendar_service/inputs.py",
+            "calendar_service/keys.py",
+            "calendar_service/later.py",
+            "calendar_service/logs.py",
+            "calendar_service/maintenance.py",
+            "calendar_service/migrate.py",
+            "calendar_service/models.py",
+            "calendar_service/oauth.py",
+            "calendar_service/operations.py",
+            "calendar_service/outbox.py",
+            "calendar_service/ratelimit.py",
+            "calendar_service/recurrence/",
+            "calendar_service/schema_patterns.py",
+            "calendar_service/served_address.py",
+            "calendar_service/service_secrets.py",
+            "calendar_service/timeutil.py",
+            "calendar_service/users.py",
+            "calendar_service/webhook_config.py",
+            "calendar_service/webhook_targets.py",
+        }
+    ),
+    "migrations": frozenset({"migrations/", "migrations/versions/"}),
+    "plumbing": frozenset({"calendar_service/asgi/"}),
+    "rest": frozenset({"calendar_service/rest/"}),
+    "account": frozenset({"calendar_service/account/"}),
+    "mcp": frozenset({"mcp_tools/"}),
+    "webhooks": frozenset({"webhooks/"}),
+    "jobs": frozenset({"calendar_service/jobs.py"}),
+    "cli": frozenset({"calendar_service/cli/"}),
+    "app": frozenset({"calendar_service/app.py"}),
+}
+
+# Folders whose modules are named one by one (they hold more than one layer).
+MIXED = frozenset({"calendar_service/"})
+
+# Third-party packages that make a web service, a command or a scheduled process: HTTP and
+# ASGI frameworks, servers and clients and the protocol and async layers under them, MCP,
+# the command line, template engines, the scheduler, the browser driver. Each layer below
+# names those it may use. Kept complete by
+# ``test_every_installed_web_or_async_package_is_a_framework_or_said_not_to_be``.
 FRAMEWORKS = frozenset(
     {
         "starlette",
+        "sse_starlette",
+        "multipart",
+        "python_multipart",
         "mcp",
         "mcp_types",
         "httpx",
         "httpx2",
-        "apscheduler",
+        "httpcore",
+        "httpcore2",
+        "h11",
+        "httptools",
+        "requests",
+        "urllib3",
         "uvicorn",
+        "uvloop",
+        "watchfiles",
+        "websockets",
+        "werkzeug",
+        "anyio",
+        "sniffio",
+        "trio",
+        "apscheduler",
         "typer",
+        "click",
         "jinja2",
+        "markupsafe",
+        "mako",
+        "playwright",
     }
+)
+
+# Installed with the service and classified as web or async (or needing such a package) by
+# their own metadata, but no framework: what each is for.
+NOT_FRAMEWORKS = {
+    "alembic": "schema migrations (it renders new migration files with Mako)",
+    "sqlmodel": "the tables and models (its metadata says HTTP for FastAPI's sake)",
+    "dotenv": "reads .env files for the MCP SDK's settings",
+}
+
+# The only third-party packages the core and the migrations may import, beyond the standard
+# library.
+LIBRARIES: dict[str, frozenset[str]] = {
+    "core": frozenset(
+        {
+            "alembic",
+            "argon2",
+            "dateutil",
+            "icalendar",
+            "idna",
+            "orjson",
+            "pydantic",
+            "sqlalchemy",
+            "sqlmodel",
+        }
+    ),
+    "migrations": frozenset({"alembic", "sqlalchemy"}),
+}
+
+# The standard library's own HTTP: no more the core's business than httpx.
+STDLIB_HTTP = frozenset(
+    {"http.client", "http.server", "urllib.request", "wsgiref", "socketserver", "xmlrpc"}
 )
 
 # What each layer may import of ours (its own layer always), and which frameworks.
 ALLOWED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "core": (frozenset(), frozenset()),
+    "migrations": (frozenset(), frozenset()),
+    "core": (frozenset({"migrations"}), frozenset()),
     "plumbing": (frozenset({"core"}), frozenset({"starlette"})),
     "rest": (frozenset({"core", "plumbing"}), frozenset({"starlette"})),
-    "account": (frozenset({"core", "plumbing"}), frozenset({"starlette", "jinja2"})),
+    "account": (frozenset({"core", "plumbing"}), frozenset({"starlette", "jinja2", "anyio"})),
     "mcp": (
         frozenset({"core", "plumbing"}),
-        frozenset({"starlette", "mcp", "mcp_types", "httpx", "httpx2"}),
+        frozenset({"starlette", "mcp", "mcp_types", "httpx", "httpx2", "anyio"}),
     ),
-    "webhooks": (frozenset({"core"}), frozenset({"httpx", "apscheduler"})),
-    "cli": (frozenset({"core", "webhooks", "mcp", "app"}), FRAMEWORKS),
-    "app": (frozenset({"core", "plumbing", "rest", "account", "mcp", "webhooks"}), FRAMEWORKS),
-}
-
-# calendar_service's fronts and assembly, by their first path part; the rest of it is core.
-_CALENDAR_SERVICE_OUTER = {
-    "asgi": "plumbing",
-    "rest": "rest",
-    "account": "account",
-    "cli": "cli",
-    "app.py": "app",
+    "webhooks": (frozenset({"core"}), frozenset({"httpx", "httpcore", "apscheduler"})),
+    "jobs": (frozenset({"core"}), frozenset({"apscheduler"})),
+    "cli": (frozenset({"core", "webhooks", "jobs", "mcp", "app"}), FRAMEWORKS),
+    "app": (
+        frozenset({"core", "plumbing", "rest", "account", "mcp", "webhooks", "jobs"}),
+        FRAMEWORKS,
+    ),
 }
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
+def _our_files() -> list[str]:
+    return sorted(
+        path.relative_to(ROOT).as_posix()
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+    )
+
+
+def _layer(path: str) -> str | None:
+    """The layer of one of our files (``calendar_service/errors.py``) or folders
+    (``webhooks/``), or None when no layer names it."""
+    for layer, names in LAYERS.items():
+        if path in names:
+            return layer
+    folder = path.rstrip("/").rpartition("/")[0] + "/"
+    if path.endswith("/") or folder in MIXED:
+        return None
+    return next((layer for layer, names in LAYERS.items() if folder in names), None)
+
+
+def _file_of(module: str) -> str | None:
+    """The file or folder of ours that importing the dotted ``module`` (or a name in it)
+    reaches, or None for a module that is not ours."""
+    parts = module.split(".")
+    if parts[0] not in PACKAGES:
+        return None
+    while parts:
+        base = "/".join(parts)
+        if (ROOT / f"{base}.py").is_file():
+            return f"{base}.py"
+        if (ROOT / base / "__init__.py").is_file():
+            return f"{base}/__init__.py"
+        if (ROOT / base).is_dir():
+            return f"{base}/"
         parts.pop()
-    return ".".join(parts)
+    return None
 
 
-def _layer(module: str) -> str:
-    """The layer of one of our modules (dotted name), or ``""`` for a module of no package
-    of ours."""
-    package, _, rest = module.partition(".")
-    if package == "mcp_tools":
-        return "mcp"
-    if package == "webhooks":
-        return "webhooks"
-    if package != "calendar_service":
-        return ""
-    first = rest.split(".")[0] if rest else ""
-    outer = _CALENDAR_SERVICE_OUTER.get(first) or _CALENDAR_SERVICE_OUTER.get(first + ".py")
-    return outer or "core"
-
-
-def _our_files() -> list[Path]:
-    return sorted(path for package in PACKAGES for path in (ROOT / package).rglob("*.py"))
+def _from_base(node: ast.ImportFrom, package: str) -> str:
+    """The module a ``from … import`` statement imports from, resolved when relative."""
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+        base = ".".join([*anchor, base] if base else anchor)
+    return base
 
 
 def _imports(source: str, module: str, *, is_package: bool) -> set[str]:
     """Every module ``source`` (the text of ``module``) imports, at any depth of the file,
     relative imports resolved."""
     package = module if is_package else module.rpartition(".")[0]
-    tree = ast.parse(source)
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                base = ".".join([*anchor, base] if base else anchor)
+            base = _from_base(node, package)
             names.add(base)
             names.update(f"{base}.{alias.name}" for alias in node.names)
     return names
 
 
-def _offences(source: str, module: str, *, is_package: bool = False) -> list[str]:
-    layer = _layer(module)
+def _imported_files(path: str) -> set[str]:
+    """The modules of ours that the file ``path`` imports, anywhere in it: for
+    ``from package import name``, the module ``name`` when it is one, else the package."""
+    module = _module_name(path)
+    package = module if path.endswith("/__init__.py") else module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse((ROOT / path).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _from_base(node, package)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    files = {_file_of(name) for name in names}
+    return {f for f in files if f and f != path and f.endswith(".py")}
+
+
+def _module_name(path: str) -> str:
+    parts = path.removesuffix(".py").split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _offences(source: str, module: str, layer: str, *, is_package: bool = False) -> list[str]:
     ours, frameworks = ALLOWED[layer]
+    libraries = LIBRARIES.get(layer)
     found = []
     for name in sorted(_imports(source, module, is_package=is_package)):
         top = name.split(".")[0]
         if top in FRAMEWORKS and top not in frameworks:
             found.append(f"{name} (a {layer} module may not use {top})")
-        target = _layer(name)
+        elif libraries is not None and any(
+            name == http or name.startswith(f"{http}.") for http in STDLIB_HTTP
+        ):
+            found.append(f"{name} (a {layer} module does no HTTP)")
+        elif (
+            libraries is not None
+            and top not in PACKAGES
+            and top not in sys.stdlib_module_names
+            and top not in libraries
+            and top not in FRAMEWORKS
+        ):
+            found.append(
+                f"{name} (a {layer} module imports no third-party package but "
+                f"{', '.join(sorted(libraries))}; see LIBRARIES in {HERE})"
+            )
+        file = _file_of(name)
+        target = _layer(file) if file else None
         if target and target != layer and target not in ours:
             found.append(f"{name} (the {layer} layer may not import the {target} layer)")
     return found
 
 
-def test_every_module_of_ours_belongs_to_a_layer_with_rules() -> None:
+def test_every_module_and_folder_of_ours_is_named_in_a_layer() -> None:
+    unnamed: set[str] = set()
+    for path in _our_files():
+        if _layer(path) is not None:
+            continue
+        folder = path.rpartition("/")[0] + "/"
+        unnamed.add(
+            f"{path}: a module of {folder} that no layer names"
+            if folder in MIXED
+            else f"{folder}: a folder that no layer names"
+        )
+    assert not unnamed, (
+        "These have no layer; name each in one of LAYERS in "
+        f"{HERE}, after checking what it imports:\n" + "\n".join(sorted(unnamed))
+    )
+
+
+def test_every_name_in_the_layers_is_there_and_every_layer_has_rules() -> None:
     files = _our_files()
-    assert len(files) > 40
-    layers = {_layer(_module_name(path)) for path in files}
-    assert layers == set(ALLOWED)
+    gone = {
+        name
+        for names in LAYERS.values()
+        for name in names
+        if not any(path == name or path.startswith(name) for path in files)
+    }
+    assert gone == set()
+    assert set(LAYERS) == set(ALLOWED)
 
 
 def test_no_module_imports_across_the_layers_rules() -> None:
-    offenders = {}
+    offences: list[str] = []
     for path in _our_files():
-        source = path.read_text(encoding="utf-8")
-        module = _module_name(path)
-        if found := _offences(source, module, is_package=path.name == "__init__.py"):
-            offenders[str(path.relative_to(ROOT))] = found
-    assert offenders == {}
+        layer = _layer(path)
+        if layer is None:
+            continue  # reported by the test above
+        source = (ROOT / path).read_text(encoding="utf-8")
+        is_package = path.endswith("/__init__.py")
+        found = _offences(source, _module_name(path), layer, is_package=is_package)
+        offences.extend(f"{path} imports {offence}" for offence in found)
+    assert not offences, "\n".join(offences)
+
+
+def test_no_module_of_ours_imports_one_that_imports_it_back() -> None:
+    """Not at the top, not inside a function, not for type checking only: arrows point one
+    way inside a layer too."""
+    graph = {path: _imported_files(path) for path in _our_files()}
+    reach = {path: _reached(graph, path) for path in graph}
+    cycles = {
+        " ⇄ ".join(sorted({path} | {p for p in reach[path] if path in reach[p]}))
+        for path in graph
+        if path in reach[path]
+    }
+    assert not cycles, "These import each other:\n" + "\n".join(sorted(cycles))
+
+
+def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every file that ``start`` imports, directly or through others."""
+    reached: set[str] = set()
+    todo = list(graph[start])
+    while todo:
+        path = todo.pop()
+        if path not in reached:
+            reached.add(path)
+            todo.extend(graph[path])
+    return reached
 
 
 def test_the_layer_check_sees_imports_inside_functions_and_relative_ones() -> None:
     """The check itself: a core module with a forbidden import hidden in a function, and one
     importing a front relatively, are both caught."""
     planted = "def f():\n    import starlette\n    from .rest import routes\n    return routes\n"
-    found = _offences(planted, "calendar_service.planted")
+    found = _offences(planted, "calendar_service.planted", "core")
     assert found == [
         "calendar_service.rest (the core layer may not import the rest layer)",
         "calendar_service.rest.routes (the core layer may not import the rest layer)",
         "starlette (a core module may not use starlette)",
     ]
+
+
+def test_the_core_may_use_no_library_it_does_not_name_nor_the_standard_librarys_http() -> None:
+    planted = "import requests_oauthlib\nimport urllib.request\nimport zoneinfo\n"
+    assert _offences(planted, "calendar_service.planted", "core") == [
+        "requests_oauthlib (a core module imports no third-party package but alembic, argon2, "
+        f"dateutil, icalendar, idna, orjson, pydantic, sqlalchemy, sqlmodel; see LIBRARIES in "
+        f"{HERE})",
+        "urllib.request (a core module does no HTTP)",
+    ]
+
+
+def test_a_migration_imports_nothing_of_the_live_code() -> None:
+    planted = "import sqlmodel\nfrom calendar_service.models import UTCDateTime\n"
+    assert _offences(planted, "migrations.versions.0099_planted", "migrations") == [
+        "calendar_service.models (the migrations layer may not import the core layer)",
+        "calendar_service.models.UTCDateTime (the migrations layer may not import the core layer)",
+        "sqlmodel (a migrations module imports no third-party package but alembic, sqlalchemy; "
+        f"see LIBRARIES in {HERE})",
+    ]
+
+
+def test_a_new_folder_or_core_module_has_no_layer_until_named() -> None:
+    assert _layer("calendar_service/reports/__init__.py") is None
+    assert _layer("calendar_service/events/drafts/__init__.py") is None
+    assert _layer("calendar_service/reports.py") is None
+    assert _layer("calendar_service/events/drafts.py") == "core"
+    assert _layer("webhooks/retry.py") == "webhooks"
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _shipped_distributions() -> dict[str, set[str]]:
+    """The distributions installed with the service (its dependencies, theirs, and so on,
+    extras included where asked for), each with the distributions it needs."""
+    needs: dict[str, set[str]] = {}
+    todo: list[tuple[str, frozenset[str]]] = [("calendar-service", frozenset())]
+    seen: set[tuple[str, frozenset[str]]] = set()
+    while todo:
+        name, extras = todo.pop()
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        for line in importlib.metadata.distribution(name).requires or []:
+            requirement = Requirement(line)
+            marker = requirement.marker
+            if marker and not any(marker.evaluate({"extra": e}) for e in {"", *extras}):
+                continue
+            needed = _normalized(requirement.name)
+            needs.setdefault(_normalized(name), set()).add(needed)
+            todo.append((needed, frozenset(requirement.extras)))
+    return needs
+
+
+WEB_CLASSIFIERS = (
+    "Topic :: Internet :: WWW/HTTP",
+    "Environment :: Web Environment",
+    "Framework :: AsyncIO",
+    "Framework :: AnyIO",
+    "Framework :: Trio",
+)
+
+
+def test_every_installed_web_or_async_package_is_a_framework_or_said_not_to_be() -> None:
+    """A distribution installed with the service that its metadata calls web, HTTP or async,
+    or that needs one that is, provides only modules ``FRAMEWORKS`` or ``NOT_FRAMEWORKS``
+    name: a new dependency's web layer cannot slip into the core unnoticed."""
+    needs = _shipped_distributions()
+    shipped = set(needs) | {d for ds in needs.values() for d in ds}
+    shipped.discard("calendar-service")
+
+    def classified_web(name: str) -> bool:
+        classifiers = importlib.metadata.distribution(name).metadata.get_all("Classifier")
+        return any(c.startswith(WEB_CLASSIFIERS) for c in classifiers or [])
+
+    web = {name for name in shipped if classified_web(name)}
+    grew = True
+    while grew:
+        more = {name for name in shipped - web if needs.get(name, set()) & web}
+        web |= more
+        grew = bool(more)
+    modules: dict[str, set[str]] = {}
+    for module, distributions in importlib.metadata.packages_distributions().items():
+        for distribution in distributions:
+            modules.setdefault(_normalized(distribution), set()).add(module)
+    assert {"starlette", "httpcore", "anyio", "uvicorn", "mcp"} <= web
+    unknown = {
+        f"{module} (from {name})"
+        for name in web
+        for module in modules.get(name, set())
+        if module not in FRAMEWORKS and module not in NOT_FRAMEWORKS and not module.startswith("_")
+    }
+    assert unknown == set(), f"add these to FRAMEWORKS or NOT_FRAMEWORKS in {HERE}"
 
 
 def test_the_migrations_produce_exactly_the_models_schema(db: Database) -> None:

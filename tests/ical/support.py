@@ -88,7 +88,7 @@ def expanded(
             end = start + vevent["DURATION"].dt
         else:
             end = start if not all_day else start + timedelta(days=1)
-        if all_day and end <= start:  # a DTEND equal to DTSTART: one day here (docs/ical.md)
+        if all_day and end <= start:  # a DTEND equal to DTSTART: one day (docs/ical.md)
             end = start + timedelta(days=1)
         title = str(vevent.get("SUMMARY", "")).strip() or "(no title)"
         found.append((title, _as_instant(start, tz), _as_instant(end, tz), all_day))

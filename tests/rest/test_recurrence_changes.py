@@ -1,5 +1,5 @@
 """Changing and deleting series and single occurrences over REST (PATCH/DELETE with scope),
-each with the webhook docs/webhooks.md names, and the key's calendar scope for every id form."""
+each with the webhook docs/recurrence.md names, and the key's calendar scope for every id form."""
 
 from __future__ import annotations
 

@@ -1,0 +1,66 @@
+"""The housekeeping job: an APScheduler interval job running the core's retention purges.
+
+Hourly, in a thread (a large purge must not hold up the event loop), ``housekeeping`` runs
+``maintenance.purge_expired``: call history and feeds' fetch history past
+``CALENDAR_CALL_HISTORY_DAYS``, idempotency records past 24 hours, idle rate buckets, the
+changes kept for sync tokens past ``CALENDAR_SYNC_RETENTION_DAYS``, and OAuth requests, codes
+and tokens expired a day ago. The first run is a minute after start.
+
+It runs wherever the webhook delivery job (``webhooks.scheduler``) runs, entered beside it:
+by the app's lifespan in ``serve`` (unless ``--no-webhooks``) and by ``calendar-service
+worker``. Not part of the core, which uses no scheduler: this module only schedules it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from calendar_service.config import Config
+from calendar_service.db import Database
+from calendar_service.maintenance import purge_expired
+from calendar_service.timeutil import utcnow
+
+HOUSEKEEPING_JOB_ID = "housekeeping"
+HOUSEKEEPING_INTERVAL = timedelta(hours=1)
+FIRST_RUN_AFTER = timedelta(minutes=1)
+
+
+@contextlib.asynccontextmanager
+async def housekeeping_job(
+    config: Config, db: Database, *, first_run_after: timedelta = FIRST_RUN_AFTER
+) -> AsyncIterator[None]:
+    """Run ``housekeeping`` every ``HOUSEKEEPING_INTERVAL`` on the running event loop for the
+    duration of the block, the first time ``first_run_after`` from now."""
+    scheduler = AsyncIOScheduler(timezone=UTC)
+    scheduler.add_job(
+        housekeeping,
+        "interval",
+        seconds=HOUSEKEEPING_INTERVAL.total_seconds(),
+        args=(config, db),
+        id=HOUSEKEEPING_JOB_ID,
+        next_run_time=datetime.now(UTC) + first_run_after,
+        coalesce=True,
+        max_instances=1,
+    )
+    scheduler.start()
+    try:
+        yield
+    finally:
+        scheduler.shutdown(wait=False)
+
+
+async def housekeeping(config: Config, db: Database) -> dict[str, int]:
+    """Purge what is kept only for a while (``maintenance.purge_expired``), in a thread; how
+    many rows of each kind went."""
+    return await asyncio.to_thread(
+        db.call,
+        purge_expired,
+        now=utcnow(),
+        call_history_days=config.call_history_days,
+        sync_retention_days=config.sync_retention_days,
+    )
