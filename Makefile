@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: install node run test test-sqlite test-postgres lint format bench clean
+.PHONY: install node run test test-sqlite test-postgres lint format bench bench-guard clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,10 @@ format: install
 
 bench: install
 	$(BIN)/python -m bench
+
+## Instructions per list and per create (callgrind) against bench/budget.json; fails past +5 %
+bench-guard: install
+	$(BIN)/python -m bench.floor --check
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache build *.egg-info

@@ -52,6 +52,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.sql.dml import ReturningInsert
 
+from calendar_service.db import Statement
 from calendar_service.errors import RateLimited
 from calendar_service.models import rate_buckets_t
 
@@ -117,6 +118,7 @@ class RateLimiter:
         self._local: dict[str, _Allowance] = {}
         self._leasing: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
+        self._upserts: dict[str, Statement] = {}  # the lease's statement, by dialect
 
     def take(self, key_id: str, now: float) -> RateState:
         """Spend one request of ``key_id``'s budget from this process's allowance.
@@ -182,8 +184,8 @@ class RateLimiter:
     def _lease(self, conn: Connection, key_id: str, now: float) -> tuple[int, float]:
         """The database's part: (tokens granted, what the bucket holds after)."""
         want = self.batch
-        params = {"k": key_id, "now": now, "want": want}
-        left: float = conn.execute(self._upsert(conn), params).scalar_one()
+        params = {"k": key_id, "now": float(now), "want": float(want)}
+        left = float(self._upsert(conn).first(conn, **params)[0])
         granted = want
         if left < 0:  # fewer than ``want`` whole tokens: keep the whole ones, give back the rest
             granted = max(0, math.floor(left + want))
@@ -226,9 +228,18 @@ class RateLimiter:
             max(1, math.ceil(allowance.blocked_until - now)), self.limit, self.period
         )
 
-    def _upsert(self, conn: Connection) -> ReturningInsert[Any]:
+    def _upsert(self, conn: Connection) -> Statement:
         """The lease: refill the bucket to ``now`` (never past ``limit``) and take ``want``,
-        returning what is left (negative when it held fewer than ``want``)."""
+        returning what is left (negative when it held fewer than ``want``). Built and compiled
+        once per dialect and run on the driver (``db.Statement``): built anew each time, it
+        cost some 2 million instructions a lease, a fifth of the statement's own cost a list
+        with the bench's batch of 100."""
+        found = self._upserts.get(conn.dialect.name)
+        if found is None:
+            found = self._upserts[conn.dialect.name] = Statement(self._upsert_of(conn))
+        return found
+
+    def _upsert_of(self, conn: Connection) -> ReturningInsert[Any]:
         b = rate_buckets_t.c
         now, want = bindparam("now", type_=Float), bindparam("want", type_=Float)
         later = now > b.updated_at  # a host whose clock is behind refills nothing

@@ -262,3 +262,29 @@ def test_whole_minute_offsets_are_shown_as_they_are() -> None:
         assert datetime.fromisoformat(text.replace("Z", "+00:00")).utcoffset() == timedelta(
             minutes=minutes
         )
+
+
+@FUZZ
+@given(
+    st.datetimes(
+        min_value=datetime(1900, 1, 2), max_value=datetime(2199, 12, 30), allow_imaginary=False
+    ),
+    st.sampled_from(TRICKY_ZONES),
+    st.sampled_from((0, 1)),
+)
+def test_the_stored_text_of_an_instant_is_its_utc_isoformat_in_whatever_zone_and_fold(
+    wall: datetime, name: str, fold: int
+) -> None:
+    given_at = wall.replace(tzinfo=zone(name), fold=fold)
+    expected = given_at.astimezone(UTC).isoformat(timespec="microseconds")[:26] + "Z"
+    assert utc_text(given_at) == expected
+    assert utc_text(given_at) == expected  # again: the texts made lately are kept by instant
+
+
+def test_the_two_instants_of_an_hour_a_clock_repeats_have_two_stored_texts() -> None:
+    berlin = zone("Europe/Berlin")  # 2026-10-25 03:00 CEST -> 02:00 CET: 02:30 happens twice
+    first = datetime(2026, 10, 25, 2, 30, tzinfo=berlin, fold=0)
+    second = first.replace(fold=1)
+    assert first == second  # Python compares them as the same wall-clock time...
+    assert utc_text(first) == "2026-10-25T00:30:00.000000Z"  # ...they are not the same instant
+    assert utc_text(second) == "2026-10-25T01:30:00.000000Z"

@@ -1,0 +1,336 @@
+"""``python -m bench.floor``: instructions per list and per create, and the guard on them.
+
+The benchmark's two requests (``bench.inprocess``'s: a one-week window with the one-calendar
+read key; a one-hour event with the write key, its outbox row and its call-history row), driven
+through our ASGI app in one process under ``valgrind --tool=callgrind``. Callgrind collects only
+inside ``sys.call_tracing`` (``--toggle-collect``), which wraps the measured requests alone, in
+this thread alone: the start-up, the seeding, the warm-up requests and the WAL checkpointer's
+thread are not counted. Each kind is its own dump (``--dump-after``). What is counted is
+user-space instructions, which other work on the machine does not move; the run is made
+repeatable by a fixed seed for the requests, ``PYTHONHASHSEED=0``, one request at a time, and a
+warm-up that fills every cache and crosses a rate-limit lease (so that the measured requests
+hold exactly one lease ahead per ``LEASE_EVERY`` of them).
+
+``--check`` compares the counts with ``bench/budget.json`` and fails past ``tolerance`` (+5 %);
+``make test`` (``scripts/test``) and ``make bench-guard`` run it on a small database in well
+under a minute. ``--events 100000 --requests 300`` counts the benchmark's own shape.
+
+``--inclusive MODULE:NAME[,...]`` (analysis) also counts the instructions spent inside Python
+functions (or ``Class.method``, or an attribute of an object such as ``operations:LIST.run``;
+name them where they are looked up at the call), up to five a run: each is called through a
+C function of the standard library that nothing on the request path calls (``operator.call``,
+``iter(f, sentinel)``, ``operator.methodcaller``, ``itertools.starmap``, ``functools.reduce``),
+and callgrind's inclusive count of that C function is the Python function's, per request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import importlib
+import itertools
+import json
+import operator
+import os
+import platform
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BUDGET = ROOT / "bench" / "budget.json"
+DB_DIR = ROOT / "bench" / "results" / "db"
+KINDS = ("list", "create")
+LEASE_EVERY = 100  # the bench's limiter leases 100 tokens at a time (1e9 a minute)
+GUARD = {"events": 10_000, "warmup": 250, "requests": 100}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__.split("\n")[0])
+    p.add_argument("--kind", choices=(*KINDS, "both"), default="both")
+    p.add_argument("--events", type=int, default=GUARD["events"])
+    p.add_argument("--warmup", type=int, default=GUARD["warmup"])
+    p.add_argument("--requests", type=int, default=GUARD["requests"])
+    p.add_argument(
+        "--check", action="store_true", help=f"compare with {BUDGET.name}; exit 1 past it"
+    )
+    p.add_argument("--budget", type=Path, default=BUDGET)
+    p.add_argument(
+        "--inclusive", metavar="MODULE:NAME[,...]", help="also count these functions' shares"
+    )
+    p.add_argument("--json", action="store_true", help="print the counts as JSON")
+    p.add_argument("--keep", type=Path, help="keep callgrind's files there (callgrind_annotate)")
+    p.add_argument("--inside", type=Path, help=argparse.SUPPRESS)  # the run under valgrind
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    a = parse_args(argv)
+    if a.inside is not None:
+        _serve_measured(a)
+        return
+    if a.inclusive and len(a.inclusive.split(",")) > len(_TRAMPOLINES):
+        raise SystemExit(f"--inclusive: at most {len(_TRAMPOLINES)} functions a run")
+    if a.check:
+        budget = json.loads(a.budget.read_text())
+        shape = budget["shape"]
+        a.events, a.warmup, a.requests = shape["events"], shape["warmup"], shape["requests"]
+        a.kind = "both"
+    counts = count(
+        kinds=KINDS if a.kind == "both" else (a.kind,),
+        events=a.events,
+        warmup=a.warmup,
+        requests=a.requests,
+        inclusive=a.inclusive,
+        keep=a.keep,
+    )
+    if a.json:
+        print(json.dumps(counts, indent=1))
+    for kind, found in counts.items():
+        print(f"{kind:6s} {found['instructions']:>11,} instructions per request", flush=True)
+        for spec, inside in found.get("inclusive", {}).items():
+            print(f"{'':6s} {inside:>11,} of them in {spec}", flush=True)
+    if a.check:
+        problems, notes = compare(counts, budget)
+        if budget.get("environment") not in (None, environment()):
+            notes.append(
+                f"the budget was counted with {budget['environment']}, this is {environment()}:"
+                " counts differ with the interpreter's and SQLite's builds"
+            )
+        for note in notes:
+            print(note)
+        if problems:
+            for problem in problems:
+                print(problem, file=sys.stderr)
+            raise SystemExit(1)
+
+
+def compare(counts: dict[str, Any], budget: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Failures (a kind past its budget by more than the tolerance) and notes (within it; or
+    so far under it that the budget should be lowered)."""
+    tolerance = float(budget.get("tolerance", 0.05))
+    problems: list[str] = []
+    notes: list[str] = []
+    for kind, allowed in budget["kinds"].items():
+        if kind not in counts:
+            problems.append(f"{kind}: not measured")
+            continue
+        found = counts[kind]["instructions"]
+        limit = allowed["instructions"]
+        change = found / limit - 1.0
+        what = f"{kind}: {found:,} instructions per request, budget {limit:,} ({change:+.1%})"
+        if change > tolerance:
+            problems.append(
+                f"OVER BUDGET {what}, more than {tolerance:.0%} over. Find what costs it "
+                "(python -m bench.floor --inclusive MODULE:NAME, docs/performance.md); raise "
+                f"{BUDGET.name} only with a note saying what bought the cost."
+            )
+        elif change < -tolerance:
+            notes.append(f"{what}: under budget; lower it in {BUDGET.name} to keep the gain")
+        else:
+            notes.append(f"{what}: within {tolerance:.0%}")
+    return problems, notes
+
+
+def count(
+    *,
+    kinds: tuple[str, ...],
+    events: int,
+    warmup: int,
+    requests: int,
+    inclusive: str | None = None,
+    keep: Path | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Instructions per request by kind (and, given ``inclusive``, those inside it), from one
+    run of this module under callgrind."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    meta = _seeded(events)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        cmd = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            "--instr-atstart=no",
+            "--collect-atstart=no",
+            "--toggle-collect=sys_call_tracing",
+            "--dump-after=sys_call_tracing",
+            "--dump-instr=no",
+            sys.executable,
+            "-m",
+            "bench.floor",
+            f"--inside={meta}",
+            f"--events={events}",
+            f"--warmup={warmup}",
+            f"--requests={requests}",
+            f"--kind={'both' if len(kinds) == 2 else kinds[0]}",
+        ]
+        if inclusive:
+            cmd.append(f"--inclusive={inclusive}")
+        env = {**os.environ, "PYTHONHASHSEED": "0", "CALENDAR_FLOOR_DIR": tmp}
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            for dump in Path(tmp).glob("callgrind.out*"):
+                shutil.copy(dump, keep / dump.name)
+        dumps = sorted(Path(tmp).glob("callgrind.out.*"), key=lambda p: int(p.suffix[1:]))
+        if proc.returncode != 0 or len(dumps) < len(kinds):
+            raise SystemExit(f"callgrind run failed:\n{proc.stdout}{proc.stderr[-3000:]}")
+        found: dict[str, dict[str, Any]] = {}
+        for kind, dump in zip(kinds, dumps, strict=False):
+            found[kind] = {"instructions": _total(dump) // requests}
+            if inclusive:
+                inside = _inclusive(dump)
+                found[kind]["inclusive"] = {
+                    spec: inside.get(through, 0) // requests
+                    for spec, (through, _) in zip(inclusive.split(","), _TRAMPOLINES, strict=False)
+                }
+    return found
+
+
+def _seeded(events: int) -> Path:
+    """The seeded database's metadata file (seeding it first, natively, if needed)."""
+    from bench import seed
+
+    pristine = DB_DIR / f"ours-{events}.db"
+    meta = pristine.with_suffix(".json")
+    seed.seed_ours(f"sqlite:///{pristine}", events, meta, log=_stderr)
+    return meta
+
+
+def _total(dump: Path) -> int:
+    for line in dump.read_text().splitlines():  # (its "summary:" is wrong once the
+        if line.startswith("totals:"):  # instrumentation was switched off and on)
+            return int(line.split()[1])
+    raise SystemExit(f"no totals in {dump}")
+
+
+def _inclusive(dump: Path) -> dict[str, int]:
+    """Inclusive instructions of the trampolines' C functions."""
+    text = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(dump)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    names = {through for through, _ in _TRAMPOLINES}
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*([\d,]+) .*?(\S+) \[", line)
+        if m and m.group(2).split(":")[-1] in names:
+            found[m.group(2).split(":")[-1]] = int(m.group(1).replace(",", ""))
+    return found
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+# -- the run under valgrind ---------------------------------------------------------------
+
+
+def _serve_measured(a: argparse.Namespace) -> None:
+    """Warm up and serve each kind's measured requests inside ``sys.call_tracing`` (the only
+    code callgrind counts), list first: creates then add to another calendar than the read
+    key's."""
+    import uvloop
+
+    from bench import inprocess, load, seed
+
+    meta = seed.Seeded(**json.loads(a.inside.read_text()))
+    work = Path(os.environ["CALENDAR_FLOOR_DIR"])
+    db = work / "floor.db"
+    shutil.copyfile(meta.url.split("///", 1)[1], db)
+    os.environ.update(
+        CALENDAR_DATABASE_URL=f"sqlite:///{db}",
+        CALENDAR_RUN_WEBHOOKS="0",
+        CALENDAR_RATE_LIMIT="1000000000/minute",  # the limiter runs, leasing 100 at a time
+        CALENDAR_LOG_LEVEL="warning",
+    )
+    if a.inclusive:
+        for spec, (_, trampoline) in zip(a.inclusive.split(","), _TRAMPOLINES, strict=False):
+            _wrap(spec, trampoline)
+    from calendar_service.app import app_from_env
+
+    app = app_from_env()
+    kinds = KINDS if a.kind == "both" else (a.kind,)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        lifespan = runner.run(inprocess._started(app))
+        for kind in kinds:
+            token = meta.read_secret if kind == "list" else meta.write_secret
+            batch = inprocess.requests(load.Workload.ours(kind, token), a.warmup + a.requests)
+            statuses = runner.run(inprocess.drive(app, batch[: a.warmup], token))
+            _instrumentation("on")
+            measured = inprocess.drive(app, batch[a.warmup :], token)
+            statuses += sys.call_tracing(runner.run, (measured,))
+            _instrumentation("off")
+            bad = {status: n for status, n in statuses.items() if status >= 300}
+            if bad:
+                raise SystemExit(f"{kind}: unexpected statuses {bad}")
+        lifespan.cancel()
+
+
+def _instrumentation(state: str) -> None:
+    """Switch callgrind's instrumentation ``on`` or ``off`` (started off: the start-up and the
+    warm-up run several times faster uninstrumented). ``callgrind_control`` asks through
+    ``vgdb``, which valgrind polls while this process runs code: it spins until the answer."""
+    proc = subprocess.Popen(
+        ["callgrind_control", "-i", state, str(os.getpid())],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    while proc.poll() is None:
+        pass
+    if proc.returncode != 0:
+        raise SystemExit(f"callgrind_control -i {state} failed ({proc.returncode})")
+
+
+_END = object()
+_CALL_IT = operator.methodcaller("__call__")
+
+# (the C function callgrind sees, a way to call a thunk through it); none of them is called on
+# the request path otherwise (checked: their inclusive counts are 0 without --inclusive).
+_TRAMPOLINES: tuple[tuple[str, Callable[[Callable[[], Any]], Any]], ...] = (
+    ("_operator_call", operator.call),
+    ("calliter_iternext", lambda thunk: next(iter(lambda: (thunk(),), _END))[0]),
+    ("methodcaller_call", _CALL_IT),
+    ("starmap_next", lambda thunk: next(itertools.starmap(thunk, ((),)))),
+    ("functools_reduce", lambda thunk: functools.reduce(lambda _, __: thunk(), (None,), None)),
+)
+
+
+def _wrap(spec: str, trampoline: Callable[[Callable[[], Any]], Any]) -> None:
+    """Route calls of ``module:name`` (``module:Class.method``, ``module:object.attribute``)
+    through ``trampoline``."""
+    module_name, _, path = spec.partition(":")
+    owner: Any = importlib.import_module(module_name)
+    *parents, name = path.split(".")
+    for parent in parents:
+        owner = getattr(owner, parent)
+    original: Callable[..., Any] = getattr(owner, name)
+
+    @functools.wraps(original)
+    def through(*args: Any, **kwargs: Any) -> Any:
+        return trampoline(lambda: original(*args, **kwargs))
+
+    if isinstance(owner, type) or not hasattr(owner, "__dataclass_fields__"):
+        setattr(owner, name, through)
+    else:  # an operation (a frozen dataclass)
+        object.__setattr__(owner, name, through)
+
+
+def environment() -> dict[str, str]:
+    """What the counts depend on beside our code."""
+    return {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
+
+
+if __name__ == "__main__":
+    main()
