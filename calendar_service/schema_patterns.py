@@ -1,5 +1,5 @@
 """What the core accepts, as the JSON Schema patterns its published schemas carry: one
-definition for the OpenAPI document (``rest/openapi*.py``) and the MCP tools' input schemas
+definition for the OpenAPI document (``rest/openapi/``) and the MCP tools' input schemas
 (``models`` and ``mcp_tools.shapes``).
 
 The OpenAPI document takes the exact patterns (a real calendar date, the accepted years, the

@@ -1,10 +1,8 @@
 """The REST front: thin Starlette handlers over the core's operations.
 
-routes.py                the ``/api/v1`` handlers, each through ``gateway.perform``
-parameters.py            each operation's query parameters, declared once (routes and document)
-errors.py                the one translation of ``CalendarError`` into RFC 9457 problems
-feed.py                  ``GET /ical/<token>.ics``, a calendar's subscription feed
-openapi.py               the OpenAPI 3.1.0 document, from the handlers' own models
-openapi_availability.py  its availability operations
-openapi_ical.py          its import operation
+routes.py      the ``/api/v1`` handlers, each through ``gateway.perform``
+parameters.py  each operation's query parameters, declared once (routes and document)
+errors.py      the one translation of ``CalendarError`` into RFC 9457 problems
+feed.py        ``GET /ical/<token>.ics``, a calendar's subscription feed
+openapi/       the OpenAPI 3.1.0 document, from the handlers' own models, by part
 """

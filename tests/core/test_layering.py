@@ -77,7 +77,7 @@ LAYERS: dict[str, frozenset[str]] = {
     ),
     "migrations": frozenset({"migrations/", "migrations/versions/"}),
     "plumbing": frozenset({"calendar_service/asgi/"}),
-    "rest": frozenset({"calendar_service/rest/"}),
+    "rest": frozenset({"calendar_service/rest/", "calendar_service/rest/openapi/"}),
     "account": frozenset({"calendar_service/account/"}),
     "mcp": frozenset({"mcp_tools/"}),
     "webhooks": frozenset({"webhooks/"}),

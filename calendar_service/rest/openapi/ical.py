@@ -1,5 +1,5 @@
-"""The import operation's part of the OpenAPI document (``importCalendarEvents``): its path,
-its query parameters and the report's schema. ``openapi.build_openapi`` merges them in.
+"""The import operation (``importCalendarEvents``): its path, its query parameters and the
+report's schema.
 
 The feed (``/ical/<token>.ics``) is not in the document: it is not under ``/api/v1`` and
 takes no key (docs/ical.md)."""
@@ -9,13 +9,25 @@ from __future__ import annotations
 from typing import Any
 
 from calendar_service import operations
-from calendar_service.asgi.responses import PROBLEM_TYPE
 from calendar_service.ical.reading import MAX_BYTES, MAX_EVENTS
 from calendar_service.rest import parameters as query_parameters
+from calendar_service.rest.openapi.events import TAG
+from calendar_service.rest.openapi.examples import problem_example
+from calendar_service.rest.openapi.refs import (
+    OK_HEADERS,
+    RATE_DOC,
+    SCHEMA,
+    WRITE_NOTE,
+    json_content,
+    ref_headers,
+)
+from calendar_service.rest.openapi.responses import errors, problem_response
 from calendar_service.rest.routes import ICS_MEDIA_TYPE, IMPORT_PATH
+from calendar_service.schema_patterns import TEXT_PATTERN
 
-TEXT_PATTERN = r"^[^\x00]*$"  # as openapi.TEXT_PATTERN: no NUL in any text
 _MIB = MAX_BYTES // (1024 * 1024)
+# The headers its answer declares: those of every answer but Cache-Control.
+_IMPORT_HEADERS = tuple(name for name in OK_HEADERS if name != "Cache-Control")
 
 _EXAMPLE_FILE = (
     "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Example//EN\r\nBEGIN:VEVENT\r\n"
@@ -35,30 +47,6 @@ _EXAMPLE_REPORT = {
         }
     ],
 }
-
-
-def _problem(status: int, code: str, title: str, detail: str) -> dict[str, Any]:
-    return {
-        "type": PROBLEM_TYPE.format(code=code),
-        "title": title,
-        "status": status,
-        "detail": detail,
-        "code": code,
-        "instance": IMPORT_PATH,
-    }
-
-
-def _problem_response(description: str, example: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "description": description,
-        "headers": {"Request-Id": {"$ref": "#/components/headers/Request-Id"}},
-        "content": {
-            "application/problem+json": {
-                "schema": {"$ref": "#/components/schemas/Problem"},
-                "example": example,
-            }
-        },
-    }
 
 
 def schemas() -> dict[str, Any]:
@@ -93,13 +81,13 @@ def schemas() -> dict[str, Any]:
             },
             "errors": {
                 "type": "array",
-                "items": {"$ref": "#/components/schemas/ImportEntry"},
+                "items": {"$ref": SCHEMA.format("ImportEntry")},
                 "description": "UIDs not imported at all, and why (no DTSTART, an unknown "
                 "TZID, a rule this service refuses...).",
             },
             "warnings": {
                 "type": "array",
-                "items": {"$ref": "#/components/schemas/ImportEntry"},
+                "items": {"$ref": SCHEMA.format("ImportEntry")},
                 "description": "What was imported only in part: attendees, alarms and other "
                 "properties events here have no place for; changed occurrences the rule does "
                 "not produce; to-dos and other components that are not events.",
@@ -134,7 +122,7 @@ def path() -> tuple[str, dict[str, Any]]:
     """The import's path (relative to the ``/api/v1`` server) and its path item."""
     operation = {
         "operationId": "importCalendarEvents",
-        "tags": ["Events"],
+        "tags": [TAG],
         "summary": "Import an iCalendar (.ics) file",
         "description": "Imports the VEVENTs of an .ics file (as Google Calendar, Apple "
         "Calendar or Outlook export it) into one calendar: single events, series with their "
@@ -144,9 +132,7 @@ def path() -> tuple[str, dict[str, Any]]:
         "again changes nothing. A UID that cannot be imported is listed in `errors` and "
         "nothing of it is written; what came in only in part is in `warnings`. Each event "
         "made or changed is sent to the owner's webhook like any other change. At most "
-        f"{_MIB} MiB and {MAX_EVENTS} VEVENTs a request. Needs a key with `calendar:write`. "
-        "Every call spends one request of the key's budget and is recorded in the key's call "
-        "history.",
+        f"{_MIB} MiB and {MAX_EVENTS} VEVENTs a request." + WRITE_NOTE + RATE_DOC,
         "parameters": query_parameters.refs(operations.IMPORT.name),
         "requestBody": {
             "required": True,
@@ -158,50 +144,43 @@ def path() -> tuple[str, dict[str, Any]]:
                 }
             },
         },
-        "responses": {
-            "200": {
-                "description": "What the import did.",
-                "headers": {
-                    name: {"$ref": f"#/components/headers/{name}"}
-                    for name in (
-                        "Request-Id",
-                        "RateLimit-Policy",
-                        "RateLimit-Limit",
-                        "RateLimit-Remaining",
-                        "RateLimit-Reset",
-                    )
-                },
-                "content": {
-                    "application/json": {
-                        "schema": {"$ref": "#/components/schemas/ImportReport"},
-                        "example": _EXAMPLE_REPORT,
-                    }
-                },
-            },
-            "400": {"$ref": "#/components/responses/BadRequest"},
-            "401": {"$ref": "#/components/responses/Unauthorized"},
-            "413": _problem_response(
-                f"The file is larger than {_MIB} MiB or holds more than {MAX_EVENTS} events.",
-                _problem(
-                    413,
-                    "payload_too_large",
-                    "Payload too large",
-                    f"The file holds more than {MAX_EVENTS} events: split it (for example by "
-                    "year) and import the parts one after another.",
-                ),
-            ),
-            "415": _problem_response(
-                f"The body was not sent as {ICS_MEDIA_TYPE}.",
-                _problem(
-                    415,
-                    "unsupported_media_type",
-                    "Unsupported media type",
-                    f"Send the .ics file as the body with 'Content-Type: {ICS_MEDIA_TYPE}' "
-                    "(got 'application/json').",
-                ),
-            ),
-            "429": {"$ref": "#/components/responses/TooManyRequests"},
-            "500": {"$ref": "#/components/responses/InternalError"},
-        },
+        "responses": _responses(),
     }
     return IMPORT_PATH.removeprefix("/api/v1"), {"post": operation}
+
+
+def _responses() -> dict[str, Any]:
+    # The import's own 413 and 415 take the places of the shared ones (the file's limits,
+    # its media type); a key already in a dict keeps its place when its value is replaced.
+    return {
+        "200": {
+            "description": "What the import did.",
+            "headers": ref_headers(*_IMPORT_HEADERS),
+            "content": json_content("ImportReport", example=_EXAMPLE_REPORT),
+        },
+        **errors("413", "415"),
+        "413": problem_response(
+            f"The file is larger than {_MIB} MiB or holds more than {MAX_EVENTS} events.",
+            _problem(
+                413,
+                "payload_too_large",
+                "Payload too large",
+                f"The file holds more than {MAX_EVENTS} events: split it (for example by "
+                "year) and import the parts one after another.",
+            ),
+        ),
+        "415": problem_response(
+            f"The body was not sent as {ICS_MEDIA_TYPE}.",
+            _problem(
+                415,
+                "unsupported_media_type",
+                "Unsupported media type",
+                f"Send the .ics file as the body with 'Content-Type: {ICS_MEDIA_TYPE}' "
+                "(got 'application/json').",
+            ),
+        ),
+    }
+
+
+def _problem(status: int, code: str, title: str, detail: str) -> Any:
+    return problem_example(status, code, title, detail, instance=IMPORT_PATH)

@@ -1,0 +1,163 @@
+"""The parameters the operations share (``components.parameters``): the event's id in the path,
+the list's window and pages, the scope of a change, the Idempotency-Key header.
+
+Which operation takes which query parameter is said once, in ``rest/parameters.py``: the routes
+refuse every other, and the operations list them from there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from calendar_service.calendars import MAX_CHOSEN
+from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
+from calendar_service.idempotency import MAX_KEY_LENGTH
+from calendar_service.models import DEFAULT_CALENDAR_NAME
+from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
+from calendar_service.schema_patterns import (
+    BOUND_PATTERN,
+    IDEMPOTENCY_KEY_PATTERN,
+    RANGE_DOC,
+    TEXT_PATTERN,
+)
+
+_BOUND_DOC = (
+    " A date-time (offset optional: without one it is read in the time zone of the key's "
+    "calendar, or of the default calendar for an all-calendars key) or a date (that day's "
+    f"midnight). {RANGE_DOC} Omitted or empty: unbounded."
+)
+
+
+def parameters() -> dict[str, Any]:
+    return {
+        "eventId": {
+            "name": "eventId",
+            "in": "path",
+            "required": True,
+            "description": "The event's id, as returned in `id`.",
+            "schema": {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN},
+            "example": EVENT_EXAMPLE["id"],
+        },
+        **_window(),
+        **_pages(),
+        **_changes(),
+    }
+
+
+def _window() -> dict[str, Any]:
+    """The list's window: from when, until when, in which calendars."""
+    return {
+        "timeMin": {
+            "name": "timeMin",
+            "in": "query",
+            "description": "Inclusive start of the window: events ending after it (and "
+            "zero-length events at it) are returned." + _BOUND_DOC,
+            "schema": {"type": "string", "pattern": BOUND_PATTERN},
+            "example": "2026-03-01T00:00:00+01:00",
+        },
+        "timeMax": {
+            "name": "timeMax",
+            "in": "query",
+            "description": "Exclusive end of the window: events starting before it are "
+            "returned. Not before timeMin." + _BOUND_DOC,
+            "schema": {"type": "string", "pattern": BOUND_PATTERN},
+            "example": "2026-04-01",
+        },
+        "calendarIds": {
+            "name": "calendarIds",
+            "in": "query",
+            "description": "Only these calendars: ids, or names as createCalendarEvent takes "
+            "them; repeat the parameter (`calendarIds=Work&calendarIds=cal_…`) or separate "
+            "them with commas (a name with a comma in it: send it alone). `calendars` in the "
+            "answer lists only those. A calendar the key cannot reach is a 401 "
+            "`insufficient_scope`; one the owner does not have, or an empty value, a 400 "
+            f"naming it. At most {MAX_CHOSEN}. Page and sync tokens are bound to the calendars "
+            "named: send the same ones with pageToken and syncToken. Omitted: every calendar "
+            "the key reaches.",
+            "style": "form",
+            "explode": True,
+            "schema": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN},
+            },
+            "example": [DEFAULT_CALENDAR_NAME],
+        },
+    }
+
+
+def _pages() -> dict[str, Any]:
+    """The list's pages, and the sync that follows its last."""
+    return {
+        "limit": {
+            "name": "limit",
+            "in": "query",
+            "description": f"Page size, 1 to {MAX_LIMIT}; empty means the default.",
+            "schema": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_LIMIT,
+                "default": DEFAULT_LIMIT,
+            },
+            "example": 100,
+        },
+        "pageToken": {
+            "name": "pageToken",
+            "in": "query",
+            "description": "The previous page's nextPageToken, with the same timeMin, "
+            "timeMax, singleEvents and calendarIds (the same instants and calendars; limit may "
+            "change). Any other value is a 400.",
+            "schema": {"type": "string", "pattern": TEXT_PATTERN},
+        },
+        "syncToken": {
+            "name": "syncToken",
+            "in": "query",
+            "description": "The nextSyncToken of an earlier list's (or sync's) last page: the "
+            "answer is then every event created, changed or deleted since, in the calendars "
+            "the key reaches (series and their changed occurrences as stored, not expanded; "
+            "deleted events and cancelled occurrences with status cancelled), paged like a "
+            "list, its last page with a new nextSyncToken. Not with timeMin or timeMax (400). "
+            "A token older than CALENDAR_SYNC_RETENTION_DAYS (default 30) is a 410 "
+            "`sync_token_expired`: list again without it. Any other value is a 400.",
+            "schema": {"type": "string", "pattern": TEXT_PATTERN},
+        },
+        "singleEvents": {
+            "name": "singleEvents",
+            "in": "query",
+            "description": "true (the default): series are listed as their occurrences, each an "
+            "event with recurringEventId and originalStartsAt. false: series are listed as "
+            "themselves, with recurrence, ordered by their first occurrence (their changed "
+            "occurrences are listed too). Send the same value with a pageToken. A boolean, "
+            "sent as `true` or `false` (empty: the default).",
+            "schema": {"type": "boolean", "default": True},
+        },
+    }
+
+
+def _changes() -> dict[str, Any]:
+    """What a change of an occurrence reaches; what makes a create safe to retry."""
+    return {
+        "scope": {
+            "name": "scope",
+            "in": "query",
+            "description": "For an occurrence id (<seriesId>_<YYYYMMDDTHHMMSSZ>): `this` (the "
+            "default) changes or cancels that occurrence alone; `following` ends the series "
+            "before it (and, for a change, starts a new series with the change there, which "
+            "the answer carries); `all` the whole series. A single event's or a series' id "
+            "always names the whole of it. Empty: as if not sent.",
+            "schema": {"type": "string", "enum": ["this", "following", "all", ""]},
+        },
+        "Idempotency-Key": {
+            "name": "Idempotency-Key",
+            "in": "header",
+            "description": "Makes the POST safe to retry (IETF httpapi draft): within 24 hours, "
+            "the same key with the same body returns the first response again; with another "
+            f"body it is a 422. 1 to {MAX_KEY_LENGTH} printable characters.",
+            "schema": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_KEY_LENGTH,
+                "pattern": IDEMPOTENCY_KEY_PATTERN,
+            },
+            "example": "4f8a2c1e-7b3d-4e5f-9a6b-0c1d2e3f4a5b",
+        },
+    }
