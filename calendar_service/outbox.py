@@ -7,10 +7,10 @@ The ``webhooks`` package drains this table; the core only ever inserts into it.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
-from sqlalchemy import Connection, bindparam, insert, select
+from sqlalchemy import Connection, bindparam, case, insert, literal_column, select
 
 from calendar_service.db import Statement
 from calendar_service.db.channels import OUTBOX_DIRTY
@@ -24,20 +24,49 @@ from calendar_service.models import (
 from calendar_service.timeutil import format_utc
 
 # Every change writes these; run straight from the driver (see db.Statement).
-_ENDPOINT = Statement(
-    select(endpoints_t.c.id, endpoints_t.c.status).where(
-        endpoints_t.c.user_id == bindparam("user_id")
-    )
-)
 _INSERT_DELIVERY = Statement(
     insert(deliveries_t).values({c.name: bindparam(c.name) for c in deliveries_t.c})
 )
 _DATE_TIMES = tuple(c.name for c in deliveries_t.c if isinstance(c.type, UTCDateTime))
+DISABLED_ERROR = "webhook disabled when the change was made"
 
-
-class _EndpointRow(NamedTuple):
-    id: str
-    status: str
+# A change's delivery, queued in one statement: the owner's endpoint read and its delivery row
+# written together (due now; already failed when the endpoint is not active), or nothing when
+# the owner has no webhook. Returns the row's status.
+_active = endpoints_t.c.status == literal_column("'active'")
+_at: Any = bindparam("now", type_=deliveries_t.c.created_at.type)
+_QUEUE_CHANGE = Statement(
+    insert(deliveries_t)
+    .from_select(
+        [
+            "id",
+            "user_id",
+            "endpoint_id",
+            "event_type",
+            "payload",
+            "status",
+            "attempts",
+            "next_attempt_at",
+            "last_error",
+            "created_at",
+            "completed_at",
+        ],
+        select(
+            bindparam("id", type_=deliveries_t.c.id.type),
+            endpoints_t.c.user_id,
+            endpoints_t.c.id,
+            bindparam("event_type", type_=deliveries_t.c.event_type.type),
+            bindparam("payload", type_=deliveries_t.c.payload.type),
+            case((_active, literal_column("'pending'")), else_=literal_column("'failed'")),
+            literal_column("0"),
+            _at,
+            case((_active, None), else_=bindparam("error", type_=deliveries_t.c.last_error.type)),
+            _at,
+            case((_active, None), else_=_at),
+        ).where(endpoints_t.c.user_id == bindparam("user_id", type_=endpoints_t.c.user_id.type)),
+    )
+    .returning(deliveries_t.c.status)
+)
 
 
 def _insert_delivery(conn: Connection, values: dict[str, Any]) -> None:
@@ -77,19 +106,24 @@ def record_change(
     the endpoint is disabled the delivery is recorded as failed at once, so that the owner can
     re-send it after enabling the webhook again.
     """
-    found = _ENDPOINT.first(conn, user_id=user_id)
-    if found is None:
-        return None
-    endpoint = _EndpointRow._make(found)
-    return enqueue(
-        conn,
-        user_id=user_id,
-        endpoint_id=endpoint.id,
-        event_type=event_type,
-        data={"event": event},
-        now=now,
-        active=endpoint.status == "active",
+    message_id = new_id("evt")
+    payload = build_payload(
+        message_id=message_id, event_type=event_type, now=now, data={"event": event}
     )
+    queued = _QUEUE_CHANGE.all(
+        conn,
+        id=message_id,
+        user_id=user_id,
+        event_type=event_type,
+        payload=payload,
+        now=to_db(now, conn.dialect.name),
+        error=DISABLED_ERROR,
+    )
+    if not queued:
+        return None
+    if queued[0][0] == "pending":
+        notify_committed(conn)
+    return message_id
 
 
 def enqueue(
@@ -115,7 +149,7 @@ def enqueue(
             status="pending" if active else "failed",
             attempts=0,
             next_attempt_at=now,
-            last_error=None if active else "webhook disabled when the change was made",
+            last_error=None if active else DISABLED_ERROR,
             created_at=now,
             completed_at=None if active else now,
         ),

@@ -7,6 +7,7 @@ calendar was read with it), one compiled window query, and the rows formatted in
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -152,10 +153,13 @@ def _list_events(
     result: dict[str, Any] = {} if now is None else {"now": format_in(now, tz)}
     result["calendars"] = [calendar_public(c) for c in calendars]
     result["events"] = []
-    query = token_query(principal, low, high, single_events=single_events, chosen=chosen)
+    # What the page tokens are bound to, made only when one is read or written.
+    query = functools.partial(
+        token_query, principal, low, high, single_events=single_events, chosen=chosen
+    )
     after: tuple[str, str] | None = None
     if page_token:
-        after_start, after_id, carried = decode_token(token_key, query, page_token)
+        after_start, after_id, carried = decode_token(token_key, query(), page_token)
         position = Position.from_compact(carried)
         if position is None:
             raise bad_page_token()
@@ -190,7 +194,7 @@ def _list_events(
         if len(rows) > size:
             last = rows[size - 1]  # starts_at is the stored UTC text on every backend
             carry = position.compact()
-            result["nextPageToken"] = encode_token(token_key, query, last[3], last[0], carry)
+            result["nextPageToken"] = encode_token(token_key, query(), last[3], last[0], carry)
         else:
             result["nextSyncToken"] = encode_sync_token(token_key, principal, position, chosen)
         return result
@@ -212,7 +216,7 @@ def _list_events(
         result["events"], following = page
         if following is not None:
             carry = position.compact()
-            result["nextPageToken"] = encode_token(token_key, query, *following, carry)
+            result["nextPageToken"] = encode_token(token_key, query(), *following, carry)
         else:
             result["nextSyncToken"] = encode_sync_token(token_key, principal, position, chosen)
         return result

@@ -21,7 +21,10 @@ from sqlalchemy import (
     String,
     and_,
     bindparam,
+    case,
+    func,
     insert,
+    literal_column,
     or_,
     select,
     update,
@@ -63,17 +66,29 @@ def _as_text(columns: Any) -> tuple[Any, ...]:
     return tuple(utc_text_of(c) if isinstance(c.type, UTCDateTime) else c for c in columns)
 
 
-# The window query's columns: a single event's (``shapes.events_public`` unpacks them), and
-# an exception's series and original start.
-_LIST_COLUMNS = _as_text(
+_OPAQUE: Any = literal_column("'opaque'")
+# What a listed row has beside a single event's fields, in one column (``shapes.events_public``
+# unpacks it): NULL for an opaque event of its own (nearly every row), its transparency for a
+# transparent one, and for a changed occurrence of a series "<transparency> <original start>
+# <series id>" (the id last: the only part that is not a fixed word or a stored UTC text).
+# One value fetched a row instead of three: the driver's per-column work was most of what the
+# three cost (docs/performance.md, "Winning it back").
+LIST_EXTRA = case(
     (
-        *EVENT_COLUMNS[:10],
-        events_t.c.recurring_event_id,
-        events_t.c.original_starts_at,
-        events_t.c.transparency,
-    )
-)
-_CONFIRMED = "confirmed"
+        events_t.c.recurring_event_id.is_(None),
+        func.nullif(events_t.c.transparency, _OPAQUE),
+    ),
+    else_=events_t.c.transparency
+    + literal_column("' '")
+    + utc_text_of(events_t.c.original_starts_at)
+    + literal_column("' '")
+    + events_t.c.recurring_event_id,
+).label("extra")
+
+# The window query's columns: a single event's (``shapes.events_public`` unpacks them), and
+# the rest packed (``LIST_EXTRA``).
+_LIST_COLUMNS = (*_as_text(EVENT_COLUMNS[:10]), LIST_EXTRA)
+_CONFIRMED: Any = literal_column("'confirmed'")  # literal: no parameter to merge each time
 
 
 @functools.cache

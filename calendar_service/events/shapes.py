@@ -77,12 +77,14 @@ def event_fields(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
 def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[str, Any]]:
     """``event_public`` for the list's driver rows (``queries.list_statement``), without
     an object or a call per row: the list's hot loop. Stored times are RFC 3339 UTC text
-    already (``timeutil.utc_text``): in UTC they only lose a zero fraction."""
+    already (``timeutil.utc_text``): in UTC they only lose a zero fraction. The transparency
+    and an exception's series and original start come packed in the last column
+    (``queries.LIST_EXTRA``)."""
     zones: dict[str, tuple[str, tzinfo | None]] = {}
     for c in calendars:
         tz = zone(c.time_zone)
         zones[c.id] = (c.name, None if tz is UTC else tz)
-    whole, z = STORED_WHOLE_SECOND, "Z"
+    whole, z, opaque = STORED_WHOLE_SECOND, "Z", "opaque"
     events = []
     for (
         event_id,
@@ -95,9 +97,7 @@ def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[st
         place,
         created,
         updated,
-        series_id,
-        original,
-        transparency,
+        extra,
     ) in rows:
         name, local = zones[calendar_id]
         if local is None:
@@ -116,11 +116,14 @@ def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[st
             "location": place,
             "createdAt": created.replace(whole, z),
             "updatedAt": updated.replace(whole, z),
-            "transparency": transparency,
+            "transparency": opaque,
         }
-        if series_id is not None:  # a changed occurrence of a series
-            event["recurringEventId"] = series_id
-            event["originalStartsAt"] = format_in(original, local or UTC)
+        if extra is not None:  # transparent, or a changed occurrence of a series (LIST_EXTRA)
+            transparency, *series = extra.split(" ", 2)
+            event["transparency"] = transparency
+            if series:
+                event["recurringEventId"] = series[1]
+                event["originalStartsAt"] = format_in(series[0], local or UTC)
         events.append(event)
     return events
 

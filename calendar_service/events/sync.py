@@ -22,7 +22,7 @@ and waits for the next sync. docs/sync.md tells the whole story.
 
 Tokens are signed like page tokens (``tokens``), bound to what the key reaches (its owner and
 calendar, not the key itself: a new key with the same reach carries on), and carry the time
-they were issued: older than the retention, 410 ``sync_token_expired``.
+they were issued (to the minute): older than the retention, 410 ``sync_token_expired``.
 """
 
 from __future__ import annotations
@@ -92,9 +92,15 @@ _CLOCK = Statement(select(sync_clock_t.c.value).where(sync_clock_t.c.id == 1))
 _SNAPSHOT = Statement(text("SELECT pg_current_snapshot()::text"))
 
 
+TAKEN_EVERY = 60
+"""A position's time (``at``) is taken to the minute: between two changes, every list of one
+reach in one minute ends with the same token, made once (``encode_sync_token``). A token may
+so read up to a minute older than it is, and expire up to a minute early (docs/sync.md)."""
+
+
 def current_position(conn: Connection) -> Position:
     """The changes committed now, as a token holds them: one small statement."""
-    at = int(time.time())
+    at = int(time.time()) // TAKEN_EVERY * TAKEN_EVERY
     if conn.dialect.name == "postgresql":
         found = _SNAPSHOT.first(conn)[0]
         xmin, xmax, xip = found.split(":")
@@ -141,7 +147,7 @@ def _bad(field: str, what: str) -> ValidationFailed:
     )
 
 
-# Made tokens, by what makes them: between two changes every list of one reach in one second
+# Made tokens, by what makes them: between two changes every list of one reach in one minute
 # ends with the same token (a pure function of its key, so any request may fill and read it).
 _MADE = Lru(1024)
 

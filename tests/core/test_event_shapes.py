@@ -51,6 +51,72 @@ def test_list_items_equal_the_created_and_fetched_events_in_every_time_zone(
     assert "." not in created[1]["createdAt"] and created[1]["endsAt"].endswith(".250000+02:00")
 
 
+@pytest.mark.parametrize("time_zone", ["UTC", "Europe/Berlin"])
+def test_listed_transparent_events_and_changed_occurrences_equal_their_get(
+    db: Database, factory: Factory, time_zone: str
+) -> None:
+    """The window query packs a row's transparency, series and original start into one column
+    (``queries.LIST_EXTRA``): each combination reads back exactly as a get shows it."""
+    owner = factory.owner()
+    calendar = factory.calendar(owner, name="Packed", time_zone=time_zone)
+    principal = events.owner_principal(owner.id)
+    made = []
+    for transparency in ("opaque", "transparent"):
+        body = {
+            "title": f"single {transparency}",
+            "startsAt": "2026-07-01T08:00:00Z",
+            "endsAt": "2026-07-01T09:00:00Z",
+            "calendarId": calendar,
+            "transparency": transparency,
+        }
+        made.append(
+            db.call(events.create_event_from_input, principal=principal, body=body, now=utcnow())[
+                0
+            ]["id"]
+        )
+    series = db.call(
+        events.create_event_from_input,
+        principal=principal,
+        body={
+            "title": "weekly",
+            "startsAt": "2026-06-24T10:00:00Z",
+            "endsAt": "2026-06-24T11:00:00Z",
+            "calendarId": calendar,
+            "recurrence": ["RRULE:FREQ=WEEKLY;COUNT=3"],
+        },
+        now=utcnow(),
+    )[0]
+    occurrences = db.call(
+        events.list_events,
+        principal=principal,
+        time_min="2026-06-30T00:00:00Z",
+        time_max="2026-07-09T00:00:00Z",
+        token_key=b"test page-token key",
+    )["events"]
+    changed = [e["id"] for e in occurrences if e.get("recurringEventId") == series["id"]]
+    assert len(changed) == 2
+    for occurrence, transparency in zip(changed, ("opaque", "transparent"), strict=True):
+        db.call(
+            events.update_event_from_input,
+            principal=principal,
+            event_id=occurrence,
+            body={"title": f"moved {transparency}", "transparency": transparency},
+            now=utcnow(),
+        )
+        made.append(occurrence)
+    listed = db.call(
+        events.list_events,
+        principal=principal,
+        time_min="2026-06-30T00:00:00Z",
+        time_max="2026-07-09T00:00:00Z",
+        token_key=b"test page-token key",
+    )["events"]
+    fetched = [db.call(events.get_event, principal=principal, event_id=i) for i in made]
+    assert sorted(listed, key=lambda e: e["id"]) == sorted(fetched, key=lambda e: e["id"])
+    assert {e["transparency"] for e in listed} == {"opaque", "transparent"}
+    assert sum("recurringEventId" in e for e in listed) == 2
+
+
 def test_listed_occurrences_are_shared_read_only_and_written_as_their_objects(
     db: Database, factory: Factory
 ) -> None:

@@ -265,6 +265,19 @@ def test_a_one_calendar_key_never_sees_another_calendars_changes(
         _sync(db, narrow, wide_token)
 
 
+def test_a_token_holds_the_minute_it_was_taken_so_a_minute_of_lists_shares_one(
+    db: Database, factory: Factory
+) -> None:
+    """A position is taken to the minute (made once a minute, not once a second, per reach and
+    position: docs/sync.md): its token may read up to a minute older than it is."""
+    principal = _principal(factory)
+    before = int(utcnow().timestamp())
+    token = _full_list(db, principal)["nextSyncToken"]
+    after = int(utcnow().timestamp())
+    position = sync.decode_sync_token(KEY, principal, token)
+    assert position.at % 60 == 0 and before // 60 * 60 <= position.at <= after
+
+
 def test_an_old_token_is_refused_as_expired(db: Database, factory: Factory) -> None:
     principal = _principal(factory)
     token = _full_list(db, principal)["nextSyncToken"]
