@@ -25,10 +25,11 @@ docs/settings.md ("Changing and deleting a calendar"):
   each single event and series (a series' exceptions go with it, as when a series is deleted);
   the database's triggers write their sync tombstones, which are filed under the owner
   (``event_sync.calendar_id`` = the owner's id) so that a sync of all the owner's calendars
-  still finds them once the calendar is gone. The last step deletes the feeds (with their
-  fetch history: a feed row cannot outlive its calendar), the import UIDs, unexchanged OAuth
-  codes for the calendar, detaches the revoked keys (``calendar_id`` NULL) and deletes the
-  calendar. A deletion cut short (a crash, a closed browser) is finished by deleting again.
+  still finds them once the calendar is gone. The last step deletes the import UIDs, spends
+  unexchanged OAuth codes for the calendar and deletes the calendar. Its keys (``revoked_by``
+  ``calendar``) and feeds stay, revoked, with the calendar's id and their histories (no
+  foreign key ties them to it, migration 0013): the pages name it "deleted calendar". A
+  deletion cut short (a crash, a closed browser) is finished by deleting again.
 """
 
 from __future__ import annotations
@@ -48,12 +49,12 @@ from calendar_service.errors import DefaultCalendarKept, FieldError, NotFound, V
 from calendar_service.events.queries import EVENT_COLUMNS, bump_longest
 from calendar_service.events.series import CANCELLED, recurrence_columns
 from calendar_service.events.shapes import Row, event_public
+from calendar_service.keys import REVOKED_BY_CALENDAR
 from calendar_service.models import (
     calendars_t,
     event_sync_t,
     events_t,
     feeds_t,
-    fetches_t,
     ical_uids_t,
     keys_t,
     oauth_authorizations_t,
@@ -72,6 +73,7 @@ _CALENDAR = (
     calendars_t.c.is_default,
     calendars_t.c.max_event_seconds,
     calendars_t.c.user_id,
+    calendars_t.c.color,
 )
 
 
@@ -89,13 +91,13 @@ def _calendar(
     row = conn.execute(query).first()
     if row is None:
         raise NotFound(f"No calendar {calendar_id!r}.")
-    return CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4]), row[5]
+    return CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4], color=row[6]), row[5]
 
 
 def calendar_contents(conn: Connection, *, user_id: str | None, calendar_id: str) -> dict[str, Any]:
     """The calendar (``CalendarPublic``) with what deleting it takes: ``events`` (single
-    events and series, not counting a series' exceptions), ``feeds`` and ``keys`` (active
-    one-calendar keys and connected apps, which would be revoked)."""
+    events and series, not counting a series' exceptions), ``feeds`` (active: they would be
+    revoked) and ``keys`` (active one-calendar keys and connected apps, revoked likewise)."""
     calendar, _ = _calendar(conn, user_id=user_id, calendar_id=calendar_id)
     count = _count(
         conn,
@@ -103,7 +105,9 @@ def calendar_contents(conn: Connection, *, user_id: str | None, calendar_id: str
         events_t.c.calendar_id == calendar.id,
         events_t.c.recurring_event_id.is_(None),
     )
-    feeds = _count(conn, feeds_t.c.id, feeds_t.c.calendar_id == calendar.id)
+    feeds = _count(
+        conn, feeds_t.c.id, feeds_t.c.calendar_id == calendar.id, feeds_t.c.revoked_at.is_(None)
+    )
     live = _count(
         conn, keys_t.c.id, keys_t.c.calendar_id == calendar.id, keys_t.c.revoked_at.is_(None)
     )
@@ -234,7 +238,7 @@ def delete_calendar_step(
     conn.execute(
         update(keys_t)
         .where(keys_t.c.calendar_id == calendar.id, keys_t.c.revoked_at.is_(None))
-        .values(revoked_at=now)
+        .values(revoked_at=now, revoked_by=REVOKED_BY_CALENDAR)
     )
     conn.execute(
         update(feeds_t)
@@ -273,10 +277,9 @@ def delete_calendar_step(
 
 
 def _delete_calendar_row(conn: Connection, calendar: CalendarRow, now: datetime) -> None:
-    """The calendar's last step: what still refers to it goes, then the calendar."""
-    feeds = select(feeds_t.c.id).where(feeds_t.c.calendar_id == calendar.id)
-    conn.execute(delete(fetches_t).where(fetches_t.c.feed_id.in_(feeds.scalar_subquery())))
-    conn.execute(delete(feeds_t).where(feeds_t.c.calendar_id == calendar.id))
+    """The calendar's last step: what still refers to it goes, then the calendar. Its keys
+    and feeds stay, revoked (by this step too: one made since the last step is), with its
+    id, their histories and who revoked them."""
     conn.execute(delete(ical_uids_t).where(ical_uids_t.c.calendar_id == calendar.id))
     # An OAuth code the owner approved for this calendar and the app has not exchanged yet
     # can no longer be: it is spent (the exchange answers invalid_grant).
@@ -286,6 +289,4 @@ def _delete_calendar_row(conn: Connection, calendar: CalendarRow, now: datetime)
         .where(authorizations.calendar_id == calendar.id, authorizations.used_at.is_(None))
         .values(used_at=now)
     )
-    # Revoked keys keep their call history; they no longer name a calendar.
-    conn.execute(update(keys_t).where(keys_t.c.calendar_id == calendar.id).values(calendar_id=None))
     conn.execute(delete(calendars_t).where(calendars_t.c.id == calendar.id))

@@ -24,6 +24,7 @@ _COLUMNS = (
     calendars_t.c.is_default,
     calendars_t.c.max_event_seconds,
     calendars_t.c.series_version,
+    calendars_t.c.color,
 )
 
 
@@ -34,6 +35,7 @@ def calendar_public(row: Any) -> dict[str, Any]:
         "name": row.name,
         "timeZone": row.time_zone,
         "isDefault": bool(row.is_default),
+        "color": row.color,
     }
 
 
@@ -113,6 +115,7 @@ class CalendarRow(NamedTuple):
     max_event_seconds: int
     # None where it was not read: the list then asks the database for the series.
     series_version: int | None = None
+    color: str | None = None  # "#rrggbb", or None: none chosen
 
 
 _OWNED = select(*_COLUMNS).where(calendars_t.c.user_id == bindparam("user_id"))
@@ -134,7 +137,7 @@ def accessible_calendars(conn: Connection, *, principal: Principal) -> list[Cale
         rows = _ACCESSIBLE_ONE.all(
             conn, user_id=principal.user_id, calendar_id=principal.calendar_id
         )
-    return [CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5]) for r in rows]
+    return [CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6]) for r in rows]
 
 
 def resolve_target(
@@ -235,4 +238,4 @@ def get_calendar_row(conn: Connection, *, calendar_id: str) -> CalendarRow:
     row = _BY_ID.first(conn, calendar_id=calendar_id)
     if row is None:
         raise NotFound(f"No calendar {calendar_id!r}.")
-    return CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4])
+    return CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4], color=row[6])

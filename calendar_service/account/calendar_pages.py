@@ -44,7 +44,7 @@ UPCOMING = 10
 NOTICES = {
     "calendar-created": "Calendar created.",
     "calendar-updated": "Calendar saved.",
-    "calendar-deleted": "Calendar deleted: its events and feeds are gone, its keys revoked.",
+    "calendar-deleted": "Calendar deleted: its events are gone, its feeds and keys revoked.",
     "event-created": "Event created.",
     "event-updated": "Event saved.",
     "event-deleted": "Event deleted.",

@@ -155,7 +155,7 @@ def calendars_delete(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Delete a calendar with its events and feeds; its one-calendar keys are revoked.
+    """Delete a calendar with its events; its feeds and one-calendar keys are revoked.
 
     Never the default calendar. Asks first unless --yes (which is needed without a terminal).
     """
@@ -173,8 +173,8 @@ def calendars_delete(
         if not yes:
             what = (
                 f"Delete calendar {found['name']!r} ({found['id']}) with its "
-                f"{found['events']} events (series count once) and {found['feeds']} feeds, "
-                f"and revoke {found['keys']} keys limited to it?"
+                f"{found['events']} events (series count once), and revoke its "
+                f"{found['feeds']} feeds and the {found['keys']} keys limited to it?"
             )
             if not sys.stdin.isatty():
                 raise ValidationFailed(
@@ -199,13 +199,13 @@ def calendars_delete(
         **step["calendar"],
         "deletedEvents": events_gone,
         "revokedKeys": found["keys"],
-        "deletedFeeds": found["feeds"],
+        "revokedFeeds": found["feeds"],
     }
     emit(
         done,
         as_json,
-        f"deleted calendar {done['id']} ({done['name']!r}): {events_gone} events, "
-        f"{found['feeds']} feeds; {found['keys']} keys revoked",
+        f"deleted calendar {done['id']} ({done['name']!r}): {events_gone} events; "
+        f"{found['keys']} keys and {found['feeds']} feeds revoked",
     )
 
 

@@ -42,6 +42,7 @@ def test_a_calendar_is_renamed_and_re_zoned_and_the_api_shows_it_at_once(
         "name": "Office",
         "timeZone": "Europe/Berlin",
         "isDefault": False,
+        "color": None,
     }
     listed = api.get(EVENTS, headers=bearer(secret)).json()
     assert [(e["calendar"], e["startsAt"]) for e in listed["events"]] == [
@@ -93,13 +94,21 @@ def test_a_deleted_calendar_takes_its_events_and_its_keys_stop_working(
         "name": "Work",
         "timeZone": "UTC",
         "isDefault": False,
+        "color": None,
         "deletedEvents": 2,
         "revokedKeys": 1,
-        "deletedFeeds": 0,
+        "revokedFeeds": 0,
     }
     refused = api.get(EVENTS, headers=bearer(secret))
     assert refused.status_code == 401
     assert refused.json()["code"] == "revoked_api_key"
+    assert "the calendar it was limited to has been deleted" in refused.json()["detail"]
+    [key] = cli_json(config, "keys", "list", "--user", email)["keys"]
+    assert (key["state"], key["revokedBy"], key["calendarId"]) == (
+        "revoked",
+        "calendar",
+        calendar_id,
+    )
     listed = cli_json(config, "calendars", "list", "--user", email)["calendars"]
     assert [c["name"] for c in listed] == ["Личное"]
     again = cli(config, "calendars", "delete", calendar_id, "--yes", check=False)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from calendar_service import calendar_changes, calendars, events, keys
 from calendar_service.db import Database
@@ -21,7 +21,7 @@ from calendar_service.errors import (
 )
 from calendar_service.ical import feeds
 from calendar_service.keys import Principal
-from calendar_service.models import DEFAULT_CALENDAR_NAME, deliveries_t
+from calendar_service.models import DEFAULT_CALENDAR_NAME, calendars_t, deliveries_t
 from calendar_service.timeutil import utcnow
 from tests.support import Factory, Owner
 from tests.webhooks.support import set_webhook
@@ -296,7 +296,13 @@ def test_a_calendar_is_renamed_trimmed_and_every_key_sees_the_new_name_at_once(
     for principal in (one, everything):  # what the list keeps in memory is warm
         assert {e["calendar"] for e in listed(db, principal, **window)} == {"Work"}
     renamed = update(db, owner, work, name="  Office ")
-    assert renamed == {"id": work, "name": "Office", "timeZone": "UTC", "isDefault": False}
+    assert renamed == {
+        "id": work,
+        "name": "Office",
+        "timeZone": "UTC",
+        "isDefault": False,
+        "color": None,
+    }
     one = principal_for(db, factory, owner, calendar_id=work)  # each request reads its key anew
     for principal in (one, everything):
         shown = listed(db, principal, **window)
@@ -518,18 +524,28 @@ def test_deleting_a_calendar_takes_its_events_feeds_and_keys_with_webhooks_and_t
         body={"title": "Changed"},
         now=utcnow(),
     )
-    db.call(
+    made_feed = db.call(
         feeds.create_feed,
         user_id=owner.id,
         calendar_id=work,
         base_url="http://127.0.0.1",
         now=utcnow(),
     )
+    db.call(
+        feeds.record_fetch,
+        feed_id=made_feed["id"],
+        at=utcnow(),
+        status=200,
+        events=2,
+        client_addr=None,
+        user_agent=None,
+    )
     assert db.call(calendar_changes.calendar_contents, user_id=owner.id, calendar_id=work) == {
         "id": work,
         "name": "Work",
         "timeZone": "UTC",
         "isDefault": False,
+        "color": None,
         "events": 2,
         "feeds": 1,
         "keys": 2,  # the factory's and principal_for's
@@ -554,13 +570,48 @@ def test_deleting_a_calendar_takes_its_events_feeds_and_keys_with_webhooks_and_t
     )
     assert {e["status"] for e in synced["events"]} == {"cancelled"}
     assert [c["id"] for c in synced["calendars"]] == [owner.default_calendar_id]
-    # its one-calendar keys are revoked (their history kept), others untouched
-    assert db.call(keys.get_key, user_id=owner.id, key_id=one_key)["revoked_at"] is not None
-    with pytest.raises(RevokedKey):
+    # its one-calendar keys are revoked, saying why, and keep the calendar's id (the pages
+    # say "deleted calendar", not "All calendars") and their history; others untouched
+    revoked = db.call(keys.get_key, user_id=owner.id, key_id=one_key)
+    assert revoked["revoked_at"] is not None
+    assert (revoked["calendar_id"], revoked["revoked_by"]) == (work, "calendar")
+    [listed_key] = [
+        k for k in db.call(keys.list_keys, user_id=owner.id, now=utcnow()) if k["id"] == one_key
+    ]
+    assert (listed_key["calendarId"], listed_key["revokedBy"]) == (work, "calendar")
+    with pytest.raises(RevokedKey, match="the calendar it was limited to has been deleted"):
         keys.authorize(db.call(keys.key_row_by_id, key_id=one_key), now=utcnow())
     keys.authorize(db.call(keys.identify, secret=kept_secret), now=utcnow())
     assert db.call(keys.get_key, user_id=owner.id, key_id=kept_key)["revoked_at"] is None
-    assert db.call(feeds.list_feeds, user_id=owner.id) == []
+    # its feed is revoked, kept with the calendar's id and its fetch history
+    [feed] = db.call(feeds.list_feeds, user_id=owner.id)
+    assert (feed["id"], feed["calendarId"], feed["calendar"], feed["state"]) == (
+        made_feed["id"],
+        work,
+        None,
+        "revoked",
+    )
+    assert feed["fetches"] == 1
+    assert len(db.call(feeds.list_fetches, user_id=owner.id, feed_id=feed["id"])) == 1
+    token = made_feed["url"].rsplit("/", 1)[1].removesuffix(".ics")
+    found, version = db.call(feeds.open_feed, token=token, now=utcnow())
+    assert (found.revoked, found.calendar, version) == (True, None, None)  # answered 404
+
+
+def test_a_one_calendar_key_whose_calendar_is_gone_reaches_nothing_even_if_not_revoked(
+    db: Database, factory: Factory
+) -> None:
+    """Defence in depth: the deletion revokes a calendar's keys in its own transaction, but a
+    key row naming a calendar that does not exist (no foreign key holds it) is refused all the
+    same, and a principal naming one reaches no calendar."""
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work")
+    _, secret = factory.key(owner, calendar_id=work)
+    db.call(lambda conn: conn.execute(delete(calendars_t).where(calendars_t.c.id == work)))
+    with pytest.raises(RevokedKey, match="the calendar it was limited to has been deleted"):
+        keys.authorize(db.call(keys.identify, secret=secret), now=utcnow())
+    principal = keys.owner_principal(owner.id, calendar_id=work)
+    assert db.call(calendars.accessible_calendars, principal=principal) == []
 
 
 def test_a_sync_of_the_default_calendar_alone_learns_nothing_of_a_deleted_calendar(
