@@ -12,10 +12,11 @@ docs/settings.md ("Changing and deleting a calendar"):
 - **Re-zone.** Events keep what they are. A timed event (an exception of a series too) keeps
   its instants: it is shown in the new zone's offset. An all-day event keeps its dates (its
   stored midnights move to the new zone's), and so do an all-day series and its exceptions.
-  A timed series keeps the instant of its first occurrence and repeats at that occurrence's
-  local time in the new zone from then on (the calendar's zone is the series' wall clock,
-  SPEC.md "Wall clock"). Every row rewritten so is a change: ``calendar.event.updated`` and a
-  sync change (cancelled occurrences: the sync change alone).
+  A timed series that followed the calendar (``events.time_zone`` NULL) takes the old zone as
+  its own, so it repeats exactly as before (Google Calendar's choice); one with its own zone
+  is not touched. Every row rewritten so is a change: ``calendar.event.updated`` and a sync
+  change (cancelled occurrences: the sync change alone). One transaction: the all-day rows
+  and the calendar's zone must change together (the settings page runs it off the loop).
 - **Delete** (never the default calendar: 409 ``default_calendar``), in steps of at most
   ``DELETE_STEP`` events (series with their exceptions) a transaction, so that a calendar of
   100,000 events never holds a write lock for long; the fronts call ``delete_calendar_step``
@@ -38,7 +39,7 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, delete, func, or_, select, update
+from sqlalchemy import Connection, and_, delete, func, or_, select, update
 
 from calendar_service.calendars import (
     CalendarRow,
@@ -170,13 +171,26 @@ def _rezone(
     c = events_t.c
     rows = conn.execute(
         select(*EVENT_COLUMNS)
-        .where(c.calendar_id == before.id, or_(c.all_day.is_(True), c.recurrence.is_not(None)))
+        .where(
+            c.calendar_id == before.id,
+            or_(c.all_day.is_(True), and_(c.recurrence.is_not(None), c.time_zone.is_(None))),
+        )
         .order_by(c.id)
     ).all()
     for row in rows:
         values: dict[str, Any] = {}
         all_day = bool(row.all_day)
         start, end = row.starts_at, row.ends_at
+        if not all_day:
+            # A timed series that followed the calendar keeps the old zone as its own: it
+            # repeats exactly as before (Google's choice); nothing else of it changes.
+            values.update(time_zone=before.time_zone, updated_at=now)
+            conn.execute(update(events_t).where(c.id == row.id).values(**values))
+            if row.status != CANCELLED:
+                changed = Row({**row._asdict(), **values})
+                event = event_public(changed, calendar_name=after.name, tz=new)
+                record_change(conn, user_id=owner, event_type=UPDATED, event=event, now=now)
+            continue
         if all_day:
             start, end = _same_day(start, old, new), _same_day(end, old, new)
             values.update(starts_at=start, ends_at=end)

@@ -13,6 +13,7 @@ Times typed without an offset are read in the calendar's own time zone; an all-d
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -186,8 +187,13 @@ async def update_calendar(request: Request, owner: OwnerSessionInfo) -> Response
     data = await form(request)
     calendar = await _path_calendar(request, owner)  # 404 first
     values = {"name": str(data.get("name", "")), "time_zone": str(data.get("time_zone", ""))}
+    db = account(request).services.db
     try:
-        await account(request).services.db.run(
+        # On a thread of its own, always: a new time zone rewrites the calendar's all-day
+        # events and series in one transaction, which on a big calendar is more than the
+        # event loop may spend (``db.run`` runs SQLite's calls inline, on the loop).
+        await asyncio.to_thread(
+            db.call,
             calendar_changes.update_calendar,
             user_id=owner.user_id,
             calendar_id=calendar["id"],

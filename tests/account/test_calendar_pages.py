@@ -206,7 +206,7 @@ def test_deleting_a_calendar_first_says_what_goes_then_takes_it_and_revokes_its_
     done = settings.post(f"/calendars/{work}/delete")
     assert done.status_code == 303
     page = settings.client.get(done.headers["location"]).text
-    assert "Calendar deleted: its events and feeds are gone, its keys revoked." in page
+    assert "Calendar deleted: its events are gone, its feeds and keys revoked." in page
     assert f"cal-{work}" not in page
     refused = api.get(EVENTS, headers=bearer(secret))
     assert (refused.status_code, refused.json()["code"]) == (401, "revoked_api_key")

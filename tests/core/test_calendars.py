@@ -386,10 +386,11 @@ def test_a_re_zone_keeps_timed_instants_and_all_day_dates_and_says_so_to_the_web
     assert [e["title"] for e in on_the_day] == ["Day"]
 
 
-def test_a_re_zoned_series_keeps_its_first_instant_and_then_the_new_zones_wall_clock(
+def test_a_re_zoned_timed_series_keeps_the_old_zone_as_its_own_and_repeats_exactly_as_before(
     db: Database, factory: Factory
 ) -> None:
     owner = factory.owner()
+    set_webhook(db, owner, "http://127.0.0.1:9/hook")
     work = factory.calendar(owner, name="Work", time_zone="UTC")
     one = principal_for(db, factory, owner, calendar_id=work)
     series = make(
@@ -400,6 +401,15 @@ def test_a_re_zoned_series_keeps_its_first_instant_and_then_the_new_zones_wall_c
         endsAt="2026-03-02T09:00:00Z",
         recurrence=["RRULE:FREQ=WEEKLY;COUNT=6"],
     )
+    own = make(
+        db,
+        one,
+        title="New York",
+        startsAt="2026-03-03T10:00:00",
+        endsAt="2026-03-03T11:00:00",
+        timeZone="America/New_York",
+        recurrence=["RRULE:FREQ=WEEKLY;COUNT=2"],
+    )
     yearly = make(
         db,
         one,
@@ -409,21 +419,33 @@ def test_a_re_zoned_series_keeps_its_first_instant_and_then_the_new_zones_wall_c
         allDay=True,
         recurrence=["RRULE:FREQ=YEARLY;COUNT=2"],
     )
+    before = len(queued(db, owner))
     update(db, owner, work, time_zone="Europe/Berlin")
     one = principal_for(db, factory, owner, calendar_id=work)
     window = {"time_min": "2026-03-01T00:00:00Z", "time_max": "2027-04-01T00:00:00Z"}
     shown = listed(db, one, **window)
     weekly = [e["startsAt"] for e in shown if e["recurringEventId"] == series["id"]]
-    assert weekly == [  # 09:00 Berlin each week, summer time (from 29 March) included
+    assert weekly == [  # 08:00 UTC each week, as before: 10:00 Berlin in summer time
         "2026-03-02T09:00:00+01:00",
         "2026-03-09T09:00:00+01:00",
         "2026-03-16T09:00:00+01:00",
         "2026-03-23T09:00:00+01:00",
-        "2026-03-30T09:00:00+02:00",
-        "2026-04-06T09:00:00+02:00",
+        "2026-03-30T10:00:00+02:00",
+        "2026-04-06T10:00:00+02:00",
     ]
+    got = db.call(events.get_event, principal=one, event_id=series["id"])
+    assert got["timeZone"] == "UTC"  # the zone it repeated in, now its own
+    assert db.call(events.get_event, principal=one, event_id=own["id"])["timeZone"] == (
+        "America/New_York"
+    )
     days = [e["startsAt"] for e in shown if e["recurringEventId"] == yearly["id"]]
     assert days == ["2026-03-04T00:00:00+01:00", "2027-03-04T00:00:00+01:00"]
+    sent = queued(db, owner)[before:]  # the series in its own zone did not change
+    assert sorted((kind, event["title"]) for kind, event in sent) == [
+        ("calendar.event.updated", "Birthday"),
+        ("calendar.event.updated", "Weekly"),
+    ]
+    assert next(e for _, e in sent if e["title"] == "Weekly")["timeZone"] == "UTC"
 
 
 def test_a_re_zone_keeps_the_changed_and_cancelled_occurrences_of_an_all_day_series(
