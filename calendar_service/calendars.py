@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, insert, select
+from sqlalchemy import ColumnElement, Connection, Select, and_, bindparam, insert, select
 
 from calendar_service.db import Statement
 from calendar_service.errors import FieldError, InsufficientScope, NotFound, ValidationFailed
@@ -154,25 +154,49 @@ def resolve_target(
     - a calendar the owner does not have: 400 naming it (never created silently);
     - a calendar of the owner outside a one-calendar key's scope: 401 insufficient_scope.
 
+    On PostgreSQL the calendar named (or the key's own) is read ``FOR KEY SHARE``: it cannot
+    be deleted before this transaction ends, and one whose deletion was under way when it
+    was read is answered as one that does not exist (400), never with a foreign key's error
+    at the insert. (The default calendar is never deleted; SQLite has one writer, and a
+    request reads its key in its own transaction.)
+
     A one-calendar key is answered from its own calendar alone: any other id or name is
     outside its reach, whether the owner has such a calendar or not, so its errors can neither
     name the owner's other calendars nor tell which of them exist.
     """
     if principal.calendar_id is not None:
-        return _own_calendar(conn, principal=principal, calendar_id=calendar_id, name=calendar_name)
+        own = _own_calendar(conn, principal=principal, calendar_id=calendar_id, name=calendar_name)
+        if conn.dialect.name == "postgresql":
+            found = conn.execute(
+                select(calendars_t.c.id)
+                .where(calendars_t.c.id == own.id)
+                .with_for_update(read=True, key_share=True)
+            ).first()
+            if found is None:  # deleted since the key was read (it is revoked with it)
+                field = "calendarId" if calendar_id is not None else "calendar"
+                raise ValidationFailed([FieldError(field, f"no calendar with id {own.id!r}")])
+        return own
     owner = principal.user_id
     by_id = by_name = None
     errors: list[FieldError] = []
     if calendar_id is not None:
         by_id = conn.execute(
-            select(*_COLUMNS).where(calendars_t.c.user_id == owner, calendars_t.c.id == calendar_id)
+            _locked(
+                conn,
+                select(*_COLUMNS).where(
+                    calendars_t.c.user_id == owner, calendars_t.c.id == calendar_id
+                ),
+            )
         ).first()
         if by_id is None:
             errors.append(FieldError("calendarId", f"no calendar with id {calendar_id!r}"))
     if calendar_name is not None:
         by_name = conn.execute(
-            select(*_COLUMNS).where(
-                calendars_t.c.user_id == owner, calendars_t.c.name == calendar_name.strip()
+            _locked(
+                conn,
+                select(*_COLUMNS).where(
+                    calendars_t.c.user_id == owner, calendars_t.c.name == calendar_name.strip()
+                ),
             )
         ).first()
         if by_name is None:
@@ -202,6 +226,13 @@ def resolve_target(
                 [FieldError("calendar", f"no default calendar {DEFAULT_CALENDAR_NAME!r}")]
             )
     return target
+
+
+def _locked(conn: Connection, query: Select[Any]) -> Select[Any]:
+    """``query`` of calendars rows, ``FOR KEY SHARE`` on PostgreSQL (``resolve_target``)."""
+    if conn.dialect.name == "postgresql":
+        return query.with_for_update(read=True, key_share=True)
+    return query
 
 
 def _own_calendar(

@@ -340,11 +340,12 @@ def grant_errors(
     if expires_at <= now:
         errors.append(FieldError("expiresAt", "must be in the future"))
     if calendar_id is not None and not bad_id:
-        owned = conn.execute(
-            select(calendars_t.c.id).where(
-                calendars_t.c.user_id == user_id, calendars_t.c.id == calendar_id
-            )
-        ).first()
+        query = select(calendars_t.c.id).where(
+            calendars_t.c.user_id == user_id, calendars_t.c.id == calendar_id
+        )
+        if conn.dialect.name == "postgresql":  # not deleted before the key is written
+            query = query.with_for_update(read=True, key_share=True)
+        owned = conn.execute(query).first()
         if owned is None:
             errors.append(FieldError("calendarId", f"no calendar {calendar_id!r} of this owner"))
     return errors

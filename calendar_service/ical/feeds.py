@@ -68,11 +68,12 @@ def create_feed(
         errors.append(FieldError("calendarId", "choose the calendar the feed shows"))
     calendar = None
     if not errors:
-        calendar = conn.execute(
-            select(calendars_t.c.id, calendars_t.c.name).where(
-                calendars_t.c.id == calendar_id, calendars_t.c.user_id == user_id
-            )
-        ).first()
+        query = select(calendars_t.c.id, calendars_t.c.name).where(
+            calendars_t.c.id == calendar_id, calendars_t.c.user_id == user_id
+        )
+        if conn.dialect.name == "postgresql":  # not deleted before the feed is written
+            query = query.with_for_update(read=True, key_share=True)
+        calendar = conn.execute(query).first()
         if calendar is None:
             errors.append(FieldError("calendarId", f"no calendar {calendar_id!r} of this owner"))
     if errors or calendar is None:
