@@ -45,6 +45,7 @@ from calendar_service.calendars import (
     CalendarRow,
     calendar_public,
     check_calendar_fields,
+    check_color,
 )
 from calendar_service.errors import DefaultCalendarKept, FieldError, NotFound, ValidationFailed
 from calendar_service.events.queries import EVENT_COLUMNS, bump_longest
@@ -131,16 +132,19 @@ def update_calendar(
     now: datetime,
     name: str | None = None,
     time_zone: str | None = None,
+    color: str | None = None,
 ) -> dict[str, Any]:
-    """Rename the calendar and/or move it to another time zone (``None``: unchanged), with the
-    rules of a new calendar's fields; returns the calendar (``CalendarPublic``). See the
-    module's docstring for what a re-zone does to the events."""
+    """Rename the calendar, move it to another time zone and/or give it another colour
+    (``None``: unchanged; an empty colour: none), with the rules of a new calendar's fields;
+    returns the calendar (``CalendarPublic``). See the module's docstring for what a re-zone
+    does to the events."""
     calendar, owner = _calendar(conn, user_id=user_id, calendar_id=calendar_id, lock=True)
     if time_zone is not None:
         time_zone = time_zone.strip()
     checked, errors = check_calendar_fields(
         conn, user_id=owner, name=name, time_zone=time_zone, calendar_id=calendar.id
     )
+    new_color = check_color(color, errors) if color is not None else calendar.color
     if errors:
         raise ValidationFailed(errors)
     values: dict[str, Any] = {}
@@ -148,6 +152,8 @@ def update_calendar(
         values["name"] = checked
     if time_zone is not None and time_zone != calendar.time_zone:
         values["time_zone"] = time_zone
+    if new_color != calendar.color:
+        values["color"] = new_color
     if not values:
         return calendar_public(calendar)
     conn.execute(update(calendars_t).where(calendars_t.c.id == calendar.id).values(**values))

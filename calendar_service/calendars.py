@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -13,9 +14,11 @@ from calendar_service.ids import new_id
 from calendar_service.inputs import check_text
 from calendar_service.keys import Principal
 from calendar_service.models import DEFAULT_CALENDAR_NAME, calendars_t
+from calendar_service.schema_patterns import COLOR_PATTERN
 from calendar_service.timeutil import is_valid_zone
 
 NAME_MAX = 200
+_COLOR = re.compile(COLOR_PATTERN)  # a calendar's colour, stored in lower case
 
 _COLUMNS = (
     calendars_t.c.id,
@@ -69,6 +72,18 @@ def check_calendar_fields(
     return name, errors
 
 
+def check_color(value: str | None, errors: list[FieldError]) -> str | None:
+    """A calendar's colour as sent (``None`` or empty: none), trimmed and in lower case; a
+    problem is added to ``errors``."""
+    value = (value or "").strip()
+    if not value:
+        return None
+    if not _COLOR.match(value):
+        errors.append(FieldError("color", "must be a colour as #rrggbb, e.g. #1a73e8"))
+        return None
+    return value.lower()
+
+
 def create_calendar(
     conn: Connection,
     *,
@@ -77,10 +92,13 @@ def create_calendar(
     time_zone: str = "UTC",
     now: datetime,
     is_default: bool = False,
+    color: str | None = None,
 ) -> dict[str, Any]:
+    """A new calendar; ``color``: ``#rrggbb``, or none."""
     checked, errors = check_calendar_fields(
         conn, user_id=user_id, name=name or "", time_zone=time_zone
     )
+    color = check_color(color, errors)
     if errors:
         raise ValidationFailed(errors)
     name = checked or ""
@@ -92,9 +110,10 @@ def create_calendar(
         "is_default": is_default,
         "max_event_seconds": 0,
         "created_at": now,
+        "color": color,
     }
     conn.execute(insert(calendars_t).values(**values))
-    return calendar_public(CalendarRow(values["id"], name, time_zone, is_default, 0))
+    return calendar_public(CalendarRow(values["id"], name, time_zone, is_default, 0, color=color))
 
 
 def list_owner_calendars(conn: Connection, *, user_id: str) -> list[Any]:

@@ -37,7 +37,7 @@ from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
 from calendar_service.recurrence import MAX_LINE
-from calendar_service.schema_patterns import TOOL_DATE_OR_DATE_TIME_PATTERN
+from calendar_service.schema_patterns import COLOR_PATTERN, TOOL_DATE_OR_DATE_TIME_PATTERN
 from calendar_service.timeutil import RANGE_TEXT, from_utc_text, utc_text
 
 TITLE_MAX = 300
@@ -559,11 +559,22 @@ _IF_FREE_DOC = (
 )
 
 
+def _color_branch(schema: dict[str, Any]) -> None:
+    """``color``'s string branch with the pattern the core checks (``calendars.check_color``)."""
+    for branch in schema["anyOf"]:
+        if branch.get("type") == "string":
+            branch["pattern"] = COLOR_PATTERN
+
+
 class CalendarPublic(_Wire):
     id: str
     name: str
     time_zone: str = PydanticField(description="IANA time zone, e.g. Europe/Berlin")
     is_default: bool
+    color: str | None = PydanticField(
+        description="The calendar's colour as #rrggbb (lower case), or null: none chosen.",
+        json_schema_extra=_color_branch,
+    )
 
 
 def _recurrence_lines(schema: dict[str, Any]) -> None:

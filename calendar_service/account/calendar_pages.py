@@ -110,7 +110,7 @@ PAGE = FormPage(
     template="calendars.html",
     section="calendars",
     load=_overview,
-    blank={"name": "", "time_zone": "UTC"},
+    blank={"name": "", "time_zone": "UTC", "color": ""},
     notices=NOTICES,
     names=_EVENT_FIELDS,
     extra=lambda: {"zones": time_zones()},
@@ -125,18 +125,24 @@ async def calendars_page(request: Request, owner: OwnerSessionInfo) -> Response:
 @owner_page
 async def create_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
     data = await form(request)
-    values = {"name": str(data.get("name", "")), "time_zone": str(data.get("time_zone", ""))}
+    values = _calendar_values(data)
     try:
         await account(request).services.db.run(
             calendars.create_calendar,
             user_id=owner.user_id,
             name=values["name"],
             time_zone=values["time_zone"].strip() or "UTC",
+            color=values["color"],
             now=utcnow(),
         )
     except ValidationFailed as exc:
         return await PAGE.show(request, owner, values=values, refused=exc)
     return see_other(request, "/calendars", notice="calendar-created")
+
+
+def _calendar_values(data: FormData) -> dict[str, str]:
+    """The calendar form's inputs (name, time zone, colour: empty for none)."""
+    return {name: str(data.get(name, "")) for name in ("name", "time_zone", "color")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,7 +184,11 @@ async def _path_calendar(request: Request, owner: OwnerSessionInfo) -> dict[str,
 @owner_page
 async def edit_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
     calendar = await _path_calendar(request, owner)
-    values = {"name": calendar["name"], "time_zone": calendar["timeZone"]}
+    values = {
+        "name": calendar["name"],
+        "time_zone": calendar["timeZone"],
+        "color": calendar["color"] or "",
+    }
     return _calendar_form(request, calendar=calendar, values=values)
 
 
@@ -186,7 +196,7 @@ async def edit_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
 async def update_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
     data = await form(request)
     calendar = await _path_calendar(request, owner)  # 404 first
-    values = {"name": str(data.get("name", "")), "time_zone": str(data.get("time_zone", ""))}
+    values = _calendar_values(data)
     db = account(request).services.db
     try:
         # On a thread of its own, always: a new time zone rewrites the calendar's all-day
@@ -199,6 +209,7 @@ async def update_calendar(request: Request, owner: OwnerSessionInfo) -> Response
             calendar_id=calendar["id"],
             name=values["name"],
             time_zone=values["time_zone"],
+            color=values["color"] if "color" in data else None,  # empty: none; absent: kept
             now=utcnow(),
         )
     except ValidationFailed as exc:

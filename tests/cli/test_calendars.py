@@ -52,6 +52,25 @@ def test_a_calendar_is_renamed_and_re_zoned_and_the_api_shows_it_at_once(
     assert text.strip() == f"calendar {calendar_id}: 'Work', Europe/Berlin"
 
 
+def test_a_calendar_gets_a_colour_when_made_or_updated_and_loses_it_and_a_bad_one_exits_2(
+    config: Config,
+) -> None:
+    email = f"cals-{uuid.uuid4().hex[:8]}@example.com"
+    cli_json(config, "users", "create", email)
+    made = cli_json(config, "calendars", "create", "--user", email, "--name", "Work",
+                    "--color", "#1A73E8")  # fmt: skip
+    assert made["color"] == "#1a73e8"
+    text = cli(config, "calendars", "update", made["id"], "--color", "#0b8043").stdout
+    assert text.strip() == f"calendar {made['id']}: 'Work', UTC, #0b8043"
+    assert cli_json(config, "calendars", "update", made["id"], "--color", "")["color"] is None
+    refused = cli(config, "calendars", "update", made["id"], "--color", "green", check=False)
+    assert refused.returncode == 2
+    assert "color:" in refused.stderr and "#rrggbb" in refused.stderr
+    refused = cli(config, "calendars", "create", "--user", email, "--name", "Home",
+                  "--color", "#12345", check=False)  # fmt: skip
+    assert refused.returncode == 2 and "color:" in refused.stderr
+
+
 def test_an_update_with_bad_fields_exits_2_naming_each_and_changes_nothing(
     config: Config,
 ) -> None:

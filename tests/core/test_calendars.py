@@ -232,6 +232,38 @@ def test_a_calendar_with_bad_fields_is_refused_listing_every_one(
     assert len(db.call(calendars.list_owner_calendars, user_id=owner.id)) == 1
 
 
+def test_a_calendar_has_a_colour_set_changed_and_removed_and_a_bad_one_is_refused_by_name(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    made = db.call(
+        calendars.create_calendar,
+        user_id=owner.id,
+        name="Work",
+        color=" #1A73E8 ",
+        now=utcnow(),
+    )
+    assert made["color"] == "#1a73e8"  # trimmed, lower case
+    assert create(db, owner, "Home")["color"] is None  # none chosen
+    assert update(db, owner, made["id"], color="#0b8043")["color"] == "#0b8043"
+    assert update(db, owner, made["id"], name="Office")["color"] == "#0b8043"  # kept
+    reached = db.call(calendars.accessible_calendars, principal=principal_for(db, factory, owner))
+    assert [calendars.calendar_public(c)["color"] for c in reached] == [None, None, "#0b8043"]
+    one = principal_for(db, factory, owner, calendar_id=made["id"])  # read with the key
+    assert db.call(calendars.accessible_calendars, principal=one)[0].color == "#0b8043"
+    assert update(db, owner, made["id"], color="")["color"] is None  # removed
+    for bad in ("red", "#12345", "#1234567", "1a73e8", "#gggggg", "#1a73e8\x00"):
+        with pytest.raises(ValidationFailed) as raised:
+            update(db, owner, made["id"], color=bad)
+        assert [e["field"] for e in raised.value.errors] == ["color"]
+        assert "#rrggbb" in raised.value.errors[0]["message"]
+        with pytest.raises(ValidationFailed) as raised:
+            db.call(
+                calendars.create_calendar, user_id=owner.id, name="New", color=bad, now=utcnow()
+            )
+        assert [e["field"] for e in raised.value.errors] == ["color"]
+
+
 def test_a_name_of_the_longest_length_is_accepted(db: Database, factory: Factory) -> None:
     name = "x" * calendars.NAME_MAX
     assert create(db, factory.owner(), name)["name"] == name
