@@ -12,10 +12,11 @@ docs/settings.md ("Changing and deleting a calendar"):
 - **Re-zone.** Events keep what they are. A timed event (an exception of a series too) keeps
   its instants: it is shown in the new zone's offset. An all-day event keeps its dates (its
   stored midnights move to the new zone's), and so do an all-day series and its exceptions.
-  A timed series keeps the instant of its first occurrence and repeats at that occurrence's
-  local time in the new zone from then on (the calendar's zone is the series' wall clock,
-  docs/recurrence.md "Making a series"). Every row rewritten so is a change:
-  ``calendar.event.updated`` and a sync change (cancelled occurrences: the sync change alone).
+  A timed series that followed the calendar (``events.time_zone`` NULL) takes the old zone as
+  its own, so it repeats exactly as before (Google Calendar's choice); one with its own zone
+  is not touched. Every row rewritten so is a change: ``calendar.event.updated`` and a sync
+  change (cancelled occurrences: the sync change alone). One transaction: the all-day rows
+  and the calendar's zone must change together (the settings page runs it off the loop).
 - **Delete** (never the default calendar: 409 ``default_calendar``), in steps of at most
   ``DELETE_STEP`` events (series with their exceptions) a transaction, so that a calendar of
   100,000 events never holds a write lock for long; the fronts call ``delete_calendar_step``
@@ -25,10 +26,11 @@ docs/settings.md ("Changing and deleting a calendar"):
   each single event and series (a series' exceptions go with it, as when a series is deleted);
   the database's triggers write their sync tombstones, which are filed under the owner
   (``event_sync.calendar_id`` = the owner's id) so that a sync of all the owner's calendars
-  still finds them once the calendar is gone. The last step deletes the feeds (with their
-  fetch history: a feed row cannot outlive its calendar), the import UIDs, unexchanged OAuth
-  codes for the calendar, detaches the revoked keys (``calendar_id`` NULL) and deletes the
-  calendar. A deletion cut short (a crash, a closed browser) is finished by deleting again.
+  still finds them once the calendar is gone. The last step deletes the import UIDs, spends
+  unexchanged OAuth codes for the calendar and deletes the calendar. Its keys (``revoked_by``
+  ``calendar``) and feeds stay, revoked, with the calendar's id and their histories (no
+  foreign key ties them to it, migration 0013): the pages name it "deleted calendar". A
+  deletion cut short (a crash, a closed browser) is finished by deleting again.
 """
 
 from __future__ import annotations
@@ -37,23 +39,24 @@ from datetime import datetime, tzinfo
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, delete, func, or_, select, update
+from sqlalchemy import Connection, and_, delete, func, or_, select, update
 
 from calendar_service.calendars import (
     CalendarRow,
     calendar_public,
     check_calendar_fields,
+    check_color,
 )
 from calendar_service.errors import DefaultCalendarKept, FieldError, NotFound, ValidationFailed
 from calendar_service.events.queries import EVENT_COLUMNS, bump_longest
 from calendar_service.events.series import CANCELLED, recurrence_columns
 from calendar_service.events.shapes import Row, event_public
+from calendar_service.keys import REVOKED_BY_CALENDAR
 from calendar_service.models import (
     calendars_t,
     event_sync_t,
     events_t,
     feeds_t,
-    fetches_t,
     ical_uids_t,
     keys_t,
     oauth_authorizations_t,
@@ -72,6 +75,7 @@ _CALENDAR = (
     calendars_t.c.is_default,
     calendars_t.c.max_event_seconds,
     calendars_t.c.user_id,
+    calendars_t.c.color,
 )
 
 
@@ -89,13 +93,13 @@ def _calendar(
     row = conn.execute(query).first()
     if row is None:
         raise NotFound(f"No calendar {calendar_id!r}.")
-    return CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4]), row[5]
+    return CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4], color=row[6]), row[5]
 
 
 def calendar_contents(conn: Connection, *, user_id: str | None, calendar_id: str) -> dict[str, Any]:
     """The calendar (``CalendarPublic``) with what deleting it takes: ``events`` (single
-    events and series, not counting a series' exceptions), ``feeds`` and ``keys`` (active
-    one-calendar keys and connected apps, which would be revoked)."""
+    events and series, not counting a series' exceptions), ``feeds`` (active: they would be
+    revoked) and ``keys`` (active one-calendar keys and connected apps, revoked likewise)."""
     calendar, _ = _calendar(conn, user_id=user_id, calendar_id=calendar_id)
     count = _count(
         conn,
@@ -103,7 +107,9 @@ def calendar_contents(conn: Connection, *, user_id: str | None, calendar_id: str
         events_t.c.calendar_id == calendar.id,
         events_t.c.recurring_event_id.is_(None),
     )
-    feeds = _count(conn, feeds_t.c.id, feeds_t.c.calendar_id == calendar.id)
+    feeds = _count(
+        conn, feeds_t.c.id, feeds_t.c.calendar_id == calendar.id, feeds_t.c.revoked_at.is_(None)
+    )
     live = _count(
         conn, keys_t.c.id, keys_t.c.calendar_id == calendar.id, keys_t.c.revoked_at.is_(None)
     )
@@ -126,16 +132,19 @@ def update_calendar(
     now: datetime,
     name: str | None = None,
     time_zone: str | None = None,
+    color: str | None = None,
 ) -> dict[str, Any]:
-    """Rename the calendar and/or move it to another time zone (``None``: unchanged), with the
-    rules of a new calendar's fields; returns the calendar (``CalendarPublic``). See the
-    module's docstring for what a re-zone does to the events."""
+    """Rename the calendar, move it to another time zone and/or give it another colour
+    (``None``: unchanged; an empty colour: none), with the rules of a new calendar's fields;
+    returns the calendar (``CalendarPublic``). See the module's docstring for what a re-zone
+    does to the events."""
     calendar, owner = _calendar(conn, user_id=user_id, calendar_id=calendar_id, lock=True)
     if time_zone is not None:
         time_zone = time_zone.strip()
     checked, errors = check_calendar_fields(
         conn, user_id=owner, name=name, time_zone=time_zone, calendar_id=calendar.id
     )
+    new_color = check_color(color, errors) if color is not None else calendar.color
     if errors:
         raise ValidationFailed(errors)
     values: dict[str, Any] = {}
@@ -143,6 +152,8 @@ def update_calendar(
         values["name"] = checked
     if time_zone is not None and time_zone != calendar.time_zone:
         values["time_zone"] = time_zone
+    if new_color != calendar.color:
+        values["color"] = new_color
     if not values:
         return calendar_public(calendar)
     conn.execute(update(calendars_t).where(calendars_t.c.id == calendar.id).values(**values))
@@ -166,13 +177,26 @@ def _rezone(
     c = events_t.c
     rows = conn.execute(
         select(*EVENT_COLUMNS)
-        .where(c.calendar_id == before.id, or_(c.all_day.is_(True), c.recurrence.is_not(None)))
+        .where(
+            c.calendar_id == before.id,
+            or_(c.all_day.is_(True), and_(c.recurrence.is_not(None), c.time_zone.is_(None))),
+        )
         .order_by(c.id)
     ).all()
     for row in rows:
         values: dict[str, Any] = {}
         all_day = bool(row.all_day)
         start, end = row.starts_at, row.ends_at
+        if not all_day:
+            # A timed series that followed the calendar keeps the old zone as its own: it
+            # repeats exactly as before (Google's choice); nothing else of it changes.
+            values.update(time_zone=before.time_zone, updated_at=now)
+            conn.execute(update(events_t).where(c.id == row.id).values(**values))
+            if row.status != CANCELLED:
+                changed = Row({**row._asdict(), **values})
+                event = event_public(changed, calendar_name=after.name, tz=new)
+                record_change(conn, user_id=owner, event_type=UPDATED, event=event, now=now)
+            continue
         if all_day:
             start, end = _same_day(start, old, new), _same_day(end, old, new)
             values.update(starts_at=start, ends_at=end)
@@ -234,7 +258,7 @@ def delete_calendar_step(
     conn.execute(
         update(keys_t)
         .where(keys_t.c.calendar_id == calendar.id, keys_t.c.revoked_at.is_(None))
-        .values(revoked_at=now)
+        .values(revoked_at=now, revoked_by=REVOKED_BY_CALENDAR)
     )
     conn.execute(
         update(feeds_t)
@@ -273,10 +297,9 @@ def delete_calendar_step(
 
 
 def _delete_calendar_row(conn: Connection, calendar: CalendarRow, now: datetime) -> None:
-    """The calendar's last step: what still refers to it goes, then the calendar."""
-    feeds = select(feeds_t.c.id).where(feeds_t.c.calendar_id == calendar.id)
-    conn.execute(delete(fetches_t).where(fetches_t.c.feed_id.in_(feeds.scalar_subquery())))
-    conn.execute(delete(feeds_t).where(feeds_t.c.calendar_id == calendar.id))
+    """The calendar's last step: what still refers to it goes, then the calendar. Its keys
+    and feeds stay, revoked (by this step too: one made since the last step is), with its
+    id, their histories and who revoked them."""
     conn.execute(delete(ical_uids_t).where(ical_uids_t.c.calendar_id == calendar.id))
     # An OAuth code the owner approved for this calendar and the app has not exchanged yet
     # can no longer be: it is spent (the exchange answers invalid_grant).
@@ -286,6 +309,4 @@ def _delete_calendar_row(conn: Connection, calendar: CalendarRow, now: datetime)
         .where(authorizations.calendar_id == calendar.id, authorizations.used_at.is_(None))
         .values(used_at=now)
     )
-    # Revoked keys keep their call history; they no longer name a calendar.
-    conn.execute(update(keys_t).where(keys_t.c.calendar_id == calendar.id).values(calendar_id=None))
     conn.execute(delete(calendars_t).where(calendars_t.c.id == calendar.id))

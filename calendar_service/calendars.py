@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, insert, select
+from sqlalchemy import ColumnElement, Connection, Select, and_, bindparam, insert, select
 
 from calendar_service.db import Statement
 from calendar_service.errors import FieldError, InsufficientScope, NotFound, ValidationFailed
@@ -14,9 +15,11 @@ from calendar_service.ids import new_id
 from calendar_service.inputs import check_text
 from calendar_service.keys import Principal
 from calendar_service.models import DEFAULT_CALENDAR_NAME, calendars_t
+from calendar_service.schema_patterns import COLOR_PATTERN
 from calendar_service.timeutil import is_valid_zone
 
 NAME_MAX = 200
+_COLOR = re.compile(COLOR_PATTERN)  # a calendar's colour, stored in lower case
 
 _COLUMNS = (
     calendars_t.c.id,
@@ -25,6 +28,7 @@ _COLUMNS = (
     calendars_t.c.is_default,
     calendars_t.c.max_event_seconds,
     calendars_t.c.series_version,
+    calendars_t.c.color,
 )
 
 
@@ -35,6 +39,7 @@ def calendar_public(row: Any) -> dict[str, Any]:
         "name": row.name,
         "timeZone": row.time_zone,
         "isDefault": bool(row.is_default),
+        "color": row.color,
     }
 
 
@@ -68,6 +73,18 @@ def check_calendar_fields(
     return name, errors
 
 
+def check_color(value: str | None, errors: list[FieldError]) -> str | None:
+    """A calendar's colour as sent (``None`` or empty: none), trimmed and in lower case; a
+    problem is added to ``errors``."""
+    value = (value or "").strip()
+    if not value:
+        return None
+    if not _COLOR.match(value):
+        errors.append(FieldError("color", "must be a colour as #rrggbb, e.g. #1a73e8"))
+        return None
+    return value.lower()
+
+
 def create_calendar(
     conn: Connection,
     *,
@@ -76,10 +93,13 @@ def create_calendar(
     time_zone: str = "UTC",
     now: datetime,
     is_default: bool = False,
+    color: str | None = None,
 ) -> dict[str, Any]:
+    """A new calendar; ``color``: ``#rrggbb``, or none."""
     checked, errors = check_calendar_fields(
         conn, user_id=user_id, name=name or "", time_zone=time_zone
     )
+    color = check_color(color, errors)
     if errors:
         raise ValidationFailed(errors)
     name = checked or ""
@@ -91,9 +111,10 @@ def create_calendar(
         "is_default": is_default,
         "max_event_seconds": 0,
         "created_at": now,
+        "color": color,
     }
     conn.execute(insert(calendars_t).values(**values))
-    return calendar_public(CalendarRow(values["id"], name, time_zone, is_default, 0))
+    return calendar_public(CalendarRow(values["id"], name, time_zone, is_default, 0, color=color))
 
 
 def list_owner_calendars(conn: Connection, *, user_id: str) -> list[Any]:
@@ -114,6 +135,7 @@ class CalendarRow(NamedTuple):
     max_event_seconds: int
     # None where it was not read: the list then asks the database for the series.
     series_version: int | None = None
+    color: str | None = None  # "#rrggbb", or None: none chosen
 
 
 _OWNED = select(*_COLUMNS).where(calendars_t.c.user_id == bindparam("user_id"))
@@ -135,7 +157,7 @@ def accessible_calendars(conn: Connection, *, principal: Principal) -> list[Cale
         rows = _ACCESSIBLE_ONE.all(
             conn, user_id=principal.user_id, calendar_id=principal.calendar_id
         )
-    return [CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5]) for r in rows]
+    return [CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6]) for r in rows]
 
 
 MAX_CHOSEN = 50
@@ -225,25 +247,49 @@ def resolve_target(
     - a calendar the owner does not have: 400 naming it (never created silently);
     - a calendar of the owner outside a one-calendar key's scope: 401 insufficient_scope.
 
+    On PostgreSQL the calendar named (or the key's own) is read ``FOR KEY SHARE``: it cannot
+    be deleted before this transaction ends, and one whose deletion was under way when it
+    was read is answered as one that does not exist (400), never with a foreign key's error
+    at the insert. (The default calendar is never deleted; SQLite has one writer, and a
+    request reads its key in its own transaction.)
+
     A one-calendar key is answered from its own calendar alone: any other id or name is
     outside its reach, whether the owner has such a calendar or not, so its errors can neither
     name the owner's other calendars nor tell which of them exist.
     """
     if principal.calendar_id is not None:
-        return _own_calendar(conn, principal=principal, calendar_id=calendar_id, name=calendar_name)
+        own = _own_calendar(conn, principal=principal, calendar_id=calendar_id, name=calendar_name)
+        if conn.dialect.name == "postgresql":
+            found = conn.execute(
+                select(calendars_t.c.id)
+                .where(calendars_t.c.id == own.id)
+                .with_for_update(read=True, key_share=True)
+            ).first()
+            if found is None:  # deleted since the key was read (it is revoked with it)
+                field = "calendarId" if calendar_id is not None else "calendar"
+                raise ValidationFailed([FieldError(field, f"no calendar with id {own.id!r}")])
+        return own
     owner = principal.user_id
     by_id = by_name = None
     errors: list[FieldError] = []
     if calendar_id is not None:
         by_id = conn.execute(
-            select(*_COLUMNS).where(calendars_t.c.user_id == owner, calendars_t.c.id == calendar_id)
+            _locked(
+                conn,
+                select(*_COLUMNS).where(
+                    calendars_t.c.user_id == owner, calendars_t.c.id == calendar_id
+                ),
+            )
         ).first()
         if by_id is None:
             errors.append(FieldError("calendarId", f"no calendar with id {calendar_id!r}"))
     if calendar_name is not None:
         by_name = conn.execute(
-            select(*_COLUMNS).where(
-                calendars_t.c.user_id == owner, calendars_t.c.name == calendar_name.strip()
+            _locked(
+                conn,
+                select(*_COLUMNS).where(
+                    calendars_t.c.user_id == owner, calendars_t.c.name == calendar_name.strip()
+                ),
             )
         ).first()
         if by_name is None:
@@ -273,6 +319,13 @@ def resolve_target(
                 [FieldError("calendar", f"no default calendar {DEFAULT_CALENDAR_NAME!r}")]
             )
     return target
+
+
+def _locked(conn: Connection, query: Select[Any]) -> Select[Any]:
+    """``query`` of calendars rows, ``FOR KEY SHARE`` on PostgreSQL (``resolve_target``)."""
+    if conn.dialect.name == "postgresql":
+        return query.with_for_update(read=True, key_share=True)
+    return query
 
 
 def _own_calendar(
@@ -306,4 +359,4 @@ def get_calendar_row(conn: Connection, *, calendar_id: str) -> CalendarRow:
     row = _BY_ID.first(conn, calendar_id=calendar_id)
     if row is None:
         raise NotFound(f"No calendar {calendar_id!r}.")
-    return CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4])
+    return CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4], color=row[6])

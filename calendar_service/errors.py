@@ -191,22 +191,35 @@ class ExpiredKey(AuthError):
 
 
 class RevokedKey(AuthError):
-    """A revoked key, or a revoked grant of a connected app, saying who revoked it as far as
-    the service knows: ``owner`` (a key: only its owner revokes one), ``app`` (the app that
-    held the grant revoked it, RFC 7009), or ``grant`` (a grant the app did not revoke: its
-    owner did, or the service did when a used code or refresh token came back)."""
+    """A revoked key, or a revoked grant of a connected app (``app``), saying who revoked it:
+    ``by`` is its ``api_keys.revoked_by`` (``keys.REVOKED_BY``): ``owner``, ``app`` (the app
+    that held the grant revoked it, RFC 7009), ``reuse`` (the service, when a used code or
+    refresh token came back) or ``calendar`` (its one calendar was deleted). ``None``: revoked
+    before the reason was kept: a key's was its owner (nobody else could revoke one then), a
+    grant's is not known (its message names every possibility)."""
 
     code = "revoked_api_key"
     bearer_description = "The API key has been revoked."
-    _MESSAGES: ClassVar[dict[str, str]] = {
+    _KEYS: ClassVar[dict[str, str]] = {
         "owner": "The API key has been revoked by its owner.",
+        "calendar": "The API key was revoked: the calendar it was limited to has been deleted.",
+    }
+    _APPS: ClassVar[dict[str | None, str]] = {
+        "owner": "This access has been revoked by its owner: authorize again to reconnect.",
         "app": "This access was revoked by the app that held it: authorize again to reconnect.",
-        "grant": "This access has been revoked by its owner, or by the service after a used "
+        "reuse": "This access was revoked by the service because a used authorization code or "
+        "refresh token was presented again (a copy may be in other hands): authorize again.",
+        "calendar": "This access was revoked: the calendar it was limited to has been deleted. "
+        "Authorize again to reconnect to another.",
+        None: "This access has been revoked by its owner, or by the service after a used "
         "authorization code or refresh token was presented again: authorize again.",
     }
 
-    def __init__(self, by: str = "owner") -> None:
-        super().__init__(self._MESSAGES[by])
+    def __init__(self, by: str | None = "owner", *, app: bool = False) -> None:
+        if app:
+            super().__init__(self._APPS.get(by, self._APPS[None]))
+        else:
+            super().__init__(self._KEYS.get(by or "owner", self._KEYS["owner"]))
 
 
 class InvalidAccessToken(AuthError):

@@ -28,7 +28,7 @@ from calendar_service import oauth
 from calendar_service.db.transactions import atomic
 from calendar_service.errors import CalendarError, RateLimited
 from calendar_service.history import CallRecord, record_call
-from calendar_service.keys import Principal, authorize, identify
+from calendar_service.keys import REVOKED_BY_APP, Principal, authorize, identify
 from calendar_service.later import Later
 from calendar_service.operations import Operation
 from calendar_service.ratelimit import LeaseNeeded, RateLimiter, RateState
@@ -240,12 +240,12 @@ def refuse_known(conn: Connection, *, key_id: str, ctx: CallContext, status: int
 
 def revoke_by_app(conn: Connection, *, key_id: str, ctx: CallContext) -> None:
     """RFC 7009: a connected app revokes its own grant ``key_id`` (a token of it, and so the
-    grant). The request is in the grant's history, at the time the grant ended: its owner sees
-    when the app disconnected, and the grant's later refusals say the app revoked it
-    (``oauth.revoked_by_app``). Answered 200 either way, as RFC 7009 asks."""
+    grant), which keeps who revoked it (``revoked_by`` ``app``: its later refusals say so).
+    The request is in the grant's history, at the time the grant ended, so that its owner sees
+    when the app disconnected. Answered 200 either way, as RFC 7009 asks."""
     now = utcnow()
     with atomic(conn):
-        oauth.revoke_grant(conn, key_id=key_id, now=now)
+        oauth.revoke_grant(conn, key_id=key_id, now=now, by=REVOKED_BY_APP)
         _record(conn, ctx, key_id, 200, at=now)
 
 

@@ -55,6 +55,13 @@ _SCOPES = {
 }
 
 
+# Who or what revoked a key (``api_keys.revoked_by``; ``errors.RevokedKey`` words each).
+REVOKED_BY_OWNER = "owner"  # the owner: the settings page, ``keys revoke``
+REVOKED_BY_APP = "app"  # a connected app revoked its own grant (RFC 7009 ``/revoke``)
+REVOKED_BY_REUSE = "reuse"  # a used authorization code or refresh token came back
+REVOKED_BY_CALENDAR = "calendar"  # its one calendar was deleted (``calendar_changes``)
+
+
 def scopes_of(permission: str) -> tuple[str, ...]:
     """The OAuth-style scopes a permission grants (shown with keys, given to MCP)."""
     return _SCOPES.get(permission, ())
@@ -218,6 +225,7 @@ _VERIFY_COLUMNS = (
     keys_t.c.expires_at,
     keys_t.c.revoked_at,
     keys_t.c.secret_hash,
+    keys_t.c.revoked_by,
 )
 
 
@@ -228,6 +236,7 @@ _KEY_CALENDAR_COLUMNS = (  # calendars.CalendarRow's order
     calendars_t.c.is_default,
     calendars_t.c.max_event_seconds,
     calendars_t.c.series_version,
+    calendars_t.c.color,
 )
 
 
@@ -239,6 +248,9 @@ class KeyRow(NamedTuple):
     expires_at: datetime
     revoked_at: datetime | None
     secret_hash: str
+    revoked_by: str | None
+    # A one-calendar key's calendar (``calendars.CalendarRow`` order); None for a key of all
+    # calendars, or one whose calendar no longer exists.
     calendar: tuple[Any, ...] | None
 
 
@@ -265,7 +277,8 @@ def _key_row(found: Any) -> KeyRow:
         from_db(expires_at),
         None if revoked_at is None else from_db(revoked_at),
         secret_hash,
-        None if found[7] is None else (*found[7:10], bool(found[10]), *found[11:13]),
+        found[7],
+        None if found[8] is None else (*found[8:11], bool(found[11]), *found[12:15]),
     )
 
 
@@ -289,10 +302,15 @@ def identify(conn: Connection, *, secret: str | None) -> KeyRow:
     return _key_row(found)
 
 
-def authorize(row: KeyRow, *, now: datetime) -> Principal:
-    """Turn an identified key row into a principal, or raise revoked/expired."""
+def authorize(row: KeyRow, *, now: datetime, app: bool = False) -> Principal:
+    """Turn an identified key row (``app``: a connected app's grant) into a principal, or
+    raise revoked/expired. A one-calendar key whose calendar is gone reaches nothing: it is
+    refused as revoked with it (the deletion revokes it in the same transaction; this holds
+    whatever wrote the row)."""
     if row.revoked_at is not None:
-        raise RevokedKey()
+        raise RevokedKey(row.revoked_by, app=app)
+    if row.calendar_id is not None and row.calendar is None:
+        raise RevokedKey(REVOKED_BY_CALENDAR, app=app)
     if row.expires_at <= now:
         raise ExpiredKey(format_utc(row.expires_at))
     return Principal(
@@ -323,11 +341,12 @@ def grant_errors(
     if expires_at <= now:
         errors.append(FieldError("expiresAt", "must be in the future"))
     if calendar_id is not None and not bad_id:
-        owned = conn.execute(
-            select(calendars_t.c.id).where(
-                calendars_t.c.user_id == user_id, calendars_t.c.id == calendar_id
-            )
-        ).first()
+        query = select(calendars_t.c.id).where(
+            calendars_t.c.user_id == user_id, calendars_t.c.id == calendar_id
+        )
+        if conn.dialect.name == "postgresql":  # not deleted before the key is written
+            query = query.with_for_update(read=True, key_share=True)
+        owned = conn.execute(query).first()
         if owned is None:
             errors.append(FieldError("calendarId", f"no calendar {calendar_id!r} of this owner"))
     return errors
@@ -393,10 +412,22 @@ def key_public(row: Any, *, now: datetime, last_used_at: datetime | None = None)
         "createdAt": format_utc(row["created_at"]),
         "expiresAt": format_utc(row["expires_at"]),
         "revokedAt": format_utc(row["revoked_at"]) if row["revoked_at"] else None,
+        "revokedBy": revoked_by(row),
         "lastUsedAt": format_utc(last_used_at) if last_used_at else None,
         "state": key_state(row, now=now),
         "kind": row.get("kind") or "key",  # "app": what the owner granted a connected app
     }
+
+
+def revoked_by(row: Any) -> str | None:
+    """Who revoked the key (``REVOKED_BY_*``), ``None`` while it is not revoked or for a grant
+    revoked before that was kept (a key's was its owner, the only one who revoked keys)."""
+    if row["revoked_at"] is None:
+        return None
+    by: str | None = row.get("revoked_by")
+    if by is None and (row.get("kind") or "key") == "key":
+        return REVOKED_BY_OWNER
+    return by
 
 
 def list_keys(conn: Connection, *, user_id: str, now: datetime) -> list[dict[str, Any]]:
@@ -426,8 +457,12 @@ def revoke_key(
     """Revoke a key at once. Revoking a revoked key is a no-op that keeps the first time."""
     row = get_key(conn, user_id=user_id, key_id=key_id)
     if row["revoked_at"] is None:
-        conn.execute(update(keys_t).where(keys_t.c.id == key_id).values(revoked_at=now))
-        row["revoked_at"] = now
+        conn.execute(
+            update(keys_t)
+            .where(keys_t.c.id == key_id)
+            .values(revoked_at=now, revoked_by=REVOKED_BY_OWNER)
+        )
+        row.update(revoked_at=now, revoked_by=REVOKED_BY_OWNER)
     return key_public(row, now=now, last_used_at=last_used_at(conn, key_id=key_id))
 
 

@@ -37,7 +37,7 @@ from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
 from calendar_service.recurrence import MAX_LINE
-from calendar_service.schema_patterns import TOOL_DATE_OR_DATE_TIME_PATTERN
+from calendar_service.schema_patterns import COLOR_PATTERN, TOOL_DATE_OR_DATE_TIME_PATTERN
 from calendar_service.timeutil import RANGE_TEXT, from_utc_text, utc_text
 
 TITLE_MAX = 300
@@ -138,6 +138,8 @@ class Calendar(SQLModel, table=True):
         default=0, sa_column=Column(BigInteger, nullable=False, server_default="0")
     )
     created_at: datetime = _dt()
+    # "#rrggbb" (lower case), or NULL: none chosen.
+    color: str | None = Field(default=None, max_length=7)
 
 
 SERIES_ROWS = text("recurrence IS NOT NULL")
@@ -255,10 +257,13 @@ class ApiKey(SQLModel, table=True):
     prefix: str = Field(max_length=40)
     secret_hash: str = Field(sa_column=Column(String(64), nullable=False, unique=True))
     permission: str = Field(max_length=16)  # "read" | "write" | "freebusy"
-    calendar_id: str | None = Field(default=None, foreign_key="calendars.id", max_length=40)
+    # No foreign key: a key revoked with its deleted calendar keeps the calendar's id.
+    calendar_id: str | None = Field(default=None, max_length=40)
     created_at: datetime = _dt()
     expires_at: datetime = _dt()
     revoked_at: datetime | None = _dt(nullable=True)
+    # Who or what revoked it (REVOKED_BY in keys); NULL on rows revoked before it was kept.
+    revoked_by: str | None = Field(default=None, max_length=16)
     # "key": a static API key; "app": what the owner granted a connected app (OAuth), whose
     # secret_hash is of a random secret never shown: it is reached through oauth_tokens only.
     kind: str = Field(
@@ -455,7 +460,8 @@ class IcalFeed(SQLModel, table=True):
 
     id: str = Field(primary_key=True, max_length=40)
     user_id: str = Field(foreign_key="users.id", index=True, max_length=40)
-    calendar_id: str = Field(foreign_key="calendars.id", max_length=40)
+    # No foreign key: a feed revoked with its deleted calendar keeps it, and its history.
+    calendar_id: str = Field(max_length=40)
     token_hash: str = Field(sa_column=Column(String(64), nullable=False, unique=True))
     prefix: str = Field(max_length=40)  # the token's first characters, to tell feeds apart
     created_at: datetime = _dt()
@@ -554,11 +560,22 @@ _IF_FREE_DOC = (
 )
 
 
+def _color_branch(schema: dict[str, Any]) -> None:
+    """``color``'s string branch with the pattern the core checks (``calendars.check_color``)."""
+    for branch in schema["anyOf"]:
+        if branch.get("type") == "string":
+            branch["pattern"] = COLOR_PATTERN
+
+
 class CalendarPublic(_Wire):
     id: str
     name: str
     time_zone: str = PydanticField(description="IANA time zone, e.g. Europe/Berlin")
     is_default: bool
+    color: str | None = PydanticField(
+        description="The calendar's colour as #rrggbb (lower case), or null: none chosen.",
+        json_schema_extra=_color_branch,
+    )
 
 
 def _recurrence_lines(schema: dict[str, Any]) -> None:

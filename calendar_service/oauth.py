@@ -31,6 +31,7 @@ from calendar_service.errors import (
 )
 from calendar_service.ids import new_id
 from calendar_service.keys import (
+    REVOKED_BY_REUSE,
     Principal,
     authorize,
     grant_errors,
@@ -39,7 +40,6 @@ from calendar_service.keys import (
     scopes_of,
 )
 from calendar_service.models import (
-    calls_t,
     from_db,
     keys_t,
     oauth_authorizations_t,
@@ -330,7 +330,7 @@ def load_code(conn: Connection, *, code: str, now: datetime) -> IssuedCode | Non
         return None
     if row["used_at"] is not None:
         if row["key_id"] is not None:
-            revoke_grant(conn, key_id=row["key_id"], now=now)
+            revoke_grant(conn, key_id=row["key_id"], now=now, by=REVOKED_BY_REUSE)
         return None
     return IssuedCode(
         row["id"],
@@ -515,7 +515,7 @@ def load_token(conn: Connection, *, token: str, kind: str, now: datetime) -> Tok
     if info is None or info.kind != kind or info.grant_revoked:
         return None
     if info.used_at is not None:
-        revoke_grant(conn, key_id=info.key_id, now=now)
+        revoke_grant(conn, key_id=info.key_id, now=now, by=REVOKED_BY_REUSE)
         return None
     if info.grant_expires_at <= now:
         return None
@@ -543,7 +543,7 @@ def rotate_refresh(
         .values(used_at=now)
     )
     if claimed.rowcount != 1:
-        revoke_grant(conn, key_id=row["key_id"], now=now)
+        revoke_grant(conn, key_id=row["key_id"], now=now, by=REVOKED_BY_REUSE)
         return None
     return _issue(
         conn,
@@ -557,31 +557,14 @@ def rotate_refresh(
     )
 
 
-def revoke_grant(conn: Connection, *, key_id: str, now: datetime) -> None:
-    """End a grant and so every token of it (a no-op for one already revoked)."""
+def revoke_grant(conn: Connection, *, key_id: str, now: datetime, by: str) -> None:
+    """End a grant and so every token of it (a no-op for one already revoked: who revoked it
+    first is kept). ``by``: who or what revokes it (``keys.REVOKED_BY_*``)."""
     conn.execute(
         update(keys_t)
         .where(keys_t.c.id == key_id, keys_t.c.kind == "app", keys_t.c.revoked_at.is_(None))
-        .values(revoked_at=now)
+        .values(revoked_at=now, revoked_by=by)
     )
-
-
-def revoked_by_app(conn: Connection, *, key_id: str, revoked_at: datetime) -> bool:
-    """Whether the app itself ended the grant: its revocation request is in the grant's
-    history at the very time the grant was revoked (``gateway.revoke_by_app`` records it so; a
-    revocation after the owner's, or the service's, comes later). Tokens are purged a day after
-    they expire, the history after ``CALENDAR_CALL_HISTORY_DAYS``: while a token can still be
-    presented, the record is there."""
-    found = conn.execute(
-        select(calls_t.c.id)
-        .where(
-            calls_t.c.key_id == key_id,
-            calls_t.c.operation == REVOKE_OPERATION,
-            calls_t.c.at == revoked_at,
-        )
-        .limit(1)
-    ).first()
-    return found is not None
 
 
 def grant_of(conn: Connection, *, token: str) -> str | None:
@@ -600,13 +583,12 @@ def authenticate_access(conn: Connection, *, token: str, resource: str, now: dat
         raise InvalidAccessToken("was issued for another resource")
     row = key_row_by_id(conn, key_id=info.key_id)
     if row.revoked_at is not None:
-        by_app = revoked_by_app(conn, key_id=info.key_id, revoked_at=row.revoked_at)
-        raise RevokedKey("app" if by_app else "grant")
+        raise RevokedKey(row.revoked_by, app=True)
     if row.expires_at <= now:
         raise ExpiredKey(format_utc(row.expires_at))
     if info.expires_at <= now:
         raise InvalidAccessToken(f"expired at {format_utc(info.expires_at)}")
-    return authorize(row, now=now)
+    return authorize(row, now=now, app=True)
 
 
 def purge(conn: Connection, *, now: datetime) -> int:

@@ -99,3 +99,7 @@ _TOOL_DATE_OR_DATE_TIME = rf"\s*{_DIGITS_DATE}(?:[Tt ]{_TIME}{_OFFSET}?)?\s*"
 TOOL_DATE_OR_DATE_TIME_PATTERN = f"^{_TOOL_DATE_OR_DATE_TIME}$"
 # A list bound: as above, or empty (the same as omitted).
 TOOL_BOUND_PATTERN = f"^(?:{_TOOL_DATE_OR_DATE_TIME})?$"
+
+
+COLOR_PATTERN = "^#[0-9A-Fa-f]{6}$"
+"""A calendar's colour: ``#rrggbb`` (``calendars.check_color``; the core stores it lower case)."""

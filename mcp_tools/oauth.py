@@ -80,7 +80,13 @@ from starlette.types import ASGIApp
 from calendar_service import oauth
 from calendar_service.asgi.context import Services, call_context
 from calendar_service.gateway import revoke_by_app
-from calendar_service.keys import FREEBUSY_SCOPE, READ_SCOPE, WRITE_SCOPE, hash_secret
+from calendar_service.keys import (
+    FREEBUSY_SCOPE,
+    READ_SCOPE,
+    REVOKED_BY_APP,
+    WRITE_SCOPE,
+    hash_secret,
+)
 from calendar_service.timeutil import utcnow
 
 log = logging.getLogger(__name__)
@@ -343,11 +349,11 @@ class CalendarAuthProvider(OAuthAuthorizationServerProvider[Code, Refresh, Acces
 
     async def revoke_token(self, token: Access | Refresh) -> None:
         """RFC 7009: revoking either token ends the grant, and so both (and every other)."""
-        await self.db.run(oauth.revoke_grant, key_id=token.key_id, now=utcnow())
+        await self.db.run(oauth.revoke_grant, key_id=token.key_id, now=utcnow(), by=REVOKED_BY_APP)
 
     async def revoke_by_app(self, token: Access | Refresh, request: Request) -> None:
-        """``revoke_token`` as the app's own request to ``/revoke``: recorded in the grant's
-        history, so that the grant's refusals say the app revoked it."""
+        """``revoke_token`` as the app's own request to ``/revoke``, recorded in the grant's
+        history: its owner sees when the app disconnected."""
         ctx = call_context(request, oauth.REVOKE_OPERATION, "mcp")
         await self.db.run_connected(revoke_by_app, key_id=token.key_id, ctx=ctx)
 

@@ -13,6 +13,7 @@ Times typed without an offset are read in the calendar's own time zone; an all-d
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -44,7 +45,7 @@ UPCOMING = 10
 NOTICES = {
     "calendar-created": "Calendar created.",
     "calendar-updated": "Calendar saved.",
-    "calendar-deleted": "Calendar deleted: its events and feeds are gone, its keys revoked.",
+    "calendar-deleted": "Calendar deleted: its events are gone, its feeds and keys revoked.",
     "event-created": "Event created.",
     "event-updated": "Event saved.",
     "event-deleted": "Event deleted.",
@@ -109,7 +110,7 @@ PAGE = FormPage(
     template="calendars.html",
     section="calendars",
     load=_overview,
-    blank={"name": "", "time_zone": "UTC"},
+    blank={"name": "", "time_zone": "UTC", "color": ""},
     notices=NOTICES,
     names=_EVENT_FIELDS,
     extra=lambda: {"zones": time_zones()},
@@ -124,18 +125,24 @@ async def calendars_page(request: Request, owner: OwnerSessionInfo) -> Response:
 @owner_page
 async def create_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
     data = await form(request)
-    values = {"name": str(data.get("name", "")), "time_zone": str(data.get("time_zone", ""))}
+    values = _calendar_values(data)
     try:
         await account(request).services.db.run(
             calendars.create_calendar,
             user_id=owner.user_id,
             name=values["name"],
             time_zone=values["time_zone"].strip() or "UTC",
+            color=values["color"],
             now=utcnow(),
         )
     except ValidationFailed as exc:
         return await PAGE.show(request, owner, values=values, refused=exc)
     return see_other(request, "/calendars", notice="calendar-created")
+
+
+def _calendar_values(data: FormData) -> dict[str, str]:
+    """The calendar form's inputs (name, time zone, colour: empty for none)."""
+    return {name: str(data.get(name, "")) for name in ("name", "time_zone", "color")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,7 +184,11 @@ async def _path_calendar(request: Request, owner: OwnerSessionInfo) -> dict[str,
 @owner_page
 async def edit_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
     calendar = await _path_calendar(request, owner)
-    values = {"name": calendar["name"], "time_zone": calendar["timeZone"]}
+    values = {
+        "name": calendar["name"],
+        "time_zone": calendar["timeZone"],
+        "color": calendar["color"] or "",
+    }
     return _calendar_form(request, calendar=calendar, values=values)
 
 
@@ -185,14 +196,20 @@ async def edit_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
 async def update_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
     data = await form(request)
     calendar = await _path_calendar(request, owner)  # 404 first
-    values = {"name": str(data.get("name", "")), "time_zone": str(data.get("time_zone", ""))}
+    values = _calendar_values(data)
+    db = account(request).services.db
     try:
-        await account(request).services.db.run(
+        # On a thread of its own, always: a new time zone rewrites the calendar's all-day
+        # events and series in one transaction, which on a big calendar is more than the
+        # event loop may spend (``db.run`` runs SQLite's calls inline, on the loop).
+        await asyncio.to_thread(
+            db.call,
             calendar_changes.update_calendar,
             user_id=owner.user_id,
             calendar_id=calendar["id"],
             name=values["name"],
             time_zone=values["time_zone"],
+            color=values["color"] if "color" in data else None,  # empty: none; absent: kept
             now=utcnow(),
         )
     except ValidationFailed as exc:

@@ -28,6 +28,13 @@ EXPIRY_CHOICES = (("7d", "7 days"), ("30d", "30 days"), ("90d", "90 days"), ("36
 NOTICES = {
     "key-revoked": "The key is revoked: any request made with it is now refused.",
 }
+# Who revoked a key (keys.REVOKED_BY_*), after its "Revoked" badge.
+REVOKED_BY = {
+    keys.REVOKED_BY_OWNER: "by you",
+    keys.REVOKED_BY_APP: "by the app itself",
+    keys.REVOKED_BY_REUSE: "by the service: a used code or token was presented again",
+    keys.REVOKED_BY_CALENDAR: "with its calendar",
+}
 # The core names fields as the API does; the form names them as the page does.
 _FORM_FIELDS = {"expiresAt": "expires", "calendarId": "calendar"}
 
@@ -48,7 +55,7 @@ PAGE = FormPage(
     blank={"permission": "read", "expires": "30d", "calendar": ""},
     notices=NOTICES,
     names=_FORM_FIELDS,
-    extra=lambda: {"expiry_choices": EXPIRY_CHOICES},
+    extra=lambda: {"expiry_choices": EXPIRY_CHOICES, "revoked_by": REVOKED_BY},
 )
 
 

@@ -79,13 +79,19 @@ def calendars_create(
     user: UserOption,
     name: Annotated[str, typer.Option(help="Calendar name.")],
     time_zone: Annotated[str, typer.Option(help="IANA time zone.")] = "UTC",
+    color: Annotated[str | None, typer.Option(help="Colour as #rrggbb, e.g. #1a73e8.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Create a calendar for an owner."""
 
     def work(conn: Any) -> dict[str, Any]:
         return calendars_core.create_calendar(
-            conn, user_id=owner_id(conn, user), name=name, time_zone=time_zone, now=utcnow()
+            conn,
+            user_id=owner_id(conn, user),
+            name=name,
+            time_zone=time_zone,
+            color=color,
+            now=utcnow(),
         )
 
     cal = run(work)
@@ -111,7 +117,8 @@ def calendars_list(
 
 
 def _calendar_line(c: dict[str, Any]) -> str:
-    return f"calendar {c['id']}: {c['name']!r}, {c['timeZone']}"
+    color = f", {c['color']}" if c.get("color") else ""
+    return f"calendar {c['id']}: {c['name']!r}, {c['timeZone']}{color}"
 
 
 @calendars_app.command("update")
@@ -125,12 +132,13 @@ def calendars_update(
             "their dates (docs/settings.md)."
         ),
     ] = None,
+    color: Annotated[str | None, typer.Option(help='New colour as #rrggbb; "" for none.')] = None,
     user: Annotated[
         str | None, typer.Option("--user", help="Owner email: refuse another owner's calendar.")
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Rename a calendar or change its time zone."""
+    """Rename a calendar, change its time zone or its colour."""
 
     def work(conn: Any) -> dict[str, Any]:
         return calendar_changes.update_calendar(
@@ -139,6 +147,7 @@ def calendars_update(
             calendar_id=calendar_id,
             name=name,
             time_zone=time_zone,
+            color=color,
             now=utcnow(),
         )
 
@@ -155,7 +164,7 @@ def calendars_delete(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Delete a calendar with its events and feeds; its one-calendar keys are revoked.
+    """Delete a calendar with its events; its feeds and one-calendar keys are revoked.
 
     Never the default calendar. Asks first unless --yes (which is needed without a terminal).
     """
@@ -173,8 +182,8 @@ def calendars_delete(
         if not yes:
             what = (
                 f"Delete calendar {found['name']!r} ({found['id']}) with its "
-                f"{found['events']} events (series count once) and {found['feeds']} feeds, "
-                f"and revoke {found['keys']} keys limited to it?"
+                f"{found['events']} events (series count once), and revoke its "
+                f"{found['feeds']} feeds and the {found['keys']} keys limited to it?"
             )
             if not sys.stdin.isatty():
                 raise ValidationFailed(
@@ -199,13 +208,13 @@ def calendars_delete(
         **step["calendar"],
         "deletedEvents": events_gone,
         "revokedKeys": found["keys"],
-        "deletedFeeds": found["feeds"],
+        "revokedFeeds": found["feeds"],
     }
     emit(
         done,
         as_json,
-        f"deleted calendar {done['id']} ({done['name']!r}): {events_gone} events, "
-        f"{found['feeds']} feeds; {found['keys']} keys revoked",
+        f"deleted calendar {done['id']} ({done['name']!r}): {events_gone} events; "
+        f"{found['keys']} keys and {found['feeds']} feeds revoked",
     )
 
 

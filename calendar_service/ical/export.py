@@ -141,6 +141,8 @@ def render_calendar(content: FeedContent) -> Rendered:
     cal.add("x-wr-calname", vText(calendar.name))
     cal.add("name", vText(calendar.name))
     cal.add("x-wr-timezone", calendar.time_zone)
+    if calendar.color:  # Apple's and others' (RFC 7986's COLOR takes CSS3 names, not #rrggbb)
+        cal.add("x-apple-calendar-color", calendar.color)
     cal.add("refresh-interval", timedelta(hours=1), parameters={"VALUE": "DURATION"})
     cal.add("x-published-ttl", "PT1H")
     events: list[Event] = []

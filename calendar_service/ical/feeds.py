@@ -68,11 +68,12 @@ def create_feed(
         errors.append(FieldError("calendarId", "choose the calendar the feed shows"))
     calendar = None
     if not errors:
-        calendar = conn.execute(
-            select(calendars_t.c.id, calendars_t.c.name).where(
-                calendars_t.c.id == calendar_id, calendars_t.c.user_id == user_id
-            )
-        ).first()
+        query = select(calendars_t.c.id, calendars_t.c.name).where(
+            calendars_t.c.id == calendar_id, calendars_t.c.user_id == user_id
+        )
+        if conn.dialect.name == "postgresql":  # not deleted before the feed is written
+            query = query.with_for_update(read=True, key_share=True)
+        calendar = conn.execute(query).first()
         if calendar is None:
             errors.append(FieldError("calendarId", f"no calendar {calendar_id!r} of this owner"))
     if errors or calendar is None:
@@ -94,8 +95,8 @@ def create_feed(
 
 
 def list_feeds(conn: Connection, *, user_id: str) -> list[dict[str, Any]]:
-    """The owner's feeds, newest first, with their calendar's name and how often each was
-    fetched (within the history's retention)."""
+    """The owner's feeds, newest first, with their calendar's name (``None``: a revoked feed
+    of a deleted calendar) and how often each was fetched (within the history's retention)."""
     count = (
         select(func.count())
         .select_from(fetches_t)
@@ -104,7 +105,7 @@ def list_feeds(conn: Connection, *, user_id: str) -> list[dict[str, Any]]:
     )
     rows = conn.execute(
         select(feeds_t, calendars_t.c.name.label("calendar_name"), count.label("fetches"))
-        .join(calendars_t, calendars_t.c.id == feeds_t.c.calendar_id)
+        .outerjoin(calendars_t, calendars_t.c.id == feeds_t.c.calendar_id)
         .where(feeds_t.c.user_id == user_id)
         .order_by(feeds_t.c.created_at.desc(), feeds_t.c.id)
     )
@@ -116,7 +117,7 @@ def get_feed(conn: Connection, *, user_id: str | None, feed_id: str) -> dict[str
     bad = check_text("feedId", feed_id)
     query = (
         select(feeds_t, calendars_t.c.name.label("calendar_name"))
-        .join(calendars_t, calendars_t.c.id == feeds_t.c.calendar_id)
+        .outerjoin(calendars_t, calendars_t.c.id == feeds_t.c.calendar_id)
         .where(feeds_t.c.id == feed_id)
     )
     if user_id is not None:
@@ -166,7 +167,7 @@ def list_fetches(
 class FeedRow:
     id: str
     user_id: str
-    calendar: CalendarRow
+    calendar: CalendarRow | None  # None: deleted (the feed is then revoked)
     revoked: bool
 
 
@@ -183,8 +184,11 @@ def find_feed(conn: Connection, *, token: str) -> FeedRow:
     ).first()
     if row is None or not hmac.compare_digest(row.token_hash, digest):
         raise NotFound("No such feed.")
-    calendar = get_calendar_row(conn, calendar_id=row.calendar_id)
-    return FeedRow(row.id, row.user_id, calendar, row.revoked_at is not None)
+    try:
+        calendar: CalendarRow | None = get_calendar_row(conn, calendar_id=row.calendar_id)
+    except NotFound:  # deleted: the deletion revoked the feed (and this holds regardless)
+        calendar = None
+    return FeedRow(row.id, row.user_id, calendar, row.revoked_at is not None or calendar is None)
 
 
 def record_fetch(
@@ -221,11 +225,12 @@ def open_feed(conn: Connection, *, token: str, now: datetime) -> tuple[FeedRow, 
     """The feed ``token`` names and the version of what it serves (``export.version_of``;
     ``None`` for a revoked feed, which the front answers 404 once the fetch is recorded)."""
     feed = find_feed(conn, token=token)
-    if feed.revoked:
+    if feed.revoked or feed.calendar is None:
         return feed, None
     return feed, version_of(conn, calendar=feed.calendar, now=now)
 
 
 def feed_content(conn: Connection, *, feed: FeedRow, now: datetime) -> FeedContent:
-    """What the feed serves (``export.read_calendar``)."""
+    """What the feed serves (``export.read_calendar``): a live feed's, whose calendar exists."""
+    assert feed.calendar is not None
     return read_calendar(conn, calendar=feed.calendar, now=now)

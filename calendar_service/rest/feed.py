@@ -106,6 +106,7 @@ async def _rendered(
     cache: RenderedFeeds | None = getattr(state, "rendered_feeds", None)
     if cache is None:
         cache = state.rendered_feeds = RenderedFeeds()
+    assert feed.calendar is not None  # a feed with a version: live, its calendar there
     rendered = cache.get(feed.calendar.id, version)
     if rendered is None:
         # Read after the version: what is rendered is at least as new as what it is kept for.

@@ -190,6 +190,34 @@ def test_a_calendar_is_renamed_and_re_zoned_on_its_edit_page(
     assert "Time zone Asia/Tokyo" in text_of(settings.get("/calendars").text)
 
 
+def test_a_calendar_gets_a_colour_on_its_forms_and_a_bad_one_is_named_beside_the_field(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    made = settings.post("/calendars", {"name": "Work", "time_zone": "UTC", "color": "#1A73E8"})
+    assert made.status_code == 303
+    listing = text_of(settings.get("/calendars").text)
+    assert "Time zone UTC · colour #1a73e8" in listing
+    _, secret = factory.key(settings.owner)
+    [work] = [c for c in api.get(EVENTS, headers=bearer(secret)).json()["calendars"]
+              if c["name"] == "Work"]  # fmt: skip
+    assert work["color"] == "#1a73e8"
+    form = settings.get(f"/calendars/{work['id']}/edit")
+    assert 'name="color" value="#1a73e8"' in form.text
+    refused = settings.post(
+        f"/calendars/{work['id']}", {"name": "Work", "time_zone": "UTC", "color": "blue"}
+    )
+    assert refused.status_code == 400
+    assert "must be a colour as #rrggbb" in refused.text and 'value="blue"' in refused.text
+    kept = settings.post(f"/calendars/{work['id']}", {"name": "Office", "time_zone": "UTC"})
+    assert kept.status_code == 303  # a form without the field keeps the colour
+    assert "colour #1a73e8" in text_of(settings.get("/calendars").text)
+    cleared = settings.post(
+        f"/calendars/{work['id']}", {"name": "Office", "time_zone": "UTC", "color": ""}
+    )
+    assert cleared.status_code == 303
+    assert "colour #" not in text_of(settings.get("/calendars").text)
+
+
 def test_deleting_a_calendar_first_says_what_goes_then_takes_it_and_revokes_its_keys(
     settings: Settings, factory: Factory, api: httpx.Client
 ) -> None:
@@ -206,7 +234,7 @@ def test_deleting_a_calendar_first_says_what_goes_then_takes_it_and_revokes_its_
     done = settings.post(f"/calendars/{work}/delete")
     assert done.status_code == 303
     page = settings.client.get(done.headers["location"]).text
-    assert "Calendar deleted: its events and feeds are gone, its keys revoked." in page
+    assert "Calendar deleted: its events are gone, its feeds and keys revoked." in page
     assert f"cal-{work}" not in page
     refused = api.get(EVENTS, headers=bearer(secret))
     assert (refused.status_code, refused.json()["code"]) == (401, "revoked_api_key")

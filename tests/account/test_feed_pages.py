@@ -9,6 +9,8 @@ from typing import Any
 import httpx
 from icalendar import Calendar
 
+from calendar_service import calendar_changes
+from calendar_service.timeutil import utcnow
 from tests.account.conftest import Settings, browser_sign_in, nav, signed_in
 from tests.ical.support import fetch
 from tests.rest.conftest import EVENTS
@@ -86,3 +88,29 @@ def test_the_feed_pages_show_nothing_of_another_owner_and_no_url_after_creation(
     finally:
         theirs.client.close()
     assert settings.get(f"/feeds/{feed_id.group(1)}").status_code == 200
+
+
+def test_a_feed_of_a_deleted_calendar_stays_listed_revoked_with_its_history_and_answers_404(
+    settings: Settings, factory: Factory, api: httpx.Client
+) -> None:
+    work = factory.calendar(settings.owner, name="Work")
+    made = settings.post("/feeds", {"calendar": work})
+    url = re.search(r"http://[^\"<]+/ical/[0-9A-Za-z]{43}\.ics", made.text)
+    assert url is not None
+    assert fetch(url.group(0), **{"User-Agent": "Before-Deletion"}).status_code == 200
+    while not factory.db.call(
+        calendar_changes.delete_calendar_step,
+        user_id=settings.owner.id,
+        calendar_id=work,
+        now=utcnow(),
+    )["done"]:
+        pass
+    assert fetch(url.group(0)).status_code == 404
+    listing = settings.get("/feeds").text
+    assert "(deleted calendar)" in listing and "Revoked" in listing
+    feed_id = re.search(r"/feeds/(feed_[0-9A-Za-z]+)\"", listing)
+    assert feed_id is not None
+    history = settings.get(f"/feeds/{feed_id.group(1)}")
+    assert history.status_code == 200
+    assert "Feed of “(deleted calendar)”" in history.text
+    assert "Before-Deletion" in history.text

@@ -8,7 +8,7 @@ from datetime import timedelta
 import httpx
 from sqlalchemy import update
 
-from calendar_service import keys
+from calendar_service import calendar_changes, keys
 from calendar_service.timeutil import utcnow
 from tests.account.conftest import Settings
 from tests.support import Factory, bearer
@@ -176,3 +176,27 @@ def test_a_call_the_key_was_refused_is_not_its_last_use_on_the_pages(
     assert row is not None and "Never" not in row.group(0)
     confirm = settings.get(f"/keys/{key_id}/revoke").text
     assert not re.search(r"<dt>Last used</dt><dd>Never</dd>", confirm)
+
+
+def test_a_revoked_key_says_who_revoked_it_and_one_of_a_deleted_calendar_names_it_so(
+    settings: Settings, factory: Factory
+) -> None:
+    work = factory.calendar(settings.owner, name="Work")
+    factory.key(settings.owner, name="Work sync", calendar_id=work)
+    pulled, _ = factory.key(settings.owner, name="Pulled")
+    factory.db.call(keys.revoke_key, user_id=settings.owner.id, key_id=pulled, now=utcnow())
+    while not factory.db.call(
+        calendar_changes.delete_calendar_step,
+        user_id=settings.owner.id,
+        calendar_id=work,
+        now=utcnow(),
+    )["done"]:
+        pass
+    page = settings.get("/keys").text
+    rows = dict(
+        re.findall(r'data-label="Name">([^<]+)</th>(.*?)</tr>', page, re.S),
+    )
+    assert "(deleted calendar)" in rows["Work sync"]
+    assert "All calendars" not in rows["Work sync"]
+    assert 'Revoked</span> <span class="small muted">with its calendar</span>' in rows["Work sync"]
+    assert 'Revoked</span> <span class="small muted">by you</span>' in rows["Pulled"]

@@ -42,6 +42,7 @@ def test_a_calendar_is_renamed_and_re_zoned_and_the_api_shows_it_at_once(
         "name": "Office",
         "timeZone": "Europe/Berlin",
         "isDefault": False,
+        "color": None,
     }
     listed = api.get(EVENTS, headers=bearer(secret)).json()
     assert [(e["calendar"], e["startsAt"]) for e in listed["events"]] == [
@@ -49,6 +50,25 @@ def test_a_calendar_is_renamed_and_re_zoned_and_the_api_shows_it_at_once(
     ]
     text = cli(config, "calendars", "update", calendar_id, "--name", "Work").stdout
     assert text.strip() == f"calendar {calendar_id}: 'Work', Europe/Berlin"
+
+
+def test_a_calendar_gets_a_colour_when_made_or_updated_and_loses_it_and_a_bad_one_exits_2(
+    config: Config,
+) -> None:
+    email = f"cals-{uuid.uuid4().hex[:8]}@example.com"
+    cli_json(config, "users", "create", email)
+    made = cli_json(config, "calendars", "create", "--user", email, "--name", "Work",
+                    "--color", "#1A73E8")  # fmt: skip
+    assert made["color"] == "#1a73e8"
+    text = cli(config, "calendars", "update", made["id"], "--color", "#0b8043").stdout
+    assert text.strip() == f"calendar {made['id']}: 'Work', UTC, #0b8043"
+    assert cli_json(config, "calendars", "update", made["id"], "--color", "")["color"] is None
+    refused = cli(config, "calendars", "update", made["id"], "--color", "green", check=False)
+    assert refused.returncode == 2
+    assert "color:" in refused.stderr and "#rrggbb" in refused.stderr
+    refused = cli(config, "calendars", "create", "--user", email, "--name", "Home",
+                  "--color", "#12345", check=False)  # fmt: skip
+    assert refused.returncode == 2 and "color:" in refused.stderr
 
 
 def test_an_update_with_bad_fields_exits_2_naming_each_and_changes_nothing(
@@ -93,13 +113,21 @@ def test_a_deleted_calendar_takes_its_events_and_its_keys_stop_working(
         "name": "Work",
         "timeZone": "UTC",
         "isDefault": False,
+        "color": None,
         "deletedEvents": 2,
         "revokedKeys": 1,
-        "deletedFeeds": 0,
+        "revokedFeeds": 0,
     }
     refused = api.get(EVENTS, headers=bearer(secret))
     assert refused.status_code == 401
     assert refused.json()["code"] == "revoked_api_key"
+    assert "the calendar it was limited to has been deleted" in refused.json()["detail"]
+    [key] = cli_json(config, "keys", "list", "--user", email)["keys"]
+    assert (key["state"], key["revokedBy"], key["calendarId"]) == (
+        "revoked",
+        "calendar",
+        calendar_id,
+    )
     listed = cli_json(config, "calendars", "list", "--user", email)["calendars"]
     assert [c["name"] for c in listed] == ["Личное"]
     again = cli(config, "calendars", "delete", calendar_id, "--yes", check=False)

@@ -103,7 +103,13 @@ def test_revoke_takes_the_owner_and_refuses_another_owners_key(config: Config) -
     assert still["state"] == "active"
 
     revoked = cli_json(config, "keys", "revoke", key["id"], "--user", email)
-    assert (revoked["id"], revoked["state"]) == (key["id"], "revoked")
+    assert (revoked["id"], revoked["state"], revoked["revokedBy"]) == (
+        key["id"],
+        "revoked",
+        "owner",
+    )
+    [listed] = cli_json(config, "keys", "list", "--user", email)["keys"]
+    assert listed["revokedBy"] == "owner"
 
 
 @pytest.mark.parametrize("command", ["revoke", "calls"])

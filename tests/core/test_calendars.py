@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from calendar_service import calendar_changes, calendars, events, keys
 from calendar_service.db import Database
@@ -21,7 +21,7 @@ from calendar_service.errors import (
 )
 from calendar_service.ical import feeds
 from calendar_service.keys import Principal
-from calendar_service.models import DEFAULT_CALENDAR_NAME, deliveries_t
+from calendar_service.models import DEFAULT_CALENDAR_NAME, calendars_t, deliveries_t
 from calendar_service.timeutil import utcnow
 from tests.support import Factory, Owner
 from tests.webhooks.support import set_webhook
@@ -232,6 +232,38 @@ def test_a_calendar_with_bad_fields_is_refused_listing_every_one(
     assert len(db.call(calendars.list_owner_calendars, user_id=owner.id)) == 1
 
 
+def test_a_calendar_has_a_colour_set_changed_and_removed_and_a_bad_one_is_refused_by_name(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    made = db.call(
+        calendars.create_calendar,
+        user_id=owner.id,
+        name="Work",
+        color=" #1A73E8 ",
+        now=utcnow(),
+    )
+    assert made["color"] == "#1a73e8"  # trimmed, lower case
+    assert create(db, owner, "Home")["color"] is None  # none chosen
+    assert update(db, owner, made["id"], color="#0b8043")["color"] == "#0b8043"
+    assert update(db, owner, made["id"], name="Office")["color"] == "#0b8043"  # kept
+    reached = db.call(calendars.accessible_calendars, principal=principal_for(db, factory, owner))
+    assert [calendars.calendar_public(c)["color"] for c in reached] == [None, None, "#0b8043"]
+    one = principal_for(db, factory, owner, calendar_id=made["id"])  # read with the key
+    assert db.call(calendars.accessible_calendars, principal=one)[0].color == "#0b8043"
+    assert update(db, owner, made["id"], color="")["color"] is None  # removed
+    for bad in ("red", "#12345", "#1234567", "1a73e8", "#gggggg", "#1a73e8\x00"):
+        with pytest.raises(ValidationFailed) as raised:
+            update(db, owner, made["id"], color=bad)
+        assert [e["field"] for e in raised.value.errors] == ["color"]
+        assert "#rrggbb" in raised.value.errors[0]["message"]
+        with pytest.raises(ValidationFailed) as raised:
+            db.call(
+                calendars.create_calendar, user_id=owner.id, name="New", color=bad, now=utcnow()
+            )
+        assert [e["field"] for e in raised.value.errors] == ["color"]
+
+
 def test_a_name_of_the_longest_length_is_accepted(db: Database, factory: Factory) -> None:
     name = "x" * calendars.NAME_MAX
     assert create(db, factory.owner(), name)["name"] == name
@@ -296,7 +328,13 @@ def test_a_calendar_is_renamed_trimmed_and_every_key_sees_the_new_name_at_once(
     for principal in (one, everything):  # what the list keeps in memory is warm
         assert {e["calendar"] for e in listed(db, principal, **window)} == {"Work"}
     renamed = update(db, owner, work, name="  Office ")
-    assert renamed == {"id": work, "name": "Office", "timeZone": "UTC", "isDefault": False}
+    assert renamed == {
+        "id": work,
+        "name": "Office",
+        "timeZone": "UTC",
+        "isDefault": False,
+        "color": None,
+    }
     one = principal_for(db, factory, owner, calendar_id=work)  # each request reads its key anew
     for principal in (one, everything):
         shown = listed(db, principal, **window)
@@ -380,10 +418,11 @@ def test_a_re_zone_keeps_timed_instants_and_all_day_dates_and_says_so_to_the_web
     assert [e["title"] for e in on_the_day] == ["Day"]
 
 
-def test_a_re_zoned_series_keeps_its_first_instant_and_then_the_new_zones_wall_clock(
+def test_a_re_zoned_timed_series_keeps_the_old_zone_as_its_own_and_repeats_exactly_as_before(
     db: Database, factory: Factory
 ) -> None:
     owner = factory.owner()
+    set_webhook(db, owner, "http://127.0.0.1:9/hook")
     work = factory.calendar(owner, name="Work", time_zone="UTC")
     one = principal_for(db, factory, owner, calendar_id=work)
     series = make(
@@ -394,6 +433,15 @@ def test_a_re_zoned_series_keeps_its_first_instant_and_then_the_new_zones_wall_c
         endsAt="2026-03-02T09:00:00Z",
         recurrence=["RRULE:FREQ=WEEKLY;COUNT=6"],
     )
+    own = make(
+        db,
+        one,
+        title="New York",
+        startsAt="2026-03-03T10:00:00",
+        endsAt="2026-03-03T11:00:00",
+        timeZone="America/New_York",
+        recurrence=["RRULE:FREQ=WEEKLY;COUNT=2"],
+    )
     yearly = make(
         db,
         one,
@@ -403,21 +451,33 @@ def test_a_re_zoned_series_keeps_its_first_instant_and_then_the_new_zones_wall_c
         allDay=True,
         recurrence=["RRULE:FREQ=YEARLY;COUNT=2"],
     )
+    before = len(queued(db, owner))
     update(db, owner, work, time_zone="Europe/Berlin")
     one = principal_for(db, factory, owner, calendar_id=work)
     window = {"time_min": "2026-03-01T00:00:00Z", "time_max": "2027-04-01T00:00:00Z"}
     shown = listed(db, one, **window)
     weekly = [e["startsAt"] for e in shown if e["recurringEventId"] == series["id"]]
-    assert weekly == [  # 09:00 Berlin each week, summer time (from 29 March) included
+    assert weekly == [  # 08:00 UTC each week, as before: 10:00 Berlin in summer time
         "2026-03-02T09:00:00+01:00",
         "2026-03-09T09:00:00+01:00",
         "2026-03-16T09:00:00+01:00",
         "2026-03-23T09:00:00+01:00",
-        "2026-03-30T09:00:00+02:00",
-        "2026-04-06T09:00:00+02:00",
+        "2026-03-30T10:00:00+02:00",
+        "2026-04-06T10:00:00+02:00",
     ]
+    got = db.call(events.get_event, principal=one, event_id=series["id"])
+    assert got["timeZone"] == "UTC"  # the zone it repeated in, now its own
+    assert db.call(events.get_event, principal=one, event_id=own["id"])["timeZone"] == (
+        "America/New_York"
+    )
     days = [e["startsAt"] for e in shown if e["recurringEventId"] == yearly["id"]]
     assert days == ["2026-03-04T00:00:00+01:00", "2027-03-04T00:00:00+01:00"]
+    sent = queued(db, owner)[before:]  # the series in its own zone did not change
+    assert sorted((kind, event["title"]) for kind, event in sent) == [
+        ("calendar.event.updated", "Birthday"),
+        ("calendar.event.updated", "Weekly"),
+    ]
+    assert next(e for _, e in sent if e["title"] == "Weekly")["timeZone"] == "UTC"
 
 
 def test_a_re_zone_keeps_the_changed_and_cancelled_occurrences_of_an_all_day_series(
@@ -518,18 +578,28 @@ def test_deleting_a_calendar_takes_its_events_feeds_and_keys_with_webhooks_and_t
         body={"title": "Changed"},
         now=utcnow(),
     )
-    db.call(
+    made_feed = db.call(
         feeds.create_feed,
         user_id=owner.id,
         calendar_id=work,
         base_url="http://127.0.0.1",
         now=utcnow(),
     )
+    db.call(
+        feeds.record_fetch,
+        feed_id=made_feed["id"],
+        at=utcnow(),
+        status=200,
+        events=2,
+        client_addr=None,
+        user_agent=None,
+    )
     assert db.call(calendar_changes.calendar_contents, user_id=owner.id, calendar_id=work) == {
         "id": work,
         "name": "Work",
         "timeZone": "UTC",
         "isDefault": False,
+        "color": None,
         "events": 2,
         "feeds": 1,
         "keys": 2,  # the factory's and principal_for's
@@ -554,13 +624,48 @@ def test_deleting_a_calendar_takes_its_events_feeds_and_keys_with_webhooks_and_t
     )
     assert {e["status"] for e in synced["events"]} == {"cancelled"}
     assert [c["id"] for c in synced["calendars"]] == [owner.default_calendar_id]
-    # its one-calendar keys are revoked (their history kept), others untouched
-    assert db.call(keys.get_key, user_id=owner.id, key_id=one_key)["revoked_at"] is not None
-    with pytest.raises(RevokedKey):
+    # its one-calendar keys are revoked, saying why, and keep the calendar's id (the pages
+    # say "deleted calendar", not "All calendars") and their history; others untouched
+    revoked = db.call(keys.get_key, user_id=owner.id, key_id=one_key)
+    assert revoked["revoked_at"] is not None
+    assert (revoked["calendar_id"], revoked["revoked_by"]) == (work, "calendar")
+    [listed_key] = [
+        k for k in db.call(keys.list_keys, user_id=owner.id, now=utcnow()) if k["id"] == one_key
+    ]
+    assert (listed_key["calendarId"], listed_key["revokedBy"]) == (work, "calendar")
+    with pytest.raises(RevokedKey, match="the calendar it was limited to has been deleted"):
         keys.authorize(db.call(keys.key_row_by_id, key_id=one_key), now=utcnow())
     keys.authorize(db.call(keys.identify, secret=kept_secret), now=utcnow())
     assert db.call(keys.get_key, user_id=owner.id, key_id=kept_key)["revoked_at"] is None
-    assert db.call(feeds.list_feeds, user_id=owner.id) == []
+    # its feed is revoked, kept with the calendar's id and its fetch history
+    [feed] = db.call(feeds.list_feeds, user_id=owner.id)
+    assert (feed["id"], feed["calendarId"], feed["calendar"], feed["state"]) == (
+        made_feed["id"],
+        work,
+        None,
+        "revoked",
+    )
+    assert feed["fetches"] == 1
+    assert len(db.call(feeds.list_fetches, user_id=owner.id, feed_id=feed["id"])) == 1
+    token = made_feed["url"].rsplit("/", 1)[1].removesuffix(".ics")
+    found, version = db.call(feeds.open_feed, token=token, now=utcnow())
+    assert (found.revoked, found.calendar, version) == (True, None, None)  # answered 404
+
+
+def test_a_one_calendar_key_whose_calendar_is_gone_reaches_nothing_even_if_not_revoked(
+    db: Database, factory: Factory
+) -> None:
+    """Defence in depth: the deletion revokes a calendar's keys in its own transaction, but a
+    key row naming a calendar that does not exist (no foreign key holds it) is refused all the
+    same, and a principal naming one reaches no calendar."""
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work")
+    _, secret = factory.key(owner, calendar_id=work)
+    db.call(lambda conn: conn.execute(delete(calendars_t).where(calendars_t.c.id == work)))
+    with pytest.raises(RevokedKey, match="the calendar it was limited to has been deleted"):
+        keys.authorize(db.call(keys.identify, secret=secret), now=utcnow())
+    principal = keys.owner_principal(owner.id, calendar_id=work)
+    assert db.call(calendars.accessible_calendars, principal=principal) == []
 
 
 def test_a_sync_of_the_default_calendar_alone_learns_nothing_of_a_deleted_calendar(

@@ -170,8 +170,15 @@ def test_the_list_names_the_calendars_the_key_reaches(
             "name": DEFAULT_CALENDAR_NAME,
             "timeZone": "UTC",
             "isDefault": True,
+            "color": None,
         },
-        {"id": work, "name": "Work", "timeZone": "Europe/Berlin", "isDefault": False},
+        {
+            "id": work,
+            "name": "Work",
+            "timeZone": "Europe/Berlin",
+            "isDefault": False,
+            "color": None,
+        },
     ]
     assert result["events"] == []
     assert "nextPageToken" not in result

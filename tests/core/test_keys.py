@@ -8,6 +8,7 @@ import re
 from datetime import datetime, timedelta
 
 import pytest
+from sqlalchemy import update
 
 from calendar_service import keys
 from calendar_service.db import Database
@@ -23,6 +24,7 @@ from calendar_service.errors import (
 )
 from calendar_service.history import CallRecord, record_call
 from calendar_service.ids import ALPHABET
+from calendar_service.models import keys_t
 from calendar_service.timeutil import format_utc, utcnow
 from tests.support import Factory
 
@@ -208,6 +210,35 @@ def test_a_revoked_key_is_refused_at_once(db: Database, factory: Factory) -> Non
     assert record["state"] == "revoked" and record["revokedAt"] is not None
     with pytest.raises(RevokedKey):
         keys.authorize(db.call(keys.identify, secret=secret), now=utcnow())
+
+
+def test_a_revoked_key_says_who_revoked_it_and_one_revoked_before_that_was_kept_its_owner(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    key_id, secret = factory.key(owner)
+    record = db.call(keys.revoke_key, user_id=owner.id, key_id=key_id, now=utcnow())
+    assert record["revokedBy"] == "owner"
+    assert db.call(keys.get_key, user_id=owner.id, key_id=key_id)["revoked_by"] == "owner"
+    with pytest.raises(RevokedKey, match=r"^The API key has been revoked by its owner\.$"):
+        keys.authorize(db.call(keys.identify, secret=secret), now=utcnow())
+    # Revoked before 0013, as every key then was: by its owner. A connected app's grant
+    # revoked then is not known: it gets the message that names every possibility.
+    old_key, old_secret = factory.key(owner)
+    db.call(keys.revoke_key, user_id=owner.id, key_id=old_key, now=utcnow())
+    db.call(
+        lambda conn: conn.execute(
+            update(keys_t).where(keys_t.c.id == old_key).values(revoked_by=None)
+        )
+    )
+    [listed] = [
+        k for k in db.call(keys.list_keys, user_id=owner.id, now=utcnow()) if k["id"] == old_key
+    ]
+    assert listed["revokedBy"] == "owner"
+    with pytest.raises(RevokedKey, match=r"^The API key has been revoked by its owner\.$"):
+        keys.authorize(db.call(keys.identify, secret=old_secret), now=utcnow())
+    generic = str(RevokedKey(None, app=True))
+    assert "its owner, or by the service" in generic
 
 
 def test_revoking_a_revoked_key_keeps_the_first_time(db: Database, factory: Factory) -> None:

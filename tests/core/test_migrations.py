@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 from alembic import command
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import IntegrityError
 
+from calendar_service.config import Config
+from calendar_service.db.engine import make_engine
 from calendar_service.migrate import alembic_config
+from tests.support import fresh_database_url
 
 
 def test_0002_rewrites_sqlite_times_written_before_as_rfc3339_and_back(tmp_path: Path) -> None:
@@ -95,3 +102,61 @@ def test_0007_makes_every_existing_event_opaque_and_its_downgrade_drops_free_bus
     assert raw.execute("SELECT title FROM events").fetchall() == [("Old",)]
     raw.close()
     engine.dispose()
+
+
+def test_0013_keeps_keys_and_feeds_of_a_deleted_calendar_with_their_history_and_back(
+    tmp_path: Path,
+) -> None:
+    """On either backend: after 0013 a calendar that keys and feeds (with calls and fetches)
+    name can be deleted and they keep its id; new columns are empty; the downgrade gives the
+    keys no calendar and drops the feeds, as before 0013, and the upgrade runs again."""
+    with fresh_database_url(tmp_path) as url:
+        cfg = alembic_config(url)
+        engine = make_engine(Config(database_url=url))  # as the service's: foreign keys on
+
+        def migrate(step: Callable[[Any, str], None], revision: str) -> None:
+            with engine.begin() as conn:
+                cfg.attributes["connection"] = conn
+                step(cfg, revision)
+
+        migrate(command.upgrade, "0012")
+        at = "2026-03-02T08:30:00.000000Z"
+        rows = [
+            "INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)",
+            "INSERT INTO calendars (id, user_id, name, time_zone, is_default, max_event_seconds, "
+            "created_at) VALUES ('cal_1', 'usr_1', 'Work', 'UTC', false, 0, :at)",
+            "INSERT INTO api_keys (id, user_id, name, prefix, secret_hash, permission, "
+            "calendar_id, created_at, expires_at, revoked_at) VALUES ('key_1', 'usr_1', 'k', "
+            "'calsk_', 'h1', 'read', 'cal_1', :at, :at, :at)",
+            "INSERT INTO calls (key_id, at, transport, operation, method, path, status, "
+            "latency_ms) VALUES ('key_1', :at, 'rest', 'listEvents', 'GET', '/x', 200, 1.0)",
+            "INSERT INTO ical_feeds (id, user_id, calendar_id, token_hash, prefix, created_at, "
+            "revoked_at) VALUES ('fd_1', 'usr_1', 'cal_1', 'h2', 'p', :at, :at)",
+            "INSERT INTO ical_feed_fetches (feed_id, at, status, events) "
+            "VALUES ('fd_1', :at, 200, 0)",
+        ]
+        with engine.begin() as conn:
+            for row in rows:
+                conn.execute(text(row), {"at": at})
+        migrate(command.upgrade, "head")
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT revoked_by FROM api_keys")).all() == [(None,)]
+            assert conn.execute(text("SELECT color FROM calendars")).all() == [(None,)]
+            conn.execute(text("DELETE FROM calendars WHERE id = 'cal_1'"))
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT calendar_id FROM api_keys")).all() == [("cal_1",)]
+            assert conn.execute(text("SELECT calendar_id FROM ical_feeds")).all() == [("cal_1",)]
+            assert conn.execute(text("SELECT count(*) FROM ical_feed_fetches")).scalar() == 1
+            assert conn.execute(text("SELECT count(*) FROM calls")).scalar() == 1
+            # the tables that refer to the rebuilt ones still do
+            with pytest.raises(IntegrityError), conn.begin_nested():
+                conn.execute(text("DELETE FROM api_keys"))
+        migrate(command.downgrade, "0012")
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT id, calendar_id FROM api_keys")).all() == [
+                ("key_1", None)
+            ]
+            assert conn.execute(text("SELECT count(*) FROM ical_feeds")).scalar() == 0
+            assert conn.execute(text("SELECT count(*) FROM calls")).scalar() == 1
+        migrate(command.upgrade, "head")
+        engine.dispose()

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
+from calendar_service import calendar_changes
 from calendar_service.asgi.boundary import loggable_path
 from calendar_service.config import Config
 from calendar_service.db import Database
@@ -250,3 +251,22 @@ def test_transparent_events_are_transp_transparent_in_the_feed_and_come_back_so(
         "Busy": "opaque",
         "Free": "transparent",
     }
+
+
+def test_a_calendars_colour_is_the_feeds_x_apple_calendar_color_and_a_new_one_a_new_etag(
+    api: httpx.Client, factory: Factory, db: Database, config: Config
+) -> None:
+    cal = calendar_in(factory, "UTC")
+    url = make_feed(db, config, cal.owner, cal.id)["url"]
+    plain = fetch(url)
+    assert "X-APPLE-CALENDAR-COLOR" not in plain.text  # none chosen
+    db.call(
+        calendar_changes.update_calendar,
+        user_id=cal.owner.id,
+        calendar_id=cal.id,
+        color="#0B8043",
+        now=utcnow(),
+    )
+    coloured = fetch(url, **{"If-None-Match": plain.headers["etag"]})
+    assert coloured.status_code == 200
+    assert str(parsed(coloured)["X-APPLE-CALENDAR-COLOR"]) == "#0b8043"

@@ -10,11 +10,11 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from calendar_service import history, keys, oauth
 from calendar_service.db import Database
-from calendar_service.models import oauth_authorizations_t, oauth_tokens_t
+from calendar_service.models import calls_t, oauth_authorizations_t, oauth_tokens_t
 from calendar_service.timeutil import utcnow
 from tests.account.conftest import csrf_from
 from tests.mcp_tools.oauth_flow import REDIRECT_URI, Flow, query_of
@@ -38,6 +38,12 @@ def _tokens_of(db: Database, key_id: str) -> int:
             ).all()
         )
     )
+
+
+REUSED = (
+    "This access was revoked by the service because a used authorization code or refresh "
+    "token was presented again (a copy may be in other hands): authorize again."
+)
 
 
 def _apps(db: Database, owner_id: str) -> list[dict[str, object]]:
@@ -211,6 +217,12 @@ def test_an_app_that_revoked_its_own_grant_is_told_so_and_its_owner_sees_when(
         ("mcp", "tools/list", "/mcp", 401),
         ("mcp", "revokeToken", "/revoke", 200),
     ]
+    assert app["revokedBy"] == "app"
+    # Who revoked it is kept with the grant, not read from its history: once the history is
+    # gone (retention), the refusal still says so.
+    db.call(lambda conn: conn.execute(delete(calls_t).where(calls_t.c.key_id == app["id"])))
+    refused = flow.list_tools(tokens["access_token"])
+    assert "revoked by the app that held it" in refused.json()["detail"]
 
 
 def test_a_grant_its_owner_revoked_says_so_even_after_the_app_revokes_it_too(
@@ -220,12 +232,14 @@ def test_a_grant_its_owner_revoked_says_so_even_after_the_app_revokes_it_too(
     [app] = _apps(db, flow.owner.id)
     db.call(keys.revoke_key, user_id=flow.owner.id, key_id=str(app["id"]), now=utcnow())
     refused = flow.list_tools(tokens["access_token"])
-    assert "revoked by its owner" in refused.json()["detail"]
+    owners = "This access has been revoked by its owner: authorize again to reconnect."
+    assert refused.json()["detail"] == owners  # the owner, and nobody else
     flow.http.post("/revoke", data={"client_id": flow.client_id, "token": tokens["access_token"]})
     refused = flow.list_tools(tokens["access_token"])
     assert (refused.status_code, refused.json()["code"]) == (401, "revoked_api_key")
-    assert "revoked by its owner" in refused.json()["detail"]
-    assert "app that held it" not in refused.json()["detail"]
+    assert refused.json()["detail"] == owners
+    [app] = _apps(db, flow.owner.id)
+    assert app["revokedBy"] == "owner"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,9 +309,10 @@ def test_a_reused_code_is_refused_and_the_tokens_issued_from_it_are_revoked(
     refused = flow.list_tools(tokens["access_token"])
     assert refused.status_code == 401
     assert refused.json()["code"] == "revoked_api_key"
+    assert refused.json()["detail"] == REUSED
     assert flow.refresh(tokens["refresh_token"]).json()["error"] == "invalid_grant"
     [app] = _apps(db, flow.owner.id)
-    assert app["state"] == "revoked"
+    assert (app["state"], app["revokedBy"]) == ("revoked", "reuse")
     # The refused request is in the grant's history, as a revoked key's is.
     calls = db.call(history.list_calls, key_id=str(app["id"]))
     assert [(c["transport"], c["operation"], c["status"]) for c in calls] == [
@@ -332,10 +347,11 @@ def test_a_refresh_token_rotates_and_one_used_twice_revokes_the_grant(
     again = flow.refresh(tokens["refresh_token"])
     assert (again.status_code, again.json()["error"]) == (400, "invalid_grant")
     assert "access_token" not in again.json()
-    assert flow.list_tools(fresh["access_token"]).status_code == 401
+    refused = flow.list_tools(fresh["access_token"])
+    assert (refused.status_code, refused.json()["detail"]) == (401, REUSED)
     assert flow.refresh(fresh["refresh_token"]).json()["error"] == "invalid_grant"
     [app] = _apps(db, flow.owner.id)
-    assert app["state"] == "revoked"
+    assert (app["state"], app["revokedBy"]) == ("revoked", "reuse")
     assert _tokens_of(db, str(app["id"])) == 4  # two pairs; none issued by the refused reuse
 
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import Connection, text
 
+from calendar_service import calendar_changes
+from calendar_service.db import Database
+from calendar_service.timeutil import utcnow
 from tests.rest.conftest import EVENTS, create_event, event_body, with_work
-from tests.support import Factory, bearer
+from tests.support import Factory, bearer, wait_for
 
 
 @pytest.fixture
@@ -259,3 +264,54 @@ def test_an_event_goes_to_the_named_calendar(api: httpx.Client, factory: Factory
     ).json()
     assert (event["calendarId"], event["calendar"]) == (work, "Work")
     assert event["startsAt"] == "2026-03-02T09:00:00+09:00"
+
+
+@pytest.mark.parametrize("one_calendar", [False, True], ids=["all-calendars", "one-calendar"])
+def test_an_event_created_while_the_last_step_of_its_calendars_deletion_runs_gets_a_4xx(
+    api: httpx.Client, factory: Factory, one_calendar: bool
+) -> None:
+    """The race of a create with a deletion, made deterministic: the deletion's last step is
+    held open (its transaction holds the calendar's row, or SQLite's write lock), the create
+    is sent and (PostgreSQL) seen waiting for the row, then the deletion commits. The create
+    is refused as for a calendar that does not exist (or, on SQLite, where it can only run
+    after the deletion, for the key that the deletion revoked): never a foreign key's 500."""
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work")
+    _, secret = factory.key(owner, calendar_id=work if one_calendar else None)
+    body = event_body() if one_calendar else event_body(calendarId=work)
+    db = factory.db
+    answers: list[httpx.Response] = []
+    with db.engine.connect() as deleting:
+        held = deleting.begin()
+        step = calendar_changes.delete_calendar_step(
+            deleting, user_id=owner.id, calendar_id=work, now=utcnow()
+        )
+        assert step["done"]
+        sender = threading.Thread(
+            target=lambda: answers.append(api.post(EVENTS, json=body, headers=bearer(secret)))
+        )
+        sender.start()
+        if db.engine.dialect.name == "postgresql":
+            wait_for(lambda: _waiting_for_a_lock(db), what="the create waiting for the row")
+        held.commit()
+    sender.join(timeout=120)
+    [answer] = answers
+    if answer.status_code == 401:  # SQLite: the create ran after the deletion, as one
+        assert one_calendar and answer.json()["code"] == "revoked_api_key"
+        return
+    field = "calendar" if one_calendar else "calendarId"
+    assert _errors(answer) == {field: f"no calendar with id {work!r}"}
+
+
+def _waiting_for_a_lock(db: Database) -> bool:
+    def waiting(conn: Connection) -> int:
+        return int(
+            conn.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock'"
+                )
+            ).scalar_one()
+        )
+
+    return db.call(waiting) > 0

@@ -11,7 +11,9 @@ import jsonschema
 import pytest
 from openapi_spec_validator import validate
 
+from calendar_service import calendars
 from calendar_service.models import EventCreate, EventUpdate
+from calendar_service.timeutil import utcnow
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, RunningServer, bearer
 
@@ -439,3 +441,24 @@ def _all_operations(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, A
         for method, operation in item.items():
             if method != "parameters":
                 yield path, method, operation
+
+
+def test_a_calendars_colour_is_in_the_document_and_in_the_answers(
+    api: httpx.Client, doc: dict[str, Any], factory: Factory
+) -> None:
+    calendar = doc["components"]["schemas"]["Calendar"]
+    assert "color" in calendar["required"]
+    color = calendar["properties"]["color"]
+    assert {"type": "string", "pattern": "^#[0-9A-Fa-f]{6}$"} in color["anyOf"]
+    assert {"type": "null"} in color["anyOf"]
+    owner = factory.owner()
+    work = factory.db.call(
+        calendars.create_calendar, user_id=owner.id, name="Work", color="#0B8043", now=utcnow()
+    )
+    _, secret = factory.key(owner)
+    listed = api.get(EVENTS, headers=bearer(secret))
+    _check(doc, listed, "/calendar/events", "get")
+    assert [(c["id"], c["color"]) for c in listed.json()["calendars"]] == [
+        (owner.default_calendar_id, None),
+        (work["id"], "#0b8043"),
+    ]

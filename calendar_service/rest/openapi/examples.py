@@ -13,6 +13,7 @@ CALENDAR_EXAMPLE = {
     "name": DEFAULT_CALENDAR_NAME,
     "timeZone": "Europe/Berlin",
     "isDefault": True,
+    "color": "#1a73e8",
 }
 EVENT_EXAMPLE = {
     "id": "ev_7Hq2LmN4pR6tV8xZ0bD3fG",
