@@ -29,7 +29,6 @@ import re
 from collections.abc import Callable, Sequence
 
 import sqlalchemy as sa
-import sqlmodel
 from alembic import op
 
 revision: str = "0013"
@@ -49,11 +48,11 @@ _SQLITE_CLAUSE = re.compile(
 def upgrade() -> None:
     op.add_column(
         "api_keys",
-        sa.Column("revoked_by", sqlmodel.sql.sqltypes.AutoString(length=16), nullable=True),
+        sa.Column("revoked_by", sa.String(length=16), nullable=True),
     )
     op.add_column(
         "calendars",
-        sa.Column("color", sqlmodel.sql.sqltypes.AutoString(length=7), nullable=True),
+        sa.Column("color", sa.String(length=7), nullable=True),
     )
     bind = op.get_bind()
     for table, column in _DETACHED:
