@@ -20,11 +20,9 @@ from calendar_service.account.web import (
     render,
     see_other,
 )
-from calendar_service.errors import FieldError, ValidationFailed
+from calendar_service.errors import ValidationFailed
 from calendar_service.timeutil import utcnow
 
-# Values in the core's lifetime grammar (keys.parse_expires_in), as ``keys create --expires-in``.
-EXPIRY_CHOICES = (("7d", "7 days"), ("30d", "30 days"), ("90d", "90 days"), ("365d", "1 year"))
 NOTICES = {
     "key-revoked": "The key is revoked: any request made with it is now refused.",
 }
@@ -48,29 +46,13 @@ PAGE = FormPage(
     blank={"permission": "read", "expires": "30d", "calendar": ""},
     notices=NOTICES,
     names=_FORM_FIELDS,
-    extra=lambda: {"expiry_choices": EXPIRY_CHOICES},
+    extra=lambda: {"expiry_choices": keys.LIFETIME_CHOICES},
 )
 
 
 @owner_page
 async def keys_page(request: Request, owner: OwnerSessionInfo) -> Response:
     return await PAGE.show(request, owner)
-
-
-def parse_expiry(choice: str, on_date: str, now: datetime) -> datetime:
-    """A preset (``30d``) from now, or the end of a chosen day (UTC): a key set to expire on
-    2026-12-31 works through that whole day. Read by the core, as ``keys create`` reads
-    ``--expires-in 30d`` and ``--expires-at 2026-12-31``."""
-    if choice in {value for value, _ in EXPIRY_CHOICES}:
-        return now + keys.parse_expires_in(choice)
-    if choice == "custom":
-        try:
-            return keys.parse_expires_at(on_date)
-        except ValidationFailed:
-            raise ValidationFailed(
-                [FieldError("expires", "choose a date such as 2026-12-31")]
-            ) from None
-    raise ValidationFailed([FieldError("expires", "choose when the key expires")])
 
 
 @owner_page
@@ -82,7 +64,9 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
     }
     now = utcnow()
     try:
-        expires_at = parse_expiry(values["expires"], values["expires_on"], now)
+        expires_at = keys.chosen_expiry(
+            choice=values["expires"], on_date=values["expires_on"], now=now
+        )
         record, secret = await account(request).services.db.run(
             keys.create_key,
             user_id=owner.user_id,
