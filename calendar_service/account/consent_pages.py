@@ -21,9 +21,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service import calendars, keys, oauth
-from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import CSP, account, field_errors, form, owner_page, render
 from calendar_service.errors import ValidationFailed
+from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
 
 _FORM_FIELDS = {"expiresAt": "expires", "calendarId": "calendar"}

@@ -11,7 +11,6 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service import calendars, keys
-from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import (
     FormPage,
     account,
@@ -21,6 +20,7 @@ from calendar_service.account.web import (
     see_other,
 )
 from calendar_service.errors import ValidationFailed
+from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
 
 NOTICES = {
