@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import operations, service_secrets
+from calendar_service import idempotency, operations, service_secrets
 from calendar_service.asgi.context import (
     bearer_token,
     call_context,
@@ -170,7 +170,7 @@ async def _body(request: Request) -> tuple[bytes, CalendarError | None]:
 
 
 async def create_calendar_event(request: Request) -> Response:
-    idem_key = request.headers.get("idempotency-key")
+    idem_key = request.headers.get(idempotency.HEADER)
     raw, refused = await _body(request)
 
     def args() -> dict[str, Any]:
