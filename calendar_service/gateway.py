@@ -179,10 +179,7 @@ def _perform(
             rate = _spend(limiter, principal.key_id, spent)
             if refused is not None:
                 raise refused
-            if op.needs == "write":
-                principal.require_write()
-            elif op.needs == "read":
-                principal.require_read()
+            _require(principal, op)
             value = op.run(conn, principal=principal, **(args() if callable(args) else args))
             if present is not None:
                 value = value.then(present) if isinstance(value, Later) else present(value)
@@ -257,6 +254,26 @@ async def finished(outcome: Outcome[T]) -> Outcome[T]:
     return outcome
 
 
+def _require(principal: Principal, op: Operation) -> None:
+    """Refuse ``principal`` an operation its permission does not cover (``op.needs``)."""
+    if op.needs == "write":
+        principal.require_write()
+    elif op.needs == "read":
+        principal.require_read()
+
+
+def may_perform(conn: Connection, *, secret: str | None, op: Operation) -> bool:
+    """Whether the key ``secret`` would be let through to ``op`` (known, in force, with the
+    permission it needs), told without recording a call or spending its rate budget: a front
+    asks before work that costs (parsing an import) that only such a key should have done for
+    it. ``perform`` still decides, and records."""
+    try:
+        _require(authorize(identify(conn, secret=secret), now=utcnow()), op)
+    except CalendarError:
+        return False
+    return True
+
+
 def authenticate(conn: Connection, *, secret: str | None) -> Principal:
     """Verify a key without recording a call (MCP's transport-level check)."""
     return authorize(identify(conn, secret=secret), now=utcnow())
@@ -268,6 +285,7 @@ __all__ = [
     "Outcome",
     "authenticate",
     "finished",
+    "may_perform",
     "perform",
     "refuse",
     "refuse_known",

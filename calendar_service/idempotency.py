@@ -30,6 +30,8 @@ from calendar_service.models import records_t
 
 RETENTION = timedelta(hours=24)
 MAX_KEY_LENGTH = 255
+HEADER = "Idempotency-Key"  # REST's header, and the field the core's errors name
+ARGUMENT = "idempotencyKey"  # the MCP tool's argument (its errors are renamed to it)
 
 
 @dataclass(slots=True)
@@ -42,10 +44,18 @@ def fingerprint(value: Any) -> str:
     return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+def given_key(value: object) -> tuple[str | None, list[FieldError]]:
+    """The key a front was given (``None`` when none), and the error when it is no string:
+    the call then runs without a key, and the error is reported with the body's."""
+    if value is None or isinstance(value, str):
+        return value, []
+    return None, [FieldError(HEADER, "must be a string")]
+
+
 def check_key(idem_key: str) -> str:
     if not 1 <= len(idem_key) <= MAX_KEY_LENGTH or not idem_key.isprintable():
         raise ValidationFailed(
-            [FieldError("Idempotency-Key", f"must be 1 to {MAX_KEY_LENGTH} printable characters")]
+            [FieldError(HEADER, f"must be 1 to {MAX_KEY_LENGTH} printable characters")]
         )
     return idem_key
 

@@ -140,6 +140,55 @@ def parse_expires_at(text: str) -> datetime:
     raise ValidationFailed([FieldError("expiresAt", message)])
 
 
+# The settings and consent pages' choices, in the lifetime grammar (``parse_expires_in``); or
+# "custom" and a date.
+LIFETIME_CHOICES = (("7d", "7 days"), ("30d", "30 days"), ("90d", "90 days"), ("365d", "1 year"))
+CUSTOM_EXPIRY = "custom"
+
+
+def key_expiry(
+    *,
+    now: datetime,
+    expires_in: str | None = None,
+    expires_at: str | None = None,
+    allow_short: bool = False,
+    to_allow_short: str = "choose a later date",
+) -> datetime:
+    """When a new key (or a connected app's grant) expires, for every front: ``expires_in``
+    (default ``DEFAULT_LIFETIME``) from ``now``, or ``expires_at`` (``parse_expires_at``); at
+    least ``MIN_LIFETIME`` from now unless ``allow_short`` (the refusal ends with
+    ``to_allow_short``: how this front asks for a short key). A time already past is left to
+    ``grant_errors``, which refuses it with the request's other errors."""
+    if expires_in and expires_at:
+        raise ValidationFailed([FieldError("expiresAt", "give an expiry or a lifetime, not both")])
+    if expires_at:
+        field, at = "expiresAt", parse_expires_at(expires_at)
+    else:
+        lifetime = parse_expires_in(expires_in or DEFAULT_LIFETIME)
+        field, at = "expiresIn", (now + lifetime).replace(microsecond=0)
+    if now < at < now + MIN_LIFETIME and not allow_short:
+        message = f"is less than an hour from now ({format_utc(at)}); {to_allow_short}"
+        raise ValidationFailed([FieldError(field, message)])
+    return at
+
+
+def chosen_expiry(*, choice: str, on_date: str, now: datetime) -> datetime:
+    """The settings and consent pages' expiry: one of ``LIFETIME_CHOICES`` from now, or
+    ``CUSTOM_EXPIRY`` and a date (the key works through that day, UTC), by ``key_expiry``'s
+    rules (no short key: a page cannot ask for one). Errors name ``expiresAt``."""
+    if choice in dict(LIFETIME_CHOICES):
+        return key_expiry(now=now, expires_in=choice)
+    if choice != CUSTOM_EXPIRY:
+        raise ValidationFailed([FieldError("expiresAt", "choose when the key expires")])
+    try:
+        parse_expires_at(on_date)
+    except ValidationFailed:
+        raise ValidationFailed(
+            [FieldError("expiresAt", "choose a date such as 2026-12-31")]
+        ) from None
+    return key_expiry(now=now, expires_at=on_date)
+
+
 def _checksum(body: str) -> str:
     return base62(zlib.crc32(body.encode()).to_bytes(4, "big")).rjust(_CHECK_LEN, "0")
 

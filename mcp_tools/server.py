@@ -24,7 +24,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from calendar_service import operations, service_secrets
+from calendar_service import idempotency, operations, service_secrets
 from calendar_service.db import Database
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.events.shapes import dumps
@@ -347,11 +347,7 @@ def _list_args(arguments: dict[str, Any]) -> dict[str, Any]:
 
 def _create_args(arguments: dict[str, Any]) -> dict[str, Any]:
     body = dict(arguments)
-    key = body.pop("idempotencyKey", None)
-    prior: list[FieldError] = []
-    if key is not None and not isinstance(key, str):
-        prior.append(FieldError("idempotencyKey", "must be a string"))
-        key = None
+    key, prior = idempotency.given_key(body.pop(idempotency.ARGUMENT, None))
     return {"body": body, "now": utcnow(), "idempotency_key": key, "prior_errors": prior}
 
 
@@ -417,7 +413,7 @@ TOOLS = (
              token_key=True),
     ToolSpec(operations.CREATE, "Create a calendar event", CREATE_DOC,  shapes.create_schema,
              EventPublic,       _CREATES,    _create_args, _first,  # (event, replayed)
-             examples=CREATE_EXAMPLES, renames={"Idempotency-Key": "idempotencyKey"}),
+             examples=CREATE_EXAMPLES, renames={idempotency.HEADER: idempotency.ARGUMENT}),
     ToolSpec(operations.GET,    "Get a calendar event",    GET_DOC,     shapes.event_ref_schema,
              EventPublic,       _READS,      _event_ref,   examples=GET_EXAMPLES),
     ToolSpec(operations.UPDATE, "Update a calendar event", UPDATE_DOC,  shapes.update_schema,

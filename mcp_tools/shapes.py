@@ -17,6 +17,7 @@ from pydantic.alias_generators import to_camel
 from calendar_service.availability import DAYS
 from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
 from calendar_service.events.existing import SCOPES
+from calendar_service.idempotency import ARGUMENT as IDEMPOTENCY_ARGUMENT
 from calendar_service.idempotency import MAX_KEY_LENGTH
 from calendar_service.models import (
     EventCreate,
@@ -198,7 +199,7 @@ def create_schema() -> dict[str, Any]:
     props["description"]["description"] = "Free text shown with the event."
     props["location"]["description"] = "Where the event takes place."
     props["recurrence"]["description"] = _RECURRENCE_DOC
-    props["idempotencyKey"] = {
+    props[IDEMPOTENCY_ARGUMENT] = {
         "type": "string",
         "minLength": 1,
         "maxLength": MAX_KEY_LENGTH,

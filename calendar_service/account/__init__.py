@@ -19,9 +19,8 @@ Jinja2 templates, no JavaScript needed (one small script adds copy buttons), not
 from elsewhere. See docs/settings.md for the decisions behind sessions, CSRF and throttling.
 
     web.py            the pages' plumbing: templates, cookies, the signed-in owner, CSRF, errors
-    sessions.py       signed-in browsers: server-side sessions
-    throttle.py       throttling repeated failed sign-ins
-    signin.py         signing in and out
+    signin.py         signing in and out (the throttle and the sessions are the core's:
+                      ``calendar_service.signin``, ``calendar_service.owner_sessions``)
     keys_pages.py     the API keys: list, create, revoke
     history_pages.py  a key's call history, with ``chart.py``'s calls per day (inline SVG)
     webhook_pages.py  the webhook, its secret, test events and deliveries
@@ -48,7 +47,6 @@ from calendar_service.account import (
     signin,
     webhook_pages,
 )
-from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import (
     HANDLERS,
     HERE,
@@ -61,6 +59,7 @@ from calendar_service.account.web import (
 )
 from calendar_service.asgi.boundary import ErrorBoundary
 from calendar_service.asgi.context import Services
+from calendar_service.owner_sessions import OwnerSessionInfo
 
 
 @owner_page

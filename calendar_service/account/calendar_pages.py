@@ -27,7 +27,6 @@ from starlette.routing import BaseRoute, Route
 
 from calendar_service import calendar_changes, calendars, events, service_secrets
 from calendar_service.account import repeats
-from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import (
     FormPage,
     account,
@@ -39,6 +38,7 @@ from calendar_service.account.web import (
 )
 from calendar_service.errors import DefaultCalendarKept, FieldError, ValidationFailed
 from calendar_service.keys import Principal
+from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import format_utc, utcnow, zone
 
 UPCOMING = 10

@@ -20,11 +20,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import calendars, oauth
-from calendar_service.account.keys_pages import EXPIRY_CHOICES, parse_expiry
-from calendar_service.account.sessions import OwnerSessionInfo
+from calendar_service import calendars, keys, oauth
 from calendar_service.account.web import CSP, account, field_errors, form, owner_page, render
 from calendar_service.errors import ValidationFailed
+from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
 
 _FORM_FIELDS = {"expiresAt": "expires", "calendarId": "calendar"}
@@ -48,7 +47,7 @@ def _show(
         "consent.html",
         {
             **data,
-            "expiry_choices": EXPIRY_CHOICES,
+            "expiry_choices": keys.LIFETIME_CHOICES,
             "values": values or {"permission": "read", "expires": "30d", "calendar": ""},
             "errors": {} if refused is None else field_errors(refused, _FORM_FIELDS),
         },
@@ -124,7 +123,9 @@ async def answer(request: Request, owner: OwnerSessionInfo) -> Response:
             user_id=owner.user_id,
             permission=values["permission"],
             calendar_id=values["calendar"] or None,
-            grant_expires_at=parse_expiry(values["expires"], values["expires_on"], now),
+            grant_expires_at=keys.chosen_expiry(
+                choice=values["expires"], on_date=values["expires_on"], now=now
+            ),
             issuer=_issuer(request),
             now=now,
         )

@@ -12,10 +12,10 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service import calendars
-from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import FormPage, account, form, owner_page, render, see_other
 from calendar_service.errors import ValidationFailed
 from calendar_service.ical import feeds
+from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
 
 NOTICES = {"feed-revoked": "The feed is revoked: its address now answers 404."}

@@ -20,8 +20,8 @@ from starlette.routing import BaseRoute, Route
 
 from calendar_service import calendars, history, keys
 from calendar_service.account.chart import daily_chart
-from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import account, owner_page, render
+from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
 
 PAGE_SIZE = 50

@@ -11,7 +11,6 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service import calendars, keys
-from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import (
     FormPage,
     account,
@@ -20,11 +19,10 @@ from calendar_service.account.web import (
     render,
     see_other,
 )
-from calendar_service.errors import FieldError, ValidationFailed
+from calendar_service.errors import ValidationFailed
+from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
 
-# Values in the core's lifetime grammar (keys.parse_expires_in), as ``keys create --expires-in``.
-EXPIRY_CHOICES = (("7d", "7 days"), ("30d", "30 days"), ("90d", "90 days"), ("365d", "1 year"))
 NOTICES = {
     "key-revoked": "The key is revoked: any request made with it is now refused.",
 }
@@ -55,29 +53,13 @@ PAGE = FormPage(
     blank={"permission": "read", "expires": "30d", "calendar": ""},
     notices=NOTICES,
     names=_FORM_FIELDS,
-    extra=lambda: {"expiry_choices": EXPIRY_CHOICES, "revoked_by": REVOKED_BY},
+    extra=lambda: {"expiry_choices": keys.LIFETIME_CHOICES, "revoked_by": REVOKED_BY},
 )
 
 
 @owner_page
 async def keys_page(request: Request, owner: OwnerSessionInfo) -> Response:
     return await PAGE.show(request, owner)
-
-
-def parse_expiry(choice: str, on_date: str, now: datetime) -> datetime:
-    """A preset (``30d``) from now, or the end of a chosen day (UTC): a key set to expire on
-    2026-12-31 works through that whole day. Read by the core, as ``keys create`` reads
-    ``--expires-in 30d`` and ``--expires-at 2026-12-31``."""
-    if choice in {value for value, _ in EXPIRY_CHOICES}:
-        return now + keys.parse_expires_in(choice)
-    if choice == "custom":
-        try:
-            return keys.parse_expires_at(on_date)
-        except ValidationFailed:
-            raise ValidationFailed(
-                [FieldError("expires", "choose a date such as 2026-12-31")]
-            ) from None
-    raise ValidationFailed([FieldError("expires", "choose when the key expires")])
 
 
 @owner_page
@@ -89,7 +71,9 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
     }
     now = utcnow()
     try:
-        expires_at = parse_expiry(values["expires"], values["expires_on"], now)
+        expires_at = keys.chosen_expiry(
+            choice=values["expires"], on_date=values["expires_on"], now=now
+        )
         record, secret = await account(request).services.db.run(
             keys.create_key,
             user_id=owner.user_id,

@@ -3,26 +3,22 @@
 The sign-in form has no session yet, so its CSRF token rides in a short-lived signed cookie of
 its own and must match the form's (a double-submit token): another site cannot sign a browser
 in to the attacker's account. Failed attempts are throttled per email and per client address
-(``throttle``); the message says when to try again.
+(``calendar_service.signin``); the message says when to try again.
 """
 
 from __future__ import annotations
 
 import math
 import secrets
-from dataclasses import dataclass
 from datetime import datetime
 
 import anyio.to_thread
 from itsdangerous import BadSignature
-from sqlalchemy import Connection
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import users
-from calendar_service.account import sessions, throttle
-from calendar_service.account.sessions import OwnerSessionInfo
+from calendar_service import owner_sessions, users
 from calendar_service.account.web import (
     SESSION_COOKIE,
     SIGN_IN_COOKIE,
@@ -38,54 +34,14 @@ from calendar_service.account.web import (
     see_other,
     tokens_match,
 )
-from calendar_service.errors import NotFound
+from calendar_service.owner_sessions import OwnerSessionInfo
+from calendar_service.signin import Lockout, begin_attempt, complete_attempt
 from calendar_service.timeutil import utcnow
 
 SIGN_IN_FORM_LIFETIME = 3600
 
 
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """A sign-in attempt let through the throttle, counted as a failure until it succeeds."""
-
-    lockout: throttle.Lockout | None
-    failure_ids: list[int]
-    user_id: str | None
-    password_hash: str | None
-
-
-def begin_attempt(
-    conn: Connection, *, pepper: str, email: str, client_addr: str | None, now: datetime
-) -> Attempt:
-    """Check the throttle and count the attempt (one step, see ``throttle.admit``), and read
-    the owner's password hash."""
-    lockout, ids = throttle.admit(
-        conn, pepper=pepper, email=email, client_addr=client_addr, now=now
-    )
-    if lockout is not None:
-        return Attempt(lockout, [], None, None)
-    try:
-        user = users.get_user_by_email(conn, email=email)
-    except NotFound:
-        return Attempt(None, ids, None, None)
-    return Attempt(None, ids, user["id"], user["password_hash"])
-
-
-def complete_attempt(
-    conn: Connection, *, pepper: str, email: str, attempt: Attempt, now: datetime
-) -> tuple[str, datetime] | None:
-    """The password was right: take back the failure and open a session (unless the password
-    changed while it was being checked)."""
-    assert attempt.user_id is not None
-    current = users.get_user(conn, user_id=attempt.user_id)["password_hash"]
-    if current != attempt.password_hash:
-        return None
-    throttle.forget(conn, ids=attempt.failure_ids)
-    throttle.clear_email(conn, pepper=pepper, email=email)
-    return sessions.start_session(conn, user_id=attempt.user_id, now=now)
-
-
-def _lockout_message(lockout: throttle.Lockout, now: datetime) -> str:
+def _lockout_message(lockout: Lockout, now: datetime) -> str:
     minutes = max(1, math.ceil((lockout.retry_at - now).total_seconds() / 60))
     who = "this email address" if lockout.scope == "email" else "your network address"
     return (
@@ -200,7 +156,7 @@ async def sign_in(request: Request) -> Response:
     response.set_cookie(
         SESSION_COOKIE,
         signer.sign(token).decode(),
-        max_age=int(sessions.SESSION_LIFETIME.total_seconds()),
+        max_age=int(owner_sessions.SESSION_LIFETIME.total_seconds()),
         path=root(request) or "/",
         secure=is_https(request),
         httponly=True,
@@ -215,7 +171,7 @@ async def sign_out(request: Request, owner: OwnerSessionInfo) -> Response:
     raw = request.cookies.get(SESSION_COOKIE, "")
     signer = await account(request).signer("session")
     token = signer.unsign(raw).decode()  # owner_page has already verified it
-    await account(request).services.db.run(sessions.end_session, token=token)
+    await account(request).services.db.run(owner_sessions.end_session, token=token)
     response = see_other(request, "/sign-in", notice="signed-out")
     response.delete_cookie(
         SESSION_COOKIE,

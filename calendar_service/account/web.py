@@ -25,13 +25,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
-from calendar_service.account import sessions
-from calendar_service.account.sessions import OwnerSessionInfo
+from calendar_service import owner_sessions
 from calendar_service.asgi.context import Services, request_id
 from calendar_service.asgi.methods import allow_header
 from calendar_service.asgi.middleware import HttpMiddleware
 from calendar_service.errors import CalendarError, NotFound, ValidationFailed
 from calendar_service.inputs import NUL, nul_errors
+from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
 
 HERE = Path(__file__).resolve().parent
@@ -74,7 +74,9 @@ class Account:
         if secret is None:
             secret = self.services.config.session_secret
             if not secret:
-                secret = await self.services.db.run(sessions.session_signing_secret, now=utcnow())
+                secret = await self.services.db.run(
+                    owner_sessions.session_signing_secret, now=utcnow()
+                )
             self._secret = secret
         return secret
 
@@ -287,11 +289,11 @@ async def current_owner(request: Request) -> OwnerSessionInfo | None:
         return None
     signer = await account(request).signer("session")
     try:
-        token = signer.unsign(raw, max_age=int(sessions.SESSION_LIFETIME.total_seconds()))
+        token = signer.unsign(raw, max_age=int(owner_sessions.SESSION_LIFETIME.total_seconds()))
     except BadSignature:
         return None
     db = account(request).services.db
-    return await db.run(sessions.load_session, token=token.decode(), now=utcnow())
+    return await db.run(owner_sessions.load_session, token=token.decode(), now=utcnow())
 
 
 def safe_next(request: Request, value: str | None) -> str:

@@ -18,9 +18,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service import webhook_config, webhook_targets
-from calendar_service.account.sessions import OwnerSessionInfo
 from calendar_service.account.web import account, form, owner_page, render, see_other
 from calendar_service.errors import ValidationFailed, WebhookTargetRefused
+from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
 
 DELIVERIES_SHOWN = 50

@@ -13,7 +13,7 @@ from calendar_service import calendar_changes, history, keys, users
 from calendar_service import calendars as calendars_core
 from calendar_service.cli.common import JsonFlag, UserOption, emit, open_database, owner_id, run
 from calendar_service.errors import DefaultCalendarKept, FieldError, NotFound, ValidationFailed
-from calendar_service.timeutil import format_utc, utcnow
+from calendar_service.timeutil import utcnow
 
 users_app = typer.Typer(
     help="Owners (the people whose calendars these are).",
@@ -222,35 +222,6 @@ def calendars_delete(
 # keys
 
 
-def key_expiry(
-    expires_in: str | None, expires_at: str | None, *, now: datetime, allow_short: bool
-) -> datetime:
-    """When a new key expires: ``--expires-in`` (default 90d) from now, or ``--expires-at``, read
-    by the core as the settings page reads its choices; under an hour only when asked for."""
-    if expires_in and expires_at:
-        raise ValidationFailed([FieldError("expiresAt", "give --expires-in or --expires-at")])
-    if expires_at:
-        field, at = "expiresAt", keys.parse_expires_at(expires_at)
-    else:
-        lifetime = keys.parse_expires_in(expires_in or keys.DEFAULT_LIFETIME)
-        field, at = "expiresIn", (now + lifetime).replace(microsecond=0)
-    if at <= now:
-        raise ValidationFailed(
-            [FieldError(field, f"must be in the future (it would expire at {format_utc(at)})")]
-        )
-    if at - now < keys.MIN_LIFETIME and not allow_short:
-        raise ValidationFailed(
-            [
-                FieldError(
-                    field,
-                    f"is less than an hour from now ({format_utc(at)}); add "
-                    "--allow-short-expiry if you mean a key that short-lived",
-                )
-            ]
-        )
-    return at
-
-
 def _from_now(at: datetime, now: datetime) -> str:
     """``in 30 days``, ``in 12 hours``, ``in 45 minutes``: how far off ``at`` is, rounded."""
     minutes = round((at - now).total_seconds() / 60)
@@ -298,7 +269,13 @@ def keys_create(
     now = utcnow()
 
     def work(conn: Any) -> tuple[dict[str, Any], str]:
-        expiry = key_expiry(expires_in, expires_at, now=now, allow_short=allow_short_expiry)
+        expiry = keys.key_expiry(
+            now=now,
+            expires_in=expires_in,
+            expires_at=expires_at,
+            allow_short=allow_short_expiry,
+            to_allow_short="add --allow-short-expiry if you mean a key that short-lived",
+        )
         return keys.create_key(
             conn,
             user_id=owner_id(conn, user),

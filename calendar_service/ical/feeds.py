@@ -6,13 +6,19 @@ the only credential a calendar app sends, so it is a secret: it is shown once, w
 is made, and only its SHA-256 is stored (``ical_feeds.token_hash``); the row found by the hash
 is confirmed with a constant-time comparison. A revoked, unknown or malformed token is the
 same plain 404.
+
+``fetch_feed`` is a calendar app's whole fetch: the feed found, its version read, the text
+rendered (again only when the version moved: ``RenderedFeeds``, off the event loop), 304 for a
+matching ``If-None-Match``, and the fetch recorded, a revoked feed's too (then a 404).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import SimpleNamespace
@@ -21,9 +27,16 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select, update
 
 from calendar_service.calendars import CalendarRow, get_calendar_row
+from calendar_service.db import Database
 from calendar_service.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.history import client_columns
-from calendar_service.ical.export import FeedContent, read_calendar, version_of
+from calendar_service.ical.export import (
+    FeedContent,
+    Rendered,
+    read_calendar,
+    render_calendar,
+    version_of,
+)
 from calendar_service.ids import new_id, random_base62
 from calendar_service.inputs import check_text
 from calendar_service.models import calendars_t, feeds_t, fetches_t
@@ -234,3 +247,88 @@ def feed_content(conn: Connection, *, feed: FeedRow, now: datetime) -> FeedConte
     """What the feed serves (``export.read_calendar``): a live feed's, whose calendar exists."""
     assert feed.calendar is not None
     return read_calendar(conn, calendar=feed.calendar, now=now)
+
+
+def etag_matches(header: str | None, etag: str) -> bool:
+    """``If-None-Match`` (RFC 9110 13.1.2, weak comparison) names ``etag``, or is ``*``."""
+    if not header:
+        return False
+    for candidate in header.split(","):
+        candidate = candidate.strip()
+        if candidate == "*" or candidate.removeprefix("W/") == etag:
+            return True
+    return False
+
+
+class RenderedFeeds:
+    """The last text rendered of each calendar's feed, with the version it was rendered at
+    (``export.version_of``): apps poll often and rendering a big calendar takes a while, so
+    it is rendered again only when the version moved. In memory, per process, bounded."""
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._items: OrderedDict[str, tuple[tuple[Any, ...], Rendered]] = OrderedDict()
+
+    def get(self, calendar_id: str, version: tuple[Any, ...]) -> Rendered | None:
+        found = self._items.get(calendar_id)
+        if found is None or found[0] != version:
+            return None
+        self._items.move_to_end(calendar_id)
+        return found[1]
+
+    def put(self, calendar_id: str, version: tuple[Any, ...], rendered: Rendered) -> None:
+        self._items[calendar_id] = (version, rendered)
+        self._items.move_to_end(calendar_id)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """A feed's answer: 200 with ``rendered``, or 304 (``rendered`` gives the ``ETag``)."""
+
+    status: int
+    rendered: Rendered
+
+
+async def fetch_feed(
+    *,
+    db: Database,
+    token: str,
+    now: datetime,
+    if_none_match: str | None,
+    client_addr: str | None,
+    user_agent: str | None,
+    cache: RenderedFeeds,
+) -> Fetched:
+    """A calendar app's fetch of the feed ``token`` names (see the module's docstring);
+    ``NotFound`` for an unknown, malformed or revoked token, the revoked feed's fetch recorded
+    first (its owner still sees that something asks for it)."""
+    feed, version = await db.run(open_feed, token=token, now=now)
+
+    async def record(status: int, events: int = 0) -> None:
+        await db.run(
+            record_fetch,
+            feed_id=feed.id,
+            at=now,
+            status=status,
+            events=events,
+            client_addr=client_addr,
+            user_agent=user_agent,
+        )
+
+    if version is None:
+        await record(404)
+        raise NotFound("No such feed.")
+    assert feed.calendar is not None  # a feed with a version: live, its calendar there
+    rendered = cache.get(feed.calendar.id, version)
+    if rendered is None:
+        # Read after the version: what is rendered is at least as new as what it is kept for.
+        content = await db.run(feed_content, feed=feed, now=now)
+        rendered = await asyncio.to_thread(render_calendar, content)  # off the event loop
+        cache.put(feed.calendar.id, version, rendered)
+    if etag_matches(if_none_match, rendered.etag):
+        await record(304)
+        return Fetched(304, rendered)
+    await record(200, rendered.events)
+    return Fetched(200, rendered)

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import operations, service_secrets
+from calendar_service import idempotency, operations, service_secrets
 from calendar_service.asgi.context import (
     bearer_token,
     call_context,
@@ -32,7 +32,7 @@ from calendar_service.errors import (
     ValidationFailed,
 )
 from calendar_service.events.shapes import dumps
-from calendar_service.gateway import Arguments, Outcome, authenticate, finished, perform
+from calendar_service.gateway import Arguments, Outcome, finished, may_perform, perform
 from calendar_service.ical.reading import MAX_BYTES as MAX_ICS_BYTES
 from calendar_service.ical.reading import ReadFile, read_file
 from calendar_service.inputs import NUL, nul_errors, parse_json_body
@@ -170,7 +170,7 @@ async def _body(request: Request) -> tuple[bytes, CalendarError | None]:
 
 
 async def create_calendar_event(request: Request) -> Response:
-    idem_key = request.headers.get("idempotency-key")
+    idem_key = request.headers.get(idempotency.HEADER)
     raw, refused = await _body(request)
 
     def args() -> dict[str, Any]:
@@ -260,23 +260,16 @@ async def _ics_body(request: Request) -> tuple[bytes, CalendarError | None]:
     return b"".join(chunks), None
 
 
-async def _may_write(request: Request) -> bool:
-    """Whether the request's key may write, as far as can be told before ``perform`` (which
-    decides, and records): nobody else gets a file parsed (that costs CPU). Without such a
-    key the operation is refused before it would read the body."""
-    try:
-        principal = await services(request).db.run(authenticate, secret=bearer_token(request))
-    except CalendarError:
-        return False
-    return principal.permission == "write"
-
-
 async def import_calendar_events(request: Request) -> Response:
     if request.method != "POST":  # not an event named "import": the path is the import's
         raise HTTPException(405, headers={"Allow": "POST, OPTIONS"})
     raw, refused = await _ics_body(request)
     parsed: ReadFile | None = None
-    if refused is None and await _may_write(request):
+    # Only a key that may import gets the file parsed (that costs CPU); ``perform`` decides.
+    may = refused is None and await services(request).db.run(
+        may_perform, secret=bearer_token(request), op=operations.IMPORT
+    )
+    if may:
         try:  # parsing takes a while for a big file: off the event loop, before perform
             parsed = await run_in_threadpool(read_file, raw)
         except CalendarError as exc:  # refused once the key is known, as a bad body is

@@ -4,6 +4,7 @@ checked as a key's are, and a request answered only once."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -77,3 +78,12 @@ def test_a_request_is_answered_once_and_an_unknown_one_is_not_found(flow: Flow) 
     assert again.status_code == 404
     assert flow.http.get(url).status_code == 404
     assert flow.http.get(f"{flow.server.url}/settings/connect/oar_nothing").status_code == 404
+
+
+def test_a_grant_ending_within_the_hour_is_refused_as_a_keys_is(flow: Flow) -> None:
+    url = flow.consent_url()
+    soon = (utcnow() + timedelta(minutes=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    refused = flow.consent(url, expires="custom", expires_on=soon)
+    assert refused.status_code == 400
+    assert "is less than an hour from now" in text_of(refused.text)
+    assert flow.consent(url, expires="7d").status_code == 303

@@ -108,6 +108,18 @@ def test_the_key_form_names_each_bad_field(settings: Settings) -> None:
     assert "choose a date such as 2026-12-31" in bad_date.text
 
 
+def test_a_key_ending_within_the_hour_is_refused_as_the_cli_refuses_it(
+    settings: Settings,
+) -> None:
+    soon = (utcnow() + timedelta(minutes=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    answer = settings.post(
+        "/keys", {"name": "x", "permission": "read", "expires": "custom", "expires_on": soon}
+    )
+    assert answer.status_code == 400
+    assert 'id="expires-error">is less than an hour from now (' in answer.text
+    assert "choose a later date" in answer.text
+
+
 def test_revoking_asks_first_then_the_api_refuses_the_key(
     settings: Settings, factory: Factory, api: httpx.Client
 ) -> None:

@@ -5,14 +5,12 @@ from __future__ import annotations
 import re
 import ssl
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
-from calendar_service import users
-from calendar_service.account import sessions, throttle
+from calendar_service import owner_sessions, signin, users
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.timeutil import utcnow
@@ -99,7 +97,7 @@ def test_repeated_failed_sign_ins_for_an_email_are_throttled_with_when_to_retry(
 ) -> None:
     owner = factory.owner()
     with httpx.Client(base_url=server.url) as client:
-        for _ in range(throttle.EMAIL_LIMIT):
+        for _ in range(signin.EMAIL_LIMIT):
             assert sign_in(client, owner.email, "guess").status_code == 400
         # Now even the right password is refused until the window has passed.
         locked = sign_in(client, owner.email, owner.password)
@@ -111,60 +109,6 @@ def test_repeated_failed_sign_ins_for_an_email_are_throttled_with_when_to_retry(
         locked.text,
     )
     assert "calendar_session=" not in locked.headers.get("set-cookie", "")
-
-
-def test_failures_from_one_address_lock_that_address_for_every_email(db: Database) -> None:
-    now = utcnow()
-    address = "198.51.100.4"
-    for n in range(throttle.ADDRESS_LIMIT):
-        db.call(
-            throttle.record_failure,
-            pepper=PEPPER,
-            email=f"victim{n}@example.com",
-            client_addr=address,
-            now=now + timedelta(seconds=n),
-        )
-    lockout = db.call(
-        throttle.check, pepper=PEPPER, email="fresh@example.com", client_addr=address, now=now
-    )
-    assert lockout is not None and lockout.scope == "address"
-    assert lockout.retry_at == now + throttle.WINDOW
-    other = db.call(
-        throttle.check,
-        pepper=PEPPER,
-        email="fresh@example.com",
-        client_addr="198.51.100.5",
-        now=now,
-    )
-    assert other is None
-    later = now + throttle.WINDOW + timedelta(seconds=1)
-    assert (
-        db.call(
-            throttle.check, pepper=PEPPER, email="x@example.com", client_addr=address, now=later
-        )
-        is None
-    )
-
-
-def test_a_successful_sign_in_clears_the_emails_failures(db: Database) -> None:
-    now = utcnow()
-    email = "forgetful@example.com"
-    for _ in range(throttle.EMAIL_LIMIT - 1):
-        db.call(throttle.record_failure, pepper=PEPPER, email=email, client_addr=None, now=now)
-    db.call(throttle.clear_email, pepper=PEPPER, email=email)
-    db.call(throttle.record_failure, pepper=PEPPER, email=email, client_addr=None, now=now)
-    assert db.call(throttle.check, pepper=PEPPER, email=email, client_addr=None, now=now) is None
-
-
-def test_throttle_buckets_are_keyed_hashes_never_the_typed_text(db: Database) -> None:
-    typed = "hunter2-typed-into-the-email-field"
-    db.call(
-        throttle.record_failure, pepper=PEPPER, email=typed, client_addr="192.0.2.9", now=utcnow()
-    )
-    with db.engine.connect() as conn:
-        buckets = [row.bucket for row in conn.execute(throttle.failures_t.select())]
-    assert all(re.fullmatch(r"[0-9a-f]{64}", bucket) for bucket in buckets)
-    assert not any(typed in bucket or "192.0.2.9" in bucket for bucket in buckets)
 
 
 def test_signing_out_ends_the_session_even_for_a_copied_cookie(settings: Settings) -> None:
@@ -233,8 +177,8 @@ def test_a_page_asked_for_before_signing_in_is_where_sign_in_leads(
 def test_without_a_configured_secret_one_is_generated_once_and_shared_by_every_process(
     database_url: str, db: Database, factory: Factory
 ) -> None:
-    first = db.call(sessions.session_signing_secret, now=utcnow())
-    assert first == db.call(sessions.session_signing_secret, now=utcnow())
+    first = db.call(owner_sessions.session_signing_secret, now=utcnow())
+    assert first == db.call(owner_sessions.session_signing_secret, now=utcnow())
     assert len(first) >= 64
     owner = factory.owner()
     config = make_config(database_url, session_secret=None)

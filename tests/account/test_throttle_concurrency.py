@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from calendar_service.account import throttle
+from calendar_service import signin
 from calendar_service.config import Config
 from tests.account.conftest import csrf_from
 from tests.support import Factory, RunningServer, own_server
@@ -64,20 +64,18 @@ def test_concurrent_wrong_passwords_for_one_email_get_exactly_the_limit_of_check
     owner = factory.owner()
     forms = [{"email": owner.email, "password": f"guess {n}"} for n in range(ATTEMPTS)]
     statuses = _attempt_together([server, second_server], forms, _fresh_address())
-    assert sorted(statuses) == [400] * throttle.EMAIL_LIMIT + [429] * (
-        ATTEMPTS - throttle.EMAIL_LIMIT
-    )
+    assert sorted(statuses) == [400] * signin.EMAIL_LIMIT + [429] * (ATTEMPTS - signin.EMAIL_LIMIT)
 
 
 def test_concurrent_attempts_from_one_address_get_exactly_the_limit_of_checks(
     server: RunningServer, second_server: RunningServer
 ) -> None:
-    attempts = throttle.ADDRESS_LIMIT + 15
+    attempts = signin.ADDRESS_LIMIT + 15
     forms = [
         {"email": f"nobody-{uuid.uuid4().hex[:8]}@example.com", "password": "guess"}
         for _ in range(attempts)
     ]
     statuses = _attempt_together([server, second_server], forms, _fresh_address())
-    assert sorted(statuses) == [400] * throttle.ADDRESS_LIMIT + [429] * (
-        attempts - throttle.ADDRESS_LIMIT
+    assert sorted(statuses) == [400] * signin.ADDRESS_LIMIT + [429] * (
+        attempts - signin.ADDRESS_LIMIT
     )

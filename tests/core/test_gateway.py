@@ -418,3 +418,26 @@ async def test_authenticate_checks_a_key_without_recording_a_call(
     with pytest.raises(RevokedKey):
         await db.run(gateway.authenticate, secret=secret)
     assert await recorded(db, key_id) == []
+
+
+def test_whether_a_key_may_perform_an_operation_is_told_without_recording_a_call(
+    db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    secrets = {
+        permission: factory.key(owner, name=permission, permission=permission)[1]
+        for permission in ("read", "write", "freebusy")
+    }
+    for op, allowed in (
+        (operations.IMPORT, {"write"}),
+        (operations.LIST, {"read", "write"}),
+        (operations.FREE_BUSY, {"read", "write", "freebusy"}),
+    ):
+        told = {p for p, s in secrets.items() if db.call(gateway.may_perform, secret=s, op=op)}
+        assert told == allowed, op.name
+    for secret in (None, "calsk_nothing", secrets["write"] + "x"):
+        assert not db.call(gateway.may_perform, secret=secret, op=operations.IMPORT)
+    key_id = factory.key(owner, name="quiet", permission="write")
+    assert db.call(gateway.may_perform, secret=key_id[1], op=operations.CREATE)
+    with db.engine.connect() as conn:
+        assert not conn.execute(calls_t.select().where(calls_t.c.key_id == key_id[0])).first()

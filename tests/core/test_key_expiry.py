@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from calendar_service import keys
-from calendar_service.account.keys_pages import EXPIRY_CHOICES, parse_expiry
 from calendar_service.errors import ValidationFailed
 
 
@@ -68,8 +67,60 @@ def test_a_date_means_the_key_works_through_that_whole_day_utc() -> None:
         assert raised.value.errors[0]["field"] == "expiresAt"
 
 
-def test_the_settings_page_reads_its_choices_with_the_same_grammar() -> None:
+def test_the_settings_pages_read_their_choices_with_the_same_grammar() -> None:
     now = datetime(2026, 3, 2, 12, tzinfo=UTC)
-    for value, _label in EXPIRY_CHOICES:
-        assert parse_expiry(value, "", now) == now + keys.parse_expires_in(value)
-    assert parse_expiry("custom", "2027-01-01", now) == keys.parse_expires_at("2027-01-01")
+    for value, _label in keys.LIFETIME_CHOICES:
+        assert keys.chosen_expiry(choice=value, on_date="", now=now) == now + keys.parse_expires_in(
+            value
+        )
+    assert keys.chosen_expiry(choice="custom", on_date="2027-01-01", now=now) == (
+        keys.parse_expires_at("2027-01-01")
+    )
+    for choice, on_date, message in (
+        ("custom", "soon", "choose a date such as 2026-12-31"),
+        ("12h", "", "choose when the key expires"),
+    ):
+        with pytest.raises(ValidationFailed) as raised:
+            keys.chosen_expiry(choice=choice, on_date=on_date, now=now)
+        assert raised.value.errors == [{"field": "expiresAt", "message": message}]
+
+
+def test_a_new_key_lives_the_default_lifetime_a_lifetime_or_until_a_date() -> None:
+    now = datetime(2026, 3, 2, 12, 0, 0, 123456, tzinfo=UTC)
+    whole = now.replace(microsecond=0)
+    assert keys.key_expiry(now=now) == whole + keys.parse_expires_in(keys.DEFAULT_LIFETIME)
+    assert keys.key_expiry(now=now, expires_in="12h") == whole + timedelta(hours=12)
+    assert keys.key_expiry(now=now, expires_at="2027-01-01") == datetime(2027, 1, 2, tzinfo=UTC)
+    with pytest.raises(ValidationFailed) as raised:
+        keys.key_expiry(now=now, expires_in="12h", expires_at="2027-01-01")
+    assert raised.value.errors[0]["field"] == "expiresAt"
+
+
+def test_a_key_shorter_than_the_minimum_is_refused_unless_asked_for_on_every_front() -> None:
+    now = datetime(2026, 3, 2, 23, 30, tzinfo=UTC)
+    assert timedelta(hours=1) == keys.MIN_LIFETIME
+    for given, field in (
+        ({"expires_in": "30min"}, "expiresIn"),
+        ({"expires_at": "2026-03-02"}, "expiresAt"),
+    ):
+        with pytest.raises(ValidationFailed) as raised:
+            keys.key_expiry(now=now, to_allow_short="add --allow-short-expiry", **given)
+        [error] = raised.value.errors
+        assert error["field"] == field
+        assert "less than an hour from now (2026-03-03T00:" in error["message"]
+        assert error["message"].endswith("; add --allow-short-expiry")
+        assert keys.key_expiry(now=now, allow_short=True, **given) <= now + timedelta(minutes=30)
+    # The settings and consent pages offer no short keys: a date ending within the hour is refused.
+    with pytest.raises(ValidationFailed) as raised:
+        keys.chosen_expiry(choice="custom", on_date="2026-03-02", now=now)
+    [error] = raised.value.errors
+    assert error["field"] == "expiresAt"
+    assert "less than an hour from now" in error["message"]
+    assert keys.chosen_expiry(choice="custom", on_date="2026-03-03", now=now) == datetime(
+        2026, 3, 4, tzinfo=UTC
+    )
+
+
+def test_a_past_expiry_is_left_to_the_grant_check_that_every_front_shares() -> None:
+    now = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    assert keys.key_expiry(now=now, expires_at="2001-01-01") == datetime(2001, 1, 2, tzinfo=UTC)

@@ -1,4 +1,8 @@
-"""Throttling repeated failed sign-ins, per email address and per client address.
+"""An owner signing in to the settings pages: throttling repeated failed attempts, per email
+address and per client address, and an attempt let through (``begin_attempt``) that opens a
+session (``owner_sessions``) once its password proves right (``complete_attempt``). The page
+(``account.signin``) checks the password in between, off the event loop and outside any
+transaction, and says what a lockout means.
 
 A sliding window: more than ``EMAIL_LIMIT`` failures for one email, or ``ADDRESS_LIMIT`` from one
 client address, within ``WINDOW`` lock further attempts (right password or not) until the oldest
@@ -27,8 +31,9 @@ from typing import Literal
 
 from sqlalchemy import Connection, delete, insert, select, text
 
+from calendar_service import owner_sessions, users
+from calendar_service.errors import NotFound
 from calendar_service.models import failures_t
-from calendar_service.users import normalize_email
 
 WINDOW = timedelta(minutes=15)
 EMAIL_LIMIT = 5
@@ -48,7 +53,7 @@ def _bucket(pepper: str, kind: str, value: str) -> str:
 
 
 def _buckets(pepper: str, email: str, client_addr: str | None) -> list[tuple[str, str, int]]:
-    found = [("email", _bucket(pepper, "email", normalize_email(email)), EMAIL_LIMIT)]
+    found = [("email", _bucket(pepper, "email", users.normalize_email(email)), EMAIL_LIMIT)]
     if client_addr:
         found.append(("address", _bucket(pepper, "addr", client_addr), ADDRESS_LIMIT))
     return found
@@ -123,5 +128,44 @@ def forget(conn: Connection, *, ids: list[int]) -> None:
 
 
 def clear_email(conn: Connection, *, pepper: str, email: str) -> None:
-    bucket = _bucket(pepper, "email", normalize_email(email))
+    bucket = _bucket(pepper, "email", users.normalize_email(email))
     conn.execute(delete(failures_t).where(failures_t.c.bucket == bucket))
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """A sign-in attempt let through the throttle, counted as a failure until it succeeds."""
+
+    lockout: Lockout | None
+    failure_ids: list[int]
+    user_id: str | None
+    password_hash: str | None
+
+
+def begin_attempt(
+    conn: Connection, *, pepper: str, email: str, client_addr: str | None, now: datetime
+) -> Attempt:
+    """Check the throttle and count the attempt (one step, see ``admit``), and read the
+    owner's password hash."""
+    lockout, ids = admit(conn, pepper=pepper, email=email, client_addr=client_addr, now=now)
+    if lockout is not None:
+        return Attempt(lockout, [], None, None)
+    try:
+        user = users.get_user_by_email(conn, email=email)
+    except NotFound:
+        return Attempt(None, ids, None, None)
+    return Attempt(None, ids, user["id"], user["password_hash"])
+
+
+def complete_attempt(
+    conn: Connection, *, pepper: str, email: str, attempt: Attempt, now: datetime
+) -> tuple[str, datetime] | None:
+    """The password was right: take back the failure and open a session (unless the password
+    changed while it was being checked)."""
+    assert attempt.user_id is not None
+    current = users.get_user(conn, user_id=attempt.user_id)["password_hash"]
+    if current != attempt.password_hash:
+        return None
+    forget(conn, ids=attempt.failure_ids)
+    clear_email(conn, pepper=pepper, email=email)
+    return owner_sessions.start_session(conn, user_id=attempt.user_id, now=now)

@@ -1,4 +1,4 @@
-"""Signed-in browsers: server-side sessions for the settings pages.
+"""Signed-in browsers: server-side sessions for the settings pages, and how long they last.
 
 The cookie holds a random 256-bit token, signed with the session secret (so a forged or
 truncated cookie is refused before any database read). The database keeps only the token's
