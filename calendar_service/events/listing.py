@@ -165,9 +165,19 @@ def _list_events(
             raise bad_page_token()
     else:
         position = current_position(conn)
-    if not calendars:
-        result["nextSyncToken"] = encode_sync_token(token_key, principal, position, chosen)
+
+    def answer(page: Page) -> dict[str, Any]:
+        """The page's events, and the token of the next page, or the sync token after it."""
+        result["events"], following = page
+        if following is not None:
+            carry = position.compact()
+            result["nextPageToken"] = encode_token(token_key, query(), *following, carry)
+        else:
+            result["nextSyncToken"] = encode_sync_token(token_key, principal, position, chosen)
         return result
+
+    if not calendars:
+        return answer(([], None))
     dialect = conn.dialect.name
     params: dict[str, Any] = {"limit": size + 1}
     among = in_calendars_params(params, calendars, user_id=None if chosen else principal.user_id)
@@ -190,14 +200,9 @@ def _list_events(
     )
     series = window_series(conn, calendars, shape=shape, params=params, texts=texts)
     if not series:
-        result["events"] = events_public(rows[:size], calendars)
-        if len(rows) > size:
-            last = rows[size - 1]  # starts_at is the stored UTC text on every backend
-            carry = position.compact()
-            result["nextPageToken"] = encode_token(token_key, query(), last[3], last[0], carry)
-        else:
-            result["nextSyncToken"] = encode_sync_token(token_key, principal, position, chosen)
-        return result
+        # The last row's start and id: starts_at is the stored UTC text on every backend.
+        following = (rows[size - 1][3], rows[size - 1][0]) if len(rows) > size else None
+        return answer((events_public(rows[:size], calendars), following))
     page = page_with_series(
         rows,
         series,
@@ -211,16 +216,6 @@ def _list_events(
         single_events=single_events,
         later=later,
     )
-
-    def answer(page: Page) -> dict[str, Any]:
-        result["events"], following = page
-        if following is not None:
-            carry = position.compact()
-            result["nextPageToken"] = encode_token(token_key, query(), *following, carry)
-        else:
-            result["nextSyncToken"] = encode_sync_token(token_key, principal, position, chosen)
-        return result
-
     return page.then(answer) if isinstance(page, Later) else answer(page)
 
 
