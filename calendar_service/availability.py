@@ -33,7 +33,7 @@ from calendar_service.events.parsing import parse_untrusted
 from calendar_service.inputs import M
 from calendar_service.keys import Principal
 from calendar_service.later import Later, finish
-from calendar_service.models import FreeBusyQuery, FreeTimeQuery, WorkingHours
+from calendar_service.models.availability import FreeBusyQuery, FreeTimeQuery, WorkingHours
 from calendar_service.timeutil import (
     format_in,
     is_valid_zone,

@@ -14,7 +14,7 @@ from calendar_service.errors import FieldError, InsufficientScope, NotFound, Val
 from calendar_service.ids import new_id
 from calendar_service.inputs import check_text
 from calendar_service.keys import Principal
-from calendar_service.models import DEFAULT_CALENDAR_NAME, calendars_t
+from calendar_service.models.calendars import DEFAULT_CALENDAR_NAME, calendars_t
 from calendar_service.schema_patterns import COLOR_PATTERN
 from calendar_service.timeutil import is_valid_zone
 

@@ -34,7 +34,9 @@ from calendar_service.errors import (
 )
 from calendar_service.ids import base62, new_id
 from calendar_service.inputs import check_text
-from calendar_service.models import calendars_t, from_db, keys_t
+from calendar_service.models.calendars import calendars_t
+from calendar_service.models.columns import from_db
+from calendar_service.models.keys import keys_t
 from calendar_service.timeutil import format_utc, parse_date_time
 
 SECRET_PREFIX = "calsk_"  # noqa: S105 - a public prefix, not a secret

@@ -39,7 +39,8 @@ from calendar_service.ical.export import (
 )
 from calendar_service.ids import new_id, random_base62
 from calendar_service.inputs import check_text
-from calendar_service.models import calendars_t, feeds_t, fetches_t
+from calendar_service.models.calendars import calendars_t
+from calendar_service.models.ical import feeds_t, fetches_t
 from calendar_service.timeutil import format_utc
 
 TOKEN_CHARS = 43  # base62: 256 bits

@@ -15,7 +15,7 @@ from calendar_service.availability import (
     MAX_SLOTS,
     MAX_WINDOW,
 )
-from calendar_service.models import (
+from calendar_service.models.availability import (
     CalendarBusy,
     Conflicting,
     FreeBusyPublic,
