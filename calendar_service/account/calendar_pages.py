@@ -34,6 +34,7 @@ from calendar_service.account.web import (
     field_errors,
     form,
     owner_page,
+    owner_view,
     render,
     see_other,
 )
@@ -121,11 +122,6 @@ PAGE = FormPage(
 
 
 @owner_page
-async def calendars_page(request: Request, owner: OwnerSessionInfo) -> Response:
-    return await PAGE.show(request, owner)
-
-
-@owner_page
 async def create_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
     data = await form(request)
     values = _calendar_values(data)
@@ -152,26 +148,23 @@ def _calendar_values(data: FormData) -> dict[str, str]:
 # Changing and deleting a calendar (calendar_changes: see docs/settings.md)
 
 
-def _calendar_form(
+def _form(
     request: Request,
+    template: str,
     *,
-    calendar: dict[str, Any],
     values: dict[str, str],
     errors: dict[str, str] | None = None,
     status_code: int = 200,
+    **shown: Any,
 ) -> Response:
-    return render(
-        request,
-        "calendar_form.html",
-        {
-            "section": "calendars",
-            "calendar": calendar,
-            "values": values,
-            "errors": errors or {},
-            "zones": time_zones(),
-        },
-        status_code=status_code,
-    )
+    """A calendar's or an event's form: what was typed (``values``), each error beside its
+    input, and what else the form shows (``shown``)."""
+    context = {"section": "calendars", "values": values, "errors": errors or {}, **shown}
+    return render(request, template, context, status_code=status_code)
+
+
+def _calendar_form(request: Request, *, calendar: dict[str, Any], **form: Any) -> Response:
+    return _form(request, "calendar_form.html", calendar=calendar, zones=time_zones(), **form)
 
 
 async def _path_calendar(request: Request, owner: OwnerSessionInfo) -> dict[str, Any]:
@@ -332,23 +325,12 @@ def _event_form(
     request: Request,
     *,
     owned: list[dict[str, Any]],
-    values: dict[str, str],
-    errors: dict[str, str] | None = None,
     event: dict[str, Any] | None = None,
-    status_code: int = 200,
+    **form: Any,
 ) -> Response:
-    return render(
-        request,
-        "event_form.html",
-        {
-            "section": "calendars",
-            "calendars": owned,
-            "values": values,
-            "errors": errors or {},
-            "event": event,
-            "frequencies": repeats.FREQUENCIES,
-        },
-        status_code=status_code,
+    frequencies = repeats.FREQUENCIES
+    return _form(
+        request, "event_form.html", calendars=owned, event=event, frequencies=frequencies, **form
     )
 
 
@@ -481,12 +463,6 @@ async def update_event(request: Request, owner: OwnerSessionInfo) -> Response:
 
 
 @owner_page
-async def confirm_delete(request: Request, owner: OwnerSessionInfo) -> Response:
-    event = await _path_event(request, owner)
-    return render(request, "event_delete.html", {"section": "calendars", "event": event})
-
-
-@owner_page
 async def delete_event(request: Request, owner: OwnerSessionInfo) -> Response:
     """Delete an event or a whole series, or (``scope=this``, sent by the page of an
     occurrence) cancel one occurrence alone."""
@@ -506,8 +482,15 @@ async def delete_event(request: Request, owner: OwnerSessionInfo) -> Response:
 
 
 def routes() -> list[BaseRoute]:
+    confirm_delete = owner_view(
+        _event_shown,
+        param="event_id",
+        template="event_delete.html",
+        section="calendars",
+        name="event",
+    )
     return [
-        Route("/calendars", calendars_page, methods=["GET"]),
+        PAGE.route("/calendars"),
         Route("/calendars", create_calendar, methods=["POST"]),
         Route("/calendars/{calendar_id}/edit", edit_calendar, methods=["GET"]),
         Route("/calendars/{calendar_id}", update_calendar, methods=["POST"]),
