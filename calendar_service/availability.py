@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
@@ -30,7 +30,6 @@ from calendar_service.calendars import CalendarRow, accessible_calendars
 from calendar_service.errors import FieldError, InsufficientScope, ValidationFailed
 from calendar_service.events.busy import Busy, busy_later
 from calendar_service.events.parsing import parse_untrusted
-from calendar_service.inputs import M
 from calendar_service.keys import Principal
 from calendar_service.later import Later, finish
 from calendar_service.models.availability import FreeBusyQuery, FreeTimeQuery, WorkingHours
@@ -60,9 +59,21 @@ _HHMM = re.compile(r"^(\d{2}):(\d{2})$")
 # Reading the input
 
 
-def _parse(model: type[M], body: Any) -> tuple[M, list[FieldError]]:
+_Query = TypeVar("_Query", FreeBusyQuery, FreeTimeQuery)
+
+
+def _asked(
+    conn: Connection, principal: Principal, model: type[_Query], body: Any
+) -> tuple[_Query, list[FieldError], set[str], list[CalendarRow], tzinfo]:
+    """A question as read (``body`` as ``model``): its fields, the errors found so far, the
+    fields whose type was wrong (left unread), the calendars asked for, and the first one's
+    zone (bounds without an offset are read in it; UTC without calendars)."""
     data, errors = parse_untrusted(model, body, ())
-    return data, errors
+    bad = {e["field"].split(".", 1)[0] for e in errors}
+    ids = None if "calendarIds" in bad else data.calendar_ids
+    calendars = _calendars(conn, principal, ids, errors)
+    tz: tzinfo = zone(calendars[0].time_zone) if calendars else UTC
+    return data, errors, bad, calendars, tz
 
 
 def _calendars(
@@ -165,11 +176,7 @@ def query_free_busy_later(
 ) -> dict[str, Any] | Later:
     """``query_free_busy`` for the fronts (``operations.FREE_BUSY``): a ``Later`` when series
     must be expanded, made off the event loop after the transaction."""
-    data, errors = _parse(FreeBusyQuery, body)
-    bad = {e["field"].split(".", 1)[0] for e in errors}
-    ids = None if "calendarIds" in bad else data.calendar_ids
-    calendars = _calendars(conn, principal, ids, errors)
-    tz = zone(calendars[0].time_zone) if calendars else UTC
+    data, errors, bad, calendars, tz = _asked(conn, principal, FreeBusyQuery, body)
     window = _window(data.time_min, data.time_max, tz, errors, bad)
     if errors or window is None:
         raise ValidationFailed(errors)
@@ -274,11 +281,7 @@ def find_free_time_later(
 ) -> dict[str, Any] | Later:
     """``find_free_time`` for the fronts (``operations.FREE_TIME``): a ``Later`` when series
     must be expanded, made off the event loop after the transaction."""
-    data, errors = _parse(FreeTimeQuery, body)
-    bad = {e["field"].split(".", 1)[0] for e in errors}
-    ids = None if "calendarIds" in bad else data.calendar_ids
-    calendars = _calendars(conn, principal, ids, errors)
-    tz: tzinfo = zone(calendars[0].time_zone) if calendars else UTC
+    data, errors, bad, calendars, tz = _asked(conn, principal, FreeTimeQuery, body)
     zone_name = calendars[0].time_zone if calendars else "UTC"
     if data.time_zone is not None and "timeZone" not in bad:
         if is_valid_zone(data.time_zone):

@@ -41,6 +41,17 @@ class Calendar(SQLModel, table=True):
 
 calendars_t = table_of(Calendar)
 
+# What the core reads of a calendar (``calendars.CalendarRow``, in its order).
+ROW_COLUMNS = (
+    calendars_t.c.id,
+    calendars_t.c.name,
+    calendars_t.c.time_zone,
+    calendars_t.c.is_default,
+    calendars_t.c.max_event_seconds,
+    calendars_t.c.series_version,
+    calendars_t.c.color,
+)
+
 
 def _color_branch(schema: dict[str, Any]) -> None:
     """``color``'s string branch with the pattern the core checks (``calendars.check_color``)."""
