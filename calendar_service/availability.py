@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any, TypeVar
@@ -181,7 +181,6 @@ def query_free_busy_later(
     if errors or window is None:
         raise ValidationFailed(errors)
     low, high = window
-    items = busy_later(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)
 
     def answer(items: list[Busy]) -> dict[str, Any]:
         found = []
@@ -194,6 +193,20 @@ def query_free_busy_later(
             found.append({"id": c.id, "name": c.name, "busy": busy})
         return {"timeMin": format_in(low, tz), "timeMax": format_in(high, tz), "calendars": found}
 
+    return _answered(conn, principal, calendars, window, answer)
+
+
+def _answered(
+    conn: Connection,
+    principal: Principal,
+    calendars: list[CalendarRow],
+    window: tuple[datetime, datetime],
+    answer: Callable[[list[Busy]], dict[str, Any]],
+) -> dict[str, Any] | Later:
+    """``answer`` of what takes time in ``calendars`` within ``window``: now, or a ``Later``
+    when series must be expanded (off the event loop, after the transaction)."""
+    low, high = window
+    items = busy_later(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)
     return items.then(answer) if isinstance(items, Later) else answer(items)
 
 
@@ -301,7 +314,6 @@ def find_free_time_later(
     if errors or window is None or duration is None:
         raise ValidationFailed(errors)
     low, high = window
-    items = busy_later(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)
     length = timedelta(minutes=duration)
 
     def answer(items: list[Busy]) -> dict[str, Any]:
@@ -317,7 +329,7 @@ def find_free_time_later(
                 break
         return {"timeZone": zone_name, "slots": slots}
 
-    return items.then(answer) if isinstance(items, Later) else answer(items)
+    return _answered(conn, principal, calendars, window, answer)
 
 
 def _free(
