@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
@@ -30,10 +30,9 @@ from calendar_service.calendars import CalendarRow, accessible_calendars
 from calendar_service.errors import FieldError, InsufficientScope, ValidationFailed
 from calendar_service.events.busy import Busy, busy_later
 from calendar_service.events.parsing import parse_untrusted
-from calendar_service.inputs import M
 from calendar_service.keys import Principal
 from calendar_service.later import Later, finish
-from calendar_service.models import FreeBusyQuery, FreeTimeQuery, WorkingHours
+from calendar_service.models.availability import FreeBusyQuery, FreeTimeQuery, WorkingHours
 from calendar_service.timeutil import (
     format_in,
     is_valid_zone,
@@ -60,9 +59,21 @@ _HHMM = re.compile(r"^(\d{2}):(\d{2})$")
 # Reading the input
 
 
-def _parse(model: type[M], body: Any) -> tuple[M, list[FieldError]]:
+_Query = TypeVar("_Query", FreeBusyQuery, FreeTimeQuery)
+
+
+def _asked(
+    conn: Connection, principal: Principal, model: type[_Query], body: Any
+) -> tuple[_Query, list[FieldError], set[str], list[CalendarRow], tzinfo]:
+    """A question as read (``body`` as ``model``): its fields, the errors found so far, the
+    fields whose type was wrong (left unread), the calendars asked for, and the first one's
+    zone (bounds without an offset are read in it; UTC without calendars)."""
     data, errors = parse_untrusted(model, body, ())
-    return data, errors
+    bad = {e["field"].split(".", 1)[0] for e in errors}
+    ids = None if "calendarIds" in bad else data.calendar_ids
+    calendars = _calendars(conn, principal, ids, errors)
+    tz: tzinfo = zone(calendars[0].time_zone) if calendars else UTC
+    return data, errors, bad, calendars, tz
 
 
 def _calendars(
@@ -165,16 +176,11 @@ def query_free_busy_later(
 ) -> dict[str, Any] | Later:
     """``query_free_busy`` for the fronts (``operations.FREE_BUSY``): a ``Later`` when series
     must be expanded, made off the event loop after the transaction."""
-    data, errors = _parse(FreeBusyQuery, body)
-    bad = {e["field"].split(".", 1)[0] for e in errors}
-    ids = None if "calendarIds" in bad else data.calendar_ids
-    calendars = _calendars(conn, principal, ids, errors)
-    tz = zone(calendars[0].time_zone) if calendars else UTC
+    data, errors, bad, calendars, tz = _asked(conn, principal, FreeBusyQuery, body)
     window = _window(data.time_min, data.time_max, tz, errors, bad)
     if errors or window is None:
         raise ValidationFailed(errors)
     low, high = window
-    items = busy_later(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)
 
     def answer(items: list[Busy]) -> dict[str, Any]:
         found = []
@@ -187,6 +193,20 @@ def query_free_busy_later(
             found.append({"id": c.id, "name": c.name, "busy": busy})
         return {"timeMin": format_in(low, tz), "timeMax": format_in(high, tz), "calendars": found}
 
+    return _answered(conn, principal, calendars, window, answer)
+
+
+def _answered(
+    conn: Connection,
+    principal: Principal,
+    calendars: list[CalendarRow],
+    window: tuple[datetime, datetime],
+    answer: Callable[[list[Busy]], dict[str, Any]],
+) -> dict[str, Any] | Later:
+    """``answer`` of what takes time in ``calendars`` within ``window``: now, or a ``Later``
+    when series must be expanded (off the event loop, after the transaction)."""
+    low, high = window
+    items = busy_later(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)
     return items.then(answer) if isinstance(items, Later) else answer(items)
 
 
@@ -274,11 +294,7 @@ def find_free_time_later(
 ) -> dict[str, Any] | Later:
     """``find_free_time`` for the fronts (``operations.FREE_TIME``): a ``Later`` when series
     must be expanded, made off the event loop after the transaction."""
-    data, errors = _parse(FreeTimeQuery, body)
-    bad = {e["field"].split(".", 1)[0] for e in errors}
-    ids = None if "calendarIds" in bad else data.calendar_ids
-    calendars = _calendars(conn, principal, ids, errors)
-    tz: tzinfo = zone(calendars[0].time_zone) if calendars else UTC
+    data, errors, bad, calendars, tz = _asked(conn, principal, FreeTimeQuery, body)
     zone_name = calendars[0].time_zone if calendars else "UTC"
     if data.time_zone is not None and "timeZone" not in bad:
         if is_valid_zone(data.time_zone):
@@ -298,7 +314,6 @@ def find_free_time_later(
     if errors or window is None or duration is None:
         raise ValidationFailed(errors)
     low, high = window
-    items = busy_later(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)
     length = timedelta(minutes=duration)
 
     def answer(items: list[Busy]) -> dict[str, Any]:
@@ -314,7 +329,7 @@ def find_free_time_later(
                 break
         return {"timeZone": zone_name, "slots": slots}
 
-    return items.then(answer) if isinstance(items, Later) else answer(items)
+    return _answered(conn, principal, calendars, window, answer)
 
 
 def _free(

@@ -52,15 +52,11 @@ from calendar_service.events.queries import EVENT_COLUMNS, bump_longest
 from calendar_service.events.series import CANCELLED, recurrence_columns
 from calendar_service.events.shapes import Row, event_public
 from calendar_service.keys import REVOKED_BY_CALENDAR
-from calendar_service.models import (
-    calendars_t,
-    event_sync_t,
-    events_t,
-    feeds_t,
-    ical_uids_t,
-    keys_t,
-    oauth_authorizations_t,
-)
+from calendar_service.models.calendars import calendars_t
+from calendar_service.models.events import event_sync_t, events_t
+from calendar_service.models.ical import feeds_t, ical_uids_t
+from calendar_service.models.keys import keys_t
+from calendar_service.models.oauth import oauth_authorizations_t
 from calendar_service.outbox import DELETED, UPDATED, record_change
 from calendar_service.recurrence.rules import naive_local, to_utc
 from calendar_service.timeutil import zone

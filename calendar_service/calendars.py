@@ -14,22 +14,12 @@ from calendar_service.errors import FieldError, InsufficientScope, NotFound, Val
 from calendar_service.ids import new_id
 from calendar_service.inputs import check_text
 from calendar_service.keys import Principal
-from calendar_service.models import DEFAULT_CALENDAR_NAME, calendars_t
+from calendar_service.models.calendars import DEFAULT_CALENDAR_NAME, ROW_COLUMNS, calendars_t
 from calendar_service.schema_patterns import COLOR_PATTERN
 from calendar_service.timeutil import is_valid_zone
 
 NAME_MAX = 200
 _COLOR = re.compile(COLOR_PATTERN)  # a calendar's colour, stored in lower case
-
-_COLUMNS = (
-    calendars_t.c.id,
-    calendars_t.c.name,
-    calendars_t.c.time_zone,
-    calendars_t.c.is_default,
-    calendars_t.c.max_event_seconds,
-    calendars_t.c.series_version,
-    calendars_t.c.color,
-)
 
 
 def calendar_public(row: Any) -> dict[str, Any]:
@@ -120,7 +110,7 @@ def create_calendar(
 def list_owner_calendars(conn: Connection, *, user_id: str) -> list[Any]:
     return list(
         conn.execute(
-            select(*_COLUMNS)
+            select(*ROW_COLUMNS)
             .where(calendars_t.c.user_id == user_id)
             .order_by(calendars_t.c.is_default.desc(), calendars_t.c.name, calendars_t.c.id)
         )
@@ -138,7 +128,7 @@ class CalendarRow(NamedTuple):
     color: str | None = None  # "#rrggbb", or None: none chosen
 
 
-_OWNED = select(*_COLUMNS).where(calendars_t.c.user_id == bindparam("user_id"))
+_OWNED = select(*ROW_COLUMNS).where(calendars_t.c.user_id == bindparam("user_id"))
 _ORDER = (calendars_t.c.is_default.desc(), calendars_t.c.name)
 # Run on every list request, straight from the driver (see db.Statement).
 _ACCESSIBLE_ALL = Statement(_OWNED.order_by(*_ORDER))
@@ -276,7 +266,7 @@ def resolve_target(
         by_id = conn.execute(
             _locked(
                 conn,
-                select(*_COLUMNS).where(
+                select(*ROW_COLUMNS).where(
                     calendars_t.c.user_id == owner, calendars_t.c.id == calendar_id
                 ),
             )
@@ -287,7 +277,7 @@ def resolve_target(
         by_name = conn.execute(
             _locked(
                 conn,
-                select(*_COLUMNS).where(
+                select(*ROW_COLUMNS).where(
                     calendars_t.c.user_id == owner, calendars_t.c.name == calendar_name.strip()
                 ),
             )
@@ -310,7 +300,7 @@ def resolve_target(
     target = by_id or by_name
     if target is None:
         target = conn.execute(
-            select(*_COLUMNS).where(
+            select(*ROW_COLUMNS).where(
                 calendars_t.c.user_id == owner, calendars_t.c.is_default.is_(True)
             )
         ).first()
@@ -352,7 +342,7 @@ def within_reach(principal: Principal) -> ColumnElement[bool]:
     return and_(owned, calendars_t.c.id == principal.calendar_id)
 
 
-_BY_ID = Statement(select(*_COLUMNS).where(calendars_t.c.id == bindparam("calendar_id")))
+_BY_ID = Statement(select(*ROW_COLUMNS).where(calendars_t.c.id == bindparam("calendar_id")))
 
 
 def get_calendar_row(conn: Connection, *, calendar_id: str) -> CalendarRow:

@@ -19,7 +19,8 @@ from sqlalchemy import ColumnElement, Connection, bindparam, case, delete, func,
 
 from calendar_service.db import Statement
 from calendar_service.errors import FieldError, ValidationFailed
-from calendar_service.models import calls_t, keys_t, to_db
+from calendar_service.models.columns import to_db
+from calendar_service.models.keys import calls_t, keys_t
 from calendar_service.timeutil import format_utc
 
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")

@@ -26,7 +26,7 @@ from calendar_service.errors import (
     IdempotencyMismatch,
     ValidationFailed,
 )
-from calendar_service.models import records_t
+from calendar_service.models.keys import records_t
 
 RETENTION = timedelta(hours=24)
 MAX_KEY_LENGTH = 255

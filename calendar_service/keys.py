@@ -34,7 +34,9 @@ from calendar_service.errors import (
 )
 from calendar_service.ids import base62, new_id
 from calendar_service.inputs import check_text
-from calendar_service.models import calendars_t, from_db, keys_t
+from calendar_service.models.calendars import ROW_COLUMNS, calendars_t
+from calendar_service.models.columns import from_db
+from calendar_service.models.keys import keys_t
 from calendar_service.timeutil import format_utc, parse_date_time
 
 SECRET_PREFIX = "calsk_"  # noqa: S105 - a public prefix, not a secret
@@ -278,17 +280,6 @@ _VERIFY_COLUMNS = (
 )
 
 
-_KEY_CALENDAR_COLUMNS = (  # calendars.CalendarRow's order
-    calendars_t.c.id,
-    calendars_t.c.name,
-    calendars_t.c.time_zone,
-    calendars_t.c.is_default,
-    calendars_t.c.max_event_seconds,
-    calendars_t.c.series_version,
-    calendars_t.c.color,
-)
-
-
 class KeyRow(NamedTuple):
     id: str
     user_id: str
@@ -304,7 +295,7 @@ class KeyRow(NamedTuple):
 
 
 # Read on every request, straight from the driver (see db.Statement); never cached.
-_KEY_WITH_CALENDAR = select(*_VERIFY_COLUMNS, *_KEY_CALENDAR_COLUMNS).select_from(
+_KEY_WITH_CALENDAR = select(*_VERIFY_COLUMNS, *ROW_COLUMNS).select_from(
     keys_t.outerjoin(
         calendars_t,
         and_(calendars_t.c.id == keys_t.c.calendar_id, calendars_t.c.user_id == keys_t.c.user_id),
@@ -390,15 +381,26 @@ def grant_errors(
     if expires_at <= now:
         errors.append(FieldError("expiresAt", "must be in the future"))
     if calendar_id is not None and not bad_id:
-        query = select(calendars_t.c.id).where(
-            calendars_t.c.user_id == user_id, calendars_t.c.id == calendar_id
-        )
-        if conn.dialect.name == "postgresql":  # not deleted before the key is written
-            query = query.with_for_update(read=True, key_share=True)
-        owned = conn.execute(query).first()
-        if owned is None:
-            errors.append(FieldError("calendarId", f"no calendar {calendar_id!r} of this owner"))
+        owned_calendar(conn, user_id=user_id, calendar_id=calendar_id, errors=errors)
     return errors
+
+
+def owned_calendar(
+    conn: Connection, *, user_id: str, calendar_id: str, errors: list[FieldError]
+) -> Any:
+    """The owner's calendar ``calendar_id`` (its ``id`` and ``name``) that a key, a grant or a
+    feed about to be written names, kept from being deleted before it is (on PostgreSQL, a
+    key-share lock to the transaction's end); None, with an error on ``calendarId``, when
+    the owner has no such calendar."""
+    query = select(calendars_t.c.id, calendars_t.c.name).where(
+        calendars_t.c.user_id == user_id, calendars_t.c.id == calendar_id
+    )
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update(read=True, key_share=True)
+    owned = conn.execute(query).first()
+    if owned is None:
+        errors.append(FieldError("calendarId", f"no calendar {calendar_id!r} of this owner"))
+    return owned
 
 
 def create_key(

@@ -39,13 +39,9 @@ from calendar_service.keys import (
     key_row_by_id,
     scopes_of,
 )
-from calendar_service.models import (
-    from_db,
-    keys_t,
-    oauth_authorizations_t,
-    oauth_clients_t,
-    oauth_tokens_t,
-)
+from calendar_service.models.columns import from_db
+from calendar_service.models.keys import keys_t
+from calendar_service.models.oauth import oauth_authorizations_t, oauth_clients_t, oauth_tokens_t
 from calendar_service.timeutil import format_utc
 
 ACCESS_PREFIX = "calat_"

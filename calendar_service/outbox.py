@@ -15,12 +15,8 @@ from sqlalchemy import Connection, bindparam, case, insert, literal_column, sele
 from calendar_service.db import Statement
 from calendar_service.db.channels import OUTBOX_DIRTY
 from calendar_service.ids import new_id
-from calendar_service.models import (
-    UTCDateTime,
-    deliveries_t,
-    endpoints_t,
-    to_db,
-)
+from calendar_service.models.columns import UTCDateTime, to_db
+from calendar_service.models.webhooks import deliveries_t, endpoints_t
 from calendar_service.timeutil import format_utc
 
 # Every change writes these; run straight from the driver (see db.Statement).

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, delete, insert, select
 
-from calendar_service.models import sessions_t, users_t
+from calendar_service.models.owners import sessions_t, users_t
 from calendar_service.service_secrets import SESSION_SECRET_NAME, kept_secret
 
 SESSION_LIFETIME = timedelta(hours=12)

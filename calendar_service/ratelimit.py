@@ -54,7 +54,7 @@ from sqlalchemy.sql.dml import ReturningInsert
 
 from calendar_service.db import Statement
 from calendar_service.errors import RateLimited
-from calendar_service.models import rate_buckets_t
+from calendar_service.models.keys import rate_buckets_t
 
 IDLE_SECONDS = 86_400.0  # a bucket untouched this long is full whatever the period (≤ a day)
 MAX_BATCH = 100

@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from calendar_service.errors import ConfigError
-from calendar_service.models import secrets_t
+from calendar_service.models.service import secrets_t
 
 ROW_NAME = "served_base_url"
 _MAX_LEN = 200  # the column's size

@@ -17,7 +17,7 @@ from datetime import datetime
 from sqlalchemy import Connection, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from calendar_service.models import secrets_t
+from calendar_service.models.service import secrets_t
 
 SESSION_SECRET_NAME = "settings_session_signing"  # noqa: S105 - a row name, not a secret
 PAGE_TOKEN_SECRET_NAME = "page_token_signing"  # noqa: S105 - a row name, not a secret

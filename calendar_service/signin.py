@@ -33,7 +33,7 @@ from sqlalchemy import Connection, delete, insert, select, text
 
 from calendar_service import owner_sessions, users
 from calendar_service.errors import NotFound
-from calendar_service.models import failures_t
+from calendar_service.models.owners import failures_t
 
 WINDOW = timedelta(minutes=15)
 EMAIL_LIMIT = 5

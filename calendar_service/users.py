@@ -15,7 +15,8 @@ from calendar_service.calendars import create_calendar
 from calendar_service.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.ids import new_id
 from calendar_service.inputs import check_text
-from calendar_service.models import DEFAULT_CALENDAR_NAME, users_t
+from calendar_service.models.calendars import DEFAULT_CALENDAR_NAME
+from calendar_service.models.owners import users_t
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}$")
 _hasher = PasswordHasher()  # Argon2id with the library's recommended parameters

@@ -25,11 +25,7 @@ from sqlalchemy import Connection, insert, or_, select, update
 
 from calendar_service.errors import FieldError, NotFound, ValidationFailed, WebhookDisabled
 from calendar_service.ids import new_id
-from calendar_service.models import (
-    attempts_t,
-    deliveries_t,
-    endpoints_t,
-)
+from calendar_service.models.webhooks import attempts_t, deliveries_t, endpoints_t
 from calendar_service.outbox import enqueue, notify_committed
 from calendar_service.timeutil import format_utc
 from calendar_service.webhook_targets import Target, check_url_shape

@@ -29,6 +29,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from mcp.server.auth.errors import stringify_pydantic_error
@@ -112,6 +113,17 @@ class Refresh(RefreshToken):
 
 class Access(AccessToken):
     key_id: str
+
+
+def _held(info: oauth.TokenInfo) -> dict[str, Any]:
+    """What the SDK's token objects (``Access``, ``Refresh``) take of a token we keep."""
+    return {
+        "client_id": info.client_id,
+        "scopes": info.scopes,
+        "expires_at": int(info.expires_at.timestamp()),
+        "resource": info.resource,
+        "key_id": info.key_id,
+    }
 
 
 def is_document_client_id(client_id: str) -> bool:
@@ -308,15 +320,7 @@ class CalendarAuthProvider(OAuthAuthorizationServerProvider[Code, Refresh, Acces
         )
         if info is None or info.client_id != client.client_id:
             return None
-        return Refresh(
-            token=refresh_token,
-            client_id=info.client_id,
-            scopes=info.scopes,
-            expires_at=int(info.expires_at.timestamp()),
-            resource=info.resource,
-            token_hash=info.token_hash,
-            key_id=info.key_id,
-        )
+        return Refresh(token=refresh_token, token_hash=info.token_hash, **_held(info))
 
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: Refresh, scopes: list[str]
@@ -338,14 +342,7 @@ class CalendarAuthProvider(OAuthAuthorizationServerProvider[Code, Refresh, Acces
         info = await self.db.run(oauth.load_token, token=token, kind="access", now=utcnow())
         if info is None:
             return None
-        return Access(
-            token=token,
-            client_id=info.client_id,
-            scopes=info.scopes,
-            expires_at=int(info.expires_at.timestamp()),
-            resource=info.resource,
-            key_id=info.key_id,
-        )
+        return Access(token=token, **_held(info))
 
     async def revoke_token(self, token: Access | Refresh) -> None:
         """RFC 7009: revoking either token ends the grant, and so both (and every other)."""

@@ -4,6 +4,7 @@ the core, and bounded waits (never bare sleeps)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import ssl
@@ -22,16 +23,17 @@ from typing import Any, TypeVar
 import httpx
 import trustme
 import uvicorn
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, select, text
 from starlette.types import ASGIApp
 
-from calendar_service import calendars, keys, users
+from calendar_service import calendar_changes, calendars, keys, users
 from calendar_service.app import create_app
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.gateway import CallContext
 from calendar_service.ids import new_id
 from calendar_service.migrate import upgrade
+from calendar_service.models import deliveries_t
 from calendar_service.timeutil import utcnow
 
 T = TypeVar("T")
@@ -307,3 +309,34 @@ def make_tls(directory: Path, names: tuple[str, ...] = CERT_NAMES) -> TLSFiles:
     cert.private_key_pem.write_to_path(str(tls.keyfile))
     ca.cert_pem.write_to_path(str(tls.ca_file))
     return tls
+
+
+def queued(db: Database, owner: Owner) -> list[tuple[str, dict[str, Any]]]:
+    """The owner's queued webhook deliveries (type, data.event), in the order they were made
+    (one transaction's in any order)."""
+    rows = db.call(
+        lambda conn: conn.execute(
+            select(deliveries_t.c.event_type, deliveries_t.c.payload)
+            .where(deliveries_t.c.user_id == owner.id)
+            .order_by(deliveries_t.c.created_at, deliveries_t.c.id)
+        ).all()
+    )
+    return [(row.event_type, json.loads(row.payload)["data"]["event"]) for row in rows]
+
+
+def delete_all(db: Database, owner: Owner | None, calendar_id: str, most: int = 500) -> int:
+    """Every step of a calendar's deletion (``owner``: None, as the operator's CLI); the
+    events it took."""
+    taken = 0
+    for _ in range(1000):
+        step = db.call(
+            calendar_changes.delete_calendar_step,
+            user_id=owner.id if owner is not None else None,
+            calendar_id=calendar_id,
+            now=utcnow(),
+            most=most,
+        )
+        taken += step["deletedEvents"]
+        if step["done"]:
+            return taken
+    raise AssertionError("the deletion never ended")

@@ -8,14 +8,15 @@ of one's own that the core checks.
 Events are changed through the same core functions the API uses, with the owner acting in
 person (``events.owner_principal``), so each change writes its webhook delivery like any other.
 Times typed without an offset are read in the calendar's own time zone; an all-day event's
-"last day" is inclusive on the page (the API's ``endsAt`` is the exclusive midnight after).
+"last day" is inclusive on the page (the API's ``endsAt`` is the exclusive midnight after:
+``events.days`` converts).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from typing import Any
 from zoneinfo import available_timezones
 
@@ -33,12 +34,15 @@ from calendar_service.account.web import (
     field_errors,
     form,
     owner_page,
+    owner_view,
     render,
     see_other,
 )
 from calendar_service.errors import DefaultCalendarKept, FieldError, ValidationFailed
+from calendar_service.events.days import end_after, last_day
 from calendar_service.keys import Principal
 from calendar_service.owner_sessions import OwnerSessionInfo
+from calendar_service.recurrence.rules import recurrence_change
 from calendar_service.timeutil import format_utc, utcnow, zone
 
 UPCOMING = 10
@@ -103,7 +107,7 @@ def _repeats(
     if series_id not in known:
         known[series_id] = events.get_event(conn, principal=principal, event_id=series_id)
     series = known[series_id]
-    return repeats.describe(series["recurrence"], series["startsAt"])
+    return repeats.describe(series)
 
 
 PAGE = FormPage(
@@ -115,11 +119,6 @@ PAGE = FormPage(
     names=_EVENT_FIELDS,
     extra=lambda: {"zones": time_zones()},
 )
-
-
-@owner_page
-async def calendars_page(request: Request, owner: OwnerSessionInfo) -> Response:
-    return await PAGE.show(request, owner)
 
 
 @owner_page
@@ -149,26 +148,23 @@ def _calendar_values(data: FormData) -> dict[str, str]:
 # Changing and deleting a calendar (calendar_changes: see docs/settings.md)
 
 
-def _calendar_form(
+def _form(
     request: Request,
+    template: str,
     *,
-    calendar: dict[str, Any],
     values: dict[str, str],
     errors: dict[str, str] | None = None,
     status_code: int = 200,
+    **shown: Any,
 ) -> Response:
-    return render(
-        request,
-        "calendar_form.html",
-        {
-            "section": "calendars",
-            "calendar": calendar,
-            "values": values,
-            "errors": errors or {},
-            "zones": time_zones(),
-        },
-        status_code=status_code,
-    )
+    """A calendar's or an event's form: what was typed (``values``), each error beside its
+    input, and what else the form shows (``shown``)."""
+    context = {"section": "calendars", "values": values, "errors": errors or {}, **shown}
+    return render(request, template, context, status_code=status_code)
+
+
+def _calendar_form(request: Request, *, calendar: dict[str, Any], **form: Any) -> Response:
+    return _form(request, "calendar_form.html", calendar=calendar, zones=time_zones(), **form)
 
 
 async def _path_calendar(request: Request, owner: OwnerSessionInfo) -> dict[str, Any]:
@@ -288,11 +284,9 @@ def _to_api(values: dict[str, str]) -> tuple[dict[str, Any], list[FieldError]]:
             errors.append(FieldError(field, "choose a date"))
             continue
         if all_day:
-            if side == "end":  # inclusive last day on the page, exclusive midnight in the API
+            if side == "end":  # the last day on the page, the midnight after it in the API
                 try:
-                    day = (date.fromisoformat(day) + timedelta(days=1)).isoformat()
-                except OverflowError:  # 9999-12-31: the core refuses it as out of range
-                    pass
+                    day = end_after(day)
                 except ValueError:
                     errors.append(FieldError(field, "choose a date such as 2026-03-02"))
                     continue
@@ -309,8 +303,7 @@ def _from_event(event: dict[str, Any]) -> dict[str, str]:
     starts = datetime.fromisoformat(event["startsAt"].replace("Z", "+00:00"))
     ends = datetime.fromisoformat(event["endsAt"].replace("Z", "+00:00"))
     if event["allDay"]:
-        last = ends.date() - timedelta(days=1)
-        ends_values = (max(last, starts.date()).isoformat(), "")
+        ends_values = (last_day(event["startsAt"], event["endsAt"]), "")
     else:
         ends_values = (ends.date().isoformat(), f"{ends:%H:%M}")
     return {
@@ -332,23 +325,12 @@ def _event_form(
     request: Request,
     *,
     owned: list[dict[str, Any]],
-    values: dict[str, str],
-    errors: dict[str, str] | None = None,
     event: dict[str, Any] | None = None,
-    status_code: int = 200,
+    **form: Any,
 ) -> Response:
-    return render(
-        request,
-        "event_form.html",
-        {
-            "section": "calendars",
-            "calendars": owned,
-            "values": values,
-            "errors": errors or {},
-            "event": event,
-            "frequencies": repeats.FREQUENCIES,
-        },
-        status_code=status_code,
+    frequencies = repeats.FREQUENCIES
+    return _form(
+        request, "event_form.html", calendars=owned, event=event, frequencies=frequencies, **form
     )
 
 
@@ -424,7 +406,7 @@ def _event_shown(conn: Connection, *, user_id: str, event_id: str) -> dict[str, 
     principal = events.owner_principal(user_id)
     event = events.get_event(conn, principal=principal, event_id=event_id)
     if "recurrence" in event:
-        event["repeats"] = repeats.describe(event["recurrence"], event["startsAt"])
+        event["repeats"] = repeats.describe(event)
     elif "recurringEventId" in event:
         event["repeats"] = _repeats(conn, principal, event, {})
     return event
@@ -453,8 +435,8 @@ def _update(
         recurrence, refused = repeats.recurrence_of(values["repeat"], values["rule"])
         if refused is not None:
             errors.append(FieldError("recurrence", refused))
-        elif recurrence != event.get("recurrence"):  # sent only when changed
-            body["recurrence"] = recurrence  # None: no longer repeats
+        else:
+            body.update(recurrence_change(recurrence, event.get("recurrence")))
     return events.update_event_from_input(
         conn, principal=principal, event_id=event_id, body=body, now=now, prior_errors=errors
     )
@@ -481,12 +463,6 @@ async def update_event(request: Request, owner: OwnerSessionInfo) -> Response:
 
 
 @owner_page
-async def confirm_delete(request: Request, owner: OwnerSessionInfo) -> Response:
-    event = await _path_event(request, owner)
-    return render(request, "event_delete.html", {"section": "calendars", "event": event})
-
-
-@owner_page
 async def delete_event(request: Request, owner: OwnerSessionInfo) -> Response:
     """Delete an event or a whole series, or (``scope=this``, sent by the page of an
     occurrence) cancel one occurrence alone."""
@@ -506,8 +482,15 @@ async def delete_event(request: Request, owner: OwnerSessionInfo) -> Response:
 
 
 def routes() -> list[BaseRoute]:
+    confirm_delete = owner_view(
+        _event_shown,
+        param="event_id",
+        template="event_delete.html",
+        section="calendars",
+        name="event",
+    )
     return [
-        Route("/calendars", calendars_page, methods=["GET"]),
+        PAGE.route("/calendars"),
         Route("/calendars", create_calendar, methods=["POST"]),
         Route("/calendars/{calendar_id}/edit", edit_calendar, methods=["GET"]),
         Route("/calendars/{calendar_id}", update_calendar, methods=["POST"]),

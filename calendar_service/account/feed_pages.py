@@ -3,6 +3,7 @@ URL shown once, revoke with confirmation) and each feed's fetch history."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +13,15 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service import calendars
-from calendar_service.account.web import FormPage, account, form, owner_page, render, see_other
+from calendar_service.account.web import (
+    FormPage,
+    account,
+    form,
+    owner_action,
+    owner_page,
+    owner_view,
+    render,
+)
 from calendar_service.errors import ValidationFailed
 from calendar_service.ical import feeds
 from calendar_service.owner_sessions import OwnerSessionInfo
@@ -40,11 +49,6 @@ PAGE = FormPage(
 
 
 @owner_page
-async def feeds_page(request: Request, owner: OwnerSessionInfo) -> Response:
-    return await PAGE.show(request, owner)
-
-
-@owner_page
 async def create_feed(request: Request, owner: OwnerSessionInfo) -> Response:
     data = await form(request)
     values = {"calendar": str(data.get("calendar", ""))}
@@ -69,38 +73,18 @@ def _load(conn: Connection, *, user_id: str, feed_id: str) -> dict[str, Any]:
     return feed
 
 
-@owner_page
-async def feed_page(request: Request, owner: OwnerSessionInfo) -> Response:
-    feed = await account(request).services.db.run(
-        _load, user_id=owner.user_id, feed_id=request.path_params["feed_id"]
-    )
-    return render(request, "feed.html", {"section": "feeds", "feed": feed})
-
-
-@owner_page
-async def confirm_revoke(request: Request, owner: OwnerSessionInfo) -> Response:
-    feed = await account(request).services.db.run(
-        feeds.get_feed, user_id=owner.user_id, feed_id=request.path_params["feed_id"]
-    )
-    return render(request, "feed_revoke.html", {"section": "feeds", "feed": feed})
-
-
-@owner_page
-async def revoke(request: Request, owner: OwnerSessionInfo) -> Response:
-    await account(request).services.db.run(
-        feeds.revoke_feed,
-        user_id=owner.user_id,
-        feed_id=request.path_params["feed_id"],
-        now=utcnow(),
-    )
-    return see_other(request, "/feeds", notice="feed-revoked")
+def _view(load: Callable[..., Any], template: str) -> Callable[[Request], Awaitable[Response]]:
+    return owner_view(load, param="feed_id", template=template, section="feeds", name="feed")
 
 
 def routes() -> list[BaseRoute]:
+    history = _view(_load, "feed.html")
+    confirm = _view(feeds.get_feed, "feed_revoke.html")
+    revoke = owner_action(feeds.revoke_feed, param="feed_id", back="/feeds", notice="feed-revoked")
     return [
-        Route("/feeds", feeds_page, methods=["GET"]),
+        PAGE.route("/feeds"),
         Route("/feeds", create_feed, methods=["POST"]),
-        Route("/feeds/{feed_id}", feed_page, methods=["GET"]),
-        Route("/feeds/{feed_id}/revoke", confirm_revoke, methods=["GET"]),
+        Route("/feeds/{feed_id}", history, methods=["GET"]),
+        Route("/feeds/{feed_id}/revoke", confirm, methods=["GET"]),
         Route("/feeds/{feed_id}/revoke", revoke, methods=["POST"]),
     ]

@@ -15,9 +15,10 @@ from calendar_service.account.web import (
     FormPage,
     account,
     form,
+    owner_action,
     owner_page,
+    owner_view,
     render,
-    see_other,
 )
 from calendar_service.errors import ValidationFailed
 from calendar_service.owner_sessions import OwnerSessionInfo
@@ -58,11 +59,6 @@ PAGE = FormPage(
 
 
 @owner_page
-async def keys_page(request: Request, owner: OwnerSessionInfo) -> Response:
-    return await PAGE.show(request, owner)
-
-
-@owner_page
 async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
     data = await form(request)
     values = {
@@ -95,37 +91,23 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
     )
 
 
-def _load_key(conn: Connection, *, user_id: str, key_id: str, now: datetime) -> dict[str, Any]:
+def _load_key(conn: Connection, *, user_id: str, key_id: str) -> dict[str, Any]:
     keys.get_key(conn, user_id=user_id, key_id=key_id)  # another owner's key: 404
-    public = next(k for k in keys.list_keys(conn, user_id=user_id, now=now) if k["id"] == key_id)
+    listed = keys.list_keys(conn, user_id=user_id, now=utcnow())
+    public = next(k for k in listed if k["id"] == key_id)
     names = {c.id: c.name for c in calendars.list_owner_calendars(conn, user_id=user_id)}
     public["calendarName"] = names.get(public["calendarId"]) if public["calendarId"] else None
     return public
 
 
-@owner_page
-async def confirm_revoke(request: Request, owner: OwnerSessionInfo) -> Response:
-    key = await account(request).services.db.run(
-        _load_key, user_id=owner.user_id, key_id=request.path_params["key_id"], now=utcnow()
-    )
-    return render(request, "key_revoke.html", {"section": "keys", "key": key})
-
-
-@owner_page
-async def revoke(request: Request, owner: OwnerSessionInfo) -> Response:
-    await account(request).services.db.run(
-        keys.revoke_key,
-        user_id=owner.user_id,
-        key_id=request.path_params["key_id"],
-        now=utcnow(),
-    )
-    return see_other(request, "/keys", notice="key-revoked")
-
-
 def routes() -> list[BaseRoute]:
+    confirm = owner_view(
+        _load_key, param="key_id", template="key_revoke.html", section="keys", name="key"
+    )
+    revoke = owner_action(keys.revoke_key, param="key_id", back="/keys", notice="key-revoked")
     return [
-        Route("/keys", keys_page, methods=["GET"]),
+        PAGE.route("/keys"),
         Route("/keys", create_key, methods=["POST"]),
-        Route("/keys/{key_id}/revoke", confirm_revoke, methods=["GET"]),
+        Route("/keys/{key_id}/revoke", confirm, methods=["GET"]),
         Route("/keys/{key_id}/revoke", revoke, methods=["POST"]),
     ]

@@ -1,16 +1,22 @@
 """How the pages say a series repeats, and the event form's repeat choice as ``recurrence``.
 
-``describe`` turns a series' ``recurrence`` (its stored lines, as the core shows them) into a
-sentence such as "Repeats weekly on Monday and Wednesday, 10 times"; a rule it cannot put
-into words (``BYSETPOS``, ``BYWEEKNO``, several by-parts at once …) is shown as its own text,
-"Repeats: FREQ=…". Nothing here checks a rule: the core does, and its errors name the field.
+``describe`` turns a series' ``recurrence`` (its stored lines, as the core shows them, read by
+the core's ``recurrence.rules``) into a sentence such as "Repeats weekly on Monday and
+Wednesday, 10 times"; a rule it cannot put into words (``BYSETPOS``, ``BYWEEKNO``, several
+by-parts at once …) is shown as its own text, "Repeats: FREQ=…". The form's choices become
+lines through ``recurrence.rules`` too. Nothing here reads or checks a rule's text: the core
+does, and its errors name the field.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
-FREQUENCIES = {  # the form's choices: the core's FREQ, and what the page calls it
+from calendar_service.recurrence import rules
+
+FREQUENCIES = {  # the form's choices: the core's FREQ (rules.FREQUENCIES), and their names
     "DAILY": "Every day",
     "WEEKLY": "Every week (the start’s weekday)",
     "MONTHLY": "Every month (the start’s day)",
@@ -37,28 +43,24 @@ _ORDINALS = {
     -1: "last",
     -2: "second to last",
 }
-_NAMES = ("RRULE", "EXDATE", "RDATE")
 
 
 def recurrence_of(repeat: str, rule: str) -> tuple[list[str] | None, str | None]:
     """The form's choice (``repeat``: "", a FREQ or ``custom``) and typed ``rule`` as the
-    core's ``recurrence`` lines, or an error for the form's repeat field. The typed rule's
-    lines are separated by spaces (no line holds one); a line without a name is the
-    ``RRULE``."""
-    lines = rule.split()
+    core's ``recurrence`` lines (``rules.typed_lines``, ``rules.every``), or an error for the
+    form's repeat field."""
+    lines = rules.typed_lines(rule)
     if repeat == CUSTOM:
         if not lines:
             return None, "type a rule such as FREQ=WEEKLY;INTERVAL=2;BYDAY=TU"
-        return [
-            line if line.upper().startswith(_NAMES) else f"RRULE:{line}" for line in lines
-        ], None
+        return lines, None
     if lines:
         return None, "choose “Custom rule” to use the rule you typed, or clear it"
     if repeat == "":
         return None, None
     if repeat not in FREQUENCIES:
         return None, "choose one of the listed choices"
-    return [f"RRULE:FREQ={repeat}"], None
+    return rules.every(repeat), None
 
 
 def choice_of(recurrence: list[str] | None) -> dict[str, str]:
@@ -66,89 +68,74 @@ def choice_of(recurrence: list[str] | None) -> dict[str, str]:
     posted back unchanged, ``recurrence_of`` gives the same lines again."""
     if recurrence is None:
         return {"repeat": "", "rule": ""}
-    for freq in FREQUENCIES:
-        if recurrence == [f"RRULE:FREQ={freq}"]:
-            return {"repeat": freq, "rule": ""}
-    return {"repeat": CUSTOM, "rule": " ".join(recurrence)}
+    freq = rules.every_of(recurrence)
+    if freq is not None:
+        return {"repeat": freq, "rule": ""}
+    return {"repeat": CUSTOM, "rule": rules.typed_text(recurrence)}
 
 
-def describe(recurrence: list[str], starts_at: str) -> str:
-    """A sentence for a series' rule; ``starts_at`` (its first occurrence, RFC 3339 in the
-    calendar's zone) gives what the rule takes from it (a weekly rule's weekday)."""
-    rule = next((line[6:] for line in recurrence if line.upper().startswith("RRULE:")), "")
-    parts = dict(p.split("=", 1) for p in rule.split(";") if "=" in p)
-    freq = parts.pop("FREQ", "")
-    interval = int(parts.pop("INTERVAL", "1") or 1)
-    count, until = parts.pop("COUNT", None), parts.pop("UNTIL", None)
-    parts.pop("WKST", None)
-    start = datetime.fromisoformat(starts_at.replace("Z", "+00:00"))
-    on = _on(freq, parts, start) if freq in _ADVERB else None
+def describe(series: Mapping[str, Any]) -> str:
+    """A sentence for a series' rule (its public object: ``recurrence`` as stored, read by
+    ``rules.stored_rule``); its ``startsAt`` (its first occurrence, in the calendar's zone)
+    gives what the rule takes from it (a weekly rule's weekday)."""
+    rule = rules.stored_rule(tuple(series["recurrence"]), bool(series["allDay"]))
+    start = datetime.fromisoformat(series["startsAt"].replace("Z", "+00:00"))
+    on = _on(rule, start)
     if on is None:
-        return f"Repeats: {rule}" if rule else "Repeats"
-    every = _ADVERB[freq] if interval == 1 else f"every {interval} {_UNIT[freq]}"
+        return f"Repeats: {rule.rrule}"
+    freq = rule.frequency
+    every = _ADVERB[freq] if rule.interval == 1 else f"every {rule.interval} {_UNIT[freq]}"
     sentence = f"Repeats {every}{on}"
-    if count is not None:
-        sentence += ", once" if count == "1" else f", {count} times"
-    elif until is not None:
-        sentence += f", until {_until(until, start)}"
+    if rule.count is not None:
+        sentence += ", once" if rule.count == 1 else f", {rule.count} times"
+    elif rule.until is not None:
+        sentence += f", until {_until(rule.until, start)}"
     return sentence
 
 
-def _on(freq: str, parts: dict[str, str], start: datetime) -> str | None:
+def _on(rule: rules.Rule, start: datetime) -> str | None:
     """The phrase after the frequency ("on Monday", with its leading space) for the by-parts
     this page can say; ``None`` for those it cannot."""
-    byday, bymonthday = parts.pop("BYDAY", None), parts.pop("BYMONTHDAY", None)
-    if parts:  # BYMONTH, BYSETPOS, BYHOUR …: shown as the rule's own text
+    if rule.parts - {"BYDAY", "BYMONTHDAY", "WKST"}:  # BYMONTH, BYSETPOS …: shown as written
         return None
+    byday, bymonthday = rule.weekdays, rule.month_days
+    freq = rule.frequency
     if freq == "DAILY":
-        return "" if byday is None and bymonthday is None else None
+        return "" if not byday and not bymonthday else None
     if freq == "WEEKLY":
-        if bymonthday is not None:
+        if bymonthday:
             return None
-        days = byday.split(",") if byday else [list(_DAYS)[start.weekday()]]
-        if not all(d in _DAYS for d in days):
-            return None
+        days = [day for _, day in byday] or [rules.WEEKDAYS[start.weekday()]]
         return " on " + _and([_DAYS[d] for d in days])
     if freq == "MONTHLY":
-        if byday is not None and bymonthday is None:
+        if byday and not bymonthday:
             return _nth_weekdays(byday)
-        if byday is None:
-            days = bymonthday.split(",") if bymonthday else [str(start.day)]
+        if not byday:
+            days = [str(d) for d in bymonthday] or [str(start.day)]
             return (" on day " if len(days) == 1 else " on days ") + _and(days)
         return None
-    if byday is None and bymonthday is None:  # YEARLY
+    if not byday and not bymonthday:  # YEARLY
         return f" on {start.day} {start:%B}"
     return None
 
 
-def _nth_weekdays(byday: str) -> str | None:
+def _nth_weekdays(byday: tuple[tuple[int | None, str], ...]) -> str | None:
     """The phrase "on the first Monday and the last Friday" for a monthly ``BYDAY``."""
     said = []
-    for item in byday.split(","):
-        number, day = item[:-2], item[-2:]
-        if day not in _DAYS:
-            return None
-        if not number:
+    for number, day in byday:
+        if number is None:
             said.append(f"every {_DAYS[day]}")
             continue
-        try:
-            nth = _ORDINALS.get(int(number))
-        except ValueError:
-            return None
+        nth = _ORDINALS.get(number)
         if nth is None:
             return None
         said.append(f"the {nth} {_DAYS[day]}")
     return " on " + _and(said)
 
 
-def _until(value: str, start: datetime) -> str:
-    """An ``UNTIL`` (a date, or a UTC date-time) as the day it is in the series' zone."""
-    if "T" not in value:
-        day = datetime.strptime(value, "%Y%m%d")
-    else:
-        day = datetime.strptime(value.rstrip("Z") + "+0000", "%Y%m%dT%H%M%S%z")
-        if start.tzinfo is not None:
-            day = day.astimezone(start.tzinfo)
+def _until(value: datetime, start: datetime) -> str:
+    """A rule's ``until`` (a date, or a UTC date-time) as the day it is in the series' zone."""
+    day = value if value.tzinfo is None or start.tzinfo is None else value.astimezone(start.tzinfo)
     return f"{day:%a} {day.day} {day:%b %Y}"
 
 

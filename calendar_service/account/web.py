@@ -3,6 +3,8 @@
 Every page handler is wrapped by ``owner_page``: no session, no page (a redirect to sign-in);
 and every POST must carry the session's CSRF synchronizer token. Handlers then call core
 functions scoped by ``owner.user_id`` first, so another owner's id in a URL is a 404.
+``FormPage`` (a list above a form that adds one), ``owner_view`` (one object the path names)
+and ``owner_action`` (a change to it, then back to its list) are the handlers pages share.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from calendar_service import owner_sessions
@@ -269,6 +272,14 @@ class FormPage:
             status_code=200 if refused is None else 400,
         )
 
+    def route(self, path: str) -> Route:
+        """The page's GET at ``path``: what the owner has, above the blank form."""
+
+        async def page(request: Request, owner: OwnerSessionInfo) -> Response:
+            return await self.show(request, owner)
+
+        return Route(path, owner_page(page), methods=["GET"], name=f"{self.section}_page")
+
 
 def tokens_match(expected: str, given: str | None) -> bool:
     return bool(given) and secrets.compare_digest(expected.encode(), str(given).encode())
@@ -333,6 +344,38 @@ def owner_page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         return await handler(request, owner)
 
     return endpoint
+
+
+def owner_view(
+    load: Callable[..., Any], *, param: str, template: str, section: str, name: str
+) -> Callable[[Request], Awaitable[Response]]:
+    """A GET that shows the owner's object the path's ``param`` names: what
+    ``load(conn, user_id=…, <param>=…)`` gives (another owner's is a 404), as ``name`` in
+    ``template``."""
+
+    async def view(request: Request, owner: OwnerSessionInfo) -> Response:
+        found = await account(request).services.db.run(
+            load, user_id=owner.user_id, **{param: request.path_params[param]}
+        )
+        return render(request, template, {"section": section, name: found})
+
+    return owner_page(view)
+
+
+def owner_action(
+    change: Callable[..., Any], *, param: str, back: str, notice: str
+) -> Callable[[Request], Awaitable[Response]]:
+    """A POST that applies ``change(conn, user_id=…, <param>=…, now=…)`` to the owner's
+    object the path's ``param`` names (another owner's is a 404), then goes ``back`` (a
+    settings path) saying ``notice``: revoking a key or a feed, redelivering a webhook."""
+
+    async def act(request: Request, owner: OwnerSessionInfo) -> Response:
+        await account(request).services.db.run(
+            change, user_id=owner.user_id, now=utcnow(), **{param: request.path_params[param]}
+        )
+        return see_other(request, back, notice=notice)
+
+    return owner_page(act)
 
 
 # ---------------------------------------------------------------------------------------------

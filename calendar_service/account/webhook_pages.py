@@ -18,7 +18,14 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service import webhook_config, webhook_targets
-from calendar_service.account.web import account, form, owner_page, render, see_other
+from calendar_service.account.web import (
+    account,
+    form,
+    owner_action,
+    owner_page,
+    render,
+    see_other,
+)
 from calendar_service.errors import ValidationFailed, WebhookTargetRefused
 from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
@@ -156,18 +163,10 @@ async def delivery_page(request: Request, owner: OwnerSessionInfo) -> Response:
     )
 
 
-@owner_page
-async def redeliver(request: Request, owner: OwnerSessionInfo) -> Response:
-    await account(request).services.db.run(
-        webhook_config.redeliver,
-        user_id=owner.user_id,
-        delivery_id=request.path_params["delivery_id"],
-        now=utcnow(),
-    )
-    return see_other(request, "/webhook", notice="redelivered")
-
-
 def routes() -> list[BaseRoute]:
+    redeliver = owner_action(
+        webhook_config.redeliver, param="delivery_id", back="/webhook", notice="redelivered"
+    )
     return [
         Route("/webhook", webhook_page, methods=["GET"]),
         Route("/webhook", set_url, methods=["POST"]),

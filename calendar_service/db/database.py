@@ -102,12 +102,7 @@ class Database(GroupCommit):
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run ``fn(conn, ...)`` in one transaction, inline or on the database thread(s)."""
-        work = functools.partial(self._on_kept, bind(fn, *args, **kwargs), True)
-        if self.inline:
-            if self._long_write is not None:
-                await self._after_long_write()
-            return work()
-        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+        return await self._call(functools.partial(self._on_kept, bind(fn, *args, **kwargs), True))
 
     async def ping(self) -> None:
         """Ask the database for ``SELECT 1`` (``/healthz``). On SQLite: inline, outside any
@@ -154,7 +149,11 @@ class Database(GroupCommit):
     ) -> T:
         """Run ``fn(conn, ...)`` outside a transaction (``fn`` owns them, as ``gateway.perform``
         does), inline or on the database thread(s)."""
-        work = functools.partial(self._on_kept, bind(fn, *args, **kwargs), False)
+        return await self._call(functools.partial(self._on_kept, bind(fn, *args, **kwargs), False))
+
+    async def _call(self, work: Callable[[], T]) -> T:
+        """``work`` inline (SQLite: on the loop, once no long write runs on a thread) or on the
+        database thread(s)."""
         if self.inline:
             if self._long_write is not None:
                 await self._after_long_write()

@@ -16,6 +16,7 @@ The package, a module a concern:
 - ``writes``: the tail every change shares (longest event, public event, webhook delivery);
 - ``shapes``: the public event object, one at a time and the list's rows all at once;
 - ``parsing``: list windows, titles and start/end times as callers send them;
+- ``days``: an all-day event's last day, as people count it, and its exclusive end;
 - ``tokens``: signed page tokens;
 - ``sync``: incremental sync: the changes since a sync token, and the tokens;
 - ``busy``: what takes time in calendars, for ``availability``;

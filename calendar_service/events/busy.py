@@ -26,7 +26,8 @@ from calendar_service.events.queries import (
 )
 from calendar_service.keys import Principal
 from calendar_service.later import Later, finish
-from calendar_service.models import calendars_t, to_db
+from calendar_service.models.calendars import calendars_t
+from calendar_service.models.columns import to_db
 from calendar_service.recurrence import READ_BUDGET
 from calendar_service.timeutil import format_in, utc_text, zone
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.inputs import M, parse_partial
-from calendar_service.models import TITLE_MAX, TRANSPARENCIES
+from calendar_service.models.events import TITLE_MAX, TRANSPARENCIES
 from calendar_service.timeutil import (
     ONE_DAY,
     format_in,

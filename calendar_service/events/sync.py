@@ -45,7 +45,7 @@ from calendar_service.events.series import CANCELLED
 from calendar_service.events.shapes import event_public
 from calendar_service.events.tokens import signed, verified
 from calendar_service.keys import Principal
-from calendar_service.models import event_sync_t, events_t, sync_clock_t
+from calendar_service.models.events import event_sync_t, events_t, sync_clock_t
 from calendar_service.timeutil import format_in, utcnow, zone
 
 DEFAULT_RETENTION_DAYS = 30

@@ -41,7 +41,9 @@ from calendar_service.ical.edges import (
     rid_form,
     zone_key,
 )
-from calendar_service.models import events_t, from_db, ical_uids_t, utc_text_of
+from calendar_service.models.columns import from_db, utc_text_of
+from calendar_service.models.events import events_t
+from calendar_service.models.ical import ical_uids_t
 from calendar_service.recurrence import stored_rule
 from calendar_service.timeutil import localize, zone
 

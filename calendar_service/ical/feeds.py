@@ -39,7 +39,9 @@ from calendar_service.ical.export import (
 )
 from calendar_service.ids import new_id, random_base62
 from calendar_service.inputs import check_text
-from calendar_service.models import calendars_t, feeds_t, fetches_t
+from calendar_service.keys import owned_calendar
+from calendar_service.models.calendars import calendars_t
+from calendar_service.models.ical import feeds_t, fetches_t
 from calendar_service.timeutil import format_utc
 
 TOKEN_CHARS = 43  # base62: 256 bits
@@ -81,14 +83,7 @@ def create_feed(
         errors.append(FieldError("calendarId", "choose the calendar the feed shows"))
     calendar = None
     if not errors:
-        query = select(calendars_t.c.id, calendars_t.c.name).where(
-            calendars_t.c.id == calendar_id, calendars_t.c.user_id == user_id
-        )
-        if conn.dialect.name == "postgresql":  # not deleted before the feed is written
-            query = query.with_for_update(read=True, key_share=True)
-        calendar = conn.execute(query).first()
-        if calendar is None:
-            errors.append(FieldError("calendarId", f"no calendar {calendar_id!r} of this owner"))
+        calendar = owned_calendar(conn, user_id=user_id, calendar_id=calendar_id, errors=errors)
     if errors or calendar is None:
         raise ValidationFailed(errors)
     token = random_base62(TOKEN_CHARS)

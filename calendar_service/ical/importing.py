@@ -46,7 +46,8 @@ from calendar_service.events.writes import after_write
 from calendar_service.ical.reading import Fields, Moment, Planned, ReadFile, read_file
 from calendar_service.inputs import NUL, check_text
 from calendar_service.keys import Principal
-from calendar_service.models import EventCreate, EventUpdate, events_t, ical_uids_t
+from calendar_service.models.events import EventCreate, EventUpdate, events_t
+from calendar_service.models.ical import ical_uids_t
 from calendar_service.outbox import UPDATED
 from calendar_service.recurrence import SeriesTimes, occurrence_id, occurs_at, stored_rule
 from calendar_service.timeutil import format_utc, is_valid_zone, localize, midnight, zone

@@ -4,7 +4,8 @@
 otherwise) whose ``lines`` are what is stored and shown: names upper-case, EXDATE/RDATE/UNTIL in
 UTC for timed series and as dates for all-day ones. ``stored_rule`` reads stored lines again
 (cached). ``with_until``, ``dates_split`` and ``with_count`` edit a rule's lines for a split
-(``scope=following``).
+(``scope=following``). ``typed_lines``, ``every`` and ``recurrence_change`` build the lines
+a form sends, ``every_of`` and ``Rule``'s parts read them back for it.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ DATE = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
 DATE_TIME = re.compile(r"^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(Z?)$")
 
 
+_PART_OF = {"byweekday": "BYDAY", "wkst": "WKST"}  # ``Rule.by``'s names that are not RFC 5545's
+LINE_NAMES = ("RRULE", "EXDATE", "RDATE")
+
+
 def refused(message: str) -> ValidationFailed:
     return ValidationFailed([FieldError(FIELD, message)])
 
@@ -83,6 +88,35 @@ class Rule:
     @property
     def has_end(self) -> bool:
         return self.count is not None or self.until is not None
+
+    @property
+    def rrule(self) -> str:
+        """The RRULE line's value, as stored: ``FREQ=WEEKLY;BYDAY=MO``."""
+        return next(line[6:] for line in self.lines if line.startswith("RRULE:"))
+
+    @property
+    def frequency(self) -> str:
+        """FREQ: DAILY, WEEKLY, MONTHLY or YEARLY."""
+        return next(name for name, freq in FREQUENCIES.items() if freq == self.freq)
+
+    @property
+    def parts(self) -> frozenset[str]:
+        """The names of the parts the RRULE gives beyond FREQ, INTERVAL, COUNT and UNTIL
+        (``BYDAY``, ``WKST``, ``BYMONTHDAY`` …)."""
+        return frozenset(_PART_OF.get(name, name.upper()) for name, _ in self.by)
+
+    @property
+    def weekdays(self) -> tuple[tuple[int | None, str], ...]:
+        """BYDAY, in the rule's order: each weekday (``MO`` … ``SU``) with its number
+        (``-1`` for ``-1FR``), or None for every such weekday of the period."""
+        days = dict(self.by).get("byweekday", ())
+        return tuple((day.n, WEEKDAYS[day.weekday]) for day in days)
+
+    @property
+    def month_days(self) -> tuple[int, ...]:
+        """BYMONTHDAY, in the rule's order (negative: counted from the month's end)."""
+        days: tuple[int, ...] = dict(self.by).get("bymonthday", ())
+        return days
 
 
 def parse_recurrence(value: Any, *, tz: tzinfo, all_day: bool) -> Rule:
@@ -143,6 +177,39 @@ def stored_rule(text: tuple[str, ...], all_day: bool) -> Rule:
     """A stored (normalized) recurrence read again: its values are UTC or dates, so no zone
     is needed. Cached: the list reads the same series on every page."""
     return parse_recurrence(list(text), tz=UTC, all_day=all_day)
+
+
+def typed_lines(text: str) -> list[str]:
+    """Recurrence lines typed one after another as one text (a form's field): separated by
+    white space (no line holds any); a line without a name (``FREQ=WEEKLY;BYDAY=TU``) is the
+    RRULE. Nothing is checked here: ``parse_recurrence`` does that."""
+    return [
+        line if line.upper().startswith(LINE_NAMES) else f"RRULE:{line}" for line in text.split()
+    ]
+
+
+def typed_text(lines: Sequence[str]) -> str:
+    """Lines as ``typed_lines`` reads them back: one text."""
+    return " ".join(lines)
+
+
+def every(freq: str) -> list[str]:
+    """The rule that repeats every day, week, month or year (``freq``: a FREQ) from the
+    series' start, and says nothing else."""
+    return [f"RRULE:FREQ={freq}"]
+
+
+def every_of(lines: Sequence[str] | None) -> str | None:
+    """The FREQ of a rule that says nothing else (``every``'s lines), else None."""
+    return next((freq for freq in FREQUENCIES if lines == every(freq)), None)
+
+
+def recurrence_change(sent: list[str] | None, current: list[str] | None) -> dict[str, Any]:
+    """What an update that always carries an event's rule (a form that shows it) changes of
+    it: nothing when the lines sent are the event's own (``current``: its ``recurrence``), so
+    that posting the form unchanged leaves the series as it is; else ``recurrence``, the
+    lines sent (None: the event no longer repeats)."""
+    return {} if sent == current else {"recurrence": sent}
 
 
 def _read_rrule(body: str, *, tz: tzinfo, all_day: bool) -> tuple[dict[str, Any], str]:

@@ -9,12 +9,10 @@ from typing import Any
 import httpx
 from icalendar import Calendar
 
-from calendar_service import calendar_changes
-from calendar_service.timeutil import utcnow
 from tests.account.conftest import Settings, browser_sign_in, nav, signed_in
 from tests.ical.support import fetch
 from tests.rest.conftest import EVENTS
-from tests.support import Factory, Owner, RunningServer, bearer
+from tests.support import Factory, Owner, RunningServer, bearer, delete_all
 
 
 def _event_in(api: httpx.Client, factory: Factory, owner: Owner, calendar_id: str) -> None:
@@ -98,13 +96,7 @@ def test_a_feed_of_a_deleted_calendar_stays_listed_revoked_with_its_history_and_
     url = re.search(r"http://[^\"<]+/ical/[0-9A-Za-z]{43}\.ics", made.text)
     assert url is not None
     assert fetch(url.group(0), **{"User-Agent": "Before-Deletion"}).status_code == 200
-    while not factory.db.call(
-        calendar_changes.delete_calendar_step,
-        user_id=settings.owner.id,
-        calendar_id=work,
-        now=utcnow(),
-    )["done"]:
-        pass
+    delete_all(factory.db, settings.owner, work)
     assert fetch(url.group(0)).status_code == 404
     listing = settings.get("/feeds").text
     assert "(deleted calendar)" in listing and "Revoked" in listing

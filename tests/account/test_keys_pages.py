@@ -8,10 +8,10 @@ from datetime import timedelta
 import httpx
 from sqlalchemy import update
 
-from calendar_service import calendar_changes, keys
+from calendar_service import keys
 from calendar_service.timeutil import utcnow
 from tests.account.conftest import Settings
-from tests.support import Factory, bearer
+from tests.support import Factory, bearer, delete_all
 
 EVENTS = "/api/v1/calendar/events"
 FREE_BUSY = "/api/v1/calendar/freeBusy"
@@ -197,13 +197,7 @@ def test_a_revoked_key_says_who_revoked_it_and_one_of_a_deleted_calendar_names_i
     factory.key(settings.owner, name="Work sync", calendar_id=work)
     pulled, _ = factory.key(settings.owner, name="Pulled")
     factory.db.call(keys.revoke_key, user_id=settings.owner.id, key_id=pulled, now=utcnow())
-    while not factory.db.call(
-        calendar_changes.delete_calendar_step,
-        user_id=settings.owner.id,
-        calendar_id=work,
-        now=utcnow(),
-    )["done"]:
-        pass
+    delete_all(factory.db, settings.owner, work)
     page = settings.get("/keys").text
     rows = dict(
         re.findall(r'data-label="Name">([^<]+)</th>(.*?)</tr>', page, re.S),

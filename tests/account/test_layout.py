@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -177,6 +178,29 @@ def contexts(browser: Any, server: RunningServer, seeded: Seeded) -> Iterator[di
             context.close()
 
 
+Opener = Callable[[str, int], AbstractContextManager[Any]]
+
+
+@pytest.fixture
+def open_tab(browser: Any, server: RunningServer, contexts: dict[int, Any]) -> Opener:
+    """A new tab for the page ``name`` at ``width`` (not shown yet), closed after: signed in,
+    or for the sign-in page in a signed-out context of its own."""
+
+    @contextmanager
+    def tab_for(name: str, width: int) -> Iterator[Any]:
+        signed_out = name == "sign-in"
+        context = _context(browser, server, width) if signed_out else contexts[width]
+        tab = context.new_page()
+        try:
+            yield tab
+        finally:
+            tab.close()
+            if signed_out:
+                context.close()
+
+    return tab_for
+
+
 def _context(browser: Any, server: RunningServer, width: int) -> Any:
     return browser.new_context(
         base_url=server.url,
@@ -293,16 +317,13 @@ _TEXT_OUTSIDE = """() => {
 @pytest.mark.parametrize("width", WIDTHS, ids=[f"{w}px" for w in WIDTHS])
 @pytest.mark.parametrize("name", list(PAGES))
 def test_no_settings_page_scrolls_sideways(
-    browser: Any,
-    server: RunningServer,
-    contexts: dict[int, Any],
-    seeded: Seeded,
-    name: str,
-    width: int,
+    open_tab: Opener, seeded: Seeded, name: str, width: int
 ) -> None:
-    signed_out = name == "sign-in"
-    context = _context(browser, server, width) if signed_out else contexts[width]
-    tab = context.new_page()
+    with open_tab(name, width) as tab:
+        _no_page_scrolls_sideways(tab, seeded, name, width)
+
+
+def _no_page_scrolls_sideways(tab: Any, seeded: Seeded, name: str, width: int) -> None:
     problems: list[str] = []
     tab.on("pageerror", lambda e: problems.append(str(e)))
     tab.on(  # a broken Content-Security-Policy shows here
@@ -322,22 +343,17 @@ def test_no_settings_page_scrolls_sideways(
             else None
         ),
     )
-    try:
-        PAGES[name](tab, seeded)
-        expect(tab.locator("main h1")).to_be_visible()
-        screenshot(tab, f"layout-{name}-{width}")
-        sizes = tab.evaluate(_OVERFLOW)
-        assert sizes["scrollWidth"] <= sizes["clientWidth"] <= width, sizes
-        assert tab.evaluate(_TEXT_OUTSIDE) == []
-        if width >= 1024:  # on a laptop or wider, every table fits without scrolling its box
-            wider = tab.locator(".table-wrap").evaluate_all(
-                "boxes => boxes.filter(b => b.scrollWidth > b.clientWidth).map(b => b.scrollWidth)"
-            )
-            assert wider == []
-    finally:
-        tab.close()
-        if signed_out:
-            context.close()
+    PAGES[name](tab, seeded)
+    expect(tab.locator("main h1")).to_be_visible()
+    screenshot(tab, f"layout-{name}-{width}")
+    sizes = tab.evaluate(_OVERFLOW)
+    assert sizes["scrollWidth"] <= sizes["clientWidth"] <= width, sizes
+    assert tab.evaluate(_TEXT_OUTSIDE) == []
+    if width >= 1024:  # on a laptop or wider, every table fits without scrolling its box
+        wider = tab.locator(".table-wrap").evaluate_all(
+            "boxes => boxes.filter(b => b.scrollWidth > b.clientWidth).map(b => b.scrollWidth)"
+        )
+        assert wider == []
     assert problems == []
 
 
@@ -383,23 +399,11 @@ _KEYBOARD_RULES = [
 @pytest.mark.parametrize("width", WIDTHS, ids=[f"{w}px" for w in WIDTHS])
 @pytest.mark.parametrize("name", list(PAGES))
 def test_every_box_that_scrolls_is_reachable_by_keyboard_and_named(
-    browser: Any,
-    server: RunningServer,
-    contexts: dict[int, Any],
-    seeded: Seeded,
-    name: str,
-    width: int,
+    open_tab: Opener, seeded: Seeded, name: str, width: int
 ) -> None:
-    signed_out = name == "sign-in"
-    context = _context(browser, server, width) if signed_out else contexts[width]
-    tab = context.new_page()
-    try:
+    with open_tab(name, width) as tab:
         PAGES[name](tab, seeded)
         expect(tab.locator("main h1")).to_be_visible()
         options = {"runOnly": {"type": "rule", "values": _KEYBOARD_RULES}}
         found = Axe().run(tab, options=options).response["violations"]
         assert [(v["id"], [n["html"][:120] for n in v["nodes"]]) for v in found] == []
-    finally:
-        tab.close()
-        if signed_out:
-            context.close()

@@ -309,4 +309,7 @@ def test_an_owner_makes_a_weekly_series_and_cancels_one_meeting_in_the_browser(
     ],
 )
 def test_a_rule_is_said_in_words_or_shown_as_written(rule: str, starts_at: str, said: str) -> None:
-    assert describe([rule, "EXDATE:20310609T090000Z"], starts_at) == said
+    all_day = len(starts_at) == 10  # a date: an all-day series, whose EXDATEs are dates
+    exdate = "EXDATE;VALUE=DATE:20310609" if all_day else "EXDATE:20310609T090000Z"
+    series = {"recurrence": [rule, exdate], "startsAt": starts_at, "allDay": all_day}
+    assert describe(series) == said

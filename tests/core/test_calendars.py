@@ -3,12 +3,11 @@ event goes to (docs/api.md, "Which calendar"), and what a new calendar must be."
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, select
+from sqlalchemy import delete
 
 from calendar_service import calendar_changes, calendars, events, keys
 from calendar_service.db import Database
@@ -21,9 +20,9 @@ from calendar_service.errors import (
 )
 from calendar_service.ical import feeds
 from calendar_service.keys import Principal
-from calendar_service.models import DEFAULT_CALENDAR_NAME, calendars_t, deliveries_t
+from calendar_service.models import DEFAULT_CALENDAR_NAME, calendars_t
 from calendar_service.timeutil import utcnow
-from tests.support import Factory, Owner
+from tests.support import Factory, Owner, delete_all, queued
 from tests.webhooks.support import set_webhook
 
 
@@ -275,19 +274,6 @@ def test_a_name_of_the_longest_length_is_accepted(db: Database, factory: Factory
 KEY = b"test page-token key"
 
 
-def queued(db: Database, owner: Owner) -> list[tuple[str, dict[str, Any]]]:
-    """The owner's queued webhook deliveries (type, data.event), in the order they were made
-    (one transaction's in any order)."""
-    rows = db.call(
-        lambda conn: conn.execute(
-            select(deliveries_t.c.event_type, deliveries_t.c.payload)
-            .where(deliveries_t.c.user_id == owner.id)
-            .order_by(deliveries_t.c.created_at, deliveries_t.c.id)
-        ).all()
-    )
-    return [(row.event_type, json.loads(row.payload)["data"]["event"]) for row in rows]
-
-
 def update(db: Database, owner: Owner | None, calendar_id: str, **fields: str) -> dict[str, Any]:
     return db.call(
         calendar_changes.update_calendar,
@@ -518,23 +504,6 @@ def test_a_re_zone_keeps_the_changed_and_cancelled_occurrences_of_an_all_day_ser
 
 # ---------------------------------------------------------------------------------------------
 # delete_calendar_step (calendar_changes)
-
-
-def delete_all(db: Database, owner: Owner | None, calendar_id: str, most: int = 500) -> int:
-    """Every step of a deletion; the events it took."""
-    taken = 0
-    for _ in range(1000):
-        step = db.call(
-            calendar_changes.delete_calendar_step,
-            user_id=owner.id if owner is not None else None,
-            calendar_id=calendar_id,
-            now=utcnow(),
-            most=most,
-        )
-        taken += step["deletedEvents"]
-        if step["done"]:
-            return taken
-    raise AssertionError("the deletion never ended")
 
 
 def test_the_default_calendar_cannot_be_deleted(db: Database, factory: Factory) -> None:

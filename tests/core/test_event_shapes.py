@@ -14,9 +14,23 @@ import pytest
 from calendar_service import events
 from calendar_service.db import Database
 from calendar_service.events.shapes import Prepared, dumps
+from calendar_service.keys import Principal
 from calendar_service.models import EventCreate
 from calendar_service.timeutil import utcnow
 from tests.support import Factory
+
+
+def _listed(db: Database, principal: Principal, time_min: str, time_max: str) -> list[Any]:
+    """The events ``events.list_events`` gives in the window."""
+    listed = db.call(
+        events.list_events,
+        principal=principal,
+        time_min=time_min,
+        time_max=time_max,
+        token_key=b"test page-token key",
+    )
+    events_found: list[Any] = listed["events"]
+    return events_found
 
 
 def test_list_items_equal_the_created_and_fetched_events_in_every_time_zone(
@@ -37,13 +51,7 @@ def test_list_items_equal_the_created_and_fetched_events_in_every_time_zone(
             description="d",
         )
         created.append(db.call(events.create_event, principal=principal, data=data, now=now))
-    listed = db.call(
-        events.list_events,
-        principal=principal,
-        time_min="2026-07-01T00:00:00Z",
-        time_max="2026-07-02T00:00:00Z",
-        token_key=b"test page-token key",
-    )["events"]
+    listed = _listed(db, principal, "2026-07-01T00:00:00Z", "2026-07-02T00:00:00Z")
     fetched = [db.call(events.get_event, principal=principal, event_id=e["id"]) for e in created]
     key = {e["id"]: e for e in listed}
     assert [key[e["id"]] for e in created] == created == fetched
@@ -86,13 +94,7 @@ def test_listed_transparent_events_and_changed_occurrences_equal_their_get(
         },
         now=utcnow(),
     )[0]
-    occurrences = db.call(
-        events.list_events,
-        principal=principal,
-        time_min="2026-06-30T00:00:00Z",
-        time_max="2026-07-09T00:00:00Z",
-        token_key=b"test page-token key",
-    )["events"]
+    occurrences = _listed(db, principal, "2026-06-30T00:00:00Z", "2026-07-09T00:00:00Z")
     changed = [e["id"] for e in occurrences if e.get("recurringEventId") == series["id"]]
     assert len(changed) == 2
     for occurrence, transparency in zip(changed, ("opaque", "transparent"), strict=True):
@@ -104,13 +106,7 @@ def test_listed_transparent_events_and_changed_occurrences_equal_their_get(
             now=utcnow(),
         )
         made.append(occurrence)
-    listed = db.call(
-        events.list_events,
-        principal=principal,
-        time_min="2026-06-30T00:00:00Z",
-        time_max="2026-07-09T00:00:00Z",
-        token_key=b"test page-token key",
-    )["events"]
+    listed = _listed(db, principal, "2026-06-30T00:00:00Z", "2026-07-09T00:00:00Z")
     fetched = [db.call(events.get_event, principal=principal, event_id=i) for i in made]
     assert sorted(listed, key=lambda e: e["id"]) == sorted(fetched, key=lambda e: e["id"])
     assert {e["transparency"] for e in listed} == {"opaque", "transparent"}

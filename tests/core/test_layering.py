@@ -60,7 +60,7 @@ LAYERS: dict[str, frozenset[str]] = {
             "calendar_service/logs.py",
             "calendar_service/maintenance.py",
             "calendar_service/migrate.py",
-            "calendar_service/models.py",
+            "calendar_service/models/",
             "calendar_service/oauth.py",
             "calendar_service/operations.py",
             "calendar_service/outbox.py",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from alembic import command
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import IntegrityError
 
 from calendar_service.config import Config
@@ -17,15 +17,33 @@ from calendar_service.db.engine import make_engine
 from calendar_service.migrate import alembic_config
 from tests.support import fresh_database_url
 
+Step = Callable[[Any, str], None]  # command.upgrade or command.downgrade
 
-def test_0002_rewrites_sqlite_times_written_before_as_rfc3339_and_back(tmp_path: Path) -> None:
+
+def _migrator(url: str, engine: Engine) -> Callable[[Step, str], None]:
+    """Runs an Alembic step to a revision on ``engine`` (the database at ``url``)."""
+    cfg = alembic_config(url)
+
+    def migrate(step: Step, revision: str) -> None:
+        with engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            step(cfg, revision)
+
+    return migrate
+
+
+def _sqlite_at(tmp_path: Path, revision: str) -> tuple[Path, Engine, Callable[[Step, str], None]]:
+    """A SQLite file migrated up to ``revision``, its engine, and what migrates it on."""
     path = tmp_path / "old.db"
     url = f"sqlite:///{path}"
-    cfg = alembic_config(url)
     engine = create_engine(url)
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0001")
+    migrate = _migrator(url, engine)
+    migrate(command.upgrade, revision)
+    return path, engine, migrate
+
+
+def test_0002_rewrites_sqlite_times_written_before_as_rfc3339_and_back(tmp_path: Path) -> None:
+    path, engine, migrate = _sqlite_at(tmp_path, "0001")
     raw = sqlite3.connect(path)
     raw.execute(
         "INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@example.com', "
@@ -37,18 +55,14 @@ def test_0002_rewrites_sqlite_times_written_before_as_rfc3339_and_back(tmp_path:
         "'2026-03-02 08:30:00.000000')"
     )
     raw.commit()
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+    migrate(command.upgrade, "head")
     assert raw.execute("SELECT created_at FROM users").fetchone() == (
         "2026-03-02T08:30:00.250000Z",
     )
     assert raw.execute("SELECT created_at FROM calendars").fetchone() == (
         "2026-03-02T08:30:00.000000Z",
     )
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0001")
+    migrate(command.downgrade, "0001")
     assert raw.execute("SELECT created_at FROM users").fetchone() == ("2026-03-02 08:30:00.250000",)
     raw.close()
     engine.dispose()
@@ -57,13 +71,7 @@ def test_0002_rewrites_sqlite_times_written_before_as_rfc3339_and_back(tmp_path:
 def test_0007_makes_every_existing_event_opaque_and_its_downgrade_drops_free_busy_keys(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "old.db"
-    url = f"sqlite:///{path}"
-    cfg = alembic_config(url)
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0006")
+    path, engine, migrate = _sqlite_at(tmp_path, "0006")
     raw = sqlite3.connect(path)
     at = "2026-03-02T08:30:00.000000Z"
     raw.execute("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', ?)", (at,))
@@ -78,9 +86,7 @@ def test_0007_makes_every_existing_event_opaque_and_its_downgrade_drops_free_bus
         (at, at, at, at),
     )
     raw.commit()
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+    migrate(command.upgrade, "head")
     assert raw.execute("SELECT transparency FROM events").fetchall() == [("opaque",)]
     for key, permission in (("key_r", "read"), ("key_f", "freebusy")):
         raw.execute(
@@ -94,9 +100,7 @@ def test_0007_makes_every_existing_event_opaque_and_its_downgrade_drops_free_bus
         (at,),
     )
     raw.commit()
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0006")
+    migrate(command.downgrade, "0006")
     assert raw.execute("SELECT id FROM api_keys").fetchall() == [("key_r",)]
     assert raw.execute("SELECT count(*) FROM calls").fetchone() == (0,)
     assert raw.execute("SELECT title FROM events").fetchall() == [("Old",)]
@@ -111,14 +115,8 @@ def test_0013_keeps_keys_and_feeds_of_a_deleted_calendar_with_their_history_and_
     name can be deleted and they keep its id; new columns are empty; the downgrade gives the
     keys no calendar and drops the feeds, as before 0013, and the upgrade runs again."""
     with fresh_database_url(tmp_path) as url:
-        cfg = alembic_config(url)
         engine = make_engine(Config(database_url=url))  # as the service's: foreign keys on
-
-        def migrate(step: Callable[[Any, str], None], revision: str) -> None:
-            with engine.begin() as conn:
-                cfg.attributes["connection"] = conn
-                step(cfg, revision)
-
+        migrate = _migrator(url, engine)
         migrate(command.upgrade, "0012")
         at = "2026-03-02T08:30:00.000000Z"
         rows = [

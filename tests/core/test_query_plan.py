@@ -58,6 +58,16 @@ def list_plan(db: Database, principal: Principal, marker: str, **narrowed: Any) 
     )
 
 
+def assert_searches_the_window_index(db: Database, plan: str) -> None:
+    """``plan`` searches ``ix_events_calendar_start`` on the calendar and both start bounds."""
+    if db.engine.dialect.name == "sqlite":
+        assert "USING INDEX ix_events_calendar_start" in plan, plan
+        assert "starts_at>? AND starts_at<?" in plan, plan
+    else:
+        assert "ix_events_calendar_start" in plan, plan
+        assert "starts_at >=" in plan and "starts_at <" in plan, plan
+
+
 def test_the_window_query_searches_the_index_on_calendar_and_both_start_bounds(
     db: Database, factory: Factory
 ) -> None:
@@ -66,12 +76,7 @@ def test_the_window_query_searches_the_index_on_calendar_and_both_start_bounds(
     principal = Principal(key_id, owner.id, "read", owner.default_calendar_id, utcnow())
     # the window query (the list's other query, for series, has a test of its own)
     plan = list_plan(db, principal, "recurrence IS NULL")
-    if db.engine.dialect.name == "sqlite":
-        assert "USING INDEX ix_events_calendar_start" in plan, plan
-        assert "starts_at>? AND starts_at<?" in plan, plan
-    else:
-        assert "ix_events_calendar_start" in plan, plan
-        assert "starts_at >=" in plan and "starts_at <" in plan, plan
+    assert_searches_the_window_index(db, plan)
 
 
 def test_a_list_narrowed_to_some_calendars_searches_the_same_index_for_each(
@@ -82,12 +87,7 @@ def test_a_list_narrowed_to_some_calendars_searches_the_same_index_for_each(
     factory.calendar(owner, name="Other")
     chosen = {"calendar_ids": [owner.default_calendar_id, work]}
     plan = list_plan(db, events.owner_principal(owner.id), "recurrence IS NULL", **chosen)
-    if db.engine.dialect.name == "sqlite":
-        assert "USING INDEX ix_events_calendar_start" in plan, plan
-        assert "starts_at>? AND starts_at<?" in plan, plan
-    else:
-        assert "ix_events_calendar_start" in plan, plan
-        assert "starts_at >=" in plan and "starts_at <" in plan, plan
+    assert_searches_the_window_index(db, plan)
 
 
 def test_the_history_purge_goes_through_the_key_index(db: Database) -> None:
@@ -121,9 +121,4 @@ def test_the_busy_time_query_searches_the_same_index_as_the_list(
             },
         ),
     )
-    if db.engine.dialect.name == "sqlite":
-        assert "USING INDEX ix_events_calendar_start" in plan, plan
-        assert "starts_at>? AND starts_at<?" in plan, plan
-    else:
-        assert "ix_events_calendar_start" in plan, plan
-        assert "starts_at >=" in plan and "starts_at <" in plan, plan
+    assert_searches_the_window_index(db, plan)

@@ -9,8 +9,8 @@ import httpx
 from calendar_service import history
 from calendar_service.db import Database
 from tests.ical.support import ICS, IMPORT
-from tests.rest.recurrence_support import Cal, calendar_in, listed, queued, watch
-from tests.support import Factory, bearer
+from tests.rest.recurrence_support import Cal, calendar_in, listed, watch
+from tests.support import Factory, bearer, queued
 
 GOOGLE = """BEGIN:VCALENDAR
 PRODID:-//Google Inc//Google Calendar 70.9054//EN

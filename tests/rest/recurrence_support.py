@@ -1,17 +1,14 @@
 """Helpers for the recurring-event tests: a calendar in a zone with its own key, a series
-made over REST, a window listed page by page, the outbox rows of an owner."""
+made over REST, a window listed page by page."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from sqlalchemy import select
 
 from calendar_service.db import Database
-from calendar_service.outbox import deliveries_t
 from tests.rest.conftest import EVENTS
 from tests.support import Factory, Owner, bearer
 from tests.webhooks.support import set_webhook
@@ -58,15 +55,3 @@ def listed(api: httpx.Client, cal: Cal, **params: Any) -> list[dict[str, Any]]:
 def watch(db: Database, owner: Owner) -> None:
     """Give the owner a webhook, so that changes queue deliveries (read from the outbox)."""
     set_webhook(db, owner, "http://127.0.0.1:9/hook")
-
-
-def queued(db: Database, owner: Owner) -> list[tuple[str, dict[str, Any]]]:
-    """The owner's queued webhook deliveries, oldest first: (type, data.event)."""
-    rows = db.call(
-        lambda conn: conn.execute(
-            select(deliveries_t.c.event_type, deliveries_t.c.payload)
-            .where(deliveries_t.c.user_id == owner.id)
-            .order_by(deliveries_t.c.created_at, deliveries_t.c.id)
-        ).all()
-    )
-    return [(row.event_type, json.loads(row.payload)["data"]["event"]) for row in rows]

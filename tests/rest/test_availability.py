@@ -15,8 +15,8 @@ import pytest
 
 from calendar_service.db import Database
 from tests.rest.conftest import EVENTS
-from tests.rest.recurrence_support import Cal, calendar_in, create, queued, watch
-from tests.support import Factory, RunningServer, bearer
+from tests.rest.recurrence_support import Cal, calendar_in, create, watch
+from tests.support import Factory, RunningServer, bearer, queued
 
 FREE_BUSY = "/api/v1/calendar/freeBusy"
 FREE_TIME = "/api/v1/calendar/freeTime"

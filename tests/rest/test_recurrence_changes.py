@@ -11,8 +11,8 @@ import pytest
 
 from calendar_service.db import Database
 from tests.rest.conftest import EVENTS
-from tests.rest.recurrence_support import Cal, calendar_in, create, listed, queued, watch
-from tests.support import Factory, RunningServer, bearer
+from tests.rest.recurrence_support import Cal, calendar_in, create, listed, watch
+from tests.support import Factory, RunningServer, bearer, queued
 
 BERLIN = "Europe/Berlin"
 

@@ -20,8 +20,8 @@ from calendar_service.events import sync
 from calendar_service.keys import Principal
 from calendar_service.timeutil import utcnow
 from tests.rest.conftest import EVENTS, create_event, with_work
-from tests.rest.recurrence_support import queued, watch
-from tests.support import Factory, RunningServer, bearer
+from tests.rest.recurrence_support import watch
+from tests.support import Factory, RunningServer, bearer, queued
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -15,15 +15,7 @@ from calendar_service.availability import (
     MAX_SLOTS,
     MAX_WINDOW,
 )
-from calendar_service.models import (
-    CalendarBusy,
-    Conflicting,
-    FreeBusyPublic,
-    FreeBusyQuery,
-    FreeTimePublic,
-    FreeTimeQuery,
-    Interval,
-)
+from calendar_service.models import availability as shapes
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.refs import OK_HEADERS, RATE_DOC, json_content, ref_headers
 from calendar_service.rest.openapi.responses import errors
@@ -35,13 +27,13 @@ _CLOCK = "^(?:[01][0-9]|2[0-3]):[0-5][0-9]$"
 _END_CLOCK = "^(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"
 
 MODELS = (
-    (FreeBusyQuery, "validation"),
-    (FreeTimeQuery, "validation"),
-    (FreeBusyPublic, "serialization"),
-    (FreeTimePublic, "serialization"),
-    (CalendarBusy, "serialization"),
-    (Interval, "serialization"),
-    (Conflicting, "serialization"),
+    (shapes.FreeBusyQuery, "validation"),
+    (shapes.FreeTimeQuery, "validation"),
+    (shapes.FreeBusyPublic, "serialization"),
+    (shapes.FreeTimePublic, "serialization"),
+    (shapes.CalendarBusy, "serialization"),
+    (shapes.Interval, "serialization"),
+    (shapes.Conflicting, "serialization"),
 )
 
 _BOUNDS_DOC = (

@@ -11,7 +11,7 @@ from typing import Any
 from calendar_service.calendars import MAX_CHOSEN
 from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
 from calendar_service.idempotency import MAX_KEY_LENGTH
-from calendar_service.models import DEFAULT_CALENDAR_NAME
+from calendar_service.models.calendars import DEFAULT_CALENDAR_NAME
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
 from calendar_service.schema_patterns import (
     BOUND_PATTERN,

@@ -10,15 +10,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from calendar_service.models import (
-    CalendarPublic,
+from calendar_service.models.calendars import CalendarPublic
+from calendar_service.models.events import (
     CancelledEvent,
     EventCreate,
     EventList,
     EventPublic,
     EventUpdate,
-    Problem,
 )
+from calendar_service.models.problems import Problem
 from calendar_service.rest.openapi import availability
 from calendar_service.rest.openapi.bodies import event_create, event_update
 from calendar_service.rest.openapi.examples import (
