@@ -76,7 +76,8 @@ class Seeded:
 def fingerprint() -> str:
     """Changes whenever the schema, the storage types or this seeder change."""
     digest = hashlib.sha256()
-    files = [ROOT / "calendar_service" / name for name in ("models.py", "timeutil.py")]
+    files = sorted((ROOT / "calendar_service" / "models").glob("*.py"))
+    files.append(ROOT / "calendar_service" / "timeutil.py")
     files.append(Path(__file__))
     files += sorted((ROOT / "migrations" / "versions").glob("*.py"))
     for path in files:
