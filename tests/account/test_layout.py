@@ -290,16 +290,31 @@ _TEXT_OUTSIDE = """() => {
 }"""
 
 
-@pytest.mark.parametrize("width", WIDTHS, ids=[f"{w}px" for w in WIDTHS])
-@pytest.mark.parametrize("name", list(PAGES))
-def test_no_settings_page_scrolls_sideways(
+@dataclass
+class Shown:
+    """A settings page at one width, loaded once for every test here that looks at it."""
+
+    name: str
+    width: int
+    tab: Any
+    problems: list[str]  # script errors, broken CSP, assets that failed to load
+
+
+SHOWN = [(name, width) for name in PAGES for width in WIDTHS]
+
+
+@pytest.fixture(scope="module", params=SHOWN, ids=[f"{n}-{w}px" for n, w in SHOWN])
+def shown(
+    request: pytest.FixtureRequest,
     browser: Any,
     server: RunningServer,
     contexts: dict[int, Any],
     seeded: Seeded,
-    name: str,
-    width: int,
-) -> None:
+) -> Iterator[Shown]:
+    """Each page at each width. Module-scoped and parametrized, so pytest runs the tests that
+    use it one page after the other, and a page is loaded (a form posted, a key made) once for
+    them all rather than once a test."""
+    name, width = request.param
     signed_out = name == "sign-in"
     context = _context(browser, server, width) if signed_out else contexts[width]
     tab = context.new_page()
@@ -325,20 +340,25 @@ def test_no_settings_page_scrolls_sideways(
     try:
         PAGES[name](tab, seeded)
         expect(tab.locator("main h1")).to_be_visible()
-        screenshot(tab, f"layout-{name}-{width}")
-        sizes = tab.evaluate(_OVERFLOW)
-        assert sizes["scrollWidth"] <= sizes["clientWidth"] <= width, sizes
-        assert tab.evaluate(_TEXT_OUTSIDE) == []
-        if width >= 1024:  # on a laptop or wider, every table fits without scrolling its box
-            wider = tab.locator(".table-wrap").evaluate_all(
-                "boxes => boxes.filter(b => b.scrollWidth > b.clientWidth).map(b => b.scrollWidth)"
-            )
-            assert wider == []
+        yield Shown(name, width, tab, problems)
     finally:
         tab.close()
         if signed_out:
             context.close()
-    assert problems == []
+
+
+def test_no_settings_page_scrolls_sideways(shown: Shown) -> None:
+    tab, width = shown.tab, shown.width
+    screenshot(tab, f"layout-{shown.name}-{width}")
+    sizes = tab.evaluate(_OVERFLOW)
+    assert sizes["scrollWidth"] <= sizes["clientWidth"] <= width, sizes
+    assert tab.evaluate(_TEXT_OUTSIDE) == []
+    if width >= 1024:  # on a laptop or wider, every table fits without scrolling its box
+        wider = tab.locator(".table-wrap").evaluate_all(
+            "boxes => boxes.filter(b => b.scrollWidth > b.clientWidth).map(b => b.scrollWidth)"
+        )
+        assert wider == []
+    assert shown.problems == []
 
 
 @pytest.mark.parametrize("width", [1024, 1280], ids=["1024px", "1280px"])
@@ -380,26 +400,7 @@ _KEYBOARD_RULES = [
 ]
 
 
-@pytest.mark.parametrize("width", WIDTHS, ids=[f"{w}px" for w in WIDTHS])
-@pytest.mark.parametrize("name", list(PAGES))
-def test_every_box_that_scrolls_is_reachable_by_keyboard_and_named(
-    browser: Any,
-    server: RunningServer,
-    contexts: dict[int, Any],
-    seeded: Seeded,
-    name: str,
-    width: int,
-) -> None:
-    signed_out = name == "sign-in"
-    context = _context(browser, server, width) if signed_out else contexts[width]
-    tab = context.new_page()
-    try:
-        PAGES[name](tab, seeded)
-        expect(tab.locator("main h1")).to_be_visible()
-        options = {"runOnly": {"type": "rule", "values": _KEYBOARD_RULES}}
-        found = Axe().run(tab, options=options).response["violations"]
-        assert [(v["id"], [n["html"][:120] for n in v["nodes"]]) for v in found] == []
-    finally:
-        tab.close()
-        if signed_out:
-            context.close()
+def test_every_box_that_scrolls_is_reachable_by_keyboard_and_named(shown: Shown) -> None:
+    options = {"runOnly": {"type": "rule", "values": _KEYBOARD_RULES}}
+    found = Axe().run(shown.tab, options=options).response["violations"]
+    assert [(v["id"], [n["html"][:120] for n in v["nodes"]]) for v in found] == []
