@@ -49,6 +49,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "database: touches the database under test: runs in both legs (conftest.py)"
     )
+    config.addinivalue_line(
+        "markers", "long: takes tens of seconds; started first, one per worker (conftest.py)"
+    )
+    config.pluginmanager.register(LongTestsFirst(), "long-tests-first")
 
 
 def _names_the_backend(path: Path, seen: dict[Path, bool]) -> bool:
@@ -58,6 +62,7 @@ def _names_the_backend(path: Path, seen: dict[Path, bool]) -> bool:
     return seen[path]
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects by it
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``once`` every test that touches no database (the module docstring says how)."""
     seen: dict[Path, bool] = {}
@@ -73,6 +78,35 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 _NO_DATABASE = pytest.StashKey[bool]()
+
+
+class LongTestsFirst:
+    """Tests marked ``long`` (a fuzzer's run, the benchmark's smoke run, a fleet of hosts: tens
+    of seconds each) start first, so that none of them starts late and holds up the end of the
+    run. Under ``pytest -n N --dist worksteal``, each worker is first sent an equal share of
+    the tests in order, and idle workers later take tests from the end of a busy one's share:
+    each long test is put at the head of a share, the shares in turn."""
+
+    @pytest.hookimpl(trylast=True)  # on what is left once -m and -k have deselected
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        long = [item for item in items if item.get_closest_marker("long")]
+        if not long:
+            return
+        rest = [item for item in items if not item.get_closest_marker("long")]
+        workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+        heads: list[list[pytest.Item]] = [long[w::workers] for w in range(workers)]
+        ordered: list[pytest.Item] = []
+        left = len(items)
+        for w in range(workers):  # the share sizes as xdist's worksteal scheduler makes them
+            share = left // (workers - w)
+            left -= share
+            ordered += heads[w]
+            taken = max(0, share - len(heads[w]))
+            ordered += rest[:taken]
+            del rest[:taken]
+        items[:] = ordered + rest
 
 
 @pytest.hookimpl(wrapper=True)

@@ -40,6 +40,7 @@ def run_bench(module: str, *args: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
+@pytest.mark.long
 def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
     tmp_path: Path,
 ) -> None:
@@ -77,6 +78,7 @@ def test_the_webhook_benchmark_measures_one_process_and_a_worker_in_another(
         assert latency["samples"] == 5 and latency["p50_ms"] > 0
 
 
+@pytest.mark.long
 def test_the_in_process_driver_serves_ours_and_the_minimum_without_errors() -> None:
     proc = run_bench(
         *("bench.inprocess", "--events", "10000", "--requests", "20"),
