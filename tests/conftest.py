@@ -1,5 +1,16 @@
 """Shared fixtures. The suite runs against SQLite by default and against PostgreSQL when
-``CALENDAR_TEST_POSTGRES_URL`` points at a server (a fresh database is created per run)."""
+``CALENDAR_TEST_POSTGRES_URL`` points at a server (a fresh database is created per run).
+
+Which tests run in which leg: a test that touches no database cannot answer differently on
+PostgreSQL, so it is marked ``once`` here, at collection, and ``scripts/test`` leaves it out of
+the PostgreSQL leg (``-m "not once"``); it runs in the SQLite leg. A test touches a database when
+it uses one of ``DATABASE_FIXTURES`` (directly or through another fixture), when its module names
+the backend (``BACKEND_NAMES``: it makes a database of its own, or runs or skips by backend),
+or when it is marked ``database``. A test marked ``once`` that makes a database anyway
+(``fresh_database_url``, through a helper) fails, saying so: the classification cannot go
+wrong silently. A module may also mark itself ``once`` when what it tests does not depend on
+the backend although it uses a database (the benchmark's smoke run, which brings its own).
+"""
 
 from __future__ import annotations
 
@@ -16,6 +27,7 @@ from calendar_service.app import create_app
 from calendar_service.config import Config, parse_retry_schedule
 from calendar_service.db import Database
 from calendar_service.logs import stop_logging
+from tests import support
 from tests.support import (
     POSTGRES_ADMIN_URL,
     Factory,
@@ -25,6 +37,86 @@ from tests.support import (
     migrated_database,
     run_server,
 )
+
+DATABASE_FIXTURES = frozenset({"database_url", "hooks_config", "quiet_db"})
+BACKEND_NAMES = ("fresh_database_url", "POSTGRES_ADMIN_URL", "CALENDAR_TEST_POSTGRES_URL")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "once: touches no database, so it runs in the SQLite leg only (conftest.py)"
+    )
+    config.addinivalue_line(
+        "markers", "database: touches the database under test: runs in both legs (conftest.py)"
+    )
+    config.addinivalue_line(
+        "markers", "long: takes tens of seconds; started first, one per worker (conftest.py)"
+    )
+    config.pluginmanager.register(LongTestsFirst(), "long-tests-first")
+
+
+def _names_the_backend(path: Path, seen: dict[Path, bool]) -> bool:
+    if path not in seen:
+        text = path.read_text(encoding="utf-8")
+        seen[path] = any(name in text for name in BACKEND_NAMES)
+    return seen[path]
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by it
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``once`` every test that touches no database (the module docstring says how)."""
+    seen: dict[Path, bool] = {}
+    for item in items:
+        if item.get_closest_marker("once") or item.get_closest_marker("database"):
+            continue
+        if DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            continue
+        if _names_the_backend(item.path, seen):
+            continue
+        item.add_marker(pytest.mark.once)
+        item.stash[_NO_DATABASE] = True
+
+
+_NO_DATABASE = pytest.StashKey[bool]()
+
+
+class LongTestsFirst:
+    """Tests marked ``long`` (a fuzzer's run, the benchmark's smoke run, a fleet of hosts: tens
+    of seconds each) start first, so that none of them starts late and holds up the end of the
+    run. Under ``pytest -n N --dist worksteal``, each worker is first sent an equal share of
+    the tests in order, and idle workers later take tests from the end of a busy one's share:
+    each long test is put at the head of a share, the shares in turn."""
+
+    @pytest.hookimpl(trylast=True)  # on what is left once -m and -k have deselected
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        long = [item for item in items if item.get_closest_marker("long")]
+        if not long:
+            return
+        rest = [item for item in items if not item.get_closest_marker("long")]
+        workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+        heads: list[list[pytest.Item]] = [long[w::workers] for w in range(workers)]
+        ordered: list[pytest.Item] = []
+        left = len(items)
+        for w in range(workers):  # the share sizes as xdist's worksteal scheduler makes them
+            share = left // (workers - w)
+            left -= share
+            ordered += heads[w]
+            taken = max(0, share - len(heads[w]))
+            ordered += rest[:taken]
+            del rest[:taken]
+        items[:] = ordered + rest
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    """While a test found to touch no database runs, making one fails it (``support``)."""
+    support.NO_DATABASE_TEST = item.nodeid if item.stash.get(_NO_DATABASE, False) else None
+    try:
+        return (yield)
+    finally:
+        support.NO_DATABASE_TEST = None
 
 
 def _backend() -> str:

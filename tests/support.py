@@ -41,11 +41,21 @@ T = TypeVar("T")
 # Set: the suite runs on PostgreSQL, each test database created on this server (and dropped).
 POSTGRES_ADMIN_URL = os.environ.get("CALENDAR_TEST_POSTGRES_URL")
 
+# The test running now, when conftest found it touches no database (marked ``once``: not run
+# in the PostgreSQL leg); ``fresh_database_url`` refuses to make it one.
+NO_DATABASE_TEST: str | None = None
+
 
 @contextmanager
 def fresh_database_url(directory: Path, *, prefix: str = "calendar_test") -> Iterator[str]:
     """A new, empty database: a SQLite file in ``directory``, or a new PostgreSQL database
     (dropped afterwards) when ``CALENDAR_TEST_POSTGRES_URL`` is set."""
+    if NO_DATABASE_TEST:
+        raise AssertionError(
+            f"{NO_DATABASE_TEST} makes a database, but tests/conftest.py found none in it and "
+            "marked it once (SQLite leg only): mark it pytest.mark.database, or use a database "
+            "fixture, so that it runs on PostgreSQL too"
+        )
     name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     if not POSTGRES_ADMIN_URL:
         yield f"sqlite:///{directory / f'{name}.db'}"

@@ -2,22 +2,26 @@
 
 A command lets a ``CalendarError`` go: the app's group (``Commands``) turns it into a message on
 standard error and an exit code (``fail``), for every command and only there.
+
+Start-up: the CLI's modules import only typer and the light parts of the core at the top; each
+command imports the core modules it uses (the models, the database, alembic: most of a second)
+when it runs, so that ``--help`` and a mistyped option answer at once.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from typer.core import TyperGroup
 
-from calendar_service import users
 from calendar_service.config import Config
-from calendar_service.db import Database
 from calendar_service.errors import CalendarError, ValidationFailed
-from calendar_service.migrate import upgrade
+
+if TYPE_CHECKING:
+    from calendar_service.db import Database
 
 T = TypeVar("T")
 
@@ -27,6 +31,9 @@ UserOption = Annotated[str, typer.Option("--user", help="Owner email.")]
 
 def open_database(config: Config | None = None) -> Database:
     """The configured database, migrated to the latest schema."""
+    from calendar_service.db import Database
+    from calendar_service.migrate import upgrade
+
     config = config or Config.from_env()
     db = Database(config)
     upgrade(db.engine)
@@ -46,6 +53,8 @@ def run(fn: Callable[..., T], /, **kwargs: Any) -> T:
 
 def owner_id(conn: Any, email: str) -> str:
     """The id of the owner with this email (NotFound when there is none)."""
+    from calendar_service import users
+
     return str(users.get_user_by_email(conn, email=email)["id"])
 
 

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service import keys, users
 from calendar_service.cli.common import JsonFlag, emit, run
 from calendar_service.cli.serve import base_url_for
 from calendar_service.errors import CalendarError
@@ -28,6 +27,8 @@ def demo(
     Secrets are stored hashed, so an earlier demo key cannot be printed again: each run revokes
     the owner's earlier demo keys (named "demo key …") and issues a new one, so that one demo
     key at most is live. The owner's other keys are left alone."""
+    from calendar_service import keys, users
+
     now = utcnow()
 
     def work(conn: Any) -> dict[str, Any]:

@@ -8,13 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service import served_address
 from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
 from calendar_service.errors import NotFound
-from calendar_service.ical import feeds
-from calendar_service.ical.importing import import_events
-from calendar_service.ical.reading import MAX_BYTES
-from calendar_service.keys import owner_principal
 from calendar_service.timeutil import utcnow
 
 feeds_app = typer.Typer(
@@ -35,6 +30,9 @@ def feeds_create(
 
     The URL starts with CALENDAR_BASE_URL when set, else with the address 'serve' last
     served this database on; with neither, nothing is made and the error says so."""
+    from calendar_service import served_address
+    from calendar_service.ical import feeds
+
     configured = os.environ.get("CALENDAR_BASE_URL")
 
     def work(conn: Any) -> dict[str, Any]:
@@ -56,6 +54,8 @@ def feeds_create(
 @feeds_app.command("list")
 def feeds_list(user: UserOption, as_json: JsonFlag = False) -> None:
     """List an owner's feeds (never their URLs: only the token's first characters)."""
+    from calendar_service.ical import feeds
+
     items = run(lambda conn: feeds.list_feeds(conn, user_id=owner_id(conn, user)))
 
     def text() -> None:
@@ -88,6 +88,7 @@ def feeds_revoke(
     as_json: JsonFlag = False,
 ) -> None:
     """Revoke a feed: its URL answers 404 from the next fetch on."""
+    from calendar_service.ical import feeds
 
     def work(conn: Any) -> dict[str, Any]:
         try:
@@ -109,6 +110,7 @@ def feeds_fetches(
     as_json: JsonFlag = False,
 ) -> None:
     """A feed's fetch history, newest first."""
+    from calendar_service.ical import feeds
 
     def work(conn: Any) -> list[dict[str, Any]]:
         try:
@@ -143,6 +145,10 @@ def import_file(
 ) -> None:
     """Import an .ics file's events into a calendar. Idempotent by UID: importing the same file
     again changes nothing; what could not be imported, or only in part, is listed."""
+    from calendar_service.ical.importing import import_events
+    from calendar_service.ical.reading import MAX_BYTES
+    from calendar_service.keys import owner_principal
+
     try:
         with file.open("rb") as handle:
             data = handle.read(MAX_BYTES + 1)

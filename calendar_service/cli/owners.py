@@ -9,8 +9,6 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service import calendar_changes, history, keys, users
-from calendar_service import calendars as calendars_core
 from calendar_service.cli.common import JsonFlag, UserOption, emit, open_database, owner_id, run
 from calendar_service.errors import DefaultCalendarKept, FieldError, NotFound, ValidationFailed
 from calendar_service.timeutil import utcnow
@@ -50,6 +48,8 @@ def users_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create an owner, with their default calendar 'Личное'."""
+    from calendar_service import users
+
     user = run(users.create_user, email=email, password=password, now=utcnow(), time_zone=time_zone)
     emit(
         user,
@@ -66,6 +66,8 @@ def users_set_password(
     as_json: JsonFlag = False,
 ) -> None:
     """Set an owner's sign-in password."""
+    from calendar_service import users
+
     user = run(users.set_password, email=email, password=password)
     emit(user, as_json, f"password set for {user['email']}")
 
@@ -83,6 +85,7 @@ def calendars_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create a calendar for an owner."""
+    from calendar_service import calendars as calendars_core
 
     def work(conn: Any) -> dict[str, Any]:
         return calendars_core.create_calendar(
@@ -104,6 +107,7 @@ def calendars_list(
     as_json: JsonFlag = False,
 ) -> None:
     """List an owner's calendars."""
+    from calendar_service import calendars as calendars_core
 
     def work(conn: Any) -> list[dict[str, Any]]:
         rows = calendars_core.list_owner_calendars(conn, user_id=owner_id(conn, user))
@@ -139,6 +143,7 @@ def calendars_update(
     as_json: JsonFlag = False,
 ) -> None:
     """Rename a calendar, change its time zone or its colour."""
+    from calendar_service import calendar_changes
 
     def work(conn: Any) -> dict[str, Any]:
         return calendar_changes.update_calendar(
@@ -168,6 +173,8 @@ def calendars_delete(
 
     Never the default calendar. Asks first unless --yes (which is needed without a terminal).
     """
+    from calendar_service import calendar_changes
+
     db = open_database()
     try:
 
@@ -266,6 +273,8 @@ def keys_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create an API key. Its secret is printed once and never stored."""
+    from calendar_service import keys
+
     now = utcnow()
 
     def work(conn: Any) -> tuple[dict[str, Any], str]:
@@ -307,6 +316,7 @@ def keys_list(
     as_json: JsonFlag = False,
 ) -> None:
     """List an owner's keys (never their secrets)."""
+    from calendar_service import keys
 
     items = run(lambda conn: keys.list_keys(conn, user_id=owner_id(conn, user), now=utcnow()))
 
@@ -325,7 +335,9 @@ def keys_list(
 def check_key_id(value: str) -> str:
     """``value`` as a key id; a secret (or its prefix) given instead is refused without being
     repeated: it goes nowhere, not even into the error message."""
-    if value.strip().startswith(keys.SECRET_PREFIX):
+    from calendar_service.keys import SECRET_PREFIX
+
+    if value.strip().startswith(SECRET_PREFIX):
         typer.echo(
             "error: that is a secret (or its prefix), not a key id: the id looks like key_…, "
             "and 'calendar-service keys list --user EMAIL' shows each key's id",
@@ -344,6 +356,8 @@ def keys_revoke(
     as_json: JsonFlag = False,
 ) -> None:
     """Revoke a key: it is refused from the next request on."""
+    from calendar_service import keys
+
     key_id = check_key_id(key_id)
 
     def work(conn: Any) -> dict[str, Any]:
@@ -373,6 +387,8 @@ def calls(
     as_json: JsonFlag = False,
 ) -> None:
     """A key's call history, newest first."""
+    from calendar_service import history, keys
+
     key_id = check_key_id(key_id)
 
     def work(conn: Any) -> list[dict[str, Any]]:

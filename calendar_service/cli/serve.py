@@ -7,10 +7,8 @@ from typing import Annotated
 
 import typer
 
-from calendar_service import served_address
 from calendar_service.cli.common import open_database
 from calendar_service.config import Config, served_base_url
-from calendar_service.db import Database
 from calendar_service.logs import configure_logging
 from calendar_service.timeutil import utcnow
 
@@ -39,6 +37,8 @@ def serve(
     check use the address served: http(s)://HOST:PORT. That address (or CALENDAR_BASE_URL) is
     recorded in the database, where the commands that print links (feeds create) find it."""
     import uvicorn
+
+    from calendar_service import served_address
 
     # This process's logging, and (through the environment) each server process's, where the
     # app factory applies it: uvicorn installs none of its own (log_config=None).
@@ -83,7 +83,7 @@ def mcp() -> None:
     from mcp_tools import stdio
 
     configure_logging("warning")  # to stderr (stdout is the protocol's), warnings and errors
-    db: Database | None = None
+    db = None
     try:
         config = Config.from_env()
         stdio.check_database(config)  # before opening it: that would create an empty one

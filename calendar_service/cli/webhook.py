@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service import webhook_config, webhook_targets
+from calendar_service import webhook_targets
 from calendar_service.cli.common import JsonFlag, UserOption, emit, open_database, owner_id, run
 from calendar_service.config import Config
 from calendar_service.logs import configure_logging
@@ -41,6 +41,8 @@ def webhook_set(
     The URL must be https:// and resolve only to public addresses (unless
     CALENDAR_WEBHOOK_ALLOW_LOCAL=1). Setting it again issues a new secret; the old one keeps
     signing beside it for 24 hours."""
+    from calendar_service import webhook_config
+
     config = Config.from_env()
     target = webhook_targets.check_endpoint_url(
         url, allow_local=config.webhook_allow_local, resolve=webhook_targets.system_resolve
@@ -63,6 +65,8 @@ def webhook_set(
 @webhook_app.command("show")
 def webhook_show(user: UserOption, as_json: JsonFlag = False) -> None:
     """Show the owner's webhook (never its secret)."""
+    from calendar_service import webhook_config
+
     endpoint = run(lambda conn: webhook_config.get_endpoint(conn, user_id=owner_id(conn, user)))
 
     def text() -> None:
@@ -80,6 +84,8 @@ def webhook_show(user: UserOption, as_json: JsonFlag = False) -> None:
 @webhook_app.command("rotate")
 def webhook_rotate(user: UserOption, as_json: JsonFlag = False) -> None:
     """Issue a new signing secret (shown once); the old one keeps signing for 24 hours."""
+    from calendar_service import webhook_config
+
     endpoint, secret = run(
         lambda conn: webhook_config.rotate_secret(conn, user_id=owner_id(conn, user), now=utcnow())
     )
@@ -95,6 +101,8 @@ def webhook_enable(
     as_json: JsonFlag = False,
 ) -> None:
     """Enable a webhook that was disabled (after 410 Gone or days of failures)."""
+    from calendar_service import webhook_config
+
     endpoint = run(
         lambda conn: webhook_config.enable_endpoint(
             conn, user_id=owner_id(conn, user), now=utcnow(), redeliver_failed=redeliver_failed
@@ -120,6 +128,7 @@ def webhook_deliveries(
     as_json: JsonFlag = False,
 ) -> None:
     """The webhook's deliveries, newest first (or one, with its attempts, with --id)."""
+    from calendar_service import webhook_config
 
     def work(conn: Any) -> dict[str, Any]:
         user_id = owner_id(conn, user)
@@ -152,6 +161,8 @@ def webhook_redeliver(
     as_json: JsonFlag = False,
 ) -> None:
     """Send a delivery again (same webhook-id), or every failed one with --failed."""
+    from calendar_service import webhook_config
+
     if (delivery_id is None) == (not failed):
         typer.echo("error: give a delivery id or --failed", err=True)
         raise typer.Exit(2)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -178,29 +177,6 @@ def contexts(browser: Any, server: RunningServer, seeded: Seeded) -> Iterator[di
             context.close()
 
 
-Opener = Callable[[str, int], AbstractContextManager[Any]]
-
-
-@pytest.fixture
-def open_tab(browser: Any, server: RunningServer, contexts: dict[int, Any]) -> Opener:
-    """A new tab for the page ``name`` at ``width`` (not shown yet), closed after: signed in,
-    or for the sign-in page in a signed-out context of its own."""
-
-    @contextmanager
-    def tab_for(name: str, width: int) -> Iterator[Any]:
-        signed_out = name == "sign-in"
-        context = _context(browser, server, width) if signed_out else contexts[width]
-        tab = context.new_page()
-        try:
-            yield tab
-        finally:
-            tab.close()
-            if signed_out:
-                context.close()
-
-    return tab_for
-
-
 def _context(browser: Any, server: RunningServer, width: int) -> Any:
     return browser.new_context(
         base_url=server.url,
@@ -314,16 +290,34 @@ _TEXT_OUTSIDE = """() => {
 }"""
 
 
-@pytest.mark.parametrize("width", WIDTHS, ids=[f"{w}px" for w in WIDTHS])
-@pytest.mark.parametrize("name", list(PAGES))
-def test_no_settings_page_scrolls_sideways(
-    open_tab: Opener, seeded: Seeded, name: str, width: int
-) -> None:
-    with open_tab(name, width) as tab:
-        _no_page_scrolls_sideways(tab, seeded, name, width)
+@dataclass
+class Shown:
+    """A settings page at one width, loaded once for every test here that looks at it."""
+
+    name: str
+    width: int
+    tab: Any
+    problems: list[str]  # script errors, broken CSP, assets that failed to load
 
 
-def _no_page_scrolls_sideways(tab: Any, seeded: Seeded, name: str, width: int) -> None:
+SHOWN = [(name, width) for name in PAGES for width in WIDTHS]
+
+
+@pytest.fixture(scope="module", params=SHOWN, ids=[f"{n}-{w}px" for n, w in SHOWN])
+def shown(
+    request: pytest.FixtureRequest,
+    browser: Any,
+    server: RunningServer,
+    contexts: dict[int, Any],
+    seeded: Seeded,
+) -> Iterator[Shown]:
+    """Each page at each width. Module-scoped and parametrized, so pytest runs the tests that
+    use it one page after the other, and a page is loaded (a form posted, a key made) once for
+    them all rather than once a test."""
+    name, width = request.param
+    signed_out = name == "sign-in"
+    context = _context(browser, server, width) if signed_out else contexts[width]
+    tab = context.new_page()
     problems: list[str] = []
     tab.on("pageerror", lambda e: problems.append(str(e)))
     tab.on(  # a broken Content-Security-Policy shows here
@@ -343,9 +337,19 @@ def _no_page_scrolls_sideways(tab: Any, seeded: Seeded, name: str, width: int) -
             else None
         ),
     )
-    PAGES[name](tab, seeded)
-    expect(tab.locator("main h1")).to_be_visible()
-    screenshot(tab, f"layout-{name}-{width}")
+    try:
+        PAGES[name](tab, seeded)
+        expect(tab.locator("main h1")).to_be_visible()
+        yield Shown(name, width, tab, problems)
+    finally:
+        tab.close()
+        if signed_out:
+            context.close()
+
+
+def test_no_settings_page_scrolls_sideways(shown: Shown) -> None:
+    tab, width = shown.tab, shown.width
+    screenshot(tab, f"layout-{shown.name}-{width}")
     sizes = tab.evaluate(_OVERFLOW)
     assert sizes["scrollWidth"] <= sizes["clientWidth"] <= width, sizes
     assert tab.evaluate(_TEXT_OUTSIDE) == []
@@ -354,7 +358,7 @@ def _no_page_scrolls_sideways(tab: Any, seeded: Seeded, name: str, width: int) -
             "boxes => boxes.filter(b => b.scrollWidth > b.clientWidth).map(b => b.scrollWidth)"
         )
         assert wider == []
-    assert problems == []
+    assert shown.problems == []
 
 
 @pytest.mark.parametrize("width", [1024, 1280], ids=["1024px", "1280px"])
@@ -396,14 +400,7 @@ _KEYBOARD_RULES = [
 ]
 
 
-@pytest.mark.parametrize("width", WIDTHS, ids=[f"{w}px" for w in WIDTHS])
-@pytest.mark.parametrize("name", list(PAGES))
-def test_every_box_that_scrolls_is_reachable_by_keyboard_and_named(
-    open_tab: Opener, seeded: Seeded, name: str, width: int
-) -> None:
-    with open_tab(name, width) as tab:
-        PAGES[name](tab, seeded)
-        expect(tab.locator("main h1")).to_be_visible()
-        options = {"runOnly": {"type": "rule", "values": _KEYBOARD_RULES}}
-        found = Axe().run(tab, options=options).response["violations"]
-        assert [(v["id"], [n["html"][:120] for n in v["nodes"]]) for v in found] == []
+def test_every_box_that_scrolls_is_reachable_by_keyboard_and_named(shown: Shown) -> None:
+    options = {"runOnly": {"type": "rule", "values": _KEYBOARD_RULES}}
+    found = Axe().run(shown.tab, options=options).response["violations"]
+    assert [(v["id"], [n["html"][:120] for n in v["nodes"]]) for v in found] == []

@@ -1,6 +1,6 @@
-"""``calendar-service calendars update|delete``, run as a real subprocess against the running
-server's database: a rename and a re-zone reach the API at once; a deletion asks first, takes
-the calendar's events and revokes its keys."""
+"""``calendar-service calendars update|delete``, against the running server's database: a
+rename and a re-zone reach the API at once; a deletion asks first, takes the calendar's events
+and revokes its keys."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import uuid
 import httpx
 
 from calendar_service.config import Config
-from tests.cli.test_cli import cli, cli_json
+from tests.cli.support import cli, cli_json
 from tests.rest.conftest import EVENTS
 from tests.support import RunningServer, bearer
 

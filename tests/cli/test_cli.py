@@ -1,4 +1,5 @@
-"""The ``calendar-service`` CLI's JSON contract (docs/cli.md), run as a real subprocess."""
+"""The ``calendar-service`` CLI's JSON contract (docs/cli.md): the owner's workflow, and
+errors that are clear and exit non-zero; the console script itself, as a real process."""
 
 from __future__ import annotations
 
@@ -7,34 +8,41 @@ import os
 import subprocess
 import sys
 import uuid
-from typing import Any
+from pathlib import Path
 
 import httpx
 import pytest
 
 from calendar_service.config import Config
+from tests.cli.support import cli, cli_json
 from tests.rest.conftest import EVENTS
 from tests.support import bearer
 
+SCRIPT = str(Path(sys.executable).with_name("calendar-service"))  # pyproject's [project.scripts]
 
-def cli(config: Config, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+
+def test_the_console_script_prints_json_or_errors_and_exits_0_1_or_2(config: Config) -> None:
+    """The installed ``calendar-service``, in a process of its own as a shell runs it: one JSON
+    object on standard output, errors on standard error only, exit 0, 2 (invalid input) or 1."""
     env = {**os.environ, "CALENDAR_DATABASE_URL": config.database_url}
-    result = subprocess.run(
-        [sys.executable, "-m", "calendar_service.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
 
+    def script(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [SCRIPT, *args], env=env, capture_output=True, text=True, timeout=60,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
 
-def cli_json(config: Config, *args: str) -> dict[str, Any]:
-    out = cli(config, *args, "--json").stdout
-    return json.loads(out)  # type: ignore[no-any-return]
+    email = f"cli-{uuid.uuid4().hex[:8]}@example.com"
+    made = script("users", "create", email, "--json")
+    assert (made.returncode, made.stderr) == (0, ""), made.stderr
+    assert json.loads(made.stdout)["email"] == email
+    invalid = script("calendars", "create", "--user", email, "--name", "X",
+                     "--time-zone", "Mars/Olympus", "--json")  # fmt: skip
+    assert (invalid.returncode, invalid.stdout) == (2, "")
+    assert "timeZone" in invalid.stderr and "Traceback" not in invalid.stderr
+    unknown = script("keys", "list", "--user", "nobody@example.com")
+    assert (unknown.returncode, unknown.stdout) == (1, "")
+    assert "nobody@example.com" in unknown.stderr and "Traceback" not in unknown.stderr
 
 
 def test_the_owner_workflow_through_the_cli_with_json_output(

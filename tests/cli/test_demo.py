@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from calendar_service.config import Config
-from tests.cli.test_cli import cli, cli_json
+from tests.cli.support import cli, cli_json
 
 
 def test_each_demo_run_revokes_the_earlier_demo_keys_and_says_so(config: Config) -> None:

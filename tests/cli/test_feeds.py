@@ -1,37 +1,25 @@
-"""``calendar-service feeds create|list|revoke|fetches``, run as a real subprocess, against
-the running server's database: the URL it prints serves the calendar until it is revoked."""
+"""``calendar-service feeds create|list|revoke|fetches``, against the running server's
+database: the URL it prints serves the calendar until it is revoked; without
+``CALENDAR_BASE_URL``, the URL starts with the address ``serve`` (a real process) serves on."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 from calendar_service.config import Config
-from tests.cli.test_cli import cli, cli_json
+from tests.cli.support import Ran, cli, cli_json, run_cli
 from tests.ical.support import fetch, parsed
 from tests.support import RunningServer, free_port, fresh_database_url, serve_env, serving
 
 
-def feeds_cli(config: Config, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def feeds_cli(config: Config, *args: str, check: bool = True) -> Ran:
     """The CLI with the server's base URL, which the feed's URL starts with."""
-    env = {
-        **os.environ,
-        "CALENDAR_DATABASE_URL": config.database_url,
-        "CALENDAR_BASE_URL": config.base_url,
-    }
-    result = subprocess.run(
-        [sys.executable, "-m", "calendar_service.cli", *args],
-        env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    if check:
-        assert result.returncode == 0, result.stderr
-    return result
+    env = {"CALENDAR_DATABASE_URL": config.database_url, "CALENDAR_BASE_URL": config.base_url}
+    return run_cli(env, *args, check=check)
 
 
 def feeds_json(config: Config, *args: str) -> dict[str, Any]:
@@ -89,12 +77,10 @@ def test_feeds_of_another_owner_or_of_no_calendar_are_refused(
     assert unknown.returncode == 1 and "No feed 'feed_nope'" in unknown.stderr
 
 
-def _bare_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI with exactly ``env``: no base URL unless ``env`` has one."""
-    return subprocess.run(
-        [sys.executable, "-m", "calendar_service.cli", *args],
-        env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+def _bare_cli(env: dict[str, str], *args: str) -> Ran:
+    """The CLI with ``env``'s database and base URL: none unless ``env`` has one."""
+    settings = {name: env.get(name) for name in ("CALENDAR_DATABASE_URL", "CALENDAR_BASE_URL")}
+    return run_cli(settings, *args, check=False)
 
 
 def _made_by_cli(env: dict[str, str]) -> tuple[str, str]:

@@ -1,5 +1,5 @@
-"""``calendar-service import``: an .ics file into a calendar, as a real subprocess; the
-same file twice changes nothing; what cannot be read is said, never a traceback."""
+"""``calendar-service import``: an .ics file into a calendar; the same file twice changes
+nothing; what cannot be read is said, never a traceback."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 
 from calendar_service.config import Config
-from tests.cli.test_cli import cli, cli_json
+from tests.cli.support import cli, cli_json
 from tests.rest.conftest import EVENTS
 from tests.support import bearer
 

@@ -10,7 +10,7 @@ import pytest
 
 from calendar_service.config import Config
 from calendar_service.timeutil import utcnow
-from tests.cli.test_cli import cli, cli_json
+from tests.cli.support import cli, cli_json
 from tests.rest.conftest import EVENTS
 from tests.support import bearer
 

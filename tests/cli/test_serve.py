@@ -5,28 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 from calendar_service.config import Config
+from tests.cli.support import run_cli
 from tests.mcp_tools.clients import INITIALIZE, JSON_RPC_HEADERS
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, bearer, free_port, make_tls, serve_env, serving
-
-
-def _cli_json(env: dict[str, str], *args: str) -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, "-m", "calendar_service.cli", *args, "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
 
 
 def test_serve_speaks_https_with_the_given_certificate(
@@ -52,17 +37,12 @@ def test_without_a_base_url_links_and_the_mcp_origin_follow_the_served_port(
     env = serve_env(f"sqlite:///{tmp_path / 'calendar.db'}")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    printed = subprocess.run(
-        [sys.executable, "-m", "calendar_service.cli", "demo", "--port", str(port)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    ).stdout
+    demo = ("demo", "--port", str(port))
+    settings = {"CALENDAR_DATABASE_URL": env["CALENDAR_DATABASE_URL"], "CALENDAR_BASE_URL": None}
+    printed = run_cli(settings, *demo).stdout
     assert f"{base}/settings" in printed and f"{base}/api/v1/calendar/events" in printed
     assert ":8000" not in printed
-    secret = _cli_json(env, "demo", "--port", str(port))["secret"]
+    secret = json.loads(run_cli(settings, *demo, "--json").stdout)["secret"]
 
     with serving(env, base, "--port", str(port)) as client:
         created = client.post(EVENTS, json=event_body(), headers=bearer(secret))

@@ -262,8 +262,10 @@ async def test_the_next_batch_is_leased_ahead_so_that_no_request_runs_twice(
     db: Database, keyed: Keyed
 ) -> None:
     _, _, secret = keyed
-    # 100 tokens a lease, the next one ahead at 25 left; a token back every 4.3 s.
-    limiter = RateLimiter(20_000, 86_400)
+    # 100 tokens a lease, the next one ahead at 25 left; a token back every 26 minutes, so
+    # that none comes back while the test runs, however busy the machine (at 20,000 a day,
+    # one came back every 4.3 s: a loaded machine took longer, and the count was off by one).
+    limiter = RateLimiter(20_000, 365 * 86_400)
     runs = 0
 
     def counted(conn: Connection, principal: Principal) -> tuple[int, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -112,6 +113,7 @@ def windows(draw: st.DrawFn) -> tuple[str | None, str | None]:
     )
 
 
+@pytest.mark.long
 def test_a_page_of_any_accepted_rule_over_any_window_stays_within_the_work_bound(
     db: Database, factory: Factory
 ) -> None:

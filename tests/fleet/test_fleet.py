@@ -67,6 +67,7 @@ def env_for(database_url: str) -> dict[str, str]:
     return env
 
 
+@pytest.mark.long
 def test_a_fleet_keeps_every_create_one_budget_and_every_webhook_through_a_host_kill(
     tmp_path: Path,
 ) -> None:

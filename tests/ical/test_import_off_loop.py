@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import text
 
 from calendar_service.config import Config
@@ -78,6 +79,7 @@ def _stored(config: Config, db: Database, calendar_id: str) -> int:
     )
 
 
+@pytest.mark.long
 def test_healthz_answers_while_a_big_import_is_being_written(
     server: RunningServer, api: httpx.Client, factory: Factory, db: Database, config: Config
 ) -> None:

@@ -15,6 +15,7 @@ from tests.rest.recurrence_support import calendar_in, create, listed
 from tests.support import Factory
 
 
+@pytest.mark.long
 def test_pages_across_3_series_and_200_single_events_return_every_occurrence_once(
     api: httpx.Client, factory: Factory
 ) -> None:

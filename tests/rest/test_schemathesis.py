@@ -24,6 +24,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support import Factory, RunningServer
 
 # The fuzzed calendars are in a zone with daylight saving time, so that local times in gaps
@@ -179,6 +181,7 @@ def _toml(config: dict[str, object]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.long
 def test_schemathesis_finds_nothing_wrong_with_the_api_or_its_document(
     server: RunningServer, factory: Factory, tmp_path: Path
 ) -> None:

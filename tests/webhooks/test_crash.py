@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 from standardwebhooks import Webhook
 
 from calendar_service.db import Database
@@ -64,6 +65,7 @@ def up(url: str) -> bool:
         return False
 
 
+@pytest.mark.long
 def test_changes_committed_before_a_sigkill_are_all_delivered_by_a_worker_started_after(
     tmp_path: Path, receiver: Receiver, tls: TLSFiles
 ) -> None:
