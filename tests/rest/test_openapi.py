@@ -26,6 +26,10 @@ OPERATIONS = {
     "queryFreeBusy": ("/calendar/freeBusy", "post"),
     "findFreeTime": ("/calendar/freeTime", "post"),
     "importCalendarEvents": ("/calendar/events/import", "post"),
+    "createSubscription": ("/webhooks/subscriptions", "post"),
+    "listSubscriptions": ("/webhooks/subscriptions", "get"),
+    "deleteSubscription": ("/webhooks/subscriptions/{subscriptionId}", "delete"),
+    "testSubscription": ("/webhooks/subscriptions/{subscriptionId}/test", "post"),
 }
 ITEM = "/calendar/events/{eventId}"
 
@@ -104,7 +108,7 @@ def test_the_document_names_its_license_contact_and_tags(doc: dict[str, Any]) ->
     assert info["license"] == {"name": "MIT", "url": "https://opensource.org/license/mit"}
     assert info["contact"]["name"] and info["contact"]["url"]
     assert info["description"]
-    assert [tag["name"] for tag in doc["tags"]] == ["Availability", "Events"]
+    assert [tag["name"] for tag in doc["tags"]] == ["Availability", "Events", "Webhooks"]
     assert all(tag["description"] for tag in doc["tags"])
 
 
@@ -126,10 +130,12 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
     assert found == set(OPERATIONS)
     for operation_id in OPERATIONS:
         op = _operation(doc, operation_id)
+        path = OPERATIONS[operation_id][0]
         tag = (
             "Availability"
-            if OPERATIONS[operation_id][0].endswith("Time")
-            or (OPERATIONS[operation_id][0].endswith("Busy"))
+            if path.endswith(("Time", "Busy"))
+            else "Webhooks"
+            if path.startswith("/webhooks/")
             else "Events"
         )
         assert op["tags"] == [tag]
@@ -146,6 +152,10 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
         ("deleteCalendarEvent", {"204", "400", "401", "404", "429", "500"}),
         ("queryFreeBusy", {"200", "400", "401", "413", "415", "429", "500"}),
         ("findFreeTime", {"200", "400", "401", "413", "415", "429", "500"}),
+        ("createSubscription", {"201", "400", "401", "429", "500"}),
+        ("listSubscriptions", {"200", "400", "401", "429", "500"}),
+        ("deleteSubscription", {"204", "400", "401", "404", "429", "500"}),
+        ("testSubscription", {"202", "400", "401", "404", "409", "429", "500"}),
     ],
 )
 def test_every_operation_documents_each_status_it_answers_errors_as_problem_json(

@@ -1,0 +1,9 @@
+"""Time triggers: ``calendar.event.starting`` (minutes before each event and occurrence starts)
+and ``calendar.event.ended``, fired once each through the webhook outbox.
+
+    kinds.py        the webhook event types, and what an endpoint asks for (types, offsets)
+    tables.py       the plan (indexed by due time), the planner's place, each owner's offsets
+
+The core plans and fires; ``webhooks.triggers`` runs it on a schedule. docs/webhooks.md
+("Time triggers") tells the whole story.
+"""
