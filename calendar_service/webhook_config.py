@@ -34,6 +34,7 @@ from calendar_service.models import (
 )
 from calendar_service.outbox import enqueue, notify_committed
 from calendar_service.timeutil import format_utc
+from calendar_service.triggers import kinds
 from calendar_service.webhook_targets import Target, check_url_shape
 
 ROTATION_OVERLAP = timedelta(hours=24)
@@ -49,6 +50,7 @@ def new_secret() -> str:
 
 def endpoint_public(row: Any) -> dict[str, Any]:
     """The endpoint as shown to its owner: never a secret."""
+    offsets, ended = kinds.wanted_triggers(row)
     return {
         "id": row.id,
         "url": row.url,
@@ -58,6 +60,9 @@ def endpoint_public(row: Any) -> dict[str, Any]:
         "previousSecretExpiresAt": _fmt(row.previous_secret_expires_at),
         "createdAt": format_utc(row.created_at),
         "updatedAt": format_utc(row.updated_at),
+        "events": kinds.events_of(row),
+        "minutesBefore": offsets or None,
+        "ended": ended,
     }
 
 
@@ -132,6 +137,40 @@ def set_endpoint(
             )
         )
     return get_endpoint(conn, user_id=user_id), secret
+
+
+def set_time_triggers(
+    conn: Connection,
+    *,
+    user_id: str,
+    minutes_before: Any,
+    ended: bool,
+    now: datetime,
+) -> dict[str, Any]:
+    """Give the owner's endpoint time triggers: ``calendar.event.starting`` at each of
+    ``minutes_before`` (a list of 0 to 10080, at most 10; empty or None: none) and
+    ``calendar.event.ended`` when ``ended``. The change types it always takes. Returns the
+    endpoint."""
+    row = _endpoint_row(conn, user_id=user_id)
+    errors: list[FieldError] = []
+    offsets = kinds.check_minutes_before(minutes_before or None, errors)
+    if errors:
+        raise ValidationFailed(errors)
+    chosen = list(kinds.CHANGE_TYPES)
+    if offsets:
+        chosen.append(kinds.STARTING)
+    if ended:
+        chosen.append(kinds.ENDED)
+    conn.execute(
+        update(endpoints_t)
+        .where(endpoints_t.c.id == row.id)
+        .values(
+            events=kinds.dumped(chosen) if len(chosen) > len(kinds.CHANGE_TYPES) else None,
+            minutes_before=kinds.dumped(offsets),
+            updated_at=now,
+        )
+    )
+    return get_endpoint(conn, user_id=user_id)
 
 
 def rotate_secret(conn: Connection, *, user_id: str, now: datetime) -> tuple[dict[str, Any], str]:

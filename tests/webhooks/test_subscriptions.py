@@ -304,3 +304,26 @@ async def test_a_subscriptions_delivery_is_refused_at_send_time_when_its_host_tu
     assert sent["status"] in ("retrying", "failed")
     assert sent["lastError"].startswith("target refused") and "private" in sent["lastError"]
     assert seen == []
+
+
+def test_an_event_starting_soon_reaches_the_subscription_signed_when_it_starts(
+    hooks_api: httpx.Client, hooks_db: Database, receiver: Receiver
+) -> None:
+    owner = make_owner(hooks_db)
+    _, key = Factory(hooks_db).key(owner)
+    url = receiver.url()
+    made = subscribe(hooks_api, key, url, events=["calendar.event.starting"])
+    start = (utcnow() + timedelta(seconds=5)).replace(microsecond=0)
+    body = {
+        "title": "Soon",
+        "startsAt": start.isoformat().replace("+00:00", "Z"),
+        "endsAt": (start + timedelta(minutes=5)).isoformat().replace("+00:00", "Z"),
+    }
+    event = hooks_api.post(EVENTS, json=body, headers=bearer(key)).json()
+    [request] = wait_for(lambda: receiver.received(url))
+    payload = verify_both(request, made["secret"])
+    assert payload["type"] == "calendar.event.starting"
+    assert payload["data"]["event"] == event
+    assert payload["data"]["minutesBefore"] == 0
+    assert payload["data"]["scheduledFor"] == body["startsAt"]
+    assert isinstance(payload["data"]["late"], int)
