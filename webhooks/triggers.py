@@ -100,6 +100,7 @@ class TriggerJob:
         self._closed = False
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._idle: asyncio.Event | None = None  # set while no tick runs (made on the loop)
 
     async def tick(self) -> TickReport | None:
         """One tick (a tick asked for while one runs makes it run once more instead)."""
@@ -109,6 +110,9 @@ class TriggerJob:
             self._again = True
             return None
         self._running = True
+        if self._idle is None:
+            self._idle = asyncio.Event()
+        self._idle.clear()
         report = None
         try:
             while True:
@@ -128,6 +132,7 @@ class TriggerJob:
             logger.exception("time triggers: the tick failed; trying again at the next poll")
         finally:
             self._running = False
+            self._idle.set()
         if report is not None and report.next_due is not None:
             self._tick_at(report.next_due)
         return report
@@ -150,11 +155,15 @@ class TriggerJob:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def close(self) -> None:
-        """Stop ticking; wait for a tick under way."""
+    async def close(self, grace: float = 30.0) -> None:
+        """Stop ticking; wait (up to ``grace`` seconds) for a tick under way to end: its
+        transactions commit or roll back whole either way."""
         self._closed = True
         if self._timer is not None:
             self._timer.cancel()
+        if self._running and self._idle is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), grace)
         for task in list(self._tasks):
             with contextlib.suppress(Exception):
                 await task
