@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 from sqlalchemy import (
     Connection,
+    Integer,
     String,
     and_,
     bindparam,
@@ -22,6 +23,8 @@ from sqlalchemy import (
     or_,
     select,
 )
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 from calendar_service.db import Statement
 from calendar_service.db.channels import OUTBOX_DIRTY
@@ -50,6 +53,33 @@ DISABLED_ERROR = "webhook disabled when the change was made"
 # subscription whose key was revoked or expired gets nothing from the moment that committed.
 # Returns the rows' statuses.
 _e, _k = endpoints_t.c, keys_t.c
+
+
+class position_in(FunctionElement[int]):  # lower case: used like a SQL function
+    """Where a text occurs in another (1-based; 0: not in it): SQLite's ``instr``,
+    PostgreSQL's ``strpos``. Not ``LIKE``: a bound pattern makes SQLite prepare the
+    statement again at every run (its LIKE optimization depends on the pattern)."""
+
+    type = Integer()
+    inherit_cache = True
+    name = "position_in"
+
+
+@compiles(position_in)
+def _instr(element: position_in, compiler: Any, **kw: Any) -> str:
+    return f"instr({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(position_in, "postgresql")
+def _strpos(element: position_in, compiler: Any, **kw: Any) -> str:
+    return f"strpos({compiler.process(element.clauses, **kw)})"
+
+
+def _contains(column: Any, name: str) -> Any:
+    """Whether a JSON list of strings holds the (quoted) string bound as ``name``."""
+    return position_in(column, bindparam(name, type_=String())) > 0
+
+
 _active = _e.status == literal_column("'active'")
 _at: Any = bindparam("now", type_=deliveries_t.c.created_at.type)
 _message: Any = bindparam("id", type_=deliveries_t.c.id.type)
@@ -91,7 +121,7 @@ _QUEUE_CHANGE = Statement(
         .select_from(endpoints_t.outerjoin(keys_t, _k.id == _e.key_id))
         .where(
             _e.user_id == bindparam("user_id", type_=endpoints_t.c.user_id.type),
-            or_(_e.events.is_(None), _e.events.like(bindparam("type_like", type_=String()))),
+            or_(_e.events.is_(None), _contains(_e.events, "type_quoted")),
             or_(
                 _e.key_id.is_(None),
                 and_(
@@ -102,10 +132,7 @@ _QUEUE_CHANGE = Statement(
                         _k.calendar_id.is_(None),
                         _k.calendar_id == bindparam("calendar_id", type_=String()),
                     ),
-                    or_(
-                        _e.calendar_ids.is_(None),
-                        _e.calendar_ids.like(bindparam("calendar_like", type_=String())),
-                    ),
+                    or_(_e.calendar_ids.is_(None), _contains(_e.calendar_ids, "calendar_quoted")),
                 ),
             ),
         ),
@@ -164,9 +191,9 @@ def record_change(
         rest=payload[_ID_AT + len(message_id) :],
         now=to_db(now, conn.dialect.name),
         error=DISABLED_ERROR,
-        type_like=f'%"{event_type}"%',
+        type_quoted=f'"{event_type}"',
         calendar_id=calendar_id,
-        calendar_like=f'%"{calendar_id}"%',
+        calendar_quoted=f'"{calendar_id}"',
     )
     if not queued:
         return None
