@@ -111,7 +111,9 @@ class SubscriptionCreate(_Input):
             ]
         },
     )
-    minutes_before: list[int] | None = PydanticField(
+    # Any: checked by the core (``kinds.check_minutes_before``) as JSON Schema's integers,
+    # which take 15.0 too.
+    minutes_before: Any = PydanticField(
         default=None,
         description="For calendar.event.starting: fire this many minutes before each start, "
         f"once for each value (0 to {MINUTES_MOST}, each once, at most {OFFSETS_MOST}); "
@@ -135,8 +137,16 @@ class _Wire(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
+def _secret_schema(schema: dict[str, Any]) -> None:
+    """``secret``: a string when present (absent from every answer but the create's)."""
+    schema.pop("anyOf", None)
+    schema.pop("default", None)
+    schema.update(type="string", pattern="^whsec_")
+
+
 class SubscriptionPublic(_Wire):
-    """A subscription as ``listSubscriptions`` shows it: never its secret."""
+    """A subscription: as ``listSubscriptions`` shows it (never its secret), and as
+    ``createSubscription`` answers it (with its secret, that once)."""
 
     id: str = PydanticField(description="sub_… (the endpoint's id).")
     url: str
@@ -154,14 +164,12 @@ class SubscriptionPublic(_Wire):
         json_schema_extra={"enum": ["active", "disabled"]},
     )
     created_at: str = PydanticField(json_schema_extra={"format": "date-time"})
-
-
-class SubscriptionCreated(SubscriptionPublic):
-    """The answer to ``createSubscription``: the subscription and its signing secret."""
-
-    secret: str = PydanticField(
-        description="whsec_… : verifies the webhook-signature (Standard Webhooks) and "
-        "x-<service>-signature headers of its deliveries. Shown this once; keep it."
+    secret: str | None = PydanticField(
+        default=None,
+        description="In createSubscription's answer only: whsec_…, which verifies the "
+        "webhook-signature (Standard Webhooks) and x-<service>-signature headers of its "
+        "deliveries. Shown that once; keep it.",
+        json_schema_extra=_secret_schema,
     )
 
 
@@ -473,7 +481,6 @@ __all__ = [
     "CHANGE_TYPES",
     "MOST_PER_KEY",
     "SubscriptionCreate",
-    "SubscriptionCreated",
     "SubscriptionList",
     "SubscriptionPublic",
     "create_subscription",

@@ -62,6 +62,8 @@ def check_minutes_before(
     if not isinstance(value, list) or not value:
         errors.append(FieldError(field, "must be a non-empty list of whole numbers of minutes"))
         return None
+    # JSON Schema's integers: 15 or 15.0, never true or "15".
+    value = [int(v) if isinstance(v, float) and v.is_integer() else v for v in value]
     if not all(type(v) is int and 0 <= v <= MINUTES_MOST for v in value):
         errors.append(FieldError(field, f"must hold whole numbers from 0 to {MINUTES_MOST}"))
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,6 +15,7 @@ from openapi_spec_validator import validate
 from calendar_service import calendars
 from calendar_service.models import EventCreate, EventUpdate
 from calendar_service.timeutil import utcnow
+from calendar_service.triggers.kinds import EVENT_TYPES
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, RunningServer, bearer
 
@@ -472,3 +474,21 @@ def test_a_calendars_colour_is_in_the_document_and_in_the_answers(
         (owner.default_calendar_id, None),
         (work["id"], "#0b8043"),
     ]
+
+
+def test_every_webhook_event_type_is_in_the_document_and_in_the_webhook_docs(
+    doc: dict[str, Any],
+) -> None:
+    """The deliveries' types (``triggers.kinds.EVENT_TYPES``): each a ``webhooks`` entry of the
+    document with its payload's schema, each named in docs/webhooks.md."""
+    assert set(doc["webhooks"]) == set(EVENT_TYPES)
+    for event_type, item in doc["webhooks"].items():
+        body = item["post"]["requestBody"]["content"]["application/json"]["schema"]
+        envelope = _resolve(doc, body)
+        assert event_type in envelope["properties"]["type"]["enum"]
+        data = _resolve(doc, envelope["properties"]["data"])
+        assert "event" in data["required"]
+    timed = _resolve(doc, {"$ref": "#/components/schemas/WebhookTimeData"})
+    assert timed["required"] == ["event", "minutesBefore", "scheduledFor", "late"]
+    text = (Path(__file__).resolve().parents[2] / "docs" / "webhooks.md").read_text()
+    assert all(f"`{t}`" in text for t in EVENT_TYPES)

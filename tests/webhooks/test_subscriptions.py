@@ -189,7 +189,9 @@ def test_a_key_has_at_most_25_subscriptions(
         ({"minutesBefore": [-1]}, "minutesBefore", "0 to 10080"),
         ({"minutesBefore": [15, 15]}, "minutesBefore", "twice"),
         ({"minutesBefore": list(range(11))}, "minutesBefore", "at most 10"),
-        ({"minutesBefore": [1.5]}, "minutesBefore.0", "whole number"),
+        ({"minutesBefore": [1.5]}, "minutesBefore", "whole numbers"),
+        ({"minutesBefore": [True]}, "minutesBefore", "whole numbers"),
+        ({"minutesBefore": "15"}, "minutesBefore", "list"),
         (
             {"events": ["calendar.event.ended"], "minutesBefore": [5]},
             "minutesBefore",

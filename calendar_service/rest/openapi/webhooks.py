@@ -110,7 +110,7 @@ def _create() -> dict[str, Any]:
                     **ref_headers(*OK_HEADERS),
                 },
                 "content": json_content(
-                    "SubscriptionCreated",
+                    "Subscription",
                     example={
                         **SUBSCRIPTION_EXAMPLE,
                         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
@@ -206,7 +206,6 @@ def schemas() -> dict[str, Any]:
     models: tuple[tuple[type[BaseModel], Literal["validation", "serialization"]], ...] = (
         (subscriptions.SubscriptionCreate, "validation"),
         (subscriptions.SubscriptionPublic, "serialization"),
-        (subscriptions.SubscriptionCreated, "serialization"),
         (subscriptions.SubscriptionList, "serialization"),
     )
     for model, mode in models:
@@ -331,6 +330,16 @@ _DESCRIPTIONS = {
 }
 
 
+def _operation_id(event_type: str) -> str:
+    """``calendar.event.starting`` → ``calendarEventStartingDelivery``."""
+    return (
+        "".join(
+            part if n == 0 else part.capitalize() for n, part in enumerate(event_type.split("."))
+        )
+        + "Delivery"
+    )
+
+
 def webhooks() -> dict[str, Any]:
     """One entry per event type: what is POSTed to a subscription's (or the owner's) URL."""
     found = {}
@@ -338,6 +347,8 @@ def webhooks() -> dict[str, Any]:
         envelope = "WebhookTime" if event_type in (STARTING, ENDED) else "WebhookChange"
         found[event_type] = {
             "post": {
+                "operationId": _operation_id(event_type),
+                "tags": [TAG],
                 "summary": event_type,
                 "description": description + " Answer 2xx within 10 seconds; anything else "
                 "is retried on the schedule (the same webhook-id). docs/webhooks.md says how to "
@@ -356,7 +367,10 @@ def webhooks() -> dict[str, Any]:
                     "required": True,
                     "content": {"application/json": {"schema": {"$ref": SCHEMA.format(envelope)}}},
                 },
-                "responses": {"200": {"description": "Received (any 2xx)."}},
+                # Not "2XX": the receiver's answer carries none of the API's headers.
+                "responses": {
+                    "default": {"description": "Any 2xx: received; anything else is retried."}
+                },
             }
         }
     return found
