@@ -201,7 +201,7 @@ def _checked(
     """The columns of a subscription made of ``body`` (400s naming every bad field)."""
     data, errors = parse_partial(SubscriptionCreate, body)
     fields = body if isinstance(body, dict) else {}
-    if isinstance(fields.get("url"), str) and target is None:
+    if isinstance(fields.get("url"), str) and target is None and "url" not in _bad(errors):
         errors.append(FieldError("url", "could not be checked"))
     elif target is not None:
         errors += check_text("url", target.url)

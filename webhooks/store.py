@@ -11,7 +11,9 @@ claim's token: an outcome is written only while the row still carries it (``rene
 
 Retries follow the configured schedule with ±10 % jitter; ``Retry-After`` is honoured up to the
 schedule's longest delay; 410 disables the endpoint; a delivery whose endpoint failed through
-its whole schedule disables the endpoint too.
+its whole schedule disables the endpoint too. An endpoint is the owner's own or a key's
+subscription (``subscriptions``): a subscription's delivery claimed after its key was revoked
+or expired, or after it was deleted, is failed instead of sent.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ async def _target(request: Request, raw: bytes) -> Target | None:
     except CalendarError:
         return None  # the operation reports the body itself
     url = body.get("url") if isinstance(body, dict) else None
-    if not isinstance(url, str) or not url or "\x00" in url:
+    if not isinstance(url, str) or "\x00" in url:
         return None
     config = services(request).config
     return await asyncio.to_thread(

@@ -29,7 +29,7 @@ can skip and count what it missed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -83,7 +83,6 @@ class Planned:
     written: int = 0
     deleted: int = 0
     planned_until: datetime | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def plan(

@@ -199,6 +199,8 @@ def test_a_key_has_at_most_25_subscriptions(
         ),
         ({"calendarIds": ["cal_nowhere"]}, "calendarIds", "cal_nowhere"),
         ({"colour": "red"}, "colour", "not a known field"),
+        ({"url": ""}, "url", "absolute https"),
+        ({"url": "https://a\u0000b.example/"}, "url", "NUL"),
     ],
 )
 def test_bad_input_is_a_400_naming_the_field(
@@ -329,3 +331,43 @@ def test_an_event_starting_soon_reaches_the_subscription_signed_when_it_starts(
     assert payload["data"]["minutesBefore"] == 0
     assert payload["data"]["scheduledFor"] == body["startsAt"]
     assert isinstance(payload["data"]["late"], int)
+
+
+async def test_a_delivery_queued_before_its_key_was_revoked_is_failed_not_sent(
+    quiet_db: Database, hooks_config: Config
+) -> None:
+    owner = make_owner(quiet_db)
+    record, _ = Factory(quiet_db).key_record(owner)
+    principal = keys.Principal(
+        key_id=record["id"],
+        user_id=owner.id,
+        permission="write",
+        calendar_id=None,
+        expires_at=utcnow() + timedelta(days=1),
+    )
+    target = webhook_targets.check_endpoint_url(
+        "http://127.0.0.1:9/hook", allow_local=True, resolve=webhook_targets.system_resolve
+    )
+    made = quiet_db.call(
+        subscriptions.create_subscription,
+        principal=principal,
+        body={"url": target.url},
+        target=target,
+        now=utcnow(),
+    )
+    quiet_db.call(
+        events.create_event,
+        principal=principal,
+        data=EventCreate(title="Standup", starts_at=EVENT["startsAt"], ends_at=EVENT["endsAt"]),
+        now=utcnow(),
+    )
+    quiet_db.call(keys.revoke_key, user_id=owner.id, key_id=record["id"], now=utcnow())
+    seen: list[httpx.Request] = []
+    transport = httpx.MockTransport(lambda r: seen.append(r) or httpx.Response(200))
+    async with httpx.AsyncClient(transport=transport) as client:
+        await Dispatcher(quiet_db, hooks_config, client).drain()
+    [failed] = sent_to(quiet_db, owner.id, made["id"])
+    assert (
+        failed["status"] == "failed" and failed["lastError"] == "the subscription's key was revoked"
+    )
+    assert seen == []
