@@ -36,7 +36,7 @@ from calendar_service.db import Database
 from calendar_service.jobs import housekeeping_job
 from calendar_service.logs import configure_logging
 from calendar_service.ratelimit import RateLimiter
-from calendar_service.rest import feed, openapi, routes
+from calendar_service.rest import feed, openapi, routes, subscriptions
 from calendar_service.rest.errors import HANDLERS, unexpected_error
 from mcp_tools.http import MCP_PATH, mcp_http
 from mcp_tools.oauth import oauth_server
@@ -115,6 +115,7 @@ def create_app(
     app = Starlette(
         routes=[
             *routes.routes(),
+            *subscriptions.routes(),
             *openapi.routes(),
             *feed.routes(),
             Route("/healthz", healthz, methods=["GET"]),

@@ -81,6 +81,8 @@ class Config:
     # OAuth for remote MCP: how long an access token lives (a refresh token lives as long as
     # the owner's grant).
     oauth_access_token_lifetime: timedelta = timedelta(hours=1)
+    # Time triggers missed by more than this (an outage) are skipped, not sent late.
+    trigger_grace: timedelta = timedelta(hours=1)
 
     @property
     def signature_header(self) -> str:
@@ -105,6 +107,9 @@ class Config:
         access_lifetime = parse_duration(env.get("CALENDAR_OAUTH_ACCESS_TOKEN_LIFETIME", "1h"))
         if not timedelta(minutes=1) <= access_lifetime <= timedelta(days=1):
             raise ConfigError("CALENDAR_OAUTH_ACCESS_TOKEN_LIFETIME must be from 1m to 1d")
+        grace = parse_duration(env.get("CALENDAR_TRIGGER_GRACE", "1h"))
+        if not timedelta(0) <= grace <= timedelta(days=7):
+            raise ConfigError("CALENDAR_TRIGGER_GRACE must be from 0s to 7d")
         return cls(
             database_url=env.get("CALENDAR_DATABASE_URL", "sqlite:///calendar.db"),
             service_name=name,
@@ -120,4 +125,5 @@ class Config:
             session_secret=env.get("CALENDAR_SESSION_SECRET") or None,
             sqlite_synchronous=env.get("CALENDAR_SQLITE_SYNCHRONOUS", "NORMAL").upper(),
             oauth_access_token_lifetime=access_lifetime,
+            trigger_grace=grace,
         )

@@ -14,7 +14,8 @@ answered as an opaque 500.
     ├── BadRequest              400     bad_request (a caller mistake that is not a field)
     │   ├── KeyInUrl            400     api_key_in_url
     │   ├── DuplicateHeader     400     duplicate_header (two Authorization headers)
-    │   └── WebhookTargetRefused 400    webhook_target_refused
+    │   ├── WebhookTargetRefused 400    webhook_target_refused
+    │   └── SubscriptionLimit   400     subscription_limit (a key has its most subscriptions)
     ├── AuthError               401     WWW-Authenticate: Bearer error="invalid_token"
     │   ├── MissingKey                  missing_api_key
     │   ├── MalformedKey                malformed_api_key
@@ -140,6 +141,20 @@ class DuplicateHeader(BadRequest):
 class WebhookTargetRefused(BadRequest):
     code = "webhook_target_refused"
     title = "Webhook target refused"
+
+
+class SubscriptionLimit(BadRequest):
+    """A key that already has the most webhook subscriptions a key may have asks for more."""
+
+    code = "subscription_limit"
+    title = "Too many subscriptions"
+
+    def __init__(self, most: int) -> None:
+        super().__init__(
+            f"This API key already has {most} webhook subscriptions, the most a key may have: "
+            "delete one it no longer needs (deleteSubscription) first."
+        )
+        self.most = most
 
 
 class AuthError(CalendarError):

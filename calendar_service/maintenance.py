@@ -1,5 +1,5 @@
 """Housekeeping run periodically by the scheduler: retention of history, idempotency keys,
-the changes kept for sync tokens, and expired OAuth codes and tokens."""
+the changes kept for sync tokens, expired OAuth codes and tokens, and time triggers fired."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from sqlalchemy import Connection
 from calendar_service import history, idempotency, oauth, ratelimit
 from calendar_service.events.sync import DEFAULT_RETENTION_DAYS, purge_changes
 from calendar_service.ical import feeds
+from calendar_service.triggers.firing import purge_fired
 
 
 def purge_expired(
@@ -21,8 +22,8 @@ def purge_expired(
 ) -> dict[str, int]:
     """Delete call history and feeds' fetch history past their retention (the same),
     idempotency records past 24 hours, rate buckets idle for a day (full again), the
-    changes (tombstones) no sync token still honoured can ask for, and OAuth requests, codes
-    and tokens expired a day ago."""
+    changes (tombstones) no sync token still honoured can ask for, OAuth requests, codes
+    and tokens expired a day ago, and the time triggers fired or skipped two days ago."""
     return {
         "calls": history.purge_calls(conn, now=now, keep_days=call_history_days),
         "feedFetches": feeds.purge_fetches(conn, now=now, keep_days=call_history_days),
@@ -30,4 +31,5 @@ def purge_expired(
         "syncChanges": purge_changes(conn, now=now, keep_days=sync_retention_days),
         "rateBuckets": ratelimit.purge_idle(conn, now=now.timestamp()),
         "oauth": oauth.purge(conn, now=now),
+        "triggers": purge_fired(conn, now=now),
     }

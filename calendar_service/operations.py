@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from calendar_service import availability, events
+from calendar_service import availability, events, subscriptions
 from calendar_service.ical.importing import import_events
 
 Needs = Literal["read", "write", "freebusy"]
@@ -77,7 +77,25 @@ IMPORT = Operation("importCalendarEvents", "write", import_events)
 FREE_BUSY = Operation("queryFreeBusy", "freebusy", availability.query_free_busy_later)
 FREE_TIME = Operation("findFreeTime", "freebusy", availability.find_free_time_later)
 
-OPERATIONS = (LIST, CREATE, GET, UPDATE, DELETE, IMPORT, FREE_BUSY, FREE_TIME)
+SUBSCRIBE = Operation("createSubscription", "read", subscriptions.create_subscription, status=201)
+LIST_SUBSCRIPTIONS = Operation("listSubscriptions", "read", subscriptions.list_subscriptions)
+UNSUBSCRIBE = Operation("deleteSubscription", "read", subscriptions.delete_subscription, status=204)
+TEST_SUBSCRIPTION = Operation("testSubscription", "read", subscriptions.send_samples, status=202)
+
+OPERATIONS = (
+    LIST,
+    CREATE,
+    GET,
+    UPDATE,
+    DELETE,
+    IMPORT,
+    FREE_BUSY,
+    FREE_TIME,
+    SUBSCRIBE,
+    LIST_SUBSCRIPTIONS,
+    UNSUBSCRIBE,
+    TEST_SUBSCRIPTION,
+)
 
 __all__ = [
     "CREATE",
@@ -87,7 +105,11 @@ __all__ = [
     "GET",
     "IMPORT",
     "LIST",
+    "LIST_SUBSCRIPTIONS",
     "OPERATIONS",
+    "SUBSCRIBE",
+    "TEST_SUBSCRIPTION",
+    "UNSUBSCRIBE",
     "UPDATE",
     "Needs",
     "Operation",

@@ -10,12 +10,27 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, bindparam, case, insert, literal_column, select
+from sqlalchemy import (
+    Connection,
+    Integer,
+    String,
+    and_,
+    bindparam,
+    case,
+    func,
+    insert,
+    literal_column,
+    or_,
+    select,
+)
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 from calendar_service.db import Statement
 from calendar_service.db.channels import OUTBOX_DIRTY
 from calendar_service.ids import new_id
 from calendar_service.models.columns import UTCDateTime, to_db
+from calendar_service.models.keys import keys_t
 from calendar_service.models.webhooks import deliveries_t, endpoints_t
 from calendar_service.timeutil import format_utc
 
@@ -26,11 +41,48 @@ _INSERT_DELIVERY = Statement(
 _DATE_TIMES = tuple(c.name for c in deliveries_t.c if isinstance(c.type, UTCDateTime))
 DISABLED_ERROR = "webhook disabled when the change was made"
 
-# A change's delivery, queued in one statement: the owner's endpoint read and its delivery row
-# written together (due now; already failed when the endpoint is not active), or nothing when
-# the owner has no webhook. Returns the row's status.
-_active = endpoints_t.c.status == literal_column("'active'")
+# A change's deliveries, queued in one statement: the owner's endpoint and the keys'
+# subscriptions (``subscriptions``) that take the change's type and reach its calendar, read
+# and their delivery rows written together (due now; already failed when the endpoint is not
+# active), or nothing when there is none. A subscription's row is the owner's message id, a dot
+# and 13 characters of its own id (at most 40 in all), its payload the same but that id; a
+# subscription whose key was revoked or expired gets nothing from the moment that committed.
+# Returns the rows' statuses.
+_e, _k = endpoints_t.c, keys_t.c
+
+
+class position_in(FunctionElement[int]):  # lower case: used like a SQL function
+    """Where a text occurs in another (1-based; 0: not in it): SQLite's ``instr``,
+    PostgreSQL's ``strpos``. Not ``LIKE``: a bound pattern makes SQLite prepare the
+    statement again at every run (its LIKE optimization depends on the pattern)."""
+
+    type = Integer()
+    inherit_cache = True
+    name = "position_in"
+
+
+@compiles(position_in)
+def _instr(element: position_in, compiler: Any, **kw: Any) -> str:
+    return f"instr({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(position_in, "postgresql")
+def _strpos(element: position_in, compiler: Any, **kw: Any) -> str:
+    return f"strpos({compiler.process(element.clauses, **kw)})"
+
+
+def _contains(column: Any, name: str) -> Any:
+    """Whether a JSON list of strings holds the (quoted) string bound as ``name``."""
+    return position_in(column, bindparam(name, type_=String())) > 0
+
+
+_active = _e.status == literal_column("'active'")
 _at: Any = bindparam("now", type_=deliveries_t.c.created_at.type)
+_message: Any = bindparam("id", type_=deliveries_t.c.id.type)
+_delivery_id = case(
+    (_e.key_id.is_(None), _message),
+    else_=_message + literal_column("'.'") + func.substr(_e.id, 5, 13),
+)
 _QUEUE_CHANGE = Statement(
     insert(deliveries_t)
     .from_select(
@@ -48,18 +100,38 @@ _QUEUE_CHANGE = Statement(
             "completed_at",
         ],
         select(
-            bindparam("id", type_=deliveries_t.c.id.type),
-            endpoints_t.c.user_id,
-            endpoints_t.c.id,
+            _delivery_id,
+            _e.user_id,
+            _e.id,
             bindparam("event_type", type_=deliveries_t.c.event_type.type),
-            bindparam("payload", type_=deliveries_t.c.payload.type),
+            literal_column('\'{"id":"\'')
+            + _delivery_id
+            + bindparam("rest", type_=deliveries_t.c.payload.type),
             case((_active, literal_column("'pending'")), else_=literal_column("'failed'")),
             literal_column("0"),
             _at,
             case((_active, None), else_=bindparam("error", type_=deliveries_t.c.last_error.type)),
             _at,
             case((_active, None), else_=_at),
-        ).where(endpoints_t.c.user_id == bindparam("user_id", type_=endpoints_t.c.user_id.type)),
+        )
+        .select_from(endpoints_t.outerjoin(keys_t, _k.id == _e.key_id))
+        .where(
+            _e.user_id == bindparam("user_id", type_=endpoints_t.c.user_id.type),
+            or_(_e.events.is_(None), _contains(_e.events, "type_quoted")),
+            or_(
+                _e.key_id.is_(None),
+                and_(
+                    _e.status != literal_column("'deleted'"),
+                    _k.revoked_at.is_(None),
+                    _k.expires_at > _at,
+                    or_(
+                        _k.calendar_id.is_(None),
+                        _k.calendar_id == bindparam("calendar_id", type_=String()),
+                    ),
+                    or_(_e.calendar_ids.is_(None), _contains(_e.calendar_ids, "calendar_quoted")),
+                ),
+            ),
+        ),
     )
     .returning(deliveries_t.c.status)
 )
@@ -96,30 +168,37 @@ def record_change(
     event: dict[str, Any],
     now: datetime,
 ) -> str | None:
-    """Queue a ``calendar.event.*`` notification for the owner's webhook, if one is set.
+    """Queue a ``calendar.event.*`` notification for the owner's webhook, if one is set, and
+    for each key's subscription that takes ``event_type`` and reaches the event's calendar.
 
-    Returns the delivery id (the ``evt_…`` message id), or None when no webhook is set. While
-    the endpoint is disabled the delivery is recorded as failed at once, so that the owner can
-    re-send it after enabling the webhook again.
-    """
+    Returns the message id (the owner's delivery id, ``evt_…``), or None when nothing was
+    queued. While an endpoint is disabled its delivery is recorded as failed at once, so that
+    it can be re-sent after enabling it again."""
     message_id = new_id("evt")
     payload = build_payload(
         message_id=message_id, event_type=event_type, now=now, data={"event": event}
     )
+    calendar_id = str(event.get("calendarId", ""))
     queued = _QUEUE_CHANGE.all(
         conn,
         id=message_id,
         user_id=user_id,
         event_type=event_type,
-        payload=payload,
+        rest=payload[_ID_AT + len(message_id) :],
         now=to_db(now, conn.dialect.name),
         error=DISABLED_ERROR,
+        type_quoted=f'"{event_type}"',
+        calendar_id=calendar_id,
+        calendar_quoted=f'"{calendar_id}"',
     )
     if not queued:
         return None
-    if queued[0][0] == "pending":
+    if any(row[0] == "pending" for row in queued):
         notify_committed(conn)
     return message_id
+
+
+_ID_AT = len('{"id":"')  # where a payload's message id starts (``build_payload``)
 
 
 def enqueue(

@@ -1,9 +1,11 @@
 """The owner's webhook: its endpoint, signing secret and deliveries (the settings side).
 
-One endpoint per owner. Every function is keyword-only and starts from ``user_id``; none sends
-anything (the ``webhooks`` package does) and none resolves DNS. ``set_endpoint`` takes only a
-URL that passed the target rules (a ``webhook_targets.Target``, from ``check_endpoint_url``),
-checked before the transaction because resolving the host takes the network.
+One endpoint per owner (``key_id`` NULL in ``webhook_endpoints``, whose other rows are keys'
+subscriptions: ``subscriptions``). Every function is keyword-only and starts from ``user_id``;
+none sends anything (the ``webhooks`` package does) and none resolves DNS. ``set_endpoint``
+takes only a URL that passed the target rules (a ``webhook_targets.Target``, from
+``check_endpoint_url``), checked before the transaction because resolving the host takes the
+network.
 
 Secrets are ``whsec_`` + base64 of 32 random bytes (the Standard Webhooks format). They are
 returned once, by ``set_endpoint`` and ``rotate_secret``, and never by any read function. After a
@@ -28,10 +30,12 @@ from calendar_service.ids import new_id
 from calendar_service.models.webhooks import attempts_t, deliveries_t, endpoints_t
 from calendar_service.outbox import enqueue, notify_committed
 from calendar_service.timeutil import format_utc
+from calendar_service.triggers import kinds
 from calendar_service.webhook_targets import Target, check_url_shape
 
 ROTATION_OVERLAP = timedelta(hours=24)
-DELIVERY_STATUSES = ("pending", "retrying", "succeeded", "failed")
+DELIVERY_STATUSES = ("pending", "retrying", "succeeded", "failed", "skipped")
+"""``skipped``: a time trigger missed by more than ``CALENDAR_TRIGGER_GRACE`` (never sent)."""
 OPEN_STATUSES = ("pending", "retrying")
 
 
@@ -42,6 +46,7 @@ def new_secret() -> str:
 
 def endpoint_public(row: Any) -> dict[str, Any]:
     """The endpoint as shown to its owner: never a secret."""
+    offsets, ended = kinds.wanted_triggers(row)
     return {
         "id": row.id,
         "url": row.url,
@@ -51,6 +56,9 @@ def endpoint_public(row: Any) -> dict[str, Any]:
         "previousSecretExpiresAt": _fmt(row.previous_secret_expires_at),
         "createdAt": format_utc(row.created_at),
         "updatedAt": format_utc(row.updated_at),
+        "events": kinds.events_of(row),
+        "minutesBefore": offsets or None,
+        "ended": ended,
     }
 
 
@@ -64,8 +72,14 @@ def signing_secrets(row: Any, *, now: datetime) -> list[str]:
     return found
 
 
+def _owner_endpoint(user_id: str) -> Any:
+    return select(endpoints_t).where(
+        endpoints_t.c.user_id == user_id, endpoints_t.c.key_id.is_(None)
+    )
+
+
 def _endpoint_row(conn: Connection, *, user_id: str) -> Any:
-    row = conn.execute(select(endpoints_t).where(endpoints_t.c.user_id == user_id)).first()
+    row = conn.execute(_owner_endpoint(user_id)).first()
     if row is None:
         raise NotFound("No webhook is set for this owner.")
     return row
@@ -78,7 +92,7 @@ def get_endpoint(conn: Connection, *, user_id: str) -> dict[str, Any]:
 
 def find_endpoint(conn: Connection, *, user_id: str) -> dict[str, Any] | None:
     """The owner's webhook endpoint, or None when none is set."""
-    row = conn.execute(select(endpoints_t).where(endpoints_t.c.user_id == user_id)).first()
+    row = conn.execute(_owner_endpoint(user_id)).first()
     return None if row is None else endpoint_public(row)
 
 
@@ -92,7 +106,7 @@ def set_endpoint(
     signing beside it for 24 hours, as after ``rotate_secret``."""
     url = check_url_shape(target.url)  # a Target from check_target alone skipped the shape
     secret = new_secret()
-    current = conn.execute(select(endpoints_t).where(endpoints_t.c.user_id == user_id)).first()
+    current = conn.execute(_owner_endpoint(user_id)).first()
     if current is None:
         conn.execute(
             insert(endpoints_t).values(
@@ -119,6 +133,40 @@ def set_endpoint(
             )
         )
     return get_endpoint(conn, user_id=user_id), secret
+
+
+def set_time_triggers(
+    conn: Connection,
+    *,
+    user_id: str,
+    minutes_before: Any,
+    ended: bool,
+    now: datetime,
+) -> dict[str, Any]:
+    """Give the owner's endpoint time triggers: ``calendar.event.starting`` at each of
+    ``minutes_before`` (a list of 0 to 10080, at most 10; empty or None: none) and
+    ``calendar.event.ended`` when ``ended``. The change types it always takes. Returns the
+    endpoint."""
+    row = _endpoint_row(conn, user_id=user_id)
+    errors: list[FieldError] = []
+    offsets = kinds.check_minutes_before(minutes_before or None, errors)
+    if errors:
+        raise ValidationFailed(errors)
+    chosen = list(kinds.CHANGE_TYPES)
+    if offsets:
+        chosen.append(kinds.STARTING)
+    if ended:
+        chosen.append(kinds.ENDED)
+    conn.execute(
+        update(endpoints_t)
+        .where(endpoints_t.c.id == row.id)
+        .values(
+            events=kinds.dumped(chosen) if len(chosen) > len(kinds.CHANGE_TYPES) else None,
+            minutes_before=kinds.dumped(offsets),
+            updated_at=now,
+        )
+    )
+    return get_endpoint(conn, user_id=user_id)
 
 
 def rotate_secret(conn: Connection, *, user_id: str, now: datetime) -> tuple[dict[str, Any], str]:
@@ -163,24 +211,34 @@ def disable_endpoint(conn: Connection, *, user_id: str, reason: str, now: dateti
     """Disable the owner's endpoint and fail its open deliveries (except any being sent right
     now, which fail when their attempt is recorded). Owners re-enable with ``enable_endpoint``."""
     row = _endpoint_row(conn, user_id=user_id)
+    disable_endpoint_by_id(conn, endpoint_id=row.id, reason=reason, now=now)
+
+
+def disable_endpoint_by_id(
+    conn: Connection, *, endpoint_id: str, reason: str, now: datetime, status: str = "disabled"
+) -> None:
+    """``disable_endpoint`` for any endpoint, the owner's or a subscription (``status``
+    ``deleted`` for a subscription deleted)."""
     conn.execute(
         update(endpoints_t)
-        .where(endpoints_t.c.id == row.id)
-        .values(status="disabled", disabled_reason=reason[:200], updated_at=now)
+        .where(endpoints_t.c.id == endpoint_id)
+        .values(status=status, disabled_reason=reason[:200], updated_at=now)
     )
+    fail_open_deliveries(
+        conn, endpoint_id=endpoint_id, error=f"webhook {status}: " + reason[:180], now=now
+    )
+
+
+def fail_open_deliveries(conn: Connection, *, endpoint_id: str, error: str, now: datetime) -> None:
+    """Fail the endpoint's open deliveries but those being sent right now."""
     conn.execute(
         update(deliveries_t)
         .where(
-            deliveries_t.c.endpoint_id == row.id,
+            deliveries_t.c.endpoint_id == endpoint_id,
             deliveries_t.c.status.in_(OPEN_STATUSES),
             or_(deliveries_t.c.lease_until.is_(None), deliveries_t.c.lease_until < now),
         )
-        .values(
-            status="failed",
-            last_error="webhook disabled: " + reason[:180],
-            lease_until=None,
-            completed_at=now,
-        )
+        .values(status="failed", last_error=error[:500], lease_until=None, completed_at=now)
     )
 
 
@@ -210,14 +268,23 @@ def list_deliveries(
     user_id: str,
     status: str | None = None,
     limit: int = 50,
+    endpoint_id: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The owner's deliveries, newest first, optionally of one status."""
+    """The deliveries of the owner's own endpoint (or of the owner's endpoint ``endpoint_id``,
+    a subscription), newest first, optionally of one status."""
     if status is not None and status not in DELIVERY_STATUSES:
         allowed = ", ".join(DELIVERY_STATUSES)
         raise ValidationFailed([FieldError("status", f"must be one of {allowed}")])
     if not 1 <= limit <= 1000:
         raise ValidationFailed([FieldError("limit", "must be a whole number from 1 to 1000")])
-    query = select(deliveries_t).where(deliveries_t.c.user_id == user_id)
+    if endpoint_id is None:
+        owner = conn.execute(_owner_endpoint(user_id).with_only_columns(endpoints_t.c.id)).first()
+        if owner is None:
+            return []
+        endpoint_id = owner.id
+    query = select(deliveries_t).where(
+        deliveries_t.c.user_id == user_id, deliveries_t.c.endpoint_id == endpoint_id
+    )
     if status is not None:
         query = query.where(deliveries_t.c.status == status)
     query = query.order_by(deliveries_t.c.created_at.desc(), deliveries_t.c.id.desc()).limit(limit)
@@ -265,7 +332,7 @@ def redeliver(conn: Connection, *, user_id: str, delivery_id: str, now: datetime
     A delivery whose retry schedule is used up gets one more attempt; one still retrying is
     simply made due now. Refused while the endpoint is disabled."""
     row = _delivery_row(conn, user_id=user_id, delivery_id=delivery_id)
-    _require_active(conn, user_id=user_id)
+    _require_active_endpoint(conn, endpoint_id=row.endpoint_id)
     conn.execute(
         update(deliveries_t)
         .where(deliveries_t.c.id == row.id, _not_in_flight(now))
@@ -276,11 +343,17 @@ def redeliver(conn: Connection, *, user_id: str, delivery_id: str, now: datetime
 
 
 def redeliver_all_failed(conn: Connection, *, user_id: str, now: datetime) -> int:
-    """Re-send every failed delivery of the owner; returns how many were re-queued."""
+    """Re-send every failed delivery of the owner's own endpoint; returns how many were
+    re-queued."""
+    endpoint = _endpoint_row(conn, user_id=user_id)
     _require_active(conn, user_id=user_id)
     result = conn.execute(
         update(deliveries_t)
-        .where(deliveries_t.c.user_id == user_id, deliveries_t.c.status == "failed")
+        .where(
+            deliveries_t.c.user_id == user_id,
+            deliveries_t.c.endpoint_id == endpoint.id,
+            deliveries_t.c.status == "failed",
+        )
         .values(status="pending", next_attempt_at=now, completed_at=None)
     )
     if result.rowcount:
@@ -309,6 +382,18 @@ def send_test_event(conn: Connection, *, user_id: str, now: datetime) -> dict[st
 
 def _require_active(conn: Connection, *, user_id: str) -> None:
     if _endpoint_row(conn, user_id=user_id).status != "active":
+        raise WebhookDisabled(
+            "The webhook is disabled; enable it first (its failed deliveries can be re-sent then)."
+        )
+
+
+def _require_active_endpoint(conn: Connection, *, endpoint_id: str) -> None:
+    status = conn.execute(
+        select(endpoints_t.c.status).where(endpoints_t.c.id == endpoint_id)
+    ).scalar()
+    if status == "deleted":
+        raise WebhookDisabled("The subscription was deleted: its deliveries are not sent.")
+    if status != "active":
         raise WebhookDisabled(
             "The webhook is disabled; enable it first (its failed deliveries can be re-sent then)."
         )

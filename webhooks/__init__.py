@@ -8,7 +8,8 @@
     store.py       claim due deliveries (leases, SKIP LOCKED), record attempts, retries
     dispatcher.py  claim, send concurrently, record; woken on commit
     listener.py    woken by commits on other processes and hosts (PostgreSQL LISTEN/NOTIFY)
-    scheduler.py   the APScheduler job run by ``serve`` and by ``calendar-service worker``
+    triggers.py    the time triggers' job: plan, then fire what fell due (the core's work)
+    scheduler.py   the APScheduler jobs run by ``serve`` and by ``calendar-service worker``
 
 The core (``calendar_service.outbox``) writes a delivery row in the same transaction as each
 change; this package is the only code that sends anything.

@@ -8,6 +8,9 @@ the housekeeping job (``calendar_service.jobs``) beside it. The job polls every
 once whenever this process commits a change that queued a delivery (``Database.on_outbox_commit``
 points at ``Dispatcher.wake``) and, on PostgreSQL, whenever any process on any host does
 (``listener``: ``LISTEN/NOTIFY``; polling is the fallback when that connection is lost).
+The same scheduler runs the time triggers' job (``triggers.TriggerJob``: plan, fire what fell
+due, every second and at the moment the next one falls due), which wakes the dispatcher
+whenever it queues deliveries.
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ from calendar_service.db import Database
 from webhooks.dispatcher import Dispatcher
 from webhooks.listener import listen
 from webhooks.transport import make_client
+from webhooks.triggers import TriggerJob
 
 JOB_ID = "webhook-deliveries"
 RENEW_JOB_ID = "webhook-leases"
+TRIGGERS_JOB_ID = "time-triggers"
 DEFAULT_POLL_SECONDS = 1.0
 
 
@@ -39,9 +44,11 @@ async def delivery_job(
     *,
     client: httpx.AsyncClient | None = None,
     poll_interval: float = DEFAULT_POLL_SECONDS,
+    run_triggers: bool = True,
     **dispatcher_options: Any,
 ) -> AsyncIterator[Dispatcher]:
-    """Run the delivery job on the running event loop for the duration of the block.
+    """Run the delivery job on the running event loop for the duration of the block, and
+    the time triggers' job beside it (unless ``run_triggers`` is false).
 
     ``client`` is the shared ``httpx.AsyncClient`` (``make_client()`` when not given); the job
     owns it from then on and closes it on exit. Extra keyword arguments go to ``Dispatcher``."""
@@ -71,6 +78,19 @@ async def delivery_job(
         max_instances=1,
         misfire_grace_time=None,
     )
+    triggers: TriggerJob | None = None
+    if run_triggers:
+        triggers = TriggerJob(db, config, wake_deliveries=dispatcher.wake)
+        scheduler.add_job(
+            triggers.tick,
+            "interval",
+            seconds=triggers.poll_interval,
+            id=TRIGGERS_JOB_ID,
+            next_run_time=datetime.now(UTC),
+            coalesce=True,
+            max_instances=10,  # a run during another only asks it to run once more
+            misfire_grace_time=None,
+        )
     previous_hook = db.on_outbox_commit
     db.on_outbox_commit = dispatcher.wake
     scheduler.start()
@@ -87,6 +107,8 @@ async def delivery_job(
             with contextlib.suppress(asyncio.CancelledError):
                 await listener
         db.on_outbox_commit = previous_hook
+        if triggers is not None:
+            await triggers.close()
         await dispatcher.close(grace=config.webhook_timeout_seconds + 5)
         scheduler.shutdown(wait=False)
         await http.aclose()

@@ -11,25 +11,28 @@ claim's token: an outcome is written only while the row still carries it (``rene
 
 Retries follow the configured schedule with ±10 % jitter; ``Retry-After`` is honoured up to the
 schedule's longest delay; 410 disables the endpoint; a delivery whose endpoint failed through
-its whole schedule disables the endpoint too.
+its whole schedule disables the endpoint too. An endpoint is the owner's own or a key's
+subscription (``subscriptions``): a subscription's delivery claimed after its key was revoked
+or expired, or after it was deleted, is failed instead of sent.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
 
+from calendar_service.models import keys_t
 from calendar_service.timeutil import format_utc
 from calendar_service.webhook_config import (
     OPEN_STATUSES,
     attempts_t,
     deliveries_t,
-    disable_endpoint,
+    disable_endpoint_by_id,
     endpoints_t,
     signing_secrets,
 )
@@ -104,12 +107,14 @@ def claim_due(
             select(endpoints_t).where(endpoints_t.c.id.in_({r.endpoint_id for r in rows}))
         )
     }
+    keys = _subscription_keys(conn, endpoints.values())
     claims: list[Claim] = []
-    stranded: list[str] = []
+    stranded: dict[str, list[str]] = {}  # why → deliveries failed for it
     for row in sorted(rows, key=lambda r: r.id):
         endpoint = endpoints[row.endpoint_id]
-        if endpoint.status != "active":
-            stranded.append(row.id)
+        why = _why_not_sent(endpoint, keys, now)
+        if why is not None:
+            stranded.setdefault(why, []).append(row.id)
             continue
         claims.append(
             Claim(
@@ -123,18 +128,41 @@ def claim_due(
                 secrets=tuple(signing_secrets(endpoint, now=now)),
             )
         )
-    if stranded:
+    for why, ids in stranded.items():
         conn.execute(
             update(deliveries_t)
-            .where(deliveries_t.c.id.in_(stranded))
-            .values(
-                status="failed",
-                lease_until=None,
-                last_error="webhook disabled",
-                completed_at=now,
-            )
+            .where(deliveries_t.c.id.in_(ids))
+            .values(status="failed", lease_until=None, last_error=why, completed_at=now)
         )
     return claims
+
+
+def _subscription_keys(conn: Connection, endpoints: Iterable[Any]) -> dict[str, Any]:
+    """The keys of the subscriptions among ``endpoints``, by id (revoked and expiry)."""
+    ids = {e.key_id for e in endpoints if e.key_id is not None}
+    if not ids:
+        return {}
+    found = conn.execute(
+        select(keys_t.c.id, keys_t.c.revoked_at, keys_t.c.expires_at).where(keys_t.c.id.in_(ids))
+    )
+    return {k.id: k for k in found}
+
+
+def _why_not_sent(endpoint: Any, keys: dict[str, Any], now: datetime) -> str | None:
+    """Why a delivery to ``endpoint`` is failed instead of sent, or None: the endpoint is not
+    active, or it is a subscription whose key was revoked or has expired since it was queued
+    (a key's subscriptions stop at once)."""
+    if endpoint.status == "deleted":
+        return "subscription deleted"
+    if endpoint.status != "active":
+        return "webhook disabled"
+    if endpoint.key_id is not None:
+        key = keys.get(endpoint.key_id)
+        if key is None or key.revoked_at is not None:
+            return "the subscription's key was revoked"
+        if key.expires_at <= now:
+            return "the subscription's key has expired"
+    return None
 
 
 def release(conn: Connection, *, claims: Sequence[Claim]) -> None:
@@ -279,8 +307,9 @@ def record_attempts(
                 .values(failing_since=endpoint.failing_since)
             )
         if endpoint.status == "active" and endpoint.disable_reason:
-            user_id = next(c.user_id for c, _ in items if c.endpoint_id == endpoint_id)
-            disable_endpoint(conn, user_id=user_id, reason=endpoint.disable_reason, now=now)
+            disable_endpoint_by_id(
+                conn, endpoint_id=endpoint_id, reason=endpoint.disable_reason, now=now
+            )
     return [
         Outcome(status="lost")
         if decision is None

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import calendars
+from calendar_service import calendars, reminders
 from calendar_service.account.web import (
     FormPage,
     account,
@@ -21,13 +21,17 @@ from calendar_service.account.web import (
     owner_page,
     owner_view,
     render,
+    see_other,
 )
 from calendar_service.errors import ValidationFailed
 from calendar_service.ical import feeds
 from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
 
-NOTICES = {"feed-revoked": "The feed is revoked: its address now answers 404."}
+NOTICES = {
+    "feed-revoked": "The feed is revoked: its address now answers 404.",
+    "reminder-set": "Saved: feeds carry the reminder from their next fetch.",
+}
 
 
 def _page_data(conn: Connection, *, user_id: str, now: datetime) -> dict[str, Any]:
@@ -35,6 +39,7 @@ def _page_data(conn: Connection, *, user_id: str, now: datetime) -> dict[str, An
     return {
         "feeds": feeds.list_feeds(conn, user_id=user_id),
         "calendars": [calendars.calendar_public(c) for c in owned],
+        "reminder": reminders.get_reminder(conn, user_id=user_id),
     }
 
 
@@ -44,7 +49,7 @@ PAGE = FormPage(
     load=_page_data,
     blank={"calendar": ""},
     notices=NOTICES,
-    names={"calendarId": "calendar"},
+    names={"calendarId": "calendar", "minutesBefore": "minutes_before"},
 )
 
 
@@ -67,6 +72,20 @@ async def create_feed(request: Request, owner: OwnerSessionInfo) -> Response:
     return render(request, "feed_created.html", {"section": "feeds", "feed": feed}, status_code=201)
 
 
+@owner_page
+async def set_reminder(request: Request, owner: OwnerSessionInfo) -> Response:
+    """The owner's default reminder (empty: none), which feeds carry as a VALARM."""
+    wanted = str((await form(request)).get("minutes_before", "")).strip()
+    try:
+        await account(request).services.db.run(
+            reminders.set_reminder, user_id=owner.user_id, minutes_before=wanted, now=utcnow()
+        )
+    except ValidationFailed as exc:
+        values = {"calendar": "", "minutes_before": wanted}
+        return await PAGE.show(request, owner, values=values, refused=exc)
+    return see_other(request, "/feeds", notice="reminder-set")
+
+
 def _load(conn: Connection, *, user_id: str, feed_id: str) -> dict[str, Any]:
     feed = feeds.get_feed(conn, user_id=user_id, feed_id=feed_id)
     feed["history"] = feeds.list_fetches(conn, user_id=user_id, feed_id=feed_id, limit=200)
@@ -84,6 +103,7 @@ def routes() -> list[BaseRoute]:
     return [
         PAGE.route("/feeds"),
         Route("/feeds", create_feed, methods=["POST"]),
+        Route("/feeds/reminder", set_reminder, methods=["POST"]),
         Route("/feeds/{feed_id}", history, methods=["GET"]),
         Route("/feeds/{feed_id}/revoke", confirm, methods=["GET"]),
         Route("/feeds/{feed_id}/revoke", revoke, methods=["POST"]),

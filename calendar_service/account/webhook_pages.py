@@ -1,4 +1,5 @@
-"""The webhook page: the URL, its signing secret (shown once), test events and deliveries.
+"""The webhook page: the URL, its signing secret (shown once), its time triggers, test events
+and deliveries; and every subscription of the owner's keys (which key, its deliveries, delete).
 
 Built on the webhook core (``webhook_config``, every function scoped by the owner's id) and its
 target rules (``webhook_targets.check_endpoint_url``), exactly as the CLI uses them: a URL is
@@ -17,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import webhook_config, webhook_targets
+from calendar_service import subscriptions, webhook_config, webhook_targets
 from calendar_service.account.web import (
     account,
     form,
@@ -26,9 +27,11 @@ from calendar_service.account.web import (
     render,
     see_other,
 )
-from calendar_service.errors import ValidationFailed, WebhookTargetRefused
+from calendar_service.errors import NotFound, ValidationFailed, WebhookTargetRefused
 from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
+from calendar_service.triggers import firing
+from calendar_service.triggers.kinds import parse_offsets
 
 DELIVERIES_SHOWN = 50
 NOTICES = {
@@ -36,13 +39,22 @@ NOTICES = {
     "redelivered": "The delivery is queued to be sent again now.",
     "enabled": "The webhook is enabled again.",
     "enabled-resent": "The webhook is enabled again, and its failed deliveries are being re-sent.",
+    "triggers-set": "Time triggers saved: they are planned within seconds.",
+    "subscription-deleted": "The subscription is deleted: nothing more is sent to it.",
+    "subscription-enabled": "The subscription is enabled again.",
 }
 
 
 def _page_data(conn: Connection, *, user_id: str) -> dict[str, Any]:
+    endpoint = webhook_config.find_endpoint(conn, user_id=user_id)
+    skipped = 0
+    if endpoint is not None:
+        skipped = firing.skipped_count(conn, user_id=user_id, endpoint_ids=[endpoint["id"]])
     return {
-        "endpoint": webhook_config.find_endpoint(conn, user_id=user_id),
+        "endpoint": endpoint,
         "deliveries": webhook_config.list_deliveries(conn, user_id=user_id, limit=DELIVERIES_SHOWN),
+        "skipped": skipped,
+        "subscriptions": subscriptions.owner_subscriptions(conn, user_id=user_id, now=utcnow()),
     }
 
 
@@ -52,10 +64,14 @@ async def _webhook_page(
     *,
     url: str | None = None,
     error: str | None = None,
+    triggers: str | None = None,
+    triggers_error: str | None = None,
     status_code: int = 200,
 ) -> Response:
     data = await account(request).services.db.run(_page_data, user_id=owner.user_id)
     endpoint = data["endpoint"]
+    if triggers is None:
+        triggers = ", ".join(str(m) for m in (endpoint or {}).get("minutesBefore") or [])
     return render(
         request,
         "webhook.html",
@@ -64,6 +80,8 @@ async def _webhook_page(
             "section": "webhook",
             "url": url if url is not None else (endpoint["url"] if endpoint else ""),
             "error": error,
+            "triggers_value": triggers,
+            "triggers_error": triggers_error,
             "signature_header": account(request).services.config.signature_header,
             "notice": NOTICES.get(request.query_params.get("notice", "")),
         },
@@ -163,6 +181,75 @@ async def delivery_page(request: Request, owner: OwnerSessionInfo) -> Response:
     )
 
 
+@owner_page
+async def set_triggers(request: Request, owner: OwnerSessionInfo) -> Response:
+    data = await form(request)
+    typed = str(data.get("minutes_before", "")).strip()
+    try:
+        await account(request).services.db.run(
+            webhook_config.set_time_triggers,
+            user_id=owner.user_id,
+            minutes_before=parse_offsets(typed) if typed else None,
+            ended=bool(data.get("ended")),
+            now=utcnow(),
+        )
+    except ValidationFailed as exc:
+        message = "; ".join(e["message"] for e in exc.errors) or exc.message
+        return await _webhook_page(
+            request,
+            owner,
+            triggers=typed,
+            triggers_error=f"Minutes before {message}.",
+            status_code=400,
+        )
+    return see_other(request, "/webhook", notice="triggers-set")
+
+
+def _subscription_data(conn: Connection, *, user_id: str, subscription_id: str) -> dict[str, Any]:
+    row = subscriptions.owner_subscription(conn, user_id=user_id, subscription_id=subscription_id)
+    if row.status == subscriptions.DELETED:
+        raise NotFound(f"No subscription {subscription_id[:100]!r} of this owner's keys.")
+    found = subscriptions.owner_subscriptions(conn, user_id=user_id, now=utcnow())
+    return {
+        "sub": next(s for s in found if s["id"] == row.id),
+        "deliveries": webhook_config.list_deliveries(
+            conn, user_id=user_id, endpoint_id=row.id, limit=DELIVERIES_SHOWN
+        ),
+    }
+
+
+@owner_page
+async def subscription_page(request: Request, owner: OwnerSessionInfo) -> Response:
+    data = await account(request).services.db.run(
+        _subscription_data,
+        user_id=owner.user_id,
+        subscription_id=request.path_params["subscription_id"],
+    )
+    return render(request, "webhook_subscription.html", {"section": "webhook", **data})
+
+
+@owner_page
+async def delete_subscription(request: Request, owner: OwnerSessionInfo) -> Response:
+    await account(request).services.db.run(
+        subscriptions.owner_delete_subscription,
+        user_id=owner.user_id,
+        subscription_id=request.path_params["subscription_id"],
+        now=utcnow(),
+    )
+    return see_other(request, "/webhook", notice="subscription-deleted")
+
+
+@owner_page
+async def enable_subscription(request: Request, owner: OwnerSessionInfo) -> Response:
+    await account(request).services.db.run(
+        subscriptions.owner_enable_subscription,
+        user_id=owner.user_id,
+        subscription_id=request.path_params["subscription_id"],
+        now=utcnow(),
+    )
+    return see_other(request, "/webhook", notice="subscription-enabled")
+
+
 def routes() -> list[BaseRoute]:
     redeliver = owner_action(
         webhook_config.redeliver, param="delivery_id", back="/webhook", notice="redelivered"
@@ -173,6 +260,18 @@ def routes() -> list[BaseRoute]:
         Route("/webhook/rotate", rotate, methods=["POST"]),
         Route("/webhook/test", send_test, methods=["POST"]),
         Route("/webhook/enable", enable, methods=["POST"]),
+        Route("/webhook/triggers", set_triggers, methods=["POST"]),
+        Route("/webhook/subscriptions/{subscription_id}", subscription_page, methods=["GET"]),
+        Route(
+            "/webhook/subscriptions/{subscription_id}/delete",
+            delete_subscription,
+            methods=["POST"],
+        ),
+        Route(
+            "/webhook/subscriptions/{subscription_id}/enable",
+            enable_subscription,
+            methods=["POST"],
+        ),
         Route("/webhook/deliveries/{delivery_id}", delivery_page, methods=["GET"]),
         Route("/webhook/deliveries/{delivery_id}/redeliver", redeliver, methods=["POST"]),
     ]

@@ -132,6 +132,35 @@ def feeds_fetches(
     emit({"fetches": items}, as_json, text)
 
 
+@feeds_app.command("reminder")
+def feeds_reminder(
+    user: UserOption,
+    minutes: Annotated[
+        str | None,
+        typer.Option(
+            "--minutes",
+            help="Minutes before each event (0 to 40320) its feeds' alarm rings; 'none' "
+            "for no alarm. Without it: show the current one.",
+        ),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The owner's default reminder, which every feed carries as an alarm (VALARM) on each
+    event: calendar apps subscribed to a feed alert that long before it starts."""
+    from calendar_service import reminders
+
+    def work(conn: Any) -> int | None:
+        user_id = owner_id(conn, user)
+        if minutes is None:
+            return reminders.get_reminder(conn, user_id=user_id)
+        wanted = None if minutes.strip().lower() in ("none", "") else minutes
+        return reminders.set_reminder(conn, user_id=user_id, minutes_before=wanted, now=utcnow())
+
+    found = run(work)
+    shown = "no default reminder" if found is None else f"{found} minutes before each event"
+    emit({"minutesBefore": found}, as_json, f"feeds' reminder: {shown}")
+
+
 def import_file(
     file: Annotated[
         Path,

@@ -14,12 +14,21 @@ from calendar_service.cli.common import JsonFlag, UserOption, emit, open_databas
 from calendar_service.config import Config
 from calendar_service.logs import configure_logging
 from calendar_service.timeutil import utcnow
+from calendar_service.triggers.kinds import parse_offsets
 
 webhook_app = typer.Typer(
     help="The owner's webhook: signed notifications of every event change.",
     no_args_is_help=True,
     rich_markup_mode=None,  # plain help, as the app's
 )
+
+
+def _print_triggers(endpoint: dict[str, Any]) -> None:
+    if endpoint.get("minutesBefore"):
+        minutes = ", ".join(str(m) for m in endpoint["minutesBefore"])
+        typer.echo(f"calendar.event.starting: {minutes} minutes before each start")
+    if endpoint.get("ended"):
+        typer.echo("calendar.event.ended: when each event ends")
 
 
 def _print_secret(endpoint: dict[str, Any], secret: str) -> None:
@@ -34,13 +43,28 @@ def _print_secret(endpoint: dict[str, Any], secret: str) -> None:
 def webhook_set(
     user: UserOption,
     url: Annotated[str, typer.Option(help="Public https:// address that receives the events.")],
+    minutes_before: Annotated[
+        str | None,
+        typer.Option(
+            "--minutes-before",
+            help="Also send calendar.event.starting this many minutes before each event and "
+            "occurrence starts, e.g. 15,60 (0 to 10080, at most 10); 'none': no more.",
+        ),
+    ] = None,
+    ended: Annotated[
+        bool | None,
+        typer.Option(
+            "--ended/--no-ended", help="Also send calendar.event.ended when each event ends."
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Set the owner's webhook URL and print its new signing secret (shown once).
 
     The URL must be https:// and resolve only to public addresses (unless
     CALENDAR_WEBHOOK_ALLOW_LOCAL=1). Setting it again issues a new secret; the old one keeps
-    signing beside it for 24 hours."""
+    signing beside it for 24 hours. Its time triggers stay as they were unless
+    --minutes-before or --ended says otherwise."""
     from calendar_service import webhook_config
 
     config = Config.from_env()
@@ -49,14 +73,29 @@ def webhook_set(
     )
 
     def work(conn: Any) -> tuple[dict[str, Any], str]:
-        return webhook_config.set_endpoint(
-            conn, user_id=owner_id(conn, user), target=target, now=utcnow()
+        user_id = owner_id(conn, user)
+        endpoint, secret = webhook_config.set_endpoint(
+            conn, user_id=user_id, target=target, now=utcnow()
         )
+        if minutes_before is not None or ended is not None:
+            offsets: Any = endpoint["minutesBefore"]
+            if minutes_before is not None:
+                wanted = minutes_before.strip().lower()
+                offsets = None if wanted in ("", "none") else parse_offsets(minutes_before)
+            endpoint = webhook_config.set_time_triggers(
+                conn,
+                user_id=user_id,
+                minutes_before=offsets,
+                ended=endpoint["ended"] if ended is None else ended,
+                now=utcnow(),
+            )
+        return endpoint, secret
 
     endpoint, secret = run(work)
 
     def text() -> None:
         typer.echo(f"webhook set: {endpoint['url']} ({endpoint['id']})")
+        _print_triggers(endpoint)
         _print_secret(endpoint, secret)
 
     emit({**endpoint, "secret": secret}, as_json, text)
@@ -77,6 +116,7 @@ def webhook_show(user: UserOption, as_json: JsonFlag = False) -> None:
             typer.echo(f"failing since {endpoint['failingSince']}")
         if endpoint["previousSecretExpiresAt"]:
             typer.echo(f"previous secret signs until {endpoint['previousSecretExpiresAt']}")
+        _print_triggers(endpoint)
 
     emit(endpoint, as_json, text)
 

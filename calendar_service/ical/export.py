@@ -13,7 +13,9 @@ with the ``icalendar`` package, and is pure (the front runs it off the event loo
 - ``UID``: the UID an event was imported with, else its id (stable: ids never change);
   ``DTSTAMP`` and ``LAST-MODIFIED``: its last change, so the text changes only when the
   calendar does and the ``ETag`` (a hash of the text) says so; ``SEQUENCE``: the whole seconds
-  from its creation to its last change, so it grows with each later change.
+  from its creation to its last change, so it grows with each later change;
+- the owner's default reminder (``reminders``), when set: a ``VALARM`` (``ACTION:DISPLAY``,
+  ``TRIGGER:-PT<n>M`` before the start) in every VEVENT but the cancelled ones.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 
 import orjson
-from icalendar import Calendar, Event, Timezone, vDuration, vRecur, vText
+from icalendar import Alarm, Calendar, Event, Timezone, vDuration, vRecur, vText
 from sqlalchemy import Connection, and_, or_, select
 
 from calendar_service.calendars import CalendarRow
@@ -41,10 +43,12 @@ from calendar_service.ical.edges import (
     rid_form,
     zone_key,
 )
+from calendar_service.models.calendars import calendars_t
 from calendar_service.models.columns import from_db, utc_text_of
 from calendar_service.models.events import events_t
 from calendar_service.models.ical import ical_uids_t
 from calendar_service.recurrence import stored_rule
+from calendar_service.reminders import reminders_t
 from calendar_service.timeutil import localize, zone
 
 FEED_HISTORY = timedelta(days=365)
@@ -63,6 +67,7 @@ class FeedContent:
     series: list[Any] = field(default_factory=list)
     exceptions: dict[str, list[Any]] = field(default_factory=dict)  # series id: its rows
     uids: dict[str, str] = field(default_factory=dict)  # event id: imported UID
+    reminder: int | None = None  # the owner's default reminder, minutes before each start
 
 
 def feed_floor(now: datetime) -> datetime:
@@ -83,7 +88,17 @@ def version_of(conn: Connection, *, calendar: CalendarRow, now: datetime) -> tup
         .order_by(events_t.c.id)
     ):
         digest.update(f"{event_id} {updated}\n".encode())
-    return (calendar, digest.hexdigest(), feed_floor(now))
+    return (calendar, digest.hexdigest(), feed_floor(now), reminder_of(conn, calendar=calendar))
+
+
+def reminder_of(conn: Connection, *, calendar: CalendarRow) -> int | None:
+    """The default reminder of the calendar's owner (minutes before each start), if set."""
+    found = conn.execute(
+        select(reminders_t.c.minutes_before)
+        .select_from(reminders_t.join(calendars_t, calendars_t.c.user_id == reminders_t.c.user_id))
+        .where(calendars_t.c.id == calendar.id)
+    ).scalar()
+    return None if found is None else int(found)
 
 
 def read_calendar(conn: Connection, *, calendar: CalendarRow, now: datetime) -> FeedContent:
@@ -94,7 +109,7 @@ def read_calendar(conn: Connection, *, calendar: CalendarRow, now: datetime) -> 
     series = and_(
         c.recurrence.is_not(None), or_(c.recurrence_ends_at.is_(None), c.recurrence_ends_at > floor)
     )
-    content = FeedContent(calendar)
+    content = FeedContent(calendar, reminder=reminder_of(conn, calendar=calendar))
     rows = conn.execute(
         select(*EVENT_COLUMNS)
         .where(c.calendar_id == calendar.id, or_(singles, series))
@@ -183,10 +198,21 @@ def render_calendar(content: FeedContent) -> Rendered:
     for name, offset in sorted(fixed.items()):
         cal.add_component(fixed_vtimezone(name, offset))
     for vevent in events:
+        if content.reminder is not None and vevent.get("STATUS") != "CANCELLED":
+            vevent.add_component(_alarm(content.reminder, str(vevent.get("SUMMARY", ""))))
         cal.add_component(vevent)
     body = cal.to_ical()
     etag = '"' + hashlib.sha256(body).hexdigest()[:40] + '"'
     return Rendered(body, etag, len(events))
+
+
+def _alarm(minutes: int, title: str) -> Alarm:
+    """The owner's default reminder: shown ``minutes`` before the start (RFC 5545 3.6.6)."""
+    alarm = Alarm()
+    alarm.add("action", "DISPLAY")
+    alarm.add("description", vText(title or "Reminder"))
+    alarm.add("trigger", timedelta(minutes=-minutes))
+    return alarm
 
 
 def _years(content: FeedContent) -> tuple[int, int]:

@@ -4,17 +4,34 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Column, Index, Integer, Text
+from sqlalchemy import Column, Index, Integer, Text, text
 from sqlmodel import Field, SQLModel
 
 from calendar_service.models.columns import table_of, utc_field
 
+OWNER_ENDPOINT = text("key_id IS NULL")
+"""The owner's own endpoint among ``webhook_endpoints`` (the others are keys' subscriptions)."""
+
 
 class WebhookEndpoint(SQLModel, table=True):
+    """An owner's own webhook endpoint (``key_id`` NULL, at most one an owner) or a key's
+    subscription (``calendar_service.subscriptions``): where deliveries go, signed with
+    ``secret``."""
+
     __tablename__ = "webhook_endpoints"
+    __table_args__ = (
+        Index(
+            "ux_webhook_endpoints_owner",
+            "user_id",
+            unique=True,
+            sqlite_where=OWNER_ENDPOINT,
+            postgresql_where=OWNER_ENDPOINT,
+        ),
+        Index("ix_webhook_endpoints_user_key", "user_id", "key_id"),
+    )
 
     id: str = Field(primary_key=True, max_length=40)
-    user_id: str = Field(foreign_key="users.id", unique=True, max_length=40)
+    user_id: str = Field(foreign_key="users.id", max_length=40)
     url: str = Field(max_length=2048)
     secret: str = Field(max_length=100)
     previous_secret: str | None = Field(default=None, max_length=100)
@@ -24,6 +41,13 @@ class WebhookEndpoint(SQLModel, table=True):
     failing_since: datetime | None = utc_field(nullable=True)
     created_at: datetime = utc_field()
     updated_at: datetime = utc_field()
+    # A subscription's key (no foreign key: keys are kept, revoked); NULL: the owner's own.
+    key_id: str | None = Field(default=None, max_length=40)
+    # JSON lists: the event types it takes (NULL: the change types), the calendars (NULL:
+    # every one its key reaches), calendar.event.starting's minutes before (NULL: none).
+    events: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    calendar_ids: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    minutes_before: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class WebhookDelivery(SQLModel, table=True):

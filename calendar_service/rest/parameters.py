@@ -43,6 +43,10 @@ QUERY: dict[str, dict[str, str]] = {
     operations.IMPORT.name: {"calendarId": "importCalendarId", "calendar": "importCalendar"},
     operations.FREE_BUSY.name: {},
     operations.FREE_TIME.name: {},
+    operations.SUBSCRIBE.name: {},
+    operations.LIST_SUBSCRIPTIONS.name: {},
+    operations.UNSUBSCRIBE.name: {},
+    operations.TEST_SUBSCRIPTION.name: {},
 }
 
 

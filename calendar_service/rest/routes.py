@@ -80,7 +80,7 @@ async def _perform(
     return await finished(outcome)  # what the operation left for after the transaction
 
 
-_PATH_FIELDS = {"event_id": "eventId"}
+_PATH_FIELDS = {"event_id": "eventId", "subscription_id": "subscriptionId"}
 
 
 def _nul_in_url(request: Request) -> ValidationFailed | None:

@@ -106,3 +106,17 @@ def test_a_feed_of_a_deleted_calendar_stays_listed_revoked_with_its_history_and_
     assert history.status_code == 200
     assert "Feed of “(deleted calendar)”" in history.text
     assert "Before-Deletion" in history.text
+
+
+def test_the_default_reminder_is_set_on_the_feeds_page_and_a_bad_one_named(
+    settings: Settings,
+) -> None:
+    refused = settings.post("/feeds/reminder", {"minutes_before": "99999"})
+    assert refused.status_code == 400
+    assert 'aria-invalid="true"' in refused.text and "40320" in refused.text
+    saved = settings.post("/feeds/reminder", {"minutes_before": "10"})
+    assert saved.status_code == 303
+    page = settings.client.get(saved.headers["location"])
+    assert "feeds carry the reminder" in page.text and 'value="10"' in page.text
+    assert settings.post("/feeds/reminder", {"minutes_before": ""}).status_code == 303
+    assert 'name="minutes_before" type="number"' in settings.get("/feeds").text

@@ -78,6 +78,17 @@ def test_the_webhook_benchmark_measures_one_process_and_a_worker_in_another(
         assert latency["samples"] == 5 and latency["p50_ms"] > 0
 
 
+def test_the_trigger_benchmark_plans_ticks_bursts_and_lists_at_a_tiny_size(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "triggers.json"
+    run_bench("bench.triggers", "--tiny", "--json", str(out))
+    figures = json.loads(out.read_text())
+    assert figures["first_plan"]["rows"] > 0
+    assert figures["burst"]["deliveries"] == 40
+    assert figures["tick_idle"]["p50_ms"] > 0 and figures["list"]["ratio"] > 0
+
+
 @pytest.mark.long
 def test_the_in_process_driver_serves_ours_and_the_minimum_without_errors() -> None:
     proc = run_bench(

@@ -128,3 +128,18 @@ def test_feeds_create_without_a_known_address_asks_for_calendar_base_url_and_mak
         assert "http" not in refused.stdout  # no link at all rather than a wrong one
         listed = _bare_cli(env, "feeds", "list", "--user", email, "--json")
         assert json.loads(listed.stdout) == {"feeds": []}  # nothing made, no secret lost
+
+
+def test_feeds_reminder_sets_shows_and_clears_the_default_reminder(config: Config) -> None:
+    email, _ = _owner_with_calendar(config)
+    assert feeds_json(config, "feeds", "reminder", "--user", email) == {"minutesBefore": None}
+    set_ = feeds_json(config, "feeds", "reminder", "--user", email, "--minutes", "15")
+    assert set_ == {"minutesBefore": 15}
+    shown = feeds_cli(config, "feeds", "reminder", "--user", email).stdout
+    assert "15 minutes before each event" in shown
+    refused = feeds_cli(
+        config, "feeds", "reminder", "--user", email, "--minutes", "-5", check=False
+    )
+    assert refused.returncode == 2 and "minutesBefore" in refused.stderr
+    cleared = feeds_json(config, "feeds", "reminder", "--user", email, "--minutes", "none")
+    assert cleared == {"minutesBefore": None}

@@ -158,3 +158,55 @@ def test_0013_keeps_keys_and_feeds_of_a_deleted_calendar_with_their_history_and_
             assert conn.execute(text("SELECT count(*) FROM calls")).scalar() == 1
         migrate(command.upgrade, "head")
         engine.dispose()
+
+
+def test_0015_keeps_the_owners_endpoint_adds_subscriptions_and_back(tmp_path: Path) -> None:
+    """On either backend: the owner's endpoint (and its deliveries) stay the owner's (``key_id``
+    NULL), still one an owner; a key's subscription may be added beside it; the downgrade drops
+    the subscriptions with their deliveries and puts ``UNIQUE (user_id)`` back."""
+    with fresh_database_url(tmp_path) as url:
+        cfg = alembic_config(url)
+        engine = make_engine(Config(database_url=url))
+
+        def migrate(step: Callable[[Any, str], None], revision: str) -> None:
+            with engine.begin() as conn:
+                cfg.attributes["connection"] = conn
+                step(cfg, revision)
+
+        migrate(command.upgrade, "0013")
+        at = "2026-03-02T08:30:00.000000Z"
+        endpoint = (
+            "INSERT INTO webhook_endpoints (id, user_id, url, secret, status, created_at, "
+            "updated_at{extra}) VALUES (:id, 'usr_1', 'https://x.test/', 's', 'active', :at, "
+            ":at{values})"
+        )
+        delivery = (
+            "INSERT INTO webhook_deliveries (id, user_id, endpoint_id, event_type, payload, "
+            "status, attempts, next_attempt_at, created_at) VALUES (:id, 'usr_1', :endpoint, "
+            "'calendar.event.created', '{}', 'succeeded', 1, :at, :at)"
+        )
+        with engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
+                {"at": at},
+            )
+            conn.execute(text(endpoint.format(extra="", values="")), {"id": "whe_1", "at": at})
+            conn.execute(text(delivery), {"id": "evt_1", "endpoint": "whe_1", "at": at})
+        migrate(command.upgrade, "head")
+        subscription = endpoint.format(extra=", key_id", values=", 'key_1'")
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT id, key_id FROM webhook_endpoints")).all() == [
+                ("whe_1", None)
+            ]
+            conn.execute(text(subscription), {"id": "sub_1", "at": at})
+            conn.execute(text(delivery), {"id": "evt_2", "endpoint": "sub_1", "at": at})
+            with pytest.raises(IntegrityError), conn.begin_nested():  # one owner endpoint
+                conn.execute(text(endpoint.format(extra="", values="")), {"id": "whe_2", "at": at})
+        migrate(command.downgrade, "0013")
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT id FROM webhook_endpoints")).all() == [("whe_1",)]
+            assert conn.execute(text("SELECT id FROM webhook_deliveries")).all() == [("evt_1",)]
+            with pytest.raises(IntegrityError), conn.begin_nested():
+                conn.execute(text(endpoint.format(extra="", values="")), {"id": "whe_2", "at": at})
+        migrate(command.upgrade, "head")
+        engine.dispose()

@@ -10,11 +10,11 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
-from calendar_service import calendar_changes
+from calendar_service import calendar_changes, reminders
 from calendar_service.asgi.boundary import loggable_path
 from calendar_service.config import Config
 from calendar_service.db import Database
-from calendar_service.errors import NotFound
+from calendar_service.errors import NotFound, ValidationFailed
 from calendar_service.ical import feeds
 from calendar_service.maintenance import purge_expired
 from calendar_service.models import events_t, feeds_t, fetches_t
@@ -270,3 +270,42 @@ def test_a_calendars_colour_is_the_feeds_x_apple_calendar_color_and_a_new_one_a_
     coloured = fetch(url, **{"If-None-Match": plain.headers["etag"]})
     assert coloured.status_code == 200
     assert str(parsed(coloured)["X-APPLE-CALENDAR-COLOR"]) == "#0b8043"
+
+
+def test_the_owners_default_reminder_is_a_valarm_on_each_event_and_a_new_etag(
+    api: httpx.Client, factory: Factory, db: Database, config: Config
+) -> None:
+    cal = calendar_in(factory, "Europe/Berlin")
+    create(api, cal, title="Dentist", startsAt="2026-03-04T12:00", endsAt="2026-03-04T12:45")
+    series = create(
+        api, cal, title="Stand-up", startsAt="2026-03-02T09:30", endsAt="2026-03-02T09:45",
+        recurrence=["RRULE:FREQ=WEEKLY;COUNT=4"],
+    )  # fmt: skip
+    moved = f"{EVENTS}/{series['id']}_20260309T083000Z"
+    assert api.patch(moved, json={"title": "Later"}, headers=cal.headers).status_code == 200
+    url = make_feed(db, config, cal.owner, cal.id)["url"]
+    plain = fetch(url)
+    assert "BEGIN:VALARM" not in plain.text  # none set
+    db.call(reminders.set_reminder, user_id=cal.owner.id, minutes_before=15, now=utcnow())
+    reminded = fetch(url, **{"If-None-Match": plain.headers["etag"]})
+    assert reminded.status_code == 200
+    vevents = list(parsed(reminded).walk("VEVENT"))
+    assert len(vevents) == 3
+    for vevent in vevents:
+        [alarm] = vevent.walk("VALARM")
+        assert str(alarm["ACTION"]) == "DISPLAY"
+        assert alarm["TRIGGER"].to_ical() == b"-PT15M"
+        assert str(alarm["DESCRIPTION"]) == str(vevent["SUMMARY"])
+    assert db.call(reminders.get_reminder, user_id=cal.owner.id) == 15
+    db.call(reminders.set_reminder, user_id=cal.owner.id, minutes_before=None, now=utcnow())
+    assert "BEGIN:VALARM" not in fetch(url).text
+
+
+@pytest.mark.parametrize("minutes", [-1, 40321, "soon", 1.5, True])
+def test_a_default_reminder_out_of_range_is_refused_naming_minutes_before(
+    db: Database, factory: Factory, minutes: object
+) -> None:
+    owner = factory.owner()
+    with pytest.raises(ValidationFailed) as refused:
+        db.call(reminders.set_reminder, user_id=owner.id, minutes_before=minutes, now=utcnow())
+    assert refused.value.errors[0]["field"] == "minutesBefore"

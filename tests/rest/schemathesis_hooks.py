@@ -28,6 +28,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import httpx
 import schemathesis
 from schemathesis import Case, HookContext, Response
 
@@ -43,6 +44,11 @@ CREATE = "POST /calendar/events"
 UPDATE = "PATCH /calendar/events/{eventId}"
 AVAILABILITY = ("POST /calendar/freeBusy", "POST /calendar/freeTime")
 IMPORT = "POST /calendar/events/import"
+SUBSCRIBE = "POST /webhooks/subscriptions"
+# Where generated subscriptions point: a loopback literal (no DNS; the test server allows local
+# targets). At most 25 a key: older ones are deleted to make room (``_room_to_subscribe``).
+HOOK_URL = "http://127.0.0.1:9/fuzz"
+KEPT_SUBSCRIPTIONS = 20
 
 # nextPageToken -> (timeMin, timeMax, singleEvents, calendarIds) of the query that returned it
 _page_tokens: dict[str, tuple[Any, Any, Any, Any]] = {}
@@ -122,6 +128,36 @@ def before_call(context: HookContext, case: Case, kwargs: dict[str, Any]) -> Non
         case.body = _ICS.format(n=len(str(case.body)))
         if isinstance(case.query, dict):
             _realistic_import_target(case.query)
+    elif operation == SUBSCRIBE and isinstance(case.body, dict):
+        _realistic_subscription(case.body)
+        _room_to_subscribe()
+
+
+def _realistic_subscription(body: dict[str, Any]) -> None:
+    """A URL the server takes, calendars that exist, and minutesBefore only with
+    calendar.event.starting among the events."""
+    body["url"] = HOOK_URL
+    chosen = body.get("calendarIds")
+    if isinstance(chosen, list):
+        body["calendarIds"] = [CALENDARS[i % len(CALENDARS)][i % 2] for i in range(len(chosen))]
+    events = body.get("events")
+    starting = "calendar.event.starting"
+    if (
+        body.get("minutesBefore") is not None
+        and isinstance(events, list)
+        and starting not in events
+    ):
+        events.append(starting)
+
+
+def _room_to_subscribe() -> None:
+    """Delete the key's oldest subscriptions while it has ``KEPT_SUBSCRIPTIONS`` or more."""
+    base = os.environ["CALENDAR_FUZZ_BASE"]
+    headers = {"Authorization": f"Bearer {os.environ['CALENDAR_FUZZ_KEY']}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+        found = client.get("/webhooks/subscriptions").json()["subscriptions"]
+        for old in found[: max(0, len(found) - KEPT_SUBSCRIPTIONS + 1)]:
+            client.delete(f"/webhooks/subscriptions/{old['id']}")
 
 
 def _realistic_availability(body: dict[str, Any]) -> None:

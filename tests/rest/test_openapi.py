@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,6 +15,7 @@ from openapi_spec_validator import validate
 from calendar_service import calendars
 from calendar_service.models import EventCreate, EventUpdate
 from calendar_service.timeutil import utcnow
+from calendar_service.triggers.kinds import EVENT_TYPES
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, RunningServer, bearer
 
@@ -26,6 +28,10 @@ OPERATIONS = {
     "queryFreeBusy": ("/calendar/freeBusy", "post"),
     "findFreeTime": ("/calendar/freeTime", "post"),
     "importCalendarEvents": ("/calendar/events/import", "post"),
+    "createSubscription": ("/webhooks/subscriptions", "post"),
+    "listSubscriptions": ("/webhooks/subscriptions", "get"),
+    "deleteSubscription": ("/webhooks/subscriptions/{subscriptionId}", "delete"),
+    "testSubscription": ("/webhooks/subscriptions/{subscriptionId}/test", "post"),
 }
 ITEM = "/calendar/events/{eventId}"
 
@@ -104,7 +110,7 @@ def test_the_document_names_its_license_contact_and_tags(doc: dict[str, Any]) ->
     assert info["license"] == {"name": "MIT", "url": "https://opensource.org/license/mit"}
     assert info["contact"]["name"] and info["contact"]["url"]
     assert info["description"]
-    assert [tag["name"] for tag in doc["tags"]] == ["Availability", "Events"]
+    assert [tag["name"] for tag in doc["tags"]] == ["Availability", "Events", "Webhooks"]
     assert all(tag["description"] for tag in doc["tags"])
 
 
@@ -126,10 +132,12 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
     assert found == set(OPERATIONS)
     for operation_id in OPERATIONS:
         op = _operation(doc, operation_id)
+        path = OPERATIONS[operation_id][0]
         tag = (
             "Availability"
-            if OPERATIONS[operation_id][0].endswith("Time")
-            or (OPERATIONS[operation_id][0].endswith("Busy"))
+            if path.endswith(("Time", "Busy"))
+            else "Webhooks"
+            if path.startswith("/webhooks/")
             else "Events"
         )
         assert op["tags"] == [tag]
@@ -146,6 +154,10 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
         ("deleteCalendarEvent", {"204", "400", "401", "404", "429", "500"}),
         ("queryFreeBusy", {"200", "400", "401", "413", "415", "429", "500"}),
         ("findFreeTime", {"200", "400", "401", "413", "415", "429", "500"}),
+        ("createSubscription", {"201", "400", "401", "429", "500"}),
+        ("listSubscriptions", {"200", "400", "401", "429", "500"}),
+        ("deleteSubscription", {"204", "400", "401", "404", "429", "500"}),
+        ("testSubscription", {"202", "400", "401", "404", "409", "429", "500"}),
     ],
 )
 def test_every_operation_documents_each_status_it_answers_errors_as_problem_json(
@@ -462,3 +474,21 @@ def test_a_calendars_colour_is_in_the_document_and_in_the_answers(
         (owner.default_calendar_id, None),
         (work["id"], "#0b8043"),
     ]
+
+
+def test_every_webhook_event_type_is_in_the_document_and_in_the_webhook_docs(
+    doc: dict[str, Any],
+) -> None:
+    """The deliveries' types (``triggers.kinds.EVENT_TYPES``): each a ``webhooks`` entry of the
+    document with its payload's schema, each named in docs/webhooks.md."""
+    assert set(doc["webhooks"]) == set(EVENT_TYPES)
+    for event_type, item in doc["webhooks"].items():
+        body = item["post"]["requestBody"]["content"]["application/json"]["schema"]
+        envelope = _resolve(doc, body)
+        assert event_type in envelope["properties"]["type"]["enum"]
+        data = _resolve(doc, envelope["properties"]["data"])
+        assert "event" in data["required"]
+    timed = _resolve(doc, {"$ref": "#/components/schemas/WebhookTimeData"})
+    assert timed["required"] == ["event", "minutesBefore", "scheduledFor", "late"]
+    text = (Path(__file__).resolve().parents[2] / "docs" / "webhooks.md").read_text()
+    assert all(f"`{t}`" in text for t in EVENT_TYPES)

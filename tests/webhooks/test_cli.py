@@ -145,3 +145,32 @@ def test_enable_re_sends_failed_deliveries_when_asked(
     )
     assert enabled["status"] == "active" and enabled["redelivered"] == 1
     wait_for(lambda: len(receiver.received(url)) == 2)
+
+
+def test_set_with_minutes_before_gives_the_owners_webhook_time_triggers(
+    hooks_config: Config, hooks_db: Database, receiver: Receiver
+) -> None:
+    owner = make_owner(hooks_db)
+    url = receiver.url()
+    made = cli(
+        hooks_config, "webhook", "set", "--user", owner.email, "--url", url,
+        "--minutes-before", "60,15", "--ended", "--json",
+    )  # fmt: skip
+    assert made["minutesBefore"] == [15, 60] and made["ended"] is True
+    assert made["events"][-2:] == ["calendar.event.starting", "calendar.event.ended"]
+    again = cli(hooks_config, "webhook", "set", "--user", owner.email, "--url", url, "--json")
+    assert again["minutesBefore"] == [15, 60]  # kept when not said
+    cleared = cli(
+        hooks_config, "webhook", "set", "--user", owner.email, "--url", url,
+        "--minutes-before", "none", "--no-ended", "--json",
+    )  # fmt: skip
+    assert cleared["minutesBefore"] is None and cleared["ended"] is False
+    for bad in ("10081", "5,5", "soon", ",".join(str(m) for m in range(11))):
+        result = runner.invoke(
+            app,
+            ["webhook", "set", "--user", owner.email, "--url", url, "--minutes-before", bad],
+            env={"CALENDAR_DATABASE_URL": hooks_config.database_url,
+                 "CALENDAR_WEBHOOK_ALLOW_LOCAL": "1"},
+        )  # fmt: skip
+        assert result.exit_code == 2, (bad, result.output)
+        assert "minutesBefore" in result.output

@@ -11,7 +11,7 @@ from starlette.routing import BaseRoute, Route
 
 from calendar_service.asgi.context import services
 from calendar_service.asgi.responses import JSONResponse
-from calendar_service.rest.openapi import availability, events, ical
+from calendar_service.rest.openapi import availability, events, ical, webhooks
 from calendar_service.rest.openapi.headers import headers
 from calendar_service.rest.openapi.parameters import parameters
 from calendar_service.rest.openapi.responses import responses
@@ -27,8 +27,9 @@ def build_openapi(base_url: str) -> dict[str, Any]:
             "title": "Calendar API",
             "version": API_VERSION,
             "summary": "Calendar events for machines, with scoped API keys.",
-            "description": "List, create, read, change and delete calendar events, and import "
-            "iCalendar files, with a scoped API key (`Authorization: Bearer <API_KEY>`). "
+            "description": "List, create, read, change and delete calendar events, import "
+            "iCalendar files, and subscribe to webhooks (changes, events starting and ended), "
+            "with a scoped API key (`Authorization: Bearer <API_KEY>`). "
             "Errors are RFC 9457 problem details (`application/problem+json`) with a "
             "machine-readable `code`. Methods not listed for a path are answered with 405 and "
             "an `Allow` header. Within v1 changes are additive only.",
@@ -37,10 +38,16 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         },
         "servers": [{"url": f"{base_url}/api/v1"}],
         "security": [{"bearerAuth": []}],
-        "tags": [availability.TAG_DOC, events.TAG_DOC],  # in alphabetical order
-        "paths": {**events.paths(), **availability.paths(), **dict([ical.path()])},
+        "tags": [availability.TAG_DOC, events.TAG_DOC, webhooks.TAG_DOC],  # alphabetical
+        "paths": {
+            **events.paths(),
+            **availability.paths(),
+            **dict([ical.path()]),
+            **webhooks.paths(),
+        },
+        "webhooks": webhooks.webhooks(),
         "components": {
-            "schemas": {**schemas(), **ical.schemas()},
+            "schemas": {**schemas(), **ical.schemas(), **webhooks.schemas()},
             "parameters": {**parameters(), **ical.parameters()},
             "headers": headers(),
             "responses": responses(),

@@ -1,0 +1,225 @@
+"""Firing the time triggers that fell due: each claimed once across every process and host,
+and fanned out, in the same transaction, into one delivery for each endpoint that asked for
+it (the outbox, ``webhook_deliveries``): the dispatcher sends them as it sends a change's.
+
+``fire_due`` claims the plan's rows due by ``now`` (oldest first, at most ``limit``): one
+``UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED) RETURNING`` moves each from
+``planned`` to ``fired``, or to ``skipped`` when it is due more than the grace ago
+(``CALENDAR_TRIGGER_GRACE``: an outage). On PostgreSQL concurrent claims never pick the same
+row; on SQLite the one writer does the same. Claim and deliveries commit together or not at
+all: a (endpoint, occurrence, offset) is queued once, whichever process fires it.
+
+Who gets a row: the endpoints of its owner (the owner's own, their keys' subscriptions) that
+take its type (``starting`` at that offset, or ``ended``), whose key is in force at the moment
+it fires and reaches the event's calendar (and the subscription's ``calendarIds``). A disabled
+endpoint's delivery is recorded failed (it can be re-sent once enabled, as a change's); a
+skipped row's deliveries are recorded ``skipped``, never sent: the owner sees them counted in
+the deliveries. ``data``: ``{event, minutesBefore, scheduledFor, late}`` (``late``: whole
+seconds after ``scheduledFor``, 0 when on time).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, case, delete, func, select, update
+
+from calendar_service.ids import new_id
+from calendar_service.models import calendars_t, deliveries_t, endpoints_t, keys_t
+from calendar_service.outbox import DISABLED_ERROR, build_payload, notify_committed
+from calendar_service.subscriptions import DELETED
+from calendar_service.timeutil import format_utc
+from calendar_service.triggers.kinds import ENDED, STARTING, events_of, loaded
+from calendar_service.triggers.tables import FIRED, PLANNED, SKIPPED, plan_t
+
+KEPT = timedelta(days=2)
+"""How long fired and skipped rows are kept after they fell due (a re-plan within it keeps
+them fired; none plans that far back)."""
+DEFAULT_GRACE = timedelta(hours=1)
+BATCH = 500
+TYPES = {"starting": STARTING, "ended": ENDED}
+
+
+@dataclass(frozen=True, slots=True)
+class Fired:
+    """What one claim did: rows fired and skipped, deliveries queued, and whether it took as
+    many as it could (more may be due)."""
+
+    fired: int
+    skipped: int
+    deliveries: int
+    full: bool
+
+
+def fire_due(
+    conn: Connection, *, now: datetime, grace: timedelta = DEFAULT_GRACE, limit: int = BATCH
+) -> Fired:
+    """Claim the rows due by ``now`` and queue their deliveries (see the module's docstring),
+    in the caller's transaction."""
+    cutoff = now - grace
+    due = (
+        select(plan_t.c.id)
+        .where(plan_t.c.status == PLANNED, plan_t.c.due_at <= now)
+        .order_by(plan_t.c.due_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    rows = conn.execute(
+        update(plan_t)
+        .where(plan_t.c.id.in_(due))
+        .values(
+            status=case((plan_t.c.due_at < cutoff, SKIPPED), else_=FIRED),
+            fired_at=now,
+        )
+        .returning(
+            plan_t.c.user_id,
+            plan_t.c.calendar_id,
+            plan_t.c.kind,
+            plan_t.c.minutes_before,
+            plan_t.c.due_at,
+            plan_t.c.status,
+            plan_t.c.event,
+        )
+    ).all()
+    if not rows:
+        return Fired(0, 0, 0, False)
+    endpoints = _endpoints(conn, {r.user_id for r in rows}, now)
+    names = dict(
+        conn.execute(
+            select(calendars_t.c.id, calendars_t.c.name).where(
+                calendars_t.c.id.in_({r.calendar_id for r in rows})
+            )
+        ).all()
+    )
+    deliveries = []
+    pending = False
+    for row in rows:
+        event = orjson.loads(row.event)
+        if row.calendar_id in names:  # renamed since it was planned
+            event["calendar"] = names[row.calendar_id]
+        event_type = TYPES[row.kind]
+        late = max(0, int((now - row.due_at).total_seconds()))
+        data = {
+            "event": event,
+            "minutesBefore": row.minutes_before,
+            "scheduledFor": format_utc(row.due_at),
+            "late": late,
+        }
+        for endpoint in endpoints.get(row.user_id, ()):
+            if not _takes(endpoint, row):
+                continue
+            message_id = new_id("evt")
+            status, error = "pending", None
+            if row.status == SKIPPED:
+                status = SKIPPED
+                error = f"missed by {late} s, more than CALENDAR_TRIGGER_GRACE: not sent"
+            elif endpoint.status != "active":
+                status, error = "failed", DISABLED_ERROR
+            pending = pending or status == "pending"
+            deliveries.append(
+                {
+                    "id": message_id,
+                    "user_id": row.user_id,
+                    "endpoint_id": endpoint.id,
+                    "event_type": event_type,
+                    "payload": build_payload(
+                        message_id=message_id, event_type=event_type, now=now, data=data
+                    ),
+                    "status": status,
+                    "attempts": 0,
+                    "next_attempt_at": now,
+                    "lease_until": None,
+                    "last_status_code": None,
+                    "last_error": error,
+                    "created_at": now,
+                    "completed_at": None if status == "pending" else now,
+                }
+            )
+    for at in range(0, len(deliveries), BATCH):
+        conn.execute(deliveries_t.insert(), deliveries[at : at + BATCH])
+    if pending:
+        notify_committed(conn)
+    skipped = sum(1 for r in rows if r.status == SKIPPED)
+    return Fired(len(rows) - skipped, skipped, len(deliveries), len(rows) >= limit)
+
+
+def _endpoints(conn: Connection, users: set[str], now: datetime) -> dict[str, list[Any]]:
+    """The owners' endpoints that may take time triggers: their own, and their keys'
+    subscriptions whose key is in force now (with the key's calendar)."""
+    found: dict[str, list[Any]] = defaultdict(list)
+    query = (
+        select(
+            endpoints_t.c.id,
+            endpoints_t.c.user_id,
+            endpoints_t.c.key_id,
+            endpoints_t.c.status,
+            endpoints_t.c.events,
+            endpoints_t.c.calendar_ids,
+            endpoints_t.c.minutes_before,
+            keys_t.c.calendar_id.label("key_calendar_id"),
+            keys_t.c.revoked_at,
+            keys_t.c.expires_at,
+        )
+        .select_from(endpoints_t.outerjoin(keys_t, keys_t.c.id == endpoints_t.c.key_id))
+        .where(
+            endpoints_t.c.user_id.in_(users),
+            endpoints_t.c.status != DELETED,
+            endpoints_t.c.events.is_not(None),
+        )
+        .order_by(endpoints_t.c.created_at, endpoints_t.c.id)
+    )
+    for row in conn.execute(query):
+        if row.key_id is not None and (row.revoked_at is not None or row.expires_at <= now):
+            continue
+        found[row.user_id].append(row)
+    return found
+
+
+def _takes(endpoint: Any, row: Any) -> bool:
+    """Whether ``endpoint`` asked for the plan's ``row`` and reaches its calendar."""
+    events = events_of(endpoint)
+    if row.kind == "ended":
+        if ENDED not in events:
+            return False
+    elif STARTING not in events or row.minutes_before not in (
+        loaded(endpoint.minutes_before) or [0]
+    ):
+        return False
+    if endpoint.key_id is None:
+        return True
+    if endpoint.key_calendar_id is not None and endpoint.key_calendar_id != row.calendar_id:
+        return False
+    chosen = loaded(endpoint.calendar_ids)
+    return chosen is None or row.calendar_id in chosen
+
+
+def next_due(conn: Connection) -> datetime | None:
+    """When the earliest planned row falls due (None: nothing planned)."""
+    found: datetime | None = conn.execute(
+        select(func.min(plan_t.c.due_at)).where(plan_t.c.status == PLANNED)
+    ).scalar()
+    return found
+
+
+def skipped_count(conn: Connection, *, user_id: str, endpoint_ids: Sequence[str] = ()) -> int:
+    """How many time-trigger deliveries of the owner were skipped (missed by more than the
+    grace), kept as the deliveries are (of ``endpoint_ids`` only, when given)."""
+    query = select(func.count()).where(
+        deliveries_t.c.user_id == user_id, deliveries_t.c.status == SKIPPED
+    )
+    if endpoint_ids:
+        query = query.where(deliveries_t.c.endpoint_id.in_(endpoint_ids))
+    return int(conn.execute(query).scalar_one())
+
+
+def purge_fired(conn: Connection, *, now: datetime) -> int:
+    """Forget the plan's rows fired or skipped more than ``KEPT`` ago."""
+    done = conn.execute(
+        delete(plan_t).where(plan_t.c.status.in_((FIRED, SKIPPED)), plan_t.c.due_at < now - KEPT)
+    )
+    return int(done.rowcount or 0)

@@ -1,0 +1,169 @@
+"""The time triggers' job: plan, then fire what fell due, about every second and at the very
+moment the next trigger falls due.
+
+``TriggerJob.tick`` runs the core's planner (``triggers.planner.plan``) and then claims what
+is due (``triggers.firing.fire_due``, in batches, each its own transaction) on a database
+thread (``Database.run_off_loop``: planning expands series, which is not for the event loop).
+After each batch that queued deliveries it wakes the dispatcher (``wake_deliveries``), which
+sends them at once. It then looks up when the next planned trigger falls due and, if that is
+before the next poll, asks for a tick at that moment: a trigger is fired within milliseconds
+of its time, not up to a poll later.
+
+Every process that runs the delivery job (``serve``, ``calendar-service worker``) runs it; the
+planner's lock and the claim's ``SKIP LOCKED`` make one of them do each piece of work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection
+
+from calendar_service.config import Config
+from calendar_service.db import Database, atomic
+from calendar_service.timeutil import utcnow
+from calendar_service.triggers import firing, planner
+
+logger = logging.getLogger("webhooks")
+
+DEFAULT_POLL_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class TickReport:
+    """What one tick did (tests, benchmarks)."""
+
+    planned: planner.Planned | None
+    fired: int
+    skipped: int
+    deliveries: int
+    next_due: datetime | None
+
+
+def run_tick(
+    conn: Connection,
+    *,
+    now: Callable[[], datetime],
+    grace: timedelta,
+    horizon: timedelta = planner.HORIZON,
+    batch: int = firing.BATCH,
+    wake: Callable[[], None] | None = None,
+) -> TickReport:
+    """Plan, fire in batches, and find the next due time: each in a transaction of its own."""
+    with atomic(conn):
+        planned = planner.plan(conn, now=now(), grace=grace, horizon=horizon)
+    fired = skipped = deliveries = 0
+    while True:
+        with atomic(conn):
+            claim = firing.fire_due(conn, now=now(), grace=grace, limit=batch)
+        fired, skipped = fired + claim.fired, skipped + claim.skipped
+        deliveries += claim.deliveries
+        if claim.deliveries and wake is not None:
+            wake()
+        if not claim.full:
+            break
+    with atomic(conn):
+        next_due = firing.next_due(conn)
+    return TickReport(planned, fired, skipped, deliveries, next_due)
+
+
+class TriggerJob:
+    """Runs ``run_tick`` for one process (see the module's docstring)."""
+
+    def __init__(
+        self,
+        db: Database,
+        config: Config,
+        *,
+        wake_deliveries: Callable[[], None] | None = None,
+        now: Callable[[], datetime] = utcnow,
+        poll_interval: float = DEFAULT_POLL_SECONDS,
+        horizon: timedelta = planner.HORIZON,
+        batch: int = firing.BATCH,
+    ) -> None:
+        self.db = db
+        self.config = config
+        self.wake_deliveries = wake_deliveries
+        self.now = now
+        self.poll_interval = poll_interval
+        self.horizon = horizon
+        self.batch = batch
+        self.last: TickReport | None = None
+        self._running = False
+        self._again = False
+        self._closed = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._idle: asyncio.Event | None = None  # set while no tick runs (made on the loop)
+
+    async def tick(self) -> TickReport | None:
+        """One tick (a tick asked for while one runs makes it run once more instead)."""
+        if self._closed:
+            return None
+        if self._running:
+            self._again = True
+            return None
+        self._running = True
+        if self._idle is None:
+            self._idle = asyncio.Event()
+        self._idle.clear()
+        report = None
+        try:
+            while True:
+                self._again = False
+                report = await self.db.run_off_loop(
+                    run_tick,
+                    now=self.now,
+                    grace=self.config.trigger_grace,
+                    horizon=self.horizon,
+                    batch=self.batch,
+                    wake=self.wake_deliveries,
+                )
+                self.last = report
+                if not self._again or self._closed:
+                    break
+        except Exception:
+            logger.exception("time triggers: the tick failed; trying again at the next poll")
+        finally:
+            self._running = False
+            self._idle.set()
+        if report is not None and report.next_due is not None:
+            self._tick_at(report.next_due)
+        return report
+
+    def _tick_at(self, when: datetime) -> None:
+        """Ask for a tick at ``when`` if that comes before the next poll."""
+        delay = (when - self.now()).total_seconds()
+        if self._closed or delay >= self.poll_interval:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(max(0.0, delay), self._spawn)
+
+    def _spawn(self) -> None:
+        self._timer = None
+        if self._closed:
+            return
+        task = asyncio.get_running_loop().create_task(self.tick())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self, grace: float = 30.0) -> None:
+        """Stop ticking; wait (up to ``grace`` seconds) for a tick under way to end: its
+        transactions commit or roll back whole either way."""
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._running and self._idle is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), grace)
+        for task in list(self._tasks):
+            with contextlib.suppress(Exception):
+                await task
