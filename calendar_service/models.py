@@ -20,6 +20,7 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonDict
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     Float,
@@ -29,6 +30,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
     text,
 )
 from sqlalchemy.ext.compiler import compiles
@@ -345,6 +347,10 @@ class Call(SQLModel, table=True):
     client_addr: str | None = Field(default=None, max_length=64)
     user_agent: str | None = Field(default=None, max_length=512)
     request_id: str | None = Field(default=None, max_length=64)
+    # A dry run (``?dryRun=true``): every check ran, nothing was written (migration 0014).
+    dry_run: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
 
 
 class IdempotencyRecord(SQLModel, table=True):

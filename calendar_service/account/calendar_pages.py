@@ -455,7 +455,7 @@ def _update(
             errors.append(FieldError("recurrence", refused))
         elif recurrence != event.get("recurrence"):  # sent only when changed
             body["recurrence"] = recurrence  # None: no longer repeats
-    return events.update_event_from_input(
+    return events.update_event(
         conn, principal=principal, event_id=event_id, body=body, now=now, prior_errors=errors
     )
 
