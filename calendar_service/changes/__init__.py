@@ -5,5 +5,6 @@ in the change's own transaction (``record``), read within what the caller reache
 - ``table``: the ``changes`` table and the names it stores (kinds, actors, transports);
 - ``record``: who makes a change (``Via``), the rows it touched (``Unit``), the row itself;
 - ``reading``: the list, newest first, and one change by id, as the API shows them;
-- ``dryrun``: what a dry run answers: the change a write would have made.
+- ``dryrun``: what a dry run answers: the change a write would have made;
+- ``shapes``: the public shapes the OpenAPI document and the MCP tools share.
 """

@@ -27,6 +27,7 @@ from sqlalchemy import Connection, delete, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from calendar_service.changes import table as change
 from calendar_service.changes.record import Via, default_via, plain
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.events.changelog import Edit, occurrences_from
@@ -160,25 +161,25 @@ def update_event(
             log.start_row(target.row)
         result = _update_row(conn, principal, target, data, now, errors)
         if log is not None:
-            log.finish(UPDATED, target.row.id, after=result)
+            log.finish(change.UPDATED, target.row.id, after=result)
         return result
     if scope == "this":
         if log is not None:
             log.start_occurrence()
         result = _update_occurrence(conn, principal, target, data, now, errors)
         if log is not None:
-            log.finish(UPDATED, target.occurrence_id, after=result, of=target.series.id)
+            log.finish(change.UPDATED, target.occurrence_id, after=result, of=target.series.id)
         return result
     if log is not None:
         log.start_row(target.series, since=target.original if scope == "following" else None)
     if scope == "following" and target.original != target.series.starts_at:
         result, ended = _update_following(conn, principal, target, data, now, errors)
         if log is not None:
-            log.finish(UPDATED, target.series.id, after=ended, new_series=result)
+            log.finish(change.UPDATED, target.series.id, after=ended, new_series=result)
         return result
     result = _update_all_from(conn, principal, target, data, now, errors)
     if log is not None:
-        log.finish(UPDATED, target.series.id, after=result)
+        log.finish(change.UPDATED, target.series.id, after=result)
     return result
 
 
@@ -545,12 +546,12 @@ def delete_event(
         if scope == "this":
             log.start_occurrence()
             result = _cancel(conn, principal, target, now)
-            log.finish(DELETED, target.occurrence_id, after=None, of=target.series.id)
+            log.finish(change.DELETED, target.occurrence_id, after=None, of=target.series.id)
             return result
         if scope == "following" and target.original != target.series.starts_at:
             log.start_row(target.series, since=target.original)
             result = _end_before(conn, principal, target, now)
-            log.finish(UPDATED, target.series.id, after=result)
+            log.finish(change.UPDATED, target.series.id, after=result)
             return result
         target = _series_target(target)
         log.target = target
@@ -560,7 +561,7 @@ def delete_event(
         delete_exceptions(conn, row.id)
     conn.execute(delete(events_t).where(events_t.c.id == row.id))
     result = _notify(conn, principal, target, row, DELETED, now)
-    log.finish(DELETED, row.id, after=None)
+    log.finish(change.DELETED, row.id, after=None)
     return result
 
 

@@ -15,9 +15,10 @@ the file (``reading``), then for each UID:
 
 Every value is checked before anything of its UID is written, so a UID is imported whole or
 not at all. The answer: ``{created, updated, skipped, errors: [{uid, message}], warnings:
-[{uid, message}]}``; ``warnings`` says what was imported only in part (attendees, alarms and
-other properties events here have no place for; changed occurrences the rule does not
+[{uid, message}]}``; ``warnings`` says what was imported only in part (attendees, alarms
+and other properties events here have no place for; changed occurrences the rule does not
 produce; a series whose file zone changes its clocks on other dates than the calendar's).
+Each event created or updated is one change in the change log (transport ``import``).
 
 Series here repeat at the same wall-clock time in their calendar's zone; times are read in the
 zone the file names and stored as instants.

@@ -43,10 +43,14 @@ CREATE = "POST /calendar/events"
 UPDATE = "PATCH /calendar/events/{eventId}"
 AVAILABILITY = ("POST /calendar/freeBusy", "POST /calendar/freeTime")
 IMPORT = "POST /calendar/events/import"
+CHANGES = "GET /calendar/changes"
 
 # nextPageToken -> (timeMin, timeMax, singleEvents, calendarIds) of the query that returned it
 _page_tokens: dict[str, tuple[Any, Any, Any, Any]] = {}
 _PAGE_PARAMETERS = ("timeMin", "timeMax", "singleEvents", "calendarIds")
+# listChanges' nextPageToken -> (since, eventId, calendarId) of the query that returned it
+_change_tokens: dict[str, tuple[Any, Any, Any]] = {}
+_CHANGE_FILTERS = ("since", "eventId", "calendarId")
 _OCCURRENCE = re.compile(r"_\d{8}(T\d{6}Z)?$")
 
 # What a generated iCalendar body is replaced by (a JSON Schema cannot describe RFC 5545).
@@ -122,6 +126,23 @@ def before_call(context: HookContext, case: Case, kwargs: dict[str, Any]) -> Non
         case.body = _ICS.format(n=len(str(case.body)))
         if isinstance(case.query, dict):
             _realistic_import_target(case.query)
+    elif operation == CHANGES and isinstance(case.query, dict):
+        _realistic_changes_query(case.query)
+
+
+def _realistic_changes_query(query: dict[str, Any]) -> None:
+    """A listChanges page token is good only with the filters it was issued for."""
+    token = query.get("pageToken")
+    if token is None:
+        return
+    if token not in _change_tokens:
+        del query["pageToken"]  # a made-up token
+        return
+    for name, value in zip(_CHANGE_FILTERS, _change_tokens[token], strict=True):
+        if value is None:
+            query.pop(name, None)
+        else:
+            query[name] = value
 
 
 def _realistic_availability(body: dict[str, Any]) -> None:
@@ -192,6 +213,13 @@ def _realistic_recurrence(body: dict[str, Any]) -> None:
 
 @schemathesis.hook
 def after_call(context: HookContext, case: Case, response: Response) -> None:
+    if _operation(case) == CHANGES and response.status_code == 200:
+        with contextlib.suppress(ValueError, AttributeError):
+            token = response.json().get("nextPageToken")
+            if isinstance(token, str):
+                query = case.query if isinstance(case.query, dict) else {}
+                _change_tokens[token] = tuple(query.get(name) for name in _CHANGE_FILTERS)
+        return
     if _operation(case) != LIST or response.status_code != 200:
         return
     with contextlib.suppress(ValueError, AttributeError):

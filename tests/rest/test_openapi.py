@@ -26,6 +26,8 @@ OPERATIONS = {
     "queryFreeBusy": ("/calendar/freeBusy", "post"),
     "findFreeTime": ("/calendar/freeTime", "post"),
     "importCalendarEvents": ("/calendar/events/import", "post"),
+    "listChanges": ("/calendar/changes", "get"),
+    "undoChange": ("/calendar/changes/{changeId}/undo", "post"),
 }
 ITEM = "/calendar/events/{eventId}"
 
@@ -104,7 +106,7 @@ def test_the_document_names_its_license_contact_and_tags(doc: dict[str, Any]) ->
     assert info["license"] == {"name": "MIT", "url": "https://opensource.org/license/mit"}
     assert info["contact"]["name"] and info["contact"]["url"]
     assert info["description"]
-    assert [tag["name"] for tag in doc["tags"]] == ["Availability", "Events"]
+    assert [tag["name"] for tag in doc["tags"]] == ["Availability", "Changes", "Events"]
     assert all(tag["description"] for tag in doc["tags"])
 
 
@@ -126,10 +128,12 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
     assert found == set(OPERATIONS)
     for operation_id in OPERATIONS:
         op = _operation(doc, operation_id)
+        path = OPERATIONS[operation_id][0]
         tag = (
             "Availability"
-            if OPERATIONS[operation_id][0].endswith("Time")
-            or (OPERATIONS[operation_id][0].endswith("Busy"))
+            if path.endswith(("Time", "Busy"))
+            else "Changes"
+            if path.startswith("/calendar/changes")
             else "Events"
         )
         assert op["tags"] == [tag]
@@ -140,12 +144,17 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
     ("operation_id", "statuses"),
     [
         ("listCalendarEvents", {"200", "400", "401", "410", "429", "500"}),
-        ("createCalendarEvent", {"201", "400", "401", "409", "413", "415", "422", "429", "500"}),
+        (
+            "createCalendarEvent",
+            {"200", "201", "400", "401", "409", "413", "415", "422", "429", "500"},
+        ),
         ("getCalendarEvent", {"200", "400", "401", "404", "429", "500"}),
         ("updateCalendarEvent", {"200", "400", "401", "404", "413", "415", "429", "500"}),
-        ("deleteCalendarEvent", {"204", "400", "401", "404", "429", "500"}),
+        ("deleteCalendarEvent", {"200", "204", "400", "401", "404", "429", "500"}),
         ("queryFreeBusy", {"200", "400", "401", "413", "415", "429", "500"}),
         ("findFreeTime", {"200", "400", "401", "413", "415", "429", "500"}),
+        ("listChanges", {"200", "400", "401", "429", "500"}),
+        ("undoChange", {"200", "400", "401", "404", "409", "429", "500"}),
     ],
 )
 def test_every_operation_documents_each_status_it_answers_errors_as_problem_json(
