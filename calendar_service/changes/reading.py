@@ -102,6 +102,20 @@ def change_row(conn: Connection, *, principal: Principal, change_id: str) -> Any
     return found
 
 
+def owner_of(conn: Connection, *, change_id: str) -> str:
+    """The owner of the change ``change_id``, whoever it is (the operator's CLI: 404 if there
+    is no such change)."""
+    at = instant_of(change_id)
+    found = None
+    if at is not None:
+        found = conn.execute(
+            select(changes_t.c.user_id).where(changes_t.c.at == at, changes_t.c.id == change_id)
+        ).first()
+    if found is None:
+        raise NotFound(f"No change {change_id!r}.")
+    return str(found[0])
+
+
 def since_instant(since: str | None) -> datetime | None:
     """``since`` (an RFC 3339 date-time, or a date: its midnight UTC) as an instant."""
     try:
@@ -141,8 +155,8 @@ def list_changes(
     """``{changes: [...], nextPageToken?}``: the changes the key reaches, newest first, made at
     or after ``since``; of the event ``event_id`` (an event, a series with its occurrences, or
     an occurrence); of the calendar ``calendar_id``; made by the key ``actor_id``. Pages of
-    ``limit`` (default 50, at most 250), the next one by ``page_token``; without ``token_key``
-    (the owner's CLI) one page, with no token."""
+    ``limit`` (default 250, at most 2,500), the next one by ``page_token``; without
+    ``token_key`` (the owner's CLI) one page, with no token."""
     low = since_instant(since or None)
     size = _size(limit)
     if calendar_id and principal.calendar_id is not None and calendar_id != principal.calendar_id:

@@ -23,12 +23,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, bindparam, insert, select
+from sqlalchemy import Connection, bindparam, delete, insert, select
 
 from calendar_service.changes.table import CREATED, KEY, OWNER, changes_t
 from calendar_service.db import Statement
 from calendar_service.keys import Principal
-from calendar_service.models import UTCDateTime, events_t, to_db
+from calendar_service.models import UTCDateTime, events_t, to_db, users_t
 from calendar_service.timeutil import format_utc, utc_text
 
 OWNER_KEY_ID = "owner"  # ``keys.owner_principal``'s key id: the owner acting in person
@@ -254,3 +254,16 @@ def created_change_id(conn: Connection, *, user_id: str, event_id: str) -> str |
         .limit(1)
     ).first()
     return None if found is None else str(found[0])
+
+
+def purge(conn: Connection, *, now: datetime, keep_days: int) -> int:
+    """Delete the changes older than the retention (the call history's: the log of what keys
+    did is kept as long as the log of what they asked); how many went. Owner by owner through
+    the (owner, time) index, as the call history is purged."""
+    done = conn.execute(
+        delete(changes_t).where(
+            changes_t.c.user_id.in_(select(users_t.c.id).scalar_subquery()),
+            changes_t.c.at < now - timedelta(days=keep_days),
+        )
+    )
+    return int(done.rowcount or 0)

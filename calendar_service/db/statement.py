@@ -47,7 +47,8 @@ class Statement:
         if found is None:
             if dialect.name == "sqlite":
                 compiled = self.statement.compile(dialect=_POSITIONAL)
-                self._order[dialect.name] = tuple(compiled.positiontup or ())
+                order = getattr(compiled, "positiontup", None)  # a SQLCompiler's
+                self._order[dialect.name] = tuple(order or ())
             else:
                 compiled = self.statement.compile(dialect=dialect)
             defaults = {k: v for k, v in compiled.params.items() if v is not None}

@@ -43,7 +43,7 @@ def read_stamps(conn: Connection, ids: Sequence[str], series: Sequence[str]) -> 
 
 
 def _in_unit(ids: Sequence[str], series: Sequence[str]) -> Any:
-    where = events_t.c.id.in_(ids)
+    where: Any = events_t.c.id.in_(ids)
     if series:
         where = or_(where, events_t.c.recurring_event_id.in_(series))
     return where

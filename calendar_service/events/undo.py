@@ -146,8 +146,9 @@ def _stored(row: dict[str, Any]) -> dict[str, Any]:
     """A plain row's values as the table takes them (date-times as datetimes)."""
     values = {name: row.get(name) for name in EVENT_FIELDS}
     for name in _DATE_TIMES:
-        if values[name] is not None:
-            values[name] = from_utc_text(values[name])
+        text = values[name]
+        if text is not None:
+            values[name] = from_utc_text(text)
     return values
 
 
