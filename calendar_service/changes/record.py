@@ -1,15 +1,13 @@
 """Recording a change, in the change's own transaction: who made it (``Via``), what it did to
 the event as the API shows it (``before``, ``after``), and the rows it touched (``Unit``): as
-they were stored before (what an undo puts back), and which rows it left behind, each by its
-id and ``updated_at`` (what an undo checks is still so).
+they were stored before (what an undo puts back) and after (what an undo checks is still
+so).
 
 A *unit* is what one change may touch, named by row ids: an event, a series or an
 occurrence's exception row by its id (``ids``), and every exception row of the series named
 in ``series`` (a series and its changed occurrences go together: deleting a series deletes
-them, changing its rule may drop some). Every write of an event row sets its ``updated_at``,
-so a unit whose rows have the ids and ``updated_at`` a change left is as it left it. Rows are
-kept as plain values, date-times as the stored UTC text, so that they compare and travel as
-JSON.
+them, changing its rule may drop some). Rows are kept as plain values, date-times as the
+stored UTC text, so that they compare and travel as JSON.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from __future__ import annotations
 import os
 import random
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -92,31 +90,37 @@ def plain(row: Any) -> dict[str, Any]:
     return out
 
 
-def stamp(value: Any) -> str:
-    """An ``updated_at`` as the stored UTC text (``timeutil.utc_text``)."""
-    return value if type(value) is str else utc_text(value)
+_COMPARED = tuple(name for name in EVENT_FIELDS if name != "updated_at")
 
 
-def stamps_of(rows: Iterable[dict[str, Any]]) -> list[list[str]]:
-    """Plain rows' ids and ``updated_at``, ordered by id: what a unit's state is checked by."""
-    return sorted([r["id"], r["updated_at"]] for r in rows)
+def same_content(one: Sequence[dict[str, Any]], other: Sequence[dict[str, Any]]) -> bool:
+    """Whether two sets of plain rows hold the same events, field for field but
+    ``updated_at``: an undo sets it to when it restored a row, so the event a change left and
+    the same event put back by the undo of a later change are the same."""
+    if len(one) != len(other):
+        return False
+    mine = {r["id"]: r for r in one}
+    for row in other:
+        found = mine.get(row["id"])
+        if found is None or any(found.get(name) != row.get(name) for name in _COMPARED):
+            return False
+    return True
 
 
 @dataclass(slots=True)
 class Unit:
     """What a change touched (see the module's docstring): the rows by id, the series whose
-    exceptions belong to it, its plain rows before and its rows' stamps after
-    (``stamps_of``)."""
+    exceptions belong to it, and its plain rows before and after."""
 
     ids: list[str]
     series: list[str]
     before: list[dict[str, Any]]
-    after: list[list[str]] = field(default_factory=list)
+    after: list[dict[str, Any]] = field(default_factory=list)
 
     def changed(self) -> bool:
         """Whether anything was written (a PATCH that sends the values an event has is still
         a write, with its webhook and sync change; one that sends no field is not)."""
-        return stamps_of(self.before) != self.after
+        return _by_id(self.before) != _by_id(self.after)
 
     def encoded(self) -> str:
         return orjson.dumps(
@@ -127,6 +131,10 @@ class Unit:
     def decoded(cls, text: str) -> Unit:
         value = orjson.loads(text)
         return cls(value["ids"], value["series"], value["before"], value["after"])
+
+
+def _by_id(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["id"]: r for r in rows}
 
 
 # ---------------------------------------------------------------------------------------------

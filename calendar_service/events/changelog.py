@@ -17,11 +17,10 @@ from typing import Any
 
 from sqlalchemy import Connection, or_, select
 
-from calendar_service.changes.record import Unit, Via, plain, record, stamp
+from calendar_service.changes.record import Unit, Via, plain, record
 from calendar_service.changes.table import CREATED
 from calendar_service.events.queries import EVENT_COLUMNS, events_t
 from calendar_service.events.series import rule_of, times_of
-from calendar_service.models import utc_text_of
 from calendar_service.recurrence import WRITE_BUDGET, Budget, Paused, expand
 
 
@@ -32,14 +31,6 @@ def read_rows(conn: Connection, ids: Sequence[str], series: Sequence[str]) -> li
         select(*EVENT_COLUMNS).where(_in_unit(ids, series)).order_by(events_t.c.id)
     )
     return [plain(row) for row in found]
-
-
-def read_stamps(conn: Connection, ids: Sequence[str], series: Sequence[str]) -> list[list[str]]:
-    """The unit's rows' ids and ``updated_at`` now (``record.stamps_of``)."""
-    found = conn.execute(
-        select(events_t.c.id, utc_text_of(events_t.c.updated_at)).where(_in_unit(ids, series))
-    )
-    return sorted([row[0], row[1]] for row in found)
 
 
 def _in_unit(ids: Sequence[str], series: Sequence[str]) -> Any:
@@ -103,7 +94,7 @@ class Edit:
         if new_series_id is not None:
             ids.append(new_series_id)
             series.append(new_series_id)
-        unit = Unit(ids, series, self.before, read_stamps(conn, ids, series))
+        unit = Unit(ids, series, self.before, read_rows(conn, ids, series))
         if not unit.changed():
             return None
         return record(
@@ -132,11 +123,12 @@ def log_created(
     row: dict[str, Any],
     now: datetime,
 ) -> dict[str, Any]:
-    """Record a create: the one row written (``row``, as inserted), nothing before. Every
-    create runs it: its unit is written out by hand (ids and stored times hold no character
-    JSON escapes)."""
+    """Record a create: the one row written (``row``, every column as inserted), nothing
+    before. Every create runs it: on SQLite the inserted values are the plain ones already
+    (date-times as stored text), so the row is kept as it is."""
     event_id = row["id"]
-    unit = _CREATED_UNIT % (event_id, event_id, event_id, stamp(row["updated_at"]))
+    after = row if conn.dialect.name == "sqlite" else plain(row)
+    unit = Unit([event_id], [event_id], [], [after])
     return record(
         conn,
         via=via,
@@ -147,11 +139,8 @@ def log_created(
         now=now,
         before=None,
         after=event,
-        rows=unit,
+        rows=unit.encoded(),
     )
-
-
-_CREATED_UNIT = '{"ids":["%s"],"series":["%s"],"before":[],"after":[["%s","%s"]]}'
 
 
 def occurrences_from(series: Any, tz: tzinfo, since: datetime | None = None) -> int | None:

@@ -24,14 +24,21 @@ from sqlalchemy import Connection, delete, insert, or_, select, update
 from calendar_service import keys
 from calendar_service.calendars import CalendarRow, get_calendar_row
 from calendar_service.changes.reading import change_public, change_row, since_instant
-from calendar_service.changes.record import EVENT_FIELDS, Unit, Via, default_via, record
+from calendar_service.changes.record import (
+    EVENT_FIELDS,
+    Unit,
+    Via,
+    default_via,
+    record,
+    same_content,
+)
 from calendar_service.changes.table import CREATED, DELETED, UPDATED, changes_t
 from calendar_service.errors import AlreadyUndone, CalendarError, ChangedSince, NotFound
-from calendar_service.events.changelog import read_rows, read_stamps
+from calendar_service.events.changelog import read_rows
 from calendar_service.events.existing import get_event
 from calendar_service.events.queries import bump_longest, events_t
 from calendar_service.events.series import lock_series
-from calendar_service.keys import Principal
+from calendar_service.keys import Principal, owner_principal
 from calendar_service.models import UTCDateTime
 from calendar_service.outbox import CREATED as CREATED_HOOK
 from calendar_service.outbox import DELETED as DELETED_HOOK
@@ -61,9 +68,9 @@ def undo_change(
     calendar = _calendar(conn, row)
     for event_id in sorted(unit.ids):  # one order: no deadlock with the writes of a series
         lock_series(conn, event_id)
-    if not force and read_stamps(conn, unit.ids, unit.series) != unit.after:
-        raise _changed_since(conn, row)
     current = read_rows(conn, unit.ids, unit.series)
+    if not force and not same_content(current, unit.after):
+        raise _changed_since(conn, row)
     before = _shown(conn, principal, row.event_id)
     dropped = _shown(conn, principal, row.new_series_id) if row.new_series_id else None
     _restore(conn, calendar, current, unit.before, now)
@@ -84,15 +91,15 @@ def undo_change(
         now=now,
         before=before,
         after=after,
-        rows=Unit(
-            unit.ids, unit.series, current, read_stamps(conn, unit.ids, unit.series)
-        ).encoded(),
+        rows=Unit(unit.ids, unit.series, current, read_rows(conn, unit.ids, unit.series)).encoded(),
         recurring_event_id=row.recurring_event_id,
         undoes=row.id,
     )
-    conn.execute(update(changes_t).where(changes_t.c.id == row.id).values(undone_by=made["id"]))
+    done = changes_t.update().where(changes_t.c.seq == row.seq)
+    conn.execute(done.values(undone_by=made["id"]))
     if row.undoes is not None:  # an undo undone: the change it undid is made again
-        conn.execute(update(changes_t).where(changes_t.c.id == row.undoes).values(undone_by=None))
+        redone = change_row(conn, principal=owner_principal(row.user_id), change_id=row.undoes)
+        conn.execute(changes_t.update().where(changes_t.c.seq == redone.seq).values(undone_by=None))
     return change_public(change_row(conn, principal=principal, change_id=made["id"]))
 
 
@@ -130,7 +137,7 @@ def _restore(
         conn.execute(delete(events_t).where(events_t.c.id.in_(gone)))
     for event_id, old in old_rows.items():
         present = now_rows.get(event_id)
-        if present == old:
+        if present is not None and same_content([present], [old]):
             continue
         values = _stored(old)
         values["updated_at"] = now

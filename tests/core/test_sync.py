@@ -157,9 +157,7 @@ def test_each_sync_returns_exactly_the_changes_since_once(db: Database, factory:
         }
     ]
     moved_id = f"{series['id']}_20260309T090000Z"
-    moved = _change(
-        db, events.update_event, principal, event_id=moved_id, body={"title": "M"}
-    )
+    moved = _change(db, events.update_event, principal, event_id=moved_id, body={"title": "M"})
     assert step() == [moved]
     assert moved["recurringEventId"] == series["id"]
 
