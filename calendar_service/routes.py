@@ -1,0 +1,355 @@
+"""``/api/v1/calendar/events`` and ``/api/v1/calendar/changes``: thin handlers over the core's
+operations, through ``gateway.perform``: each picks its operation
+(``calendar_service.operations``) and translates the request into its arguments and its result
+into the answer; the key, its permission and scope, the rate limit and the call history are
+the core's. Every write answers with its change's id (``Calendar-Change-Id``) and takes
+``?dryRun=true``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from calendar_service import idempotency, operations, service_secrets
+from calendar_service.asgi.context import (
+    bearer_token,
+    call_context,
+    key_in_url,
+    read_json_body,
+    record_refusal,
+    services,
+)
+from calendar_service.asgi.responses import JSONResponse
+from calendar_service.errors import (
+    CalendarError,
+    KeyInUrl,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    ValidationFailed,
+)
+from calendar_service.events.shapes import dumps
+from calendar_service.gateway import Arguments, Outcome, finished, may_perform, perform
+from calendar_service.ical.reading import MAX_BYTES as MAX_ICS_BYTES
+from calendar_service.ical.reading import ReadFile, read_file
+from calendar_service.inputs import NUL, nul_errors, parse_flag, parse_json_body
+from calendar_service.operations import Operation
+from calendar_service.rest import parameters
+from calendar_service.timeutil import utcnow
+
+EVENTS_PATH = "/api/v1/calendar/events"
+FREE_BUSY_PATH = "/api/v1/calendar/freeBusy"
+FREE_TIME_PATH = "/api/v1/calendar/freeTime"
+IMPORT_PATH = EVENTS_PATH + "/import"
+CHANGES_PATH = "/api/v1/calendar/changes"
+ICS_MEDIA_TYPE = "text/calendar"
+CHANGE_ID_HEADER = "Calendar-Change-Id"
+
+
+async def _perform(
+    request: Request,
+    op: Operation,
+    args: Arguments,
+    *,
+    refused: CalendarError | None = None,
+    present: Callable[[Any], Any] | None = None,
+    status: int | None = None,
+    long: bool = False,
+) -> Outcome[Any]:
+    """``gateway.perform`` for this request: its key, its facts, what the URL refuses (before
+    the permission, once the key is known, so the refusal is in its history), ``present`` and
+    ``status`` as ``perform`` takes them; ``long``: off the event loop whatever the backend
+    (``Database.run_off_loop``), for work that takes seconds (an import). A write's
+    ``?dryRun=true`` makes it a dry run."""
+    svc = services(request)
+    leaked = key_in_url(request)
+    if leaked is not None:
+        return await _refuse_key_in_url(request, op.name, *leaked)
+    run = svc.db.run_off_loop if long else svc.db.run_grouped
+    refusal = _nul_in_url(request) or _unknown_in_url(request, op) or refused
+    dry_run = False
+    if op.needs == "write" and request.scope["query_string"] and "dryRun" in request.query_params:
+        try:
+            dry_run = parse_flag("dryRun", request.query_params["dryRun"])
+        except ValidationFailed as exc:
+            refusal = refusal or exc
+    outcome = await run(
+        perform,
+        secret=bearer_token(request),
+        ctx=call_context(request, op.name),
+        op=op,
+        args=args,
+        refused=refusal,
+        limiter=svc.limiter,
+        present=present,
+        status=status,
+        dry_run=dry_run,
+    )
+    return await finished(outcome)  # what the operation left for after the transaction
+
+
+_PATH_FIELDS = {"event_id": "eventId", "change_id": "changeId"}
+
+
+def _nul_in_url(request: Request) -> ValidationFailed | None:
+    """A 400 for path ids and query parameters with NUL in them (see ``inputs``): such an id
+    can never exist, and PostgreSQL could not even be asked about it."""
+    query = request.scope["query_string"]
+    if b"%00" not in query and NUL not in request.scope["path"]:
+        return None
+    path = {_PATH_FIELDS.get(k, k): v for k, v in request.path_params.items()}
+    errors = nul_errors(path) + nul_errors(request.query_params.multi_items())
+    return ValidationFailed(errors) if errors else None
+
+
+def _unknown_in_url(request: Request, op: Operation) -> CalendarError | None:
+    """A 400 for query parameters the operation does not take (``parameters.QUERY``)."""
+    if not request.scope["query_string"]:
+        return None
+    return parameters.unknown(op.name, request.query_params.keys())
+
+
+async def _refuse_key_in_url(
+    request: Request, operation: str, parameter: str, value: str
+) -> NoReturn:
+    """400 for a key in the URL. If it is a real key (in the header or the URL), the refused
+    call goes into that key's history, so its owner can see the key may have leaked."""
+    await record_refusal(
+        request,
+        services(request),
+        KeyInUrl(parameter),
+        operation=operation,
+        transport="rest",
+        fallback_secret=value,
+    )
+
+
+def _respond(outcome: Outcome[Any], body: Any, **extra_headers: str) -> Response:
+    """The answer: ``body`` (JSON, or already encoded) with the outcome's status and rate."""
+    headers = outcome.rate.headers() if outcome.rate else {}
+    headers["Cache-Control"] = "no-store"
+    if outcome.change_id is not None:
+        headers[CHANGE_ID_HEADER] = outcome.change_id
+    headers.update(extra_headers)
+    if outcome.status == 204:
+        return Response(status_code=204, headers=headers)
+    if isinstance(body, bytes):  # encoded JSON
+        return Response(body, outcome.status, headers, JSONResponse.media_type)
+    return JSONResponse(body, status_code=outcome.status, headers=headers)
+
+
+async def _page_token_key(request: Request) -> bytes:
+    """The page-token key, read (or made) once per app: ``service_secrets.page_token_key``."""
+    state = request.app.state
+    key: bytes | None = getattr(state, "page_token_key", None)
+    if key is None:
+        key = await services(request).db.run(service_secrets.page_token_key, now=utcnow())
+        state.page_token_key = key
+    return key
+
+
+async def list_calendar_events(request: Request) -> Response:
+    params = request.query_params
+    args: dict[str, Any] = {
+        "time_min": params.get("timeMin"),
+        "time_max": params.get("timeMax"),
+        "limit": params.get("limit"),
+        "page_token": params.get("pageToken"),
+        "token_key": await _page_token_key(request),
+    }
+    if "singleEvents" in params:  # the hot path passes no more than it needs
+        args["single_events"] = params["singleEvents"]
+    if "calendarIds" in params:  # repeated, or comma-separated: the core reads both
+        args["calendar_ids"] = params.getlist("calendarIds")
+    if "syncToken" in params:
+        args["sync_token"] = params["syncToken"]
+        args["sync_retention_days"] = services(request).config.sync_retention_days
+    # Encoded in the transaction, while the list is fresh in the cache: only the bytes wait
+    # for the group commit (db.Database.run_grouped), not some 600 objects.
+    outcome = await _perform(request, operations.LIST, args, present=dumps)
+    return _respond(outcome, outcome.value)
+
+
+async def _body(request: Request) -> tuple[bytes, CalendarError | None]:
+    """The raw body, or why it is refused (too large, not JSON): the body is read before the
+    key is checked, and its error is recorded with the key (``perform``'s ``refused``)."""
+    try:
+        return await read_json_body(request), None
+    except CalendarError as exc:
+        return b"", exc
+
+
+async def create_calendar_event(request: Request) -> Response:
+    idem_key = request.headers.get(idempotency.HEADER)
+    raw, refused = await _body(request)
+
+    def args() -> dict[str, Any]:
+        return {"body": parse_json_body(raw), "now": utcnow(), "idempotency_key": idem_key}
+
+    outcome = await _perform(request, operations.CREATE, args, refused=refused)
+    if outcome.status == 200:  # a dry run: the change it would make
+        return _respond(outcome, outcome.value)
+    event, replayed = outcome.value
+    base = services(request).config.base_url
+    headers = {"Location": f"{base}{EVENTS_PATH}/{event['id']}"}
+    if replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return _respond(outcome, event, **headers)
+
+
+async def get_calendar_event(request: Request) -> Response:
+    args = {"event_id": request.path_params["event_id"]}
+    outcome = await _perform(request, operations.GET, args)
+    return _respond(outcome, outcome.value)
+
+
+async def update_calendar_event(request: Request) -> Response:
+    event_id = request.path_params["event_id"]
+    raw, refused = await _body(request)
+
+    def args() -> dict[str, Any]:
+        return {
+            "event_id": event_id,
+            "body": parse_json_body(raw),
+            "now": utcnow(),
+            "scope": request.query_params.get("scope"),
+        }
+
+    outcome = await _perform(request, operations.UPDATE, args, refused=refused)
+    return _respond(outcome, outcome.value)
+
+
+async def delete_calendar_event(request: Request) -> Response:
+    event_id = request.path_params["event_id"]
+
+    def args() -> dict[str, Any]:
+        return {"event_id": event_id, "now": utcnow(), "scope": request.query_params.get("scope")}
+
+    outcome = await _perform(request, operations.DELETE, args, status=204)
+    return _respond(outcome, outcome.value)
+
+
+async def _availability(request: Request, op: Operation) -> Response:
+    raw, refused = await _body(request)
+
+    def args() -> dict[str, Any]:
+        return {"body": parse_json_body(raw)}
+
+    outcome = await _perform(request, op, args, refused=refused)
+    return _respond(outcome, outcome.value)
+
+
+async def query_free_busy(request: Request) -> Response:
+    return await _availability(request, operations.FREE_BUSY)
+
+
+async def find_free_time(request: Request) -> Response:
+    return await _availability(request, operations.FREE_TIME)
+
+
+async def _ics_body(request: Request) -> tuple[bytes, CalendarError | None]:
+    """The raw iCalendar body (``text/calendar``, at most ``reading.MAX_BYTES``), or why it
+    is refused, recorded with the key as ``_body`` does."""
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    too_large = PayloadTooLarge(
+        f"The body is larger than {MAX_ICS_BYTES // (1024 * 1024)} MiB: split the file (for "
+        "example by year) and import the parts one after another."
+    )
+    if media != ICS_MEDIA_TYPE:
+        return b"", UnsupportedMediaType(
+            f"Send the .ics file as the body with 'Content-Type: {ICS_MEDIA_TYPE}' "
+            f"(got {media or 'none'!r})."
+        )
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > MAX_ICS_BYTES:
+        return b"", too_large
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_ICS_BYTES:
+            return b"", too_large
+        chunks.append(chunk)
+    return b"".join(chunks), None
+
+
+async def import_calendar_events(request: Request) -> Response:
+    if request.method != "POST":  # not an event named "import": the path is the import's
+        raise HTTPException(405, headers={"Allow": "POST, OPTIONS"})
+    raw, refused = await _ics_body(request)
+    parsed: ReadFile | None = None
+    # Only a key that may import gets the file parsed (that costs CPU); ``perform`` decides.
+    may = refused is None and await services(request).db.run(
+        may_perform, secret=bearer_token(request), op=operations.IMPORT
+    )
+    if may:
+        try:  # parsing takes a while for a big file: off the event loop, before perform
+            parsed = await run_in_threadpool(read_file, raw)
+        except CalendarError as exc:  # refused once the key is known, as a bad body is
+            refused = exc
+    params = request.query_params
+
+    def args() -> dict[str, Any]:
+        return {
+            "data": parsed if parsed is not None else raw,
+            "now": utcnow(),
+            # Empty means not given, as for the list's parameters.
+            "calendar_id": params.get("calendarId") or None,
+            "calendar_name": params.get("calendar") or None,
+        }
+
+    # Applying a big file takes seconds: off the event loop too.
+    outcome = await _perform(request, operations.IMPORT, args, refused=refused, long=True)
+    outcome.change_id = None  # one change an event: listChanges lists them
+    return _respond(outcome, outcome.value)
+
+
+import_calendar_events.allowed_methods = ["POST"]  # type: ignore[attr-defined]
+
+
+async def list_changes(request: Request) -> Response:
+    params = request.query_params
+    args: dict[str, Any] = {
+        "since": params.get("since"),
+        "event_id": params.get("eventId") or None,
+        "calendar_id": params.get("calendarId") or None,
+        "limit": params.get("limit"),
+        "page_token": params.get("pageToken"),
+        "token_key": await _page_token_key(request),
+    }
+    outcome = await _perform(request, operations.LIST_CHANGES, args)
+    return _respond(outcome, outcome.value)
+
+
+async def undo_change(request: Request) -> Response:
+    change_id = request.path_params["change_id"]
+
+    def args() -> dict[str, Any]:
+        force = parse_flag("force", request.query_params.get("force"))
+        return {"change_id": change_id, "now": utcnow(), "force": force}
+
+    outcome = await _perform(request, operations.UNDO_CHANGE, args)
+    return _respond(outcome, outcome.value)
+
+
+_ALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route(EVENTS_PATH, list_calendar_events, methods=["GET"]),
+        Route(EVENTS_PATH, create_calendar_event, methods=["POST"]),
+        # Every method: the import's path is not an event id (``asgi.methods``).
+        Route(IMPORT_PATH, import_calendar_events, methods=list(_ALL_METHODS)),
+        Route(EVENTS_PATH + "/{event_id}", get_calendar_event, methods=["GET"]),
+        Route(EVENTS_PATH + "/{event_id}", update_calendar_event, methods=["PATCH"]),
+        Route(EVENTS_PATH + "/{event_id}", delete_calendar_event, methods=["DELETE"]),
+        Route(FREE_BUSY_PATH, query_free_busy, methods=["POST"]),
+        Route(FREE_TIME_PATH, find_free_time, methods=["POST"]),
+        Route(CHANGES_PATH, list_changes, methods=["GET"]),
+        Route(CHANGES_PATH + "/{change_id}/undo", undo_change, methods=["POST"]),
+    ]
