@@ -11,7 +11,7 @@ from sqlalchemy import Connection, func, select
 
 from calendar_service import events, keys
 from calendar_service.changes.reading import get_change, list_changes
-from calendar_service.changes.record import instant_of, new_change_id
+from calendar_service.changes.record import Via, instant_of, new_change_id
 from calendar_service.changes.table import changes_t
 from calendar_service.db import Database, rolled_back
 from calendar_service.db.channels import OUTBOX_DIRTY
@@ -19,7 +19,7 @@ from calendar_service.errors import ChangedSince, NotFound
 from calendar_service.events.undo import undo_change
 from calendar_service.ical.importing import import_events
 from calendar_service.maintenance import purge_expired
-from calendar_service.models import EventCreate, events_t
+from calendar_service.models import EventCreate, events_t, keys_t
 from calendar_service.timeutil import utcnow
 from tests.support import Factory
 
@@ -196,3 +196,19 @@ def test_changes_are_kept_as_long_as_the_call_history_then_purged(
     assert purged["changes"] >= 1
     kept = db.call(list_changes, principal=principal)["changes"]
     assert [c["after"]["title"] for c in kept] == ["0 days", "89 days"]
+
+
+def test_a_connected_apps_change_names_it_as_an_app(db: Database, factory: Factory) -> None:
+    owner = factory.owner()
+    key_id, _ = factory.key(owner, name="Claude")
+    db.call(lambda conn: conn.execute(keys_t.update().where(keys_t.c.id == key_id)
+                                      .values(kind="app")))  # fmt: skip
+    principal = keys.authorize(db.call(keys.key_row_by_id, key_id=key_id), now=utcnow())
+    data = EventCreate(title="Booked", starts_at="2026-03-02T09:00Z", ends_at="2026-03-02T10:00Z")
+    db.call(
+        events.create_event, principal=principal, data=data, now=utcnow(),
+        via=Via.of(principal, "mcp", "req_1"),
+    )  # fmt: skip
+    [change] = db.call(list_changes, principal=keys.owner_principal(owner.id))["changes"]
+    assert change["actor"] == {"type": "app", "id": key_id, "name": "Claude"}
+    assert (change["transport"], change["requestId"]) == ("mcp", "req_1")
