@@ -26,6 +26,8 @@ answered as an opaque 500.
     │   └── InsufficientScope           insufficient_scope (error="insufficient_scope")
     ├── NotFound                404     not_found
     ├── Conflict                409     conflict (ifFree: the time is taken), with conflicts=[…]
+    │   └── ChangedSince        409     conflict (an undo: the event changed since), changes=[…]
+    ├── AlreadyUndone           409     already_undone (an undo of a change undone before)
     ├── DefaultCalendarKept     409     default_calendar (the default calendar is not deleted)
     ├── IdempotencyInFlight     409     idempotency_in_flight
     ├── WebhookDisabled         409     webhook_disabled
@@ -279,6 +281,39 @@ class Conflict(CalendarError):
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "conflicts": list(self.conflicts)}
+
+
+class ChangedSince(Conflict):
+    """An undo of a change whose event is no longer as the change left it: ``changes`` are
+    the later changes of that event (``{id, at, kind, eventId}``), newest first, named in the
+    message too; undo them first, or force the undo."""
+
+    title = "Changed since"
+
+    def __init__(self, message: str, changes: list[dict[str, Any]]) -> None:
+        super().__init__(message, [])
+        self.changes = changes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "changes": list(self.changes)}
+
+
+class AlreadyUndone(CalendarError):
+    """An undo of a change that an earlier undo undid already (``undone_by``)."""
+
+    code = "already_undone"
+    status = 409
+    title = "Already undone"
+
+    def __init__(self, change_id: str, undone_by: str) -> None:
+        super().__init__(
+            f"Change {change_id} was undone already, by change {undone_by}. To make it "
+            f"again, undo {undone_by}."
+        )
+        self.undone_by = undone_by
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "undoneBy": self.undone_by}
 
 
 class DefaultCalendarKept(CalendarError):

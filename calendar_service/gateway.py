@@ -25,7 +25,8 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Connection
 
 from calendar_service import oauth
-from calendar_service.db.transactions import atomic
+from calendar_service.changes.record import Via
+from calendar_service.db.transactions import atomic, rolled_back
 from calendar_service.errors import CalendarError, RateLimited
 from calendar_service.history import CallRecord, record_call
 from calendar_service.keys import REVOKED_BY_APP, Principal, authorize, identify
@@ -62,10 +63,16 @@ class Outcome(Generic[T]):
     value: T
     principal: Principal
     rate: RateState | None
+    change_id: str | None = None  # a write's change (``changes``): its id, if it made one
 
 
 def _record(
-    conn: Connection, ctx: CallContext, key_id: str, status: int, at: datetime | None = None
+    conn: Connection,
+    ctx: CallContext,
+    key_id: str,
+    status: int,
+    at: datetime | None = None,
+    dry_run: bool = False,
 ) -> None:
     record_call(
         conn,
@@ -81,6 +88,7 @@ def _record(
             client_addr=ctx.client_addr,
             user_agent=ctx.user_agent,
             request_id=ctx.request_id,
+            dry_run=dry_run,
         ),
     )
 
@@ -98,6 +106,7 @@ def perform(
     status: int | None = None,
     refused: CalendarError | None = None,
     limiter: RateLimiter | None = None,
+    dry_run: bool = False,
 ) -> Outcome[T]:
     """Run ``op`` for the key ``secret`` (or the ``principal`` the front verified for this
     request) and record the call, in one transaction; a call that fails is rolled back, then
@@ -127,7 +136,14 @@ def perform(
     budget in a transaction of its own (so that it counts even if the request then fails),
     spending the request's token (or answering its refusal), and the request starts again
     with it. The request that the limiter asks to lease ahead (``RateState.refill``) does so
-    after its own work, in a transaction of its own, so that others rarely start again."""
+    after its own work, in a transaction of its own, so that others rarely start again.
+
+    A write (``op.needs`` ``write``) gets ``via``: who makes its change (the key) and through
+    what (``ctx``), and the change it recorded comes back as ``Outcome.change_id``.
+    ``dry_run``: a write runs every check it makes by making the write, in a savepoint that is
+    rolled back (``db.rolled_back``: no event, change, webhook, idempotency record or sync
+    change is kept); the answer is ``op.dry`` of what it would have done, with status 200, and
+    the call is recorded as a dry run."""
     options: dict[str, Any] = dict(
         secret=secret,
         principal=principal,
@@ -138,6 +154,7 @@ def perform(
         status=status,
         refused=refused,
         limiter=limiter,
+        dry_run=dry_run,
     )
     try:
         outcome = _perform(conn, spent=None, **options)
@@ -166,10 +183,12 @@ def _perform(
     refused: CalendarError | None,
     limiter: RateLimiter | None,
     spent: RateState | RateLimited | None,
+    dry_run: bool,
 ) -> Outcome[T]:
     """``perform``'s one run; ``spent``: the key's budget already spent by a lease (or its
     refusal), instead of ``limiter.take``."""
     key_id: str | None = None if principal is None else principal.key_id
+    via: Via | None = None
     try:
         with atomic(conn):
             if principal is None:
@@ -180,24 +199,35 @@ def _perform(
             if refused is not None:
                 raise refused
             _require(principal, op)
-            value = op.run(conn, principal=principal, **(args() if callable(args) else args))
-            if present is not None:
-                value = value.then(present) if isinstance(value, Later) else present(value)
+            kwargs = args() if callable(args) else args
+            if op.needs == "write":
+                via = Via.of(principal, ctx.transport, ctx.request_id)
+                kwargs = {**kwargs, "via": via}
+            if dry_run and via is not None:
+                with rolled_back(conn):
+                    done = op.run(conn, principal=principal, **kwargs)
+                value = op.dry(done, via.made)
+                status = 200
+            else:
+                value = op.run(conn, principal=principal, **kwargs)
+                if present is not None:
+                    value = value.then(present) if isinstance(value, Later) else present(value)
             if status is None:
                 status = op.status
-            _record(conn, ctx, principal.key_id, status)
-        return Outcome(status, value, principal, rate)
+            _record(conn, ctx, principal.key_id, status, dry_run=dry_run)
+        change_id = None if via is None or dry_run else via.change_id
+        return Outcome(status, value, principal, rate, change_id)
     except LeaseNeeded:
         raise  # before any write (``perform`` leases and comes back): nothing to record
     except CalendarError as exc:
         if key_id is not None:
             with atomic(conn):
-                _record(conn, ctx, key_id, exc.status)
+                _record(conn, ctx, key_id, exc.status, dry_run=dry_run)
         raise
     except Exception:
         if key_id is not None:
             with atomic(conn):
-                _record(conn, ctx, key_id, 500)
+                _record(conn, ctx, key_id, 500, dry_run=dry_run)
         raise
 
 

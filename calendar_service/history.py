@@ -1,7 +1,8 @@
 """Call history: one row per request that presented an existing key, whatever its outcome.
 
 Stored: time, key, transport, operation, method, path (never the query string), status,
-latency, client address, user agent, request id. Never a secret or a body.
+latency, client address, user agent, request id, and whether it was a dry run (``dryRun``:
+every check ran, nothing was written). Never a secret or a body.
 
 A key's *last use* is its last call that was let through (``last_use``): whatever the answer
 (a 404 or a 400 is the key at work), except the refusals of the key itself, 401 (revoked,
@@ -42,6 +43,7 @@ class CallRecord:
     client_addr: str | None
     user_agent: str | None
     request_id: str | None
+    dry_run: bool = False
 
 
 # Every request writes one; run straight from the driver (see db.Statement).
@@ -75,6 +77,7 @@ def record_call(conn: Connection, record: CallRecord) -> None:
             "latency_ms": round(record.latency_ms, 3),
             **client_columns(record.client_addr, record.user_agent),
             "request_id": record.request_id,
+            "dry_run": record.dry_run,
         },
     )
 
@@ -105,6 +108,7 @@ def call_public(row: Any) -> dict[str, Any]:
         "clientAddr": row.client_addr,
         "userAgent": row.user_agent,
         "requestId": row.request_id,
+        "dryRun": bool(row.dry_run),
     }
 
 

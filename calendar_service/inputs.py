@@ -229,3 +229,13 @@ def _duplicate_keys(body: bytes) -> list[FieldError]:
         elif type(item) is list:
             stack.extend((_child(path, str(i)), item[i]) for i in range(len(item) - 1, -1, -1))
     return errors
+
+
+def parse_flag(field: str, value: Any) -> bool:
+    """A yes-or-no option (``dryRun``, ``force``): ``true`` or ``false``, as JSON or in a
+    query string (absent or empty: false); anything else is a 400 naming ``field``."""
+    if value is None or value == "" or value is False or value == "false":
+        return False
+    if value is True or value == "true":
+        return True
+    raise ValidationFailed([FieldError(field, "must be true or false")])

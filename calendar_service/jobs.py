@@ -1,7 +1,7 @@
 """The housekeeping job: an APScheduler interval job running the core's retention purges.
 
 Hourly, in a thread (a large purge must not hold up the event loop), ``housekeeping`` runs
-``maintenance.purge_expired``: call history and feeds' fetch history past
+``maintenance.purge_expired``: call history, the change log and feeds' fetch history past
 ``CALENDAR_CALL_HISTORY_DAYS``, idempotency records past 24 hours, idle rate buckets, the
 changes kept for sync tokens past ``CALENDAR_SYNC_RETENTION_DAYS``, and OAuth requests, codes
 and tokens expired a day ago. The first run is a minute after start.

@@ -1,5 +1,6 @@
-"""Housekeeping run periodically by the scheduler: retention of history, idempotency keys,
-the changes kept for sync tokens, expired OAuth codes and tokens, and time triggers fired."""
+"""Housekeeping run periodically by the scheduler: retention of history and of the change log,
+idempotency keys, the changes kept for sync tokens, expired OAuth codes and tokens, and time
+triggers fired."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import datetime
 from sqlalchemy import Connection
 
 from calendar_service import history, idempotency, oauth, ratelimit
+from calendar_service.changes import record as change_log
 from calendar_service.events.sync import DEFAULT_RETENTION_DAYS, purge_changes
 from calendar_service.ical import feeds
 from calendar_service.triggers.firing import purge_fired
@@ -20,12 +22,13 @@ def purge_expired(
     call_history_days: int,
     sync_retention_days: int = DEFAULT_RETENTION_DAYS,
 ) -> dict[str, int]:
-    """Delete call history and feeds' fetch history past their retention (the same),
-    idempotency records past 24 hours, rate buckets idle for a day (full again), the
-    changes (tombstones) no sync token still honoured can ask for, OAuth requests, codes
-    and tokens expired a day ago, and the time triggers fired or skipped two days ago."""
+    """Delete call history, the change log and feeds' fetch history past their retention (the
+    same), idempotency records past 24 hours, rate buckets idle for a day (full again), the
+    changes (tombstones) no sync token still honoured can ask for, OAuth requests, codes and
+    tokens expired a day ago, and the time triggers fired or skipped two days ago."""
     return {
         "calls": history.purge_calls(conn, now=now, keep_days=call_history_days),
+        "changes": change_log.purge(conn, now=now, keep_days=call_history_days),
         "feedFetches": feeds.purge_fetches(conn, now=now, keep_days=call_history_days),
         "idempotencyKeys": idempotency.purge(conn, now=now),
         "syncChanges": purge_changes(conn, now=now, keep_days=sync_retention_days),

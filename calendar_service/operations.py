@@ -15,11 +15,14 @@ with ``keys.owner_principal``, which may do everything.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from calendar_service import availability, events, subscriptions
+from calendar_service.changes.dryrun import dry_answer, dry_import_answer
+from calendar_service.changes.reading import list_changes
+from calendar_service.events.undo import undo_change
 from calendar_service.ical.importing import import_events
 
 Needs = Literal["read", "write", "freebusy"]
@@ -59,20 +62,27 @@ class Operation:
     An operation may leave CPU-heavy work that needs no database for after the transaction by
     returning a ``later.Later`` (the list does, for series to expand): the fronts run it on a
     thread (``gateway.finished``).
+
+    A write (``needs`` ``write``) takes ``via`` too (``changes.record.Via``: who makes its
+    change, through what) and records its change with it; ``dry`` makes a dry run's answer of
+    what it returned and the changes it recorded before they were rolled back.
     """
 
     name: str  # as recorded in the call history, and the MCP tool's name
     needs: Needs
     run: Callable[..., Any]
     status: int = 200
+    dry: Callable[[Any, Sequence[dict[str, Any]]], Any] = dry_answer
 
 
 LIST = Operation("listCalendarEvents", "read", events.list_events_later)
 CREATE = Operation("createCalendarEvent", "write", events.create_event_from_input, status=201)
 GET = Operation("getCalendarEvent", "read", events.get_event)
-UPDATE = Operation("updateCalendarEvent", "write", events.update_event_from_input)
+UPDATE = Operation("updateCalendarEvent", "write", events.update_event)
 DELETE = Operation("deleteCalendarEvent", "write", events.delete_event)
-IMPORT = Operation("importCalendarEvents", "write", import_events)
+IMPORT = Operation("importCalendarEvents", "write", import_events, dry=dry_import_answer)
+LIST_CHANGES = Operation("listChanges", "read", list_changes)
+UNDO_CHANGE = Operation("undoChange", "write", undo_change)
 
 FREE_BUSY = Operation("queryFreeBusy", "freebusy", availability.query_free_busy_later)
 FREE_TIME = Operation("findFreeTime", "freebusy", availability.find_free_time_later)
@@ -95,6 +105,8 @@ OPERATIONS = (
     LIST_SUBSCRIPTIONS,
     UNSUBSCRIBE,
     TEST_SUBSCRIPTION,
+    LIST_CHANGES,
+    UNDO_CHANGE,
 )
 
 __all__ = [
@@ -105,10 +117,12 @@ __all__ = [
     "GET",
     "IMPORT",
     "LIST",
+    "LIST_CHANGES",
     "LIST_SUBSCRIPTIONS",
     "OPERATIONS",
     "SUBSCRIBE",
     "TEST_SUBSCRIPTION",
+    "UNDO_CHANGE",
     "UNSUBSCRIBE",
     "UPDATE",
     "Needs",

@@ -1,4 +1,4 @@
-"""The MCP server: seven calendar tools over the same core operations as the REST API.
+"""The MCP server: nine calendar tools over the same core operations as the REST API.
 
 Every tool call goes through ``gateway.perform``, exactly like a REST request: the key is
 authorized (revoked or expired keys are refused at once), the rate budget is spent, the
@@ -10,6 +10,9 @@ is shown, how its arguments become the operation's and its result the tool's.
 How a call identifies itself (which key, which request) depends on the transport, so it is
 given as ``Backend.caller_of``: the HTTP front passes the principal its ASGI wrapper verified
 for the request, the stdio front the key it was started with (checked again on every call).
+
+Every write tool takes ``dryRun`` (the operation runs every check and answers the change it
+would make, ``shapes.DryRun``) and its result carries ``changeId``, the change it made.
 """
 
 from __future__ import annotations
@@ -25,11 +28,12 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
 from calendar_service import idempotency, operations, service_secrets
+from calendar_service.changes.shapes import ChangeList
 from calendar_service.db import Database
-from calendar_service.errors import FieldError, ValidationFailed
+from calendar_service.errors import CalendarError, FieldError, ValidationFailed
 from calendar_service.events.shapes import dumps
 from calendar_service.gateway import CallContext, finished, perform
-from calendar_service.inputs import parse_model, parse_partial
+from calendar_service.inputs import parse_flag, parse_model, parse_partial
 from calendar_service.keys import Principal
 from calendar_service.models import EventPublic, EventUpdate, FreeBusyPublic, FreeTimePublic
 from calendar_service.operations import Operation
@@ -78,6 +82,9 @@ zone. Events come back with times in their calendar's time zone. A recurring eve
 For "when am I free?" or "find 30 minutes next week" use findFreeTime (or queryFreeBusy for the
 busy times) rather than listing events: they count recurring events, all-day events and events
 marked free correctly, and a free/busy-only key may call nothing else.
+Every write tool takes dryRun: true, which checks everything and answers the change it would
+make without making it, and returns the changeId of the change it made; listChanges shows what
+was changed (by whom, before and after) and undoChange takes a change back.
 """
 
 LIST_DOC = """\
@@ -196,6 +203,19 @@ durationMinutes when shorter) of local time; consecutive slots overlap, so pick 
 it safely while others may book too, call createCalendarEvent with ifFree: true.
 """
 
+LIST_CHANGES_DOC = """\
+What was changed in the calendars this key reaches, newest first: each change's kind, the event
+before and after, who made it (actor) and how. To review what was done, or find a change to
+undo with undoChange. More pages: pass nextPageToken back as pageToken.
+"""
+
+UNDO_DOC = """\
+Undo one change (its changeId, from a write tool or listChanges): the event is put back as it
+was before (a deleted event or series comes back with its id). Needs calendar:write. If the
+event changed since, a `conflict` error names the later changes: undo those first, newest
+first, or set force. Returns the undo, itself a change.
+"""
+
 # Each tool's examples (``examples`` in its input schema): arguments a validating client
 # accepts and the service takes (tests/mcp_tools/test_tool_schemas.py calls each one).
 _SERIES = "ev_7Hq2LmN4pR6tV8xZ0bD3fG"
@@ -217,6 +237,8 @@ UPDATE_EXAMPLES = (
 )
 DELETE_EXAMPLES = ({"eventId": _OCCURRENCE, "scope": "following"},)
 FREE_BUSY_EXAMPLES = ({"timeMin": "2026-03-02", "timeMax": "2026-03-07"},)
+CHANGES_EXAMPLES = ({"since": "2026-03-02"},)
+UNDO_EXAMPLES = ({"changeId": "chg_0661336e20f305d9796bc95f60de67"},)
 FREE_TIME_EXAMPLES = (
     {
         "timeMin": "2026-03-02",
@@ -228,7 +250,7 @@ FREE_TIME_EXAMPLES = (
 
 
 def build_server(backend: Backend, *, name: str = "calendar", version: str = "") -> MCPServer:
-    """The MCP server with the seven calendar tools, acting through ``backend``."""
+    """The MCP server with the nine calendar tools, acting through ``backend``."""
     # log_level: MCPServer configures the root logger if nothing else has; WARNING keeps the
     # SDK's per-call INFO lines (which quote tool error texts) out of the logs.
     return MCPServer(
@@ -251,7 +273,7 @@ class ToolSpec:
     title: str
     doc: str
     schema: Callable[[], dict[str, Any]]  # the input schema published to clients
-    result: type[BaseModel]  # the output schema's model
+    result: type[BaseModel]  # the output schema's model (a write's dry run: shapes.DryRun)
     annotations: ToolAnnotations
     args: Callable[[dict[str, Any]], dict[str, Any]]
     present: Callable[[Any], Any] | None = None
@@ -261,13 +283,29 @@ class ToolSpec:
 
 
 def _tool(backend: Backend, spec: ToolSpec) -> Tool:
+    writes = spec.op.needs == "write"
+
     async def call(ctx: Context) -> CallToolResult:
         arguments = _arguments(ctx)
         extra: dict[str, Any] = {}
-        if spec.token_key:  # the list: its page and sync tokens, and how long syncs are kept
+        if spec.token_key:  # the lists: their page and sync tokens, how long syncs are kept
             extra["token_key"] = await backend.token_key()
-            extra["sync_retention_days"] = backend.db.config.sync_retention_days
-        return await _run(backend, ctx, spec, lambda: {**spec.args(arguments), **extra})
+            if spec.op is operations.LIST:
+                extra["sync_retention_days"] = backend.db.config.sync_retention_days
+        dry_run, refused = False, None
+        if writes:
+            try:
+                dry_run = parse_flag("dryRun", arguments.pop("dryRun", None))
+            except CalendarError as exc:
+                refused = exc
+        return await _run(
+            backend,
+            ctx,
+            spec,
+            lambda: {**spec.args(arguments), **extra},
+            dry_run=dry_run,
+            refused=refused,
+        )
 
     # The function takes only the Context and reads the raw arguments itself (see
     # ``_arguments``), so the SDK accepts any arguments and the core checks them. The schema
@@ -281,6 +319,10 @@ def _tool(backend: Backend, spec: ToolSpec) -> Tool:
         annotations=spec.annotations,
     )
     tool.parameters = {**spec.schema(), "examples": list(spec.examples)}
+    # Published compact (results are still checked against the model): see compact_output.
+    tool.fn_metadata.output_schema = shapes.output_schema(spec.result, writes=writes)
+    if writes:  # its result, or a dry run's: checked by the published schema alone
+        tool.fn_metadata.output_model = None
     return tool
 
 
@@ -298,11 +340,18 @@ def _result(value: dict[str, Any]) -> CallToolResult:
 
 
 async def _run(
-    backend: Backend, ctx: Context, spec: ToolSpec, args: Callable[[], dict[str, Any]]
+    backend: Backend,
+    ctx: Context,
+    spec: ToolSpec,
+    args: Callable[[], dict[str, Any]],
+    *,
+    dry_run: bool = False,
+    refused: CalendarError | None = None,
 ) -> CallToolResult:
-    """Perform the tool's operation as the caller; its result, or its error returned as an
-    ``isError`` result (raised, the SDK would put ``Error executing tool NAME:`` in front of
-    the error's code)."""
+    """Perform the tool's operation as the caller; its result (a write's with its
+    ``changeId``, or a dry run's answer), or its error returned as an ``isError`` result
+    (raised, the SDK would put ``Error executing tool NAME:`` in front of the error's
+    code)."""
     operation = spec.op.name
     caller = backend.caller_of(ctx, operation)
     try:
@@ -317,6 +366,8 @@ async def _run(
                     args=args,
                     present=spec.present,
                     limiter=backend.limiter,
+                    dry_run=dry_run,
+                    refused=refused,
                 )
                 outcome = await finished(outcome)  # what it left for after the transaction
             except ValidationFailed as exc:
@@ -325,7 +376,10 @@ async def _run(
                 raise _renamed(exc, spec.renames) from None
     except ToolError as exc:
         return error_result(exc)
-    return _result(outcome.value)
+    value = outcome.value
+    if spec.op.needs == "write" and not dry_run:
+        value = {**value, "changeId": outcome.change_id}
+    return _result(value)
 
 
 def _renamed(exc: ValidationFailed, names: Mapping[str, str]) -> ValidationFailed:
@@ -376,6 +430,17 @@ def _delete_args(arguments: dict[str, Any]) -> dict[str, Any]:
     return {**_scoped_ref(arguments), "now": utcnow()}
 
 
+def _changes_args(arguments: dict[str, Any]) -> dict[str, Any]:
+    # The arguments' fields are list_changes' keywords: since, event_id, calendar_id, limit,
+    # page_token.
+    return dict(parse_model(shapes.ChangesArguments, arguments))
+
+
+def _undo_args(arguments: dict[str, Any]) -> dict[str, Any]:
+    undo = parse_model(shapes.UndoArguments, arguments)
+    return {"change_id": undo.change_id, "force": bool(undo.force), "now": utcnow()}
+
+
 def _availability_args(arguments: dict[str, Any]) -> dict[str, Any]:
     # The arguments are the operation's body, checked by the core as REST's is.
     return {"body": dict(arguments)}
@@ -403,6 +468,8 @@ _READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _CREATES = _writes(destructive=False, idempotent=False)
 # Update and delete overwrite or remove (destructive); repeating them changes nothing more.
 _CHANGES = _writes(destructive=True, idempotent=True)
+# An undo overwrites or removes too; repeated, it is refused (already_undone).
+_UNDOES = _writes(destructive=True, idempotent=False)
 
 # fmt: off
 TOOLS = (
@@ -412,14 +479,16 @@ TOOLS = (
              shapes.EventsPage, _READS,      _list_args,   examples=LIST_EXAMPLES,
              token_key=True),
     ToolSpec(operations.CREATE, "Create a calendar event", CREATE_DOC,  shapes.create_schema,
-             EventPublic,       _CREATES,    _create_args, _first,  # (event, replayed)
+             shapes.EventChanged, _CREATES, _create_args,
+             _first,  # (event, replayed)
              examples=CREATE_EXAMPLES, renames={idempotency.HEADER: idempotency.ARGUMENT}),
     ToolSpec(operations.GET,    "Get a calendar event",    GET_DOC,     shapes.event_ref_schema,
              EventPublic,       _READS,      _event_ref,   examples=GET_EXAMPLES),
     ToolSpec(operations.UPDATE, "Update a calendar event", UPDATE_DOC,  shapes.update_schema,
-             EventPublic,       _CHANGES,    _update_args, examples=UPDATE_EXAMPLES),
-    ToolSpec(operations.DELETE, "Delete a calendar event", DELETE_DOC,  shapes.scoped_ref_schema,
-             shapes.DeletedEvent, _CHANGES,  _delete_args, _deleted,
+             shapes.EventChanged, _CHANGES, _update_args,
+             examples=UPDATE_EXAMPLES),
+    ToolSpec(operations.DELETE, "Delete a calendar event", DELETE_DOC,  shapes.delete_schema,
+             shapes.DeletedEvent, _CHANGES, _delete_args, _deleted,
              examples=DELETE_EXAMPLES),
     ToolSpec(operations.FREE_BUSY, "When calendars are busy", FREE_BUSY_DOC,
              shapes.free_busy_schema,
@@ -429,5 +498,12 @@ TOOLS = (
              shapes.free_time_schema,
              FreeTimePublic,    _READS,      _availability_args,
              examples=FREE_TIME_EXAMPLES),
+    ToolSpec(operations.LIST_CHANGES, "List changes",     LIST_CHANGES_DOC,
+             shapes.changes_schema,
+             ChangeList,        _READS,      _changes_args, examples=CHANGES_EXAMPLES,
+             token_key=True),
+    ToolSpec(operations.UNDO_CHANGE, "Undo a change",     UNDO_DOC,    shapes.undo_schema,
+             shapes.ChangeUndone, _UNDOES, _undo_args,
+             examples=UNDO_EXAMPLES),
 )
 # fmt: on

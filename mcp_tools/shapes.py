@@ -15,6 +15,7 @@ from pydantic import Field as PydanticField
 from pydantic.alias_generators import to_camel
 
 from calendar_service.availability import DAYS
+from calendar_service.changes.shapes import ChangePublic
 from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
 from calendar_service.events.existing import SCOPES
 from calendar_service.idempotency import ARGUMENT as IDEMPOTENCY_ARGUMENT
@@ -119,6 +120,15 @@ class EventsPage(EventList):
     )
 
 
+CHANGE_ID_DOC = "The change made (listChanges, undoChange take it); null: nothing changed."
+
+
+class EventChanged(EventPublic):
+    """A write tool's event, and the change it made."""
+
+    change_id: str | None = PydanticField(default=None, description=CHANGE_ID_DOC)
+
+
 class DeletedEvent(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
@@ -127,18 +137,78 @@ class DeletedEvent(BaseModel):
         description="The event, series or occurrence as it was before deletion; with scope "
         "following, the series as it is now, ending before that occurrence."
     )
+    change_id: str | None = PydanticField(default=None, description=CHANGE_ID_DOC)
+
+
+class DryRun(BaseModel):
+    """What a write tool called with ``dryRun: true`` answers: the change it would make."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    dry_run: Literal[True]
+    kind: Literal["created", "updated", "deleted"] | None = PydanticField(
+        description="null: it would change nothing."
+    )
+    event_id: str
+    before: dict[str, Any] | None = PydanticField(description="The event now (null: none).")
+    after: dict[str, Any] | None = PydanticField(description="The event after (null: gone).")
+    occurrences: int | None = PydanticField(
+        default=None, description="A series edit: how many occurrences (null: endless)."
+    )
+    new_series: dict[str, Any] | None = None
+    undoes: str | None = None
+
+
+class ChangeUndone(ChangePublic):
+    """What ``undoChange`` answers: the undo, a change of its own."""
+
+    change_id: str | None = PydanticField(default=None, description=CHANGE_ID_DOC)
+
+
+class ChangesArguments(_Arguments):
+    since: str | None = PydanticField(
+        default=None,
+        description="Only changes made at or after this RFC 3339 date-time (or date).",
+        json_schema_extra={"pattern": TOOL_BOUND_PATTERN},
+    )
+    event_id: str | None = PydanticField(
+        default=None, description="Only this event's (a series': with its occurrences')."
+    )
+    calendar_id: str | None = PydanticField(default=None, description="Only this calendar's.")
+    limit: int | None = PydanticField(
+        default=None,
+        description=f"Changes per page, 1 to {MAX_LIMIT} (default {DEFAULT_LIMIT}).",
+        json_schema_extra={"minimum": 1, "maximum": MAX_LIMIT},
+    )
+    page_token: str | None = PydanticField(
+        default=None, description="nextPageToken of the previous result, same filters."
+    )
+
+
+class UndoArguments(_Arguments):
+    change_id: str = PydanticField(description="The change's id (chg_…).")
+    force: bool | None = PydanticField(
+        default=None,
+        description="true: undo even if the event changed since (that later change is lost).",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Input schemas
 
 
-def _clean(schema: dict[str, Any]) -> dict[str, Any]:
-    """A model's JSON schema as a tool input schema: no generated titles or REST wording."""
+def _clean(schema: dict[str, Any], *, plain: bool = False) -> dict[str, Any]:
+    """A model's JSON schema as a tool input schema: no generated titles or REST wording;
+    ``plain``: optional arguments without their null branch (``_plain``)."""
     properties = {
         name: {key: value for key, value in prop.items() if key != "title"}
         for name, prop in schema["properties"].items()
     }
+    if plain:
+        for name, prop in properties.items():
+            if "anyOf" in prop:
+                properties[name] = _plain(prop)
+            properties[name].pop("default", None)
     out: dict[str, Any] = {"type": "object", "properties": properties}
     if schema.get("required"):
         out["required"] = list(schema["required"])
@@ -179,6 +249,27 @@ def list_schema() -> dict[str, Any]:
     return schema
 
 
+DRY_RUN = {
+    "type": "boolean",
+    "description": "true: run every check and answer the change it would make "
+    "({dryRun, kind, before, after}); nothing is written.",
+}
+
+
+def with_dry_run(schema: dict[str, Any]) -> dict[str, Any]:
+    """A write tool's input schema, with ``dryRun``."""
+    schema["properties"]["dryRun"] = DRY_RUN
+    return schema
+
+
+def changes_schema() -> dict[str, Any]:
+    return _clean(ChangesArguments.model_json_schema(by_alias=True), plain=True)
+
+
+def undo_schema() -> dict[str, Any]:
+    return with_dry_run(_clean(UndoArguments.model_json_schema(by_alias=True), plain=True))
+
+
 def event_ref_schema() -> dict[str, Any]:
     return _clean(EventRef.model_json_schema(by_alias=True))
 
@@ -190,6 +281,10 @@ def scoped_ref_schema() -> dict[str, Any]:
 
 
 def create_schema() -> dict[str, Any]:
+    return with_dry_run(_create_schema())
+
+
+def _create_schema() -> dict[str, Any]:
     schema = _clean(EventCreate.model_json_schema(by_alias=True))
     props = schema["properties"]
     props["allDay"]["description"] = (
@@ -217,7 +312,11 @@ def update_schema() -> dict[str, Any]:
     ref = scoped_ref_schema()
     schema["properties"] = {**ref["properties"], **schema["properties"]}
     schema["required"] = ["eventId"]
-    return schema
+    return with_dry_run(schema)
+
+
+def delete_schema() -> dict[str, Any]:
+    return with_dry_run(scoped_ref_schema())
 
 
 def free_busy_schema() -> dict[str, Any]:
@@ -248,3 +347,61 @@ def _ids(prop: dict[str, Any]) -> dict[str, Any]:
     plain["items"] = {"type": "string", "minLength": 1}
     plain.pop("default", None)
     return plain
+
+
+_DRY_RUN_RESULT = {
+    "type": "object",
+    "properties": {"dryRun": {"const": True}},
+    "required": ["dryRun"],
+}
+
+
+def output_schema(model: type[BaseModel], *, writes: bool) -> dict[str, Any]:
+    """A tool's output schema: its result model's, compact (``compact_output``); a write's,
+    that or a dry run's answer (``DryRun``, told by ``dryRun``: the tool's text says what it
+    holds)."""
+    schema = compact_output(model.model_json_schema(by_alias=True, mode="serialization"))
+    if not writes:
+        return schema
+    defs = schema.pop("$defs", None)
+    union: dict[str, Any] = {"type": "object", "anyOf": [schema, _DRY_RUN_RESULT]}
+    if defs:
+        union["$defs"] = defs
+    return union
+
+
+def compact_output(schema: dict[str, Any]) -> dict[str, Any]:
+    """A result model's JSON schema as a tool's output schema: the shape alone. Every connected
+    model reads the list of tools in every conversation, so what the fields mean is said once,
+    in the tool's description and its input schema: no descriptions, no generated titles, an
+    optional field's null branch as a second type (``["string", "null"]``), no ``null``
+    defaults."""
+    out = _compacted(schema)
+    out.setdefault("type", "object")
+    return out
+
+
+def _compacted(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_compacted(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {
+        key: _compacted(value)
+        for key, value in node.items()
+        if not (key in ("title", "description") and isinstance(value, str))
+        and not (key == "default" and value is None)
+    }
+    branches = out.get("anyOf")
+    if (
+        isinstance(branches, list)
+        and len(branches) == 2
+        and {"type": "null"} in branches
+        and all(isinstance(b, dict) for b in branches)
+    ):
+        other = next(b for b in branches if b != {"type": "null"})
+        if set(other) <= {"type", "format", "items"} and isinstance(other.get("type"), str):
+            del out["anyOf"]
+            out.update(other)
+            out["type"] = [other["type"], "null"]
+    return out

@@ -38,6 +38,9 @@ from calendar_service.account.web import (
     render,
     see_other,
 )
+from calendar_service.asgi.context import request_id
+from calendar_service.changes.record import Via
+from calendar_service.changes.table import OWNER
 from calendar_service.errors import DefaultCalendarKept, FieldError, ValidationFailed
 from calendar_service.events.days import end_after, last_day
 from calendar_service.keys import Principal
@@ -370,7 +373,7 @@ async def new_event(request: Request, owner: OwnerSessionInfo) -> Response:
 
 
 def _create(
-    conn: Connection, *, user_id: str, values: dict[str, str], now: datetime
+    conn: Connection, *, user_id: str, values: dict[str, str], now: datetime, via: Via
 ) -> dict[str, Any]:
     body, errors = _to_api(values)
     body["calendarId"] = values["calendar"] or None
@@ -381,7 +384,12 @@ def _create(
         body["recurrence"] = recurrence
     # The form's own errors first (they name the input), then whatever the core finds.
     event, _ = events.create_event_from_input(
-        conn, principal=events.owner_principal(user_id), body=body, now=now, prior_errors=errors
+        conn,
+        principal=events.owner_principal(user_id),
+        body=body,
+        now=now,
+        prior_errors=errors,
+        via=via,
     )
     return event
 
@@ -391,7 +399,9 @@ async def create_event(request: Request, owner: OwnerSessionInfo) -> Response:
     values = _form_values(await form(request))
     db = account(request).services.db
     try:
-        await db.run(_create, user_id=owner.user_id, values=values, now=utcnow())
+        await db.run(
+            _create, user_id=owner.user_id, values=values, now=utcnow(), via=_via(request, owner)
+        )
     except ValidationFailed as exc:
         owned = await db.run(_owned, user_id=owner.user_id)
         return _event_form(
@@ -426,7 +436,13 @@ async def edit_event(request: Request, owner: OwnerSessionInfo) -> Response:
 
 
 def _update(
-    conn: Connection, *, user_id: str, event_id: str, values: dict[str, str], now: datetime
+    conn: Connection,
+    *,
+    user_id: str,
+    event_id: str,
+    values: dict[str, str],
+    now: datetime,
+    via: Via,
 ) -> dict[str, Any]:
     principal = events.owner_principal(user_id)
     event = events.get_event(conn, principal=principal, event_id=event_id)  # 404 first
@@ -437,8 +453,14 @@ def _update(
             errors.append(FieldError("recurrence", refused))
         else:
             body.update(recurrence_change(recurrence, event.get("recurrence")))
-    return events.update_event_from_input(
-        conn, principal=principal, event_id=event_id, body=body, now=now, prior_errors=errors
+    return events.update_event(
+        conn,
+        principal=principal,
+        event_id=event_id,
+        body=body,
+        now=now,
+        prior_errors=errors,
+        via=via,
     )
 
 
@@ -448,7 +470,14 @@ async def update_event(request: Request, owner: OwnerSessionInfo) -> Response:
     event_id = request.path_params["event_id"]
     db = account(request).services.db
     try:
-        await db.run(_update, user_id=owner.user_id, event_id=event_id, values=values, now=utcnow())
+        await db.run(
+            _update,
+            user_id=owner.user_id,
+            event_id=event_id,
+            values=values,
+            now=utcnow(),
+            via=_via(request, owner),
+        )
     except ValidationFailed as exc:
         event = await _path_event(request, owner)
         return _event_form(
@@ -473,12 +502,18 @@ async def delete_event(request: Request, owner: OwnerSessionInfo) -> Response:
         event_id=request.path_params["event_id"],
         now=utcnow(),
         scope=scope,
+        via=_via(request, owner),
     )
     # Only a cancelled occurrence answers as an occurrence (other scopes answer the series).
     cancelled = "recurringEventId" in deleted
     return see_other(
         request, "/calendars", notice="occurrence-cancelled" if cancelled else "event-deleted"
     )
+
+
+def _via(request: Request, owner: OwnerSessionInfo) -> Via:
+    """The owner in person on these pages: each change is theirs (transport ``settings``)."""
+    return Via(OWNER, owner.user_id, "settings", request_id(request) or None)
 
 
 def routes() -> list[BaseRoute]:

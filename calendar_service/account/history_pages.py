@@ -38,6 +38,7 @@ CSV_COLUMNS = (
     "clientAddr",
     "userAgent",
     "requestId",
+    "dryRun",
 )
 
 

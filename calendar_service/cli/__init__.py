@@ -1,5 +1,5 @@
-"""The ``calendar-service`` command: run the service and manage owners, calendars, keys and
-webhooks.
+"""The ``calendar-service`` command: run the service and manage owners, calendars, keys,
+webhooks and the change log.
 
 Every command brings the schema up to date first. Commands that print data accept ``--json``
 and then print exactly one JSON object. A core error from any command is translated into a
@@ -10,6 +10,7 @@ message and exit code in one place, the app's group (``common.Commands``).
     owners.py   users, calendars, keys, calls
     webhook.py  webhook …, worker
     ical.py     feeds …, import
+    changes.py  changes list, changes undo
     demo.py     demo
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import typer
 
-from calendar_service.cli import demo, ical, owners, serve, webhook
+from calendar_service.cli import changes, demo, ical, owners, serve, webhook
 from calendar_service.cli.common import Commands
 
 app = typer.Typer(
@@ -35,6 +36,7 @@ app.add_typer(owners.calendars_app, name="calendars")
 app.add_typer(owners.keys_app, name="keys")
 app.add_typer(webhook.webhook_app, name="webhook")
 app.add_typer(ical.feeds_app, name="feeds")
+app.add_typer(changes.changes_app, name="changes")
 app.command()(serve.serve)
 app.command()(webhook.worker)
 app.command()(serve.migrate)

@@ -97,3 +97,41 @@ def roll_back(conn: Connection) -> None:
         raw: Any = conn.connection.dbapi_connection
         if raw.in_transaction:
             raw.rollback()
+
+
+@contextlib.contextmanager
+def rolled_back(conn: Connection) -> Iterator[Connection]:
+    """Run the block inside the open transaction and undo everything it wrote when it ends,
+    whether it succeeds or fails (a savepoint, rolled back): a dry run, which makes every
+    check a write makes, by making the write, and keeps none of it. The webhook wake-up it
+    asked for is forgotten with it (``channels.OUTBOX_DIRTY``).
+
+    ``conn`` must be in a transaction (``atomic``, a group's, ``Database.call``'s). In a
+    group commit on SQLite the savepoint nests in the group's transaction and leaves the
+    other calls' work alone. Nothing read in the block after it wrote may be kept in memory
+    past it: the memos key on stored versions (``calendars.series_version``) that the
+    rollback puts back, and a later write numbers again."""
+    dirty = conn.info.get(OUTBOX_DIRTY)
+    if conn.dialect.name == "sqlite":
+        raw: Any = conn.connection.dbapi_connection
+        raw.execute("SAVEPOINT dry_run")
+        try:
+            yield conn
+        finally:
+            raw.execute("ROLLBACK TO SAVEPOINT dry_run")
+            raw.execute("RELEASE SAVEPOINT dry_run")
+            _put_back(conn, dirty)
+        return
+    nested = conn.begin_nested()
+    try:
+        yield conn
+    finally:
+        nested.rollback()
+        _put_back(conn, dirty)
+
+
+def _put_back(conn: Connection, dirty: Any) -> None:
+    if dirty is None:
+        conn.info.pop(OUTBOX_DIRTY, None)
+    else:
+        conn.info[OUTBOX_DIRTY] = dirty

@@ -2,8 +2,9 @@
 
 Every query starts from what the principal may reach (``calendars.accessible_calendars``,
 ``calendars.within_reach``); every change writes its webhook delivery row in the same
-transaction (``outbox.record_change``). Core functions raise ``CalendarError`` subclasses
-*before* they write anything.
+transaction (``outbox.record_change``), and its change in the change log
+(``events.changelog``). Core functions raise ``CalendarError`` subclasses *before* they write
+anything.
 
 The package, a module a concern:
 
@@ -12,6 +13,9 @@ The package, a module a concern:
 - ``memo``: the bounded LRU of what the list keeps in memory between requests;
 - ``create``: create, with idempotency keys, from the input model or untrusted JSON;
 - ``existing``: get, update, delete one event by id;
+- ``changelog``: what each change writes to the change log (``changes``): its rows before
+  and after, and the change;
+- ``undo``: undoing a change (putting back the rows it touched), one or a key's since a time;
 - ``series``: what an id names (an event, a series, an occurrence) and an occurrence's object;
 - ``writes``: the tail every change shares (longest event, public event, webhook delivery);
 - ``shapes``: the public event object, one at a time and the list's rows all at once;
@@ -29,17 +33,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from calendar_service.events.create import (
-    create_event,
-    create_event_from_input,
-    create_event_once,
-)
-from calendar_service.events.existing import (
-    delete_event,
-    get_event,
-    update_event,
-    update_event_from_input,
-)
+from calendar_service.events.create import create_event, create_event_from_input
+from calendar_service.events.existing import delete_event, get_event, update_event
 from calendar_service.events.listing import list_events, list_events_later
 from calendar_service.events.parsing import DEFAULT_LIMIT, MAX_LIMIT, parse_list_params
 from calendar_service.events.queries import events_t, window_floor
@@ -51,7 +46,6 @@ __all__: Sequence[str] = (
     "MAX_LIMIT",
     "create_event",
     "create_event_from_input",
-    "create_event_once",
     "delete_event",
     "event_public",
     "events_t",
@@ -61,6 +55,5 @@ __all__: Sequence[str] = (
     "owner_principal",
     "parse_list_params",
     "update_event",
-    "update_event_from_input",
     "window_floor",
 )

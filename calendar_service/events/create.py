@@ -1,8 +1,8 @@
 """Creating an event: in the calendar ``calendars.resolve_target`` chooses, with every bad field
-reported at once, and once only per ``Idempotency-Key``.
+reported at once, and once only per ``Idempotency-Key``; one change in the change log.
 
-``create_event`` takes the input model; ``create_event_once`` honours an idempotency key;
-``create_event_from_input`` is the fronts' way in, from decoded, untrusted JSON.
+``create_event`` takes the input model; ``create_event_from_input`` is the fronts' way in, from
+decoded, untrusted JSON, honouring an idempotency key.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ from sqlalchemy import Connection
 
 from calendar_service import idempotency
 from calendar_service.calendars import resolve_target
+from calendar_service.changes.record import Via, created_change_id, default_via
 from calendar_service.errors import Conflict, FieldError, ValidationFailed
 from calendar_service.events.busy import conflicts
+from calendar_service.events.changelog import log_created
 from calendar_service.events.parsing import (
     check_time_zone,
     check_title,
@@ -42,9 +44,12 @@ def create_event(
     data: EventCreate,
     now: datetime,
     prior_errors: Sequence[FieldError] = (),
+    via: Via | None = None,
+    logged: bool = True,
 ) -> dict[str, Any]:
     """Create an event (a series, given ``recurrence``) in the calendar
-    ``calendars.resolve_target`` chooses; queue ``created``.
+    ``calendars.resolve_target`` chooses; queue ``created``; record the change made ``via``
+    (unless ``logged`` is false: an import records each event once it is whole).
 
     ``prior_errors`` are type errors already found in the input (see ``inputs.parse_partial``):
     they are reported together with every value error found here."""
@@ -116,7 +121,7 @@ def create_event(
     }
     INSERT.run(conn, **stored)
     # Formatted from what was stored, as a list formats it (on SQLite: text, no parsing).
-    return after_write(
+    event = after_write(
         conn,
         principal=principal,
         calendar=calendar,
@@ -126,6 +131,16 @@ def create_event(
         change=CREATED,
         now=now,
     )
+    if logged:
+        log_created(
+            conn,
+            via=via or default_via(principal),
+            user_id=principal.user_id,
+            event=event,
+            row=stored,
+            now=now,
+        )
+    return event
 
 
 def _check_free(
@@ -155,33 +170,6 @@ def _stored(value: datetime | None, dialect: str) -> datetime | str | None:
     return None if value is None else to_db(value, dialect)
 
 
-def create_event_once(
-    conn: Connection,
-    *,
-    principal: Principal,
-    data: EventCreate,
-    now: datetime,
-    idempotency_key: str | None,
-    prior_errors: Sequence[FieldError] = (),
-) -> tuple[dict[str, Any], bool]:
-    """``create_event`` honouring an ``Idempotency-Key``; returns (event, replayed)."""
-    if idempotency_key is None or prior_errors:
-        event = create_event(
-            conn, principal=principal, data=data, now=now, prior_errors=prior_errors
-        )
-        return event, False
-    key = idempotency.check_key(idempotency_key)
-    print_ = idempotency.fingerprint(data.model_dump(mode="json"))
-    replay = idempotency.lookup(conn, key_id=principal.key_id, idem_key=key, print_=print_, now=now)
-    if replay is not None:
-        return replay.body, True
-    event = create_event(conn, principal=principal, data=data, now=now)
-    idempotency.store(
-        conn, key_id=principal.key_id, idem_key=key, print_=print_, status=201, body=event, now=now
-    )
-    return event, False
-
-
 def create_event_from_input(
     conn: Connection,
     *,
@@ -190,15 +178,30 @@ def create_event_from_input(
     now: datetime,
     idempotency_key: str | None = None,
     prior_errors: Sequence[FieldError] = (),
+    via: Via | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """The fronts' way in: decoded, untrusted JSON for a new event, with every bad field, of
-    type or of value, reported at once. Returns ``(event, replayed)`` as ``create_event_once``."""
+    type or of value, reported at once; created once only per ``idempotency_key`` (the
+    ``Idempotency-Key`` header). Returns ``(event, replayed)``: a replay answers the event the
+    first request created, and puts that request's change id on ``via``
+    (``Via.replayed``)."""
     data, errors = parse_untrusted(EventCreate, body, prior_errors)
-    return create_event_once(
-        conn,
-        principal=principal,
-        data=data,
-        now=now,
-        idempotency_key=idempotency_key,
-        prior_errors=errors,
+    if idempotency_key is None or errors:
+        event = create_event(
+            conn, principal=principal, data=data, now=now, prior_errors=errors, via=via
+        )
+        return event, False
+    key = idempotency.check_key(idempotency_key)
+    print_ = idempotency.fingerprint(data.model_dump(mode="json"))
+    replay = idempotency.lookup(conn, key_id=principal.key_id, idem_key=key, print_=print_, now=now)
+    if replay is not None:
+        if via is not None:
+            via.replayed = created_change_id(
+                conn, user_id=principal.user_id, event_id=replay.body["id"]
+            )
+        return replay.body, True
+    event = create_event(conn, principal=principal, data=data, now=now, via=via)
+    idempotency.store(
+        conn, key_id=principal.key_id, idem_key=key, print_=print_, status=201, body=event, now=now
     )
+    return event, False

@@ -27,7 +27,10 @@ from sqlalchemy import Connection, delete, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from calendar_service.changes import table as change
+from calendar_service.changes.record import Via, default_via, plain
 from calendar_service.errors import FieldError, ValidationFailed
+from calendar_service.events.changelog import Edit, occurrences_from
 from calendar_service.events.parsing import (
     camel,
     check_time_zone,
@@ -131,23 +134,112 @@ def update_event(
     *,
     principal: Principal,
     event_id: str,
-    data: EventUpdate,
+    body: Any,
     now: datetime,
     prior_errors: Sequence[FieldError] = (),
     scope: str | None = None,
+    via: Via | None = None,
+    logged: bool = True,
 ) -> dict[str, Any]:
     """Change the fields sent of the event, series or occurrence(s) ``event_id`` and
     ``scope`` name (see the module's docstring); returns what was changed (for
-    ``scope=following``, the new series)."""
+    ``scope=following``, the new series).
+
+    ``body``: the ``EventUpdate``, or decoded, untrusted JSON (the fronts' way in), with every
+    bad field, of type or of value, reported at once (``prior_errors``: those a front found
+    first). The change is recorded as made ``via`` (unless ``logged`` is false: an import
+    records each event once it is whole)."""
+    if isinstance(body, EventUpdate):
+        data, errors = body, list(prior_errors)
+    else:
+        data, errors = parse_untrusted(EventUpdate, body, prior_errors)
     target = load_target(conn, principal=principal, event_id=event_id, for_change=True)
     scope = _scope(scope, target)
+    log = _Log(conn, principal, target, now, via) if logged else None
     if target.kind != "occurrence":
-        return _update_row(conn, principal, target, data, now, prior_errors)
+        if log is not None:
+            log.start_row(target.row)
+        result = _update_row(conn, principal, target, data, now, errors)
+        if log is not None:
+            log.finish(change.UPDATED, target.row.id, after=result)
+        return result
     if scope == "this":
-        return _update_occurrence(conn, principal, target, data, now, prior_errors)
+        if log is not None:
+            log.start_occurrence()
+        result = _update_occurrence(conn, principal, target, data, now, errors)
+        if log is not None:
+            log.finish(change.UPDATED, target.occurrence_id, after=result, of=target.series.id)
+        return result
+    if log is not None:
+        log.start_row(target.series, since=target.original if scope == "following" else None)
     if scope == "following" and target.original != target.series.starts_at:
-        return _update_following(conn, principal, target, data, now, prior_errors)
-    return _update_all_from(conn, principal, target, data, now, prior_errors)
+        result, ended = _update_following(conn, principal, target, data, now, errors)
+        if log is not None:
+            log.finish(change.UPDATED, target.series.id, after=ended, new_series=result)
+        return result
+    result = _update_all_from(conn, principal, target, data, now, errors)
+    if log is not None:
+        log.finish(change.UPDATED, target.series.id, after=result)
+    return result
+
+
+class _Log:
+    """The change a write of ``target`` records (``changelog.Edit``): started with what is
+    written to (a row with its unit, or the occurrence alone), finished with what it
+    became."""
+
+    __slots__ = ("before", "conn", "detail", "edit", "now", "principal", "target", "via")
+
+    def __init__(
+        self, conn: Connection, principal: Principal, target: Target, now: datetime, via: Via | None
+    ) -> None:
+        self.conn, self.principal, self.target, self.now = conn, principal, target, now
+        self.via = via or default_via(principal)
+        self.edit: Edit | None = None
+        self.before: dict[str, Any] | None = None
+        self.detail: dict[str, Any] = {}
+
+    def start_row(self, row: Any, *, since: datetime | None = None) -> None:
+        """A single event or a series (from ``since``: its occurrences from then on)."""
+        target = self.target
+        self.edit = Edit.of_row(self.conn, row)
+        self.before = event_public(row, calendar_name=target.calendar.name, tz=target.tz)
+        if row.recurrence is not None:
+            self.detail["occurrences"] = occurrences_from(row, target.tz, since)
+
+    def start_occurrence(self) -> None:
+        """One occurrence: its exception row (none yet, for an occurrence never changed)."""
+        target = self.target
+        before = [] if target.row is None else [plain(target.row)]
+        self.edit = Edit(self.conn, [target.occurrence_id], [], before)
+        self.before = get_event_of(target)
+
+    def finish(
+        self,
+        kind: str,
+        event_id: str,
+        *,
+        after: dict[str, Any] | None,
+        of: str | None = None,
+        new_series: dict[str, Any] | None = None,
+    ) -> None:
+        assert self.edit is not None
+        if new_series is not None:
+            self.detail["newSeries"] = new_series
+        self.edit.finish(
+            self.conn,
+            via=self.via,
+            user_id=self.principal.user_id,
+            kind=kind,
+            event_id=event_id,
+            calendar_id=self.target.calendar.id,
+            now=self.now,
+            before=self.before,
+            after=after,
+            recurring_event_id=of,
+            new_series_id=None if new_series is None else new_series["id"],
+            detail=self.detail or None,
+        )
 
 
 def _update_row(
@@ -345,9 +437,10 @@ def _update_following(
     data: EventUpdate,
     now: datetime,
     prior_errors: Sequence[FieldError],
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """This and the following occurrences changed: the series ends before this one, and a new
-    series with the change starts at it. Exceptions from here on are dropped."""
+    series with the change starts at it. Exceptions from here on are dropped. Returns the new
+    series and the one ended."""
     series, tz, original = target.series, target.tz, target.original
     assert original is not None
     start_row = occurrence_row(target)
@@ -376,7 +469,7 @@ def _update_following(
         columns["time_zone"] = None if all_day else new.get("time_zone")
     if errors:
         raise ValidationFailed(errors)
-    _end_before(conn, principal, target, now)
+    ended = _end_before(conn, principal, target, now)
     new.update(columns)
     new.update(
         id=new_id("ev"),
@@ -386,7 +479,7 @@ def _update_following(
         original_starts_at=None,
     )
     _insert(conn, new)
-    return _notify(
+    started = _notify(
         conn,
         principal,
         target,
@@ -395,6 +488,7 @@ def _update_following(
         now,
         span=(new["starts_at"], new["ends_at"]),
     )
+    return started, ended
 
 
 def _end_before(
@@ -432,31 +526,6 @@ def _end_before(
     )
 
 
-def update_event_from_input(
-    conn: Connection,
-    *,
-    principal: Principal,
-    event_id: str,
-    body: Any,
-    now: datetime,
-    prior_errors: Sequence[FieldError] = (),
-    scope: str | None = None,
-) -> dict[str, Any]:
-    """The fronts' way in for a change: decoded, untrusted JSON, with every bad field, of type
-    or of value, reported at once. ``scope``: ``this``, ``following`` or ``all`` (see the
-    module's docstring; ``None``: ``this`` for an occurrence id, else ``all``)."""
-    data, errors = parse_untrusted(EventUpdate, body, prior_errors)
-    return update_event(
-        conn,
-        principal=principal,
-        event_id=event_id,
-        data=data,
-        now=now,
-        prior_errors=errors,
-        scope=scope,
-    )
-
-
 def delete_event(
     conn: Connection,
     *,
@@ -464,24 +533,36 @@ def delete_event(
     event_id: str,
     now: datetime,
     scope: str | None = None,
+    via: Via | None = None,
 ) -> dict[str, Any]:
     """Delete an event or a series (with its exceptions), cancel one occurrence
     (``scope=this``) or end a series before one (``scope=following``). The webhook carries
     what was deleted or cancelled as it was (``deleted``), or the shortened series
-    (``updated``)."""
+    (``updated``); the change is recorded as made ``via``."""
     target = load_target(conn, principal=principal, event_id=event_id, for_change=True)
     scope = _scope(scope, target)
+    log = _Log(conn, principal, target, now, via)
     if target.kind == "occurrence":
         if scope == "this":
-            return _cancel(conn, principal, target, now)
+            log.start_occurrence()
+            result = _cancel(conn, principal, target, now)
+            log.finish(change.DELETED, target.occurrence_id, after=None, of=target.series.id)
+            return result
         if scope == "following" and target.original != target.series.starts_at:
-            return _end_before(conn, principal, target, now)
+            log.start_row(target.series, since=target.original)
+            result = _end_before(conn, principal, target, now)
+            log.finish(change.UPDATED, target.series.id, after=result)
+            return result
         target = _series_target(target)
+        log.target = target
     row = target.row
+    log.start_row(row)
     if target.kind == "series":
         delete_exceptions(conn, row.id)
     conn.execute(delete(events_t).where(events_t.c.id == row.id))
-    return _notify(conn, principal, target, row, DELETED, now)
+    result = _notify(conn, principal, target, row, DELETED, now)
+    log.finish(change.DELETED, row.id, after=None)
+    return result
 
 
 def _cancel(

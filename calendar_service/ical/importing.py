@@ -15,9 +15,10 @@ the file (``reading``), then for each UID:
 
 Every value is checked before anything of its UID is written, so a UID is imported whole or
 not at all. The answer: ``{created, updated, skipped, errors: [{uid, message}], warnings:
-[{uid, message}]}``; ``warnings`` says what was imported only in part (attendees, alarms and
-other properties events here have no place for; changed occurrences the rule does not
+[{uid, message}]}``; ``warnings`` says what was imported only in part (attendees, alarms
+and other properties events here have no place for; changed occurrences the rule does not
 produce; a series whose file zone changes its clocks on other dates than the calendar's).
+Each event created or updated is one change in the change log (transport ``import``).
 
 Series here repeat at the same wall-clock time in their calendar's zone; times are read in the
 zone the file names and stored as instants.
@@ -35,13 +36,17 @@ import orjson
 from sqlalchemy import Connection, delete, insert, select, text
 
 from calendar_service.calendars import CalendarRow, resolve_target
+from calendar_service.changes.record import Via, default_via
+from calendar_service.changes.table import CREATED as CREATED_CHANGE
+from calendar_service.changes.table import UPDATED as UPDATED_CHANGE
 from calendar_service.errors import FieldError, ValidationFailed
+from calendar_service.events.changelog import Edit
 from calendar_service.events.create import create_event
 from calendar_service.events.existing import update_event
 from calendar_service.events.parsing import check_title, resolve_times
 from calendar_service.events.queries import EVENT_COLUMNS
 from calendar_service.events.series import delete_exceptions, recurrence_columns
-from calendar_service.events.shapes import Row, zone_name
+from calendar_service.events.shapes import Row, event_public, zone_name
 from calendar_service.events.writes import after_write
 from calendar_service.ical.reading import Fields, Moment, Planned, ReadFile, read_file
 from calendar_service.inputs import NUL, check_text
@@ -52,6 +57,7 @@ from calendar_service.outbox import UPDATED
 from calendar_service.recurrence import SeriesTimes, occurrence_id, occurs_at, stored_rule
 from calendar_service.timeutil import format_utc, is_valid_zone, localize, midnight, zone
 
+IMPORT_TRANSPORT = "import"
 _PER_LINE = 40  # EXDATE/RDATE values per line (a line stays under the core's 1,000 characters)
 CONFIRMED = "confirmed"
 
@@ -116,11 +122,15 @@ def import_events(
     calendar_id: str | None = None,
     calendar_name: str | None = None,
     field_name: str = "body",
+    via: Via | None = None,
 ) -> dict[str, Any]:
     """Import the iCalendar file ``data`` (or the file already read: ``reading.read_file``,
     which a front may run off the event loop) into the calendar chosen as a create chooses it
     (``calendar_id``/``calendar_name``, else the key's own or the default calendar); returns
-    the report (see the module's docstring)."""
+    the report (see the module's docstring). Each event created or updated is one change in
+    the change log, made ``via`` with transport ``import``."""
+    via = via or default_via(principal)
+    via.transport = IMPORT_TRANSPORT
     calendar = resolve_target(
         conn, principal=principal, calendar_id=calendar_id, calendar_name=calendar_name
     )
@@ -169,7 +179,7 @@ def import_events(
                 continue
             known.done.add(desired.key)
             try:
-                outcome = _apply(conn, principal, calendar, tz, desired, now, known)
+                outcome = _apply(conn, principal, calendar, tz, desired, now, known, via)
             except ValidationFailed as exc:  # raised before it wrote anything
                 report.errors.append({"uid": plan.uid, "message": _reasons(exc)})
                 continue
@@ -606,9 +616,10 @@ def _apply(
     desired: _Desired,
     now: datetime,
     known: _Known,
+    via: Via,
 ) -> str:
     """Create, change or leave the event ``desired`` names: ``created``, ``updated`` or
-    ``skipped``."""
+    ``skipped``; what it creates or changes is one change, with its changed occurrences."""
     digest = _key_hash(desired.key)
     mapped = known.mapped.get(digest)
     row = None if mapped is None else known.rows.get(mapped[1])
@@ -618,6 +629,7 @@ def _apply(
             principal=principal,
             data=EventCreate(calendar_id=calendar.id, **_event_fields(desired)),
             now=now,
+            logged=False,
         )
         if mapped is not None:  # the event it was imported as is gone: import it again
             conn.execute(delete(ical_uids_t).where(ical_uids_t.c.id == mapped[0]))
@@ -627,19 +639,50 @@ def _apply(
             )
         )
         _write_occurrences(conn, principal, calendar, tz, event["id"], desired, now)
+        made = Edit(conn, [event["id"]], [event["id"]], [])
+        _log(conn, made, via, principal, calendar, CREATED_CHANGE, event["id"], None, event, now)
         return "created"
     if _unchanged(conn, row, desired):
         return "skipped"
-    update_event(
+    edit = Edit.of_row(conn, row)
+    before = event_public(row, calendar_name=calendar.name, tz=tz)
+    after = update_event(
         conn,
         principal=principal,
         event_id=row.id,
-        data=EventUpdate(**_event_fields(desired)),
+        body=EventUpdate(**_event_fields(desired)),
         now=now,
+        logged=False,
     )
     delete_exceptions(conn, row.id)
     _write_occurrences(conn, principal, calendar, tz, row.id, desired, now)
+    _log(conn, edit, via, principal, calendar, UPDATED_CHANGE, row.id, before, after, now)
     return "updated"
+
+
+def _log(
+    conn: Connection,
+    edit: Edit,
+    via: Via,
+    principal: Principal,
+    calendar: CalendarRow,
+    kind: str,
+    event_id: str,
+    before: dict[str, Any] | None,
+    after: dict[str, Any],
+    now: datetime,
+) -> None:
+    edit.finish(
+        conn,
+        via=via,
+        user_id=principal.user_id,
+        kind=kind,
+        event_id=event_id,
+        calendar_id=calendar.id,
+        now=now,
+        before=before,
+        after=after,
+    )
 
 
 def _event_fields(desired: _Desired) -> dict[str, Any]:

@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Column, Float, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+)
 from sqlmodel import Field, SQLModel
 
 from calendar_service.models.columns import table_of, utc_field
@@ -66,6 +76,10 @@ class Call(SQLModel, table=True):
     client_addr: str | None = Field(default=None, max_length=64)
     user_agent: str | None = Field(default=None, max_length=512)
     request_id: str | None = Field(default=None, max_length=64)
+    # A dry run (``?dryRun=true``): every check ran, nothing was written (migration 0014).
+    dry_run: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
 
 
 class IdempotencyRecord(SQLModel, table=True):

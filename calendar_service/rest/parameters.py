@@ -36,17 +36,29 @@ QUERY: dict[str, dict[str, str]] = {
             "syncToken",
         )
     },
-    operations.CREATE.name: {},
+    operations.CREATE.name: {"dryRun": "dryRun"},
     operations.GET.name: {},
-    operations.UPDATE.name: {"scope": "scope"},
-    operations.DELETE.name: {"scope": "scope"},
-    operations.IMPORT.name: {"calendarId": "importCalendarId", "calendar": "importCalendar"},
+    operations.UPDATE.name: {"scope": "scope", "dryRun": "dryRun"},
+    operations.DELETE.name: {"scope": "scope", "dryRun": "dryRun"},
+    operations.IMPORT.name: {
+        "calendarId": "importCalendarId",
+        "calendar": "importCalendar",
+        "dryRun": "dryRun",
+    },
     operations.FREE_BUSY.name: {},
     operations.FREE_TIME.name: {},
     operations.SUBSCRIBE.name: {},
     operations.LIST_SUBSCRIPTIONS.name: {},
     operations.UNSUBSCRIBE.name: {},
     operations.TEST_SUBSCRIPTION.name: {},
+    operations.LIST_CHANGES.name: {
+        "since": "since",
+        "eventId": "changesEventId",
+        "calendarId": "changesCalendarId",
+        "limit": "changesLimit",
+        "pageToken": "changesPageToken",
+    },
+    operations.UNDO_CHANGE.name: {"force": "force", "dryRun": "dryRun"},
 }
 
 

@@ -1,7 +1,9 @@
-"""``/api/v1/calendar/events``: thin handlers over the core's operations, through
-``gateway.perform``: each picks its operation (``calendar_service.operations``) and translates
-the request into its arguments and its result into the answer; the key, its permission and
-scope, the rate limit and the call history are the core's."""
+"""``/api/v1/calendar/events`` and ``/api/v1/calendar/changes``: thin handlers over the core's
+operations, through ``gateway.perform``: each picks its operation
+(``calendar_service.operations``) and translates the request into its arguments and its result
+into the answer; the key, its permission and scope, the rate limit and the call history are
+the core's. Every write answers with its change's id (``Calendar-Change-Id``) and takes
+``?dryRun=true``."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from calendar_service.events.shapes import dumps
 from calendar_service.gateway import Arguments, Outcome, finished, may_perform, perform
 from calendar_service.ical.reading import MAX_BYTES as MAX_ICS_BYTES
 from calendar_service.ical.reading import ReadFile, read_file
-from calendar_service.inputs import NUL, nul_errors, parse_json_body
+from calendar_service.inputs import NUL, nul_errors, parse_flag, parse_json_body
 from calendar_service.operations import Operation
 from calendar_service.rest import parameters
 from calendar_service.timeutil import utcnow
@@ -44,7 +46,9 @@ EVENTS_PATH = "/api/v1/calendar/events"
 FREE_BUSY_PATH = "/api/v1/calendar/freeBusy"
 FREE_TIME_PATH = "/api/v1/calendar/freeTime"
 IMPORT_PATH = EVENTS_PATH + "/import"
+CHANGES_PATH = "/api/v1/calendar/changes"
 ICS_MEDIA_TYPE = "text/calendar"
+CHANGE_ID_HEADER = "Calendar-Change-Id"
 
 
 async def _perform(
@@ -60,27 +64,36 @@ async def _perform(
     """``gateway.perform`` for this request: its key, its facts, what the URL refuses (before
     the permission, once the key is known, so the refusal is in its history), ``present`` and
     ``status`` as ``perform`` takes them; ``long``: off the event loop whatever the backend
-    (``Database.run_off_loop``), for work that takes seconds (an import)."""
+    (``Database.run_off_loop``), for work that takes seconds (an import). A write's
+    ``?dryRun=true`` makes it a dry run."""
     svc = services(request)
     leaked = key_in_url(request)
     if leaked is not None:
         return await _refuse_key_in_url(request, op.name, *leaked)
     run = svc.db.run_off_loop if long else svc.db.run_grouped
+    refusal = _nul_in_url(request) or _unknown_in_url(request, op) or refused
+    dry_run = False
+    if op.needs == "write" and request.scope["query_string"] and "dryRun" in request.query_params:
+        try:
+            dry_run = parse_flag("dryRun", request.query_params["dryRun"])
+        except ValidationFailed as exc:
+            refusal = refusal or exc
     outcome = await run(
         perform,
         secret=bearer_token(request),
         ctx=call_context(request, op.name),
         op=op,
         args=args,
-        refused=_nul_in_url(request) or _unknown_in_url(request, op) or refused,
+        refused=refusal,
         limiter=svc.limiter,
         present=present,
         status=status,
+        dry_run=dry_run,
     )
     return await finished(outcome)  # what the operation left for after the transaction
 
 
-_PATH_FIELDS = {"event_id": "eventId", "subscription_id": "subscriptionId"}
+_PATH_FIELDS = {"event_id": "eventId", "subscription_id": "subscriptionId", "change_id": "changeId"}
 
 
 def _nul_in_url(request: Request) -> ValidationFailed | None:
@@ -120,6 +133,8 @@ def _respond(outcome: Outcome[Any], body: Any, **extra_headers: str) -> Response
     """The answer: ``body`` (JSON, or already encoded) with the outcome's status and rate."""
     headers = outcome.rate.headers() if outcome.rate else {}
     headers["Cache-Control"] = "no-store"
+    if outcome.change_id is not None:
+        headers[CHANGE_ID_HEADER] = outcome.change_id
     headers.update(extra_headers)
     if outcome.status == 204:
         return Response(status_code=204, headers=headers)
@@ -177,6 +192,8 @@ async def create_calendar_event(request: Request) -> Response:
         return {"body": parse_json_body(raw), "now": utcnow(), "idempotency_key": idem_key}
 
     outcome = await _perform(request, operations.CREATE, args, refused=refused)
+    if outcome.status == 200:  # a dry run: the change it would make
+        return _respond(outcome, outcome.value)
     event, replayed = outcome.value
     base = services(request).config.base_url
     headers = {"Location": f"{base}{EVENTS_PATH}/{event['id']}"}
@@ -214,7 +231,7 @@ async def delete_calendar_event(request: Request) -> Response:
         return {"event_id": event_id, "now": utcnow(), "scope": request.query_params.get("scope")}
 
     outcome = await _perform(request, operations.DELETE, args, status=204)
-    return _respond(outcome, None)
+    return _respond(outcome, outcome.value)
 
 
 async def _availability(request: Request, op: Operation) -> Response:
@@ -287,10 +304,38 @@ async def import_calendar_events(request: Request) -> Response:
 
     # Applying a big file takes seconds: off the event loop too.
     outcome = await _perform(request, operations.IMPORT, args, refused=refused, long=True)
+    outcome.change_id = None  # one change an event: listChanges lists them
     return _respond(outcome, outcome.value)
 
 
 import_calendar_events.allowed_methods = ["POST"]  # type: ignore[attr-defined]
+
+
+async def list_changes(request: Request) -> Response:
+    params = request.query_params
+    args: dict[str, Any] = {
+        "since": params.get("since"),
+        "event_id": params.get("eventId") or None,
+        "calendar_id": params.get("calendarId") or None,
+        "limit": params.get("limit"),
+        "page_token": params.get("pageToken"),
+        "token_key": await _page_token_key(request),
+    }
+    outcome = await _perform(request, operations.LIST_CHANGES, args)
+    return _respond(outcome, outcome.value)
+
+
+async def undo_change(request: Request) -> Response:
+    change_id = request.path_params["change_id"]
+
+    def args() -> dict[str, Any]:
+        force = parse_flag("force", request.query_params.get("force"))
+        return {"change_id": change_id, "now": utcnow(), "force": force}
+
+    outcome = await _perform(request, operations.UNDO_CHANGE, args)
+    return _respond(outcome, outcome.value)
+
+
 _ALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
@@ -305,4 +350,6 @@ def routes() -> list[BaseRoute]:
         Route(EVENTS_PATH + "/{event_id}", delete_calendar_event, methods=["DELETE"]),
         Route(FREE_BUSY_PATH, query_free_busy, methods=["POST"]),
         Route(FREE_TIME_PATH, find_free_time, methods=["POST"]),
+        Route(CHANGES_PATH, list_changes, methods=["GET"]),
+        Route(CHANGES_PATH + "/{change_id}/undo", undo_change, methods=["POST"]),
     ]

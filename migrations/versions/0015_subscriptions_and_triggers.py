@@ -1,7 +1,7 @@
 """keys' webhook subscriptions, time triggers, the owner's default reminder
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2026-12-08 10:00:00
 
 - ``webhook_endpoints`` holds a key's subscriptions beside the owner's endpoint: ``key_id``
@@ -32,7 +32,7 @@ from alembic import op
 from migrations._frozen import UTCDateTime
 
 revision: str = "0015"
-down_revision: str | None = "0013"
+down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

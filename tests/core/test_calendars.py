@@ -484,7 +484,7 @@ def test_a_re_zone_keeps_the_changed_and_cancelled_occurrences_of_an_all_day_ser
     now = utcnow()
     db.call(events.delete_event, principal=one, event_id=f"{series['id']}_20260303", now=now)
     db.call(
-        events.update_event_from_input,
+        events.update_event,
         principal=one,
         event_id=f"{series['id']}_20260304",
         body={"title": "Moved", "startsAt": "2026-03-07", "endsAt": "2026-03-08"},
@@ -541,7 +541,7 @@ def test_deleting_a_calendar_takes_its_events_feeds_and_keys_with_webhooks_and_t
     )
     occurrence = f"{series['id']}_20260310T090000Z"
     db.call(
-        events.update_event_from_input,
+        events.update_event,
         principal=one,
         event_id=occurrence,
         body={"title": "Changed"},

@@ -99,7 +99,7 @@ def test_listed_transparent_events_and_changed_occurrences_equal_their_get(
     assert len(changed) == 2
     for occurrence, transparency in zip(changed, ("opaque", "transparent"), strict=True):
         db.call(
-            events.update_event_from_input,
+            events.update_event,
             principal=principal,
             event_id=occurrence,
             body={"title": f"moved {transparency}", "transparency": transparency},

@@ -419,7 +419,7 @@ def update(db: Database, principal: Principal, event_id: str, **fields: Any) -> 
         events.update_event,
         principal=principal,
         event_id=event_id,
-        data=EventUpdate(**fields),
+        body=EventUpdate(**fields),
         now=utcnow(),
     )
 
@@ -508,7 +508,7 @@ def test_untrusted_update_input_reports_every_bad_field(db: Database, writer: Pr
     body = {"title": ["not", "text"], "endsAt": "2026-03-01T00:00:00Z", "startAt": "typo"}
     with pytest.raises(ValidationFailed) as refused:
         db.call(
-            events.update_event_from_input,
+            events.update_event,
             principal=writer,
             event_id=event["id"],
             body=body,
@@ -543,7 +543,7 @@ def out_of_reach(db: Database, principal: Principal, event_id: str) -> list[str]
     be a 404."""
     calls = [
         (events.get_event, {}),
-        (events.update_event, {"data": EventUpdate(title="Mine now"), "now": utcnow()}),
+        (events.update_event, {"body": EventUpdate(title="Mine now"), "now": utcnow()}),
         (events.delete_event, {"now": utcnow()}),
     ]
     messages = []

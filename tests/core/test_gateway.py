@@ -69,7 +69,7 @@ async def perform(
     ctx = ctx or call_context()
     declared = next(op for op in operations.OPERATIONS if op.name == ctx.operation)
     op = operations.Operation(
-        declared.name, declared.needs, lambda conn, principal: step(conn, principal)[1]
+        declared.name, declared.needs, lambda conn, principal, **_: step(conn, principal)[1]
     )
     return await db.run_grouped(
         gateway.perform,
@@ -368,7 +368,7 @@ async def test_a_read_only_key_cannot_create_change_or_delete_and_each_refusal_i
 
     def change(conn: Connection, principal: Principal) -> tuple[int, Any]:
         body = {"title": "Changed"}
-        return 200, events.update_event_from_input(
+        return 200, events.update_event(
             conn, principal=principal, event_id=event["id"], body=body, now=utcnow()
         )
 

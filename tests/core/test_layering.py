@@ -45,6 +45,7 @@ LAYERS: dict[str, frozenset[str]] = {
             "calendar_service/availability.py",
             "calendar_service/calendar_changes.py",
             "calendar_service/calendars.py",
+            "calendar_service/changes/",
             "calendar_service/config.py",
             "calendar_service/db/",
             "calendar_service/errors.py",

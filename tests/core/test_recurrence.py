@@ -240,7 +240,7 @@ def test_a_change_of_a_series_waits_for_another_change_of_one_of_its_occurrences
     )
     with db.engine.connect() as first, db.engine.connect() as other:
         first.begin()
-        events.update_event_from_input(
+        events.update_event(
             first, principal=principal, event_id=second, body={"title": "moved"}, now=utcnow()
         )
         postgres = db.engine.dialect.name == "postgresql"
@@ -250,7 +250,7 @@ def test_a_change_of_a_series_waits_for_another_change_of_one_of_its_occurrences
             other.begin()
             if postgres:
                 other.execute(text("SET LOCAL lock_timeout = '100ms'"))
-            events.update_event_from_input(
+            events.update_event(
                 other,
                 principal=principal,
                 event_id=series["id"],

@@ -81,14 +81,14 @@ def test_each_change_of_a_series_or_an_occurrence_counts_and_single_events_do_no
         events.create_event_from_input,
         body={"title": "One", "startsAt": "2026-03-03T09:00:00Z", "endsAt": "2026-03-03T10:00Z"},
     )
-    step(events.update_event_from_input, event_id=single["id"], body={"title": "Two"})
+    step(events.update_event, event_id=single["id"], body={"title": "Two"})
     step(events.delete_event, event_id=single["id"])
     assert seen == [0, 0, 0, 0], "single events do not count"
     series, _ = step(events.create_event_from_input, body=WEEKLY)
     occurrence = f"{series['id']}_20260309T090000Z"
-    step(events.update_event_from_input, event_id=occurrence, body={"title": "Moved"})
+    step(events.update_event, event_id=occurrence, body={"title": "Moved"})
     step(events.delete_event, event_id=f"{series['id']}_20260316T090000Z")
-    step(events.update_event_from_input, event_id=series["id"], body={"title": "Renamed"})
+    step(events.update_event, event_id=series["id"], body={"title": "Renamed"})
     step(events.delete_event, event_id=series["id"])
     counted = seen[4:]
     assert all(b > a for a, b in itertools.pairwise(counted)), seen
@@ -103,7 +103,7 @@ def test_the_list_shows_each_change_at_once_however_it_was_written(
     )
     assert {title for _, title in _titles(db, principal)} == {"Weekly"}  # read and kept
     db.call(
-        events.update_event_from_input,
+        events.update_event,
         principal=principal,
         event_id=f"{series['id']}_20260309T090000Z",
         body={"title": "Moved"},

@@ -140,7 +140,7 @@ def test_each_sync_returns_exactly_the_changes_since_once(db: Database, factory:
     single, _ = _change(db, events.create_event_from_input, principal, body=_event("One"))
     assert step() == [single]
     changed = _change(
-        db, events.update_event_from_input, principal, event_id=single["id"], body={"title": "2"}
+        db, events.update_event, principal, event_id=single["id"], body={"title": "2"}
     )
     assert step() == [changed]
     series, _ = _change(db, events.create_event_from_input, principal, body=WEEKLY)
@@ -157,9 +157,7 @@ def test_each_sync_returns_exactly_the_changes_since_once(db: Database, factory:
         }
     ]
     moved_id = f"{series['id']}_20260309T090000Z"
-    moved = _change(
-        db, events.update_event_from_input, principal, event_id=moved_id, body={"title": "M"}
-    )
+    moved = _change(db, events.update_event, principal, event_id=moved_id, body={"title": "M"})
     assert step() == [moved]
     assert moved["recurringEventId"] == series["id"]
 
@@ -182,7 +180,7 @@ def test_a_copy_kept_by_syncs_equals_a_fresh_list(db: Database, factory: Factory
     series, _ = _change(db, events.create_event_from_input, principal, body=WEEKLY)
     _change(
         db,
-        events.update_event_from_input,
+        events.update_event,
         principal,
         event_id=f"{series['id']}_20260323T090000Z",
         scope="following",

@@ -1,4 +1,4 @@
-"""The seven tools over real streamable HTTP, with the official client in both protocol modes."""
+"""The nine tools over real streamable HTTP, with the official client in both protocol modes."""
 
 from __future__ import annotations
 
@@ -17,11 +17,13 @@ TOOLS = {
     "deleteCalendarEvent",
     "queryFreeBusy",
     "findFreeTime",
+    "listChanges",
+    "undoChange",
 }
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_the_server_lists_seven_tools_with_schemas_and_honest_annotations(
+async def test_the_server_lists_nine_tools_with_schemas_and_honest_annotations(
     server: RunningServer, factory: Factory, mode: str
 ) -> None:
     _, secret = factory.key(factory.owner(), permission="read")

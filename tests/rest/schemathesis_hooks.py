@@ -49,10 +49,14 @@ SUBSCRIBE = "POST /webhooks/subscriptions"
 # targets). At most 25 a key: older ones are deleted to make room (``_room_to_subscribe``).
 HOOK_URL = "http://127.0.0.1:9/fuzz"
 KEPT_SUBSCRIPTIONS = 20
+CHANGES = "GET /calendar/changes"
 
 # nextPageToken -> (timeMin, timeMax, singleEvents, calendarIds) of the query that returned it
 _page_tokens: dict[str, tuple[Any, Any, Any, Any]] = {}
 _PAGE_PARAMETERS = ("timeMin", "timeMax", "singleEvents", "calendarIds")
+# listChanges' nextPageToken -> (since, eventId, calendarId) of the query that returned it
+_change_tokens: dict[str, tuple[Any, Any, Any]] = {}
+_CHANGE_FILTERS = ("since", "eventId", "calendarId")
 _OCCURRENCE = re.compile(r"_\d{8}(T\d{6}Z)?$")
 
 # What a generated iCalendar body is replaced by (a JSON Schema cannot describe RFC 5545).
@@ -131,6 +135,8 @@ def before_call(context: HookContext, case: Case, kwargs: dict[str, Any]) -> Non
     elif operation == SUBSCRIBE and isinstance(case.body, dict):
         _realistic_subscription(case.body)
         _room_to_subscribe()
+    elif operation == CHANGES and isinstance(case.query, dict):
+        _realistic_changes_query(case.query)
 
 
 def _realistic_subscription(body: dict[str, Any]) -> None:
@@ -158,6 +164,21 @@ def _room_to_subscribe() -> None:
         found = client.get("/webhooks/subscriptions").json()["subscriptions"]
         for old in found[: max(0, len(found) - KEPT_SUBSCRIPTIONS + 1)]:
             client.delete(f"/webhooks/subscriptions/{old['id']}")
+
+
+def _realistic_changes_query(query: dict[str, Any]) -> None:
+    """A listChanges page token is good only with the filters it was issued for."""
+    token = query.get("pageToken")
+    if token is None:
+        return
+    if token not in _change_tokens:
+        del query["pageToken"]  # a made-up token
+        return
+    for name, value in zip(_CHANGE_FILTERS, _change_tokens[token], strict=True):
+        if value is None:
+            query.pop(name, None)
+        else:
+            query[name] = value
 
 
 def _realistic_availability(body: dict[str, Any]) -> None:
@@ -228,6 +249,13 @@ def _realistic_recurrence(body: dict[str, Any]) -> None:
 
 @schemathesis.hook
 def after_call(context: HookContext, case: Case, response: Response) -> None:
+    if _operation(case) == CHANGES and response.status_code == 200:
+        with contextlib.suppress(ValueError, AttributeError):
+            token = response.json().get("nextPageToken")
+            if isinstance(token, str):
+                query = case.query if isinstance(case.query, dict) else {}
+                _change_tokens[token] = tuple(query.get(name) for name in _CHANGE_FILTERS)
+        return
     if _operation(case) != LIST or response.status_code != 200:
         return
     with contextlib.suppress(ValueError, AttributeError):

@@ -32,6 +32,8 @@ OPERATIONS = {
     "listSubscriptions": ("/webhooks/subscriptions", "get"),
     "deleteSubscription": ("/webhooks/subscriptions/{subscriptionId}", "delete"),
     "testSubscription": ("/webhooks/subscriptions/{subscriptionId}/test", "post"),
+    "listChanges": ("/calendar/changes", "get"),
+    "undoChange": ("/calendar/changes/{changeId}/undo", "post"),
 }
 ITEM = "/calendar/events/{eventId}"
 
@@ -110,7 +112,7 @@ def test_the_document_names_its_license_contact_and_tags(doc: dict[str, Any]) ->
     assert info["license"] == {"name": "MIT", "url": "https://opensource.org/license/mit"}
     assert info["contact"]["name"] and info["contact"]["url"]
     assert info["description"]
-    assert [tag["name"] for tag in doc["tags"]] == ["Availability", "Events", "Webhooks"]
+    assert [tag["name"] for tag in doc["tags"]] == ["Availability", "Changes", "Events", "Webhooks"]
     assert all(tag["description"] for tag in doc["tags"])
 
 
@@ -138,6 +140,8 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
             if path.endswith(("Time", "Busy"))
             else "Webhooks"
             if path.startswith("/webhooks/")
+            else "Changes"
+            if path.startswith("/calendar/changes")
             else "Events"
         )
         assert op["tags"] == [tag]
@@ -148,16 +152,21 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
     ("operation_id", "statuses"),
     [
         ("listCalendarEvents", {"200", "400", "401", "410", "429", "500"}),
-        ("createCalendarEvent", {"201", "400", "401", "409", "413", "415", "422", "429", "500"}),
+        (
+            "createCalendarEvent",
+            {"200", "201", "400", "401", "409", "413", "415", "422", "429", "500"},
+        ),
         ("getCalendarEvent", {"200", "400", "401", "404", "429", "500"}),
         ("updateCalendarEvent", {"200", "400", "401", "404", "413", "415", "429", "500"}),
-        ("deleteCalendarEvent", {"204", "400", "401", "404", "429", "500"}),
+        ("deleteCalendarEvent", {"200", "204", "400", "401", "404", "429", "500"}),
         ("queryFreeBusy", {"200", "400", "401", "413", "415", "429", "500"}),
         ("findFreeTime", {"200", "400", "401", "413", "415", "429", "500"}),
         ("createSubscription", {"201", "400", "401", "429", "500"}),
         ("listSubscriptions", {"200", "400", "401", "429", "500"}),
         ("deleteSubscription", {"204", "400", "401", "404", "429", "500"}),
         ("testSubscription", {"202", "400", "401", "404", "409", "429", "500"}),
+        ("listChanges", {"200", "400", "401", "429", "500"}),
+        ("undoChange", {"200", "400", "401", "404", "409", "429", "500"}),
     ],
 )
 def test_every_operation_documents_each_status_it_answers_errors_as_problem_json(

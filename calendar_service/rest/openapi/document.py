@@ -11,7 +11,7 @@ from starlette.routing import BaseRoute, Route
 
 from calendar_service.asgi.context import services
 from calendar_service.asgi.responses import JSONResponse
-from calendar_service.rest.openapi import availability, events, ical, webhooks
+from calendar_service.rest.openapi import availability, changes, events, ical, webhooks
 from calendar_service.rest.openapi.headers import headers
 from calendar_service.rest.openapi.parameters import parameters
 from calendar_service.rest.openapi.responses import responses
@@ -21,6 +21,11 @@ API_VERSION = "1.0.0"
 
 
 def build_openapi(base_url: str) -> dict[str, Any]:
+    paths = {**events.paths(), **availability.paths(), **dict([ical.path()]), **changes.paths()}
+    component_schemas = {**schemas(), **ical.schemas(), **changes.schemas()}
+    changes.adjust(paths, component_schemas)
+    paths.update(webhooks.paths())
+    component_schemas.update(webhooks.schemas())
     return {
         "openapi": "3.1.0",
         "info": {
@@ -38,18 +43,13 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         },
         "servers": [{"url": f"{base_url}/api/v1"}],
         "security": [{"bearerAuth": []}],
-        "tags": [availability.TAG_DOC, events.TAG_DOC, webhooks.TAG_DOC],  # alphabetical
-        "paths": {
-            **events.paths(),
-            **availability.paths(),
-            **dict([ical.path()]),
-            **webhooks.paths(),
-        },
+        "tags": [availability.TAG_DOC, changes.TAG_DOC, events.TAG_DOC, webhooks.TAG_DOC],
+        "paths": paths,
         "webhooks": webhooks.webhooks(),
         "components": {
-            "schemas": {**schemas(), **ical.schemas(), **webhooks.schemas()},
-            "parameters": {**parameters(), **ical.parameters()},
-            "headers": headers(),
+            "schemas": component_schemas,
+            "parameters": {**parameters(), **ical.parameters(), **changes.parameters()},
+            "headers": {**headers(), **changes.headers()},
             "responses": responses(),
             "securitySchemes": {
                 "bearerAuth": {

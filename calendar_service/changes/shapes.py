@@ -1,0 +1,72 @@
+"""The change log's public shapes, which the OpenAPI document and the MCP tools share: a change
+(``ChangePublic``), who made it (``Actor``), a page of them (``ChangeList``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from pydantic import Field as PydanticField
+from pydantic.alias_generators import to_camel
+
+_EVENT_DOC = "The event as the API showed it"
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class Actor(_Wire):
+    type: Literal["key", "app", "owner", "system"] = PydanticField(
+        description="key: an API key; app: a connected app (OAuth); owner: the owner in "
+        "person (settings pages, CLI)."
+    )
+    id: str | None = PydanticField(default=None, description="The key's (or the owner's) id.")
+    name: str = PydanticField(description="The key's or app's name, or the owner's email.")
+
+
+class ChangePublic(_Wire):
+    """One change to an event: what it was before and after, who made it, through what."""
+
+    id: str = PydanticField(description="chg_…: what undoChange takes.")
+    at: str = PydanticField(json_schema_extra={"format": "date-time"})
+    kind: Literal["created", "updated", "deleted"]
+    event_id: str = PydanticField(
+        description="The event, series or occurrence changed (a scope=following change: the "
+        "series ended there)."
+    )
+    recurring_event_id: str | None = PydanticField(
+        default=None, description="An occurrence's change: its series' id."
+    )
+    calendar_id: str
+    actor: Actor
+    transport: Literal["rest", "mcp", "settings", "cli", "import"]
+    request_id: str | None = PydanticField(
+        default=None, description="The request's id, as in the key's call history."
+    )
+    before: dict[str, Any] | None = PydanticField(
+        description=_EVENT_DOC + " before (null: a create's)."
+    )
+    after: dict[str, Any] | None = PydanticField(
+        description=_EVENT_DOC + " after (null: a delete's)."
+    )
+    new_series: dict[str, Any] | None = PydanticField(
+        default=None,
+        description="A change of an occurrence and the following ones: the new series it "
+        "started there (undone with the change).",
+    )
+    occurrences: int | None = PydanticField(
+        default=None,
+        description="A change of a series: how many of its occurrences it touched (null: endless).",
+    )
+    undoes: str | None = PydanticField(default=None, description="An undo: the change undone.")
+    undone_by: str | None = PydanticField(
+        default=None, description="The undo that undid this change, if any."
+    )
+
+
+class ChangeList(_Wire):
+    changes: list[ChangePublic] = PydanticField(description="Newest first.")
+    next_page_token: str | None = PydanticField(
+        default=None, description="Present when more remain: pass it back as pageToken."
+    )

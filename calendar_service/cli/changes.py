@@ -1,0 +1,158 @@
+"""``changes list`` and ``changes undo``: the change log, and taking changes back, as the owner.
+
+The owner acts in person here (``keys.owner_principal``): an undo is a change whose actor is
+the owner and whose transport is ``cli``. ``--dry-run`` runs the undo and rolls it back
+(``db.rolled_back``), to show what it would do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Annotated, Any
+
+import typer
+
+from calendar_service import keys
+from calendar_service.changes.reading import list_changes, owner_of
+from calendar_service.changes.record import Via
+from calendar_service.changes.table import OWNER
+from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
+from calendar_service.cli.owners import check_key_id
+from calendar_service.db import rolled_back
+from calendar_service.events.undo import undo_change, undo_changes_of
+from calendar_service.timeutil import utcnow
+
+changes_app = typer.Typer(
+    help="The change log: every change to an event, who made it; undo.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+KeyOption = Annotated[
+    str | None, typer.Option("--key", help="Only the changes this key (key_…) or app made.")
+]
+SinceOption = Annotated[
+    str | None,
+    typer.Option(help="Only changes made at or after this RFC 3339 date-time or date (UTC)."),
+]
+
+
+def _line(change: dict[str, Any]) -> str:
+    actor = change["actor"]
+    undone = f"  undone by {change['undoneBy']}" if "undoneBy" in change else ""
+    return (
+        f"{change['at']}  {change['id']}  {change['kind']:<7}  {change['eventId']}  "
+        f"{actor['type']} {actor['name']} ({change['transport']}){undone}"
+    )
+
+
+@changes_app.command("list")
+def changes_list(
+    user: UserOption,
+    key: KeyOption = None,
+    since: SinceOption = None,
+    event: Annotated[
+        str | None, typer.Option(help="Only this event's (a series': with its occurrences').")
+    ] = None,
+    calendar: Annotated[str | None, typer.Option(help="Only this calendar's (its id).")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=2500)] = 250,
+    as_json: JsonFlag = False,
+) -> None:
+    """The owner's changes, newest first: what each did, who made it and through what."""
+    key = None if key is None else check_key_id(key)
+
+    def work(conn: Any) -> dict[str, Any]:
+        principal = keys.owner_principal(owner_id(conn, user))
+        if key is not None:
+            keys.get_key(conn, user_id=principal.user_id, key_id=key)  # 404: not theirs
+        return list_changes(
+            conn,
+            principal=principal,
+            since=since,
+            event_id=event,
+            calendar_id=calendar,
+            actor_id=key,
+            limit=limit,
+        )
+
+    found = run(work)
+
+    def text() -> None:
+        for change in found["changes"]:
+            typer.echo(_line(change))
+
+    emit({"changes": found["changes"]}, as_json, text)
+
+
+@changes_app.command("undo")
+def changes_undo(
+    change_id: Annotated[
+        str | None, typer.Argument(help="The change to undo (chg_…); or --key and --since.")
+    ] = None,
+    key: KeyOption = None,
+    since: SinceOption = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Undo even if the event changed since (one change).")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would be undone; change nothing.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Undo one change (its id), or every change a key or connected app made since a time
+    (--key and --since), newest first; what cannot be undone is listed with its reason."""
+    if (change_id is None) == (key is None):
+        _usage("give a change id, or --key KEY_ID with --since")
+    if key is not None and since is None:
+        _usage("--key needs --since: undo what the key did since when?")
+    if key is not None and force:
+        _usage("--force undoes one change at a time: give its id")
+
+    def work(conn: Any) -> dict[str, Any]:
+        now = utcnow()
+        if change_id is not None:
+            owner = owner_of(conn, change_id=change_id)
+            principal = keys.owner_principal(owner)
+            via = Via(OWNER, owner, "cli")
+            with _maybe_rolled_back(conn, dry_run):
+                return undo_change(
+                    conn, principal=principal, change_id=change_id, now=now, force=force, via=via
+                )
+        assert key is not None and since is not None
+        owner = str(keys.get_key(conn, user_id=None, key_id=check_key_id(key))["user_id"])
+        principal = keys.owner_principal(owner)
+        with _maybe_rolled_back(conn, dry_run):
+            return undo_changes_of(
+                conn,
+                principal=principal,
+                key_id=key,
+                since=since,
+                now=now,
+                via=Via(OWNER, owner, "cli"),
+            )
+
+    result = run(work)
+    if dry_run:
+        result = {"dryRun": True, **result}
+
+    def text() -> None:
+        would = "would undo" if dry_run else "undid"
+        if change_id is not None:
+            typer.echo(f"{would} {change_id}: {_line(result)}")
+            return
+        typer.echo(f"{would} {len(result['undone'])}, refused {len(result['refused'])}")
+        for change in result["undone"]:
+            typer.echo(f"  undone   {_line(change)}")
+        for item in result["refused"]:
+            typer.echo(f"  refused  {_line(item['change'])}: {item['reason']}")
+
+    emit(result, as_json, text)
+
+
+def _maybe_rolled_back(conn: Any, dry_run: bool) -> Any:
+    return rolled_back(conn) if dry_run else contextlib.nullcontext()
+
+
+def _usage(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)

@@ -1,0 +1,277 @@
+"""Undoing a change: the rows it touched put back as they were before it (``changes.record.Unit``),
+as a change of its own (``undoes``), with its webhook, and the undone change marked
+(``undone_by``).
+
+An undo restores every field of every row the change touched (a deleted event or series comes
+back with its id, its changed and cancelled occurrences and their ids), but ``updated_at``,
+which says when it was restored: clients that keep the newest copy of an event take it. It is
+refused while the event is not as the change left it (409 ``conflict``, naming the later
+changes of the event: undo those first, newest first), unless ``force``: then whatever is
+there now is replaced by what was there before. A change undone already is refused too (409
+``already_undone``); undoing the undo makes the change again (and it may be undone again).
+
+``undo_changes_of`` undoes what one key (or connected app) did since a time, newest first,
+each as above; what cannot be undone is listed with its reason, and the rest goes on.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, delete, insert, or_, select, update
+
+from calendar_service import keys
+from calendar_service.calendars import CalendarRow, get_calendar_row
+from calendar_service.changes.reading import change_public, change_row, since_instant
+from calendar_service.changes.record import (
+    EVENT_FIELDS,
+    Unit,
+    Via,
+    default_via,
+    record,
+    same_content,
+)
+from calendar_service.changes.table import CREATED, DELETED, UPDATED, changes_t
+from calendar_service.errors import AlreadyUndone, CalendarError, ChangedSince, NotFound
+from calendar_service.events.changelog import read_rows
+from calendar_service.events.existing import get_event
+from calendar_service.events.queries import bump_longest, events_t
+from calendar_service.events.series import lock_series
+from calendar_service.keys import Principal, owner_principal
+from calendar_service.models import UTCDateTime
+from calendar_service.outbox import CREATED as CREATED_HOOK
+from calendar_service.outbox import DELETED as DELETED_HOOK
+from calendar_service.outbox import UPDATED as UPDATED_HOOK
+from calendar_service.outbox import record_change
+from calendar_service.timeutil import format_utc, from_utc_text
+
+_DATE_TIMES = tuple(c.name for c in events_t.c if isinstance(c.type, UTCDateTime))
+_LATER_NAMED = 10  # later changes named in a refusal
+
+
+def undo_change(
+    conn: Connection,
+    *,
+    principal: Principal,
+    change_id: str,
+    now: datetime,
+    force: bool = False,
+    via: Via | None = None,
+) -> dict[str, Any]:
+    """Undo the change ``change_id`` (one the key reaches: 404 otherwise), as a change made
+    ``via``; returns that new change (see the module's docstring)."""
+    row = change_row(conn, principal=principal, change_id=change_id)
+    if row.undone_by is not None:
+        raise AlreadyUndone(row.id, row.undone_by)
+    unit = Unit.decoded(row.rows)
+    calendar = _calendar(conn, row)
+    for event_id in sorted(unit.ids):  # one order: no deadlock with the writes of a series
+        lock_series(conn, event_id)
+    current = read_rows(conn, unit.ids, unit.series)
+    before = _shown(conn, principal, row.event_id)
+    if not force and not _as_left(row, unit, current, before):
+        raise _changed_since(conn, row)
+    dropped = _shown(conn, principal, row.new_series_id) if row.new_series_id else None
+    _restore(conn, calendar, current, unit.before, now)
+    after = _shown(conn, principal, row.event_id)
+    kind = CREATED if before is None else DELETED if after is None else UPDATED
+    _notify(conn, principal.user_id, before, after, now)
+    if dropped is not None:
+        record_change(
+            conn, user_id=principal.user_id, event_type=DELETED_HOOK, event=dropped, now=now
+        )
+    made = record(
+        conn,
+        via=via or default_via(principal),
+        user_id=row.user_id,
+        kind=kind,
+        event_id=row.event_id,
+        calendar_id=row.calendar_id,
+        now=now,
+        before=before,
+        after=after,
+        rows=Unit(unit.ids, unit.series, current, read_rows(conn, unit.ids, unit.series)).encoded(),
+        recurring_event_id=row.recurring_event_id,
+        undoes=row.id,
+    )
+    done = changes_t.update().where(changes_t.c.seq == row.seq)
+    conn.execute(done.values(undone_by=made["id"]))
+    if row.undoes is not None:  # an undo undone: the change it undid is made again
+        redone = change_row(conn, principal=owner_principal(row.user_id), change_id=row.undoes)
+        conn.execute(changes_t.update().where(changes_t.c.seq == redone.seq).values(undone_by=None))
+    return change_public(change_row(conn, principal=principal, change_id=made["id"]))
+
+
+_NOT_COMPARED = ("updatedAt", "calendar")
+
+
+def _as_left(row: Any, unit: Unit, current: list[dict[str, Any]], shown: Any) -> bool:
+    """Whether the unit is as the change ``row`` left it: its rows the same but for when they
+    were written (an undo of a later change puts them back with a new ``updated_at``). A
+    create keeps no rows (``record.CREATED_UNIT``): its event must be alone in its unit and
+    show what the change's ``after`` showed (but for ``updatedAt``, and its calendar's name,
+    which a rename changes without changing the event)."""
+    if unit.after is not None:
+        return same_content(current, unit.after)
+    if [r["id"] for r in current] != unit.ids or shown is None or row.after is None:
+        return False
+    left = orjson.loads(row.after)
+    return all(shown.get(k) == v for k, v in left.items() if k not in _NOT_COMPARED) and len(
+        shown
+    ) == len(left)
+
+
+def _calendar(conn: Connection, row: Any) -> CalendarRow:
+    try:
+        return get_calendar_row(conn, calendar_id=row.calendar_id)
+    except NotFound:
+        raise ChangedSince(
+            f"Change {row.id} cannot be undone: its calendar was deleted since.", []
+        ) from None
+
+
+def _shown(conn: Connection, principal: Principal, event_id: str) -> dict[str, Any] | None:
+    """The event ``event_id`` as a get shows it now, or ``None`` (gone, or cancelled)."""
+    try:
+        return get_event(conn, principal=principal, event_id=event_id)
+    except NotFound:
+        return None
+
+
+def _restore(
+    conn: Connection,
+    calendar: CalendarRow,
+    current: list[dict[str, Any]],
+    wanted: list[dict[str, Any]],
+    now: datetime,
+) -> None:
+    """Make the unit's rows ``wanted`` (plain) from ``current``: rows that were not there go,
+    rows that were come back, rows that differ take their old values; each written row with
+    ``updated_at`` now."""
+    now_rows = {r["id"]: r for r in current}
+    old_rows = {r["id"]: r for r in wanted}
+    gone = [event_id for event_id in now_rows if event_id not in old_rows]
+    if gone:
+        conn.execute(delete(events_t).where(events_t.c.id.in_(gone)))
+    for event_id, old in old_rows.items():
+        present = now_rows.get(event_id)
+        if present is not None and same_content([present], [old]):
+            continue
+        values = _stored(old)
+        values["updated_at"] = now
+        if present is None:
+            conn.execute(insert(events_t).values(**values))
+        else:
+            del values["id"]
+            conn.execute(update(events_t).where(events_t.c.id == event_id).values(**values))
+        bump_longest(conn, calendar, values["starts_at"], values["ends_at"])
+
+
+def _stored(row: dict[str, Any]) -> dict[str, Any]:
+    """A plain row's values as the table takes them (date-times as datetimes)."""
+    values = {name: row.get(name) for name in EVENT_FIELDS}
+    for name in _DATE_TIMES:
+        text = values[name]
+        if text is not None:
+            values[name] = from_utc_text(text)
+    return values
+
+
+def _notify(
+    conn: Connection,
+    user_id: str,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    now: datetime,
+) -> None:
+    """The webhook of the undo, as for any change: the event back (created), gone (deleted,
+    as it was), or changed (updated)."""
+    if after is None:
+        if before is not None:
+            record_change(conn, user_id=user_id, event_type=DELETED_HOOK, event=before, now=now)
+        return
+    hook = CREATED_HOOK if before is None else UPDATED_HOOK
+    record_change(conn, user_id=user_id, event_type=hook, event=after, now=now)
+
+
+def _changed_since(conn: Connection, row: Any) -> ChangedSince:
+    """The refusal of an undo of ``row`` (a change) whose event changed since, naming the
+    later changes of it (still in force), newest first."""
+    named = {row.event_id}
+    for value in (row.recurring_event_id, row.new_series_id):
+        if value is not None:
+            named.add(value)
+    unit = Unit.decoded(row.rows)
+    named.update(unit.ids)
+    named.update(unit.series)
+    ids = sorted(named)
+    later = conn.execute(
+        select(changes_t.c.id, changes_t.c.at, changes_t.c.kind, changes_t.c.event_id)
+        .where(
+            changes_t.c.user_id == row.user_id,
+            changes_t.c.seq > row.seq,
+            changes_t.c.undone_by.is_(None),
+            or_(
+                changes_t.c.event_id.in_(ids),
+                changes_t.c.recurring_event_id.in_(ids),
+                changes_t.c.new_series_id.in_(ids),
+            ),
+        )
+        .order_by(changes_t.c.seq.desc())
+        .limit(_LATER_NAMED)
+    ).all()
+    changes = [
+        {"id": c.id, "at": format_utc(c.at), "kind": c.kind, "eventId": c.event_id} for c in later
+    ]
+    if changes:
+        names = ", ".join(f"{c['id']} ({c['kind']} {c['at']})" for c in changes)
+        since = f"by {names}: undo those first, newest first"
+    else:
+        since = "outside the change log (its calendar's time zone, say)"
+    return ChangedSince(
+        f"Change {row.id} cannot be undone: the event was changed since, {since}; or undo it "
+        "anyway with force, which puts back the event as it was before the change.",
+        changes,
+    )
+
+
+def undo_changes_of(
+    conn: Connection,
+    *,
+    principal: Principal,
+    key_id: str,
+    since: str,
+    now: datetime,
+    via: Via | None = None,
+) -> dict[str, Any]:
+    """Undo every change the key (or connected app) ``key_id`` of the owner made at or after
+    ``since`` and still in force, newest first, each as ``undo_change`` does (without force):
+    ``{undone: [the changes, now undone], refused: [{change, reason, code}]}``.
+
+    ``principal``: the owner in person (``keys.owner_principal``)."""
+    keys.get_key(conn, user_id=principal.user_id, key_id=key_id)  # 404: not one of theirs
+    low = since_instant(since)
+    via = via or default_via(principal)
+    query = select(changes_t.c.id).where(
+        changes_t.c.user_id == principal.user_id,
+        changes_t.c.actor_id == key_id,
+        changes_t.c.undone_by.is_(None),
+    )
+    if low is not None:
+        query = query.where(changes_t.c.at >= low)
+    found = [
+        r.id for r in conn.execute(query.order_by(changes_t.c.at.desc(), changes_t.c.seq.desc()))
+    ]
+    undone: list[dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
+    for change_id in found:
+        try:
+            undo_change(conn, principal=principal, change_id=change_id, now=now, via=via)
+        except CalendarError as exc:
+            change = change_public(change_row(conn, principal=principal, change_id=change_id))
+            refused.append({"change": change, "reason": exc.message, "code": exc.code})
+        else:
+            undone.append(change_public(change_row(conn, principal=principal, change_id=change_id)))
+    return {"undone": undone, "refused": refused}
