@@ -47,6 +47,7 @@ def parse_rate_limit(text: str) -> tuple[int, int]:
 
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+DEFAULT_PROPOSAL_TTL = timedelta(days=7)  # CALENDAR_PROPOSAL_TTL
 
 
 def served_base_url(host: str, port: int, *, tls: bool = False) -> str:
@@ -81,6 +82,8 @@ class Config:
     # OAuth for remote MCP: how long an access token lives (a refresh token lives as long as
     # the owner's grant).
     oauth_access_token_lifetime: timedelta = timedelta(hours=1)
+    # How long a write that waits for the owner's approval (a proposal) stays pending.
+    proposal_ttl: timedelta = DEFAULT_PROPOSAL_TTL
 
     @property
     def signature_header(self) -> str:
@@ -105,6 +108,9 @@ class Config:
         access_lifetime = parse_duration(env.get("CALENDAR_OAUTH_ACCESS_TOKEN_LIFETIME", "1h"))
         if not timedelta(minutes=1) <= access_lifetime <= timedelta(days=1):
             raise ConfigError("CALENDAR_OAUTH_ACCESS_TOKEN_LIFETIME must be from 1m to 1d")
+        proposal_ttl = parse_duration(env.get("CALENDAR_PROPOSAL_TTL", "7d"))
+        if not timedelta(minutes=1) <= proposal_ttl <= timedelta(days=90):
+            raise ConfigError("CALENDAR_PROPOSAL_TTL must be from 1m to 90d")
         return cls(
             database_url=env.get("CALENDAR_DATABASE_URL", "sqlite:///calendar.db"),
             service_name=name,
@@ -120,4 +126,5 @@ class Config:
             session_secret=env.get("CALENDAR_SESSION_SECRET") or None,
             sqlite_synchronous=env.get("CALENDAR_SQLITE_SYNCHRONOUS", "NORMAL").upper(),
             oauth_access_token_lifetime=access_lifetime,
+            proposal_ttl=proposal_ttl,
         )

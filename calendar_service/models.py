@@ -271,6 +271,11 @@ class ApiKey(SQLModel, table=True):
     kind: str = Field(
         default="key", sa_column=Column(String(8), nullable=False, server_default="key")
     )
+    # Which of its writes wait for the owner (``changes.proposals``): "none" | "destructive"
+    # (updates and deletes) | "all".
+    approval: str = Field(
+        default="none", sa_column=Column(String(16), nullable=False, server_default="none")
+    )
 
 
 class OAuthClient(SQLModel, table=True):
@@ -307,6 +312,7 @@ class OAuthAuthorization(SQLModel, table=True):
     permission: str | None = Field(default=None, max_length=16)
     calendar_id: str | None = Field(default=None, max_length=40)
     grant_expires_at: datetime | None = _dt(nullable=True)
+    approval: str | None = Field(default=None, max_length=16)  # the grant's, once approved
     key_id: str | None = Field(default=None, max_length=40)  # the grant, once exchanged
     used_at: datetime | None = _dt(nullable=True)
 

@@ -106,10 +106,23 @@ def record_change(
     the endpoint is disabled the delivery is recorded as failed at once, so that the owner can
     re-send it after enabling the webhook again.
     """
-    message_id = new_id("evt")
-    payload = build_payload(
-        message_id=message_id, event_type=event_type, now=now, data={"event": event}
+    return record_notification(
+        conn, user_id=user_id, event_type=event_type, data={"event": event}, now=now
     )
+
+
+def record_notification(
+    conn: Connection,
+    *,
+    user_id: str,
+    event_type: str,
+    data: dict[str, Any],
+    now: datetime,
+) -> str | None:
+    """Queue a notification of ``event_type`` carrying ``data`` for the owner's webhook, as
+    ``record_change`` does (``calendar.proposal.created``: ``{proposal}``)."""
+    message_id = new_id("evt")
+    payload = build_payload(message_id=message_id, event_type=event_type, now=now, data=data)
     queued = _QUEUE_CHANGE.all(
         conn,
         id=message_id,

@@ -13,6 +13,7 @@ events.py        the Events operations (list, create, get, update, delete) and t
 availability.py  the Availability operations (free/busy, free time), their schemas' checks
 ical.py          the import operation, its query parameters and the report's schema
 changes.py       the change log's operations (list, undo), the dry run, the change's header
+proposals.py     a write that waits for the owner (202, the proposal) and getProposal
 schemas.py       the component schemas, from the models, named as the API names them
 bodies.py        the Events bodies' schemas: what the core checks beyond types
 parameters.py    the parameter components (which operation takes which: ``rest/parameters.py``)
