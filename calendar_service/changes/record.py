@@ -110,17 +110,18 @@ def same_content(one: Sequence[dict[str, Any]], other: Sequence[dict[str, Any]])
 @dataclass(slots=True)
 class Unit:
     """What a change touched (see the module's docstring): the rows by id, the series whose
-    exceptions belong to it, and its plain rows before and after."""
+    exceptions belong to it, and its plain rows before and after. A create keeps no rows
+    after (``None``): its one row is what its ``after`` shows (``CREATED_UNIT``)."""
 
     ids: list[str]
     series: list[str]
     before: list[dict[str, Any]]
-    after: list[dict[str, Any]] = field(default_factory=list)
+    after: list[dict[str, Any]] | None = field(default_factory=list)
 
     def changed(self) -> bool:
         """Whether anything was written (a PATCH that sends the values an event has is still
         a write, with its webhook and sync change; one that sends no field is not)."""
-        return _by_id(self.before) != _by_id(self.after)
+        return _by_id(self.before) != _by_id(self.after or ())
 
     def encoded(self) -> str:
         return orjson.dumps(
@@ -135,6 +136,13 @@ class Unit:
 
 def _by_id(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {r["id"]: r for r in rows}
+
+
+CREATED_UNIT = '{"ids":["%s"],"series":["%s"],"before":[],"after":null}'
+"""A create's unit (``%`` its event's id twice, which holds no character JSON escapes): every
+create writes one, so it is written out by hand, and keeps no row: the row a create wrote is
+the event its change's ``after`` shows, and an undo compares it so
+(``events.undo``)."""
 
 
 # ---------------------------------------------------------------------------------------------

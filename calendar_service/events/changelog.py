@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, or_, select
 
-from calendar_service.changes.record import Unit, Via, plain, record
+from calendar_service.changes.record import CREATED_UNIT, Unit, Via, plain, record
 from calendar_service.changes.table import CREATED
 from calendar_service.events.queries import EVENT_COLUMNS, events_t
 from calendar_service.events.series import rule_of, times_of
@@ -123,12 +123,9 @@ def log_created(
     row: dict[str, Any],
     now: datetime,
 ) -> dict[str, Any]:
-    """Record a create: the one row written (``row``, every column as inserted), nothing
-    before. Every create runs it: on SQLite the inserted values are the plain ones already
-    (date-times as stored text), so the row is kept as it is."""
+    """Record a create: nothing before, the event ``row`` (as inserted) after, which its change
+    keeps as ``event`` shows it (``record.CREATED_UNIT``: every create runs this)."""
     event_id = row["id"]
-    after = row if conn.dialect.name == "sqlite" else plain(row)
-    unit = Unit([event_id], [event_id], [], [after])
     return record(
         conn,
         via=via,
@@ -139,7 +136,7 @@ def log_created(
         now=now,
         before=None,
         after=event,
-        rows=unit.encoded(),
+        rows=CREATED_UNIT % (event_id, event_id),
     )
 
 

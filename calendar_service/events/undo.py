@@ -19,6 +19,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection, delete, insert, or_, select, update
 
 from calendar_service import keys
@@ -69,9 +70,9 @@ def undo_change(
     for event_id in sorted(unit.ids):  # one order: no deadlock with the writes of a series
         lock_series(conn, event_id)
     current = read_rows(conn, unit.ids, unit.series)
-    if not force and not same_content(current, unit.after):
-        raise _changed_since(conn, row)
     before = _shown(conn, principal, row.event_id)
+    if not force and not _as_left(row, unit, current, before):
+        raise _changed_since(conn, row)
     dropped = _shown(conn, principal, row.new_series_id) if row.new_series_id else None
     _restore(conn, calendar, current, unit.before, now)
     after = _shown(conn, principal, row.event_id)
@@ -101,6 +102,25 @@ def undo_change(
         redone = change_row(conn, principal=owner_principal(row.user_id), change_id=row.undoes)
         conn.execute(changes_t.update().where(changes_t.c.seq == redone.seq).values(undone_by=None))
     return change_public(change_row(conn, principal=principal, change_id=made["id"]))
+
+
+_NOT_COMPARED = ("updatedAt", "calendar")
+
+
+def _as_left(row: Any, unit: Unit, current: list[dict[str, Any]], shown: Any) -> bool:
+    """Whether the unit is as the change ``row`` left it: its rows the same but for when they
+    were written (an undo of a later change puts them back with a new ``updated_at``). A
+    create keeps no rows (``record.CREATED_UNIT``): its event must be alone in its unit and
+    show what the change's ``after`` showed (but for ``updatedAt``, and its calendar's name,
+    which a rename changes without changing the event)."""
+    if unit.after is not None:
+        return same_content(current, unit.after)
+    if [r["id"] for r in current] != unit.ids or shown is None or row.after is None:
+        return False
+    left = orjson.loads(row.after)
+    return all(shown.get(k) == v for k, v in left.items() if k not in _NOT_COMPARED) and len(
+        shown
+    ) == len(left)
 
 
 def _calendar(conn: Connection, row: Any) -> CalendarRow:

@@ -75,7 +75,7 @@ async def _perform(
     run = svc.db.run_off_loop if long else svc.db.run_grouped
     refusal = _nul_in_url(request) or _unknown_in_url(request, op) or refused
     dry_run = False
-    if op.needs == "write" and "dryRun" in request.query_params:
+    if op.needs == "write" and request.scope["query_string"] and "dryRun" in request.query_params:
         try:
             dry_run = parse_flag("dryRun", request.query_params["dryRun"])
         except ValidationFailed as exc:
