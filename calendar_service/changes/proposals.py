@@ -39,9 +39,10 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-from calendar_service.changes.record import OWNER_KEY_ID, Via, instant_of
+from calendar_service.changes.record import OWNER_KEY_ID, Unit, Via, instant_of
 from calendar_service.changes.table import APP, DELETED, UPDATED, changes_t
 from calendar_service.errors import NotFound, ProposalNotPending
+from calendar_service.events.changelog import read_rows
 from calendar_service.ids import new_id
 from calendar_service.keys import APPROVAL_ALL, APPROVAL_DESTRUCTIVE, Principal
 from calendar_service.models import UTCDateTime, keys_t
@@ -148,7 +149,10 @@ def items_of(
         item = {name: change[name] for name in _PUBLIC_PARTS if name in change}
         item["detail"] = {name: change[name] for name in _DETAIL_PARTS if name in change}
         item["newSeriesId"] = row.new_series_id
-        item["rows"] = row.rows
+        unit = Unit.decoded(row.rows)
+        if unit.after is None:  # a create keeps no rows (``record.CREATED_UNIT``): read them
+            unit.after = read_rows(conn, unit.ids, unit.series)
+        item["rows"] = unit.encoded()
         items.append(item)
     return items
 

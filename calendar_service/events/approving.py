@@ -98,9 +98,10 @@ def _apply(
     """Make one change of the proposal and record it; its id."""
     calendar = get_calendar_row(conn, calendar_id=item["calendarId"])
     current = read_rows(conn, unit.ids, unit.series)
-    _restore(conn, calendar, current, unit.after, now)
+    wanted = unit.after or []  # always read (``proposals.items_of``)
+    _restore(conn, calendar, current, wanted, now)
     if item["kind"] == CREATED and "undoes" not in item["detail"]:
-        new = [r["id"] for r in unit.after if r["id"] not in {c["id"] for c in current}]
+        new = [r["id"] for r in wanted if r["id"] not in {c["id"] for c in current}]
         if new:  # created when approved
             conn.execute(update(events_t).where(events_t.c.id.in_(new)).values(created_at=now))
     event_id = item["eventId"]
