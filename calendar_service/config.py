@@ -47,6 +47,7 @@ def parse_rate_limit(text: str) -> tuple[int, int]:
 
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+DEFAULT_PROPOSAL_TTL = timedelta(days=7)  # CALENDAR_PROPOSAL_TTL
 
 
 def served_base_url(host: str, port: int, *, tls: bool = False) -> str:
@@ -83,6 +84,8 @@ class Config:
     oauth_access_token_lifetime: timedelta = timedelta(hours=1)
     # Time triggers missed by more than this (an outage) are skipped, not sent late.
     trigger_grace: timedelta = timedelta(hours=1)
+    # How long a write that waits for the owner's approval (a proposal) stays pending.
+    proposal_ttl: timedelta = DEFAULT_PROPOSAL_TTL
 
     @property
     def signature_header(self) -> str:
@@ -110,6 +113,9 @@ class Config:
         grace = parse_duration(env.get("CALENDAR_TRIGGER_GRACE", "1h"))
         if not timedelta(0) <= grace <= timedelta(days=7):
             raise ConfigError("CALENDAR_TRIGGER_GRACE must be from 0s to 7d")
+        proposal_ttl = parse_duration(env.get("CALENDAR_PROPOSAL_TTL", "7d"))
+        if not timedelta(minutes=1) <= proposal_ttl <= timedelta(days=90):
+            raise ConfigError("CALENDAR_PROPOSAL_TTL must be from 1m to 90d")
         return cls(
             database_url=env.get("CALENDAR_DATABASE_URL", "sqlite:///calendar.db"),
             service_name=name,
@@ -126,4 +132,5 @@ class Config:
             sqlite_synchronous=env.get("CALENDAR_SQLITE_SYNCHRONOUS", "NORMAL").upper(),
             oauth_access_token_lifetime=access_lifetime,
             trigger_grace=grace,
+            proposal_ttl=proposal_ttl,
         )

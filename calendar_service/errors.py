@@ -28,6 +28,7 @@ answered as an opaque 500.
     ├── Conflict                409     conflict (ifFree: the time is taken), with conflicts=[…]
     │   └── ChangedSince        409     conflict (an undo: the event changed since), changes=[…]
     ├── AlreadyUndone           409     already_undone (an undo of a change undone before)
+    ├── ProposalNotPending      409     proposal_not_pending (approved, rejected, expired…)
     ├── DefaultCalendarKept     409     default_calendar (the default calendar is not deleted)
     ├── IdempotencyInFlight     409     idempotency_in_flight
     ├── WebhookDisabled         409     webhook_disabled
@@ -314,6 +315,22 @@ class AlreadyUndone(CalendarError):
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "undoneBy": self.undone_by}
+
+
+class ProposalNotPending(CalendarError):
+    """Approving or rejecting a proposal (a write that waited for the owner) that is no longer
+    pending: decided already, or expired. ``proposal_status`` says which."""
+
+    code = "proposal_not_pending"
+    status = 409
+    title = "Proposal not pending"
+
+    def __init__(self, message: str, proposal_status: str) -> None:
+        super().__init__(message)
+        self.proposal_status = proposal_status
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "proposalStatus": self.proposal_status}
 
 
 class DefaultCalendarKept(CalendarError):

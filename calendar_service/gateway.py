@@ -19,14 +19,16 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection
 
 from calendar_service import oauth
+from calendar_service.changes import proposals
 from calendar_service.changes.record import Via
-from calendar_service.db.transactions import atomic, rolled_back
+from calendar_service.config import DEFAULT_PROPOSAL_TTL
+from calendar_service.db.transactions import atomic, rolled_back, tentative
 from calendar_service.errors import CalendarError, RateLimited
 from calendar_service.history import CallRecord, record_call
 from calendar_service.keys import REVOKED_BY_APP, Principal, authorize, identify
@@ -64,6 +66,7 @@ class Outcome(Generic[T]):
     principal: Principal
     rate: RateState | None
     change_id: str | None = None  # a write's change (``changes``): its id, if it made one
+    proposal_id: str | None = None  # a write that waits for the owner: its proposal's id
 
 
 def _record(
@@ -107,6 +110,7 @@ def perform(
     refused: CalendarError | None = None,
     limiter: RateLimiter | None = None,
     dry_run: bool = False,
+    proposal_ttl: timedelta = DEFAULT_PROPOSAL_TTL,
 ) -> Outcome[T]:
     """Run ``op`` for the key ``secret`` (or the ``principal`` the front verified for this
     request) and record the call, in one transaction; a call that fails is rolled back, then
@@ -143,7 +147,13 @@ def perform(
     ``dry_run``: a write runs every check it makes by making the write, in a savepoint that is
     rolled back (``db.rolled_back``: no event, change, webhook, idempotency record or sync
     change is kept); the answer is ``op.dry`` of what it would have done, with status 200, and
-    the call is recorded as a dry run."""
+    the call is recorded as a dry run.
+
+    A write of a key whose writes may wait for the owner (``Principal.approval``) is made in
+    a savepoint (``db.tentative``); if its change waits (``changes.proposals.waits``), it is
+    undone and kept as a proposal, which is the answer, with status 202 (``Outcome.proposal_id``;
+    ``proposal_ttl``: how long it waits). A dry run says whether it would wait
+    (``awaitsApproval``)."""
     options: dict[str, Any] = dict(
         secret=secret,
         principal=principal,
@@ -155,6 +165,7 @@ def perform(
         refused=refused,
         limiter=limiter,
         dry_run=dry_run,
+        proposal_ttl=proposal_ttl,
     )
     try:
         outcome = _perform(conn, spent=None, **options)
@@ -184,11 +195,13 @@ def _perform(
     limiter: RateLimiter | None,
     spent: RateState | RateLimited | None,
     dry_run: bool,
+    proposal_ttl: timedelta,
 ) -> Outcome[T]:
     """``perform``'s one run; ``spent``: the key's budget already spent by a lease (or its
     refusal), instead of ``limiter.take``."""
     key_id: str | None = None if principal is None else principal.key_id
     via: Via | None = None
+    proposal: dict[str, Any] | None = None
     try:
         with atomic(conn):
             if principal is None:
@@ -207,7 +220,15 @@ def _perform(
                 with rolled_back(conn):
                     done = op.run(conn, principal=principal, **kwargs)
                 value = op.dry(done, via.made)
+                if proposals.waits(principal.approval, via.made):
+                    value = {**value, "awaitsApproval": True}
                 status = 200
+            elif via is not None and proposals.may_wait(principal.approval):
+                done, proposal = _proposed(conn, principal, op, kwargs, via, proposal_ttl)
+                if proposal is not None:
+                    value, status = proposal, 202
+                else:
+                    value = _present(done, present)
             else:
                 value = op.run(conn, principal=principal, **kwargs)
                 if present is not None:
@@ -215,8 +236,9 @@ def _perform(
             if status is None:
                 status = op.status
             _record(conn, ctx, principal.key_id, status, dry_run=dry_run)
-        change_id = None if via is None or dry_run else via.change_id
-        return Outcome(status, value, principal, rate, change_id)
+        change_id = None if via is None or dry_run or proposal else via.change_id
+        proposal_id = None if proposal is None else proposal["id"]
+        return Outcome(status, value, principal, rate, change_id, proposal_id)
     except LeaseNeeded:
         raise  # before any write (``perform`` leases and comes back): nothing to record
     except CalendarError as exc:
@@ -229,6 +251,42 @@ def _perform(
             with atomic(conn):
                 _record(conn, ctx, key_id, 500, dry_run=dry_run)
         raise
+
+
+def _proposed(
+    conn: Connection,
+    principal: Principal,
+    op: Operation,
+    kwargs: Mapping[str, Any],
+    via: Via,
+    ttl: timedelta,
+) -> tuple[Any, dict[str, Any] | None]:
+    """Make the write in a savepoint: if its change waits for the owner, undo it and keep a
+    proposal: ``(None, the proposal)``; else keep it: ``(its result, None)``."""
+    items: list[dict[str, Any]] = []
+    with tentative(conn) as trial:
+        done = op.run(conn, principal=principal, **kwargs)
+        if proposals.waits(principal.approval, via.made):
+            items = proposals.items_of(conn, user_id=principal.user_id, made=via.made)
+            trial.discard()
+    if not trial.discarded:
+        return done, None
+    via.made.clear()
+    return None, proposals.propose(
+        conn,
+        principal=principal,
+        via=via,
+        operation=op.name,
+        items=items,
+        now=utcnow(),
+        ttl=ttl,
+    )
+
+
+def _present(value: Any, present: Callable[[Any], T] | None) -> Any:
+    if present is None:
+        return value
+    return value.then(present) if isinstance(value, Later) else present(value)
 
 
 def _spend(

@@ -3,8 +3,10 @@
 Hourly, in a thread (a large purge must not hold up the event loop), ``housekeeping`` runs
 ``maintenance.purge_expired``: call history, the change log and feeds' fetch history past
 ``CALENDAR_CALL_HISTORY_DAYS``, idempotency records past 24 hours, idle rate buckets, the
-changes kept for sync tokens past ``CALENDAR_SYNC_RETENTION_DAYS``, and OAuth requests, codes
-and tokens expired a day ago. The first run is a minute after start.
+changes kept for sync tokens past ``CALENDAR_SYNC_RETENTION_DAYS``, OAuth requests, codes
+and tokens expired a day ago; and it writes as expired the proposals (writes that waited for
+the owner) past ``CALENDAR_PROPOSAL_TTL``, purging decided ones with the call history. The
+first run is a minute after start.
 
 It runs wherever the webhook delivery job (``webhooks.scheduler``) runs, entered beside it:
 by the app's lifespan in ``serve`` (unless ``--no-webhooks``) and by ``calendar-service

@@ -57,6 +57,14 @@ _SCOPES = {
 }
 
 
+# Which of a key's (or connected app's) writes wait for the owner (``changes.proposals``):
+# none; updates and deletes (creates go through); every write.
+APPROVAL_NONE = "none"
+APPROVAL_DESTRUCTIVE = "destructive"
+APPROVAL_ALL = "all"
+APPROVALS = (APPROVAL_NONE, APPROVAL_DESTRUCTIVE, APPROVAL_ALL)
+
+
 # Who or what revoked a key (``api_keys.revoked_by``; ``errors.RevokedKey`` words each).
 REVOKED_BY_OWNER = "owner"  # the owner: the settings page, ``keys revoke``
 REVOKED_BY_APP = "app"  # a connected app revoked its own grant (RFC 7009 ``/revoke``)
@@ -191,6 +199,12 @@ def chosen_expiry(*, choice: str, on_date: str, now: datetime) -> datetime:
     return key_expiry(now=now, expires_at=on_date)
 
 
+APPROVAL_HELP = (
+    "must be 'none', 'destructive' (updates and deletes wait for the owner) or 'all' (every "
+    "write waits)"
+)
+
+
 def _checksum(body: str) -> str:
     return base62(zlib.crc32(body.encode()).to_bytes(4, "big")).rjust(_CHECK_LEN, "0")
 
@@ -227,6 +241,7 @@ class Principal:
     # For a one-calendar key: that calendar's row (``calendars.CalendarRow`` order), read in
     # the same query as the key, so scoped requests need no second read.
     calendar: tuple[Any, ...] | None = None
+    approval: str = APPROVAL_NONE  # which of its writes wait for the owner (APPROVALS)
 
     @property
     def scopes(self) -> tuple[str, ...]:
@@ -292,10 +307,11 @@ class KeyRow(NamedTuple):
     # A one-calendar key's calendar (``calendars.CalendarRow`` order); None for a key of all
     # calendars, or one whose calendar no longer exists.
     calendar: tuple[Any, ...] | None
+    approval: str = APPROVAL_NONE
 
 
 # Read on every request, straight from the driver (see db.Statement); never cached.
-_KEY_WITH_CALENDAR = select(*_VERIFY_COLUMNS, *ROW_COLUMNS).select_from(
+_KEY_WITH_CALENDAR = select(*_VERIFY_COLUMNS, *ROW_COLUMNS, keys_t.c.approval).select_from(
     keys_t.outerjoin(
         calendars_t,
         and_(calendars_t.c.id == keys_t.c.calendar_id, calendars_t.c.user_id == keys_t.c.user_id),
@@ -319,6 +335,7 @@ def _key_row(found: Any) -> KeyRow:
         secret_hash,
         found[7],
         None if found[8] is None else (*found[8:11], bool(found[11]), *found[12:15]),
+        found[15],
     )
 
 
@@ -360,6 +377,7 @@ def authorize(row: KeyRow, *, now: datetime, app: bool = False) -> Principal:
         row.calendar_id,
         row.expires_at,
         row.calendar,
+        row.approval,
     )
 
 
@@ -371,13 +389,17 @@ def grant_errors(
     expires_at: datetime,
     calendar_id: str | None,
     now: datetime,
+    approval: str = APPROVAL_NONE,
 ) -> list[FieldError]:
     """What is wrong with what the owner ``user_id`` grants a key or a connected app
-    (``oauth.approve``): the permission, the expiry, the one calendar (theirs) or all."""
+    (``oauth.approve``): the permission, the expiry, the one calendar (theirs) or all, which
+    writes wait for the owner."""
     bad_id = check_text("calendarId", calendar_id)
     errors = list(bad_id)
     if permission not in PERMISSIONS:
         errors.append(FieldError("permission", "must be 'read', 'write' or 'freebusy'"))
+    if approval not in APPROVALS:
+        errors.append(FieldError("approval", APPROVAL_HELP))
     if expires_at <= now:
         errors.append(FieldError("expiresAt", "must be in the future"))
     if calendar_id is not None and not bad_id:
@@ -412,8 +434,10 @@ def create_key(
     expires_at: datetime,
     calendar_id: str | None,
     now: datetime,
+    approval: str = APPROVAL_NONE,
 ) -> tuple[dict[str, Any], str]:
-    """Issue a key. Returns its public record and the secret (shown once, never stored)."""
+    """Issue a key (``approval``: which of its writes wait for the owner). Returns its public
+    record and the secret (shown once, never stored)."""
     name = (name or "").strip()
     errors = check_text("name", name)
     if not 1 <= len(name) <= 200:
@@ -425,6 +449,7 @@ def create_key(
         expires_at=expires_at,
         calendar_id=calendar_id,
         now=now,
+        approval=approval,
     )
     if errors:
         raise ValidationFailed(errors)
@@ -440,6 +465,7 @@ def create_key(
         "created_at": now,
         "expires_at": expires_at,
         "revoked_at": None,
+        "approval": approval,
     }
     conn.execute(insert(keys_t).values(**values))
     return key_public(values, now=now), secret
@@ -467,6 +493,7 @@ def key_public(row: Any, *, now: datetime, last_used_at: datetime | None = None)
         "lastUsedAt": format_utc(last_used_at) if last_used_at else None,
         "state": key_state(row, now=now),
         "kind": row.get("kind") or "key",  # "app": what the owner granted a connected app
+        "approval": row.get("approval") or APPROVAL_NONE,
     }
 
 
@@ -514,6 +541,19 @@ def revoke_key(
             .values(revoked_at=now, revoked_by=REVOKED_BY_OWNER)
         )
         row.update(revoked_at=now, revoked_by=REVOKED_BY_OWNER)
+    return key_public(row, now=now, last_used_at=last_used_at(conn, key_id=key_id))
+
+
+def set_approval(
+    conn: Connection, *, user_id: str, key_id: str, approval: str, now: datetime
+) -> dict[str, Any]:
+    """Change which of the key's (or connected app's) writes wait for the owner, from its
+    next request on (what waits already stays pending)."""
+    if approval not in APPROVALS:
+        raise ValidationFailed([FieldError("approval", APPROVAL_HELP)])
+    row = get_key(conn, user_id=user_id, key_id=key_id)
+    conn.execute(update(keys_t).where(keys_t.c.id == key_id).values(approval=approval))
+    row["approval"] = approval
     return key_public(row, now=now, last_used_at=last_used_at(conn, key_id=key_id))
 
 

@@ -1,6 +1,7 @@
 """Housekeeping run periodically by the scheduler: retention of history and of the change log,
-idempotency keys, the changes kept for sync tokens, expired OAuth codes and tokens, and time
-triggers fired."""
+idempotency keys, the changes kept for sync tokens, expired OAuth codes and tokens, time
+triggers fired, and proposals (writes that waited for the owner) expired and, once decided,
+purged."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from datetime import datetime
 from sqlalchemy import Connection
 
 from calendar_service import history, idempotency, oauth, ratelimit
+from calendar_service.changes import proposals
 from calendar_service.changes import record as change_log
 from calendar_service.events.sync import DEFAULT_RETENTION_DAYS, purge_changes
 from calendar_service.ical import feeds
@@ -25,8 +27,12 @@ def purge_expired(
     """Delete call history, the change log and feeds' fetch history past their retention (the
     same), idempotency records past 24 hours, rate buckets idle for a day (full again), the
     changes (tombstones) no sync token still honoured can ask for, OAuth requests, codes and
-    tokens expired a day ago, and the time triggers fired or skipped two days ago."""
+    tokens expired a day ago, and the time triggers fired or skipped two days ago. Pending
+    proposals past their expiry are written expired, and decided ones purged with the call
+    history."""
     return {
+        "proposalsExpired": proposals.expire(conn, now=now),
+        "proposals": proposals.purge(conn, now=now, keep_days=call_history_days),
         "calls": history.purge_calls(conn, now=now, keep_days=call_history_days),
         "changes": change_log.purge(conn, now=now, keep_days=call_history_days),
         "feedFetches": feeds.purge_fetches(conn, now=now, keep_days=call_history_days),

@@ -31,6 +31,7 @@ from calendar_service.errors import (
 )
 from calendar_service.ids import new_id
 from calendar_service.keys import (
+    APPROVAL_NONE,
     REVOKED_BY_REUSE,
     Principal,
     authorize,
@@ -257,9 +258,11 @@ def approve(
     grant_expires_at: datetime,
     issuer: str,
     now: datetime,
+    approval: str = APPROVAL_NONE,
 ) -> str:
     """The owner allows the request: a code (single-use, short-lived) is issued. Returns the
-    client's redirect URI with ``code``, ``state`` and ``iss`` (RFC 9207)."""
+    client's redirect URI with ``code``, ``state`` and ``iss`` (RFC 9207). ``approval``: which
+    of the app's writes wait for the owner (``keys.APPROVALS``)."""
     errors = grant_errors(
         conn,
         user_id=user_id,
@@ -267,6 +270,7 @@ def approve(
         expires_at=grant_expires_at,
         calendar_id=calendar_id,
         now=now,
+        approval=approval,
     )
     if errors:
         raise ValidationFailed(errors)
@@ -279,6 +283,7 @@ def approve(
         permission=permission,
         calendar_id=calendar_id,
         grant_expires_at=grant_expires_at,
+        approval=approval,
         code_hash=hash_secret(code),
         expires_at=now + CODE_LIFETIME,
     )
@@ -432,6 +437,7 @@ def exchange_code(
             expires_at=grant_expires_at,
             revoked_at=None,
             kind="app",
+            approval=row["approval"] or APPROVAL_NONE,
         )
     )
     conn.execute(

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from calendar_service import availability, events, subscriptions
 from calendar_service.changes.dryrun import dry_answer, dry_import_answer
+from calendar_service.changes.proposals import get_proposal
 from calendar_service.changes.reading import list_changes
 from calendar_service.events.undo import undo_change
 from calendar_service.ical.importing import import_events
@@ -83,6 +84,7 @@ DELETE = Operation("deleteCalendarEvent", "write", events.delete_event)
 IMPORT = Operation("importCalendarEvents", "write", import_events, dry=dry_import_answer)
 LIST_CHANGES = Operation("listChanges", "read", list_changes)
 UNDO_CHANGE = Operation("undoChange", "write", undo_change)
+GET_PROPOSAL = Operation("getProposal", "read", get_proposal)
 
 FREE_BUSY = Operation("queryFreeBusy", "freebusy", availability.query_free_busy_later)
 FREE_TIME = Operation("findFreeTime", "freebusy", availability.find_free_time_later)
@@ -107,6 +109,7 @@ OPERATIONS = (
     TEST_SUBSCRIPTION,
     LIST_CHANGES,
     UNDO_CHANGE,
+    GET_PROPOSAL,
 )
 
 __all__ = [
@@ -115,6 +118,7 @@ __all__ = [
     "FREE_BUSY",
     "FREE_TIME",
     "GET",
+    "GET_PROPOSAL",
     "IMPORT",
     "LIST",
     "LIST_CHANGES",

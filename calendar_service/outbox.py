@@ -198,6 +198,35 @@ def record_change(
     return message_id
 
 
+def record_notification(
+    conn: Connection,
+    *,
+    user_id: str,
+    event_type: str,
+    data: dict[str, Any],
+    now: datetime,
+) -> str | None:
+    """Queue a notification of ``event_type`` carrying ``data`` for the owner's own webhook
+    only, never a key's subscription (``calendar.proposal.created``: ``{proposal}``). Returns
+    the delivery id, or None when the owner has no webhook."""
+    found = conn.execute(
+        select(endpoints_t.c.id, endpoints_t.c.status).where(
+            endpoints_t.c.user_id == user_id, endpoints_t.c.key_id.is_(None)
+        )
+    ).first()
+    if found is None:
+        return None
+    return enqueue(
+        conn,
+        user_id=user_id,
+        endpoint_id=found.id,
+        event_type=event_type,
+        data=data,
+        now=now,
+        active=found.status == "active",
+    )
+
+
 _ID_AT = len('{"id":"')  # where a payload's message id starts (``build_payload``)
 
 

@@ -12,7 +12,9 @@ given as ``Backend.caller_of``: the HTTP front passes the principal its ASGI wra
 for the request, the stdio front the key it was started with (checked again on every call).
 
 Every write tool takes ``dryRun`` (the operation runs every check and answers the change it
-would make, ``shapes.DryRun``) and its result carries ``changeId``, the change it made.
+would make, ``shapes.DryRun``) and its result carries ``changeId``, the change it made; a write
+of a key whose writes wait for the owner's approval answers ``awaitsApproval`` and the
+proposal instead (``shapes.awaiting``).
 """
 
 from __future__ import annotations
@@ -84,7 +86,9 @@ busy times) rather than listing events: they count recurring events, all-day eve
 marked free correctly, and a free/busy-only key may call nothing else.
 Every write tool takes dryRun: true, which checks everything and answers the change it would
 make without making it, and returns the changeId of the change it made; listChanges shows what
-was changed (by whom, before and after) and undoChange takes a change back.
+was changed (by whom, before and after) and undoChange takes a change back. If the owner
+made the key's writes wait for approval, a write answers awaitsApproval: true and a proposal
+id instead: nothing is changed until the owner approves it.
 """
 
 LIST_DOC = """\
@@ -368,6 +372,7 @@ async def _run(
                     limiter=backend.limiter,
                     dry_run=dry_run,
                     refused=refused,
+                    proposal_ttl=backend.db.config.proposal_ttl,
                 )
                 outcome = await finished(outcome)  # what it left for after the transaction
             except ValidationFailed as exc:
@@ -377,7 +382,9 @@ async def _run(
     except ToolError as exc:
         return error_result(exc)
     value = outcome.value
-    if spec.op.needs == "write" and not dry_run:
+    if outcome.proposal_id is not None:
+        value = shapes.awaiting(value)
+    elif spec.op.needs == "write" and not dry_run:
         value = {**value, "changeId": outcome.change_id}
     return _result(value)
 

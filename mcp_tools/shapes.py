@@ -356,15 +356,35 @@ _DRY_RUN_RESULT = {
 }
 
 
+_AWAITING_RESULT = {
+    "type": "object",
+    "properties": {"awaitsApproval": {"const": True}},
+    "required": ["awaitsApproval"],
+}
+
+
+def awaiting(proposal: dict[str, Any]) -> dict[str, Any]:
+    """A write tool's result when the write waits for the owner's approval."""
+    return {
+        "awaitsApproval": True,
+        "message": f"Not done yet: the owner must approve this change (proposal "
+        f"{proposal['id']}, until {proposal['expiresAt']}). Tell the person; do not retry.",
+        "proposal": proposal,
+    }
+
+
 def output_schema(model: type[BaseModel], *, writes: bool) -> dict[str, Any]:
     """A tool's output schema: its result model's, compact (``compact_output``); a write's,
-    that or a dry run's answer (``DryRun``, told by ``dryRun``: the tool's text says what it
-    holds)."""
+    that, a dry run's answer (``DryRun``, told by ``dryRun``) or a write that waits for the
+    owner (``awaiting``, told by ``awaitsApproval``): the tool's text says what it holds."""
     schema = compact_output(model.model_json_schema(by_alias=True, mode="serialization"))
     if not writes:
         return schema
     defs = schema.pop("$defs", None)
-    union: dict[str, Any] = {"type": "object", "anyOf": [schema, _DRY_RUN_RESULT]}
+    union: dict[str, Any] = {
+        "type": "object",
+        "anyOf": [schema, _DRY_RUN_RESULT, _AWAITING_RESULT],
+    }
     if defs:
         union["$defs"] = defs
     return union

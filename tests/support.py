@@ -246,6 +246,7 @@ class Factory:
         expires_at: datetime | None = None,
         name: str = "test key",
         now: datetime | None = None,
+        approval: str = "none",
     ) -> tuple[dict[str, Any], str]:
         """``keys.create_key`` as of ``now`` (default: the present), the key expiring a day
         later unless ``expires_at`` says otherwise; returns (the key's record, secret)."""
@@ -258,6 +259,7 @@ class Factory:
             expires_at=expires_at or now + timedelta(days=1),
             calendar_id=calendar_id,
             now=now,
+            approval=approval,
         )
 
 

@@ -6,6 +6,10 @@
     /settings/keys/{id}/revoke           GET confirmation, POST revoke
     /settings/keys/{id}/calls            GET history: filters, pages, chart per day
     /settings/keys/{id}/calls.csv        GET the same history as CSV
+    /settings/keys/{id}/approval         POST which of the key's writes wait for the owner
+    /settings/keys/{id}/undo             GET what undoing its work does, POST revoke and undo
+    /settings/pending                    GET writes waiting for approval, POST approve/reject
+    /settings/activity                   GET every change (filters), POST undo one
     /settings/webhook...                 the webhook, its secret and its deliveries
     /settings/calendars                  GET calendars + upcoming events, POST new calendar
     /settings/events/new, /events/{id}   the event form: create, edit, delete
@@ -22,6 +26,9 @@ from elsewhere. See docs/settings.md for the decisions behind sessions, CSRF and
     signin.py         signing in and out (the throttle and the sessions are the core's:
                       ``calendar_service.signin``, ``calendar_service.owner_sessions``)
     keys_pages.py     the API keys: list, create, revoke
+    key_work_pages.py a key's approval setting, and undoing its work since a time
+    pending_pages.py  the writes that wait for the owner's approval: approve, reject
+    activity_pages.py every change, with ``changes_view.py``'s before/after view, and undo
     history_pages.py  a key's call history, with ``chart.py``'s calls per day (inline SVG)
     webhook_pages.py  the webhook, its secret, test events and deliveries
     calendar_pages.py the calendars and the event form, with ``repeats.py`` for a series' rule
@@ -39,11 +46,14 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from calendar_service.account import (
+    activity_pages,
     calendar_pages,
     consent_pages,
     feed_pages,
     history_pages,
+    key_work_pages,
     keys_pages,
+    pending_pages,
     signin,
     webhook_pages,
 )
@@ -73,6 +83,9 @@ def account_routes() -> list[BaseRoute]:
         Route("/", home, methods=["GET"]),
         *signin.routes(),
         *keys_pages.routes(),
+        *key_work_pages.routes(),
+        *pending_pages.routes(),
+        *activity_pages.routes(),
         *history_pages.routes(),
         *webhook_pages.routes(),
         *calendar_pages.routes(),

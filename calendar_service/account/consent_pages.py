@@ -48,7 +48,8 @@ def _show(
         {
             **data,
             "expiry_choices": keys.LIFETIME_CHOICES,
-            "values": values or {"permission": "read", "expires": "30d", "calendar": ""},
+            "values": values
+            or {"permission": "read", "expires": "30d", "calendar": "", "approval": "none"},
             "errors": {} if refused is None else field_errors(refused, _FORM_FIELDS),
         },
         status_code=200 if refused is None else 400,
@@ -107,7 +108,7 @@ async def answer(request: Request, owner: OwnerSessionInfo) -> Response:
     data = await form(request)
     values = {
         name: str(data.get(name, ""))
-        for name in ("permission", "expires", "expires_on", "calendar")
+        for name in ("permission", "expires", "expires_on", "calendar", "approval")
     }
     now = utcnow()
     if data.get("decision") != "allow":
@@ -128,6 +129,7 @@ async def answer(request: Request, owner: OwnerSessionInfo) -> Response:
             ),
             issuer=_issuer(request),
             now=now,
+            approval=values["approval"] or keys.APPROVAL_NONE,
         )
     except ValidationFailed as exc:
         loaded = await db.run(_load, request_id=request_id, user_id=owner.user_id, now=now)

@@ -25,6 +25,7 @@ from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
 
 PAGE_SIZE = 50
+NOTICES = {"approval-saved": "Saved: from its next request on, its writes wait as chosen."}
 CSV_CHUNK = 1000
 CHART_DAYS = 30
 CSV_COLUMNS = (
@@ -125,6 +126,7 @@ async def calls_page(request: Request, owner: OwnerSessionInfo) -> Response:
             "paged": before_id is not None,
             "status_classes": history.STATUS_CLASSES,
             "transports": history.TRANSPORTS,
+            "notice": NOTICES.get(request.query_params.get("notice", "")),
         },
     )
 

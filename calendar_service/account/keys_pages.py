@@ -51,7 +51,7 @@ PAGE = FormPage(
     template="keys.html",
     section="keys",
     load=_page_data,
-    blank={"permission": "read", "expires": "30d", "calendar": ""},
+    blank={"permission": "read", "expires": "30d", "calendar": "", "approval": "none"},
     notices=NOTICES,
     names=_FORM_FIELDS,
     extra=lambda: {"expiry_choices": keys.LIFETIME_CHOICES, "revoked_by": REVOKED_BY},
@@ -63,7 +63,7 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
     data = await form(request)
     values = {
         name: str(data.get(name, ""))
-        for name in ("name", "permission", "expires", "expires_on", "calendar")
+        for name in ("name", "permission", "expires", "expires_on", "calendar", "approval")
     }
     now = utcnow()
     try:
@@ -78,6 +78,7 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
             expires_at=expires_at,
             calendar_id=values["calendar"] or None,
             now=now,
+            approval=values["approval"] or keys.APPROVAL_NONE,
         )
     except ValidationFailed as exc:
         return await PAGE.show(request, owner, values=values, refused=exc)

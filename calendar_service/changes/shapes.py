@@ -1,5 +1,6 @@
 """The change log's public shapes, which the OpenAPI document and the MCP tools share: a change
-(``ChangePublic``), who made it (``Actor``), a page of them (``ChangeList``)."""
+(``ChangePublic``), who made it (``Actor``), a page of them (``ChangeList``); a write that waits
+for the owner (``ProposalPublic``)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,13 @@ class ChangePublic(_Wire):
     undone_by: str | None = PydanticField(
         default=None, description="The undo that undid this change, if any."
     )
+    proposal_id: str | None = PydanticField(
+        default=None,
+        description="A change that waited for the owner's approval: its proposal (prop_…).",
+    )
+    approved_by: Actor | None = PydanticField(
+        default=None, description="A change that waited: the owner who approved it."
+    )
 
 
 class ChangeList(_Wire):
@@ -70,3 +78,47 @@ class ChangeList(_Wire):
     next_page_token: str | None = PydanticField(
         default=None, description="Present when more remain: pass it back as pageToken."
     )
+
+
+class ProposalPublic(_Wire):
+    """A write that waits for the owner's approval (the key's ``approval``): the change it
+    would make, and what became of it."""
+
+    id: str = PydanticField(description="prop_…: what getProposal takes.")
+    status: Literal["pending", "approved", "rejected", "expired", "failed"] = PydanticField(
+        description="pending: waits for the owner; approved: made (changeIds); rejected: not "
+        "made; expired: not decided in time, not made; failed: approved, but the event had "
+        "changed since, not made (reason)."
+    )
+    kind: Literal["created", "updated", "deleted"]
+    event_id: str
+    calendar_id: str
+    before: dict[str, Any] | None = PydanticField(
+        description=_EVENT_DOC + " when proposed (null: a create's)."
+    )
+    after: dict[str, Any] | None = PydanticField(
+        description="The event as it would be (null: a delete's)."
+    )
+    created_at: str = PydanticField(json_schema_extra={"format": "date-time"})
+    expires_at: str = PydanticField(
+        json_schema_extra={"format": "date-time"},
+        description="Still pending then, it expires (CALENDAR_PROPOSAL_TTL).",
+    )
+    operation: str = PydanticField(description="The operation the key called.")
+    actor: Actor
+    transport: Literal["rest", "mcp"]
+    request_id: str | None = PydanticField(
+        default=None, description="The request's id, as in the key's call history."
+    )
+    changes: list[dict[str, Any]] | None = PydanticField(
+        default=None, description="An import: every change it would make (kind, before, after)."
+    )
+    occurrences: int | None = None
+    new_series: dict[str, Any] | None = None
+    undoes: str | None = PydanticField(default=None, description="An undo: the change undone.")
+    decided_at: str | None = PydanticField(default=None, json_schema_extra={"format": "date-time"})
+    change_ids: list[str] | None = PydanticField(
+        default=None, description="Approved: the changes made (listChanges shows them)."
+    )
+    code: str | None = PydanticField(default=None, description="Failed: why (conflict).")
+    reason: str | None = PydanticField(default=None, description="Failed: why, in words.")

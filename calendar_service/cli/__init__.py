@@ -11,6 +11,7 @@ message and exit code in one place, the app's group (``common.Commands``).
     webhook.py  webhook …, worker
     ical.py     feeds …, import
     changes.py  changes list, changes undo
+    proposals.py proposals list, approve, reject (writes that wait for the owner)
     demo.py     demo
 """
 
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import typer
 
-from calendar_service.cli import changes, demo, ical, owners, serve, webhook
+from calendar_service.cli import changes, demo, ical, owners, proposals, serve, webhook
 from calendar_service.cli.common import Commands
 
 app = typer.Typer(
@@ -37,6 +38,7 @@ app.add_typer(owners.keys_app, name="keys")
 app.add_typer(webhook.webhook_app, name="webhook")
 app.add_typer(ical.feeds_app, name="feeds")
 app.add_typer(changes.changes_app, name="changes")
+app.add_typer(proposals.proposals_app, name="proposals")
 app.command()(serve.serve)
 app.command()(webhook.worker)
 app.command()(serve.migrate)

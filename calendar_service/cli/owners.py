@@ -241,6 +241,15 @@ def _from_now(at: datetime, now: datetime) -> str:
     return f"in {count} {unit}{'' if count == 1 else 's'}"
 
 
+ApprovalOption = Annotated[
+    str,
+    typer.Option(
+        help="Which of its writes wait for your approval (proposals approve|reject): none, "
+        "destructive (updates and deletes; creates go through) or all."
+    ),
+]
+
+
 @keys_app.command("create")
 def keys_create(
     user: UserOption,
@@ -270,6 +279,7 @@ def keys_create(
         typer.Option("--allow-short-expiry", help="Allow a key that expires within the hour."),
     ] = False,
     calendar: Annotated[str | None, typer.Option(help="Limit to this calendar id.")] = None,
+    approval: ApprovalOption = "none",  # keys.APPROVAL_NONE (imported when a command runs)
     as_json: JsonFlag = False,
 ) -> None:
     """Create an API key. Its secret is printed once and never stored."""
@@ -293,6 +303,7 @@ def keys_create(
             expires_at=expiry,
             calendar_id=calendar,
             now=now,
+            approval=approval,
         )
 
     record, secret = run(work)
@@ -301,9 +312,10 @@ def keys_create(
     def text() -> None:
         scope = record["calendarId"] or "all calendars"
         expires = datetime.fromisoformat(record["expiresAt"].replace("Z", "+00:00"))
+        waits = "" if approval == keys.APPROVAL_NONE else f", {approval} writes wait for you"
         typer.echo(
             f"created key {record['id']} ({record['permission']}, {scope}, "
-            f"expires {record['expiresAt']}, {_from_now(expires, now)})"
+            f"expires {record['expiresAt']}, {_from_now(expires, now)}{waits})"
         )
         typer.echo(f"secret (shown once, store it now): {secret}")
 
@@ -345,6 +357,26 @@ def check_key_id(value: str) -> str:
         )
         raise typer.Exit(2)
     return value.strip()
+
+
+@keys_app.command("update")
+def keys_update(
+    key_id: Annotated[str, typer.Argument(help="The key's id (key_…), not its secret.")],
+    user: UserOption,
+    approval: ApprovalOption,
+    as_json: JsonFlag = False,
+) -> None:
+    """Change which of a key's (or connected app's) writes wait for your approval, from its
+    next request on."""
+    from calendar_service import keys
+
+    key_id = check_key_id(key_id)
+    record = run(
+        lambda conn: keys.set_approval(
+            conn, user_id=owner_id(conn, user), key_id=key_id, approval=approval, now=utcnow()
+        )
+    )
+    emit(record, as_json, f"key {record['id']}: approval {record['approval']}")
 
 
 @keys_app.command("revoke")

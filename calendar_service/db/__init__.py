@@ -4,7 +4,8 @@ One concept per module:
 
 ``engine``        ``make_engine``: the engine, set up for SQLite or PostgreSQL
 ``transactions``  ``atomic``: one transaction, opened and committed on the driver on SQLite;
-                  then ``rolled_back``: a block whose writes are undone (a dry run);
+                  then ``rolled_back``: a block whose writes are undone (a dry run), and
+                  one that keeps or undoes them as it decides, ``tentative`` (approvals);
                   ``Group``: one shared by the calls of a group commit
 ``statement``     ``Statement``: the statements every request runs, compiled once, run on the driver
 ``database``      ``Database``: runs core calls for the async fronts (inline on SQLite)
@@ -21,6 +22,14 @@ from __future__ import annotations
 from calendar_service.db.database import Database
 from calendar_service.db.engine import make_engine, sqlite_path
 from calendar_service.db.statement import Statement
-from calendar_service.db.transactions import atomic, rolled_back
+from calendar_service.db.transactions import atomic, rolled_back, tentative
 
-__all__ = ["Database", "Statement", "atomic", "make_engine", "rolled_back", "sqlite_path"]
+__all__ = [
+    "Database",
+    "Statement",
+    "atomic",
+    "make_engine",
+    "rolled_back",
+    "sqlite_path",
+    "tentative",
+]

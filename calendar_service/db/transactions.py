@@ -135,3 +135,53 @@ def _put_back(conn: Connection, dirty: Any) -> None:
         conn.info.pop(OUTBOX_DIRTY, None)
     else:
         conn.info[OUTBOX_DIRTY] = dirty
+
+
+class Tentative:
+    """What ``tentative`` yields: ``discard()`` asks for the block's writes to be undone when
+    it ends; ``discarded`` tells afterwards whether they were."""
+
+    __slots__ = ("discarded",)
+
+    def __init__(self) -> None:
+        self.discarded = False
+
+    def discard(self) -> None:
+        self.discarded = True
+
+
+@contextlib.contextmanager
+def tentative(conn: Connection) -> Iterator[Tentative]:
+    """Run the block inside the open transaction in a savepoint, kept unless the block calls
+    ``discard()`` (or fails): a write that may have to wait for the owner's approval is made,
+    looked at, and then kept or undone (``changes.proposals``). Undone, it is as after
+    ``rolled_back`` (its webhook wake-up forgotten; nothing read after it wrote may be kept in
+    memory)."""
+    dirty = conn.info.get(OUTBOX_DIRTY)
+    state = Tentative()
+    if conn.dialect.name == "sqlite":
+        raw: Any = conn.connection.dbapi_connection
+        raw.execute("SAVEPOINT tentative")
+        try:
+            yield state
+        except BaseException:
+            state.discarded = True
+            raise
+        finally:
+            if state.discarded:
+                raw.execute("ROLLBACK TO SAVEPOINT tentative")
+                _put_back(conn, dirty)
+            raw.execute("RELEASE SAVEPOINT tentative")
+        return
+    nested = conn.begin_nested()
+    try:
+        yield state
+    except BaseException:
+        state.discarded = True
+        raise
+    finally:
+        if state.discarded:
+            nested.rollback()
+            _put_back(conn, dirty)
+        else:
+            nested.commit()

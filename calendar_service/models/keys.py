@@ -42,6 +42,11 @@ class ApiKey(SQLModel, table=True):
     kind: str = Field(
         default="key", sa_column=Column(String(8), nullable=False, server_default="key")
     )
+    # Which of its writes wait for the owner (``changes.proposals``): "none" | "destructive"
+    # (updates and deletes) | "all".
+    approval: str = Field(
+        default="none", sa_column=Column(String(16), nullable=False, server_default="none")
+    )
 
 
 class RateBucket(SQLModel, table=True):

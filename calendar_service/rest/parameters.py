@@ -59,6 +59,7 @@ QUERY: dict[str, dict[str, str]] = {
         "pageToken": "changesPageToken",
     },
     operations.UNDO_CHANGE.name: {"force": "force", "dryRun": "dryRun"},
+    operations.GET_PROPOSAL.name: {},
 }
 
 

@@ -3,7 +3,8 @@ operations, through ``gateway.perform``: each picks its operation
 (``calendar_service.operations``) and translates the request into its arguments and its result
 into the answer; the key, its permission and scope, the rate limit and the call history are
 the core's. Every write answers with its change's id (``Calendar-Change-Id``) and takes
-``?dryRun=true``."""
+``?dryRun=true``; a write that waits for the owner's approval answers 202 with its proposal
+(``Location``: ``/api/v1/calendar/proposals/{id}``, which the key polls)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ FREE_BUSY_PATH = "/api/v1/calendar/freeBusy"
 FREE_TIME_PATH = "/api/v1/calendar/freeTime"
 IMPORT_PATH = EVENTS_PATH + "/import"
 CHANGES_PATH = "/api/v1/calendar/changes"
+PROPOSALS_PATH = "/api/v1/calendar/proposals"
 ICS_MEDIA_TYPE = "text/calendar"
 CHANGE_ID_HEADER = "Calendar-Change-Id"
 
@@ -89,11 +91,17 @@ async def _perform(
         present=present,
         status=status,
         dry_run=dry_run,
+        proposal_ttl=svc.config.proposal_ttl,
     )
     return await finished(outcome)  # what the operation left for after the transaction
 
 
-_PATH_FIELDS = {"event_id": "eventId", "subscription_id": "subscriptionId", "change_id": "changeId"}
+_PATH_FIELDS = {
+    "event_id": "eventId",
+    "subscription_id": "subscriptionId",
+    "change_id": "changeId",
+    "proposal_id": "proposalId",
+}
 
 
 def _nul_in_url(request: Request) -> ValidationFailed | None:
@@ -135,6 +143,8 @@ def _respond(outcome: Outcome[Any], body: Any, **extra_headers: str) -> Response
     headers["Cache-Control"] = "no-store"
     if outcome.change_id is not None:
         headers[CHANGE_ID_HEADER] = outcome.change_id
+    if outcome.proposal_id is not None:  # 202: the write waits for the owner's approval
+        headers["Location"] = f"{PROPOSALS_PATH}/{outcome.proposal_id}"
     headers.update(extra_headers)
     if outcome.status == 204:
         return Response(status_code=204, headers=headers)
@@ -192,7 +202,7 @@ async def create_calendar_event(request: Request) -> Response:
         return {"body": parse_json_body(raw), "now": utcnow(), "idempotency_key": idem_key}
 
     outcome = await _perform(request, operations.CREATE, args, refused=refused)
-    if outcome.status == 200:  # a dry run: the change it would make
+    if outcome.status in (200, 202):  # a dry run's change, or the proposal that waits
         return _respond(outcome, outcome.value)
     event, replayed = outcome.value
     base = services(request).config.base_url
@@ -336,6 +346,12 @@ async def undo_change(request: Request) -> Response:
     return _respond(outcome, outcome.value)
 
 
+async def get_proposal(request: Request) -> Response:
+    args = {"proposal_id": request.path_params["proposal_id"], "now": utcnow()}
+    outcome = await _perform(request, operations.GET_PROPOSAL, args)
+    return _respond(outcome, outcome.value)
+
+
 _ALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
@@ -352,4 +368,5 @@ def routes() -> list[BaseRoute]:
         Route(FREE_TIME_PATH, find_free_time, methods=["POST"]),
         Route(CHANGES_PATH, list_changes, methods=["GET"]),
         Route(CHANGES_PATH + "/{change_id}/undo", undo_change, methods=["POST"]),
+        Route(PROPOSALS_PATH + "/{proposal_id}", get_proposal, methods=["GET"]),
     ]

@@ -34,6 +34,7 @@ OPERATIONS = {
     "testSubscription": ("/webhooks/subscriptions/{subscriptionId}/test", "post"),
     "listChanges": ("/calendar/changes", "get"),
     "undoChange": ("/calendar/changes/{changeId}/undo", "post"),
+    "getProposal": ("/calendar/proposals/{proposalId}", "get"),
 }
 ITEM = "/calendar/events/{eventId}"
 
@@ -141,7 +142,7 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
             else "Webhooks"
             if path.startswith("/webhooks/")
             else "Changes"
-            if path.startswith("/calendar/changes")
+            if path.startswith(("/calendar/changes", "/calendar/proposals"))
             else "Events"
         )
         assert op["tags"] == [tag]
@@ -154,11 +155,11 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
         ("listCalendarEvents", {"200", "400", "401", "410", "429", "500"}),
         (
             "createCalendarEvent",
-            {"200", "201", "400", "401", "409", "413", "415", "422", "429", "500"},
+            {"200", "201", "202", "400", "401", "409", "413", "415", "422", "429", "500"},
         ),
         ("getCalendarEvent", {"200", "400", "401", "404", "429", "500"}),
-        ("updateCalendarEvent", {"200", "400", "401", "404", "413", "415", "429", "500"}),
-        ("deleteCalendarEvent", {"200", "204", "400", "401", "404", "429", "500"}),
+        ("updateCalendarEvent", {"200", "202", "400", "401", "404", "413", "415", "429", "500"}),
+        ("deleteCalendarEvent", {"200", "202", "204", "400", "401", "404", "429", "500"}),
         ("queryFreeBusy", {"200", "400", "401", "413", "415", "429", "500"}),
         ("findFreeTime", {"200", "400", "401", "413", "415", "429", "500"}),
         ("createSubscription", {"201", "400", "401", "429", "500"}),
@@ -166,7 +167,8 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
         ("deleteSubscription", {"204", "400", "401", "404", "429", "500"}),
         ("testSubscription", {"202", "400", "401", "404", "409", "429", "500"}),
         ("listChanges", {"200", "400", "401", "429", "500"}),
-        ("undoChange", {"200", "400", "401", "404", "409", "429", "500"}),
+        ("undoChange", {"200", "202", "400", "401", "404", "409", "429", "500"}),
+        ("getProposal", {"200", "400", "401", "404", "429", "500"}),
     ],
 )
 def test_every_operation_documents_each_status_it_answers_errors_as_problem_json(

@@ -11,7 +11,7 @@ from starlette.routing import BaseRoute, Route
 
 from calendar_service.asgi.context import services
 from calendar_service.asgi.responses import JSONResponse
-from calendar_service.rest.openapi import availability, changes, events, ical, webhooks
+from calendar_service.rest.openapi import availability, changes, events, ical, proposals, webhooks
 from calendar_service.rest.openapi.headers import headers
 from calendar_service.rest.openapi.parameters import parameters
 from calendar_service.rest.openapi.responses import responses
@@ -21,9 +21,16 @@ API_VERSION = "1.0.0"
 
 
 def build_openapi(base_url: str) -> dict[str, Any]:
-    paths = {**events.paths(), **availability.paths(), **dict([ical.path()]), **changes.paths()}
-    component_schemas = {**schemas(), **ical.schemas(), **changes.schemas()}
+    paths = {
+        **events.paths(),
+        **availability.paths(),
+        **dict([ical.path()]),
+        **changes.paths(),
+        **proposals.paths(),
+    }
+    component_schemas = {**schemas(), **ical.schemas(), **changes.schemas(), **proposals.schemas()}
     changes.adjust(paths, component_schemas)
+    proposals.adjust(paths, component_schemas)
     paths.update(webhooks.paths())
     component_schemas.update(webhooks.schemas())
     return {
@@ -48,7 +55,12 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         "webhooks": webhooks.webhooks(),
         "components": {
             "schemas": component_schemas,
-            "parameters": {**parameters(), **ical.parameters(), **changes.parameters()},
+            "parameters": {
+                **parameters(),
+                **ical.parameters(),
+                **changes.parameters(),
+                **proposals.parameters(),
+            },
             "headers": {**headers(), **changes.headers()},
             "responses": responses(),
             "securitySchemes": {

@@ -1,0 +1,161 @@
+"""Approving a proposal (``changes.proposals``): the write a key asked for, made when the owner
+says so, exactly as the owner saw it.
+
+The proposal keeps the rows the write would have touched, before and after
+(``changes.record.Unit``). Approving checks that they are still as they were before (field for
+field but ``updated_at``: ``same_content``); if any is not, nothing is applied and the
+proposal is ``failed``, saying why (the owner sees the event as it is now and may ask the key
+again). Otherwise the rows are made what the write would have made (as an undo restores
+them, ``events.undo``), each change recorded with its webhook: its actor the key that asked,
+its transport where the owner approved it (``settings``, ``cli``), its ``requestId`` the
+key's request (in the key's call history, answered 202), with ``proposalId`` and
+``approvedBy`` (the owner). An event the approval creates is created at the approval.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, select, update
+
+from calendar_service.calendars import get_calendar_row
+from calendar_service.changes.proposals import APPROVED, FAILED, decide, pending_row
+from calendar_service.changes.reading import change_row
+from calendar_service.changes.record import Unit, Via, record, same_content
+from calendar_service.changes.table import CREATED, KEY, OWNER, changes_t
+from calendar_service.errors import NotFound
+from calendar_service.events.changelog import read_rows
+from calendar_service.events.existing import get_event
+from calendar_service.events.queries import events_t
+from calendar_service.events.series import lock_series
+from calendar_service.events.undo import _notify, _restore
+from calendar_service.keys import Principal, owner_principal
+from calendar_service.models import users_t
+from calendar_service.outbox import CREATED as CREATED_HOOK
+from calendar_service.outbox import record_change
+
+
+def approve(
+    conn: Connection, *, user_id: str, proposal_id: str, now: datetime, transport: str
+) -> dict[str, Any]:
+    """The owner (``user_id``, through ``transport``: ``settings`` or ``cli``) approves the
+    pending proposal ``proposal_id`` (404 if not theirs, 409 ``proposal_not_pending`` if
+    decided or expired). Returns the proposal: ``approved`` with the ``changeIds`` made, or
+    ``failed`` with the ``reason`` (the event changed since: nothing was applied)."""
+    row = pending_row(conn, user_id=user_id, proposal_id=proposal_id, now=now)
+    items = _items(row)
+    units = [Unit.decoded(item["rows"]) for item in items]
+    for event_id in sorted({i for unit in units for i in unit.ids}):  # one order: no deadlock
+        lock_series(conn, event_id)
+    reason = _refusal(conn, items, units)
+    if reason is not None:
+        refused: dict[str, Any] = {"code": "conflict", "reason": reason}
+        return decide(conn, row=row, status=FAILED, now=now, transport=transport, outcome=refused)
+    owner = owner_principal(user_id)
+    via = Via(KEY, row.key_id, transport, row.request_id)
+    email = conn.execute(select(users_t.c.email).where(users_t.c.id == user_id)).scalar()
+    approved_by = {"type": OWNER, "id": user_id, "name": email or OWNER}
+    made = [
+        _apply(conn, owner, via, item, unit, now, {"proposalId": row.id, "approvedBy": approved_by})
+        for item, unit in zip(items, units, strict=True)
+    ]
+    outcome: dict[str, Any] = {"changeIds": made}
+    return decide(conn, row=row, status=APPROVED, now=now, transport=transport, outcome=outcome)
+
+
+def _items(row: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = orjson.loads(row.items)
+    return items
+
+
+def _refusal(conn: Connection, items: list[dict[str, Any]], units: list[Unit]) -> str | None:
+    """Why the proposal cannot be applied now, or ``None``."""
+    for item, unit in zip(items, units, strict=True):
+        try:
+            get_calendar_row(conn, calendar_id=item["calendarId"])
+        except NotFound:
+            return "Its calendar was deleted since it was proposed: nothing was changed."
+        if not same_content(read_rows(conn, unit.ids, unit.series), unit.before):
+            what = "was created" if not unit.before else "changed"
+            return (
+                f"The event {item['eventId']} {what} since the change was proposed: nothing "
+                "was changed. The key may propose it again on the event as it is now."
+            )
+    return None
+
+
+def _apply(
+    conn: Connection,
+    owner: Principal,
+    via: Via,
+    item: dict[str, Any],
+    unit: Unit,
+    now: datetime,
+    approval: dict[str, Any],
+) -> str:
+    """Make one change of the proposal and record it; its id."""
+    calendar = get_calendar_row(conn, calendar_id=item["calendarId"])
+    current = read_rows(conn, unit.ids, unit.series)
+    wanted = unit.after or []  # always read (``proposals.items_of``)
+    _restore(conn, calendar, current, wanted, now)
+    if item["kind"] == CREATED and "undoes" not in item["detail"]:
+        new = [r["id"] for r in wanted if r["id"] not in {c["id"] for c in current}]
+        if new:  # created when approved
+            conn.execute(update(events_t).where(events_t.c.id.in_(new)).values(created_at=now))
+    event_id = item["eventId"]
+    before = item["before"]
+    after = _shown(conn, owner, event_id)
+    _notify(conn, owner.user_id, before, after, now)
+    new_series = item.get("newSeriesId")
+    if new_series is not None:
+        started = _shown(conn, owner, new_series)
+        if started is not None:
+            record_change(
+                conn, user_id=owner.user_id, event_type=CREATED_HOOK, event=started, now=now
+            )
+    detail = {**item["detail"], **approval}
+    undoes = detail.pop("undoes", None)
+    change = record(
+        conn,
+        via=via,
+        user_id=owner.user_id,
+        kind=item["kind"],
+        event_id=event_id,
+        calendar_id=item["calendarId"],
+        now=now,
+        before=before,
+        after=after,
+        rows=Unit(unit.ids, unit.series, current, read_rows(conn, unit.ids, unit.series)).encoded(),
+        recurring_event_id=item.get("recurringEventId"),
+        new_series_id=new_series,
+        detail=detail,
+        undoes=undoes,
+    )
+    if undoes is not None:
+        _mark_undone(conn, owner, undoes, change["id"])
+    return str(change["id"])
+
+
+def _mark_undone(conn: Connection, owner: Principal, undone: str, by: str) -> None:
+    """As an undo does: the change undone says by what; an undo undone, the change it undid
+    is in force again."""
+    try:
+        row = change_row(conn, principal=owner, change_id=undone)
+    except NotFound:  # purged since
+        return
+    conn.execute(changes_t.update().where(changes_t.c.seq == row.seq).values(undone_by=by))
+    if row.undoes is not None:
+        try:
+            redone = change_row(conn, principal=owner, change_id=row.undoes)
+        except NotFound:
+            return
+        conn.execute(changes_t.update().where(changes_t.c.seq == redone.seq).values(undone_by=None))
+
+
+def _shown(conn: Connection, owner: Principal, event_id: str) -> dict[str, Any] | None:
+    try:
+        return get_event(conn, principal=owner, event_id=event_id)
+    except NotFound:
+        return None
