@@ -12,14 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service import keys
-from calendar_service.changes.reading import list_changes, owner_of
-from calendar_service.changes.record import Via
-from calendar_service.changes.table import OWNER
 from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
 from calendar_service.cli.owners import check_key_id
-from calendar_service.db import rolled_back
-from calendar_service.events.undo import undo_change, undo_changes_of
 from calendar_service.timeutil import utcnow
 
 changes_app = typer.Typer(
@@ -59,6 +53,9 @@ def changes_list(
     as_json: JsonFlag = False,
 ) -> None:
     """The owner's changes, newest first: what each did, who made it and through what."""
+    from calendar_service import keys
+    from calendar_service.changes.reading import list_changes
+
     key = None if key is None else check_key_id(key)
 
     def work(conn: Any) -> dict[str, Any]:
@@ -101,6 +98,12 @@ def changes_undo(
 ) -> None:
     """Undo one change (its id), or every change a key or connected app made since a time
     (--key and --since), newest first; what cannot be undone is listed with its reason."""
+    from calendar_service import keys
+    from calendar_service.changes.reading import owner_of
+    from calendar_service.changes.record import Via
+    from calendar_service.changes.table import OWNER
+    from calendar_service.events.undo import undo_change, undo_changes_of
+
     if (change_id is None) == (key is None):
         _usage("give a change id, or --key KEY_ID with --since")
     if key is not None and since is None:
@@ -150,6 +153,8 @@ def changes_undo(
 
 
 def _maybe_rolled_back(conn: Any, dry_run: bool) -> Any:
+    from calendar_service.db import rolled_back
+
     return rolled_back(conn) if dry_run else contextlib.nullcontext()
 
 

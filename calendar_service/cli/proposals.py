@@ -12,12 +12,9 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service.changes import proposals
 from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
 from calendar_service.cli.owners import check_key_id
 from calendar_service.errors import FieldError, NotFound, ValidationFailed
-from calendar_service.events.approving import approve
-from calendar_service.keys import get_key
 from calendar_service.timeutil import utcnow
 
 proposals_app = typer.Typer(
@@ -55,6 +52,9 @@ def proposals_list(
     as_json: JsonFlag = False,
 ) -> None:
     """The owner's proposals, newest first."""
+    from calendar_service.changes import proposals
+    from calendar_service.keys import get_key
+
     key = None if key is None else check_key_id(key)
     if status is not None and status not in proposals.STATUSES:
         raise ValidationFailed(
@@ -81,6 +81,8 @@ def proposals_list(
 
 
 def _owner(conn: Any, user: str | None, proposal_id: str) -> str:
+    from calendar_service.changes import proposals
+
     if user is None:
         return proposals.owner_of(conn, proposal_id=proposal_id)
     owner = owner_id(conn, user)
@@ -98,6 +100,8 @@ def proposals_approve(
 ) -> None:
     """Approve a pending proposal: the change is made now, if the event is still as it was
     (else it fails: exit 1)."""
+    from calendar_service.changes import proposals
+    from calendar_service.events.approving import approve
 
     def work(conn: Any) -> dict[str, Any]:
         owner = _owner(conn, user, proposal_id)
@@ -115,6 +119,7 @@ def proposals_reject(
     proposal_id: ProposalArgument, user: OwnerOption = None, as_json: JsonFlag = False
 ) -> None:
     """Reject a pending proposal: nothing is changed."""
+    from calendar_service.changes import proposals
 
     def work(conn: Any) -> dict[str, Any]:
         owner = _owner(conn, user, proposal_id)

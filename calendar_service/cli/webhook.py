@@ -14,7 +14,6 @@ from calendar_service.cli.common import JsonFlag, UserOption, emit, open_databas
 from calendar_service.config import Config
 from calendar_service.logs import configure_logging
 from calendar_service.timeutil import utcnow
-from calendar_service.triggers.kinds import parse_offsets
 
 webhook_app = typer.Typer(
     help="The owner's webhook: signed notifications of every event change.",
@@ -66,6 +65,7 @@ def webhook_set(
     signing beside it for 24 hours. Its time triggers stay as they were unless
     --minutes-before or --ended says otherwise."""
     from calendar_service import webhook_config
+    from calendar_service.triggers.kinds import parse_offsets
 
     config = Config.from_env()
     target = webhook_targets.check_endpoint_url(
