@@ -144,6 +144,13 @@ def _config(max_examples: int, cache: Path) -> dict[str, object]:
                 "include-operation-id": "importCalendarEvents",
                 "phases": {"stateful": {"enabled": False}},
             },
+            {
+                # A proposal exists only for a key whose writes wait for the owner; the fuzzing
+                # key's never do, so every id it can find answers 404 (tests/rest/
+                # test_proposals.py covers the operation's answers).
+                "include-operation-id": "getProposal",
+                "warnings": {"fail-on": False},
+            },
         ],
     }
 
@@ -221,4 +228,4 @@ def test_schemathesis_finds_nothing_wrong_with_the_api_or_its_document(
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    assert "Tested: 14" in output and "API Links" in output, output  # every phase ran
+    assert "Tested: 15" in output and "API Links" in output, output  # every phase ran

@@ -66,7 +66,7 @@ def update(db: Database, owner: Owner, event_id: str, **fields: Any) -> dict[str
         events.update_event,
         principal=events.owner_principal(owner.id),
         event_id=event_id,
-        data=EventUpdate(**fields),
+        body=EventUpdate(**fields).model_dump(by_alias=True, exclude_unset=True, mode="json"),
         now=T0,
     )
 
