@@ -39,6 +39,7 @@ CSV_COLUMNS = (
     "clientAddr",
     "userAgent",
     "requestId",
+    "dryRun",
 )
 
 

@@ -37,6 +37,7 @@ def _seed(db: Database, key_id: str, calls: list[dict[str, Any]]) -> None:
                     client_addr="192.0.2.1",
                     user_agent=call.get("user_agent", "tests"),
                     request_id=f"req_{n}",
+                    dry_run=call.get("dry_run", False),
                 ),
             )
 
@@ -157,3 +158,24 @@ def test_the_csv_export_has_every_matching_call_and_defuses_formulas(
 
     failures = settings.get(f"/keys/{key_id}/calls.csv", params={"status": "4xx"})
     assert [r["status"] for r in csv.DictReader(io.StringIO(failures.text))] == ["404"] * 6
+
+
+def test_a_dry_run_says_so_in_the_history_and_its_csv(settings: Settings, factory: Factory) -> None:
+    key_id, _ = factory.key(settings.owner)
+    _seed(
+        factory.db,
+        key_id,
+        [
+            {"operation": "createCalendarEvent", "method": "POST", "dry_run": True},
+            {"operation": "deleteCalendarEvent", "method": "DELETE"},
+        ],
+    )
+    page = settings.get(f"/keys/{key_id}/calls")
+    assert page.status_code == 200
+    assert 'createCalendarEvent <span class="muted">(REST, dry run)</span>' in page.text
+    assert 'deleteCalendarEvent <span class="muted">(REST)</span>' in page.text
+    rows = list(csv.DictReader(io.StringIO(settings.get(f"/keys/{key_id}/calls.csv").text)))
+    assert [(r["operation"], r["dryRun"]) for r in rows] == [
+        ("deleteCalendarEvent", "False"),
+        ("createCalendarEvent", "True"),
+    ]

@@ -434,3 +434,39 @@ def test_a_dry_run_checks_everything_and_writes_nothing(
     assert wrong.status_code == 400 and wrong.json()["errors"][0]["field"] == "dryRun"
     refused = api.delete(url, params=dry, headers=bearer(factory.key(owner, permission="read")[1]))
     assert refused.status_code == 401 and refused.json()["code"] == "insufficient_scope"
+
+
+def test_an_imports_dry_run_lists_the_changes_it_would_make_and_keeps_none(
+    api: httpx.Client, factory: Factory
+) -> None:
+    owner = factory.owner()
+    _, secret = factory.key(owner)
+    ics = (
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Example//EN\r\nBEGIN:VEVENT\r\n"
+        "UID:dry@example.com\r\nDTSTAMP:20260301T120000Z\r\nDTSTART:20260305T090000Z\r\n"
+        "DTEND:20260305T100000Z\r\nSUMMARY:Maybe\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+    )
+    headers = {**bearer(secret), "Content-Type": "text/calendar"}
+    before = counts(factory, owner)
+    dry = api.post(f"{EVENTS}/import", params={"dryRun": "true"}, content=ics, headers=headers)
+    assert dry.status_code == 200, dry.text
+    answer = dry.json()
+    assert (answer["dryRun"], answer["created"]) == (True, 1)
+    [change] = answer["changes"]
+    assert (change["kind"], change["after"]["title"]) == ("created", "Maybe")
+    assert counts(factory, owner) == before
+    real = api.post(f"{EVENTS}/import", content=ics, headers=headers)
+    assert real.json()["created"] == 1 and "calendar-change-id" not in real.headers
+    [listed] = changes(api, secret)["changes"]
+    assert (listed["transport"], listed["requestId"]) == ("import", real.headers["request-id"])
+
+
+def test_force_and_dry_run_are_true_or_false(api: httpx.Client, factory: Factory) -> None:
+    _, secret = factory.key(factory.owner())
+    made = api.post(EVENTS, json=event_body(), headers=bearer(secret))
+    change_id = made.headers["calendar-change-id"]
+    for params in ({"force": "1"}, {"dryRun": "maybe"}):
+        refused = undo(api, secret, change_id, **params)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["errors"][0]["field"] == next(iter(params))
+    assert api.get(f"{EVENTS}/{made.json()['id']}", headers=bearer(secret)).status_code == 200
