@@ -5,8 +5,8 @@
 ``events.undo.undo_changes_of``, run and rolled back: exactly what the button will do, the
 changes undone and those refused) and offers to revoke the key with it; its POST revokes the
 key (if asked) and undoes, in one transaction, as the owner through ``settings``. So a key
-that misbehaves is stopped and its work undone in two clicks from the keys page: *Undo its
-work*, then *Revoke and undo*.
+that misbehaves is stopped and its work undone in two clicks from the keys page: *Undo work*,
+then *Revoke and undo*.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ from calendar_service.errors import NotFound, ProposalNotPending
 from calendar_service.events.changelog import read_rows
 from calendar_service.ids import new_id
 from calendar_service.keys import APPROVAL_ALL, APPROVAL_DESTRUCTIVE, Principal
-from calendar_service.models import UTCDateTime, keys_t
+from calendar_service.models import UTCDateTime, ical_uids_t, keys_t
 from calendar_service.outbox import record_notification
 from calendar_service.timeutil import format_utc
 
@@ -128,8 +128,9 @@ def items_of(
     conn: Connection, *, user_id: str, made: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """What applying the changes ``made`` needs, read before the write is undone: each as the
-    API shows it, with the rows it touched before and after (``changes.record.Unit``) and the
-    series it started, if any."""
+    API shows it, with the rows it touched before and after (``changes.record.Unit``), the
+    series it started, if any, and the iCalendar UIDs an import recorded for its events
+    (``uids``: importing the same file again then finds them)."""
     ids = [change["id"] for change in made]
     instants = [at for at in (instant_of(i) for i in ids) if at is not None]
     found = {
@@ -153,6 +154,17 @@ def items_of(
         if unit.after is None:  # a create keeps no rows (``record.CREATED_UNIT``): read them
             unit.after = read_rows(conn, unit.ids, unit.series)
         item["rows"] = unit.encoded()
+        item["uids"] = [
+            dict(r._mapping)
+            for r in conn.execute(
+                select(
+                    ical_uids_t.c.calendar_id,
+                    ical_uids_t.c.uid_hash,
+                    ical_uids_t.c.uid,
+                    ical_uids_t.c.event_id,
+                ).where(ical_uids_t.c.event_id.in_(unit.ids))
+            )
+        ]
         items.append(item)
     return items
 

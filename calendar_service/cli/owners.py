@@ -336,9 +336,10 @@ def keys_list(
         scope = k["calendarId"] or "all"
         prefix = "(connected app)" if k["kind"] == "app" else f"{k['prefix']}…"
         used = f"last used {k['lastUsedAt']}" if k["lastUsedAt"] else "never used"
+        waits = "" if k["approval"] == keys.APPROVAL_NONE else f"  {k['approval']} writes wait"
         return (
             f"{k['id']}  {prefix}  {k['name']}  {k['permission']}  {scope}  "
-            f"{k['state']}  expires {k['expiresAt']}  {used}"
+            f"{k['state']}  expires {k['expiresAt']}  {used}{waits}"
         )
 
     _emit_list("keys", items, as_json, line)

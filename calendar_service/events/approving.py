@@ -9,7 +9,9 @@ again). Otherwise the rows are made what the write would have made (as an undo r
 them, ``events.undo``), each change recorded with its webhook: its actor the key that asked,
 its transport where the owner approved it (``settings``, ``cli``), its ``requestId`` the
 key's request (in the key's call history, answered 202), with ``proposalId`` and
-``approvedBy`` (the owner). An event the approval creates is created at the approval.
+``approvedBy`` (the owner). An event the approval creates is created at the approval; an
+import's UIDs are recorded as the import would have (one imported since under the same UID is
+a conflict too).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from calendar_service.calendars import get_calendar_row
 from calendar_service.changes.proposals import APPROVED, FAILED, decide, pending_row
@@ -32,7 +34,7 @@ from calendar_service.events.queries import events_t
 from calendar_service.events.series import lock_series
 from calendar_service.events.undo import _notify, _restore
 from calendar_service.keys import Principal, owner_principal
-from calendar_service.models import users_t
+from calendar_service.models import ical_uids_t, users_t
 from calendar_service.outbox import CREATED as CREATED_HOOK
 from calendar_service.outbox import record_change
 
@@ -83,7 +85,25 @@ def _refusal(conn: Connection, items: list[dict[str, Any]], units: list[Unit]) -
                 f"The event {item['eventId']} {what} since the change was proposed: nothing "
                 "was changed. The key may propose it again on the event as it is now."
             )
+        for uid in item.get("uids", ()):
+            taken = _uid_owner(conn, uid)
+            if taken is not None and taken != uid["event_id"]:
+                return (
+                    f"An event with the iCalendar UID of {item['eventId']} was imported since "
+                    "the change was proposed: nothing was changed. The key may import again."
+                )
     return None
+
+
+def _uid_owner(conn: Connection, uid: dict[str, Any]) -> str | None:
+    """The event the UID ``uid`` (an ``ical_uids`` row) stands for in its calendar now."""
+    found = conn.execute(
+        select(ical_uids_t.c.event_id).where(
+            ical_uids_t.c.calendar_id == uid["calendar_id"],
+            ical_uids_t.c.uid_hash == uid["uid_hash"],
+        )
+    ).scalar()
+    return None if found is None else str(found)
 
 
 def _apply(
@@ -104,6 +124,9 @@ def _apply(
         new = [r["id"] for r in wanted if r["id"] not in {c["id"] for c in current}]
         if new:  # created when approved
             conn.execute(update(events_t).where(events_t.c.id.in_(new)).values(created_at=now))
+    for uid in item.get("uids", ()):  # as the import would have recorded them
+        if _uid_owner(conn, uid) is None:
+            conn.execute(insert(ical_uids_t).values(**uid))
     event_id = item["eventId"]
     before = item["before"]
     after = _shown(conn, owner, event_id)

@@ -87,3 +87,20 @@ def test_a_grant_ending_within_the_hour_is_refused_as_a_keys_is(flow: Flow) -> N
     assert refused.status_code == 400
     assert "is less than an hour from now" in text_of(refused.text)
     assert flow.consent(url, expires="7d").status_code == 303
+
+
+def test_the_owner_makes_an_apps_deletions_wait_on_the_consent_page(
+    flow: Flow, db: Database
+) -> None:
+    page = text_of(flow.http.get(flow.consent_url()).text)
+    assert "Wait for my approval" in page
+    refused = flow.consent(flow.consent_url(), approval="maybe")
+    assert refused.status_code == 400 and "approval" in refused.text
+    code = flow.code(approval="destructive")
+    assert flow.exchange(code).status_code == 200
+    [app] = [
+        k
+        for k in db.call(keys.list_keys, user_id=flow.owner.id, now=utcnow())
+        if k["kind"] == "app"
+    ]
+    assert app["approval"] == "destructive"

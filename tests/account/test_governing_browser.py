@@ -48,7 +48,7 @@ def test_revoking_a_misbehaving_key_and_undoing_its_work_is_two_clicks(
     tab = _tab(browser, server, width)
     try:
         browser_sign_in(tab, owner)
-        tab.get_by_role("link", name="Undo its work (Rogue agent)").click()  # click 1
+        tab.get_by_role("link", name="Undo work of Rogue agent").click()  # click 1
         expect(tab.get_by_role("heading", name="Undo the work of “Rogue agent”?")).to_be_visible()
         expect(tab.get_by_text("Will be undone (2)")).to_be_visible()
         expect(tab.get_by_text("Buy cheap watches")).to_be_visible()

@@ -34,6 +34,7 @@ AGENT = (
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/120.0.0.0 Safari/537.36 zapier-platform-core/15.5.1"
 )
+CAREFUL_KEY = "Claude (connected from the phone app, asks before changing anything important)"
 MEETING_LINK = "https://meet.example.com/j/8837261940?pwd=Q2xXUXdhY0tqN2RjZ3V5c0p4dWRrZz09"
 
 
@@ -126,6 +127,16 @@ def seeded(factory: Factory, server: RunningServer) -> Seeded:
             },
             key=machine_secret,
         )
+        # A change that waits for the owner (Pending), from a key whose updates wait.
+        _, careful = factory.key(
+            owner, name=CAREFUL_KEY, permission="write", approval="destructive", expires_at=expires
+        )
+        waits = api.patch(
+            f"{EVENTS}/{event_id}",
+            json={"location": MEETING_LINK + "&room=" + "b" * 40, "title": "Quarterly planning"},
+            headers=bearer(careful),
+        )
+        assert waits.status_code == 202, waits.text
         for _ in range(3):
             api.get(EVENTS, headers={**bearer(secret), "User-Agent": AGENT})
         wait_for(
@@ -248,6 +259,10 @@ PAGES: dict[str, Callable[[Any, Seeded], None]] = {
     "event-edit": _goto("/settings/events/{event}/edit"),
     "event-form-errors": _event_form_with_errors,
     "event-delete": _goto("/settings/events/{event}/delete"),
+    "pending": _goto("/settings/pending"),
+    "activity": _goto("/settings/activity"),
+    "activity-of-an-event": _goto("/settings/activity?event={event}"),
+    "key-undo": _goto("/settings/keys/{machine_key}/undo?since=all"),
     "error": _goto("/settings/keys/key_that_does_not_exist_0123456789abcdef/calls"),
 }
 
@@ -404,3 +419,24 @@ def test_every_box_that_scrolls_is_reachable_by_keyboard_and_named(shown: Shown)
     options = {"runOnly": {"type": "rule", "values": _KEYBOARD_RULES}}
     found = Axe().run(shown.tab, options=options).response["violations"]
     assert [(v["id"], [n["html"][:120] for n in v["nodes"]]) for v in found] == []
+
+
+# The pages where the owner governs what keys did (issue 26): every axe-core rule, not only
+# the keyboard's, at each width.
+GOVERNING = ["pending", "activity", "activity-of-an-event", "key-undo"]
+
+
+@pytest.mark.parametrize("width", WIDTHS, ids=[f"{w}px" for w in WIDTHS])
+@pytest.mark.parametrize("name", GOVERNING)
+def test_the_governing_pages_pass_every_axe_rule(
+    contexts: dict[int, Any], seeded: Seeded, name: str, width: int
+) -> None:
+    tab = contexts[width].new_page()
+    try:
+        PAGES[name](tab, seeded)
+        expect(tab.locator("main h1")).to_be_visible()
+        tab.locator("main details").evaluate_all("all => all.forEach(d => d.open = true)")
+        found = Axe().run(tab).response["violations"]
+        assert [(v["id"], [n["html"][:120] for n in v["nodes"]]) for v in found] == []
+    finally:
+        tab.close()

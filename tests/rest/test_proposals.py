@@ -297,3 +297,50 @@ def test_a_key_made_with_a_bad_approval_is_refused_naming_the_field(factory: Fac
     with pytest.raises(ValidationFailed) as refused:
         factory.key(owner, approval="sometimes")
     assert refused.value.errors[0]["field"] == "approval"
+
+
+def _vevent(uid: str, summary: str, day: int) -> str:
+    return (
+        f"BEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:20260301T120000Z\r\n"
+        f"DTSTART:202603{day:02d}T090000Z\r\nDTEND:202603{day:02d}T100000Z\r\n"
+        f"SUMMARY:{summary}\r\nEND:VEVENT\r\n"
+    )
+
+
+def test_an_import_that_would_update_waits_as_one_proposal_of_each_change(
+    api: httpx.Client, factory: Factory
+) -> None:
+    owner = factory.owner()
+    _, plain = factory.key(owner)
+    _, careful = factory.key(owner, approval="destructive")
+    head = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Example//EN\r\n"
+    tail = "END:VCALENDAR\r\n"
+    headers = {"Content-Type": "text/calendar"}
+    first = head + _vevent("a@example.com", "Old A", 5) + tail
+    assert (
+        api.post(f"{EVENTS}/import", content=first, headers={**headers, **bearer(plain)}).json()[
+            "created"
+        ]
+        == 1
+    )
+    # A new event alone goes through (a create), an update makes the whole import wait.
+    second = head + _vevent("a@example.com", "New A", 5) + _vevent("b@example.com", "B", 6) + tail
+    answer = api.post(f"{EVENTS}/import", content=second, headers={**headers, **bearer(careful)})
+    assert answer.status_code == 202, answer.text
+    proposal = answer.json()
+    assert proposal["operation"] == "importCalendarEvents"
+    assert sorted(c["kind"] for c in proposal["changes"]) == ["created", "updated"]
+    listed = api.get(
+        EVENTS, params={"timeMin": "2026-03-01", "timeMax": "2026-03-31"}, headers=bearer(plain)
+    ).json()["events"]
+    assert [e["title"] for e in listed] == ["Old A"]
+    done = approved(factory, owner, proposal["id"])
+    assert done["status"] == "approved" and len(done["changeIds"]) == 2
+    listed = api.get(
+        EVENTS, params={"timeMin": "2026-03-01", "timeMax": "2026-03-31"}, headers=bearer(plain)
+    ).json()["events"]
+    assert [e["title"] for e in listed] == ["New A", "B"]
+    # Importing the same file again changes nothing, so nothing waits (the UIDs were kept).
+    again = api.post(f"{EVENTS}/import", content=second, headers={**headers, **bearer(careful)})
+    assert again.status_code == 200, again.text
+    assert again.json()["skipped"] == 2
