@@ -25,6 +25,7 @@ from sqlalchemy import (
     func,
     insert,
     literal_column,
+    null,
     or_,
     select,
     update,
@@ -67,27 +68,52 @@ def _as_text(columns: Any) -> tuple[Any, ...]:
 
 
 _OPAQUE: Any = literal_column("'opaque'")
-# What a listed row has beside a single event's fields, in one column (``shapes.events_public``
-# unpacks it): NULL for an opaque event of its own (nearly every row), its transparency for a
-# transparent one, and for a changed occurrence of a series "<transparency> <original start>
-# <series id>" (the id last: the only part that is not a fixed word or a stored UTC text).
-# One value fetched a row instead of three: the driver's per-column work was most of what the
-# three cost (docs/performance.md, "Winning it back").
+_SPACE: Any = literal_column("' '")
+# What a listed row has beside a plain event's fields, in one column (``shapes.events_public``
+# unpacks it): NULL for an opaque timed event of its own (nearly every row); else
+# "<transparency> <1 if all day, else 0>", and for a changed occurrence of a series
+# "<transparency> <all day> <original start> <series id>" (the id last: the only part that is
+# not a fixed word or a stored UTC text). One value fetched a row instead of four: the driver's
+# per-column work (a call to SQLite's API under its mutex, the GIL given up and taken back, a
+# Python object) was most of what they cost (docs/performance.md, "Winning it back"). A
+# ``CASE`` costs SQLite next to nothing; building text (``||``, ``replace``) costs it about
+# what a value fetched does, so the fields every row has stay columns of their own.
 LIST_EXTRA = case(
     (
-        events_t.c.recurring_event_id.is_(None),
-        func.nullif(events_t.c.transparency, _OPAQUE),
+        and_(
+            events_t.c.recurring_event_id.is_(None),
+            events_t.c.transparency == _OPAQUE,
+            ~events_t.c.all_day,
+        ),
+        null(),
     ),
     else_=events_t.c.transparency
-    + literal_column("' '")
-    + utc_text_of(events_t.c.original_starts_at)
-    + literal_column("' '")
-    + events_t.c.recurring_event_id,
+    + _SPACE
+    + case((events_t.c.all_day, literal_column("'1'")), else_=literal_column("'0'"))
+    + func.coalesce(
+        _SPACE
+        + utc_text_of(events_t.c.original_starts_at)
+        + _SPACE
+        + events_t.c.recurring_event_id,
+        literal_column("''"),
+    ),
 ).label("extra")
 
-# The window query's columns: a single event's (``shapes.events_public`` unpacks them), and
-# the rest packed (``LIST_EXTRA``).
-_LIST_COLUMNS = (*_as_text(EVENT_COLUMNS[:10]), LIST_EXTRA)
+# An event's last change, NULL while it is its creation (most events are never changed): a
+# NULL costs the driver less than a text, and the list writes the creation's text again.
+LIST_UPDATED = case(
+    (events_t.c.updated_at == events_t.c.created_at, null()),
+    else_=utc_text_of(events_t.c.updated_at),
+).label("updated_at")
+
+# The window query's columns: a plain event's (``shapes.events_public`` unpacks them; not
+# ``all_day``, which is in ``LIST_EXTRA``), and the rest packed (``LIST_EXTRA``).
+_LIST_COLUMNS = (
+    *_as_text(EVENT_COLUMNS[:5]),
+    *_as_text(EVENT_COLUMNS[6:9]),
+    LIST_UPDATED,
+    LIST_EXTRA,
+)
 _CONFIRMED: Any = literal_column("'confirmed'")  # literal: no parameter to merge each time
 
 
