@@ -261,14 +261,12 @@ class _SeriesStatement(Statement):
     where the partial index holds the series alone (SQLAlchemy renders no table hints for
     SQLite, hence the edit of the compiled text)."""
 
-    def sql(self, dialect: Any) -> tuple[str, dict[str, Any]]:
-        sql, defaults = super().sql(dialect)
-        if dialect.name == "sqlite" and "INDEXED BY" not in sql:
-            # The main FROM (the exceptions' subquery reads "FROM events AS exception").
-            assert sql.count("FROM events \n") == 1, sql
-            sql = sql.replace("FROM events \n", "FROM events INDEXED BY ix_events_series \n")
-            self._compiled[dialect.name] = (sql, defaults)
-        return sql, defaults
+    def edited(self, sql: str, dialect: Any) -> str:
+        if dialect.name != "sqlite":
+            return sql
+        # The main FROM (the exceptions' subquery reads "FROM events AS exception").
+        assert sql.count("FROM events \n") == 1, sql
+        return sql.replace("FROM events \n", "FROM events INDEXED BY ix_events_series \n")
 
 
 SERIES_KEPT_MOST = 500
