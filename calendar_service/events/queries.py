@@ -402,9 +402,16 @@ def window_floor(low: datetime, longest_seconds: int) -> datetime:
     """The least ``starts_at`` an event overlapping ``[low, ...)`` can have: ``low`` less the
     calendar's longest event, never below the first instant a ``datetime`` holds (a longest
     length stored by an older version can be any size, and it never shrinks)."""
-    if longest_seconds >= (low - _FIRST_INSTANT).total_seconds():
+    try:
+        return low - _lengths(longest_seconds)
+    except OverflowError:  # before the first instant, or longer than a timedelta holds
         return _FIRST_INSTANT
-    return low - timedelta(seconds=longest_seconds)
+
+
+@functools.lru_cache(maxsize=256)
+def _lengths(seconds: int) -> timedelta:
+    """``seconds`` as a ``timedelta``, kept: a calendar's longest event rarely changes."""
+    return timedelta(seconds=seconds)
 
 
 # Run straight from the driver (see db.Statement): every column, date-times through to_db.
