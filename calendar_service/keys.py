@@ -32,7 +32,7 @@ from calendar_service.errors import (
     UnknownKey,
     ValidationFailed,
 )
-from calendar_service.ids import base62, new_id
+from calendar_service.ids import ALPHABET, base62, new_id
 from calendar_service.inputs import check_text
 from calendar_service.models.calendars import ROW_COLUMNS, calendars_t
 from calendar_service.models.columns import from_db
@@ -203,10 +203,17 @@ APPROVAL_HELP = (
     "must be 'none', 'destructive' (updates and deletes wait for the owner) or 'all' (every "
     "write waits)"
 )
+# Every pair of base62 digits, by value: a CRC-32 (below 62**6) is three of them.
+_DIGIT_PAIRS = tuple(a + b for a in ALPHABET for b in ALPHABET)
+_PAIR = len(_DIGIT_PAIRS)
 
 
 def _checksum(body: str) -> str:
-    return base62(zlib.crc32(body.encode()).to_bytes(4, "big")).rjust(_CHECK_LEN, "0")
+    """The CRC-32 of ``body`` in base62, ``_CHECK_LEN`` digits (zeros in front): checked on
+    every request, so in three look-ups rather than a loop of divisions."""
+    high, rest = divmod(zlib.crc32(body.encode()), _PAIR * _PAIR)
+    middle, low = divmod(rest, _PAIR)
+    return _DIGIT_PAIRS[high] + _DIGIT_PAIRS[middle] + _DIGIT_PAIRS[low]
 
 
 def generate_secret() -> str:

@@ -88,6 +88,15 @@ class RateState:
             "RateLimit-Reset": str(self.reset_seconds),
         }
 
+    def raw_headers(self) -> list[tuple[bytes, bytes]]:
+        """``headers`` as ASGI sends them (names in lower case)."""
+        return [
+            (b"ratelimit-policy", b"%d;w=%d" % (self.limit, self.period)),
+            (b"ratelimit-limit", b"%d" % self.limit),
+            (b"ratelimit-remaining", b"%d" % self.remaining),
+            (b"ratelimit-reset", b"%d" % self.reset_seconds),
+        ]
+
 
 class LeaseNeeded(Exception):
     """``take`` found no local allowance for ``key_id``: ``lease`` some, then take again."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.pool import QueuePool
 
 from calendar_service.config import Config
@@ -46,15 +46,14 @@ def make_engine(config: Config) -> Engine:
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
 
-        @event.listens_for(engine, "begin")
-        def _sqlite_begin(conn: Connection) -> None:
-            # IMMEDIATE takes the write lock up front: a read that later writes can then never
-            # fail with "database is locked" half-way through. Inside ``atomic`` the
-            # driver's transaction is already open.
-            raw: Any = conn.connection.dbapi_connection
-            if not raw.in_transaction:
-                raw.execute("BEGIN IMMEDIATE")
-
+        # SQLAlchemy begins a transaction with the dialect's ``do_begin`` (pysqlite's does
+        # nothing: the driver would begin one before the first write). Ours begins it with
+        # IMMEDIATE, which takes the write lock up front: a read that later writes can then
+        # never fail with "database is locked" half-way through. Inside ``atomic`` the driver's
+        # transaction is already open. A method of this engine's dialect rather than a "begin"
+        # listener: with no listener of connection events on the engine, SQLAlchemy and
+        # ``db.Statement`` skip their event dispatch on every statement.
+        engine.dialect.do_begin = _begin_immediate  # type: ignore[method-assign]
         return engine
     return create_engine(
         url,
@@ -63,6 +62,11 @@ def make_engine(config: Config) -> Engine:
         pool_pre_ping=True,
         hide_parameters=True,  # errors must not carry values (hashes, bodies) into logs
     )
+
+
+def _begin_immediate(dbapi_connection: Any) -> None:
+    if not dbapi_connection.in_transaction:
+        dbapi_connection.execute("BEGIN IMMEDIATE")
 
 
 def sqlite_path(config: Config) -> Path | None:

@@ -8,13 +8,18 @@ calendar was read with it), one compiled window query, and the rows formatted in
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from sqlalchemy import Connection
 
-from calendar_service.calendars import accessible_calendars, calendar_public, chosen_calendars
+from calendar_service.calendars import (
+    CalendarRow,
+    accessible_calendars,
+    calendar_public,
+    chosen_calendars,
+)
 from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.events.occurrences import Page, page_with_series
 from calendar_service.events.parsing import parse_list_params, parse_single_events
@@ -125,14 +130,10 @@ def _list_events(
     key's calendar's zone (or the default calendar's), whichever calendars are named.
     """
     if sync_token is not None or (page_token and page_token[0] == SYNC_PAGE_PREFIX):
-        if time_min or time_max:
-            field = "timeMin" if time_min else "timeMax"
-            raise ValidationFailed(
-                [FieldError(field, "cannot be combined with syncToken: a sync has no window")]
-            )
-        return sync_events(
+        return _sync_instead(
             conn,
             principal=principal,
+            window=(time_min, time_max),
             sync_token=sync_token,
             page_token=page_token,
             limit=limit,
@@ -141,82 +142,155 @@ def _list_events(
             now=now,
             calendar_ids=calendar_ids,
         )
-    calendars = accessible_calendars(conn, principal=principal)
-    default = next((c for c in calendars if c.is_default), calendars[0] if calendars else None)
-    tz = zone(default.time_zone) if default is not None else UTC
-    chosen = None
-    if calendar_ids is not None:
-        calendars = chosen_calendars(calendars, principal=principal, wanted=calendar_ids)
-        chosen = [c.id for c in calendars]
+    calendars, chosen, tz = _reached(conn, principal, calendar_ids)
     low, high, size = parse_list_params(time_min=time_min, time_max=time_max, limit=limit, tz=tz)
     single_events = parse_single_events(single_events)
-    result: dict[str, Any] = {} if now is None else {"now": format_in(now, tz)}
-    result["calendars"] = [calendar_public(c) for c in calendars]
-    result["events"] = []
     # What the page tokens are bound to, made only when one is read or written.
     query = functools.partial(
         token_query, principal, low, high, single_events=single_events, chosen=chosen
     )
-    after: tuple[str, str] | None = None
-    if page_token:
-        after_start, after_id, carried = decode_token(token_key, query(), page_token)
-        position = Position.from_compact(carried)
-        if position is None:
-            raise bad_page_token()
-    else:
-        position = current_position(conn)
-
-    def answer(page: Page) -> dict[str, Any]:
-        """The page's events, and the token of the next page, or the sync token after it."""
-        result["events"], following = page
-        if following is not None:
-            carry = position.compact()
-            result["nextPageToken"] = encode_token(token_key, query(), *following, carry)
-        else:
-            result["nextSyncToken"] = encode_sync_token(token_key, principal, position, chosen)
-        return result
-
+    position, after = _started(conn, token_key, query, page_token)
+    result: dict[str, Any] = {} if now is None else {"now": format_in(now, tz)}
+    result["calendars"] = [calendar_public(c) for c in calendars]
+    answer = functools.partial(_answer, result, token_key, query, principal, position, chosen)
     if not calendars:
         return answer(([], None))
-    dialect = conn.dialect.name
-    params: dict[str, Any] = {"limit": size + 1}
-    among = in_calendars_params(params, calendars, user_id=None if chosen else principal.user_id)
-    if low is not None:
-        longest = max(c.max_event_seconds for c in calendars)
-        params["low"] = to_db(low, dialect)
-        params["low_floor"] = to_db(window_floor(low, longest), dialect)
-    if high is not None:
-        params["high"] = to_db(high, dialect)
-    if page_token:
-        params["after_id"] = after_id
-        params["after_start"] = to_db(after_start, dialect)
-        after = (utc_text(after_start), after_id)
-    shape = (among, low is not None, high is not None, bool(page_token))
-    rows = list_statement(*shape).all(conn, **params)
-    texts = (
-        None if low is None else utc_text(low),
-        None if high is None else utc_text(high),
-        None if after is None else after[0],
-    )
-    series = window_series(conn, calendars, shape=shape, params=params, texts=texts)
-    if not series:
-        # The last row's start and id: starts_at is the stored UTC text on every backend.
-        following = (rows[size - 1][3], rows[size - 1][0]) if len(rows) > size else None
-        return answer((events_public(rows[:size], calendars), following))
-    page = page_with_series(
-        rows,
-        series,
+    page = _window_page(
+        conn,
         calendars,
-        load=lambda ids: series_rows(conn, ids),
+        user_id=None if chosen else principal.user_id,
         low=low,
         high=high,
-        texts=texts[:2],
         after=after,
         size=size,
         single_events=single_events,
         later=later,
     )
     return page.then(answer) if isinstance(page, Later) else answer(page)
+
+
+def _sync_instead(
+    conn: Connection, *, principal: Principal, window: tuple[str | None, str | None], **sync: Any
+) -> dict[str, Any]:
+    """A list given a sync token (or a sync's page token) is a sync (``sync.sync_events``),
+    which has no window."""
+    time_min, time_max = window
+    if time_min or time_max:
+        field = "timeMin" if time_min else "timeMax"
+        raise ValidationFailed(
+            [FieldError(field, "cannot be combined with syncToken: a sync has no window")]
+        )
+    return sync_events(conn, principal=principal, **sync)
+
+
+def _reached(
+    conn: Connection, principal: Principal, calendar_ids: str | Sequence[str] | None
+) -> tuple[list[CalendarRow], list[str] | None, tzinfo]:
+    """The list's calendars (those of the key, narrowed to ``calendar_ids`` if given), their
+    ids when narrowed (what the tokens are bound to), and the zone bounds without an offset
+    are read in: the key's calendar's, or its owner's default calendar's."""
+    calendars = accessible_calendars(conn, principal=principal)
+    if len(calendars) == 1:
+        tz = zone(calendars[0].time_zone)
+    else:
+        default = next((c for c in calendars if c.is_default), calendars[0] if calendars else None)
+        tz = zone(default.time_zone) if default is not None else UTC
+    if calendar_ids is None:
+        return calendars, None, tz
+    calendars = chosen_calendars(calendars, principal=principal, wanted=calendar_ids)
+    return calendars, [c.id for c in calendars], tz
+
+
+def _started(
+    conn: Connection, token_key: bytes, query: Callable[[], bytes], page_token: str | None
+) -> tuple[Position, tuple[datetime, str] | None]:
+    """The sync position the list's pages carry, and where this page starts (the start and
+    id of the last event of the page before, ``None`` on the first): taken now on the first
+    page, before its rows are read; read from the page token on the others."""
+    if not page_token:
+        return current_position(conn), None
+    after_start, after_id, carried = decode_token(token_key, query(), page_token)
+    position = Position.from_compact(carried)
+    if position is None:
+        raise bad_page_token()
+    return position, (after_start, after_id)
+
+
+def _answer(
+    result: dict[str, Any],
+    token_key: bytes,
+    query: Callable[[], bytes],
+    principal: Principal,
+    position: Position,
+    chosen: list[str] | None,
+    page: Page,
+) -> dict[str, Any]:
+    """``result`` with the page's events, and the token of the next page, or the sync token
+    after it."""
+    result["events"], following = page
+    if following is not None:
+        carry = position.compact()
+        result["nextPageToken"] = encode_token(token_key, query(), *following, carry)
+    else:
+        result["nextSyncToken"] = encode_sync_token(token_key, principal, position, chosen)
+    return result
+
+
+def _window_page(
+    conn: Connection,
+    calendars: list[CalendarRow],
+    *,
+    user_id: str | None,
+    low: datetime | None,
+    high: datetime | None,
+    after: tuple[datetime, str] | None,
+    size: int,
+    single_events: bool,
+    later: bool,
+) -> Page | Later:
+    """The page of ``calendars``' events overlapping ``[low, high)`` from the page token's
+    place (``after``: the start and id of the last event of the page before), and where the
+    next one starts: the window query's rows, merged with the occurrences of the series that
+    may occur in it (``occurrences.page_with_series``) if there are any. ``user_id``: the
+    owner whose every calendar is listed (an all-calendars key's list), or ``None``."""
+    dialect = conn.dialect.name
+    params: dict[str, Any] = {"limit": size + 1}
+    among = in_calendars_params(params, calendars, user_id=user_id)
+    low_text = high_text = None
+    after_key: tuple[str, str] | None = None  # after's start as stored text, and its id
+    if low is not None:
+        longest = max(c.max_event_seconds for c in calendars)
+        params["low"] = to_db(low, dialect)
+        params["low_floor"] = to_db(window_floor(low, longest), dialect)
+        low_text = utc_text(low)
+    if high is not None:
+        params["high"] = to_db(high, dialect)
+        high_text = utc_text(high)
+    if after is not None:
+        params["after_start"] = to_db(after[0], dialect)
+        params["after_id"] = after[1]
+        after_key = (utc_text(after[0]), after[1])
+    shape = (among, low is not None, high is not None, after is not None)
+    rows = list_statement(*shape).all(conn, **params)
+    texts = (low_text, high_text, None if after_key is None else after_key[0])
+    series = window_series(conn, calendars, shape=shape, params=params, texts=texts)
+    if not series:
+        # The last row's start and id: starts_at is the stored UTC text on every backend.
+        following = (rows[size - 1][3], rows[size - 1][0]) if len(rows) > size else None
+        return events_public(rows[:size], calendars), following
+    return page_with_series(
+        rows,
+        series,
+        calendars,
+        load=functools.partial(series_rows, conn),
+        low=low,
+        high=high,
+        texts=(low_text, high_text),
+        after=after_key,
+        size=size,
+        single_events=single_events,
+        later=later,
+    )
 
 
 def list_events_later(conn: Connection, **options: Any) -> dict[str, Any] | Later:

@@ -25,6 +25,7 @@ from sqlalchemy import (
     func,
     insert,
     literal_column,
+    null,
     or_,
     select,
     update,
@@ -67,27 +68,52 @@ def _as_text(columns: Any) -> tuple[Any, ...]:
 
 
 _OPAQUE: Any = literal_column("'opaque'")
-# What a listed row has beside a single event's fields, in one column (``shapes.events_public``
-# unpacks it): NULL for an opaque event of its own (nearly every row), its transparency for a
-# transparent one, and for a changed occurrence of a series "<transparency> <original start>
-# <series id>" (the id last: the only part that is not a fixed word or a stored UTC text).
-# One value fetched a row instead of three: the driver's per-column work was most of what the
-# three cost (docs/performance.md, "Winning it back").
+_SPACE: Any = literal_column("' '")
+# What a listed row has beside a plain event's fields, in one column (``shapes.events_public``
+# unpacks it): NULL for an opaque timed event of its own (nearly every row); else
+# "<transparency> <1 if all day, else 0>", and for a changed occurrence of a series
+# "<transparency> <all day> <original start> <series id>" (the id last: the only part that is
+# not a fixed word or a stored UTC text). One value fetched a row instead of four: the driver's
+# per-column work (a call to SQLite's API under its mutex, the GIL given up and taken back, a
+# Python object) was most of what they cost (docs/performance.md, "Winning it back"). A
+# ``CASE`` costs SQLite next to nothing; building text (``||``, ``replace``) costs it about
+# what a value fetched does, so the fields every row has stay columns of their own.
 LIST_EXTRA = case(
     (
-        events_t.c.recurring_event_id.is_(None),
-        func.nullif(events_t.c.transparency, _OPAQUE),
+        and_(
+            events_t.c.recurring_event_id.is_(None),
+            events_t.c.transparency == _OPAQUE,
+            ~events_t.c.all_day,
+        ),
+        null(),
     ),
     else_=events_t.c.transparency
-    + literal_column("' '")
-    + utc_text_of(events_t.c.original_starts_at)
-    + literal_column("' '")
-    + events_t.c.recurring_event_id,
+    + _SPACE
+    + case((events_t.c.all_day, literal_column("'1'")), else_=literal_column("'0'"))
+    + func.coalesce(
+        _SPACE
+        + utc_text_of(events_t.c.original_starts_at)
+        + _SPACE
+        + events_t.c.recurring_event_id,
+        literal_column("''"),
+    ),
 ).label("extra")
 
-# The window query's columns: a single event's (``shapes.events_public`` unpacks them), and
-# the rest packed (``LIST_EXTRA``).
-_LIST_COLUMNS = (*_as_text(EVENT_COLUMNS[:10]), LIST_EXTRA)
+# An event's last change, NULL while it is its creation (most events are never changed): a
+# NULL costs the driver less than a text, and the list writes the creation's text again.
+LIST_UPDATED = case(
+    (events_t.c.updated_at == events_t.c.created_at, null()),
+    else_=utc_text_of(events_t.c.updated_at),
+).label("updated_at")
+
+# The window query's columns: a plain event's (``shapes.events_public`` unpacks them; not
+# ``all_day``, which is in ``LIST_EXTRA``), and the rest packed (``LIST_EXTRA``).
+_LIST_COLUMNS = (
+    *_as_text(EVENT_COLUMNS[:5]),
+    *_as_text(EVENT_COLUMNS[6:9]),
+    LIST_UPDATED,
+    LIST_EXTRA,
+)
 _CONFIRMED: Any = literal_column("'confirmed'")  # literal: no parameter to merge each time
 
 
@@ -235,14 +261,12 @@ class _SeriesStatement(Statement):
     where the partial index holds the series alone (SQLAlchemy renders no table hints for
     SQLite, hence the edit of the compiled text)."""
 
-    def sql(self, dialect: Any) -> tuple[str, dict[str, Any]]:
-        sql, defaults = super().sql(dialect)
-        if dialect.name == "sqlite" and "INDEXED BY" not in sql:
-            # The main FROM (the exceptions' subquery reads "FROM events AS exception").
-            assert sql.count("FROM events \n") == 1, sql
-            sql = sql.replace("FROM events \n", "FROM events INDEXED BY ix_events_series \n")
-            self._compiled[dialect.name] = (sql, defaults)
-        return sql, defaults
+    def edited(self, sql: str, dialect: Any) -> str:
+        if dialect.name != "sqlite":
+            return sql
+        # The main FROM (the exceptions' subquery reads "FROM events AS exception").
+        assert sql.count("FROM events \n") == 1, sql
+        return sql.replace("FROM events \n", "FROM events INDEXED BY ix_events_series \n")
 
 
 SERIES_KEPT_MOST = 500
@@ -378,9 +402,16 @@ def window_floor(low: datetime, longest_seconds: int) -> datetime:
     """The least ``starts_at`` an event overlapping ``[low, ...)`` can have: ``low`` less the
     calendar's longest event, never below the first instant a ``datetime`` holds (a longest
     length stored by an older version can be any size, and it never shrinks)."""
-    if longest_seconds >= (low - _FIRST_INSTANT).total_seconds():
+    try:
+        return low - _lengths(longest_seconds)
+    except OverflowError:  # before the first instant, or longer than a timedelta holds
         return _FIRST_INSTANT
-    return low - timedelta(seconds=longest_seconds)
+
+
+@functools.lru_cache(maxsize=256)
+def _lengths(seconds: int) -> timedelta:
+    """``seconds`` as a ``timedelta``, kept: a calendar's longest event rarely changes."""
+    return timedelta(seconds=seconds)
 
 
 # Run straight from the driver (see db.Statement): every column, date-times through to_db.

@@ -77,33 +77,32 @@ def event_fields(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
 def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[str, Any]]:
     """``event_public`` for the list's driver rows (``queries.list_statement``), without
     an object or a call per row: the list's hot loop. Stored times are RFC 3339 UTC text
-    already (``timeutil.utc_text``): in UTC they only lose a zero fraction. The transparency
-    and an exception's series and original start come packed in the last column
-    (``queries.LIST_EXTRA``)."""
+    already (``timeutil.utc_text``): in UTC they only lose a zero fraction. The last change
+    comes as ``None`` while it is the creation (``queries.LIST_UPDATED``); all day, the
+    transparency and an exception's series and original start come packed in the last column,
+    ``None`` for an opaque timed event of its own (``queries.LIST_EXTRA``)."""
     zones: dict[str, tuple[str, tzinfo | None]] = {}
     for c in calendars:
         tz = zone(c.time_zone)
         zones[c.id] = (c.name, None if tz is UTC else tz)
+    # A stored text is 27 characters; one that loses ``.000000Z`` (a whole second, as a start
+    # and an end mostly are) gets its ``Z`` back: cheaper than ``str.replace``, which counts
+    # its matches before it copies.
     whole, z, opaque = STORED_WHOLE_SECOND, "Z", "opaque"
     events = []
-    for (
-        event_id,
-        calendar_id,
-        title,
-        starts,
-        ends,
-        all_day,
-        desc,
-        place,
-        created,
-        updated,
-        extra,
-    ) in rows:
+    for event_id, calendar_id, title, starts, ends, desc, place, created, updated, extra in rows:
         name, local = zones[calendar_id]
         if local is None:
-            starts, ends = starts.replace(whole, z), ends.replace(whole, z)
+            starts, ends = starts.removesuffix(whole), ends.removesuffix(whole)
+            if len(starts) == 19:
+                starts += z
+            if len(ends) == 19:
+                ends += z
         else:
             starts, ends = format_in(starts, local), format_in(ends, local)
+        created = created.removesuffix(whole)
+        if len(created) == 19:
+            created += z
         event = {
             "id": event_id,
             "calendarId": calendar_id,
@@ -111,16 +110,17 @@ def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[st
             "title": title,
             "startsAt": starts,
             "endsAt": ends,
-            "allDay": all_day == 1,
+            "allDay": False,
             "description": desc,
             "location": place,
-            "createdAt": created.replace(whole, z),
-            "updatedAt": updated.replace(whole, z),
+            "createdAt": created,
+            "updatedAt": created if updated is None else updated.replace(whole, z),
             "transparency": opaque,
         }
-        if extra is not None:  # transparent, or a changed occurrence of a series (LIST_EXTRA)
-            transparency, *series = extra.split(" ", 2)
+        if extra is not None:  # transparent, all day, or a changed occurrence (LIST_EXTRA)
+            transparency, all_day, *series = extra.split(" ", 3)
             event["transparency"] = transparency
+            event["allDay"] = all_day == "1"
             if series:
                 event["recurringEventId"] = series[1]
                 event["originalStartsAt"] = format_in(series[0], local or UTC)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -19,6 +20,7 @@ from starlette.routing import BaseRoute, Route
 
 from calendar_service import idempotency, operations, service_secrets
 from calendar_service.asgi.context import (
+    Query,
     bearer_token,
     call_context,
     key_in_url,
@@ -26,7 +28,7 @@ from calendar_service.asgi.context import (
     record_refusal,
     services,
 )
-from calendar_service.asgi.responses import JSONResponse
+from calendar_service.asgi.responses import Encoded
 from calendar_service.errors import (
     CalendarError,
     KeyInUrl,
@@ -62,22 +64,26 @@ async def _perform(
     present: Callable[[Any], Any] | None = None,
     status: int | None = None,
     long: bool = False,
+    query: Query | None = None,
 ) -> Outcome[Any]:
     """``gateway.perform`` for this request: its key, its facts, what the URL refuses (before
     the permission, once the key is known, so the refusal is in its history), ``present`` and
     ``status`` as ``perform`` takes them; ``long``: off the event loop whatever the backend
-    (``Database.run_off_loop``), for work that takes seconds (an import). A write's
-    ``?dryRun=true`` makes it a dry run."""
+    (``Database.run_off_loop``), for work that takes seconds (an import). ``query``: the
+    request's query parameters, if the handler read them already. A write's ``?dryRun=true``
+    makes it a dry run."""
     svc = services(request)
-    leaked = key_in_url(request)
+    if query is None:
+        query = Query(request.scope["query_string"])
+    leaked = key_in_url(request, query)
     if leaked is not None:
         return await _refuse_key_in_url(request, op.name, *leaked)
     run = svc.db.run_off_loop if long else svc.db.run_grouped
-    refusal = _nul_in_url(request) or _unknown_in_url(request, op) or refused
+    refusal = _nul_in_url(request, query) or _unknown_in_url(query, op) or refused
     dry_run = False
-    if op.needs == "write" and request.scope["query_string"] and "dryRun" in request.query_params:
+    if op.needs == "write" and "dryRun" in query.last:
         try:
-            dry_run = parse_flag("dryRun", request.query_params["dryRun"])
+            dry_run = parse_flag("dryRun", query.last["dryRun"])
         except ValidationFailed as exc:
             refusal = refusal or exc
     outcome = await run(
@@ -104,22 +110,21 @@ _PATH_FIELDS = {
 }
 
 
-def _nul_in_url(request: Request) -> ValidationFailed | None:
+def _nul_in_url(request: Request, query: Query) -> ValidationFailed | None:
     """A 400 for path ids and query parameters with NUL in them (see ``inputs``): such an id
     can never exist, and PostgreSQL could not even be asked about it."""
-    query = request.scope["query_string"]
-    if b"%00" not in query and NUL not in request.scope["path"]:
+    if b"%00" not in request.scope["query_string"] and NUL not in request.scope["path"]:
         return None
     path = {_PATH_FIELDS.get(k, k): v for k, v in request.path_params.items()}
-    errors = nul_errors(path) + nul_errors(request.query_params.multi_items())
+    errors = nul_errors(path) + nul_errors(query.items)
     return ValidationFailed(errors) if errors else None
 
 
-def _unknown_in_url(request: Request, op: Operation) -> CalendarError | None:
+def _unknown_in_url(query: Query, op: Operation) -> CalendarError | None:
     """A 400 for query parameters the operation does not take (``parameters.QUERY``)."""
-    if not request.scope["query_string"]:
+    if not query.items or parameters.QUERY[op.name].keys() >= query.last.keys():
         return None
-    return parameters.unknown(op.name, request.query_params.keys())
+    return parameters.unknown(op.name, query.last)
 
 
 async def _refuse_key_in_url(
@@ -137,20 +142,26 @@ async def _refuse_key_in_url(
     )
 
 
+_NO_STORE = (b"cache-control", b"no-store")
+_CHANGE_ID = CHANGE_ID_HEADER.lower().encode("latin-1")
+
+
 def _respond(outcome: Outcome[Any], body: Any, **extra_headers: str) -> Response:
     """The answer: ``body`` (JSON, or already encoded) with the outcome's status and rate."""
-    headers = outcome.rate.headers() if outcome.rate else {}
-    headers["Cache-Control"] = "no-store"
+    headers = outcome.rate.raw_headers() if outcome.rate else []
+    headers.append(_NO_STORE)
     if outcome.change_id is not None:
-        headers[CHANGE_ID_HEADER] = outcome.change_id
+        headers.append((_CHANGE_ID, outcome.change_id.encode("latin-1")))
     if outcome.proposal_id is not None:  # 202: the write waits for the owner's approval
-        headers["Location"] = f"{PROPOSALS_PATH}/{outcome.proposal_id}"
-    headers.update(extra_headers)
+        location = f"{PROPOSALS_PATH}/{outcome.proposal_id}"
+        headers.append((b"location", location.encode("latin-1")))
+    for name, value in extra_headers.items():
+        headers.append((name.lower().encode("latin-1"), value.encode("latin-1")))
     if outcome.status == 204:
-        return Response(status_code=204, headers=headers)
-    if isinstance(body, bytes):  # encoded JSON
-        return Response(body, outcome.status, headers, JSONResponse.media_type)
-    return JSONResponse(body, status_code=outcome.status, headers=headers)
+        return Encoded(b"", 204, headers, media_type=None)
+    if not isinstance(body, bytes):  # not encoded yet
+        body = orjson.dumps(body)
+    return Encoded(body, outcome.status, headers)
 
 
 async def _page_token_key(request: Request) -> bytes:
@@ -164,7 +175,8 @@ async def _page_token_key(request: Request) -> bytes:
 
 
 async def list_calendar_events(request: Request) -> Response:
-    params = request.query_params
+    query = Query(request.scope["query_string"])
+    params = query.last
     args: dict[str, Any] = {
         "time_min": params.get("timeMin"),
         "time_max": params.get("timeMax"),
@@ -175,13 +187,13 @@ async def list_calendar_events(request: Request) -> Response:
     if "singleEvents" in params:  # the hot path passes no more than it needs
         args["single_events"] = params["singleEvents"]
     if "calendarIds" in params:  # repeated, or comma-separated: the core reads both
-        args["calendar_ids"] = params.getlist("calendarIds")
+        args["calendar_ids"] = query.getlist("calendarIds")
     if "syncToken" in params:
         args["sync_token"] = params["syncToken"]
         args["sync_retention_days"] = services(request).config.sync_retention_days
     # Encoded in the transaction, while the list is fresh in the cache: only the bytes wait
     # for the group commit (db.Database.run_grouped), not some 600 objects.
-    outcome = await _perform(request, operations.LIST, args, present=dumps)
+    outcome = await _perform(request, operations.LIST, args, present=dumps, query=query)
     return _respond(outcome, outcome.value)
 
 

@@ -77,3 +77,52 @@ def test_atomic_commits_core_and_driver_statements_together_or_neither(db: Datab
         )
         conn.rollback()
     assert found == set(kept)
+
+
+def test_a_transaction_sqlalchemy_begins_on_sqlite_takes_the_write_lock_up_front(
+    db: Database,
+) -> None:
+    """``engine.make_engine``: SQLAlchemy's begin is ``BEGIN IMMEDIATE`` on the driver, so a
+    read that later writes never fails half-way with "database is locked"."""
+    import pytest
+    from sqlalchemy import select
+
+    if db.engine.dialect.name != "sqlite":
+        pytest.skip("SQLite's write lock")
+    with db.engine.connect() as conn, conn.begin():
+        conn.execute(select(users_t.c.id).limit(1)).all()
+        raw: Any = conn.connection.dbapi_connection
+        assert raw.in_transaction
+        with db.engine.connect() as other:
+            other_raw: Any = other.connection.dbapi_connection
+            other_raw.execute("PRAGMA busy_timeout=0")
+            with pytest.raises(Exception, match="locked"):
+                other_raw.execute("BEGIN IMMEDIATE")
+            other_raw.execute("PRAGMA busy_timeout=30000")
+
+
+def test_a_listener_added_after_a_connection_was_kept_sees_its_compiled_statements(
+    db: Database,
+) -> None:
+    """``db.Statement`` runs on the driver unless something watches the engine: a listener
+    added later still sees every statement, on connections made before it."""
+    from sqlalchemy import event, select
+
+    from calendar_service.db import Statement
+
+    statement = Statement(select(users_t.c.id).where(users_t.c.id == bindparam("id")))
+    seen: list[str] = []
+
+    def watch(*args: Any) -> None:
+        seen.append(args[2])
+
+    with db.engine.connect() as conn:
+        statement.all(conn, id="usr_nobody")
+        event.listen(db.engine, "before_cursor_execute", watch)
+        try:
+            statement.all(conn, id="usr_nobody")
+        finally:
+            event.remove(db.engine, "before_cursor_execute", watch)
+        statement.all(conn, id="usr_nobody")
+        conn.rollback()
+    assert seen == [statement.sql(db.engine.dialect)[0]]

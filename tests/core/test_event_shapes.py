@@ -5,6 +5,7 @@ from the JSON kept with them."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 from typing import Any
 
@@ -111,6 +112,53 @@ def test_listed_transparent_events_and_changed_occurrences_equal_their_get(
     assert sorted(listed, key=lambda e: e["id"]) == sorted(fetched, key=lambda e: e["id"])
     assert {e["transparency"] for e in listed} == {"opaque", "transparent"}
     assert sum("recurringEventId" in e for e in listed) == 2
+
+
+@pytest.mark.parametrize("time_zone", ["UTC", "Europe/Berlin"])
+def test_listed_all_day_and_changed_events_equal_their_get(
+    db: Database, factory: Factory, time_zone: str
+) -> None:
+    """All day comes packed with the transparency (``queries.LIST_EXTRA``), and the last
+    change only when it is not the creation (``queries.LIST_UPDATED``): each combination
+    reads back exactly as a get shows it."""
+    owner = factory.owner()
+    calendar = factory.calendar(owner, name="Days", time_zone=time_zone)
+    principal = events.owner_principal(owner.id)
+    made = []
+    for all_day, transparency in itertools.product((False, True), ("opaque", "transparent")):
+        body: dict[str, Any] = {
+            "title": f"{all_day} {transparency}",
+            "calendarId": calendar,
+            "transparency": transparency,
+            "allDay": all_day,
+            "startsAt": "2026-07-01" if all_day else "2026-07-01T08:00:00Z",
+            "endsAt": "2026-07-01" if all_day else "2026-07-01T09:00:00Z",
+        }
+        now = utcnow()
+        made.append(
+            db.call(events.create_event_from_input, principal=principal, body=body, now=now)[0]
+        )
+    # one changed later, one at the same instant as its creation (a whole second)
+    later = utcnow() + timedelta(seconds=1)
+    for event, now in zip(made[:2], (later, later.replace(microsecond=0)), strict=True):
+        db.call(
+            events.update_event_from_input,
+            principal=principal,
+            event_id=event["id"],
+            body={"title": "changed"},
+            now=now,
+        )
+    listed = db.call(
+        events.list_events,
+        principal=principal,
+        time_min="2026-06-30T00:00:00Z",
+        time_max="2026-07-03T00:00:00Z",
+        token_key=b"test page-token key",
+    )["events"]
+    fetched = [db.call(events.get_event, principal=principal, event_id=e["id"]) for e in made]
+    assert sorted(listed, key=lambda e: e["id"]) == sorted(fetched, key=lambda e: e["id"])
+    assert sorted(e["allDay"] for e in listed) == [False, False, True, True]
+    assert sum(e["updatedAt"] != e["createdAt"] for e in listed) == 2
 
 
 def test_listed_occurrences_are_shared_read_only_and_written_as_their_objects(

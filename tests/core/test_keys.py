@@ -325,3 +325,17 @@ def test_a_key_only_ever_refused_was_never_used(db: Database, factory: Factory) 
     [listed] = db.call(keys.list_keys, user_id=owner.id, now=now)
     assert listed["lastUsedAt"] is None
     assert db.call(keys.revoke_key, user_id=owner.id, key_id=key_id, now=now)["lastUsedAt"] is None
+
+
+def test_a_secrets_checksum_is_its_bodys_crc32_in_six_base62_digits() -> None:
+    import random
+    import zlib
+
+    from calendar_service.ids import base62
+    from calendar_service.keys import _checksum
+
+    draw = random.Random(31)
+    for _ in range(2000):
+        body = "".join(draw.choice(ALPHABET) for _ in range(40))
+        crc = zlib.crc32(body.encode())
+        assert _checksum(body) == base62(crc.to_bytes(4, "big")).rjust(6, "0")

@@ -164,3 +164,24 @@ def test_a_page_token_is_refused_with_other_calendar_ids(
     refused = api.get(EVENTS, params=widened, headers=headers)
     assert refused.status_code == 400
     assert refused.json()["errors"][0]["field"] == "pageToken"
+
+
+def test_the_query_string_reads_as_starlette_reads_it() -> None:
+    """``asgi.context.Query`` (the REST front's own reading of the query string, cheaper than
+    Starlette's ``QueryParams``) gives the same names and values, in the same order."""
+    from starlette.datastructures import QueryParams
+
+    from calendar_service.asgi.context import Query
+
+    raws = [
+        b"",
+        b"timeMin=2026-03-01T00%3A00%3A00Z&timeMax=2026-04-01T00:00:00%2B02:00&limit=5",
+        b"a=1&a=2&b&c=&&d=%zz&e=%E2%82%AC&f=a+b%2Bc&g%20h=i=j&%6Bey=x&=empty",
+        b"calendarIds=Work,Home&calendarIds=%C3%A9t%C3%A9&x=%FF%FE&y=\xe9",
+        b"q=%00&r=100%25&s=%",
+    ]
+    for raw in raws:
+        ours, theirs = Query(raw), QueryParams(raw)
+        assert ours.items == theirs.multi_items(), raw
+        assert ours.last == dict(theirs), raw
+        assert ours.getlist("a") == theirs.getlist("a"), raw
