@@ -142,7 +142,7 @@ def test_listed_all_day_and_changed_events_equal_their_get(
     later = utcnow() + timedelta(seconds=1)
     for event, now in zip(made[:2], (later, later.replace(microsecond=0)), strict=True):
         db.call(
-            events.update_event_from_input,
+            events.update_event,
             principal=principal,
             event_id=event["id"],
             body={"title": "changed"},
