@@ -41,6 +41,12 @@ T = TypeVar("T")
 # Set: the suite runs on PostgreSQL, each test database created on this server (and dropped).
 POSTGRES_ADMIN_URL = os.environ.get("CALENDAR_TEST_POSTGRES_URL")
 
+# How long a server (ours, in a process or a thread of its own, or PostgreSQL) may take to answer
+# after it is started: a second or two on a quiet machine, over a minute when a 2-core machine
+# runs several suites at once (a `serve` once failed to answer within 60 s at a load of 28).
+# A passing wait returns as soon as the server answers, so the bound costs nothing.
+SERVER_START = 180.0
+
 # The test running now, when conftest found it touches no database (marked ``once``: not run
 # in the PostgreSQL leg); ``fresh_database_url`` refuses to make it one.
 NO_DATABASE_TEST: str | None = None
@@ -155,7 +161,12 @@ def serving(
                 except httpx.TransportError:
                     return False
 
-            wait_for(up, timeout=60, interval=0.1, what="serve to listen")
+            try:
+                wait_for(up, timeout=SERVER_START, interval=0.1, what="serve to listen")
+            except AssertionError as exc:
+                proc.terminate()
+                output = proc.communicate(timeout=30)[0] or b""
+                raise AssertionError(f"{exc}; what it printed:\n{output.decode()}") from None
             yield client
     finally:
         proc.terminate()
@@ -178,7 +189,7 @@ def run_server(
 
     thread = threading.Thread(target=serve, name=f"uvicorn-{port}", daemon=True)
     thread.start()
-    wait_for(lambda: server.started, timeout=60, what="uvicorn to start")
+    wait_for(lambda: server.started, timeout=SERVER_START, what="uvicorn to start")
     try:
         yield RunningServer(f"{scheme}://127.0.0.1:{port}", "127.0.0.1", port, server, thread)
     finally:

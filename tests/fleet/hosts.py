@@ -204,14 +204,14 @@ def start_postgres(fleet: Fleet, host: Host) -> str:
     ]
     fleet.spawn(host, server, user="postgres", log=folder / "postgres.log")
     ready = [str(binaries / "pg_isready"), "-q", "-h", str(folder), "-p", str(PG_PORT)]
-    from tests.support import wait_for
+    from tests.support import SERVER_START, wait_for
 
     def up() -> bool:
         return (
             subprocess.run(fleet.command(host, ready, user="postgres"), timeout=10).returncode == 0
         )
 
-    wait_for(up, timeout=30, interval=0.1, what="PostgreSQL to accept connections")
+    wait_for(up, timeout=SERVER_START, interval=0.1, what="PostgreSQL to accept connections")
     create = [str(binaries / "createdb"), "-h", str(folder), "-p", str(PG_PORT), "calendar"]
     fleet.run(host, create, user="postgres")
     return f"postgresql+psycopg://postgres@{host.address}:{PG_PORT}/calendar"

@@ -99,6 +99,7 @@ def test_healthz_answers_while_a_big_import_is_being_written(
         wait_for(
             lambda: _writing(config, db, wal_before) or not importer.is_alive(),
             timeout=PATIENCE,
+            interval=0.05,  # a query each look on PostgreSQL, in the server's process
             what="the import to start writing",
         )
         assert importer.is_alive(), "the import ended before it was seen writing"

@@ -27,6 +27,7 @@ from tests.mcp_tools.clients import JSON_RPC_HEADERS
 from tests.rest.conftest import EVENTS
 from tests.support import (
     POSTGRES_ADMIN_URL,
+    SERVER_START,
     Factory,
     RunningServer,
     bearer,
@@ -88,7 +89,7 @@ def served_process(database_url: str, tmp_path: Path) -> Iterator[tuple[str, Pat
             except httpx.TransportError:
                 return False
 
-        wait_for(up, timeout=60, interval=0.1, what="serve to answer")
+        wait_for(up, timeout=SERVER_START, interval=0.1, what="serve to answer")
         yield base, log_path
     finally:
         proc.terminate()

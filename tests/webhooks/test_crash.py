@@ -18,6 +18,7 @@ from standardwebhooks import Webhook
 
 from calendar_service.db import Database
 from tests.support import (
+    SERVER_START,
     TLSFiles,
     bearer,
     fresh_database_url,
@@ -85,7 +86,7 @@ def test_changes_committed_before_a_sigkill_are_all_delivered_by_a_worker_starte
         base = f"http://127.0.0.1:{port}"
         created = []
         with command(env, "serve", "--port", str(port), "--no-webhooks") as server:
-            wait_for(lambda: up(base), timeout=30, what="the server to start")
+            wait_for(lambda: up(base), timeout=SERVER_START, what="the server to start")
             with httpx.Client(base_url=base, headers=bearer(key), timeout=10) as api:
                 for n in range(count):
                     body = {
