@@ -38,6 +38,7 @@ from tests.support import (
     run_server,
 )
 
+BACKENDS = ("sqlite", "postgresql")
 DATABASE_FIXTURES = frozenset({"database_url", "hooks_config", "quiet_db"})
 BACKEND_NAMES = ("fresh_database_url", "POSTGRES_ADMIN_URL", "CALENDAR_TEST_POSTGRES_URL")
 
@@ -52,6 +53,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "long: takes tens of seconds; started first, one per worker (conftest.py)"
     )
+    for backend in BACKENDS:
+        config.addinivalue_line(
+            "markers",
+            f"{backend}: about {backend} alone; collected only in its leg, never skipped "
+            "(conftest.py)",
+        )
     config.pluginmanager.register(LongTestsFirst(), "long-tests-first")
 
 
@@ -63,11 +70,18 @@ def _names_the_backend(path: Path, seen: dict[Path, bool]) -> bool:
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects by it
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark ``once`` every test that touches no database (the module docstring says how)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the tests about the other backend (marked ``sqlite`` or ``postgresql``: each
+    runs in its own leg, where a skip would say nothing); mark ``once`` every test that touches
+    no database (the module docstring says how)."""
+    other = [b for b in BACKENDS if b != _backend()]
+    elsewhere = [i for i in items if any(i.get_closest_marker(b) for b in other)]
+    if elsewhere:
+        config.hook.pytest_deselected(items=elsewhere)
+        items[:] = [i for i in items if i not in set(elsewhere)]
     seen: dict[Path, bool] = {}
     for item in items:
-        if item.get_closest_marker("once") or item.get_closest_marker("database"):
+        if any(item.get_closest_marker(m) for m in ("once", "database", *BACKENDS)):
             continue
         if DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
             continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from sqlalchemy import bindparam
 
 from calendar_service.db import Database
@@ -79,6 +80,7 @@ def test_atomic_commits_core_and_driver_statements_together_or_neither(db: Datab
     assert found == set(kept)
 
 
+@pytest.mark.sqlite
 def test_a_transaction_sqlalchemy_begins_on_sqlite_takes_the_write_lock_up_front(
     db: Database,
 ) -> None:
@@ -87,8 +89,6 @@ def test_a_transaction_sqlalchemy_begins_on_sqlite_takes_the_write_lock_up_front
     import pytest
     from sqlalchemy import select
 
-    if db.engine.dialect.name != "sqlite":
-        pytest.skip("SQLite's write lock")
     with db.engine.connect() as conn, conn.begin():
         conn.execute(select(users_t.c.id).limit(1)).all()
         raw: Any = conn.connection.dbapi_connection

@@ -20,12 +20,9 @@ from calendar_service.db import Database, atomic, sqlite_path
 from calendar_service.ids import new_id
 from calendar_service.models import calendars_t, calls_t, to_db
 from calendar_service.timeutil import utcnow
-from tests.support import POSTGRES_ADMIN_URL, Factory, RunningServer, bearer
+from tests.support import Factory, RunningServer, bearer
 
-pytestmark = pytest.mark.skipif(
-    bool(POSTGRES_ADMIN_URL),
-    reason="group commit is SQLite's (PostgreSQL commits each request on its own thread)",
-)
+pytestmark = pytest.mark.sqlite  # group commit (PostgreSQL commits each request on its own thread)
 
 
 @pytest.fixture

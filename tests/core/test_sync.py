@@ -20,7 +20,7 @@ from calendar_service.keys import Principal
 from calendar_service.maintenance import purge_expired
 from calendar_service.models import event_sync_t
 from calendar_service.timeutil import utcnow
-from tests.support import POSTGRES_ADMIN_URL, Factory
+from tests.support import Factory
 
 KEY = b"test page-token key"
 WEEKLY = {
@@ -349,7 +349,7 @@ def test_the_maintenance_job_forgets_changes_no_token_can_ask_for(
     assert kept == {new["id"]}
 
 
-@pytest.mark.skipif(bool(POSTGRES_ADMIN_URL), reason="group commit is SQLite's")
+@pytest.mark.sqlite  # group commit
 @pytest.mark.parametrize("rolled_back", [False, True])
 async def test_a_token_read_inside_a_group_commit_is_exact(
     config: Config, db: Database, factory: Factory, rolled_back: bool

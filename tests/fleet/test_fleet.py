@@ -41,7 +41,6 @@ import pytest
 
 from calendar_service.ratelimit import default_batch, most_held
 from tests.fleet.hosts import Fleet, missing_requirements, start_postgres
-from tests.support import POSTGRES_ADMIN_URL
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "calendar-service")
@@ -51,9 +50,7 @@ RECEIVER_DELAY = 0.5
 SERVER_PROCESSES = 4  # two hosts, --workers 2
 RECOVERY = 30.0
 
-pytestmark = pytest.mark.skipif(
-    not POSTGRES_ADMIN_URL, reason="the fleet test runs in the PostgreSQL leg (own PostgreSQL)"
-)
+pytestmark = pytest.mark.postgresql  # the fleet test runs in the PostgreSQL leg (own PostgreSQL)
 
 
 def env_for(database_url: str) -> dict[str, str]:

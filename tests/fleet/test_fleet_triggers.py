@@ -27,14 +27,11 @@ import pytest
 from tests.fleet.hosts import Fleet, missing_requirements, start_postgres
 from tests.fleet.test_fleet import CLI, _tails, env_for, read_line
 from tests.fleet.trigger_client import TIME_TYPES
-from tests.support import POSTGRES_ADMIN_URL
 
 SINGLES, SERIES = 12, 4
 LEAD = 75  # seconds from the client's creates to the first start (the 1-minute offset first)
 
-pytestmark = pytest.mark.skipif(
-    not POSTGRES_ADMIN_URL, reason="the fleet test runs in the PostgreSQL leg (own PostgreSQL)"
-)
+pytestmark = pytest.mark.postgresql  # the fleet test runs in the PostgreSQL leg (own PostgreSQL)
 
 
 def _key(fleet: Fleet, host: Any, env: dict[str, str], permission: str) -> str:

@@ -62,11 +62,10 @@ def test_keys_are_per_api_key(api: httpx.Client, factory: Factory) -> None:
     assert a.json()["id"] != b.json()["id"]
 
 
+@pytest.mark.postgresql  # SQLite runs write transactions one at a time: a duplicate waits
 def test_a_duplicate_while_the_first_is_in_flight_gets_409(
     api: httpx.Client, factory: Factory, db: Database
 ) -> None:
-    if db.engine.dialect.name != "postgresql":
-        pytest.skip("SQLite runs write transactions one at a time: a duplicate waits, replays")
     key_id, secret = factory.key(factory.owner())
     lock = int.from_bytes(
         hashlib.sha256(f"{key_id}\0order-45".encode()).digest()[:8], "big", signed=True

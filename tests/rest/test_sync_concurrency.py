@@ -17,7 +17,6 @@ import pytest
 from calendar_service.config import Config
 from tests.rest.conftest import EVENTS
 from tests.support import (
-    POSTGRES_ADMIN_URL,
     Factory,
     bearer,
     free_port,
@@ -25,9 +24,7 @@ from tests.support import (
     serving,
 )
 
-pytestmark = pytest.mark.skipif(
-    not POSTGRES_ADMIN_URL, reason="the race is PostgreSQL's (several processes, one database)"
-)
+pytestmark = pytest.mark.postgresql  # the race is PostgreSQL's (several processes, one database)
 
 WRITERS = 4
 ROUNDS = 12  # each writer's rounds: about 5 writes each

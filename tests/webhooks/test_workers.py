@@ -14,7 +14,7 @@ from calendar_service import events
 from calendar_service.db import Database
 from calendar_service.models import EventCreate
 from calendar_service.timeutil import utcnow
-from tests.support import POSTGRES_ADMIN_URL, wait_for
+from tests.support import wait_for
 from tests.webhooks.support import Receiver, deliveries, make_owner, running_job, set_webhook
 from webhooks.transport import make_client
 
@@ -48,7 +48,7 @@ def test_a_committed_change_is_sent_at_once_not_at_the_next_poll(
             wait_for(lambda s=seen: plain_receiver.received(url)[s:], timeout=20, what="it")
 
 
-@pytest.mark.skipif(not POSTGRES_ADMIN_URL, reason="FOR UPDATE SKIP LOCKED is PostgreSQL's")
+@pytest.mark.postgresql  # FOR UPDATE SKIP LOCKED
 def test_two_workers_draining_one_outbox_deliver_each_message_exactly_once(
     quiet_db: Database, plain_receiver: Receiver
 ) -> None:
@@ -109,7 +109,7 @@ def listener_pids(db: Database) -> list[int]:
     )
 
 
-@pytest.mark.skipif(not POSTGRES_ADMIN_URL, reason="LISTEN/NOTIFY is PostgreSQL's")
+@pytest.mark.postgresql  # LISTEN/NOTIFY
 def test_a_commit_in_another_process_wakes_the_worker_at_once_and_after_a_lost_connection(
     quiet_db: Database, plain_receiver: Receiver
 ) -> None:
