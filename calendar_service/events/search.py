@@ -128,8 +128,8 @@ def _matches_postgresql(element: matches_search, compiler: Any, **kw: Any) -> st
     # itself, once a prepared statement has a generic plan (which cannot see the words), the
     # planner walks the window through ix_events_calendar_start and folds every row's text.
     text = compiler.process(element.clauses, **kw)
-    return (
-        "events.id = ANY(ARRAY(SELECT matched.id FROM events AS matched WHERE "
+    return (  # ``text``: the bind parameter's placeholder, as on SQLite
+        "events.id = ANY(ARRAY(SELECT matched.id FROM events AS matched WHERE "  # noqa: S608
         "calendar_search_vector(matched.title, matched.description, matched.location) "
         f"@@ calendar_search_query({text})))"
     )

@@ -35,8 +35,12 @@ def test_q_finds_events_by_a_prefix_of_their_words_in_any_script_and_accents_asi
 ) -> None:
     _, secret = factory.key(factory.owner())
     create_event(api, secret, title="Dentist", location="Main Street")
-    create_event(api, secret, title="Личное", startsAt="2026-03-03T09:00Z", endsAt="2026-03-03T10:00Z")
-    create_event(api, secret, title="Café", startsAt="2026-03-04T09:00Z", endsAt="2026-03-04T10:00Z")
+    create_event(
+        api, secret, title="Личное", startsAt="2026-03-03T09:00Z", endsAt="2026-03-03T10:00Z"
+    )
+    create_event(
+        api, secret, title="Café", startsAt="2026-03-04T09:00Z", endsAt="2026-03-04T10:00Z"
+    )
     assert titles(search(api, secret, "denti")) == ["Dentist"]
     assert titles(search(api, secret, "main DENTIST")) == ["Dentist"]
     assert titles(search(api, secret, "dentist cafe")) == []
