@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 
 from calendar_service import events, keys
 from calendar_service.db import Database
+from calendar_service.events.approving import approve
 from calendar_service.models import EventCreate
 from calendar_service.timeutil import utcnow
 from tests.core.test_search import HOSTILE
@@ -122,6 +123,27 @@ def test_an_undone_delete_is_found_again(api: httpx.Client, factory: Factory) ->
     undone = api.post(f"/api/v1/calendar/changes/{change}/undo", headers=bearer(secret))
     assert undone.status_code == 200, undone.text
     assert titles(search(api, secret, "vet")) == ["Vet appointment"]
+
+
+def test_a_rename_that_waits_is_found_by_its_new_words_once_approved(
+    api: httpx.Client, db: Database, factory: Factory
+) -> None:
+    owner = factory.owner()
+    _, writer = factory.key(owner)
+    _, careful = factory.key(owner, approval="destructive")
+    event = create_event(api, writer, title="Checkup")
+    waiting = api.patch(
+        f"{EVENTS}/{event['id']}", json={"title": "Vaccine"}, headers=bearer(careful)
+    )
+    assert waiting.status_code == 202, waiting.text
+    assert titles(search(api, writer, "vaccine")) == []
+    assert titles(search(api, writer, "checkup")) == ["Checkup"]
+    decided = db.call(
+        approve, user_id=owner.id, proposal_id=waiting.json()["id"], now=utcnow(), transport="cli"
+    )
+    assert decided["status"] == "approved", decided
+    assert titles(search(api, writer, "vaccine")) == ["Vaccine"]
+    assert titles(search(api, writer, "checkup")) == []
 
 
 def test_the_document_describes_q(api: httpx.Client) -> None:
