@@ -10,9 +10,11 @@
    each round, and the median ratio.
 3. The rest of the picture: list at 10k, 100k and 1M events; PostgreSQL with one and with two
    server processes; webhooks (``bench/webhooks.py``) when present; the list with weekly series
-   beside the events; ``findFreeTime`` over a one-week window (``freetime``, ours alone: the
-   minimum has no such operation) beside the list on the same database; the list with the
-   rate budget shared through the database against one kept in memory (``ratelimit``).
+   beside the events; search (``q``, two words, a one-year window) beside the one-week list,
+   on SQLite and PostgreSQL (``search``); ``findFreeTime`` over a one-week window
+   (``freetime``, ours alone: the minimum has no such operation) beside the list on the same
+   database; the list with the rate budget shared through the database against one kept in
+   memory (``ratelimit``).
 
 Raw results go to ``bench/results/`` (git-ignored); the chart to ``docs/performance.png``.
 """
@@ -62,7 +64,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--series", type=int, default=1000, help="weekly series, series phase")
     p.add_argument(
         "--only",
-        default="main,series,freetime,scale,modes,ratelimit,postgres,webhooks,hostile",
+        default="main,series,search,freetime,scale,modes,ratelimit,postgres,webhooks,hostile",
         help="phases to run",
     )
     p.add_argument("--out", type=Path, default=RESULTS, help="where raw results go")
@@ -157,9 +159,15 @@ class Bench:
         _copy_sqlite(pristine, work)
         return work
 
-    def ours_postgres(self, url: str, rows: int) -> seed.Seeded:
-        """Seed (cached) ``<db>`` and run on a fresh copy ``<db>_run`` (CREATE ... TEMPLATE)."""
-        meta = seed.seed_ours(url, rows, self.dbdir / f"postgres-{rows}.json", log=self.log)
+    def ours_postgres(self, url: str, rows: int, series: int = 0) -> seed.Seeded:
+        """Seed (cached) ``<db>`` and run on a fresh copy ``<db>_run`` (CREATE ... TEMPLATE);
+        with ``series`` weekly series, in ``<db>_series`` (so that each shape stays cached)."""
+        if series:
+            url = f"{url}_series"
+        meta_path = self.dbdir / (f"postgres-{rows}" + (f"-series-{series}" if series else ""))
+        meta = seed.seed_ours(
+            url, rows, meta_path.with_suffix(".json"), series=series, log=self.log
+        )
         from sqlalchemy import create_engine, text
 
         base, name = url.rsplit("/", 1)
@@ -444,6 +452,61 @@ class Bench:
         )
         return summary
 
+    def search_phase(self) -> dict[str, Any]:
+        """Search (``q``: two words, a random one-year window) beside the plain list (a random
+        one-week window), on the series phase's database (``--events`` plus ``--series`` weekly
+        series), the one-calendar read key, rounds alternated; on SQLite and, when reachable,
+        PostgreSQL. The two words are those of the first series of the key's calendar (so
+        that one series and some single events match: about 50 to 70 events a year; the count
+        is printed). Goals: search >= 0.5 x the list's req/s, p99 <= 2 x."""
+        a = self.args
+        rounds = a.rounds
+        self.log(
+            f"== search, one-year windows, {a.events:,} events and {a.series:,} weekly series, "
+            f"beside the one-week list; {rounds} rounds"
+        )
+        backends = {"sqlite": self.ours_sqlite(a.events, series=a.series)}
+        url = a.postgres_url or DEFAULT_PG
+        if not a.skip_postgres and _postgres_reachable(url):
+            backends["postgres"] = self.ours_postgres(url, a.events, series=a.series)
+        summary: dict[str, Any] = {}
+        for backend, db in backends.items():
+            query = _search_words(db)
+            runs: dict[str, list[dict[str, Any]]] = {"search": [], "list": []}
+            with servers.ours(db.url, log_dir=self.logs, name=f"search-{backend}") as srv:
+                matched = _matched(srv.url, db.read_secret, query)
+                self.log(f" {backend}: q={query!r} matches {matched} events in a sample year")
+                legs = [
+                    ("search", load.Workload.search(db.read_secret, query)),
+                    ("list", load.Workload.ours("list", db.read_secret)),
+                ]
+                for _, work in legs:
+                    self.warm(srv, work)
+                for r in range(1, rounds + 1):
+                    self.log(f" {backend} search round {r}/{rounds}")
+                    for kind, work in legs if r % 2 else reversed(legs):
+                        runs[kind].append(
+                            self.measure(srv, work, f"{kind} {backend}", round=r, phase="search")
+                        )
+            m: dict[str, Any] = {
+                kind: {**report._medians(rs), "errors": sum(r["errors"] for r in rs)}
+                for kind, rs in runs.items()
+            }
+            pairs = list(zip(runs["search"], runs["list"], strict=True))
+            m["rps_ratio"] = round(
+                report.median([q["rps"] / li["rps"] for q, li in pairs if li["rps"]]), 3
+            )
+            m["p99_ratio"] = round(
+                report.median([q["p99_ms"] / li["p99_ms"] for q, li in pairs if li["p99_ms"]]), 3
+            )
+            m["query"], m["matched"] = query, matched
+            summary[backend] = m
+            self.log(
+                f" {backend}: search / list = {m['rps_ratio']:.2f} x req/s (goal >= 0.5 x), "
+                f"p99 {m['p99_ratio']:.2f} x (goal <= 2 x)"
+            )
+        return summary
+
     def freetime_phase(self) -> dict[str, Any]:
         """findFreeTime (30 minutes in working hours, a random one-week window, the read key's
         calendar) against the list of the same windows, on the reference shape plus
@@ -653,6 +716,8 @@ class Bench:
             summary["scale"] = self.scale_phase()
         if "series" in phases and a.series:
             summary["series"] = self.series_phase()
+        if "search" in phases and a.series:
+            summary["search"] = self.search_phase()
         if "freetime" in phases:
             summary["freetime"] = self.freetime_phase()
         if "modes" in phases:
@@ -686,6 +751,45 @@ class Bench:
         return 0
 
 
+def _search_words(db: seed.Seeded) -> str:
+    """The two words of the first series of the read key's calendar (its title is "Weekly
+    <word> <word>"), or of any event of it when it has no series."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(db.url)
+    try:
+        with engine.connect() as conn:
+            title = conn.execute(
+                text(
+                    "SELECT title FROM events WHERE calendar_id = :c "
+                    "ORDER BY recurrence IS NULL, starts_at, id LIMIT 1"
+                ),
+                {"c": db.calendar_id},
+            ).scalar()
+    finally:
+        engine.dispose()
+    return " ".join(str(title or "dentist offsite").lower().split()[-2:])
+
+
+def _matched(url: str, token: str, query: str) -> int:
+    """How many events ``query`` finds in one year of the events' span (2024-06-03 on)."""
+    import httpx
+
+    params = {"q": query, "timeMin": "2024-06-03", "timeMax": "2025-06-02", "limit": "2500"}
+    with httpx.Client(base_url=url, timeout=60) as client:
+        found = 0
+        while True:
+            page = client.get(
+                "/api/v1/calendar/events",
+                params=params,
+                headers={"Authorization": f"Bearer {token}"},
+            ).json()
+            found += len(page["events"])
+            if "nextPageToken" not in page:
+                return found
+            params["pageToken"] = page["nextPageToken"]
+
+
 def _chart_data(summary: dict[str, Any]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     if summary.get("main"):
@@ -715,6 +819,13 @@ def summary_text(s: dict[str, Any]) -> str:
             f"list with series {m['with']['rps']:>7,.0f} req/s p99 {m['with']['p99_ms']:>6.2f} ms"
             f" | without {m['without']['rps']:>7,.0f} req/s p99 {m['without']['p99_ms']:>6.2f} ms"
             f" | ratio {m['rps_ratio']:.2f} x req/s, p99 {m['p99_ratio']:.2f} x"
+        )
+    for backend, m in (s.get("search") or {}).items():
+        out.append(
+            f"search {backend:<8} {m['search']['rps']:>7,.0f} req/s p99 "
+            f"{m['search']['p99_ms']:>6.2f} ms ({m['matched']} events a year) | one-week list "
+            f"{m['list']['rps']:>7,.0f} req/s p99 {m['list']['p99_ms']:>6.2f} ms | ratio "
+            f"{m['rps_ratio']:.2f} x req/s, p99 {m['p99_ratio']:.2f} x"
         )
     if s.get("freetime"):
         m = s["freetime"]

@@ -36,6 +36,16 @@ class Workload:
     body: str | None  # create: a JSON template with %d, %s, %s; freetime: with %s, %s
     token: str
     span: int = 3600  # seconds from the body's start to its end (create: an hour)
+    window: int = int(WINDOW.total_seconds())  # seconds from a list's timeMin to its timeMax
+    steps: int = STEPS  # quarter hours in which the window can start
+
+    @classmethod
+    def search(cls, token: str, query: str, *, days: int = 365) -> Workload:
+        """Ours only: the list with ``q`` (words joined by ``+``) over a random ``days``-day
+        window within the events' span."""
+        path = f"{_OURS.events}?q={'+'.join(query.split())}&{_OURS.window}"
+        steps = max(0, (WEEKS * 7 - days) * 96)
+        return cls("search", "GET", path, None, token, window=days * 86400, steps=steps)
 
     @classmethod
     def ours(cls, kind: str, token: str) -> Workload:
@@ -206,8 +216,8 @@ def _run_wrk(
         "span": work.span,
         "numbered": int(_numbered(work)),
         "epoch": int(EPOCH.timestamp()),
-        "steps": STEPS,
-        "window": int(WINDOW.total_seconds()),
+        "steps": work.steps,
+        "window": work.window,
         "max_per_thread": max(1, math.ceil(max_requests / threads)),
     }
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as fh:
@@ -264,10 +274,10 @@ def _iso(t: datetime) -> str:
 
 
 def _request_bytes(work: Workload, host: str, rnd: random.Random, n: int) -> bytes:
-    start = EPOCH + timedelta(seconds=rnd.randint(0, STEPS) * 900)
+    start = EPOCH + timedelta(seconds=rnd.randint(0, work.steps) * 900)
     head = f"Host: {host}\r\nAuthorization: Bearer {work.token}\r\n"
     if work.body is None:
-        path = work.path % (_iso(start), _iso(start + WINDOW))
+        path = work.path % (_iso(start), _iso(start + timedelta(seconds=work.window)))
         return f"{work.method} {path} HTTP/1.1\r\n{head}\r\n".encode()
     end = _iso(start + timedelta(seconds=work.span))
     values = (n, _iso(start), end) if _numbered(work) else (_iso(start), end)

@@ -77,6 +77,8 @@ class Operation:
 
 
 LIST = Operation("listCalendarEvents", "read", events.list_events_later)
+# The list with ``q`` (its MCP tool, ``searchCalendarEvents``); REST's is the list's ``?q=``.
+SEARCH = Operation("searchCalendarEvents", "read", events.list_events_later)
 CREATE = Operation("createCalendarEvent", "write", events.create_event_from_input, status=201)
 GET = Operation("getCalendarEvent", "read", events.get_event)
 UPDATE = Operation("updateCalendarEvent", "write", events.update_event)
@@ -96,6 +98,7 @@ TEST_SUBSCRIPTION = Operation("testSubscription", "read", subscriptions.send_sam
 
 OPERATIONS = (
     LIST,
+    SEARCH,
     CREATE,
     GET,
     UPDATE,
@@ -124,6 +127,7 @@ __all__ = [
     "LIST_CHANGES",
     "LIST_SUBSCRIPTIONS",
     "OPERATIONS",
+    "SEARCH",
     "SUBSCRIBE",
     "TEST_SUBSCRIPTION",
     "UNDO_CHANGE",

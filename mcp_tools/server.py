@@ -1,4 +1,4 @@
-"""The MCP server: nine calendar tools over the same core operations as the REST API.
+"""The MCP server: ten calendar tools over the same core operations as the REST API.
 
 Every tool call goes through ``gateway.perform``, exactly like a REST request: the key is
 authorized (revoked or expired keys are refused at once), the rate budget is spent, the
@@ -81,6 +81,7 @@ their time zones. Date-times are RFC 3339; write them with an explicit offset
 (2026-03-02T09:30:00+01:00). A date-time without an offset is read in the target calendar's time
 zone. Events come back with times in their calendar's time zone. A recurring event is a series
 (created with `recurrence`); the list gives its occurrences, each with an id of its own.
+To find an event by what it is called, call searchCalendarEvents; never ask the person for an id.
 For "when am I free?" or "find 30 minutes next week" use findFreeTime (or queryFreeBusy for the
 busy times) rather than listing events: they count recurring events, all-day events and events
 marked free correctly, and a free/busy-only key may call nothing else.
@@ -116,6 +117,19 @@ To keep up with changes instead of listing everything again, keep the `nextSyncT
 last page and later pass it as syncToken (without timeMin/timeMax): you get only the events
 created, changed or deleted since (deleted ones as {id, status: "cancelled"}), series as
 themselves, and a new nextSyncToken.
+"""
+
+SEARCH_DOC = """\
+Find events by their words (title, description, location). Call it before asking the person
+for an event's id: for "move my dentist appointment" or "when is the call with Ana?", search
+for "dentist" or "call Ana" and act on the id found.
+
+Every word must match, case and accents aside, in any language; the last word may be the start
+of a word ("denti" finds "Dentist"). Without timeMin it searches from now on (give timeMin for
+past events). A recurring series matches by its own words: its occurrences are returned.
+
+Returns what listCalendarEvents returns (`now`, `calendars`, `events` ordered by start,
+`nextPageToken`: pass it back as pageToken with the same arguments).
 """
 
 CREATE_DOC = """\
@@ -225,6 +239,7 @@ first, or set force. Returns the undo, itself a change.
 _SERIES = "ev_7Hq2LmN4pR6tV8xZ0bD3fG"
 _OCCURRENCE = f"{_SERIES}_20260309T090000Z"
 LIST_EXAMPLES = ({"timeMin": "2026-03-02", "timeMax": "2026-03-09"},)
+SEARCH_EXAMPLES = ({"query": "dentist"}, {"query": "call Ana", "timeMin": "2026-03-01"})
 CREATE_EXAMPLES = (
     {"title": "Dentist", "startsAt": "2026-03-02T09:30:00+01:00", "endsAt": "2026-03-02T10:15"},
     {
@@ -254,7 +269,7 @@ FREE_TIME_EXAMPLES = (
 
 
 def build_server(backend: Backend, *, name: str = "calendar", version: str = "") -> MCPServer:
-    """The MCP server with the nine calendar tools, acting through ``backend``."""
+    """The MCP server with the ten calendar tools, acting through ``backend``."""
     # log_level: MCPServer configures the root logger if nothing else has; WARNING keeps the
     # SDK's per-call INFO lines (which quote tool error texts) out of the logs.
     return MCPServer(
@@ -284,6 +299,7 @@ class ToolSpec:
     examples: tuple[dict[str, Any], ...] = ()  # published in the input schema
     renames: Mapping[str, str] = field(default_factory=dict)  # core field -> argument name
     token_key: bool = False  # whether the operation takes the page-token key
+    outline: bool = False  # the output schema's outline only (``shapes.outline_output``)
 
 
 def _tool(backend: Backend, spec: ToolSpec) -> Tool:
@@ -324,7 +340,11 @@ def _tool(backend: Backend, spec: ToolSpec) -> Tool:
     )
     tool.parameters = {**spec.schema(), "examples": list(spec.examples)}
     # Published compact (results are still checked against the model): see compact_output.
-    tool.fn_metadata.output_schema = shapes.output_schema(spec.result, writes=writes)
+    tool.fn_metadata.output_schema = (
+        shapes.outline_output(spec.result)
+        if spec.outline
+        else shapes.output_schema(spec.result, writes=writes)
+    )
     if writes:  # its result, or a dry run's: checked by the published schema alone
         tool.fn_metadata.output_model = None
     return tool
@@ -406,6 +426,15 @@ def _list_args(arguments: dict[str, Any]) -> dict[str, Any]:
     return {**dict(parse_model(shapes.ListArguments, arguments)), "now": utcnow()}
 
 
+def _search_args(arguments: dict[str, Any]) -> dict[str, Any]:
+    # The list's keywords (time_min, time_max, limit, page_token, calendar_ids), and q.
+    found = dict(parse_model(shapes.SearchArguments, arguments))
+    q = found.pop("query")
+    if not q:
+        raise ValidationFailed([FieldError("query", "must not be empty: give words to find")])
+    return {**found, "q": q, "now": utcnow()}
+
+
 def _create_args(arguments: dict[str, Any]) -> dict[str, Any]:
     body = dict(arguments)
     key, prior = idempotency.given_key(body.pop(idempotency.ARGUMENT, None))
@@ -485,6 +514,9 @@ TOOLS = (
     ToolSpec(operations.LIST,   "List calendar events",    LIST_DOC,    shapes.list_schema,
              shapes.EventsPage, _READS,      _list_args,   examples=LIST_EXAMPLES,
              token_key=True),
+    ToolSpec(operations.SEARCH, "Search calendar events",  SEARCH_DOC,  shapes.search_schema,
+             shapes.EventsPage, _READS,      _search_args, examples=SEARCH_EXAMPLES,
+             renames={"q": "query"}, token_key=True, outline=True),
     ToolSpec(operations.CREATE, "Create a calendar event", CREATE_DOC,  shapes.create_schema,
              shapes.EventChanged, _CREATES, _create_args,
              _first,  # (event, replayed)

@@ -18,6 +18,7 @@ from calendar_service.availability import DAYS
 from calendar_service.changes.shapes import ChangePublic
 from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
 from calendar_service.events.existing import SCOPES
+from calendar_service.events.search import QUERY_MAX
 from calendar_service.idempotency import ARGUMENT as IDEMPOTENCY_ARGUMENT
 from calendar_service.idempotency import MAX_KEY_LENGTH
 from calendar_service.models import (
@@ -44,7 +45,9 @@ class _Arguments(BaseModel):
     )
 
 
-class ListArguments(_Arguments):
+class _WindowArguments(_Arguments):
+    """What the list and the search share: the window, the calendars, the pages."""
+
     time_min: str | None = PydanticField(
         default=None,
         description="Start of the window: events ending after it are returned. " + _BOUND_DOC,
@@ -64,8 +67,11 @@ class ListArguments(_Arguments):
     page_token: str | None = PydanticField(
         default=None,
         description="The nextPageToken of the previous result, to get the next page of the "
-        "same query (same timeMin, timeMax and singleEvents).",
+        "same query (same arguments).",
     )
+
+
+class ListArguments(_WindowArguments):
     single_events: bool | None = PydanticField(
         default=None,
         description="true (default): a recurring series is listed as its occurrences. false: "
@@ -84,6 +90,30 @@ class ListArguments(_Arguments):
         description="Only these calendars: their ids or names (as listed in `calendars`). "
         "Omit for every calendar the key reaches. Send the same calendarIds with pageToken and "
         "syncToken.",
+    )
+
+
+class SearchArguments(_WindowArguments):
+    time_min: str | None = PydanticField(
+        default=None,
+        description="Start: events ending after it are found. Omitted: now (give it to search "
+        "the past). A date-time or a date; without an offset, in the key's calendar's zone.",
+        json_schema_extra={"pattern": TOOL_BOUND_PATTERN},
+    )
+    time_max: str | None = PydanticField(
+        default=None,
+        description="End (exclusive): events starting before it. Omitted: no end.",
+        json_schema_extra={"pattern": TOOL_BOUND_PATTERN},
+    )
+    calendar_ids: list[str] | None = PydanticField(
+        default=None,
+        description="Only these calendars: ids or names (as in `calendars`). Omit for all the "
+        "key reaches.",
+    )
+    query: str = PydanticField(
+        description="The words to find (every one must match; the last may be the start of a "
+        "word): 'dentist', 'call Ana'.",
+        json_schema_extra={"minLength": 1, "maxLength": QUERY_MAX},
     )
 
 
@@ -249,6 +279,12 @@ def list_schema() -> dict[str, Any]:
     return schema
 
 
+def search_schema() -> dict[str, Any]:
+    schema = _clean(SearchArguments.model_json_schema(by_alias=True), plain=True)
+    schema["properties"]["calendarIds"]["items"] = {"type": "string", "minLength": 1}
+    return schema
+
+
 DRY_RUN = {
     "type": "boolean",
     "description": "true: run every check and answer the change it would make "
@@ -388,6 +424,19 @@ def output_schema(model: type[BaseModel], *, writes: bool) -> dict[str, Any]:
     if defs:
         union["$defs"] = defs
     return union
+
+
+def outline_output(model: type[BaseModel]) -> dict[str, Any]:
+    """A read tool's output schema as an outline: ``output_schema``'s top-level fields, each
+    array's items as plain objects and no ``$defs``. For a tool that answers exactly as another
+    does (``searchCalendarEvents`` as ``listCalendarEvents``, whose schema has the items):
+    ``tools/list`` carries the items' shape once."""
+    schema = output_schema(model, writes=False)
+    schema.pop("$defs", None)
+    for prop in schema["properties"].values():
+        if "items" in prop:
+            prop["items"] = {"type": "object"}
+    return schema
 
 
 def compact_output(schema: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ The package, a module a concern:
 - ``parsing``: list windows, titles and start/end times as callers send them;
 - ``days``: an all-day event's last day, as people count it, and its exclusive end;
 - ``tokens``: signed page tokens;
+- ``search``: a search's words (``q``), and the condition that matches them on each database;
 - ``sync``: incremental sync: the changes since a sync token, and the tokens;
 - ``busy``: what takes time in calendars, for ``availability``;
 - ``queries``: the SQL.

@@ -30,6 +30,7 @@ from calendar_service.events.queries import (
     window_floor,
     window_series,
 )
+from calendar_service.events.search import Search, parse_search
 from calendar_service.events.shapes import events_public
 from calendar_service.events.sync import (
     DEFAULT_RETENTION_DAYS,
@@ -48,7 +49,7 @@ from calendar_service.events.tokens import (
 from calendar_service.keys import Principal
 from calendar_service.later import Later, finish
 from calendar_service.models import to_db
-from calendar_service.timeutil import format_in, utc_text, zone
+from calendar_service.timeutil import format_in, utc_text, utcnow, zone
 
 
 def list_events(
@@ -65,6 +66,7 @@ def list_events(
     sync_token: str | None = None,
     sync_retention_days: int = DEFAULT_RETENTION_DAYS,
     calendar_ids: str | Sequence[str] | None = None,
+    q: str | None = None,
 ) -> dict[str, Any]:
     """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``
     (``_list_events`` says how), made here and now."""
@@ -82,6 +84,7 @@ def list_events(
             sync_token=sync_token,
             sync_retention_days=sync_retention_days,
             calendar_ids=calendar_ids,
+            q=q,
             later=False,
         )
     )
@@ -101,6 +104,7 @@ def _list_events(
     sync_token: str | None = None,
     sync_retention_days: int = DEFAULT_RETENTION_DAYS,
     calendar_ids: str | Sequence[str] | None = None,
+    q: str | None = None,
     later: bool,
 ) -> dict[str, Any] | Later:
     """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``.
@@ -128,8 +132,19 @@ def _list_events(
     answer's ``calendars`` are those. Its page and sync tokens are bound to them: they are
     refused with other calendars, or none. Bounds without an offset are still read in the
     key's calendar's zone (or the default calendar's), whichever calendars are named.
+
+    ``q`` makes the list a search (``events.search``): only the events whose words match, a
+    series by its own text (its occurrences in the window, but those changed into events of
+    their own, which match by theirs). Without ``time_min`` it starts at ``now`` (or the
+    current time; not when ``time_max`` is before then). Its page tokens are bound to its
+    words too; its last page has no ``nextSyncToken`` (a sync is of every change).
     """
+    search = None if q is None else parse_search(q)
     if sync_token is not None or (page_token and page_token[0] == SYNC_PAGE_PREFIX):
+        if search is not None:
+            raise ValidationFailed(
+                [FieldError("q", "cannot be combined with syncToken: a sync has every change")]
+            )
         return _sync_instead(
             conn,
             principal=principal,
@@ -149,10 +164,18 @@ def _list_events(
     query = functools.partial(
         token_query, principal, low, high, single_events=single_events, chosen=chosen
     )
+    if search is not None:
+        query = functools.partial(query, search=search.token_part())
     position, after = _started(conn, token_key, query, page_token)
     result: dict[str, Any] = {} if now is None else {"now": format_in(now, tz)}
     result["calendars"] = [calendar_public(c) for c in calendars]
     answer = functools.partial(_answer, result, token_key, query, principal, position, chosen)
+    if search is not None:
+        answer = functools.partial(answer, sync=False)
+        if not search.words:
+            return answer(([], None))
+        if low is None:
+            low = _search_start(now, high, after)
     if not calendars:
         return answer(([], None))
     page = _window_page(
@@ -165,8 +188,21 @@ def _list_events(
         size=size,
         single_events=single_events,
         later=later,
+        search=search,
     )
     return page.then(answer) if isinstance(page, Later) else answer(page)
+
+
+def _search_start(
+    now: datetime | None, high: datetime | None, after: tuple[datetime, str] | None
+) -> datetime | None:
+    """Where a search without ``timeMin`` starts: now (its first page's), unless ``timeMax``
+    is not after it (then it has no start); on a later page, at the page token's start (the
+    events before it were on the pages before)."""
+    if after is not None:
+        return after[0]
+    start = utcnow() if now is None else now
+    return start if high is None or high > start else None
 
 
 def _sync_instead(
@@ -224,14 +260,16 @@ def _answer(
     position: Position,
     chosen: list[str] | None,
     page: Page,
+    *,
+    sync: bool = True,
 ) -> dict[str, Any]:
     """``result`` with the page's events, and the token of the next page, or the sync token
-    after it."""
+    after it (``sync``: not after a search's)."""
     result["events"], following = page
     if following is not None:
         carry = position.compact()
         result["nextPageToken"] = encode_token(token_key, query(), *following, carry)
-    else:
+    elif sync:
         result["nextSyncToken"] = encode_sync_token(token_key, principal, position, chosen)
     return result
 
@@ -247,12 +285,14 @@ def _window_page(
     size: int,
     single_events: bool,
     later: bool,
+    search: Search | None = None,
 ) -> Page | Later:
     """The page of ``calendars``' events overlapping ``[low, high)`` from the page token's
     place (``after``: the start and id of the last event of the page before), and where the
     next one starts: the window query's rows, merged with the occurrences of the series that
     may occur in it (``occurrences.page_with_series``) if there are any. ``user_id``: the
-    owner whose every calendar is listed (an all-calendars key's list), or ``None``."""
+    owner whose every calendar is listed (an all-calendars key's list), or ``None``.
+    ``search``: only the events and series that match it."""
     dialect = conn.dialect.name
     params: dict[str, Any] = {"limit": size + 1}
     among = in_calendars_params(params, calendars, user_id=user_id)
@@ -271,9 +311,16 @@ def _window_page(
         params["after_id"] = after[1]
         after_key = (utc_text(after[0]), after[1])
     shape = (among, low is not None, high is not None, after is not None)
-    rows = list_statement(*shape).all(conn, **params)
     texts = (low_text, high_text, None if after_key is None else after_key[0])
-    series = window_series(conn, calendars, shape=shape, params=params, texts=texts)
+    if search is None:
+        rows = list_statement(*shape).all(conn, **params)
+        series = window_series(conn, calendars, shape=shape, params=params, texts=texts)
+    else:
+        params["search"] = search.engine_text(dialect)
+        rows = list_statement(*shape, True).all(conn, **params)
+        series = window_series(
+            conn, calendars, shape=shape, params=params, texts=texts, search=True
+        )
     if not series:
         # The last row's start and id: starts_at is the stored UTC text on every backend.
         following = (rows[size - 1][3], rows[size - 1][0]) if len(rows) > size else None

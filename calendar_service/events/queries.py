@@ -37,6 +37,7 @@ from calendar_service.calendars import CalendarRow, calendars_t, within_reach
 from calendar_service.db import Statement
 from calendar_service.errors import NotFound
 from calendar_service.events.memo import Lru
+from calendar_service.events.search import search_condition
 from calendar_service.keys import Principal
 from calendar_service.models import SERIES_ROWS, UTCDateTime, events_t, utc_text_of
 
@@ -118,12 +119,17 @@ _CONFIRMED: Any = literal_column("'confirmed'")  # literal: no parameter to merg
 
 
 @functools.cache
-def list_statement(among: int, low: bool, high: bool, after: bool) -> Statement:
+def list_statement(
+    among: int, low: bool, high: bool, after: bool, search: bool = False
+) -> Statement:
     """The window query, one compiled statement per shape of request: single events and the
     changed occurrences of series (exceptions), which are rows with times of their own;
     series rows and cancelled occurrences are not in it. ``among``: which calendars
-    (``in_calendars_params``)."""
+    (``in_calendars_params``); ``search``: only the rows that match the parameter ``search``
+    (``events.search``)."""
     query = _in_window(_in_calendars(select(*_LIST_COLUMNS), among), low, high)
+    if search:
+        query = query.where(search_condition())
     if after:
         after_start: BindParameter[Any] = bindparam("after_start")
         query = query.where(
@@ -133,7 +139,20 @@ def list_statement(among: int, low: bool, high: bool, after: bool) -> Statement:
                 and_(events_t.c.starts_at == after_start, events_t.c.id > bindparam("after_id")),
             ),
         )
-    return Statement(query.order_by(events_t.c.starts_at, events_t.c.id).limit(bindparam("limit")))
+    ordered = query.order_by(events_t.c.starts_at, events_t.c.id).limit(bindparam("limit"))
+    return _SearchStatement(ordered) if search else Statement(ordered)
+
+
+class _SearchStatement(Statement):
+    """On SQLite, ``NOT INDEXED``: the rows the search matches, found by rowid, are few; left
+    to itself the planner may walk the calendar's window through ``ix_events_calendar_start``
+    and test each row against them instead (the rowid lookup stays allowed)."""
+
+    def edited(self, sql: str, dialect: Any) -> str:
+        if dialect.name != "sqlite":
+            return sql
+        assert sql.count("FROM events \n") == 1, sql
+        return sql.replace("FROM events \n", "FROM events NOT INDEXED \n")
 
 
 def _in_window(query: Any, low: bool, high: bool) -> Any:
@@ -239,11 +258,16 @@ SERIES_COLUMNS = _as_text((*EVENT_COLUMNS[:13], events_t.c.transparency, events_
 
 
 @functools.cache
-def series_statement(among: int, low: bool, high: bool, after: bool) -> Statement:
+def series_statement(
+    among: int, low: bool, high: bool, after: bool, search: bool = False
+) -> Statement:
     """The series that may occur in a window (``SERIES_KEYS``, from ``ix_events_series``,
     which holds series rows only): they start before its end, and their last occurrence (if
-    they have one) ends after its start, or after the page token's start."""
+    they have one) ends after its start, or after the page token's start. ``search``: only
+    those whose own text matches the parameter ``search``."""
     query = _in_calendars(select(*SERIES_KEYS), among).where(SERIES_ROWS)
+    if search:
+        query = query.where(search_condition())
     ends = events_t.c.recurrence_ends_at
     if high:
         query = query.where(events_t.c.starts_at < bindparam("high"))
@@ -318,12 +342,18 @@ def window_series(
     shape: tuple[int, bool, bool, bool],
     params: dict[str, Any],
     texts: tuple[str | None, str | None, str | None],
+    search: bool = False,
 ) -> list[Any]:
     """The series that may occur in the list's window (``series_statement``'s rows): from
     memory for calendars whose ``series_version`` the process has seen (none for one at 0,
     which never had a series), else from the database. ``texts``: the window's low and high
     bounds and the page token's start, as stored UTC text (or ``None``); ``params``: the
-    window query's."""
+    window query's. ``search``: only the series that match it (from the database, when a
+    calendar has any series)."""
+    if search:
+        if all(c.series_version == 0 for c in calendars):
+            return []
+        return _series_from_database(conn, shape, params, search=True)
     low, high, after = texts
     found: list[Any] = []
     only = None  # one calendar's kept series, as they are: ``started``'s tuple
@@ -335,10 +365,7 @@ def window_series(
         if kept is None and version is not None:
             kept = _read_calendar_series(conn, calendar.id)
         if kept is None or kept is _TOO_MANY:  # not read with its calendar, or too many
-            wanted: tuple[str, ...] = ("calendar_id", "user_id", "low", "high", "after_start")
-            wanted += tuple(f"calendar_{i}" for i in range(shape[0] if shape[0] > 1 else 0))
-            statement = series_statement(*shape)
-            return statement.all(conn, **{k: params[k] for k in wanted if k in params})
+            return _series_from_database(conn, shape, params)
         # Those that start before the window's end; of those, the ones that end after its
         # start (and after the page token's), or never.
         started = kept.started(high)
@@ -357,6 +384,20 @@ def window_series(
     if only and len(only) == len(found):
         return only
     return found
+
+
+def _series_from_database(
+    conn: Connection,
+    shape: tuple[int, bool, bool, bool],
+    params: dict[str, Any],
+    *,
+    search: bool = False,
+) -> list[Any]:
+    """``series_statement``'s rows, with the window query's ``params`` it takes."""
+    wanted: tuple[str, ...] = ("calendar_id", "user_id", "low", "high", "after_start", "search")
+    wanted += tuple(f"calendar_{i}" for i in range(shape[0] if shape[0] > 1 else 0))
+    statement = series_statement(*shape, search)
+    return statement.all(conn, **{k: params[k] for k in wanted if k in params})
 
 
 def _read_calendar_series(conn: Connection, calendar_id: str) -> _KeptSeries | None:

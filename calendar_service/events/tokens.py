@@ -53,11 +53,13 @@ def token_query(
     *,
     single_events: bool = True,
     chosen: Sequence[str] | None = None,
+    search: str | None = None,
 ) -> bytes:
     """What a token is bound to. The window's instants, not the text that named them; a list
     of series (``singleEvents=false``) is another query than one of occurrences; a list
     narrowed to some calendars (``chosen``: their ids, however ``calendarIds`` named them)
-    another than one of every calendar the key reaches, or of other calendars."""
+    another than one of every calendar the key reaches, or of other calendars; a search
+    (``search``: ``Search.token_part``) another than the list, or another search."""
     parts = [
         principal.key_id,
         principal.user_id,
@@ -69,6 +71,8 @@ def token_query(
         parts.append("series")
     if chosen is not None:
         parts.append("calendars:" + ",".join(sorted(chosen)))
+    if search is not None:
+        parts.append(search)
     return "\x1f".join(parts).encode()
 
 

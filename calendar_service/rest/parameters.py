@@ -34,6 +34,7 @@ QUERY: dict[str, dict[str, str]] = {
             "pageToken",
             "singleEvents",
             "syncToken",
+            "q",
         )
     },
     operations.CREATE.name: {"dryRun": "dryRun"},

@@ -188,6 +188,8 @@ async def list_calendar_events(request: Request) -> Response:
         args["single_events"] = params["singleEvents"]
     if "calendarIds" in params:  # repeated, or comma-separated: the core reads both
         args["calendar_ids"] = query.getlist("calendarIds")
+    if "q" in params:
+        args["q"] = params["q"]
     if "syncToken" in params:
         args["sync_token"] = params["syncToken"]
         args["sync_retention_days"] = services(request).config.sync_retention_days

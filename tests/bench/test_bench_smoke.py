@@ -45,7 +45,7 @@ def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
     tmp_path: Path,
 ) -> None:
     # Every phase a plain `python -m bench` runs on SQLite but the hostile one (its own test).
-    phases = "main,series,freetime,modes,ratelimit"
+    phases = "main,series,search,freetime,modes,ratelimit"
     proc = run_bench(
         "bench", "--tiny", "--only", phases, "--loadgen", "python", "--out", str(tmp_path)
     )
@@ -55,6 +55,9 @@ def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
         result = summary["main"][kind]
         assert result["errors"] == 0, result
         assert result["ours"]["rps"] > 0 and result["minimum"]["rps"] > 0
+    search = summary["search"]["sqlite"]  # two words over a year, beside the one-week list
+    assert search["search"]["errors"] == 0 and search["search"]["rps"] > 0, search
+    assert search["matched"] > 0, search
     series = summary["series"]  # the list with weekly series beside the events, and without
     for who in ("with", "without"):
         assert series[who]["errors"] == 0 and series[who]["rps"] > 0, series

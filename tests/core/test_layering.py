@@ -23,6 +23,7 @@ import importlib.metadata
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
@@ -476,8 +477,15 @@ def test_every_installed_web_or_async_package_is_a_framework_or_said_not_to_be()
     assert unknown == set(), f"add these to FRAMEWORKS or NOT_FRAMEWORKS in {HERE}"
 
 
+def _in_the_models(name: str | None, type_: str, parent_names: Any) -> bool:
+    """Everything but the search index (migration 0017), which no model describes: an FTS5
+    table and its shadow tables on SQLite, an index on an expression on PostgreSQL."""
+    return not (name or "").startswith(("events_search", "ix_events_search"))
+
+
 def test_the_migrations_produce_exactly_the_models_schema(db: Database) -> None:
     with db.engine.connect() as conn:
-        context = MigrationContext.configure(conn, opts={"compare_type": False})
+        opts = {"compare_type": False, "include_name": _in_the_models}
+        context = MigrationContext.configure(conn, opts=opts)
         diff = compare_metadata(context, SQLModel.metadata)
     assert diff == []

@@ -210,3 +210,47 @@ def test_0015_keeps_the_owners_endpoint_adds_subscriptions_and_back(tmp_path: Pa
                 conn.execute(text(endpoint.format(extra="", values="")), {"id": "whe_2", "at": at})
         migrate(command.upgrade, "head")
         engine.dispose()
+
+
+def test_0017_indexes_the_events_already_there_keeps_step_and_goes_back(tmp_path: Path) -> None:
+    path, engine, migrate = _sqlite_at(tmp_path, "0006")
+    raw = sqlite3.connect(path)
+    at = "2026-03-02T08:30:00.000000Z"
+    raw.execute("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', ?)", (at,))
+    raw.execute(
+        "INSERT INTO calendars (id, user_id, name, time_zone, is_default, max_event_seconds, "
+        "created_at) VALUES ('cal_1', 'usr_1', 'Work', 'UTC', 1, 3600, ?)",
+        (at,),
+    )
+    for event_id, title, location in (("ev_1", "Café", "Zürich"), ("ev_2", "Dentist", None)):
+        raw.execute(
+            "INSERT INTO events (id, calendar_id, title, starts_at, ends_at, all_day, "
+            "created_at, updated_at, status, location) "
+            "VALUES (?, 'cal_1', ?, ?, ?, 0, ?, ?, 'confirmed', ?)",
+            (event_id, title, at, at, at, at, location),
+        )
+    raw.commit()
+    migrate(command.upgrade, "head")
+
+    def found(words: str) -> list[str]:
+        return [
+            row[0]
+            for row in raw.execute(
+                "SELECT id FROM events WHERE rowid IN "
+                "(SELECT rowid FROM events_search WHERE events_search MATCH ?) ORDER BY id",
+                (words,),
+            )
+        ]
+
+    assert found('"cafe" "zurich"*') == ["ev_1"]
+    assert found('"denti"*') == ["ev_2"]
+    raw.execute("UPDATE events SET title = 'Orthodontist', location = 'Bern' WHERE id = 'ev_2'")
+    raw.execute("DELETE FROM events WHERE id = 'ev_1'")
+    raw.commit()
+    assert found('"denti"*') == [] and found('"cafe"*') == []
+    assert found('"bern" "orthodontist"*') == ["ev_2"]
+    migrate(command.downgrade, "0016")
+    names = {row[0] for row in raw.execute("SELECT name FROM sqlite_master")}
+    assert not {n for n in names if n.startswith("events_search")}, names
+    raw.close()
+    engine.dispose()

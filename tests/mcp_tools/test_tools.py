@@ -1,4 +1,4 @@
-"""The nine tools over real streamable HTTP, with the official client in both protocol modes."""
+"""The ten tools over real streamable HTTP, with the official client in both protocol modes."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from tests.support import Factory, RunningServer, bearer
 
 TOOLS = {
     "listCalendarEvents",
+    "searchCalendarEvents",
     "createCalendarEvent",
     "getCalendarEvent",
     "updateCalendarEvent",
@@ -23,7 +24,7 @@ TOOLS = {
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_the_server_lists_nine_tools_with_schemas_and_honest_annotations(
+async def test_the_server_lists_ten_tools_with_schemas_and_honest_annotations(
     server: RunningServer, factory: Factory, mode: str
 ) -> None:
     _, secret = factory.key(factory.owner(), permission="read")

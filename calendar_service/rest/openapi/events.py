@@ -55,8 +55,9 @@ def _list() -> dict[str, Any]:
         "Recurring series are listed as their occurrences (singleEvents); a page can be "
         "shorter than `limit` when expanding series reached the request's work bound, and "
         "then carries nextPageToken too. The last page carries nextSyncToken: sent back later "
-        "as syncToken, it gets every change made since (incremental sync, docs/sync.md)."
-        + RATE_DOC,
+        "as syncToken, it gets every change made since (incremental sync, docs/sync.md). "
+        "With q, a search: only the events whose words match (docs/api.md, Search), from now "
+        "on when timeMin is omitted." + RATE_DOC,
         "parameters": query_parameters.refs(operations.LIST.name),
         "responses": {
             "200": {

@@ -10,6 +10,7 @@ from typing import Any
 
 from calendar_service.calendars import MAX_CHOSEN
 from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
+from calendar_service.events.search import QUERY_MAX
 from calendar_service.idempotency import MAX_KEY_LENGTH
 from calendar_service.models.calendars import DEFAULT_CALENDAR_NAME
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
@@ -40,6 +41,26 @@ def parameters() -> dict[str, Any]:
         **_window(),
         **_pages(),
         **_changes(),
+        "q": _search(),
+    }
+
+
+def _search() -> dict[str, Any]:
+    """The list's search."""
+    return {
+        "name": "q",
+        "in": "query",
+        "description": "Search: only the events whose title, description or location hold "
+        "every word of q, case and accents aside, the last word as the start of a word "
+        "(`denti` finds Dentist), in any script. A series matches by its own text, and its "
+        "occurrences in the window are listed; a changed occurrence matches by its own. "
+        "Words are runs of letters and digits: quotes, `*`, `-`, `:`, parentheses and the "
+        "like only separate them (never search syntax); a q without a word matches nothing. "
+        "Without timeMin a search starts now; ordered by startsAt like the list. Send the "
+        "same q with pageToken; not with syncToken, and its last page has no nextSyncToken. "
+        f"At most {QUERY_MAX} characters (longer, or a NUL: 400). Empty: no search.",
+        "schema": {"type": "string", "maxLength": QUERY_MAX, "pattern": TEXT_PATTERN},
+        "example": "dentist",
     }
 
 

@@ -1,0 +1,397 @@
+"""Search (``events.search``, ``q`` on the list) in the core, on the real database: one table
+of queries and the events they find, run on SQLite and on PostgreSQL alike (each leg runs it:
+the same answers); series and their changed occurrences; pages; the default start; the index
+kept in step with every write; and hostile queries, fuzzed: never an error from the engine,
+a 400 only for what cannot be a query."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select, text
+
+from calendar_service import events
+from calendar_service.db import Database
+from calendar_service.errors import ValidationFailed
+from calendar_service.events import events_t
+from calendar_service.events.search import QUERY_MAX, WORDS_MOST, parse_search, search_condition
+from calendar_service.ical.importing import import_events
+from calendar_service.keys import Principal
+from calendar_service.models import EventCreate, EventUpdate
+from calendar_service.timeutil import format_utc, utcnow
+from tests.core.test_events import TOKEN_KEY, principal_for
+from tests.core.test_query_plan import plan_of
+from tests.support import Factory
+
+WINDOW = {"time_min": "2026-03-01T00:00:00Z", "time_max": "2026-04-01T00:00:00Z"}
+
+# The events the table searches: (title, description, location), a day apart in March 2026.
+TABLE_EVENTS = (
+    ("Dentist", None, "Main Street 5"),
+    ("Личное", "встреча с врачом", None),
+    ("Café with Ana", "Write to ana@example.com first", None),
+    ("Team sync", "Weekly planning; notes at wiki/team-sync", "Room 4"),
+    ("naïve résumé review", None, None),
+    ("Zahnarzt Müller", None, "Berlin"),
+    ("東京 meeting", "会議室", None),
+)
+
+# A query and the titles it finds (in start order). The same on every database.
+TABLE = (
+    ("denti", ["Dentist"]),
+    ("DENTIST", ["Dentist"]),
+    ("dentist main", ["Dentist"]),
+    ("main dentist", ["Dentist"]),
+    ("street dentist", ["Dentist"]),
+    ("dentist ana", []),
+    ("dent main", []),  # only the last word is a prefix
+    ("личн", ["Личное"]),
+    ("ЛИЧНОЕ", ["Личное"]),
+    ("врач", ["Личное"]),
+    ("cafe", ["Café with Ana"]),
+    ("CAFÉ ana", ["Café with Ana"]),
+    ("ana", ["Café with Ana"]),
+    ("example", ["Café with Ana"]),
+    ("ana@example.com", ["Café with Ana"]),
+    ("naive resume", ["naïve résumé review"]),
+    ("Naïve", ["naïve résumé review"]),
+    ("muller", ["Zahnarzt Müller"]),
+    ("MÜLLER berlin", ["Zahnarzt Müller"]),
+    ("team-sync", ["Team sync"]),
+    ("wiki", ["Team sync"]),
+    ("planning notes", ["Team sync"]),
+    ("東京", ["東京 meeting"]),
+    ("meet", ["東京 meeting"]),
+    ("e", ["Café with Ana"]),  # example
+    ("r", ["Team sync", "naïve résumé review"]),  # room; résumé, review
+    ('"dentist"', ["Dentist"]),
+    ("dentist*", ["Dentist"]),
+    ("-dentist", ["Dentist"]),
+    ("(dentist)", ["Dentist"]),
+    ("dentist:", ["Dentist"]),
+    ("title:dentist", []),  # no column filters: 'title' is a word, and no event has it
+    ("dentist OR team", []),  # OR is a word too
+    ("NEAR(dentist team)", []),
+    ("dentist AND", []),
+    ("NOT dentist", []),
+    ("***", []),  # no word: nothing
+    ('" ( ) : - *', []),
+    ("^dentist", ["Dentist"]),
+    ("dentist'", ["Dentist"]),
+    ("\\dentist", ["Dentist"]),
+    ("{dentist}", ["Dentist"]),
+)
+
+
+@pytest.fixture(scope="module")
+def table_reader(db: Database, factory: Factory) -> Principal:
+    owner = factory.owner()
+    writer = principal_for(db, factory, owner)
+    for day, (title, description, location) in enumerate(TABLE_EVENTS, start=2):
+        data = EventCreate(
+            title=title,
+            description=description,
+            location=location,
+            starts_at=f"2026-03-{day:02d}T09:00:00Z",
+            ends_at=f"2026-03-{day:02d}T10:00:00Z",
+        )
+        db.call(events.create_event, principal=writer, data=data, now=utcnow())
+    return principal_for(db, factory, owner, permission="read")
+
+
+def searched(db: Database, principal: Principal, q: str, **params: Any) -> dict[str, Any]:
+    window = {**WINDOW, **params}
+    return db.call(events.list_events, principal=principal, token_key=TOKEN_KEY, q=q, **window)
+
+
+def found(db: Database, principal: Principal, q: str, **params: Any) -> list[str]:
+    return [e["title"] for e in searched(db, principal, q, **params)["events"]]
+
+
+@pytest.mark.parametrize(("q", "expected"), TABLE)
+def test_the_table_of_queries_finds_the_same_events_on_every_database(
+    db: Database, table_reader: Principal, q: str, expected: list[str]
+) -> None:
+    assert found(db, table_reader, q) == expected
+
+
+def test_an_empty_q_is_no_search_and_the_list_has_every_event(
+    db: Database, table_reader: Principal
+) -> None:
+    assert len(found(db, table_reader, "")) == len(TABLE_EVENTS)
+
+
+def test_a_search_answer_has_no_sync_token_and_cannot_be_a_sync(
+    db: Database, table_reader: Principal
+) -> None:
+    answer = searched(db, table_reader, "dentist")
+    assert "nextSyncToken" not in answer and "nextPageToken" not in answer
+    sync = db.call(events.list_events, principal=table_reader, token_key=TOKEN_KEY)
+    with pytest.raises(ValidationFailed) as refused:
+        db.call(
+            events.list_events,
+            principal=table_reader,
+            token_key=TOKEN_KEY,
+            sync_token=sync["nextSyncToken"],
+            q="dentist",
+        )
+    assert [e["field"] for e in refused.value.errors] == ["q"]
+
+
+# ---------------------------------------------------------------------------------------------
+# What cannot be a query; the words of one
+
+
+def test_a_query_longer_than_the_limit_or_with_a_nul_is_a_400_on_q() -> None:
+    parse_search("a" * QUERY_MAX)
+    for q in ("a" * (QUERY_MAX + 1), "dentist\x00", "\x00"):
+        with pytest.raises(ValidationFailed) as refused:
+            parse_search(q)
+        assert [e["field"] for e in refused.value.errors] == ["q"]
+        assert refused.value.code == "validation_error"
+
+
+def test_words_are_runs_of_letters_digits_and_marks_lowered_and_never_syntax() -> None:
+    def words(q: str) -> tuple[str, ...]:
+        search = parse_search(q)
+        assert search is not None
+        return search.words
+
+    assert words('"Dentist" OR (team*) -x:y') == ("dentist", "or", "team", "x", "y")
+    assert words("ana@example.com 2026-03-02") == ("ana", "example", "com", "2026", "03", "02")
+    assert words("Личное, 東京!") == ("личное", "東京")
+    assert words("a a A") == ("a",)
+    assert words("\u0301 ** ") == ()  # a mark alone is no word
+    assert len(words(" ".join(f"w{i}" for i in range(100)))) == WORDS_MOST
+    assert parse_search("") is None and parse_search(None) is None
+    search = parse_search("café au")
+    assert search is not None
+    assert search.engine_text("sqlite") == '"café" "au"*'
+    assert search.engine_text("postgresql") == "café au"
+
+
+SYNTAX = [*"\"*()-:^+{}[]\\'.,;!?@#$%&|~`<>=/ \t\n\x00", "NEAR", "OR", "AND", "NOT", "near/2"]
+# Pieces of FTS5 and tsquery syntax, accents, marks and any character, up to about 1,200
+# characters: past the limit too.
+HOSTILE = st.lists(
+    st.one_of(
+        st.sampled_from([*SYNTAX, "col:", "ä", "й", "\u0301", "dentist", "café"]),
+        st.characters(codec="utf-8"),
+    ),
+    max_size=600,
+).map("".join)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(q=HOSTILE)
+def test_any_text_is_a_search_or_a_400_on_q_for_what_cannot_be_one(
+    db: Database, table_reader: Principal, q: str
+) -> None:
+    cannot = len(q) > QUERY_MAX or "\x00" in q
+    try:
+        answer = searched(db, table_reader, q)
+    except ValidationFailed as exc:
+        assert cannot, (q, exc.errors)
+        assert [e["field"] for e in exc.errors] == ["q"]
+        return
+    assert not cannot, q
+    assert len(answer["events"]) <= len(TABLE_EVENTS)
+
+
+# ---------------------------------------------------------------------------------------------
+# Series, pages, the default start
+
+
+@pytest.fixture
+def writer(db: Database, factory: Factory) -> Principal:
+    return principal_for(db, factory, factory.owner())
+
+
+def create(db: Database, principal: Principal, **fields: Any) -> dict[str, Any]:
+    values = {
+        "title": "Planning",
+        "starts_at": "2026-03-02T09:00:00Z",
+        "ends_at": "2026-03-02T10:00:00Z",
+        **fields,
+    }
+    return db.call(
+        events.create_event, principal=principal, data=EventCreate(**values), now=utcnow()
+    )
+
+
+def update(db: Database, principal: Principal, event_id: str, **fields: Any) -> dict[str, Any]:
+    scope = fields.pop("scope", None)
+    return db.call(
+        events.update_event,
+        principal=principal,
+        event_id=event_id,
+        body=EventUpdate(**fields),
+        now=utcnow(),
+        scope=scope,
+    )
+
+
+def test_a_series_matches_by_its_text_and_a_renamed_occurrence_by_its_new_title(
+    db: Database, writer: Principal
+) -> None:
+    series = create(db, writer, title="Yoga class", recurrence=["RRULE:FREQ=WEEKLY;COUNT=4"])
+    create(db, writer, title="Lunch", starts_at="2026-03-03T12:00:00Z", ends_at="2026-03-03T13:00Z")
+    update(db, writer, f"{series['id']}_20260309T090000Z", title="Pilates")
+    yoga = searched(db, writer, "yoga")["events"]
+    assert [e["startsAt"][:10] for e in yoga] == ["2026-03-02", "2026-03-16", "2026-03-23"]
+    assert {e["recurringEventId"] for e in yoga} == {series["id"]}
+    assert [e["id"] for e in searched(db, writer, "pilates")["events"]] == [
+        f"{series['id']}_20260309T090000Z"
+    ]
+    assert found(db, writer, "class", single_events=False) == ["Yoga class"]
+    assert found(db, writer, "yoga", time_min="2026-03-10", time_max="2026-03-20") == ["Yoga class"]
+
+
+def test_a_series_renamed_for_all_and_following_is_found_by_its_new_words(
+    db: Database, writer: Principal
+) -> None:
+    series = create(db, writer, title="Standup", recurrence=["RRULE:FREQ=WEEKLY;COUNT=4"])
+    update(db, writer, f"{series['id']}_20260316T090000Z", title="Retro", scope="following")
+    assert len(found(db, writer, "standup")) == 2
+    assert len(found(db, writer, "retro")) == 2
+    update(db, writer, series["id"], title="Daily")
+    assert found(db, writer, "standup") == []
+    assert len(found(db, writer, "daily")) == 2
+
+
+def test_pages_of_a_search_are_bound_to_its_words(db: Database, writer: Principal) -> None:
+    for day in (2, 3, 4):
+        create(
+            db,
+            writer,
+            title=f"Physio {day}",
+            starts_at=f"2026-03-0{day}T09:00:00Z",
+            ends_at=f"2026-03-0{day}T10:00:00Z",
+        )
+    create(db, writer, title="Other", starts_at="2026-03-02T11:00Z", ends_at="2026-03-02T12:00Z")
+    first = searched(db, writer, "physio", limit=2)
+    assert [e["title"] for e in first["events"]] == ["Physio 2", "Physio 3"]
+    token = first["nextPageToken"]
+    second = searched(db, writer, "PHYSIO!", limit=2, page_token=token)  # the same words
+    assert [e["title"] for e in second["events"]] == ["Physio 4"]
+    assert "nextPageToken" not in second and "nextSyncToken" not in second
+    for other in ({"q": "other"}, {"q": ""}):
+        with pytest.raises(ValidationFailed) as refused:
+            params = {**WINDOW, "limit": 2, "page_token": token}
+            db.call(events.list_events, principal=writer, token_key=TOKEN_KEY, **params, **other)
+        assert [e["field"] for e in refused.value.errors] == ["pageToken"]
+
+
+def test_without_time_min_a_search_starts_now_and_pages_on(db: Database, writer: Principal) -> None:
+    now = utcnow().replace(microsecond=0)
+    for title, days in (("Checkup past", -1), ("Checkup soon", 1), ("Checkup later", 2)):
+        start = now + timedelta(days=days)
+        create(
+            db,
+            writer,
+            title=title,
+            starts_at=format_utc(start),
+            ends_at=format_utc(start + timedelta(hours=1)),
+        )
+
+    def look(**params: Any) -> dict[str, Any]:
+        return db.call(
+            events.list_events, principal=writer, token_key=TOKEN_KEY, q="checkup", **params
+        )
+
+    assert [e["title"] for e in look()["events"]] == ["Checkup soon", "Checkup later"]
+    first = look(limit=1)
+    assert [e["title"] for e in first["events"]] == ["Checkup soon"]
+    second = look(limit=1, page_token=first["nextPageToken"])
+    assert [e["title"] for e in second["events"]] == ["Checkup later"]
+    before = format_utc(now - timedelta(hours=1))
+    assert [e["title"] for e in look(time_max=before)["events"]] == ["Checkup past"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The index kept in step with every write
+
+
+def test_the_index_follows_updates_deletes_and_imports(db: Database, writer: Principal) -> None:
+    event = create(db, writer, title="Haircut", location="Salon")
+    update(db, writer, event["id"], title="Barber", location=None)
+    assert found(db, writer, "haircut") == [] and found(db, writer, "salon") == []
+    assert found(db, writer, "barber") == ["Barber"]
+    db.call(events.delete_event, principal=writer, event_id=event["id"], now=utcnow())
+    assert found(db, writer, "barber") == []
+    ics = (
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nBEGIN:VEVENT\r\n"
+        "UID:imported-1@example.com\r\nDTSTAMP:20260301T000000Z\r\n"
+        "DTSTART:20260305T090000Z\r\nDTEND:20260305T100000Z\r\n"
+        "SUMMARY:Vaccination\r\nLOCATION:Clinic\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+    )
+    db.call(import_events, principal=writer, data=ics.encode(), now=utcnow())
+    assert found(db, writer, "vacc clinic") == []  # 'vacc' is not the last word
+    assert found(db, writer, "clinic vacc") == ["Vaccination"]
+
+
+def test_a_key_finds_only_what_it_reaches(db: Database, factory: Factory) -> None:
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work")
+    writer = principal_for(db, factory, owner)
+    create(db, writer, title="Offsite planning", calendar_id=work)
+    create(db, writer, title="Offsite packing")
+    one = principal_for(db, factory, owner, permission="read", calendar_id=work)
+    assert found(db, one, "offsite") == ["Offsite planning"]
+    stranger = principal_for(db, factory, factory.owner(), permission="read")
+    assert found(db, stranger, "offsite") == []
+    assert found(db, writer, "offsite", calendar_ids=["Work"]) == ["Offsite planning"]
+
+
+def test_every_backend_has_the_search_index_at_head(db: Database) -> None:
+    """A later migration that rebuilds ``events`` on SQLite drops its triggers: this fails."""
+    if db.engine.dialect.name == "sqlite":
+        query = "SELECT name FROM sqlite_master WHERE tbl_name IN ('events', 'events_search')"
+        wanted = {
+            "events_search",
+            "events_search_insert",
+            "events_search_update",
+            "events_search_delete",
+        }
+    else:
+        query = "SELECT indexname FROM pg_indexes WHERE tablename = 'events'"
+        wanted = {"ix_events_search"}
+    found = set(db.call(lambda conn: conn.execute(text(query)).scalars().all()))
+    assert wanted <= found, found
+
+
+def test_a_search_finds_its_rows_through_the_search_index(db: Database, writer: Principal) -> None:
+    """SQLite: the list's search goes from the FTS5 table's matches to the rows by rowid.
+    PostgreSQL (whose planner picks by the tables' sizes): the condition is the GIN index's
+    expression, so that the index can answer it."""
+    create(db, writer, title="Dentist")
+    if db.engine.dialect.name == "sqlite":
+        plan = plan_of(
+            db,
+            lambda statement: "FROM events" in statement and "recurrence IS NULL" in statement,
+            lambda: searched(db, writer, "dentist"),
+        )
+        assert "events_search VIRTUAL TABLE" in plan, plan
+        assert "INTEGER PRIMARY KEY" in plan, plan
+        return
+    search = parse_search("dentist")
+    assert search is not None
+    statement = select(events_t.c.id).where(search_condition())
+    sql = str(statement.compile(db.engine))
+    params = {"search": search.engine_text("postgresql")}
+    with db.engine.connect() as conn:
+        conn.execute(text("SET enable_seqscan = off"))
+        plan = " ".join(row[0] for row in conn.exec_driver_sql(f"EXPLAIN {sql}", params))
+        found = conn.exec_driver_sql(sql, params).all()
+    assert "ix_events_search" in plan, plan
+    assert found
