@@ -78,9 +78,11 @@ def ours(
     env: dict[str, str] | None = None,
     factory: str | None = None,
     tree: Path | None = None,
+    webhooks: bool = False,
 ) -> Iterator[Server]:
     """``calendar-service serve`` on a free port, with a budget the load cannot exhaust (the
-    rate limiter still runs on every request)."""
+    rate limiter still runs on every request); ``webhooks``: with its delivery and time
+    triggers' jobs (else ``--no-webhooks``)."""
     port = free_port()
     log_path = log_dir / f"{name}-{port}.log"
     full_env = {
@@ -103,6 +105,8 @@ def ours(
         "--log-level",
         "warning",
     ]
+    if webhooks:
+        cmd.remove("--no-webhooks")
     if factory is not None:  # a variant of our app (bench/variants.py), same server options
         cmd = [*_uvicorn(port), factory, "--factory"]
     cwd = ROOT

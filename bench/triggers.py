@@ -18,8 +18,11 @@ subscriptions (20) taking ``calendar.event.starting`` at ``minutesBefore [0, 15]
    of the burst took.
 4. **The list beside it**: ``--list-calls`` one-week lists of one calendar through the core
    (``events.list_events``), timed with the trigger job idle and then with it running every
-   second over the 100,000 planned rows: the ratio of the two medians (goal: >= 0.97; this is
-   the core's cost, ``python -m bench`` measures req/s through ``serve``).
+   second over the 100,000 planned rows: the ratio of the two medians (goal: >= 0.97).
+5. **The list through ``serve``** (unless ``--serve-rounds 0``): requests a second of one-week
+   lists (``bench.load``, the main benchmark's list) with the read key, from ``calendar-service
+   serve`` on this database with its delivery and trigger jobs running (the triggers planned)
+   and with ``--no-webhooks``, alternated ``--serve-rounds`` times; the ratio of the medians.
 
 SQLite in a temporary directory by default; ``--database-url`` for PostgreSQL (an empty
 database). Not run by the test suite but at ``--tiny`` size (``tests/bench``).
@@ -32,6 +35,7 @@ import asyncio
 import json
 import os
 import random
+import resource
 import socket
 import statistics
 import subprocess
@@ -79,12 +83,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--list-calls", type=int, default=400)
     p.add_argument("--tiny", action="store_true", help="a quick run at a small size")
     p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--serve-rounds", type=int, default=3, help="0: no list through serve")
+    p.add_argument("--serve-seconds", type=float, default=8.0, help="each serve round's load")
     p.add_argument("--json", type=Path, default=None, help="also write the figures here")
     p.add_argument("--receiver", type=int, default=None, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.tiny:
         a.events, a.series, a.subscriptions = 500, 10, 2
         a.planned, a.burst, a.ticks, a.list_calls = 500, 40, 5, 20
+        a.serve_rounds = 0
     return a
 
 
@@ -165,7 +172,7 @@ def seed(db: Database, a: argparse.Namespace, receiver_url: str, now: datetime) 
             .where(calendars.calendars_t.c.id.in_(cal_ids))
             .values(max_event_seconds=max(DURATIONS))
         )
-        record, _ = keys.create_key(
+        record, secret = keys.create_key(
             conn, user_id=owner["id"], name="automation", permission="read", calendar_id=None,
             expires_at=now + timedelta(days=365), now=now,
         )  # fmt: skip
@@ -236,6 +243,7 @@ def seed(db: Database, a: argparse.Namespace, receiver_url: str, now: datetime) 
     return {
         "owner": owner["id"],
         "calendars": cal_ids,
+        "secret": secret,
         "seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -304,6 +312,7 @@ async def run_burst(
     config: Config, db: Database, receiver_url: str, at: datetime, wanted: int, timeout: float
 ) -> dict[str, Any]:
     """The job as ``serve`` runs it, until the burst's deliveries have all arrived."""
+    cpu_before = _cpu_seconds()
     async with delivery_job(config, db, max_in_flight=400, batch_size=100):
         deadline = time.monotonic() + timeout + 30
         async with httpx.AsyncClient(timeout=30) as client:
@@ -315,6 +324,7 @@ async def run_burst(
                     raise SystemExit(f"only {count}/{wanted} burst deliveries arrived")
                 await asyncio.sleep(0.25)
             burst = (await client.get(receiver_url + "/arrivals")).json()
+        cpu = _cpu_seconds() - cpu_before
         fired = await db.run(
             lambda conn: conn.execute(
                 select(func.min(plan_t.c.fired_at), func.max(plan_t.c.fired_at)).where(
@@ -331,7 +341,16 @@ async def run_burst(
         "late_p99_s": round(percentile(late, 0.99), 3),
         "late_max_s": round(max(late), 3),
         "fired_within_s": round((fired[1] - fired[0]).total_seconds(), 3),
+        # This process's CPU (every thread) from the job's start to the last arrival, over
+        # the deliveries: what one delivery costs the sender, whatever else the machine runs.
+        "cpu_s": round(cpu, 2),
+        "cpu_us_per_delivery": round(cpu / max(1, len(burst)) * 1e6),
     }
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def list_medians(db: Database, owner: str, calendar_id: str, calls: int) -> float:
@@ -359,6 +378,28 @@ async def list_beside_job(
     """``list_medians`` on a thread while the trigger job ticks on this loop."""
     async with delivery_job(config, db):
         return await asyncio.to_thread(list_medians, db, owner, calendar_id, calls)
+
+
+def list_through_serve(url: str, secret: str, a: argparse.Namespace, logs: Path) -> dict[str, Any]:
+    """Requests a second of one-week lists from ``serve`` with its jobs (triggers planned and
+    ticking) and without (``--no-webhooks``), alternated; medians and their ratio."""
+    from bench import load, servers
+
+    work = load.Workload.ours("list", secret)
+    rps: dict[str, list[float]] = {"with": [], "without": []}
+    env = {"CALENDAR_WEBHOOK_ALLOW_LOCAL": "1"}
+    for n in range(a.serve_rounds):
+        order = (True, False) if n % 2 == 0 else (False, True)
+        for jobs in order:
+            with servers.ours(url, log_dir=logs, webhooks=jobs, env=env) as server:
+                load.run(server.url, work, duration=1.0, max_requests=100_000, connections=16)
+                found = load.run(
+                    server.url, work, duration=a.serve_seconds, max_requests=500_000,
+                    connections=16,
+                )  # fmt: skip
+            rps["with" if jobs else "without"].append(round(found.rps, 1))
+    with_jobs, without = statistics.median(rps["with"]), statistics.median(rps["without"])
+    return {**rps, "ratio": round(with_jobs / without, 3)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -398,8 +439,11 @@ def main(argv: list[str] | None = None) -> None:
                 burst = runner.run(run_burst(config, db, receiver_url, at, wanted, a.timeout))
         finally:
             db.close()
+        served = None
+        if a.serve_rounds > 0:
+            served = list_through_serve(url, seeded["secret"], a, Path(tmp))
     backend = "postgresql" if url.startswith("postgresql") else "sqlite"
-    result = {
+    result: dict[str, Any] = {
         "backend": backend,
         "cpus": os.cpu_count(),
         "shape": {
@@ -417,6 +461,7 @@ def main(argv: list[str] | None = None) -> None:
             "with_job_ms": round(list_with, 3),
             "ratio": round(list_without / list_with, 3),
         },
+        "list_through_serve": served,
     }
     print(
         f"triggers on {backend}: first plan {first_plan['rows']} rows in "
@@ -424,10 +469,16 @@ def main(argv: list[str] | None = None) -> None:
         f"(p99 {idle['p99_ms']}), with {a.planned:,} more planned {idle_planned['p50_ms']} ms "
         f"(p99 {idle_planned['p99_ms']}); a burst of {burst['deliveries']} deliveries due at "
         f"one instant: fired within {burst['fired_within_s']} s, late p50 "
-        f"{burst['late_p50_s']} s, p99 {burst['late_p99_s']} s (max {burst['late_max_s']} s); "
+        f"{burst['late_p50_s']} s, p99 {burst['late_p99_s']} s (max {burst['late_max_s']} s; "
+        f"{burst['cpu_us_per_delivery']} us of CPU a delivery); "
         f"list {result['list']['without_job_ms']} ms without the job, "
         f"{result['list']['with_job_ms']} ms with it (ratio {result['list']['ratio']})"
     )
+    if served is not None:
+        print(
+            f"list through serve: {served['with']} req/s with the jobs, {served['without']} "
+            f"without (ratio of the medians {served['ratio']})"
+        )
     if a.json is not None:
         a.json.write_text(json.dumps(result, indent=2))
 

@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection
 
-from calendar_service import oauth
+from calendar_service import idempotency, oauth
 from calendar_service.changes import proposals
 from calendar_service.changes.record import Via
 from calendar_service.config import DEFAULT_PROPOSAL_TTL
@@ -67,6 +67,7 @@ class Outcome(Generic[T]):
     rate: RateState | None
     change_id: str | None = None  # a write's change (``changes``): its id, if it made one
     proposal_id: str | None = None  # a write that waits for the owner: its proposal's id
+    replayed: bool = False  # the proposal of an earlier request with the same Idempotency-Key
 
 
 def _record(
@@ -202,6 +203,7 @@ def _perform(
     key_id: str | None = None if principal is None else principal.key_id
     via: Via | None = None
     proposal: dict[str, Any] | None = None
+    value: Any
     try:
         with atomic(conn):
             if principal is None:
@@ -219,7 +221,10 @@ def _perform(
             if dry_run and via is not None:
                 with rolled_back(conn):
                     done = op.run(conn, principal=principal, **kwargs)
-                value = op.dry(done, via.made)
+                if via.replayed_proposal is not None:
+                    value = _dry_replayed(conn, principal, via.replayed_proposal)
+                else:
+                    value = op.dry(done, via.made)
                 if proposals.waits(principal.approval, via.made):
                     value = {**value, "awaitsApproval": True}
                 status = 200
@@ -233,12 +238,19 @@ def _perform(
                 value = op.run(conn, principal=principal, **kwargs)
                 if present is not None:
                     value = value.then(present) if isinstance(value, Later) else present(value)
+            if via is not None and via.replayed_proposal is not None and not dry_run:
+                # An Idempotency-Key whose first request waits: the same proposal, as it is now.
+                proposal = proposals.get_proposal(
+                    conn, principal=principal, proposal_id=via.replayed_proposal, now=utcnow()
+                )
+                value, status = proposal, 202
             if status is None:
                 status = op.status
             _record(conn, ctx, principal.key_id, status, dry_run=dry_run)
         change_id = None if via is None or dry_run or proposal else via.change_id
         proposal_id = None if proposal is None else proposal["id"]
-        return Outcome(status, value, principal, rate, change_id, proposal_id)
+        replayed = via is not None and via.replayed_proposal is not None
+        return Outcome(status, value, principal, rate, change_id, proposal_id, replayed)
     except LeaseNeeded:
         raise  # before any write (``perform`` leases and comes back): nothing to record
     except CalendarError as exc:
@@ -272,15 +284,37 @@ def _proposed(
     if not trial.discarded:
         return done, None
     via.made.clear()
-    return None, proposals.propose(
+    now = utcnow()
+    proposal = proposals.propose(
         conn,
         principal=principal,
         via=via,
         operation=op.name,
         items=items,
-        now=utcnow(),
+        now=now,
         ttl=ttl,
+        if_free=via.if_free,
     )
+    if via.idempotency is not None:  # a retry with the same key gets this proposal
+        idempotency.store_proposal(conn, via.idempotency, proposal_id=proposal["id"], now=now)
+    return None, proposal
+
+
+def _dry_replayed(conn: Connection, principal: Principal, proposal_id: str) -> dict[str, Any]:
+    """A dry run of a create whose Idempotency-Key's first request waits for the owner: it
+    would change nothing (the retry answers that proposal), and says that it waits."""
+    proposal = proposals.get_proposal(
+        conn, principal=principal, proposal_id=proposal_id, now=utcnow()
+    )
+    shown = proposal["before"]
+    return {
+        "dryRun": True,
+        "kind": None,
+        "eventId": proposal["eventId"],
+        "before": shown,
+        "after": shown,
+        "awaitsApproval": True,
+    }
 
 
 def _present(value: Any, present: Callable[[Any], T] | None) -> Any:

@@ -1,7 +1,9 @@
 """``Idempotency-Key`` for event creation (IETF httpapi draft; Stripe's behaviour).
 
 The same key with the same request within 24 h returns the first response; with a different
-request, 422; while the first is still in flight, 409.
+request, 422; while the first is still in flight, 409. A create that waits for the owner's
+approval (``changes.proposals``) is stored as its proposal (status 202, ``{proposalId}``): a
+retry with the same key answers that proposal as it is then, and proposes nothing new.
 
 The lookup, the work and the stored response share one transaction, so a durable 201 always
 has its record and a failed request (a validation error, a crash) leaves nothing behind: the key
@@ -34,10 +36,22 @@ HEADER = "Idempotency-Key"  # REST's header, and the field the core's errors nam
 ARGUMENT = "idempotencyKey"  # the MCP tool's argument (its errors are renamed to it)
 
 
+PROPOSED = 202  # the stored status of a create that waits for the owner (``store_proposal``)
+
+
 @dataclass(slots=True)
 class Replay:
     status: int
     body: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """The record a request is about to store under its key (``store``, ``store_proposal``)."""
+
+    key_id: str
+    idem_key: str
+    print_: str
 
 
 def fingerprint(value: Any) -> str:
@@ -64,12 +78,7 @@ def lookup(
     conn: Connection, *, key_id: str, idem_key: str, print_: str, now: datetime
 ) -> Replay | None:
     """The stored response to replay, or None when this request should run (and be stored)."""
-    if conn.dialect.name == "postgresql":
-        lock = int.from_bytes(
-            hashlib.sha256(f"{key_id}\0{idem_key}".encode()).digest()[:8], "big", signed=True
-        )
-        if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": lock}).scalar():
-            raise IdempotencyInFlight()
+    _lock(conn, key_id, idem_key)
     row = conn.execute(
         select(records_t).where(records_t.c.key_id == key_id, records_t.c.idem_key == idem_key)
     ).first()
@@ -81,6 +90,34 @@ def lookup(
     if row.fingerprint != print_:
         raise IdempotencyMismatch()
     return Replay(row.status_code, orjson.loads(row.response))
+
+
+def _lock(conn: Connection, key_id: str, idem_key: str) -> None:
+    """PostgreSQL: hold (key, Idempotency-Key) until the transaction ends, or 409 when a
+    concurrent request holds it (``lookup``'s; taken again by ``store_proposal``, since a
+    savepoint rolled back may have let it go)."""
+    if conn.dialect.name != "postgresql":
+        return
+    lock = int.from_bytes(
+        hashlib.sha256(f"{key_id}\0{idem_key}".encode()).digest()[:8], "big", signed=True
+    )
+    if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": lock}).scalar():
+        raise IdempotencyInFlight()
+
+
+def store_proposal(conn: Connection, pending: Pending, *, proposal_id: str, now: datetime) -> None:
+    """Store, under the request's key, that it waits for the owner as the proposal
+    ``proposal_id`` (the create it would have stored was undone with its write)."""
+    _lock(conn, pending.key_id, pending.idem_key)
+    store(
+        conn,
+        key_id=pending.key_id,
+        idem_key=pending.idem_key,
+        print_=pending.print_,
+        status=PROPOSED,
+        body={"proposalId": proposal_id},
+        now=now,
+    )
 
 
 def store(

@@ -4,10 +4,14 @@
 room for (``max_in_flight``), starts one task per delivery and returns at once; each task sends
 one attempt through the shared ``httpx.AsyncClient`` and records it.
 
-Each endpoint gets at most ``per_endpoint`` requests at a time, and this worker holds at most
-``endpoint_backlog`` times that many of its deliveries; endpoints at that mark are left out of
-the next claims. So a slow receiver holds up only its own deliveries, never another owner's nor
-the next claim.
+Each receiver (an origin: scheme, host and port) gets at most ``per_origin`` requests at a
+time, as many as the shared client keeps connections to it (``transport.PER_ORIGIN``), so that a
+request waits here, in a queue that costs the same however long it is, and never in httpcore's
+pool, whose every request and answer walks every request it holds (5,000 deliveries to one
+receiver made that queue the bottleneck: a few hundred a second). Each endpoint gets at most
+``per_endpoint`` of those, and this worker holds at most ``endpoint_backlog`` times that many of
+its deliveries; endpoints at that mark are left out of the next claims. So a slow receiver holds
+up only its own deliveries, never another owner's nor the next claim.
 
 Leases are short (15 s) and renewed every third of a lease while a delivery is held
 (``renew``, run by the scheduler), so that what a dead worker held is sent again by another
@@ -31,6 +35,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -38,12 +43,12 @@ from calendar_service import webhook_targets
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.timeutil import format_utc, utcnow
-from webhooks import sender, store
+from webhooks import sender, store, transport
 
 logger = logging.getLogger("webhooks")
 
 DEFAULT_LEASE = timedelta(seconds=15)
-RECORD_WINDOW = 0.005  # seconds: attempts finishing this close together share a transaction
+RECORD_WINDOW = 0.02  # seconds: attempts finishing this close together share a transaction
 
 
 class Dispatcher:
@@ -62,6 +67,7 @@ class Dispatcher:
         max_in_flight: int = 400,
         per_endpoint: int = 16,
         endpoint_backlog: int = 4,
+        per_origin: int = transport.PER_ORIGIN,
         lease: timedelta = DEFAULT_LEASE,
     ) -> None:
         # Leases are renewed every third of their length while held, so a claimed delivery
@@ -79,6 +85,10 @@ class Dispatcher:
         self.max_in_flight = max_in_flight
         self.per_endpoint = per_endpoint
         self.endpoint_cap = per_endpoint * endpoint_backlog
+        self.per_origin = per_origin
+        # While deliveries are held, a claim waits for this much room: a full worker whose
+        # deliveries finish one at a time claimed one at a time, a transaction a delivery.
+        self.claim_at_least = max(1, min(batch_size, max_in_flight // 4))
         self.lease = lease
         # How a wake-up gets a tick run; the scheduler routes it through its job.
         self.kick: Callable[[], None] | None = None
@@ -90,7 +100,8 @@ class Dispatcher:
         ] = []
         self._recorder: asyncio.Task[None] | None = None  # held so it is not collected
         self._recording = False
-        self._slots: dict[str, asyncio.Semaphore] = {}
+        self._slots: dict[str, asyncio.Semaphore] = {}  # per endpoint held
+        self._origins: dict[tuple[str, str, int | None], _Origin] = {}  # per origin in use
         # Claims held (claimed, not yet recorded) → their lease as now renewed; renewals and
         # recordings take turns (``_lease_turn``) so that a record never carries a stale lease.
         self._leases: dict[str, datetime] = {}
@@ -151,8 +162,8 @@ class Dispatcher:
             while not self._closed:
                 self._again = False
                 room = self.max_in_flight - len(self._tasks)
-                if room <= 0:
-                    self._starved = True  # a finishing delivery wakes us up again
+                if room < self.claim_at_least and self._tasks:
+                    self._starved = True  # finishing deliveries wake us up again
                     break
                 want = min(room, self.batch_size)
                 full = [e for e, n in self._held.items() if n >= self.endpoint_cap]
@@ -189,7 +200,8 @@ class Dispatcher:
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        if self._starved and not self._closed:
+        room = self.max_in_flight - len(self._tasks)
+        if self._starved and not self._closed and (room >= self.claim_at_least or not self._tasks):
             self._starved = False
             self._wake_on_loop()
 
@@ -198,10 +210,16 @@ class Dispatcher:
         slot = self._slots.get(endpoint)
         if slot is None:
             slot = self._slots[endpoint] = asyncio.Semaphore(self.per_endpoint)
+        key = _origin_of(claim.url)
+        origin = self._origins.get(key)
+        if origin is None:
+            origin = self._origins[key] = _Origin(asyncio.Semaphore(self.per_origin))
+        origin.users += 1
         try:
-            # The slot bounds requests to the receiver: it is given back as soon as the answer
-            # is in, not after the attempt is recorded (which waits for its batch).
-            async with slot:
+            # The slots bound requests to the endpoint and to its receiver: they are given
+            # back as soon as the answer is in, not after the attempt is recorded (which waits
+            # for its batch).
+            async with slot, origin.slot:
                 try:
                     result = await self._send(claim)
                 except Exception:  # not network trouble (the sender reports that): a bug
@@ -209,6 +227,9 @@ class Dispatcher:
                     return  # its lease runs out and it is sent again
             await self._finish(claim, result)
         finally:
+            origin.users -= 1
+            if origin.users <= 0:
+                self._origins.pop(key, None)
             self._leases.pop(claim.id, None)
             self._held[endpoint] -= 1
             if self._held[endpoint] <= 0:
@@ -347,6 +368,30 @@ class Dispatcher:
         if self._tasks:
             logger.warning("%d webhook attempts cut short by shutdown", len(self._tasks))
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+@dataclasses.dataclass(slots=True)
+class _Origin:
+    """A receiver's slots (``per_origin``), and how many deliveries held use them."""
+
+    slot: asyncio.Semaphore
+    users: int = 0
+
+
+def _origin_of(url: str) -> tuple[str, str, int | None]:
+    """The receiver a URL's requests go to: scheme, host and port, as the client's pools key
+    them (``transport.OriginPools``; a URL the sender will refuse gets a slot of its own)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "", url, None
+    if port == _DEFAULT_PORTS.get(parts.scheme):
+        port = None  # as httpx keys it
+    return parts.scheme, (parts.hostname or ""), port
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def _log(claim: store.Claim, result: sender.AttemptResult, outcome: store.Outcome) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import httpx
+import sniffio
 
 from calendar_service import webhook_targets
 from calendar_service.errors import WebhookTargetRefused
@@ -58,6 +59,9 @@ async def attempt(
     """Check the target, sign for ``now`` and POST ``body`` within ``deadline`` seconds in all
     (DNS included); never raises for network trouble."""
     started = time.perf_counter()
+    # httpcore's locks ask sniffio which library runs, at each request and answer: told once
+    # for this task (a delivery's), it no longer looks for the running task every time.
+    sniffio.current_async_library_cvar.set("asyncio")
 
     def done(**fields: object) -> AttemptResult:
         elapsed = (time.perf_counter() - started) * 1000
@@ -75,8 +79,9 @@ async def attempt(
             )
             headers["content-type"] = "application/json"
             with guard.pinned(target):
+                # The one deadline above bounds the whole attempt; none per read or write.
                 request = client.build_request(
-                    "POST", url, content=body, headers=headers, timeout=deadline
+                    "POST", url, content=body, headers=headers, timeout=None
                 )
                 response = await client.send(request, stream=True)
                 try:

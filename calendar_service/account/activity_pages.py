@@ -1,5 +1,6 @@
 """*Activity*: every change to the owner's events, newest first, filtered by key or app,
-calendar, event and time, each with its before/after view and an *Undo* button.
+calendar, event and time (from one day to another, both included, UTC), each with its
+before/after view and an *Undo* button.
 
 The list and the undo are the core's (``changes.reading.list_changes``,
 ``events.undo.undo_change``), called as the owner in person: an undo made here is the owner's
@@ -9,7 +10,7 @@ change, through ``settings``. An event's own history is this page filtered by it
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection
@@ -24,7 +25,7 @@ from calendar_service.asgi.context import request_id
 from calendar_service.changes.reading import list_changes
 from calendar_service.changes.record import Via
 from calendar_service.changes.table import OWNER
-from calendar_service.errors import ChangedSince, ValidationFailed
+from calendar_service.errors import ChangedSince, FieldError, ValidationFailed
 from calendar_service.events.undo import undo_change
 from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
@@ -34,7 +35,8 @@ NOTICES = {
     "undone": "Undone: the event is back as it was before that change (the undo is listed "
     "first, and can be undone in its turn).",
 }
-_FILTERS = ("key", "calendar", "event", "since")
+_FILTERS = ("key", "calendar", "event", "since", "until")
+_LABELS = {"since": "From", "until": "To", "page": "Page"}
 
 
 def _filters(request: Request) -> dict[str, str]:
@@ -55,6 +57,7 @@ def _page(
         conn,
         principal=principal,
         since=filters["since"] or None,
+        before=_day_after(filters["until"]),
         event_id=filters["event"] or None,
         calendar_id=filters["calendar"] or None,
         actor_id=filters["key"] or None,
@@ -70,6 +73,19 @@ def _page(
         "calendars": [calendars.calendar_public(c) for c in owned],
         "calendar_names": {c.id: c.name for c in owned},
     }
+
+
+def _day_after(until: str) -> str | None:
+    """``until`` (a day, ``YYYY-MM-DD``, included) as the list's ``before``: the next day."""
+    if not until:
+        return None
+    try:
+        day = date.fromisoformat(until)
+    except ValueError:
+        raise ValidationFailed([FieldError("until", "must be a day: YYYY-MM-DD")]) from None
+    if day >= date.max:
+        return None
+    return (day + timedelta(days=1)).isoformat()
 
 
 def _shown(change: dict[str, Any]) -> dict[str, Any]:
@@ -97,11 +113,14 @@ async def activity_page(request: Request, owner: OwnerSessionInfo) -> Response:
         data = await account(request).services.db.run(
             _page,
             user_id=owner.user_id,
-            filters={**filters, "since": ""},
+            filters={**filters, "since": "", "until": ""},
             page_token=None,
             now=utcnow(),
         )
-        data["refused"] = "; ".join(e["message"] for e in exc.errors) or exc.message
+        data["refused"] = (
+            "; ".join(f"{_LABELS.get(e['field'], e['field'])}: {e['message']}" for e in exc.errors)
+            or exc.message
+        )
     return render(
         request,
         "activity.html",

@@ -182,10 +182,16 @@ def propose(
     items: Sequence[dict[str, Any]],
     now: datetime,
     ttl: timedelta,
+    if_free: bool = False,
 ) -> dict[str, Any]:
     """Keep the write that waits (``items``: ``items_of`` the changes it would have made) as a
     pending proposal of the key ``principal``, expiring ``ttl`` from ``now``; queue
-    ``calendar.proposal.created`` for the owner's webhook. Returns the proposal."""
+    ``calendar.proposal.created`` for the owner's webhook. Returns the proposal.
+
+    ``if_free``: the write (a create) asked for its time to be free (``ifFree``); the approval
+    checks that again (``events.approving``)."""
+    if if_free:
+        items = [{**items[0], "ifFree": True}, *items[1:]]
     first = items[0]
     proposal_id = new_id("prop")
     conn.execute(

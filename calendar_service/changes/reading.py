@@ -116,12 +116,13 @@ def owner_of(conn: Connection, *, change_id: str) -> str:
     return str(found[0])
 
 
-def since_instant(since: str | None) -> datetime | None:
-    """``since`` (an RFC 3339 date-time, or a date: its midnight UTC) as an instant."""
+def since_instant(since: str | None, field: str = "since") -> datetime | None:
+    """``since`` (an RFC 3339 date-time, or a date: its midnight UTC) as an instant; its
+    errors name ``field``."""
     try:
         low, _, _ = parse_list_params(time_min=since, time_max=None, limit=None, tz=UTC)
     except ValidationFailed as exc:
-        raise ValidationFailed([FieldError("since", e["message"]) for e in exc.errors]) from None
+        raise ValidationFailed([FieldError(field, e["message"]) for e in exc.errors]) from None
     return low
 
 
@@ -151,13 +152,16 @@ def list_changes(
     limit: Any = None,
     page_token: str | None = None,
     token_key: bytes | None = None,
+    before: str | None = None,
 ) -> dict[str, Any]:
     """``{changes: [...], nextPageToken?}``: the changes the key reaches, newest first, made at
-    or after ``since``; of the event ``event_id`` (an event, a series with its occurrences, or
-    an occurrence); of the calendar ``calendar_id``; made by the key ``actor_id``. Pages of
+    or after ``since`` and before ``before`` (RFC 3339 date-times, or dates: their midnight
+    UTC); of the event ``event_id`` (an event, a series with its occurrences, or an
+    occurrence); of the calendar ``calendar_id``; made by the key ``actor_id``. Pages of
     ``limit`` (default 250, at most 2,500), the next one by ``page_token``; without
     ``token_key`` (the owner's CLI) one page, with no token."""
     low = since_instant(since or None)
+    high = since_instant(before or None, "before")
     size = _size(limit)
     if calendar_id and principal.calendar_id is not None and calendar_id != principal.calendar_id:
         raise InsufficientScope(
@@ -167,6 +171,8 @@ def list_changes(
     query = _with_names().where(_in_reach(principal))
     if low is not None:
         query = query.where(changes_t.c.at >= low)
+    if high is not None:
+        query = query.where(changes_t.c.at < high)
     if event_id:
         query = query.where(
             or_(
@@ -180,6 +186,8 @@ def list_changes(
     if actor_id:
         query = query.where(changes_t.c.actor_id == actor_id)
     bound = _query_key(principal, since, event_id, calendar_id, actor_id)
+    if before:  # (tokens made without it stay bound as they were)
+        bound += b"\x1fbefore\x1f" + before.encode()
     if page_token:
         if token_key is None:
             raise bad_page_token()

@@ -41,7 +41,12 @@ class Via:
     ``made`` collects the changes recorded with it, as ``record`` returns them: the front reads
     it once the call is done (the ``Calendar-Change-Id`` header, a tool's ``changeId``, a dry
     run's answer); ``replayed``, the change of the first request when an ``Idempotency-Key``
-    replays it. One ``Via`` per call (a rerun makes a new one)."""
+    replays it. One ``Via`` per call (a rerun makes a new one).
+
+    For a write that may wait for the owner (``changes.proposals``): ``if_free``, the write
+    asked for its time to be free (``ifFree``: an approval checks it again); ``idempotency``,
+    the ``Idempotency-Key`` record it would store (the gateway stores the proposal under it
+    instead); ``replayed_proposal``, the proposal the first request with that key made."""
 
     actor_type: str
     actor_id: str | None
@@ -49,6 +54,9 @@ class Via:
     request_id: str | None = None
     made: list[dict[str, Any]] = field(default_factory=list)
     replayed: str | None = None
+    if_free: bool = False
+    idempotency: Any = None  # ``idempotency.Pending``
+    replayed_proposal: str | None = None
 
     @classmethod
     def of(cls, principal: Principal, transport: str, request_id: str | None = None) -> Via:

@@ -29,6 +29,13 @@ SinceOption = Annotated[
     str | None,
     typer.Option(help="Only changes made at or after this RFC 3339 date-time or date (UTC)."),
 ]
+BeforeOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Only changes made before this RFC 3339 date-time or date (UTC: a date is its "
+        "midnight, so --before 2026-11-21 keeps 20 November and earlier)."
+    ),
+]
 
 
 def _line(change: dict[str, Any]) -> str:
@@ -45,6 +52,7 @@ def changes_list(
     user: UserOption,
     key: KeyOption = None,
     since: SinceOption = None,
+    before: BeforeOption = None,
     event: Annotated[
         str | None, typer.Option(help="Only this event's (a series': with its occurrences').")
     ] = None,
@@ -66,6 +74,7 @@ def changes_list(
             conn,
             principal=principal,
             since=since,
+            before=before,
             event_id=event,
             calendar_id=calendar,
             actor_id=key,

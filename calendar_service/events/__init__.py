@@ -17,6 +17,7 @@ The package, a module a concern:
   and after, and the change;
 - ``undo``: undoing a change (putting back the rows it touched), one or a key's since a time;
 - ``approving``: the owner approves a proposal (a write that waited): it is made as proposed;
+- ``restoring``: what both do once decided: rows put back, their webhook, the event shown;
 - ``series``: what an id names (an event, a series, an occurrence) and an occurrence's object;
 - ``writes``: the tail every change shares (longest event, public event, webhook delivery);
 - ``shapes``: the public event object, one at a time and the list's rows all at once;

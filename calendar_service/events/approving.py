@@ -6,12 +6,13 @@ The proposal keeps the rows the write would have touched, before and after
 field but ``updated_at``: ``same_content``); if any is not, nothing is applied and the
 proposal is ``failed``, saying why (the owner sees the event as it is now and may ask the key
 again). Otherwise the rows are made what the write would have made (as an undo restores
-them, ``events.undo``), each change recorded with its webhook: its actor the key that asked,
+them: ``events.restoring``), each change recorded with its webhook: its actor the key that asked,
 its transport where the owner approved it (``settings``, ``cli``), its ``requestId`` the
 key's request (in the key's call history, answered 202), with ``proposalId`` and
 ``approvedBy`` (the owner). An event the approval creates is created at the approval; an
 import's UIDs are recorded as the import would have (one imported since under the same UID is
-a conflict too).
+a conflict too). A create that asked for a free time (``ifFree``) is checked again: a busy
+event made since in that time fails it as a conflict, naming the overlap.
 """
 
 from __future__ import annotations
@@ -27,16 +28,17 @@ from calendar_service.changes.proposals import APPROVED, FAILED, decide, pending
 from calendar_service.changes.reading import change_row
 from calendar_service.changes.record import Unit, Via, record, same_content
 from calendar_service.changes.table import CREATED, KEY, OWNER, changes_t
-from calendar_service.errors import NotFound
+from calendar_service.errors import Conflict, NotFound
 from calendar_service.events.changelog import read_rows
-from calendar_service.events.existing import get_event
+from calendar_service.events.create import check_free
 from calendar_service.events.queries import events_t
+from calendar_service.events.restoring import notify_restored, restore_rows, shown_event
 from calendar_service.events.series import lock_series
-from calendar_service.events.undo import _notify, _restore
 from calendar_service.keys import Principal, owner_principal
 from calendar_service.models import ical_uids_t, users_t
 from calendar_service.outbox import CREATED as CREATED_HOOK
 from calendar_service.outbox import record_change
+from calendar_service.timeutil import from_utc_text, zone
 
 
 def approve(
@@ -51,7 +53,7 @@ def approve(
     units = [Unit.decoded(item["rows"]) for item in items]
     for event_id in sorted({i for unit in units for i in unit.ids}):  # one order: no deadlock
         lock_series(conn, event_id)
-    reason = _refusal(conn, items, units)
+    reason = _refusal(conn, user_id, items, units)
     if reason is not None:
         refused: dict[str, Any] = {"code": "conflict", "reason": reason}
         return decide(conn, row=row, status=FAILED, now=now, transport=transport, outcome=refused)
@@ -72,7 +74,9 @@ def _items(row: Any) -> list[dict[str, Any]]:
     return items
 
 
-def _refusal(conn: Connection, items: list[dict[str, Any]], units: list[Unit]) -> str | None:
+def _refusal(
+    conn: Connection, user_id: str, items: list[dict[str, Any]], units: list[Unit]
+) -> str | None:
     """Why the proposal cannot be applied now, or ``None``."""
     for item, unit in zip(items, units, strict=True):
         try:
@@ -92,6 +96,33 @@ def _refusal(conn: Connection, items: list[dict[str, Any]], units: list[Unit]) -
                     f"An event with the iCalendar UID of {item['eventId']} was imported since "
                     "the change was proposed: nothing was changed. The key may import again."
                 )
+        if item.get("ifFree"):
+            taken_time = _not_free(conn, user_id, item, unit)
+            if taken_time is not None:
+                return taken_time
+    return None
+
+
+def _not_free(conn: Connection, user_id: str, item: dict[str, Any], unit: Unit) -> str | None:
+    """A create proposed with ``ifFree``: why its time is no longer free, or ``None`` (the
+    check the create made, made again now, the calendar locked as the create locks it)."""
+    row = next(r for r in unit.after or [] if r["id"] == item["eventId"])
+    calendar = get_calendar_row(conn, calendar_id=item["calendarId"])
+    start, end = from_utc_text(row["starts_at"]), from_utc_text(row["ends_at"])
+    try:
+        check_free(
+            conn,
+            principal=owner_principal(user_id),
+            calendar=calendar,
+            start=start,
+            end=end,
+            tz=zone(calendar.time_zone),
+        )
+    except Conflict as exc:
+        return (
+            "It asked for a free time (ifFree), and the time was taken since it was proposed. "
+            f"{exc.message}"
+        )
     return None
 
 
@@ -119,7 +150,7 @@ def _apply(
     calendar = get_calendar_row(conn, calendar_id=item["calendarId"])
     current = read_rows(conn, unit.ids, unit.series)
     wanted = unit.after or []  # always read (``proposals.items_of``)
-    _restore(conn, calendar, current, wanted, now)
+    restore_rows(conn, calendar, current, wanted, now)
     if item["kind"] == CREATED and "undoes" not in item["detail"]:
         new = [r["id"] for r in wanted if r["id"] not in {c["id"] for c in current}]
         if new:  # created when approved
@@ -129,11 +160,11 @@ def _apply(
             conn.execute(insert(ical_uids_t).values(**uid))
     event_id = item["eventId"]
     before = item["before"]
-    after = _shown(conn, owner, event_id)
-    _notify(conn, owner.user_id, before, after, now)
+    after = shown_event(conn, owner, event_id)
+    notify_restored(conn, owner.user_id, before, after, now)
     new_series = item.get("newSeriesId")
     if new_series is not None:
-        started = _shown(conn, owner, new_series)
+        started = shown_event(conn, owner, new_series)
         if started is not None:
             record_change(
                 conn, user_id=owner.user_id, event_type=CREATED_HOOK, event=started, now=now
@@ -175,10 +206,3 @@ def _mark_undone(conn: Connection, owner: Principal, undone: str, by: str) -> No
         except NotFound:
             return
         conn.execute(changes_t.update().where(changes_t.c.seq == redone.seq).values(undone_by=None))
-
-
-def _shown(conn: Connection, owner: Principal, event_id: str) -> dict[str, Any] | None:
-    try:
-        return get_event(conn, principal=owner, event_id=event_id)
-    except NotFound:
-        return None

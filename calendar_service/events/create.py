@@ -96,7 +96,9 @@ def create_event(
         raise ValidationFailed(errors)
     assert transparency is not None  # else an error was found
     if data.if_free:
-        _check_free(conn, principal=principal, calendar=calendar, start=start, end=end, tz=tz)
+        check_free(conn, principal=principal, calendar=calendar, start=start, end=end, tz=tz)
+        if via is not None:
+            via.if_free = True  # an approval checks it again
     dialect = conn.dialect.name
     stored_now = to_db(now, dialect)
     stored = {  # every column, date-times as the driver takes them (models.to_db)
@@ -143,7 +145,7 @@ def create_event(
     return event
 
 
-def _check_free(
+def check_free(
     conn: Connection,
     *,
     principal: Principal,
@@ -195,11 +197,18 @@ def create_event_from_input(
     print_ = idempotency.fingerprint(data.model_dump(mode="json"))
     replay = idempotency.lookup(conn, key_id=principal.key_id, idem_key=key, print_=print_, now=now)
     if replay is not None:
+        if replay.status == idempotency.PROPOSED:  # it waits: the gateway answers its proposal
+            if via is None:
+                raise ValueError("a proposal is replayed only through the gateway (via)")
+            via.replayed_proposal = replay.body["proposalId"]
+            return replay.body, True
         if via is not None:
             via.replayed = created_change_id(
                 conn, user_id=principal.user_id, event_id=replay.body["id"]
             )
         return replay.body, True
+    if via is not None:  # should the write wait, the gateway stores its proposal instead
+        via.idempotency = idempotency.Pending(principal.key_id, key, print_)
     event = create_event(conn, principal=principal, data=data, now=now, via=via)
     idempotency.store(
         conn, key_id=principal.key_id, idem_key=key, print_=print_, status=201, body=event, now=now

@@ -20,34 +20,22 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, delete, insert, or_, select, update
+from sqlalchemy import Connection, or_, select
 
 from calendar_service import keys
 from calendar_service.calendars import CalendarRow, get_calendar_row
 from calendar_service.changes.reading import change_public, change_row, since_instant
-from calendar_service.changes.record import (
-    EVENT_FIELDS,
-    Unit,
-    Via,
-    default_via,
-    record,
-    same_content,
-)
+from calendar_service.changes.record import Unit, Via, default_via, record, same_content
 from calendar_service.changes.table import CREATED, DELETED, UPDATED, changes_t
 from calendar_service.errors import AlreadyUndone, CalendarError, ChangedSince, NotFound
 from calendar_service.events.changelog import read_rows
-from calendar_service.events.existing import get_event
-from calendar_service.events.queries import bump_longest, events_t
+from calendar_service.events.restoring import notify_restored, restore_rows, shown_event
 from calendar_service.events.series import lock_series
 from calendar_service.keys import Principal, owner_principal
-from calendar_service.models import UTCDateTime
-from calendar_service.outbox import CREATED as CREATED_HOOK
 from calendar_service.outbox import DELETED as DELETED_HOOK
-from calendar_service.outbox import UPDATED as UPDATED_HOOK
 from calendar_service.outbox import record_change
-from calendar_service.timeutil import format_utc, from_utc_text
+from calendar_service.timeutil import format_utc
 
-_DATE_TIMES = tuple(c.name for c in events_t.c if isinstance(c.type, UTCDateTime))
 _LATER_NAMED = 10  # later changes named in a refusal
 
 
@@ -70,14 +58,14 @@ def undo_change(
     for event_id in sorted(unit.ids):  # one order: no deadlock with the writes of a series
         lock_series(conn, event_id)
     current = read_rows(conn, unit.ids, unit.series)
-    before = _shown(conn, principal, row.event_id)
+    before = shown_event(conn, principal, row.event_id)
     if not force and not _as_left(row, unit, current, before):
         raise _changed_since(conn, row)
-    dropped = _shown(conn, principal, row.new_series_id) if row.new_series_id else None
-    _restore(conn, calendar, current, unit.before, now)
-    after = _shown(conn, principal, row.event_id)
+    dropped = shown_event(conn, principal, row.new_series_id) if row.new_series_id else None
+    restore_rows(conn, calendar, current, unit.before, now)
+    after = shown_event(conn, principal, row.event_id)
     kind = CREATED if before is None else DELETED if after is None else UPDATED
-    _notify(conn, principal.user_id, before, after, now)
+    notify_restored(conn, principal.user_id, before, after, now)
     if dropped is not None:
         record_change(
             conn, user_id=principal.user_id, event_type=DELETED_HOOK, event=dropped, now=now
@@ -130,70 +118,6 @@ def _calendar(conn: Connection, row: Any) -> CalendarRow:
         raise ChangedSince(
             f"Change {row.id} cannot be undone: its calendar was deleted since.", []
         ) from None
-
-
-def _shown(conn: Connection, principal: Principal, event_id: str) -> dict[str, Any] | None:
-    """The event ``event_id`` as a get shows it now, or ``None`` (gone, or cancelled)."""
-    try:
-        return get_event(conn, principal=principal, event_id=event_id)
-    except NotFound:
-        return None
-
-
-def _restore(
-    conn: Connection,
-    calendar: CalendarRow,
-    current: list[dict[str, Any]],
-    wanted: list[dict[str, Any]],
-    now: datetime,
-) -> None:
-    """Make the unit's rows ``wanted`` (plain) from ``current``: rows that were not there go,
-    rows that were come back, rows that differ take their old values; each written row with
-    ``updated_at`` now."""
-    now_rows = {r["id"]: r for r in current}
-    old_rows = {r["id"]: r for r in wanted}
-    gone = [event_id for event_id in now_rows if event_id not in old_rows]
-    if gone:
-        conn.execute(delete(events_t).where(events_t.c.id.in_(gone)))
-    for event_id, old in old_rows.items():
-        present = now_rows.get(event_id)
-        if present is not None and same_content([present], [old]):
-            continue
-        values = _stored(old)
-        values["updated_at"] = now
-        if present is None:
-            conn.execute(insert(events_t).values(**values))
-        else:
-            del values["id"]
-            conn.execute(update(events_t).where(events_t.c.id == event_id).values(**values))
-        bump_longest(conn, calendar, values["starts_at"], values["ends_at"])
-
-
-def _stored(row: dict[str, Any]) -> dict[str, Any]:
-    """A plain row's values as the table takes them (date-times as datetimes)."""
-    values = {name: row.get(name) for name in EVENT_FIELDS}
-    for name in _DATE_TIMES:
-        text = values[name]
-        if text is not None:
-            values[name] = from_utc_text(text)
-    return values
-
-
-def _notify(
-    conn: Connection,
-    user_id: str,
-    before: dict[str, Any] | None,
-    after: dict[str, Any] | None,
-    now: datetime,
-) -> None:
-    """The webhook of the undo, as for any change: the event back (created), gone (deleted,
-    as it was), or changed (updated)."""
-    if after is None:
-        if before is not None:
-            record_change(conn, user_id=user_id, event_type=DELETED_HOOK, event=before, now=now)
-        return
-    hook = CREATED_HOOK if before is None else UPDATED_HOOK
-    record_change(conn, user_id=user_id, event_type=hook, event=after, now=now)
 
 
 def _changed_since(conn: Connection, row: Any) -> ChangedSince:

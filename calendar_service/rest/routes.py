@@ -217,6 +217,8 @@ async def create_calendar_event(request: Request) -> Response:
 
     outcome = await _perform(request, operations.CREATE, args, refused=refused)
     if outcome.status in (200, 202):  # a dry run's change, or the proposal that waits
+        if outcome.replayed:  # the proposal of the first request with this Idempotency-Key
+            return _respond(outcome, outcome.value, **{"Idempotent-Replayed": "true"})
         return _respond(outcome, outcome.value)
     event, replayed = outcome.value
     base = services(request).config.base_url

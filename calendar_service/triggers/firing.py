@@ -15,7 +15,10 @@ it fires and reaches the event's calendar (and the subscription's ``calendarIds`
 endpoint's delivery is recorded failed (it can be re-sent once enabled, as a change's); a
 skipped row's deliveries are recorded ``skipped``, never sent: the owner sees them counted in
 the deliveries. ``data``: ``{event, minutesBefore, scheduledFor, late}`` (``late``: whole
-seconds after ``scheduledFor``, 0 when on time).
+seconds after ``scheduledFor``, 0 when on time). A row's body is encoded once for all its
+endpoints, each delivery's id (and the body's ``id``) made as a change's are
+(``outbox.record_change``: the owner's the message id, a subscription's that, a dot and 13
+characters of its own id), and the rows are inserted in batches of ``BATCH``.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from calendar_service.models import calendars_t, deliveries_t, endpoints_t, keys
 from calendar_service.outbox import DISABLED_ERROR, build_payload, notify_committed
 from calendar_service.subscriptions import DELETED
 from calendar_service.timeutil import format_utc
-from calendar_service.triggers.kinds import ENDED, STARTING, events_of, loaded
+from calendar_service.triggers.kinds import ENDED, STARTING, loaded, wanted_triggers
 from calendar_service.triggers.tables import FIRED, PLANNED, SKIPPED, plan_t
 
 KEPT = timedelta(days=2)
@@ -43,6 +46,9 @@ them fired; none plans that far back)."""
 DEFAULT_GRACE = timedelta(hours=1)
 BATCH = 500
 TYPES = {"starting": STARTING, "ended": ENDED}
+ENDED_KIND = "ended"
+_ID_AT = len('{"id":"')  # where a payload's message id starts (``outbox.build_payload``)
+_PAYLOAD_START = '{"id":"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +105,9 @@ def fire_due(
     deliveries = []
     pending = False
     for row in rows:
+        takers = [e for e in endpoints.get(row.user_id, ()) if e.takes(row)]
+        if not takers:
+            continue
         event = orjson.loads(row.event)
         if row.calendar_id in names:  # renamed since it was planned
             event["calendar"] = names[row.calendar_id]
@@ -110,34 +119,37 @@ def fire_due(
             "scheduledFor": format_utc(row.due_at),
             "late": late,
         }
-        for endpoint in endpoints.get(row.user_id, ()):
-            if not _takes(endpoint, row):
-                continue
-            message_id = new_id("evt")
-            status, error = "pending", None
-            if row.status == SKIPPED:
-                status = SKIPPED
-                error = f"missed by {late} s, more than CALENDAR_TRIGGER_GRACE: not sent"
-            elif endpoint.status != "active":
-                status, error = "failed", DISABLED_ERROR
-            pending = pending or status == "pending"
+        # One body a row, each endpoint's with its own message id (as a change's: the
+        # owner's the message id, a subscription's that and 13 characters of its own id).
+        message_id = new_id("evt")
+        rest = build_payload(message_id=message_id, event_type=event_type, now=now, data=data)[
+            _ID_AT + len(message_id) :
+        ]
+        status, error = "pending", None
+        if row.status == SKIPPED:
+            status = SKIPPED
+            error = f"missed by {late} s, more than CALENDAR_TRIGGER_GRACE: not sent"
+        for endpoint in takers:
+            delivery_id = message_id + endpoint.suffix
+            state, why = status, error
+            if status == "pending" and not endpoint.active:
+                state, why = "failed", DISABLED_ERROR
+            pending = pending or state == "pending"
             deliveries.append(
                 {
-                    "id": message_id,
+                    "id": delivery_id,
                     "user_id": row.user_id,
                     "endpoint_id": endpoint.id,
                     "event_type": event_type,
-                    "payload": build_payload(
-                        message_id=message_id, event_type=event_type, now=now, data=data
-                    ),
-                    "status": status,
+                    "payload": _PAYLOAD_START + delivery_id + rest,
+                    "status": state,
                     "attempts": 0,
                     "next_attempt_at": now,
                     "lease_until": None,
                     "last_status_code": None,
-                    "last_error": error,
+                    "last_error": why,
                     "created_at": now,
-                    "completed_at": None if status == "pending" else now,
+                    "completed_at": None if state == "pending" else now,
                 }
             )
     for at in range(0, len(deliveries), BATCH):
@@ -148,10 +160,37 @@ def fire_due(
     return Fired(len(rows) - skipped, skipped, len(deliveries), len(rows) >= limit)
 
 
-def _endpoints(conn: Connection, users: set[str], now: datetime) -> dict[str, list[Any]]:
+@dataclass(frozen=True, slots=True)
+class _Endpoint:
+    """An endpoint that may take time triggers, as the firing matches rows against it."""
+
+    id: str
+    active: bool
+    suffix: str  # what its deliveries' ids add to the message id ("" for the owner's own)
+    offsets: frozenset[int]  # ``starting``'s (empty: it does not take ``starting``)
+    ended: bool
+    key_calendar_id: str | None  # a subscription's key's one calendar
+    calendar_ids: frozenset[str] | None  # a subscription's ``calendarIds``
+    subscription: bool
+
+    def takes(self, row: Any) -> bool:
+        """Whether it asked for the plan's ``row`` and reaches its calendar."""
+        if row.kind == ENDED_KIND:
+            if not self.ended:
+                return False
+        elif row.minutes_before not in self.offsets:
+            return False
+        if not self.subscription:
+            return True
+        if self.key_calendar_id is not None and self.key_calendar_id != row.calendar_id:
+            return False
+        return self.calendar_ids is None or row.calendar_id in self.calendar_ids
+
+
+def _endpoints(conn: Connection, users: set[str], now: datetime) -> dict[str, list[_Endpoint]]:
     """The owners' endpoints that may take time triggers: their own, and their keys'
     subscriptions whose key is in force now (with the key's calendar)."""
-    found: dict[str, list[Any]] = defaultdict(list)
+    found: dict[str, list[_Endpoint]] = defaultdict(list)
     query = (
         select(
             endpoints_t.c.id,
@@ -176,26 +215,22 @@ def _endpoints(conn: Connection, users: set[str], now: datetime) -> dict[str, li
     for row in conn.execute(query):
         if row.key_id is not None and (row.revoked_at is not None or row.expires_at <= now):
             continue
-        found[row.user_id].append(row)
+        offsets, ended = wanted_triggers(row)
+        chosen = loaded(row.calendar_ids)
+        subscription = row.key_id is not None
+        found[row.user_id].append(
+            _Endpoint(
+                id=row.id,
+                active=row.status == "active",
+                suffix="." + row.id[4:17] if subscription else "",
+                offsets=frozenset(offsets),
+                ended=ended,
+                key_calendar_id=row.key_calendar_id,
+                calendar_ids=None if chosen is None else frozenset(chosen),
+                subscription=subscription,
+            )
+        )
     return found
-
-
-def _takes(endpoint: Any, row: Any) -> bool:
-    """Whether ``endpoint`` asked for the plan's ``row`` and reaches its calendar."""
-    events = events_of(endpoint)
-    if row.kind == "ended":
-        if ENDED not in events:
-            return False
-    elif STARTING not in events or row.minutes_before not in (
-        loaded(endpoint.minutes_before) or [0]
-    ):
-        return False
-    if endpoint.key_id is None:
-        return True
-    if endpoint.key_calendar_id is not None and endpoint.key_calendar_id != row.calendar_id:
-        return False
-    chosen = loaded(endpoint.calendar_ids)
-    return chosen is None or row.calendar_id in chosen
 
 
 def next_due(conn: Connection) -> datetime | None:

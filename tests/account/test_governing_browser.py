@@ -1,16 +1,20 @@
 """Governing what agents did, in real headless Chromium: a misbehaving key revoked and its work
 undone in two clicks from the keys page; a change that waits approved on *Pending*; a change
-undone on *Activity*. Screenshots go to artifacts/screenshots/governing-*.png."""
+undone on *Activity*, and its filters (key, calendar, days) at each width, axe clean.
+Screenshots go to artifacts/screenshots/governing-*.png."""
 
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
+from calendar_service.timeutil import utcnow
 from tests.account.conftest import browser_sign_in, nav, screenshot
 from tests.rest.conftest import create_event
 from tests.support import Factory, Owner, RunningServer, bearer
@@ -107,3 +111,45 @@ def test_the_owner_approves_on_pending_and_undoes_on_activity(
     changes.first.get_by_role("link", name="History of this event").click()
     expect(page.get_by_role("heading", name="History of an event")).to_be_visible()
     expect(changes).to_have_count(3)  # created, the approved change, its undo
+
+
+@pytest.mark.parametrize("width", [390, 1024, 1280], ids=["390px", "1024px", "1280px"])
+def test_the_activity_page_filters_by_key_calendar_and_days(
+    browser: Any,
+    server: RunningServer,
+    api: httpx.Client,
+    factory: Factory,
+    owner: Owner,
+    width: int,
+) -> None:
+    work = factory.calendar(owner, name="Work")
+    _, booker = factory.key(owner, name="Booking bot")
+    _, planner = factory.key(owner, name="Planner")
+    create_event(api, booker, title="Dentist")
+    create_event(api, booker, title="Standup", calendarId=work)
+    create_event(api, planner, title="Gym")
+    today = utcnow().date()
+    tab = _tab(browser, server, width)
+    try:
+        browser_sign_in(tab, owner, start="/settings/activity")
+        changes = tab.locator("main").get_by_role("listitem")
+        expect(changes).to_have_count(3)
+        tab.get_by_label("Made by").select_option(label="Booking bot")
+        tab.get_by_label("Calendar").select_option(label="Work")
+        tab.get_by_label("From", exact=True).fill(today.isoformat())
+        tab.get_by_label("To", exact=True).fill(today.isoformat())
+        tab.get_by_role("button", name="Filter").click()
+        expect(changes).to_have_count(1)
+        expect(changes.first).to_contain_text("Standup")
+        expect(tab.get_by_label("To", exact=True)).to_have_value(today.isoformat())
+        found = Axe().run(tab).response["violations"]
+        assert [(v["id"], [n["html"][:120] for n in v["nodes"]]) for v in found] == []
+        screenshot(tab, f"governing-activity-filtered-{width}")
+        yesterday = (today - timedelta(days=1)).isoformat()
+        tab.get_by_label("To", exact=True).fill(yesterday)
+        tab.get_by_role("button", name="Filter").click()
+        expect(tab.get_by_text("No changes match these filters")).to_be_visible()
+        tab.get_by_role("link", name="Clear").click()
+        expect(changes).to_have_count(3)
+    finally:
+        tab.context.close()

@@ -6,12 +6,14 @@ choice on the keys page. Over HTTP; the browser tests are in test_governing_brow
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
 from calendar_service import keys
 from calendar_service.changes import proposals
+from calendar_service.changes.table import changes_t
 from calendar_service.timeutil import utcnow
 from tests.account.conftest import Settings, text_of
 from tests.rest.conftest import EVENTS, create_event
@@ -214,3 +216,29 @@ def test_another_owners_proposal_change_and_key_are_not_found(
     ):
         assert answer.status_code == 404, answer.text
     assert "x" not in text_of(settings.get("/pending").text).split()
+
+
+def test_the_activity_page_filters_by_days_from_and_to(
+    settings: Settings, api: httpx.Client, factory: Factory
+) -> None:
+    _, agent = factory.key(settings.owner, name="Day bot")
+    old = create_event(api, agent, title="In January")
+    create_event(api, agent, title="Made today")
+    [change] = [c for c in _changes(api, agent) if c["eventId"] == old["id"]]
+
+    def back_date(conn: Any) -> None:  # as if made on 10 January at noon
+        at = datetime(2026, 1, 10, 12, tzinfo=UTC)
+        conn.execute(changes_t.update().where(changes_t.c.id == change["id"]).values(at=at))
+
+    factory.db.call(back_date)
+    both = text_of(settings.get("/activity?since=2026-01-10&until=2026-01-10").text)
+    assert "In January" in both and "Made today" not in both
+    before = text_of(settings.get("/activity?until=2026-01-09").text)
+    assert "No changes match these filters" in before
+    since = text_of(settings.get("/activity?since=2026-01-11").text)
+    assert "Made today" in since and "In January" not in since
+    bad = settings.get("/activity?until=soon")
+    assert bad.status_code == 200 and 'role="alert"' in bad.text
+    assert "To: must be a day" in text_of(bad.text)
+    form = text_of(settings.get("/activity").text)
+    assert "From" in form and "To" in form

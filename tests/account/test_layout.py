@@ -262,6 +262,7 @@ PAGES: dict[str, Callable[[Any, Seeded], None]] = {
     "pending": _goto("/settings/pending"),
     "activity": _goto("/settings/activity"),
     "activity-of-an-event": _goto("/settings/activity?event={event}"),
+    "activity-filtered": _goto("/settings/activity?key={key}&since=2020-01-01&until=2090-12-31"),
     "key-undo": _goto("/settings/keys/{machine_key}/undo?since=all"),
     "error": _goto("/settings/keys/key_that_does_not_exist_0123456789abcdef/calls"),
 }
@@ -423,7 +424,7 @@ def test_every_box_that_scrolls_is_reachable_by_keyboard_and_named(shown: Shown)
 
 # The pages where the owner governs what keys did (issue 26): every axe-core rule, not only
 # the keyboard's, at each width.
-GOVERNING = ["pending", "activity", "activity-of-an-event", "key-undo"]
+GOVERNING = ["pending", "activity", "activity-of-an-event", "activity-filtered", "key-undo"]
 
 
 @pytest.mark.parametrize("width", WIDTHS, ids=[f"{w}px" for w in WIDTHS])

@@ -49,6 +49,10 @@ def test_the_owner_lists_a_keys_changes_and_undoes_one(config: Config, api: http
         made.headers["calendar-change-id"],
     ]
     assert listed[0]["actor"] == {"type": "key", "id": key_id, "name": "Calendar assistant"}
+    assert _listed(config, email, "--before", "2200-01-01") == listed
+    assert _listed(config, email, "--since", "2020-01-01", "--before", "2020-01-02") == []
+    bad = cli(config, "changes", "list", "--user", email, "--before", "soon", check=False)
+    assert bad.returncode != 0 and "before" in bad.stderr
     text = cli(config, "changes", "list", "--user", email).stdout
     assert "updated" in text and "Calendar assistant (rest)" in text
 

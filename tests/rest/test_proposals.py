@@ -344,3 +344,130 @@ def test_an_import_that_would_update_waits_as_one_proposal_of_each_change(
     again = api.post(f"{EVENTS}/import", content=second, headers={**headers, **bearer(careful)})
     assert again.status_code == 200, again.text
     assert again.json()["skipped"] == 2
+
+
+def test_a_create_that_waits_keeps_its_idempotency_key(api: httpx.Client, factory: Factory) -> None:
+    owner = factory.owner()
+    _, secret = factory.key(owner, approval="all")
+    headers = {**bearer(secret), "Idempotency-Key": "book-planning-1"}
+    first = api.post(EVENTS, json=event_body(title="Once"), headers=headers)
+    assert first.status_code == 202, first.text
+    assert "idempotent-replayed" not in first.headers
+    proposal = first.json()
+    again = api.post(EVENTS, json=event_body(title="Once"), headers=headers)
+    assert again.status_code == 202, again.text
+    assert again.json() == proposal  # the same proposal, not a second one
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.headers["location"] == first.headers["location"]
+    listed = factory.db.call(proposals.list_proposals, user_id=owner.id, now=utcnow())
+    assert [p["id"] for p in listed["proposals"]] == [proposal["id"]]
+    # The same key with another body: 422, as for any create; a dry run proposes nothing.
+    other = api.post(EVENTS, json=event_body(title="Twice"), headers=headers)
+    assert other.status_code == 422 and other.json()["code"] == "idempotency_key_reused"
+    dry = api.post(
+        EVENTS, params={"dryRun": "true"}, json=event_body(title="Once"), headers=headers
+    )
+    assert dry.status_code == 200, dry.text
+    assert dry.json()["kind"] is None and dry.json()["awaitsApproval"] is True
+    # Once approved, a retry answers the proposal as it is now: approved, with its change.
+    done = approved(factory, owner, proposal["id"])
+    late = api.post(EVENTS, json=event_body(title="Once"), headers=headers)
+    assert late.status_code == 202 and late.json() == done
+    assert late.json()["status"] == "approved"
+    listed = factory.db.call(proposals.list_proposals, user_id=owner.id, now=utcnow())
+    assert len(listed["proposals"]) == 1
+    event_id = proposal["after"]["id"]
+    assert api.get(f"{EVENTS}/{event_id}", headers=bearer(secret)).json()["title"] == "Once"
+
+
+def test_if_free_is_checked_again_when_the_owner_approves(
+    api: httpx.Client, factory: Factory
+) -> None:
+    owner = factory.owner()
+    _, secret = factory.key(owner, approval="all")
+    _, writer = factory.key(owner)
+    body = event_body(title="Only if free", ifFree=True)
+    waiting = api.post(EVENTS, json=body, headers=bearer(secret))
+    assert waiting.status_code == 202, waiting.text
+    # Another booking takes the time meanwhile (a key without approval: made at once).
+    taken = create_event(
+        api, writer, title="Booked since", startsAt="2026-03-02T09:30:00Z",
+        endsAt="2026-03-02T11:00:00Z",
+    )  # fmt: skip
+    before = change_count(factory, owner)
+    done = approved(factory, owner, waiting.json()["id"])
+    assert done["status"] == "failed" and done["code"] == "conflict"
+    assert "ifFree" in done["reason"] and "not free" in done["reason"]
+    assert taken["title"] in done["reason"] or "09:30" in done["reason"]
+    assert change_count(factory, owner) == before  # nothing was created
+    event_id = waiting.json()["after"]["id"]
+    assert api.get(f"{EVENTS}/{event_id}", headers=bearer(secret)).status_code == 404
+    # Still free at approval: it is created.
+    free = api.post(
+        EVENTS, json=event_body(startsAt="2026-03-03T09:00:00Z", endsAt="2026-03-03T10:00:00Z",
+                                ifFree=True), headers=bearer(secret),
+    )  # fmt: skip
+    assert free.status_code == 202, free.text
+    assert approved(factory, owner, free.json()["id"])["status"] == "approved"
+
+
+def test_every_refusal_of_the_change_log_and_approvals_has_its_code(
+    api: httpx.Client, factory: Factory
+) -> None:
+    """Issue 26, item 8, as one table: each refusal's status and machine-readable code."""
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work")
+    _, writer = factory.key(owner)
+    _, reader = factory.key(owner, permission="read")
+    _, free_busy = factory.key(owner, permission="freebusy")
+    _, work_only = factory.key(owner, calendar_id=work)
+    _, careful = factory.key(owner, approval="all")
+    _, stranger = factory.key(factory.owner())
+    made = api.post(EVENTS, json=event_body(), headers=bearer(writer))
+    change_id = made.headers["calendar-change-id"]
+    proposal_id = api.post(EVENTS, json=event_body(), headers=bearer(careful)).json()["id"]
+    undo_url = f"/api/v1/calendar/changes/{change_id}/undo"
+    cases: list[tuple[str, str, str, dict[str, Any], int, str]] = [
+        ("unknown change", "POST", "/api/v1/calendar/changes/chg_nope/undo", {}, 404, "not_found"),
+        ("another owner's change", "POST", undo_url, {"key": stranger}, 404, "not_found"),
+        ("another calendar's change", "POST", undo_url, {"key": work_only}, 404, "not_found"),
+        ("a read key undoing", "POST", undo_url, {"key": reader}, 401, "insufficient_scope"),
+        ("a free/busy key undoing", "POST", undo_url, {"key": free_busy}, 401,
+         "insufficient_scope"),
+        ("a free/busy key listing", "GET", "/api/v1/calendar/changes", {"key": free_busy}, 401,
+         "insufficient_scope"),
+        ("a one-calendar key naming another", "GET", "/api/v1/calendar/changes",
+         {"key": work_only, "params": {"calendarId": owner.default_calendar_id}}, 401,
+         "insufficient_scope"),
+        ("unknown proposal", "GET", f"{PROPOSALS}/prop_nope", {}, 404, "not_found"),
+        ("another key's proposal", "GET", f"{PROPOSALS}/{proposal_id}", {}, 404, "not_found"),
+        ("another owner's proposal", "GET", f"{PROPOSALS}/{proposal_id}", {"key": stranger},
+         404, "not_found"),
+        ("a free/busy key's proposal", "GET", f"{PROPOSALS}/{proposal_id}", {"key": free_busy},
+         401, "insufficient_scope"),
+        ("force not a flag", "POST", undo_url, {"params": {"force": "yes"}}, 400,
+         "validation_error"),
+        ("a filter it does not take", "GET", "/api/v1/calendar/changes",
+         {"params": {"actorId": "x"}}, 400, "unknown_parameter"),
+    ]  # fmt: skip
+    for name, method, url, options, status, code in cases:
+        answer = api.request(
+            method, url, params=options.get("params"), headers=bearer(options.get("key", writer))
+        )
+        assert (answer.status_code, answer.json()["code"]) == (status, code), (name, answer.text)
+        assert answer.json()["detail"], name  # and says what to do, in words
+    # The owner's refusals (settings pages and CLI call the same core): a decided or expired
+    # proposal is a 409 proposal_not_pending naming its status; another owner's is a 404.
+    assert _rejected(factory, owner, proposal_id)["status"] == "rejected"
+    later = api.post(EVENTS, json=event_body(), headers=bearer(careful)).json()["id"]
+    for decide, which, when, status in (
+        (approved, proposal_id, utcnow(), "rejected"),
+        (approved, later, utcnow() + timedelta(days=8), "expired"),
+    ):
+        with pytest.raises(ProposalNotPending) as refused:
+            decide(factory, owner, which, now=when)
+        assert (refused.value.status, refused.value.code) == (409, "proposal_not_pending")
+        assert refused.value.proposal_status == status
+    with pytest.raises(NotFound) as unknown:
+        approved(factory, factory.owner(), later)
+    assert (unknown.value.status, unknown.value.code) == (404, "not_found")

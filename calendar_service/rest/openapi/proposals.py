@@ -58,6 +58,10 @@ _WAITS = (
     "updates and deletes, `all` for every write): nothing was changed yet. The body is the "
     "proposal; poll it at `Location` (getProposal)."
 )
+_IDEMPOTENT_WAITS = (
+    " A retry with the same Idempotency-Key answers the same proposal, as it is now "
+    "(`Idempotent-Replayed: true`), and proposes nothing new."
+)
 
 
 def schemas() -> dict[str, Any]:
@@ -139,7 +143,7 @@ def _get() -> dict[str, Any]:
 
 def adjust(doc_paths: dict[str, Any], schemas_out: dict[str, Any]) -> None:
     """Every write may answer 202 with a proposal; a dry run says whether it would wait."""
-    waiting = {
+    waiting: dict[str, Any] = {
         "description": _WAITS,
         "headers": {
             **ref_headers(*OK_HEADERS),
@@ -160,6 +164,12 @@ def adjust(doc_paths: dict[str, Any], schemas_out: dict[str, Any]) -> None:
     for operation in writes:
         operation["responses"]["202"] = waiting
         operation["responses"] = dict(sorted(operation["responses"].items()))
+    create = doc_paths["/calendar/events"]["post"]["responses"]
+    create["202"] = {
+        **waiting,
+        "description": _WAITS + _IDEMPOTENT_WAITS,
+        "headers": {**waiting["headers"], **ref_headers("Idempotent-Replayed")},
+    }
     schemas_out["DryRun"]["properties"]["awaitsApproval"] = {
         "const": True,
         "description": "Present when the write would wait for the owner's approval (a 202 "
