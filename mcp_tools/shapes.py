@@ -292,9 +292,9 @@ _ATTENDEES = {
     "items": {
         "type": "object",
         "properties": {
-            "email": {"type": "string", "minLength": 3, "maxLength": 320},
-            "name": {"type": "string", "maxLength": 200},
-            "optional": {"type": "boolean"},
+            "email": {"type": "string", "maxLength": 320, "description": "Their address."},
+            "name": {"type": "string", "maxLength": 200, "description": "Their name."},
+            "optional": {"type": "boolean", "description": "Optional attendee."},
         },
         "required": ["email"],
         "additionalProperties": False,

@@ -175,6 +175,12 @@ _ATTENDEES_DOC = (
 RESPONSE_STATUSES = ("needsAction", "accepted", "declined", "tentative")
 
 
+def _response_statuses(schema: dict[str, Any]) -> None:
+    for branch in schema["anyOf"]:
+        if branch.get("type") == "string":
+            branch["enum"] = list(RESPONSE_STATUSES)
+
+
 class AttendeeInput(Input):
     """An attendee as a caller sends it."""
 
@@ -187,7 +193,7 @@ class AttendeeInput(Input):
     response_status: str | None = PydanticField(
         default=None,
         description="Default needsAction (or the attendee's current one).",
-        json_schema_extra={"enum": list(RESPONSE_STATUSES)},
+        json_schema_extra=_response_statuses,
     )
 
 
@@ -330,10 +336,12 @@ class EventPublic(Wire):
         json_schema_extra={"format": "date-time"},
     )
 
-    organizer: Organizer | None = PydanticField(
+    # Loose types here (the OpenAPI document names ``Organizer`` and ``Attendee``): the MCP
+    # tools' output schemas, which every model reads, stay short.
+    organizer: dict[str, str] | None = PydanticField(
         default=None, description="Events with attendees: the owner, who invites them."
     )
-    attendees: list[Attendee] | None = PydanticField(
+    attendees: list[dict[str, Any]] | None = PydanticField(
         default=None, description="Events with attendees only: who is invited, and replies."
     )
     sequence: int | None = PydanticField(

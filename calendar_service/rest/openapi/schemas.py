@@ -12,11 +12,13 @@ from pydantic import BaseModel
 
 from calendar_service.models.calendars import CalendarPublic
 from calendar_service.models.events import (
+    Attendee,
     CancelledEvent,
     EventCreate,
     EventList,
     EventPublic,
     EventUpdate,
+    Organizer,
 )
 from calendar_service.models.problems import Problem
 from calendar_service.rest.openapi import availability
@@ -33,6 +35,8 @@ _MODELS: tuple[tuple[type[BaseModel], str], ...] = (
     (EventUpdate, "validation"),
     (CalendarPublic, "serialization"),
     (EventPublic, "serialization"),
+    (Attendee, "serialization"),
+    (Organizer, "serialization"),
     (CancelledEvent, "serialization"),
     (EventList, "serialization"),
     (Problem, "serialization"),
@@ -87,6 +91,14 @@ def _describe_events(out: dict[str, Any]) -> None:
         "has none of the three. An event with attendees carries organizer, attendees and "
         "sequence."
     )
+    props = out["EventPublic"]["properties"]
+    props["organizer"] = {"$ref": SCHEMA.format("Organizer"), "description": "The owner."}
+    props["attendees"] = {
+        "type": "array",
+        "items": {"$ref": SCHEMA.format("Attendee")},
+        "maxItems": 100,
+        "description": props["attendees"].get("description", ""),
+    }
     meeting = {
         **EVENT_EXAMPLE,
         "organizer": {"email": "owner@example.com", "name": "owner@example.com"},
