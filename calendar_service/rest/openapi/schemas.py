@@ -99,20 +99,17 @@ def _describe_events(out: dict[str, Any]) -> None:
         "maxItems": 100,
         "description": props["attendees"].get("description", ""),
     }
-    meeting = {
-        **EVENT_EXAMPLE,
-        "organizer": {"email": "owner@example.com", "name": "owner@example.com"},
-        "attendees": [
-            {"email": "ana@example.com", "name": "Ana Lima", "responseStatus": "accepted"},
-            {"email": "bob@example.org", "optional": True, "responseStatus": "needsAction"},
-        ],
-        "sequence": 1,
-    }
+    organizer = {"email": "owner@example.com", "name": "owner@example.com"}
+    attendees: list[dict[str, Any]] = [
+        {"email": "ana@example.com", "name": "Ana Lima", "responseStatus": "accepted"},
+        {"email": "bob@example.org", "optional": True, "responseStatus": "needsAction"},
+    ]
+    meeting = {**EVENT_EXAMPLE, "organizer": organizer, "attendees": attendees, "sequence": 1}
     out["EventPublic"]["examples"] = [EVENT_EXAMPLE, meeting]
     out["Attendee"]["description"] = "Someone invited, and their answer."
-    out["Attendee"]["examples"] = [meeting["attendees"][0]]
+    out["Attendee"]["examples"] = [attendees[0]]
     out["Organizer"]["description"] = "Who invites: the calendar's owner."
-    out["Organizer"]["examples"] = [meeting["organizer"]]
+    out["Organizer"]["examples"] = [organizer]
     out["AttendeeInput"]["description"] = "An attendee as sent on create or PATCH."
     out["AttendeeInput"]["examples"] = [{"email": "ana@example.com", "name": "Ana Lima"}]
     _only_when_present(out["CancelledEvent"], ("recurringEventId", "originalStartsAt"))
