@@ -28,6 +28,7 @@ from calendar_service.db import Database
 from calendar_service.mail import outbox
 from calendar_service.timeutil import utcnow
 from tests.conftest import make_config
+from tests.rest.test_changes import with_webhook
 from tests.support import (
     Factory,
     Owner,
@@ -36,6 +37,7 @@ from tests.support import (
     bind_free_port,
     fresh_database_url,
     migrated_database,
+    queued,
     run_server,
     wait_for,
 )
@@ -208,6 +210,15 @@ def test_attendees_are_stored_and_shown_in_get_list_and_ics_without_mail(env: En
             headers=bearer(secret),
         ).json()["events"]
         assert [e for e in listed if e["id"] == event["id"]] == [event]
+        token = api.get(EVENTS, headers=bearer(secret)).json()["nextSyncToken"]
+        changed = api.patch(
+            f"{EVENTS}/{event['id']}",
+            json={"attendees": [{"email": ana, "responseStatus": "accepted"}]},
+            headers=bearer(secret),
+        ).json()
+        assert changed["sequence"] == 1 and len(changed["attendees"]) == 1
+        synced = api.get(EVENTS, params={"syncToken": token}, headers=bearer(secret)).json()
+        assert synced["events"] == [changed]
     assert env.mail(owner) == []  # sendUpdates defaults to none
 
 
@@ -404,6 +415,7 @@ def test_a_reply_link_records_the_answer_once_and_forged_or_old_links_change_not
     env: Env,
 ) -> None:
     owner = env.factory.owner()
+    with_webhook(env.factory, owner)
     secret = env.key(owner)
     ana = unique("ana")
     with env.client() as api:
@@ -413,6 +425,7 @@ def test_a_reply_link_records_the_answer_once_and_forged_or_old_links_change_not
             json=meeting(attendees=[{"email": ana}]),
             headers=bearer(secret),
         ).json()
+        assert queued(env.db, owner)[-1][1]["attendees"] == event["attendees"]  # the webhook
         links = _links(env.wait_mail(ana)[0])
         assert set(links) == {"accepted", "tentative", "declined"}
         page = httpx.get(links["accepted"], timeout=30)  # GET records nothing
@@ -434,6 +447,10 @@ def test_a_reply_link_records_the_answer_once_and_forged_or_old_links_change_not
         ).json()["changes"]
         assert changes[0]["actor"] == {"type": "attendee", "name": ana}
         assert changes[0]["transport"] == "link"
+        assert changes[0]["reply"] == {"email": ana, "responseStatus": "accepted"}
+        kind, hooked = queued(env.db, owner)[-1]
+        assert kind == "calendar.event.updated"
+        assert hooked["attendees"][0]["responseStatus"] == "accepted"
         # altered: another response is fine (the token is the attendee's), a changed token not
         token = query["t"][0]
         forged = token[:-2] + ("AA" if not token.endswith("AA") else "BB")
