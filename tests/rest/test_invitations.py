@@ -380,6 +380,26 @@ def test_a_series_is_one_invitation_with_its_rule_and_an_occurrence_has_its_recu
         assert str(vev["UID"]) == series["id"]
         assert vev["RECURRENCE-ID"].dt.isoformat() == "2027-03-09T10:00:00+00:00"
         assert "RRULE" not in vev
+        # an occurrence may have attendees of its own; the others keep the series'
+        bob = unique("bob")
+        own = api.patch(
+            f"{EVENTS}/{series['id']}_20270316T100000Z",
+            json={"attendees": [{"email": bob}]},
+            headers=bearer(secret),
+        ).json()
+        assert [a["email"] for a in own["attendees"]] == [bob]
+        listed = api.get(
+            EVENTS,
+            params={"timeMin": "2027-03-01T00:00:00Z", "timeMax": "2027-04-10T00:00:00Z"},
+            headers=bearer(secret),
+        ).json()["events"]
+        assert [[a["email"] for a in e["attendees"]] for e in listed] == [
+            [ana],
+            [ana],
+            [bob],
+            [ana],
+            [ana],
+        ]
 
 
 def test_the_daily_limit_is_429_naming_it(env: Env) -> None:
