@@ -152,9 +152,8 @@ occurrence, and it repeats at that local time in the calendar's time zone:
 - skip a date: add "EXDATE:20260309T090000Z" (the occurrence's start in UTC).
 FREQ is DAILY, WEEKLY, MONTHLY or YEARLY (MONTHLY;BYDAY=-1FR: last Friday of each month).
 
-Meetings: `attendees` lists people ({email, name?, optional?}). Always ask your user before
-inviting anyone: sendUpdates "all" emails each an invitation (the key must be allowed to
-invite); the default "none" emails nobody.
+Meetings: `attendees` lists people. Always ask your user before inviting anyone:
+sendUpdates "all" emails each an invitation; the default "none" emails nobody.
 
 Returns the created event, with times in its calendar's time zone.
 """

@@ -19,6 +19,9 @@ three, so never queued twice): its iMIP method, what the message is made of (JSO
 lease of the worker holding it. Indexes: the owner's mail newest first, what is due, and the
 key's recipients of the last day (``CALENDAR_INVITES_PER_DAY``).
 
+``free_busy_shares``: an owner shares their free/busy with another owner (by email), whose
+``findFreeTime`` may then take them among its ``attendees``.
+
 Frozen: this file imports nothing of the service.
 """
 
@@ -70,9 +73,19 @@ def upgrade() -> None:
     op.create_index("ix_mail_outbox_user_created", "mail_outbox", ["user_id", "created_at"])
     op.create_index("ix_mail_outbox_due", "mail_outbox", ["status", "next_attempt_at"])
     op.create_index("ix_mail_outbox_key_created", "mail_outbox", ["key_id", "created_at"])
+    op.create_table(
+        "free_busy_shares",
+        sa.Column("user_id", sa.String(length=40), nullable=False),
+        sa.Column("viewer_email", sa.String(length=320), nullable=False),
+        sa.Column("created_at", UTCDateTime(), nullable=False),
+        sa.PrimaryKeyConstraint("user_id", "viewer_email"),
+    )
+    op.create_index("ix_free_busy_shares_viewer", "free_busy_shares", ["viewer_email"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_free_busy_shares_viewer", table_name="free_busy_shares")
+    op.drop_table("free_busy_shares")
     op.drop_index("ix_mail_outbox_key_created", table_name="mail_outbox")
     op.drop_index("ix_mail_outbox_due", table_name="mail_outbox")
     op.drop_index("ix_mail_outbox_user_created", table_name="mail_outbox")

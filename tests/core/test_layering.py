@@ -73,6 +73,7 @@ LAYERS: dict[str, frozenset[str]] = {
             "calendar_service/schema_patterns.py",
             "calendar_service/served_address.py",
             "calendar_service/service_secrets.py",
+            "calendar_service/sharing.py",
             "calendar_service/signin.py",
             "calendar_service/subscriptions.py",
             "calendar_service/timeutil.py",
