@@ -153,3 +153,46 @@ def test_a_link_token_is_read_back_only_as_signed() -> None:
     payload, signature = token.split(".")
     assert read_token(key, payload[:-1] + "A." + signature) is None
     assert read_token(key, "garbage") is None
+
+
+def test_a_series_invitation_repeats_in_its_zone_and_an_all_day_one_in_dates() -> None:
+    timed = event(
+        startsAt="2027-03-29T10:00:00+02:00",
+        endsAt="2027-03-29T11:00:00+02:00",
+        recurrence=["RRULE:FREQ=WEEKLY;BYDAY=MO;COUNT=5", "EXDATE:20270405T080000Z"],
+        timeZone="Europe/Berlin",
+    )
+    payload = {
+        "method": "REQUEST",
+        "event": timed,
+        "sequence": 2,
+        "recipient": timed["attendees"][0],
+    }
+    message = build(
+        payload, message_id="m", mail_from="calendar@example.com", service_name="cal", now=NOW
+    )
+    cal = Calendar.from_ical(message.get_body(("calendar",)).get_content())  # type: ignore[union-attr]
+    (vevent,) = cal.walk("VEVENT")
+    assert vevent["DTSTART"].params["TZID"] == "Europe/Berlin"
+    assert vevent["DTSTART"].dt.hour == 10 and int(vevent["SEQUENCE"]) == 2
+    assert [z["TZID"] for z in cal.walk("VTIMEZONE")] == ["Europe/Berlin"]
+    assert str(vevent["RRULE"].to_ical(), "ascii") == "FREQ=WEEKLY;COUNT=5;BYDAY=MO"
+    all_day = event(
+        startsAt="2027-03-29T00:00:00Z",
+        endsAt="2027-03-30T00:00:00Z",
+        allDay=True,
+        recurrence=["RRULE:FREQ=DAILY;COUNT=3", "EXDATE;VALUE=DATE:20270330"],
+    )
+    payload = {
+        "method": "CANCEL",
+        "event": all_day,
+        "sequence": 1,
+        "recipient": all_day["attendees"][0],
+    }
+    message = build(
+        payload, message_id="m", mail_from="calendar@example.com", service_name="cal", now=NOW
+    )
+    cal = Calendar.from_ical(message.get_body(("calendar",)).get_content())  # type: ignore[union-attr]
+    (vevent,) = cal.walk("VEVENT")
+    assert str(cal["METHOD"]) == "CANCEL" and str(vevent["STATUS"]) == "CANCELLED"
+    assert vevent["DTSTART"].dt.isoformat() == "2027-03-29"
