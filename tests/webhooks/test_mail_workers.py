@@ -191,3 +191,65 @@ def test_two_workers_on_one_database_never_send_one_message_twice(tmp_path: Path
                 )
             recipients = sorted(r for rcpts, _ in server.accepted for r in rcpts)
             assert recipients == sorted(people)
+
+
+@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")  # see below
+@pytest.mark.parametrize("implicit", [False, True], ids=["starttls", "smtps"])
+def test_a_message_goes_over_tls_and_signs_in_with_the_urls_user(
+    tmp_path: Path, implicit: bool
+) -> None:
+    import ssl
+    from email.message import EmailMessage
+
+    from aiosmtpd.smtp import AuthResult, LoginPassword
+
+    from tests.support import make_tls
+    from webhooks.mail import SmtpServer, send_one
+
+    tls = make_tls(tmp_path)
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(tls.certfile, tls.keyfile)
+    logins: list[tuple[bytes, bytes]] = []
+
+    def authenticator(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> Any:
+        assert isinstance(data, LoginPassword)
+        logins.append((data.login, data.password))
+        return AuthResult(success=data.password == b"p@ss:w/rd")
+
+    handler = Smtp()
+    sock = bind_free_port()
+    handler.port = sock.getsockname()[1]
+    sock.close()
+    options: dict[str, Any] = {"authenticator": authenticator, "auth_required": True}
+    if implicit:
+        # aiosmtpd counts only STARTTLS as TLS when it decides whether AUTH may be offered;
+        # this connection is TLS from its first byte all the same.
+        controller: Any = Controller(
+            handler, hostname="127.0.0.1", port=handler.port, ssl_context=server_context,
+            auth_require_tls=False, **options,
+        )  # fmt: skip
+    else:
+        controller = Controller(
+            handler, hostname="127.0.0.1", port=handler.port, tls_context=server_context,
+            require_starttls=True, **options,
+        )  # fmt: skip
+    controller.start()
+    try:
+        scheme = "smtps" if implicit else "smtp"
+        url = f"{scheme}://calendar%40example.com:p%40ss%3Aw%2Frd@127.0.0.1:{handler.port}"
+        message = EmailMessage()
+        message["From"] = "calendar@example.com"
+        message["To"] = "ana@example.org"
+        message["Subject"] = "Invitation"
+        message.set_content("Hello")
+        send_one(
+            SmtpServer.from_url(url),
+            message,
+            sender="calendar@example.com",
+            recipient="ana@example.org",
+            context=tls.client_context(),
+        )
+    finally:
+        controller.stop()
+    assert logins == [(b"calendar@example.com", b"p@ss:w/rd")]
+    assert [rcpts for rcpts, _ in handler.accepted] == [["ana@example.org"]]
