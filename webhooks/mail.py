@@ -22,7 +22,7 @@ import random
 import smtplib
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from email.message import EmailMessage
 from typing import Any
@@ -52,7 +52,7 @@ class SmtpServer:
     port: int
     tls: bool  # smtps: TLS from the start
     user: str | None
-    password: str | None
+    password: str | None = field(repr=False)  # never in a log line
 
     @classmethod
     def from_url(cls, url: str) -> SmtpServer:
