@@ -36,7 +36,7 @@ from calendar_service.db import Database
 from calendar_service.jobs import housekeeping_job
 from calendar_service.logs import configure_logging
 from calendar_service.ratelimit import RateLimiter
-from calendar_service.rest import feed, openapi, routes, subscriptions
+from calendar_service.rest import feed, invitations, openapi, routes, subscriptions
 from calendar_service.rest.errors import HANDLERS, unexpected_error
 from mcp_tools.http import MCP_PATH, mcp_http
 from mcp_tools.oauth import oauth_server
@@ -118,6 +118,7 @@ def create_app(
             *subscriptions.routes(),
             *openapi.routes(),
             *feed.routes(),
+            *invitations.routes(),
             Route("/healthz", healthz, methods=["GET"]),
             Mount("/settings", app=create_account_app(svc)),
             Route(MCP_PATH, mcp.endpoint),

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
+from calendar_service import sharing
 from calendar_service.calendars import CalendarRow, accessible_calendars
 from calendar_service.errors import FieldError, InsufficientScope, ValidationFailed
 from calendar_service.events.busy import Busy, busy_later
@@ -311,10 +312,15 @@ def find_free_time_later(
         limit = _whole(data.limit, "limit", 1, MAX_SLOTS, errors) or DEFAULT_SLOTS
     hours = _hours(data.working_hours, errors, bad)
     window = _window(data.time_min, data.time_max, tz, errors, bad)
+    asked = None if "attendees" in bad else _attendees(data.attendees, errors)
     if errors or window is None or duration is None:
         raise ValidationFailed(errors)
     low, high = window
     length = timedelta(minutes=duration)
+    known: list[tuple[str, str, list[CalendarRow]]] = []
+    unknown: list[str] = []
+    if asked:
+        known, unknown = sharing.sharers(conn, viewer_id=principal.user_id, emails=asked)
 
     def answer(items: list[Busy]) -> dict[str, Any]:
         busy = merged(items, low, high)
@@ -327,9 +333,30 @@ def find_free_time_later(
             slots.append({"startsAt": format_in(start, tz), "endsAt": format_in(end, tz)})
             if len(slots) == limit:
                 break
-        return {"timeZone": zone_name, "slots": slots}
+        found: dict[str, Any] = {"timeZone": zone_name, "slots": slots}
+        if asked is not None:
+            found["attendeesConsidered"] = [email for email, _, _ in known]
+            found["attendeesUnknown"] = unknown
+        return found
 
-    return _answered(conn, principal, calendars, window, answer)
+    if not known:
+        return _answered(conn, principal, calendars, window, answer)
+    parts = [busy_later(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)]
+    for _, user_id, theirs in known:  # their busy time: never more than that
+        parts.append(busy_later(conn, user_id=user_id, calendars=theirs, low=low, high=high))
+    if not any(isinstance(p, Later) for p in parts):
+        return answer([b for p in parts for b in finish(p)])
+    return Later(lambda: answer([b for p in parts for b in finish(p)]))
+
+
+def _attendees(value: Any, errors: list[FieldError]) -> list[str] | None:
+    """``attendees`` of findFreeTime: at most ``sharing.MAX_ASKED`` emails."""
+    if value is None:
+        return None
+    if len(value) > sharing.MAX_ASKED:
+        errors.append(FieldError("attendees", f"must list at most {sharing.MAX_ASKED} emails"))
+        return None
+    return [str(v) for v in value]
 
 
 def _free(

@@ -86,6 +86,17 @@ class Config:
     trigger_grace: timedelta = timedelta(hours=1)
     # How long a write that waits for the owner's approval (a proposal) stays pending.
     proposal_ttl: timedelta = DEFAULT_PROPOSAL_TTL
+    # Invitations (docs/invitations.md): the SMTP server (smtp:// or smtps://, user and
+    # password in the URL), the From address, recipients a key may invite a day, and the
+    # secret inbound mail (iMIP replies) is posted with.
+    smtp_url: str | None = None
+    mail_from: str = "calendar@localhost"
+    invites_per_day: int = 100
+    inbound_secret: str | None = None
+
+    @property
+    def mail_configured(self) -> bool:
+        return bool(self.smtp_url)
 
     @property
     def signature_header(self) -> str:
@@ -116,7 +127,20 @@ class Config:
         proposal_ttl = parse_duration(env.get("CALENDAR_PROPOSAL_TTL", "7d"))
         if not timedelta(minutes=1) <= proposal_ttl <= timedelta(days=90):
             raise ConfigError("CALENDAR_PROPOSAL_TTL must be from 1m to 90d")
+        smtp_url = env.get("CALENDAR_SMTP_URL") or None
+        if smtp_url is not None and not re.match(r"smtps?://[^/?#]", smtp_url):
+            raise ConfigError("CALENDAR_SMTP_URL must be smtp://host[:port] or smtps://...")
+        invites = env.get("CALENDAR_INVITES_PER_DAY", "100")
+        if not invites.isdigit():
+            raise ConfigError("CALENDAR_INVITES_PER_DAY must be a whole number >= 0")
+        mail_from = env.get("CALENDAR_MAIL_FROM") or "calendar@localhost"
+        if not re.fullmatch(r"[^@\s<>\"]+@[^@\s<>\"]+", mail_from):
+            raise ConfigError("CALENDAR_MAIL_FROM must be an address such as calendar@example.com")
         return cls(
+            smtp_url=smtp_url,
+            mail_from=mail_from,
+            invites_per_day=int(invites),
+            inbound_secret=env.get("CALENDAR_INBOUND_SECRET") or None,
             database_url=env.get("CALENDAR_DATABASE_URL", "sqlite:///calendar.db"),
             service_name=name,
             base_url=(env.get("CALENDAR_BASE_URL") or DEFAULT_BASE_URL).rstrip("/"),

@@ -15,7 +15,9 @@ answered as an opaque 500.
     │   ├── KeyInUrl            400     api_key_in_url
     │   ├── DuplicateHeader     400     duplicate_header (two Authorization headers)
     │   ├── WebhookTargetRefused 400    webhook_target_refused
-    │   └── SubscriptionLimit   400     subscription_limit (a key has its most subscriptions)
+    │   ├── SubscriptionLimit   400     subscription_limit (a key has its most subscriptions)
+    │   ├── MailNotConfigured   400     mail_not_configured (sendUpdates=all without SMTP)
+    │   └── InboundMailRefused  400     inbound_mail_refused (a reply that cannot be applied)
     ├── AuthError               401     WWW-Authenticate: Bearer error="invalid_token"
     │   ├── MissingKey                  missing_api_key
     │   ├── MalformedKey                malformed_api_key
@@ -24,6 +26,7 @@ answered as an opaque 500.
     │   ├── RevokedKey                  revoked_api_key
     │   ├── InvalidAccessToken          invalid_access_token (an OAuth access token, at /mcp)
     │   └── InsufficientScope           insufficient_scope (error="insufficient_scope")
+    ├── MayNotInvite            403     may_not_invite (a key not made with --may-invite)
     ├── NotFound                404     not_found
     ├── Conflict                409     conflict (ifFree: the time is taken), with conflicts=[…]
     │   └── ChangedSince        409     conflict (an undo: the event changed since), changes=[…]
@@ -36,7 +39,8 @@ answered as an opaque 500.
     ├── PayloadTooLarge         413     payload_too_large
     ├── UnsupportedMediaType    415     unsupported_media_type
     ├── IdempotencyMismatch     422     idempotency_key_reused
-    └── RateLimited             429     rate_limited
+    ├── RateLimited             429     rate_limited
+    └── InviteLimit             429     invite_limit (CALENDAR_INVITES_PER_DAY recipients)
 """
 
 from __future__ import annotations
@@ -158,6 +162,42 @@ class SubscriptionLimit(BadRequest):
             "delete one it no longer needs (deleteSubscription) first."
         )
         self.most = most
+
+
+class MailNotConfigured(BadRequest):
+    """``sendUpdates=all`` on a service that has no SMTP server set."""
+
+    code = "mail_not_configured"
+    title = "Mail not configured"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "This service sends no email: its operator has not set CALENDAR_SMTP_URL. Nothing "
+            "was changed; send the request again with sendUpdates=none (the default), and "
+            "tell the attendees yourself."
+        )
+
+
+class InboundMailRefused(BadRequest):
+    """An inbound message (an iMIP ``REPLY``) that cannot be applied: nothing was changed."""
+
+    code = "inbound_mail_refused"
+    title = "Inbound mail refused"
+
+
+class MayNotInvite(CalendarError):
+    """A key (or connected app) not made with ``--may-invite`` asks to send invitations."""
+
+    code = "may_not_invite"
+    status = 403
+    title = "May not send invitations"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "This API key may not send email invitations (sendUpdates=all): nothing was "
+            "changed. Send the request with sendUpdates=none, or ask the owner for a key made "
+            "with --may-invite (the key page and the consent page offer it)."
+        )
 
 
 class AuthError(CalendarError):
@@ -417,3 +457,20 @@ class RateLimited(CalendarError):
         self.retry_after = retry_after
         self.limit = limit
         self.period = period
+
+
+class InviteLimit(CalendarError):
+    """A key's invitations of the last day would exceed ``CALENDAR_INVITES_PER_DAY``
+    recipients."""
+
+    code = "invite_limit"
+    status = 429
+    title = "Too many invitations"
+
+    def __init__(self, most: int, sent: int, asked: int) -> None:
+        super().__init__(
+            f"This API key has invited {sent} recipients in the last 24 hours and asks for "
+            f"{asked} more: at most {most} a day (CALENDAR_INVITES_PER_DAY). Nothing was "
+            "changed; send it with sendUpdates=none, or later."
+        )
+        self.most = most

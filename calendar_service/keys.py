@@ -249,6 +249,7 @@ class Principal:
     # the same query as the key, so scoped requests need no second read.
     calendar: tuple[Any, ...] | None = None
     approval: str = APPROVAL_NONE  # which of its writes wait for the owner (APPROVALS)
+    may_invite: bool = False  # whether it may send email invitations (sendUpdates=all)
 
     @property
     def scopes(self) -> tuple[str, ...]:
@@ -315,10 +316,13 @@ class KeyRow(NamedTuple):
     # calendars, or one whose calendar no longer exists.
     calendar: tuple[Any, ...] | None
     approval: str = APPROVAL_NONE
+    may_invite: bool = False
 
 
 # Read on every request, straight from the driver (see db.Statement); never cached.
-_KEY_WITH_CALENDAR = select(*_VERIFY_COLUMNS, *ROW_COLUMNS, keys_t.c.approval).select_from(
+_KEY_WITH_CALENDAR = select(
+    *_VERIFY_COLUMNS, *ROW_COLUMNS, keys_t.c.approval, keys_t.c.may_invite
+).select_from(
     keys_t.outerjoin(
         calendars_t,
         and_(calendars_t.c.id == keys_t.c.calendar_id, calendars_t.c.user_id == keys_t.c.user_id),
@@ -343,6 +347,7 @@ def _key_row(found: Any) -> KeyRow:
         found[7],
         None if found[8] is None else (*found[8:11], bool(found[11]), *found[12:15]),
         found[15],
+        bool(found[16]),
     )
 
 
@@ -385,6 +390,7 @@ def authorize(row: KeyRow, *, now: datetime, app: bool = False) -> Principal:
         row.expires_at,
         row.calendar,
         row.approval,
+        row.may_invite,
     )
 
 
@@ -442,9 +448,11 @@ def create_key(
     calendar_id: str | None,
     now: datetime,
     approval: str = APPROVAL_NONE,
+    may_invite: bool = False,
 ) -> tuple[dict[str, Any], str]:
-    """Issue a key (``approval``: which of its writes wait for the owner). Returns its public
-    record and the secret (shown once, never stored)."""
+    """Issue a key (``approval``: which of its writes wait for the owner; ``may_invite``:
+    whether it may send email invitations). Returns its public record and the secret (shown
+    once, never stored)."""
     name = (name or "").strip()
     errors = check_text("name", name)
     if not 1 <= len(name) <= 200:
@@ -473,6 +481,7 @@ def create_key(
         "expires_at": expires_at,
         "revoked_at": None,
         "approval": approval,
+        "may_invite": bool(may_invite),
     }
     conn.execute(insert(keys_t).values(**values))
     return key_public(values, now=now), secret
@@ -501,6 +510,7 @@ def key_public(row: Any, *, now: datetime, last_used_at: datetime | None = None)
         "state": key_state(row, now=now),
         "kind": row.get("kind") or "key",  # "app": what the owner granted a connected app
         "approval": row.get("approval") or APPROVAL_NONE,
+        "mayInvite": bool(row.get("may_invite")),  # it may send email invitations
     }
 
 

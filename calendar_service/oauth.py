@@ -259,10 +259,12 @@ def approve(
     issuer: str,
     now: datetime,
     approval: str = APPROVAL_NONE,
+    may_invite: bool = False,
 ) -> str:
     """The owner allows the request: a code (single-use, short-lived) is issued. Returns the
     client's redirect URI with ``code``, ``state`` and ``iss`` (RFC 9207). ``approval``: which
-    of the app's writes wait for the owner (``keys.APPROVALS``)."""
+    of the app's writes wait for the owner (``keys.APPROVALS``); ``may_invite``: whether the
+    app may send email invitations."""
     errors = grant_errors(
         conn,
         user_id=user_id,
@@ -284,6 +286,7 @@ def approve(
         calendar_id=calendar_id,
         grant_expires_at=grant_expires_at,
         approval=approval,
+        may_invite=may_invite,
         code_hash=hash_secret(code),
         expires_at=now + CODE_LIFETIME,
     )
@@ -438,6 +441,7 @@ def exchange_code(
             revoked_at=None,
             kind="app",
             approval=row["approval"] or APPROVAL_NONE,
+            may_invite=bool(row["may_invite"]),
         )
     )
     conn.execute(

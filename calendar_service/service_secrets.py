@@ -21,6 +21,7 @@ from calendar_service.models.service import secrets_t
 
 SESSION_SECRET_NAME = "settings_session_signing"  # noqa: S105 - a row name, not a secret
 PAGE_TOKEN_SECRET_NAME = "page_token_signing"  # noqa: S105 - a row name, not a secret
+REPLY_LINK_SECRET_NAME = "reply_link_signing"  # noqa: S105 - a row name, not a secret
 
 
 def kept_secret(conn: Connection, *, name: str, now: datetime) -> str:
@@ -45,3 +46,10 @@ def page_token_key(conn: Connection, *, now: datetime) -> bytes:
     secret of its own, so that it has nothing in common with the session secret."""
     secret = kept_secret(conn, name=PAGE_TOKEN_SECRET_NAME, now=now)
     return hmac.new(secret.encode(), b"calendar-service.page-token", hashlib.sha256).digest()
+
+
+def reply_link_key(conn: Connection, *, now: datetime) -> bytes:
+    """The HMAC key of invitations' reply links (``mail.links``): derived from a secret of
+    its own."""
+    secret = kept_secret(conn, name=REPLY_LINK_SECRET_NAME, now=now)
+    return hmac.new(secret.encode(), b"calendar-service.reply-link", hashlib.sha256).digest()

@@ -37,12 +37,14 @@ from calendar_service.events.shapes import dumps
 from calendar_service.gateway import CallContext, finished, perform
 from calendar_service.inputs import parse_flag, parse_model, parse_partial
 from calendar_service.keys import Principal
+from calendar_service.mail.invitations import MailPolicy
 from calendar_service.models import EventPublic, EventUpdate, FreeBusyPublic, FreeTimePublic
 from calendar_service.operations import Operation
 from calendar_service.ratelimit import RateLimiter
 from calendar_service.timeutil import utcnow
 from mcp_tools import shapes
 from mcp_tools.errors import error_result, tool_errors
+from mcp_tools.shapes import SEND_UPDATES
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +68,21 @@ class Backend:
     caller_of: CallerOf
     # The page-token key, read (or made) once: service_secrets.page_token_key.
     _token_key: list[bytes] = field(default_factory=list, init=False, repr=False)
+    _link_key: list[bytes] = field(default_factory=list, init=False, repr=False)
 
     async def token_key(self) -> bytes:
         if not self._token_key:
             self._token_key.append(await self.db.run(service_secrets.page_token_key, now=utcnow()))
         return self._token_key[0]
+
+    async def mail_policy(self) -> MailPolicy:
+        """What sending invitations takes (``sendUpdates``), with the reply links' key."""
+        if not self._link_key:
+            self._link_key.append(await self.db.run(service_secrets.reply_link_key, now=utcnow()))
+        config = self.db.config
+        return MailPolicy(
+            config.mail_configured, config.invites_per_day, config.base_url, self._link_key[0]
+        )
 
 
 INSTRUCTIONS = """\
@@ -154,6 +166,9 @@ occurrence, and it repeats at that local time in the calendar's time zone:
 - skip a date: add "EXDATE:20260309T090000Z" (the occurrence's start in UTC).
 FREQ is DAILY, WEEKLY, MONTHLY or YEARLY (MONTHLY;BYDAY=-1FR: last Friday of each month).
 
+Meetings: `attendees` lists people. Always ask your user before inviting anyone:
+sendUpdates "all" emails each an invitation; the default "none" emails nobody.
+
 Returns the created event, with times in its calendar's time zone.
 """
 
@@ -179,6 +194,9 @@ an occurrence move every occurrence by as much). `recurrence` is for the series 
 rule drops the changed or cancelled occurrences it no longer produces; null makes the series a
 single event.
 
+`attendees` replaces the list ([] removes everyone). Ask your user before sendUpdates "all":
+attendees are emailed the change (added ones an invitation, removed ones a cancellation).
+
 Returns the event as it is after the change.
 """
 
@@ -191,6 +209,7 @@ not_found. Returns `deleted: true` and the event as it was.
 Recurring events: to cancel one meeting, give that occurrence's id (scope "this", the default);
 to cancel it and every later one, add scope "following" (the series ends before it; the result
 carries the shortened series); to delete the whole series, give scope "all" or the series' id.
+sendUpdates "all" emails the attendees a cancellation (ask your user first).
 """
 
 
@@ -300,6 +319,7 @@ class ToolSpec:
     renames: Mapping[str, str] = field(default_factory=dict)  # core field -> argument name
     token_key: bool = False  # whether the operation takes the page-token key
     outline: bool = False  # the output schema's outline only (``shapes.outline_output``)
+    mail: bool = False  # whether it takes sendUpdates (and so the mail policy)
 
 
 def _tool(backend: Backend, spec: ToolSpec) -> Tool:
@@ -312,6 +332,9 @@ def _tool(backend: Backend, spec: ToolSpec) -> Tool:
             extra["token_key"] = await backend.token_key()
             if spec.op is operations.LIST:
                 extra["sync_retention_days"] = backend.db.config.sync_retention_days
+        if spec.mail and SEND_UPDATES in arguments:  # invitations: checked by the core
+            extra["send_updates"] = arguments.pop(SEND_UPDATES)
+            extra["mail"] = await backend.mail_policy()
         dry_run, refused = False, None
         if writes:
             try:
@@ -520,15 +543,16 @@ TOOLS = (
     ToolSpec(operations.CREATE, "Create a calendar event", CREATE_DOC,  shapes.create_schema,
              shapes.EventChanged, _CREATES, _create_args,
              _first,  # (event, replayed)
-             examples=CREATE_EXAMPLES, renames={idempotency.HEADER: idempotency.ARGUMENT}),
+             examples=CREATE_EXAMPLES, renames={idempotency.HEADER: idempotency.ARGUMENT},
+             mail=True),
     ToolSpec(operations.GET,    "Get a calendar event",    GET_DOC,     shapes.event_ref_schema,
              EventPublic,       _READS,      _event_ref,   examples=GET_EXAMPLES),
     ToolSpec(operations.UPDATE, "Update a calendar event", UPDATE_DOC,  shapes.update_schema,
              shapes.EventChanged, _CHANGES, _update_args,
-             examples=UPDATE_EXAMPLES),
+             examples=UPDATE_EXAMPLES, mail=True),
     ToolSpec(operations.DELETE, "Delete a calendar event", DELETE_DOC,  shapes.delete_schema,
              shapes.DeletedEvent, _CHANGES, _delete_args, _deleted,
-             examples=DELETE_EXAMPLES),
+             examples=DELETE_EXAMPLES, mail=True),
     ToolSpec(operations.FREE_BUSY, "When calendars are busy", FREE_BUSY_DOC,
              shapes.free_busy_schema,
              FreeBusyPublic,    _READS,      _availability_args,

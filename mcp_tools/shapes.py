@@ -316,8 +316,39 @@ def scoped_ref_schema() -> dict[str, Any]:
     return schema
 
 
+SEND_UPDATES = "sendUpdates"
+_SEND_UPDATES = {
+    "type": "string",
+    "enum": ["none", "all"],
+    "description": "all: email the attendees (ask your user first). Default none.",
+}
+_ATTENDEES = {
+    "type": ["array", "null"],
+    "maxItems": 100,
+    "items": {
+        "type": "object",
+        "properties": {
+            "email": {"type": "string", "maxLength": 320, "description": "Their address."},
+            "name": {"type": "string", "maxLength": 200, "description": "Their name."},
+            "optional": {"type": "boolean", "description": "Optional attendee."},
+        },
+        "required": ["email"],
+        "additionalProperties": False,
+    },
+    "description": "People invited, at most 100.",
+}
+
+
+def _with_people(schema: dict[str, Any], *, attendees: bool = True) -> dict[str, Any]:
+    """``attendees`` (inline: tool schemas carry no ``$defs``) and ``sendUpdates``."""
+    if attendees:
+        schema["properties"]["attendees"] = dict(_ATTENDEES)
+    schema["properties"][SEND_UPDATES] = dict(_SEND_UPDATES)
+    return schema
+
+
 def create_schema() -> dict[str, Any]:
-    return with_dry_run(_create_schema())
+    return with_dry_run(_with_people(_create_schema()))
 
 
 def _create_schema() -> dict[str, Any]:
@@ -348,11 +379,11 @@ def update_schema() -> dict[str, Any]:
     ref = scoped_ref_schema()
     schema["properties"] = {**ref["properties"], **schema["properties"]}
     schema["required"] = ["eventId"]
-    return with_dry_run(schema)
+    return with_dry_run(_with_people(schema))
 
 
 def delete_schema() -> dict[str, Any]:
-    return with_dry_run(scoped_ref_schema())
+    return with_dry_run(_with_people(scoped_ref_schema(), attendees=False))
 
 
 def free_busy_schema() -> dict[str, Any]:

@@ -9,6 +9,7 @@
     dispatcher.py  claim, send concurrently, record; woken on commit
     listener.py    woken by commits on other processes and hosts (PostgreSQL LISTEN/NOTIFY)
     triggers.py    the time triggers' job: plan, then fire what fell due (the core's work)
+    mail.py        the mail outbox's job: invitations sent over SMTP (smtplib, on a thread)
     scheduler.py   the APScheduler jobs run by ``serve`` and by ``calendar-service worker``
 
 The core (``calendar_service.outbox``) writes a delivery row in the same transaction as each

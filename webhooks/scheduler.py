@@ -8,16 +8,17 @@ the housekeeping job (``calendar_service.jobs``) beside it. The job polls every
 once whenever this process commits a change that queued a delivery (``Database.on_outbox_commit``
 points at ``Dispatcher.wake``) and, on PostgreSQL, whenever any process on any host does
 (``listener``: ``LISTEN/NOTIFY``; polling is the fallback when that connection is lost).
-The same scheduler runs the time triggers' job (``triggers.TriggerJob``: plan, fire what fell
-due, every second and at the moment the next one falls due), which wakes the dispatcher
-whenever it queues deliveries.
+When SMTP is set, the same scheduler sends the mail outbox (``mail.MailJob``: invitations),
+woken by the same commits. The same scheduler runs the time triggers' job
+(``triggers.TriggerJob``: plan, fire what fell due, every second and at the moment the next
+one falls due), which wakes the dispatcher whenever it queues deliveries.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,12 +29,14 @@ from calendar_service.config import Config
 from calendar_service.db import Database
 from webhooks.dispatcher import Dispatcher
 from webhooks.listener import listen
+from webhooks.mail import MailJob
 from webhooks.transport import make_client
 from webhooks.triggers import TriggerJob
 
 JOB_ID = "webhook-deliveries"
 RENEW_JOB_ID = "webhook-leases"
 TRIGGERS_JOB_ID = "time-triggers"
+MAIL_JOB_ID = "mail-outbox"
 DEFAULT_POLL_SECONDS = 1.0
 
 
@@ -45,6 +48,7 @@ async def delivery_job(
     client: httpx.AsyncClient | None = None,
     poll_interval: float = DEFAULT_POLL_SECONDS,
     run_triggers: bool = True,
+    mail_options: dict[str, Any] | None = None,
     **dispatcher_options: Any,
 ) -> AsyncIterator[Dispatcher]:
     """Run the delivery job on the running event loop for the duration of the block, and
@@ -91,8 +95,23 @@ async def delivery_job(
             max_instances=10,  # a run during another only asks it to run once more
             misfire_grace_time=None,
         )
+    mail: MailJob | None = None
+    if config.mail_configured:  # invitations (webhooks.mail), on the same wake-ups
+        mail = MailJob(db, config, **(mail_options or {}))
+        mail.bind()
+        mail_job = scheduler.add_job(
+            mail.tick,
+            "interval",
+            seconds=poll_interval,
+            id=MAIL_JOB_ID,
+            next_run_time=datetime.now(UTC),
+            coalesce=True,
+            max_instances=10,  # a run during another only asks it to run once more
+            misfire_grace_time=None,
+        )
+        mail.kick = lambda: mail_job.modify(next_run_time=datetime.now(UTC))
     previous_hook = db.on_outbox_commit
-    db.on_outbox_commit = dispatcher.wake
+    db.on_outbox_commit = dispatcher.wake if mail is None else _both(dispatcher.wake, mail.wake)
     scheduler.start()
     listener: asyncio.Task[None] | None = None
     if not config.is_sqlite:  # commits on other processes and hosts wake this one too
@@ -109,6 +128,8 @@ async def delivery_job(
         db.on_outbox_commit = previous_hook
         if triggers is not None:
             await triggers.close()
+        if mail is not None:
+            await mail.close()
         await dispatcher.close(grace=config.webhook_timeout_seconds + 5)
         scheduler.shutdown(wait=False)
         await http.aclose()
@@ -125,3 +146,11 @@ async def run_worker(
     """``calendar-service worker``: run the delivery job until ``stop`` is set."""
     async with delivery_job(config, db, client=client, poll_interval=poll_interval):
         await stop.wait()
+
+
+def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
+    def wake() -> None:
+        first()
+        second()
+
+    return wake

@@ -12,6 +12,7 @@
     /settings/activity                   GET every change (filters), POST undo one
     /settings/webhook...                 the webhook, its secret and its deliveries
     /settings/calendars                  GET calendars + upcoming events, POST new calendar
+    /settings/sharing[/remove]           POST share free/busy with an owner, or stop
     /settings/events/new, /events/{id}   the event form: create, edit, delete
     /settings/feeds                      GET feeds + create form, POST create (URL shown once)
     /settings/feeds/{id}                 GET the feed's fetch history
@@ -32,6 +33,7 @@ from elsewhere. See docs/settings.md for the decisions behind sessions, CSRF and
     history_pages.py  a key's call history, with ``chart.py``'s calls per day (inline SVG)
     webhook_pages.py  the webhook, its secret, test events and deliveries
     calendar_pages.py the calendars and the event form, with ``repeats.py`` for a series' rule
+    sharing_pages.py  sharing the owner's free/busy with other owners (on the calendars page)
     feed_pages.py     a calendar's iCalendar subscription feeds
     consent_pages.py  OAuth consent for remote MCP: the owner allows or denies an app
 """
@@ -54,6 +56,7 @@ from calendar_service.account import (
     key_work_pages,
     keys_pages,
     pending_pages,
+    sharing_pages,
     signin,
     webhook_pages,
 )
@@ -89,6 +92,7 @@ def account_routes() -> list[BaseRoute]:
         *history_pages.routes(),
         *webhook_pages.routes(),
         *calendar_pages.routes(),
+        *sharing_pages.routes(),
         *feed_pages.routes(),
         *consent_pages.routes(),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

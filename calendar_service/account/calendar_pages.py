@@ -26,8 +26,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import calendar_changes, calendars, events, service_secrets
-from calendar_service.account import repeats
+from calendar_service import calendar_changes, calendars, events, service_secrets, sharing
+from calendar_service.account import repeats, sharing_pages
 from calendar_service.account.web import (
     FormPage,
     account,
@@ -96,7 +96,7 @@ def _overview(conn: Connection, *, user_id: str, now: datetime) -> dict[str, Any
                 "more": "nextPageToken" in listed,
             }
         )
-    return {"calendars": found}
+    return {"calendars": found, "shared_with": sharing.shared_with(conn, user_id=user_id)}
 
 
 def _repeats(
@@ -118,7 +118,7 @@ PAGE = FormPage(
     section="calendars",
     load=_overview,
     blank={"name": "", "time_zone": "UTC", "color": ""},
-    notices=NOTICES,
+    notices={**NOTICES, **sharing_pages.NOTICES},
     names=_EVENT_FIELDS,
     extra=lambda: {"zones": time_zones()},
 )

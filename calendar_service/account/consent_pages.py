@@ -108,7 +108,7 @@ async def answer(request: Request, owner: OwnerSessionInfo) -> Response:
     data = await form(request)
     values = {
         name: str(data.get(name, ""))
-        for name in ("permission", "expires", "expires_on", "calendar", "approval")
+        for name in ("permission", "expires", "expires_on", "calendar", "approval", "may_invite")
     }
     now = utcnow()
     if data.get("decision") != "allow":
@@ -130,6 +130,7 @@ async def answer(request: Request, owner: OwnerSessionInfo) -> Response:
             issuer=_issuer(request),
             now=now,
             approval=values["approval"] or keys.APPROVAL_NONE,
+            may_invite=values["may_invite"] == "yes",
         )
     except ValidationFailed as exc:
         loaded = await db.run(_load, request_id=request_id, user_id=owner.user_id, now=now)

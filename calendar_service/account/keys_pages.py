@@ -63,7 +63,15 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
     data = await form(request)
     values = {
         name: str(data.get(name, ""))
-        for name in ("name", "permission", "expires", "expires_on", "calendar", "approval")
+        for name in (
+            "name",
+            "permission",
+            "expires",
+            "expires_on",
+            "calendar",
+            "approval",
+            "may_invite",
+        )
     }
     now = utcnow()
     try:
@@ -79,6 +87,7 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
             calendar_id=values["calendar"] or None,
             now=now,
             approval=values["approval"] or keys.APPROVAL_NONE,
+            may_invite=values["may_invite"] == "yes",
         )
     except ValidationFailed as exc:
         return await PAGE.show(request, owner, values=values, refused=exc)

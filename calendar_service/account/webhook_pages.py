@@ -28,6 +28,7 @@ from calendar_service.account.web import (
     see_other,
 )
 from calendar_service.errors import NotFound, ValidationFailed, WebhookTargetRefused
+from calendar_service.mail import outbox as mail_outbox
 from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import utcnow
 from calendar_service.triggers import firing
@@ -55,6 +56,7 @@ def _page_data(conn: Connection, *, user_id: str) -> dict[str, Any]:
         "deliveries": webhook_config.list_deliveries(conn, user_id=user_id, limit=DELIVERIES_SHOWN),
         "skipped": skipped,
         "subscriptions": subscriptions.owner_subscriptions(conn, user_id=user_id, now=utcnow()),
+        "mail": mail_outbox.list_mail(conn, user_id=user_id, limit=DELIVERIES_SHOWN),
     }
 
 

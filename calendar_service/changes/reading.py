@@ -17,7 +17,7 @@ import orjson
 from sqlalchemy import Connection, Select, and_, or_, select
 
 from calendar_service.changes.record import instant_of
-from calendar_service.changes.table import APP, KEY, OWNER, changes_t
+from calendar_service.changes.table import APP, ATTENDEE, KEY, OWNER, changes_t
 from calendar_service.errors import FieldError, InsufficientScope, NotFound, ValidationFailed
 from calendar_service.events.parsing import parse_list_params
 from calendar_service.events.tokens import bad_page_token, signed, verified
@@ -79,6 +79,9 @@ def _actor(row: Any) -> dict[str, Any]:
         return {"type": kind, "id": row.actor_id, "name": row.key_name or row.actor_id}
     if row.actor_type == OWNER:
         return {"type": OWNER, "id": row.actor_id, "name": row.owner_email or "owner"}
+    if row.actor_type == ATTENDEE and row.detail is not None:  # named by their reply
+        reply = orjson.loads(row.detail).get("reply") or {}
+        return {"type": ATTENDEE, "name": str(reply.get("email") or ATTENDEE)}
     return {"type": row.actor_type, "name": row.actor_type}
 
 

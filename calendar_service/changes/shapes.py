@@ -18,12 +18,14 @@ class _Wire(BaseModel):
 
 
 class Actor(_Wire):
-    type: Literal["key", "app", "owner", "system"] = PydanticField(
+    type: Literal["key", "app", "owner", "system", "attendee"] = PydanticField(
         description="key: an API key; app: a connected app (OAuth); owner: the owner in "
-        "person (settings pages, CLI)."
+        "person (settings pages, CLI); attendee: an attendee's reply to an invitation."
     )
     id: str | None = PydanticField(default=None, description="The key's (or the owner's) id.")
-    name: str = PydanticField(description="The key's or app's name, or the owner's email.")
+    name: str = PydanticField(
+        description="The key's or app's name, the owner's email, or the attendee's."
+    )
 
 
 class ChangePublic(_Wire):
@@ -41,7 +43,9 @@ class ChangePublic(_Wire):
     )
     calendar_id: str
     actor: Actor
-    transport: Literal["rest", "mcp", "settings", "cli", "import"]
+    transport: Literal["rest", "mcp", "settings", "cli", "import", "link"] = PydanticField(
+        description="link: an attendee's reply link."
+    )
     request_id: str | None = PydanticField(
         default=None, description="The request's id, as in the key's call history."
     )
@@ -50,6 +54,10 @@ class ChangePublic(_Wire):
     )
     after: dict[str, Any] | None = PydanticField(
         description=_EVENT_DOC + " after (null: a delete's)."
+    )
+    reply: dict[str, Any] | None = PydanticField(
+        default=None,
+        description="An attendee's reply: {email, responseStatus} (actor attendee).",
     )
     new_series: dict[str, Any] | None = PydanticField(
         default=None,

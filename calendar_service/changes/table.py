@@ -27,9 +27,10 @@ KEY = "key"
 APP = "app"
 OWNER = "owner"
 SYSTEM = "system"
+ATTENDEE = "attendee"  # an attendee's reply to an invitation (``mail.replies``)
 
 # Through what (``transport``): an import is ``import`` whoever made it (REST or the CLI).
-TRANSPORTS = ("rest", "mcp", "settings", "cli", "import")
+TRANSPORTS = ("rest", "mcp", "settings", "cli", "import", "link")
 
 
 class Change(SQLModel, table=True):

@@ -12,6 +12,7 @@ message and exit code in one place, the app's group (``common.Commands``).
     ical.py     feeds …, import
     changes.py  changes list, changes undo
     proposals.py proposals list, approve, reject (writes that wait for the owner)
+    mail.py     mail list (the invitations sent), inbound-mail (an iMIP reply on stdin)
     demo.py     demo
 """
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import typer
 
-from calendar_service.cli import changes, demo, ical, owners, proposals, serve, webhook
+from calendar_service.cli import changes, demo, ical, mail, owners, proposals, serve, webhook
 from calendar_service.cli.common import Commands
 
 app = typer.Typer(
@@ -39,12 +40,14 @@ app.add_typer(webhook.webhook_app, name="webhook")
 app.add_typer(ical.feeds_app, name="feeds")
 app.add_typer(changes.changes_app, name="changes")
 app.add_typer(proposals.proposals_app, name="proposals")
+app.add_typer(mail.mail_app, name="mail")
 app.command()(serve.serve)
 app.command()(webhook.worker)
 app.command()(serve.migrate)
 app.command()(serve.mcp)
 app.command()(owners.calls)
 app.command("import")(ical.import_file)
+app.command("inbound-mail")(mail.inbound_mail)
 app.command()(demo.demo)
 
 

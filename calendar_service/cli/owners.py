@@ -280,6 +280,14 @@ def keys_create(
     ] = False,
     calendar: Annotated[str | None, typer.Option(help="Limit to this calendar id.")] = None,
     approval: ApprovalOption = "none",  # keys.APPROVAL_NONE (imported when a command runs)
+    may_invite: Annotated[
+        bool,
+        typer.Option(
+            "--may-invite",
+            help="Let it send email invitations (sendUpdates=all) to the attendees of the "
+            "events it writes, at most CALENDAR_INVITES_PER_DAY recipients a day.",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Create an API key. Its secret is printed once and never stored."""
@@ -304,6 +312,7 @@ def keys_create(
             calendar_id=calendar,
             now=now,
             approval=approval,
+            may_invite=may_invite,
         )
 
     record, secret = run(work)
@@ -313,6 +322,8 @@ def keys_create(
         scope = record["calendarId"] or "all calendars"
         expires = datetime.fromisoformat(record["expiresAt"].replace("Z", "+00:00"))
         waits = "" if approval == keys.APPROVAL_NONE else f", {approval} writes wait for you"
+        if may_invite:
+            waits += ", may send invitations"
         typer.echo(
             f"created key {record['id']} ({record['permission']}, {scope}, "
             f"expires {record['expiresAt']}, {_from_now(expires, now)}{waits})"

@@ -21,6 +21,7 @@ The package, a module a concern:
 - ``series``: what an id names (an event, a series, an occurrence) and an occurrence's object;
 - ``writes``: the tail every change shares (longest event, public event, webhook delivery);
 - ``shapes``: the public event object, one at a time and the list's rows all at once;
+- ``people``: attendees and organizer, as sent, stored (one JSON column) and shown;
 - ``parsing``: list windows, titles and start/end times as callers send them;
 - ``days``: an all-day event's last day, as people count it, and its exclusive end;
 - ``tokens``: signed page tokens;

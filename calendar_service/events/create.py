@@ -26,12 +26,15 @@ from calendar_service.events.parsing import (
     parse_untrusted,
     resolve_times,
 )
-from calendar_service.events.queries import INSERT
+from calendar_service.events.people import check_attendees, encode, organizer_of
+from calendar_service.events.queries import INSERT, owner_email
 from calendar_service.events.series import CONFIRMED, NOT_A_SERIES, recurrence_columns
 from calendar_service.events.shapes import Row
 from calendar_service.events.writes import after_write
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
+from calendar_service.mail import invitations
+from calendar_service.mail.invitations import MailPolicy
 from calendar_service.models import EventCreate, to_db
 from calendar_service.outbox import CREATED
 from calendar_service.timeutil import format_in, zone
@@ -92,6 +95,9 @@ def create_event(
         )
         if series:  # a series keeps the zone it repeats in (a single event has none)
             series["time_zone"] = own_zone
+    attendees = None
+    if data.attendees is not None and "attendees" not in bad:
+        attendees = check_attendees(data.attendees, errors)
     if errors or calendar is None or start is None or end is None or title is None:
         raise ValidationFailed(errors)
     assert transparency is not None  # else an error was found
@@ -120,7 +126,12 @@ def create_event(
         "status": CONFIRMED,
         "transparency": transparency,
         "time_zone": series["time_zone"],
+        "attendees": None,
     }
+    if attendees:
+        stored["attendees"] = encode(
+            attendees, organizer=organizer_of(owner_email(conn, principal.user_id)), sequence=0
+        )
     INSERT.run(conn, **stored)
     # Formatted from what was stored, as a list formats it (on SQLite: text, no parsing).
     event = after_write(
@@ -181,6 +192,8 @@ def create_event_from_input(
     idempotency_key: str | None = None,
     prior_errors: Sequence[FieldError] = (),
     via: Via | None = None,
+    send_updates: str | None = None,
+    mail: MailPolicy | None = None,
 ) -> tuple[dict[str, Any], bool]:
     """The fronts' way in: decoded, untrusted JSON for a new event, with every bad field, of
     type or of value, reported at once; created once only per ``idempotency_key`` (the
@@ -188,6 +201,28 @@ def create_event_from_input(
     first request created, and puts that request's change id on ``via``
     (``Via.replayed``)."""
     data, errors = parse_untrusted(EventCreate, body, prior_errors)
+    if invitations.parse_send_updates(send_updates):
+        policy = invitations.check(principal, mail)
+        via = via or default_via(principal)
+        mark = len(via.made)
+        result = _create_from_input(conn, principal, data, now, idempotency_key, errors, via)
+        if not result[1]:  # a replay sends nothing again
+            invitations.queue(
+                conn, principal=principal, policy=policy, made=via.made[mark:], now=now
+            )
+        return result
+    return _create_from_input(conn, principal, data, now, idempotency_key, errors, via)
+
+
+def _create_from_input(
+    conn: Connection,
+    principal: Principal,
+    data: EventCreate,
+    now: datetime,
+    idempotency_key: str | None,
+    errors: list[FieldError],
+    via: Via | None,
+) -> tuple[dict[str, Any], bool]:
     if idempotency_key is None or errors:
         event = create_event(
             conn, principal=principal, data=data, now=now, prior_errors=errors, via=via

@@ -18,7 +18,7 @@ longer produces; ``recurrence: null`` turns a series into a single event (its ex
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, tzinfo
 from typing import Any
 
@@ -40,7 +40,15 @@ from calendar_service.events.parsing import (
     parse_untrusted,
     resolve_times,
 )
-from calendar_service.events.queries import INSERT, events_t
+from calendar_service.events.people import (
+    bumped,
+    check_attendees,
+    decode,
+    encode,
+    organizer_of,
+    sequence_of,
+)
+from calendar_service.events.queries import INSERT, events_t, owner_email
 from calendar_service.events.series import (
     CANCELLED,
     Target,
@@ -61,6 +69,8 @@ from calendar_service.events.shapes import Row, event_public
 from calendar_service.events.writes import after_write
 from calendar_service.ids import new_id
 from calendar_service.keys import Principal
+from calendar_service.mail import invitations
+from calendar_service.mail.invitations import MailPolicy
 from calendar_service.models import EventUpdate, UTCDateTime, to_db
 from calendar_service.outbox import CREATED, DELETED, UPDATED
 from calendar_service.recurrence import count_before, dates_split, with_count, with_until
@@ -91,6 +101,7 @@ def _changes(
     tz: tzinfo,
     data: EventUpdate,
     prior_errors: Sequence[FieldError],
+    owner: Callable[[], str],
     series: Any = None,
 ) -> tuple[dict[str, Any], list[FieldError]]:
     """The columns the fields sent change (PATCH semantics; ``null`` clears description or
@@ -126,7 +137,33 @@ def _changes(
             values[name] = getattr(data, name)
     if "transparency" in sent and data.transparency is not None:
         values["transparency"] = check_transparency(data.transparency, errors)
+    if "attendees" in sent and "attendees" not in bad:
+        _attendees(row, data, values, errors, owner)
     return values, errors
+
+
+def _attendees(
+    row: Any,
+    data: EventUpdate,
+    values: dict[str, Any],
+    errors: list[FieldError],
+    owner: Callable[[], str],
+) -> None:
+    """``values["attendees"]``: the column for the attendees sent, unless they are the ones
+    the event has (then nothing changes)."""
+    stored = getattr(row, "attendees", None)
+    people = decode(stored)
+    previous = people["attendees"] if people is not None else []
+    checked = check_attendees(data.attendees, errors, previous=previous)
+    if checked is None or checked == previous:
+        return
+    organizer = people["organizer"] if people is not None else organizer_of(owner())
+    values["attendees"] = encode(checked, organizer=organizer, sequence=sequence_of(stored))
+
+
+def _owner(conn: Connection, principal: Principal) -> Callable[[], str]:
+    """The owner's email, read when a change first gives an event attendees."""
+    return lambda: owner_email(conn, principal.user_id)
 
 
 def update_event(
@@ -140,6 +177,8 @@ def update_event(
     scope: str | None = None,
     via: Via | None = None,
     logged: bool = True,
+    send_updates: str | None = None,
+    mail: MailPolicy | None = None,
 ) -> dict[str, Any]:
     """Change the fields sent of the event, series or occurrence(s) ``event_id`` and
     ``scope`` name (see the module's docstring); returns what was changed (for
@@ -148,7 +187,18 @@ def update_event(
     ``body``: the ``EventUpdate``, or decoded, untrusted JSON (the fronts' way in), with every
     bad field, of type or of value, reported at once (``prior_errors``: those a front found
     first). The change is recorded as made ``via`` (unless ``logged`` is false: an import
-    records each event once it is whole)."""
+    records each event once it is whole). ``send_updates="all"``: the attendees hear of it
+    (``mail.invitations``, with ``mail``)."""
+    if invitations.parse_send_updates(send_updates) and logged:
+        policy = invitations.check(principal, mail)
+        via = via or default_via(principal)
+        mark = len(via.made)
+        result = update_event(
+            conn, principal=principal, event_id=event_id, body=body, now=now,
+            prior_errors=prior_errors, scope=scope, via=via,
+        )  # fmt: skip
+        invitations.queue(conn, principal=principal, policy=policy, made=via.made[mark:], now=now)
+        return result
     if isinstance(body, EventUpdate):
         data, errors = body, list(prior_errors)
     else:
@@ -255,7 +305,7 @@ def _update_row(
     row, tz = target.row, target.tz
     errors: list[FieldError] = list(prior_errors)
     if values is None:
-        values, errors = _changes(row, tz, data, prior_errors)
+        values, errors = _changes(row, tz, data, prior_errors, _owner(conn, principal))
     sent = data.model_fields_set
     was_series = row.recurrence is not None
     if "recurrence" in sent or (
@@ -283,6 +333,7 @@ def _update_row(
         raise ValidationFailed(errors)
     if not values:
         return event_public(row, calendar_name=target.calendar.name, tz=tz)
+    bumped(row, values)
     values["updated_at"] = now
     conn.execute(update(events_t).where(events_t.c.id == row.id).values(**values))
     changed = Row({**row._asdict(), **values})
@@ -369,13 +420,16 @@ def _update_occurrence(
 ) -> dict[str, Any]:
     """One occurrence changed: its exception row, made now if it has none."""
     row = target.row if target.row is not None else occurrence_row(target)
-    values, errors = _changes(row, target.tz, data, prior_errors, series=target.series)
+    values, errors = _changes(
+        row, target.tz, data, prior_errors, _owner(conn, principal), series=target.series
+    )
     values.pop("time_zone", None)  # the series' own: one occurrence reads its times in it
     _no_recurrence(data, errors)
     if errors:
         raise ValidationFailed(errors)
     if not values:
         return get_event_of(target)
+    bumped(row, values)
     values["updated_at"] = now
     changed = Row({**row._asdict(), **values})
     inserted = target.row is None and _insert(conn, changed._asdict(), unless_there=True)
@@ -413,7 +467,9 @@ def _update_all_from(
     """The whole series changed from one of its occurrences: new times of the occurrence move
     the series by as much (local time)."""
     series, tz = target.series, target.tz
-    values, errors = _changes(occurrence_row(target), tz, data, prior_errors)
+    values, errors = _changes(
+        occurrence_row(target), tz, data, prior_errors, _owner(conn, principal)
+    )
     if "all_day" in values and values["all_day"] != bool(series.all_day):
         errors.append(FieldError("allDay", "changes the whole series: PATCH the series' id"))
     if "starts_at" in values and not errors:
@@ -444,7 +500,7 @@ def _update_following(
     series, tz, original = target.series, target.tz, target.original
     assert original is not None
     start_row = occurrence_row(target)
-    values, errors = _changes(start_row, tz, data, prior_errors)
+    values, errors = _changes(start_row, tz, data, prior_errors, _owner(conn, principal))
     rule = rule_of(series)
     new = {**start_row._asdict(), **values}
     all_day = bool(new["all_day"])
@@ -471,6 +527,9 @@ def _update_following(
         raise ValidationFailed(errors)
     ended = _end_before(conn, principal, target, now)
     new.update(columns)
+    if new.get("attendees") is not None:  # a new series: its invitations start again
+        people = orjson.loads(new["attendees"])
+        new["attendees"] = orjson.dumps({**people, "sequence": 0}).decode()
     new.update(
         id=new_id("ev"),
         created_at=now,
@@ -513,6 +572,7 @@ def _end_before(
     values.pop("time_zone", None)  # the series keeps its zone
     if errors:  # cannot happen: the series occurs at its start
         raise ValidationFailed(errors)
+    bumped(series, values)
     values["updated_at"] = now
     conn.execute(update(events_t).where(events_t.c.id == series.id).values(**values))
     delete_exceptions(conn, series.id, since=original)
@@ -534,11 +594,23 @@ def delete_event(
     now: datetime,
     scope: str | None = None,
     via: Via | None = None,
+    send_updates: str | None = None,
+    mail: MailPolicy | None = None,
 ) -> dict[str, Any]:
     """Delete an event or a series (with its exceptions), cancel one occurrence
     (``scope=this``) or end a series before one (``scope=following``). The webhook carries
     what was deleted or cancelled as it was (``deleted``), or the shortened series
-    (``updated``); the change is recorded as made ``via``."""
+    (``updated``); the change is recorded as made ``via``. ``send_updates="all"``: the
+    attendees get a cancellation (``mail.invitations``, with ``mail``)."""
+    if invitations.parse_send_updates(send_updates):
+        policy = invitations.check(principal, mail)
+        via = via or default_via(principal)
+        mark = len(via.made)
+        result = delete_event(
+            conn, principal=principal, event_id=event_id, now=now, scope=scope, via=via
+        )
+        invitations.queue(conn, principal=principal, policy=policy, made=via.made[mark:], now=now)
+        return result
     target = load_target(conn, principal=principal, event_id=event_id, for_change=True)
     scope = _scope(scope, target)
     log = _Log(conn, principal, target, now, via)

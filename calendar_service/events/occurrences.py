@@ -103,6 +103,7 @@ _SERIES_NAMES = (
     "recurrence_ends_at",
     "transparency",
     "time_zone",
+    "attendees",
 )
 
 # A chunk's occurrence: start and end (stored UTC text), the occurrence id's stamp, and the

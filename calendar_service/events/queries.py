@@ -39,7 +39,7 @@ from calendar_service.errors import NotFound
 from calendar_service.events.memo import Lru
 from calendar_service.events.search import search_condition
 from calendar_service.keys import Principal
-from calendar_service.models import SERIES_ROWS, UTCDateTime, events_t, utc_text_of
+from calendar_service.models import SERIES_ROWS, UTCDateTime, events_t, users_t, utc_text_of
 
 EVENT_COLUMNS = (
     events_t.c.id,
@@ -60,6 +60,7 @@ EVENT_COLUMNS = (
     events_t.c.status,
     events_t.c.transparency,
     events_t.c.time_zone,
+    events_t.c.attendees,
 )
 
 
@@ -70,6 +71,7 @@ def _as_text(columns: Any) -> tuple[Any, ...]:
 
 _OPAQUE: Any = literal_column("'opaque'")
 _SPACE: Any = literal_column("' '")
+_NEWLINE: Any = literal_column("'\n'")  # a line break, in the SQL text
 # What a listed row has beside a plain event's fields, in one column (``shapes.events_public``
 # unpacks it): NULL for an opaque timed event of its own (nearly every row); else
 # "<transparency> <1 if all day, else 0>", and for a changed occurrence of a series
@@ -79,12 +81,15 @@ _SPACE: Any = literal_column("' '")
 # Python object) was most of what they cost (docs/performance.md, "Winning it back"). A
 # ``CASE`` costs SQLite next to nothing; building text (``||``, ``replace``) costs it about
 # what a value fetched does, so the fields every row has stay columns of their own.
+# An event with attendees has its people (``events.people``: JSON, which holds no raw line
+# break) after a line break at the end.
 LIST_EXTRA = case(
     (
         and_(
             events_t.c.recurring_event_id.is_(None),
             events_t.c.transparency == _OPAQUE,
             ~events_t.c.all_day,
+            events_t.c.attendees.is_(None),
         ),
         null(),
     ),
@@ -97,7 +102,8 @@ LIST_EXTRA = case(
         + _SPACE
         + events_t.c.recurring_event_id,
         literal_column("''"),
-    ),
+    )
+    + func.coalesce(_NEWLINE + events_t.c.attendees, literal_column("''")),
 ).label("extra")
 
 # An event's last change, NULL while it is its creation (most events are never changed): a
@@ -254,7 +260,9 @@ SERIES_KEYS = (
 )
 # A series' columns (date-times as stored UTC text), read when a version of it is new to the
 # process (``series_rows``).
-SERIES_COLUMNS = _as_text((*EVENT_COLUMNS[:13], events_t.c.transparency, events_t.c.time_zone))
+SERIES_COLUMNS = _as_text(
+    (*EVENT_COLUMNS[:13], events_t.c.transparency, events_t.c.time_zone, events_t.c.attendees)
+)
 
 
 @functools.cache
@@ -498,3 +506,8 @@ def load_in_scope(
         row.calendar_max_event_seconds,
     )
     return row, calendar
+
+
+def owner_email(conn: Connection, user_id: str) -> str:
+    """The owner's email: an event's organizer (``people.organizer_of``)."""
+    return str(conn.execute(select(users_t.c.email).where(users_t.c.id == user_id)).scalar_one())

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 import orjson
 
+from calendar_service.events.people import add_public
 from calendar_service.timeutil import STORED_WHOLE_SECOND, format_in, format_utc, zone
 
 
@@ -58,7 +59,7 @@ def occurrence_public(
 def event_fields(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
     """The fields every event object has, from ``row``."""
     fmt = format_utc if tz is UTC else functools.partial(format_in, tz=tz)
-    return {
+    event = {
         "id": row.id,
         "calendarId": row.calendar_id,
         "calendar": calendar_name,
@@ -72,6 +73,10 @@ def event_fields(row: Any, *, calendar_name: str, tz: tzinfo) -> dict[str, Any]:
         "updatedAt": format_utc(row.updated_at),
         "transparency": row.transparency,
     }
+    people = getattr(row, "attendees", None)
+    if people is not None:  # an event with attendees (``people``)
+        add_public(event, people)
+    return event
 
 
 def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[str, Any]]:
@@ -79,8 +84,9 @@ def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[st
     an object or a call per row: the list's hot loop. Stored times are RFC 3339 UTC text
     already (``timeutil.utc_text``): in UTC they only lose a zero fraction. The last change
     comes as ``None`` while it is the creation (``queries.LIST_UPDATED``); all day, the
-    transparency and an exception's series and original start come packed in the last column,
-    ``None`` for an opaque timed event of its own (``queries.LIST_EXTRA``)."""
+    transparency, an exception's series and original start and the attendees come packed in
+    the last column, ``None`` for an opaque timed event of its own without attendees
+    (``queries.LIST_EXTRA``)."""
     zones: dict[str, tuple[str, tzinfo | None]] = {}
     for c in calendars:
         tz = zone(c.time_zone)
@@ -117,13 +123,16 @@ def events_public(rows: Sequence[Any], calendars: Sequence[Any]) -> list[dict[st
             "updatedAt": created if updated is None else updated.replace(whole, z),
             "transparency": opaque,
         }
-        if extra is not None:  # transparent, all day, or a changed occurrence (LIST_EXTRA)
+        if extra is not None:  # transparent, all day, a changed occurrence (LIST_EXTRA)
+            extra, _, people = extra.partition("\n")  # or with attendees
             transparency, all_day, *series = extra.split(" ", 3)
             event["transparency"] = transparency
             event["allDay"] = all_day == "1"
             if series:
                 event["recurringEventId"] = series[1]
                 event["originalStartsAt"] = format_in(series[0], local or UTC)
+            if people:
+                add_public(event, people)
         events.append(event)
     return events
 

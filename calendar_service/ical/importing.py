@@ -44,6 +44,7 @@ from calendar_service.events.changelog import Edit
 from calendar_service.events.create import create_event
 from calendar_service.events.existing import update_event
 from calendar_service.events.parsing import check_title, resolve_times
+from calendar_service.events.people import MAX_ATTENDEES, check_attendees, decode
 from calendar_service.events.queries import EVENT_COLUMNS
 from calendar_service.events.series import delete_exceptions, recurrence_columns
 from calendar_service.events.shapes import Row, event_public, zone_name
@@ -51,7 +52,7 @@ from calendar_service.events.writes import after_write
 from calendar_service.ical.reading import Fields, Moment, Planned, ReadFile, read_file
 from calendar_service.inputs import NUL, check_text
 from calendar_service.keys import Principal
-from calendar_service.models.events import EventCreate, EventUpdate, events_t
+from calendar_service.models.events import AttendeeInput, EventCreate, EventUpdate, events_t
 from calendar_service.models.ical import ical_uids_t
 from calendar_service.outbox import UPDATED
 from calendar_service.recurrence import SeriesTimes, occurrence_id, occurs_at, stored_rule
@@ -111,6 +112,23 @@ class _Desired:
     overrides: list[_Occurrence]
     transparency: str
     time_zone: str | None = None  # a series' own zone, when not the calendar's
+    attendees: list[dict[str, Any]] | None = None  # checked (``_checked_attendees``)
+
+
+def _checked_attendees(found: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """The file's attendees an event may have: each valid one (an address that is not, or a
+    second line for one address, is left out), the first ``people.MAX_ATTENDEES``."""
+    if not found:
+        return None
+    kept: list[dict[str, Any]] = []
+    for attendee in found:
+        errors: list[FieldError] = []
+        checked = check_attendees([*kept, attendee], errors)
+        if checked is not None:
+            kept = checked
+        if len(kept) >= MAX_ATTENDEES:
+            break
+    return kept or None
 
 
 def import_events(
@@ -312,6 +330,7 @@ def _checked(
         overrides=occurrences,
         transparency=fields.transparency,
         time_zone=own,
+        attendees=_checked_attendees(fields.attendees),
     )
 
 
@@ -697,6 +716,9 @@ def _event_fields(desired: _Desired) -> dict[str, Any]:
         "recurrence": desired.recurrence,
         "transparency": desired.transparency,
         "time_zone": desired.time_zone,
+        "attendees": None
+        if desired.attendees is None
+        else [AttendeeInput.model_validate(a) for a in desired.attendees],
     }
 
 
@@ -711,6 +733,7 @@ def _unchanged(conn: Connection, row: Any, desired: _Desired) -> bool:
         or row.recurrence != desired.stored_recurrence
         or row.transparency != desired.transparency
         or row.time_zone != desired.time_zone
+        or _attendees_of(row) != desired.attendees
         or row.recurring_event_id is not None
     ):
         return False
@@ -740,6 +763,11 @@ def _unchanged(conn: Connection, row: Any, desired: _Desired) -> bool:
     return stored == wanted
 
 
+def _attendees_of(row: Any) -> list[dict[str, Any]] | None:
+    people = decode(row.attendees)
+    return None if people is None else list(people["attendees"])
+
+
 def _write_occurrences(
     conn: Connection,
     principal: Principal,
@@ -751,6 +779,9 @@ def _write_occurrences(
 ) -> None:
     """The series' changed occurrences, as exception rows (as a PATCH of one makes them);
     each queues ``calendar.event.updated`` carrying it."""
+    series_attendees = conn.execute(
+        select(events_t.c.attendees).where(events_t.c.id == series_id)
+    ).scalar()
     for occurrence in desired.overrides:
         values = {
             "id": occurrence_id(series_id, occurrence.original, all_day=desired.all_day, tz=tz),
@@ -770,6 +801,7 @@ def _write_occurrences(
             "original_starts_at": occurrence.original,
             "status": CONFIRMED,
             "transparency": occurrence.transparency,
+            "attendees": series_attendees,
         }
         conn.execute(insert(events_t).values(**values))
         after_write(

@@ -92,6 +92,8 @@ class Fields:
     start: Moment
     end: Moment
     transparency: str = "opaque"  # TRANSP:TRANSPARENT: shown, but free time
+    # ATTENDEE lines: {email, name?, optional?, responseStatus} (not yet checked)
+    attendees: list[dict[str, Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -378,7 +380,44 @@ def _fields(vevent: Component, zones: FileZones) -> Fields:
         start=start,
         end=end,
         transparency=_transparency(vevent),
+        attendees=_attendees(vevent),
     )
+
+
+_PARTSTATS = {
+    "ACCEPTED": "accepted",
+    "DECLINED": "declined",
+    "TENTATIVE": "tentative",
+    "NEEDS-ACTION": "needsAction",
+}
+_MOST_ATTENDEES_READ = 1000  # more are not read (an event keeps at most 100)
+
+
+def _attendees(vevent: Component) -> list[dict[str, Any]] | None:
+    """The VEVENT's ``ATTENDEE`` lines (RFC 5545 3.8.4.1) with a ``mailto:`` address, as the
+    API's attendees: ``CN`` the name, ``PARTSTAT`` the response, ``ROLE=OPT-PARTICIPANT``
+    optional. Not checked here (``people.check_attendees`` is, by the import)."""
+    found = vevent.get("ATTENDEE")
+    if found is None:
+        return None
+    props = found if isinstance(found, list) else [found]
+    attendees: list[dict[str, Any]] = []
+    for prop in props[:_MOST_ATTENDEES_READ]:
+        address = str(prop)
+        if address[:7].lower() != "mailto:":
+            continue
+        params = getattr(prop, "params", {})
+        attendee: dict[str, Any] = {"email": address[7:]}
+        name = params.get("CN")
+        if isinstance(name, str) and name.strip():
+            attendee["name"] = name
+        if str(params.get("ROLE", "")).upper() == "OPT-PARTICIPANT":
+            attendee["optional"] = True
+        attendee["responseStatus"] = _PARTSTATS.get(
+            str(params.get("PARTSTAT", "")).upper(), "needsAction"
+        )
+        attendees.append(attendee)
+    return attendees or None
 
 
 def _transparency(vevent: Component) -> str:

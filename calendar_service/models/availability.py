@@ -79,6 +79,12 @@ class FreeTimeQuery(Input):
     working_hours: WorkingHours | None = PydanticField(
         default=None, description="Only slots within these local hours (default: any time)."
     )
+    attendees: list[str] | None = PydanticField(
+        default=None,
+        description="Emails of other owners here: the busy time of those who share it with "
+        "you counts too. The answer names whose was considered, and whose is unknown.",
+        json_schema_extra={"maxItems": 20},
+    )
     limit: Any = PydanticField(
         default=None,
         description="At most this many slots: 1 to 100, default 10.",
@@ -116,6 +122,15 @@ class FreeTimePublic(Wire):
         description="Start times, earliest first, on a grid of 15 minutes (or of the duration "
         "when shorter), where every calendar is free for the whole duration (slots may "
         "overlap each other)."
+    )
+    attendees_considered: list[str] | None = PydanticField(
+        default=None,
+        description="With attendees: those whose busy time was considered (they share it).",
+    )
+    attendees_unknown: list[str] | None = PydanticField(
+        default=None,
+        description="With attendees: those whose time is not known here (no owner of that "
+        "address shares their free/busy with you): the slots may not suit them.",
     )
 
 

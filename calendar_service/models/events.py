@@ -84,6 +84,9 @@ class Event(SQLModel, table=True):
     # Timed series: the IANA zone whose wall clock it repeats at, when not its calendar's
     # (Google's start.timeZone); NULL: the calendar's zone.
     time_zone: str | None = Field(default=None, max_length=64)
+    # Events with people (migration 0017): JSON {"organizer", "attendees", "sequence"}
+    # (``calendar_service.attendees``); NULL for an event without attendees, as most are.
+    attendees: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class EventSync(SQLModel, table=True):
@@ -163,6 +166,49 @@ _IF_FREE_DOC = (
 )
 
 
+_ATTENDEES_DOC = (
+    "People invited (at most 100), Google Calendar's field: each {email, name?, optional?, "
+    "responseStatus?}. Ask your user before adding people: with sendUpdates=all they get an "
+    "email invitation. On PATCH the list replaces the event's ([] removes everyone); an "
+    "attendee already on it keeps their response unless one is sent."
+)
+RESPONSE_STATUSES = ("needsAction", "accepted", "declined", "tentative")
+
+
+def _response_statuses(schema: dict[str, Any]) -> None:
+    for branch in schema["anyOf"]:
+        if branch.get("type") == "string":
+            branch["enum"] = list(RESPONSE_STATUSES)
+
+
+class AttendeeInput(Input):
+    """An attendee as a caller sends it."""
+
+    email: str = PydanticField(
+        description="Email address (international domains welcome).",
+        json_schema_extra={"maxLength": 320, "minLength": 3},
+    )
+    name: str | None = PydanticField(default=None, json_schema_extra={"maxLength": 200})
+    optional: bool = PydanticField(default=False, description="An optional attendee.")
+    response_status: str | None = PydanticField(
+        default=None,
+        description="Default needsAction (or the attendee's current one).",
+        json_schema_extra=_response_statuses,
+    )
+
+
+class Attendee(Wire):
+    email: str
+    name: str | None = None
+    optional: bool | None = PydanticField(default=None, description="Present when true.")
+    response_status: str = PydanticField(json_schema_extra={"enum": list(RESPONSE_STATUSES)})
+
+
+class Organizer(Wire):
+    email: str
+    name: str
+
+
 def _recurrence_lines(schema: dict[str, Any]) -> None:
     """The ``recurrence`` property's array branch with the limits of its lines, which the core
     checks (``recurrence.parse_recurrence``): published by every front that shows the schema
@@ -209,6 +255,9 @@ class EventCreate(Input):
         json_schema_extra={"enum": list(TRANSPARENCIES)},
     )
     if_free: bool = PydanticField(default=False, description=_IF_FREE_DOC)
+    attendees: list[AttendeeInput] | None = PydanticField(
+        default=None, description=_ATTENDEES_DOC, json_schema_extra={"maxItems": 100}
+    )
     time_zone: str | None = PydanticField(
         default=None, description=_TIME_ZONE_DOC, json_schema_extra={"maxLength": 64}
     )
@@ -240,6 +289,9 @@ class EventUpdate(Input):
         + " On a series: the zone it repeats in from now on (its startsAt stays the same "
         "instant unless sent too); null: its calendar's.",
         json_schema_extra={"maxLength": 64},
+    )
+    attendees: list[AttendeeInput] | None = PydanticField(
+        default=None, description=_ATTENDEES_DOC, json_schema_extra={"maxItems": 100}
     )
 
 
@@ -282,6 +334,20 @@ class EventPublic(Wire):
         description="Occurrences of a series only: the start the rule gave it (it keeps it "
         "when moved).",
         json_schema_extra={"format": "date-time"},
+    )
+
+    # Loose types here (the OpenAPI document names ``Organizer`` and ``Attendee``): the MCP
+    # tools' output schemas, which every model reads, stay short.
+    organizer: dict[str, str] | None = PydanticField(
+        default=None, description="Events with attendees: the owner, who invites them."
+    )
+    attendees: list[dict[str, Any]] | None = PydanticField(
+        default=None, description="Events with attendees only: who is invited, and replies."
+    )
+    sequence: int | None = PydanticField(
+        default=None,
+        description="Events with attendees only: iCalendar's SEQUENCE, which grows with each "
+        "change of time, place or attendees.",
     )
 
 

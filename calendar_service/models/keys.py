@@ -47,6 +47,10 @@ class ApiKey(SQLModel, table=True):
     approval: str = Field(
         default="none", sa_column=Column(String(16), nullable=False, server_default="none")
     )
+    # Whether it may send invitations by email (``sendUpdates=all``; migration 0017).
+    may_invite: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
 
 
 class RateBucket(SQLModel, table=True):

@@ -45,6 +45,7 @@ class OAuthAuthorization(SQLModel, table=True):
     calendar_id: str | None = Field(default=None, max_length=40)
     grant_expires_at: datetime | None = utc_field(nullable=True)
     approval: str | None = Field(default=None, max_length=16)  # the grant's, once approved
+    may_invite: bool | None = None  # the grant's, once approved: it may send invitations
     key_id: str | None = Field(default=None, max_length=40)  # the grant, once exchanged
     used_at: datetime | None = utc_field(nullable=True)
 

@@ -37,10 +37,10 @@ QUERY: dict[str, dict[str, str]] = {
             "q",
         )
     },
-    operations.CREATE.name: {"dryRun": "dryRun"},
+    operations.CREATE.name: {"dryRun": "dryRun", "sendUpdates": "sendUpdates"},
     operations.GET.name: {},
-    operations.UPDATE.name: {"scope": "scope", "dryRun": "dryRun"},
-    operations.DELETE.name: {"scope": "scope", "dryRun": "dryRun"},
+    operations.UPDATE.name: {"scope": "scope", "dryRun": "dryRun", "sendUpdates": "sendUpdates"},
+    operations.DELETE.name: {"scope": "scope", "dryRun": "dryRun", "sendUpdates": "sendUpdates"},
     operations.IMPORT.name: {
         "calendarId": "importCalendarId",
         "calendar": "importCalendar",

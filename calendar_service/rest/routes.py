@@ -41,6 +41,7 @@ from calendar_service.gateway import Arguments, Outcome, finished, may_perform, 
 from calendar_service.ical.reading import MAX_BYTES as MAX_ICS_BYTES
 from calendar_service.ical.reading import ReadFile, read_file
 from calendar_service.inputs import NUL, nul_errors, parse_flag, parse_json_body
+from calendar_service.mail.invitations import MailPolicy
 from calendar_service.operations import Operation
 from calendar_service.rest import parameters
 from calendar_service.timeutil import utcnow
@@ -208,12 +209,36 @@ async def _body(request: Request) -> tuple[bytes, CalendarError | None]:
         return b"", exc
 
 
+async def _mail(request: Request) -> dict[str, Any]:
+    """``sendUpdates`` and what sending takes (``mail.invitations``), when it is given."""
+    if b"sendUpdates" not in request.scope["query_string"]:  # the hot path: none
+        return {}
+    send = request.query_params.get("sendUpdates")
+    if send is None:
+        return {}
+    state = request.app.state
+    key: bytes | None = getattr(state, "reply_link_key", None)
+    if key is None:
+        key = await services(request).db.run(service_secrets.reply_link_key, now=utcnow())
+        state.reply_link_key = key
+    config = services(request).config
+    policy = MailPolicy(config.mail_configured, config.invites_per_day, config.base_url, key)
+    return {"send_updates": send, "mail": policy}
+
+
 async def create_calendar_event(request: Request) -> Response:
     idem_key = request.headers.get(idempotency.HEADER)
     raw, refused = await _body(request)
+    # The hot path (no sendUpdates) awaits nothing more.
+    mail = await _mail(request) if b"sendUpdates" in request.scope["query_string"] else {}
 
     def args() -> dict[str, Any]:
-        return {"body": parse_json_body(raw), "now": utcnow(), "idempotency_key": idem_key}
+        return {
+            "body": parse_json_body(raw),
+            "now": utcnow(),
+            "idempotency_key": idem_key,
+            **mail,
+        }
 
     outcome = await _perform(request, operations.CREATE, args, refused=refused)
     if outcome.status in (200, 202):  # a dry run's change, or the proposal that waits
@@ -237,6 +262,7 @@ async def get_calendar_event(request: Request) -> Response:
 async def update_calendar_event(request: Request) -> Response:
     event_id = request.path_params["event_id"]
     raw, refused = await _body(request)
+    mail = await _mail(request)
 
     def args() -> dict[str, Any]:
         return {
@@ -244,6 +270,7 @@ async def update_calendar_event(request: Request) -> Response:
             "body": parse_json_body(raw),
             "now": utcnow(),
             "scope": request.query_params.get("scope"),
+            **mail,
         }
 
     outcome = await _perform(request, operations.UPDATE, args, refused=refused)
@@ -252,9 +279,11 @@ async def update_calendar_event(request: Request) -> Response:
 
 async def delete_calendar_event(request: Request) -> Response:
     event_id = request.path_params["event_id"]
+    mail = await _mail(request)
 
     def args() -> dict[str, Any]:
-        return {"event_id": event_id, "now": utcnow(), "scope": request.query_params.get("scope")}
+        scope = request.query_params.get("scope")
+        return {"event_id": event_id, "now": utcnow(), "scope": scope, **mail}
 
     outcome = await _perform(request, operations.DELETE, args, status=204)
     return _respond(outcome, outcome.value)

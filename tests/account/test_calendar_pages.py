@@ -8,6 +8,7 @@ import httpx
 import orjson
 from sqlalchemy import insert, select
 
+from calendar_service import keys
 from calendar_service.ids import new_id
 from calendar_service.models import deliveries_t, endpoints_t
 from calendar_service.timeutil import utcnow
@@ -258,3 +259,29 @@ def test_another_owners_calendar_is_nothing_of_yours(settings: Settings, factory
         assert settings.get(path).status_code == 404
     assert settings.post(f"/calendars/{theirs}", {"name": "Mine"}).status_code == 404
     assert settings.post(f"/calendars/{theirs}/delete").status_code == 404
+
+
+def test_the_owner_shares_free_busy_on_the_calendars_page_and_stops(
+    settings: Settings, factory: Factory
+) -> None:
+    other = factory.owner()
+    shared = settings.post("/sharing", {"email": other.email})
+    assert shared.status_code == 303
+    page = settings.get("/calendars").text
+    assert (
+        "Shared: they may now count your busy times"
+        in settings.get(shared.headers["location"].split("/settings", 1)[-1]).text
+    )
+    assert other.email in page
+    refused = settings.post("/sharing", {"email": settings.owner.email})
+    assert "share-refused" in refused.headers["location"]
+    assert settings.post("/sharing/remove", {"email": other.email}).status_code == 303
+    assert other.email not in settings.get("/calendars").text
+    # the pages' owner and the keys page: a key may be made to send invitations
+    made = settings.post(
+        "/keys",
+        {"name": "Inviter", "permission": "write", "expires": "30d", "may_invite": "yes"},
+    )
+    assert made.status_code == 201, made.text
+    listed = factory.db.call(keys.list_keys, user_id=settings.owner.id, now=utcnow())
+    assert [k["mayInvite"] for k in listed if k["name"] == "Inviter"] == [True]

@@ -609,3 +609,54 @@ def test_no_slot_overlaps_busy_time_or_leaves_working_hours_across_the_spring_ch
         s.astimezone(berlin).strftime("%H:%M") for s in starts if s.astimezone(berlin).day == 29
     ]
     assert sunday[0] == "15:30"  # free from 10:40 but for the series at 12 and B until 15:30
+
+
+def test_find_free_time_counts_attendees_who_share_their_free_busy_and_names_the_others(
+    api: httpx.Client, factory: Factory
+) -> None:
+    from calendar_service import sharing
+    from calendar_service.timeutil import utcnow
+
+    asking, ana, bob = factory.owner(), factory.owner(), factory.owner()
+    factory.db.call(sharing.share, user_id=ana.id, email=asking.email.upper(), now=utcnow())
+    _, mine = factory.key(asking, permission="freebusy")
+    _, anas = factory.key(ana)
+    _, bobs = factory.key(bob)
+    for secret, title, extra in (
+        (anas, "Ana's dentist", {"recurrence": ["RRULE:FREQ=DAILY;COUNT=3"]}),  # expanded
+        (bobs, "Bob's lunch", {}),
+    ):
+        made = api.post(
+            EVENTS,
+            json={
+                "title": title,
+                "startsAt": "2027-05-03T09:00:00Z",
+                "endsAt": "2027-05-03T10:00:00Z",
+                **extra,
+            },
+            headers=bearer(secret),
+        )
+        assert made.status_code == 201, made.text
+    body = {
+        "timeMin": "2027-05-03T09:00:00Z",
+        "timeMax": "2027-05-03T12:00:00Z",
+        "durationMinutes": 60,
+        "timeZone": "UTC",
+        "limit": 1,
+        "attendees": [ana.email, bob.email, "nobody@example.org"],
+    }
+    found = api.post(FREE_TIME, json=body, headers=bearer(mine))
+    assert found.status_code == 200, found.text
+    answer = found.json()
+    assert answer["slots"][0]["startsAt"] == "2027-05-03T10:00:00Z"  # Ana's hour is busy
+    assert answer["attendeesConsidered"] == [ana.email]
+    assert answer["attendeesUnknown"] == [bob.email, "nobody@example.org"]
+    assert "dentist" not in found.text
+    alone = api.post(FREE_TIME, json={**body, "attendees": None}, headers=bearer(mine)).json()
+    assert alone["slots"][0]["startsAt"] == "2027-05-03T09:00:00Z"
+    assert "attendeesConsidered" not in alone
+    factory.db.call(sharing.stop_sharing, user_id=ana.id, email=asking.email)
+    again = api.post(FREE_TIME, json=body, headers=bearer(mine)).json()
+    assert again["attendeesConsidered"] == [] and again["slots"][0]["startsAt"].endswith(
+        "09:00:00Z"
+    )

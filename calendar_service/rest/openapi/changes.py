@@ -159,6 +159,18 @@ def parameters() -> dict[str, Any]:
             "as a dry run.",
             "schema": {"type": "boolean", "default": False},
         },
+        "sendUpdates": {
+            "name": "sendUpdates",
+            "in": "query",
+            "description": "`all`: the event's attendees get an email (iMIP): an invitation "
+            "on a create and on a change of time, place or attendees, a cancellation to those "
+            "removed and to all on a delete. Needs a key made with --may-invite and a service "
+            "with SMTP set (else 403 may_not_invite, 400 mail_not_configured); at most "
+            "CALENDAR_INVITES_PER_DAY recipients a key a day (429 invite_limit). `none` (the "
+            "default, as Google Calendar's): nobody is emailed.",
+            "schema": {"type": "string", "enum": ["none", "all"], "default": "none"},
+            "example": "all",
+        },
         "force": {
             "name": "force",
             "in": "query",

@@ -110,6 +110,19 @@ def _create() -> dict[str, Any]:
                         "summary": "An all-day event over two days",
                         "value": create_examples()[1],
                     },
+                    "meeting": {
+                        "summary": "A meeting with attendees (?sendUpdates=all emails them)",
+                        "value": {
+                            "title": "Design review",
+                            "startsAt": "2026-03-02T10:00:00+01:00",
+                            "endsAt": "2026-03-02T10:30:00+01:00",
+                            "location": "Room 4",
+                            "attendees": [
+                                {"email": "ana@example.com", "name": "Ana Lima"},
+                                {"email": "bob@example.org", "optional": True},
+                            ],
+                        },
+                    },
                 },
             ),
         },
@@ -120,7 +133,7 @@ def _create() -> dict[str, Any]:
                 "created",
                 headers=("Location", *OK_HEADERS, "Idempotent-Replayed"),
             ),
-            **errors("409", "413", "415", "422"),
+            **errors("403", "409", "413", "415", "422"),
         },
     }
 
@@ -167,12 +180,21 @@ def _update() -> dict[str, Any]:
                         },
                     },
                     "clearLocation": {"summary": "Clear the location", "value": {"location": None}},
+                    "invite": {
+                        "summary": "Invite two people (with ?sendUpdates=all, by email)",
+                        "value": {
+                            "attendees": [
+                                {"email": "ana@example.com", "name": "Ana Lima"},
+                                {"email": "bob@example.org", "optional": True},
+                            ]
+                        },
+                    },
                 },
             ),
         },
         "responses": {
             "200": _event_answer("The event as changed.", "changed"),
-            **errors("404", "413", "415"),
+            **errors("403", "404", "413", "415"),
         },
     }
 
@@ -201,7 +223,7 @@ def _delete() -> dict[str, Any]:
                     )
                 },
             },
-            **errors("404"),
+            **errors("403", "404"),
         },
     }
 

@@ -12,6 +12,7 @@ from calendar_service.rest.openapi.refs import RESPONSE, SCHEMA, ref_headers
 _NAMES = {
     "400": "BadRequest",
     "401": "Unauthorized",
+    "403": "Forbidden",
     "404": "NotFound",
     "409": "Conflict",
     "410": "SyncTokenExpired",
@@ -54,7 +55,8 @@ def _request_errors() -> dict[str, Any]:
             "Invalid request: `errors` lists every bad field (`code` `validation_error`), or "
             "every query parameter the operation does not take (`unknown_parameter`: each "
             "operation takes only the parameters listed here). Also `api_key_in_url` for a key "
-            "sent in the query string, and `duplicate_header` for two Authorization headers.",
+            "sent in the query string, `duplicate_header` for two Authorization headers, and "
+            "`mail_not_configured` for sendUpdates=all on a service without SMTP.",
             VALIDATION_PROBLEM,
         ),
         "Unauthorized": problem_response(
@@ -67,6 +69,18 @@ def _request_errors() -> dict[str, Any]:
                 "This operation needs a key with calendar:write permission.",
             ),
             "WWW-Authenticate",
+        ),
+        "Forbidden": problem_response(
+            "`sendUpdates=all` from a key (or connected app) not made with --may-invite "
+            "(`may_not_invite`): nothing was changed.",
+            problem_example(
+                403,
+                "may_not_invite",
+                "May not send invitations",
+                "This API key may not send email invitations (sendUpdates=all): nothing was "
+                "changed. Send the request with sendUpdates=none, or ask the owner for a key "
+                "made with --may-invite (the key page and the consent page offer it).",
+            ),
         ),
         "NotFound": problem_response(
             "No such event among those the key can reach (whether it exists elsewhere is not "
@@ -130,7 +144,9 @@ def _body_and_service_errors() -> dict[str, Any]:
             ),
         ),
         "TooManyRequests": problem_response(
-            "Over this key's request budget.",
+            "Over this key's request budget (`rate_limited`), or, with sendUpdates=all, over "
+            "the recipients it may invite a day (`invite_limit`, CALENDAR_INVITES_PER_DAY: "
+            "nothing was changed; no Retry-After).",
             problem_example(
                 429,
                 "rate_limited",

@@ -12,11 +12,13 @@ from pydantic import BaseModel
 
 from calendar_service.models.calendars import CalendarPublic
 from calendar_service.models.events import (
+    Attendee,
     CancelledEvent,
     EventCreate,
     EventList,
     EventPublic,
     EventUpdate,
+    Organizer,
 )
 from calendar_service.models.problems import Problem
 from calendar_service.rest.openapi import availability
@@ -33,6 +35,8 @@ _MODELS: tuple[tuple[type[BaseModel], str], ...] = (
     (EventUpdate, "validation"),
     (CalendarPublic, "serialization"),
     (EventPublic, "serialization"),
+    (Attendee, "serialization"),
+    (Organizer, "serialization"),
     (CancelledEvent, "serialization"),
     (EventList, "serialization"),
     (Problem, "serialization"),
@@ -70,13 +74,44 @@ def _model_schema(model: type[BaseModel], mode: str) -> tuple[dict[str, Any], di
 
 def _describe_events(out: dict[str, Any]) -> None:
     """The answers' events: fields left out rather than null, descriptions, examples."""
-    _only_when_present(out["EventPublic"], ("recurrence", "recurringEventId", "originalStartsAt"))
+    _only_when_present(
+        out["EventPublic"],
+        (
+            "recurrence",
+            "recurringEventId",
+            "originalStartsAt",
+            "organizer",
+            "attendees",
+            "sequence",
+        ),
+    )
     out["EventPublic"]["description"] = (
         "An event; times in its calendar's time zone. A series carries recurrence; an "
         "occurrence of a series carries recurringEventId and originalStartsAt; a single event "
-        "has none of the three."
+        "has none of the three. An event with attendees carries organizer, attendees and "
+        "sequence."
     )
-    out["EventPublic"]["examples"] = [EVENT_EXAMPLE]
+    props = out["EventPublic"]["properties"]
+    props["organizer"] = {"$ref": SCHEMA.format("Organizer"), "description": "The owner."}
+    props["attendees"] = {
+        "type": "array",
+        "items": {"$ref": SCHEMA.format("Attendee")},
+        "maxItems": 100,
+        "description": props["attendees"].get("description", ""),
+    }
+    organizer = {"email": "owner@example.com", "name": "owner@example.com"}
+    attendees: list[dict[str, Any]] = [
+        {"email": "ana@example.com", "name": "Ana Lima", "responseStatus": "accepted"},
+        {"email": "bob@example.org", "optional": True, "responseStatus": "needsAction"},
+    ]
+    meeting = {**EVENT_EXAMPLE, "organizer": organizer, "attendees": attendees, "sequence": 1}
+    out["EventPublic"]["examples"] = [EVENT_EXAMPLE, meeting]
+    out["Attendee"]["description"] = "Someone invited, and their answer."
+    out["Attendee"]["examples"] = [attendees[0]]
+    out["Organizer"]["description"] = "Who invites: the calendar's owner."
+    out["Organizer"]["examples"] = [organizer]
+    out["AttendeeInput"]["description"] = "An attendee as sent on create or PATCH."
+    out["AttendeeInput"]["examples"] = [{"email": "ana@example.com", "name": "Ana Lima"}]
     _only_when_present(out["CancelledEvent"], ("recurringEventId", "originalStartsAt"))
     out["CancelledEvent"]["description"] = (
         "In a sync only: an event deleted since the sync token was issued (id and status "

@@ -1,0 +1,288 @@
+"""Replies: an attendee's answer sets their ``responseStatus``, as a change of its own.
+
+Two ways in, one rule:
+
+- a reply link (``links``) from the invitation: signed for that attendee, event and
+  ``SEQUENCE``; ``apply_link``;
+- an iMIP ``REPLY`` message (RFC 6047 §3) handed to ``calendar-service inbound-mail`` or
+  posted to ``POST /api/v1/inbound/mail``: ``apply_inbound`` reads it (at most
+  ``MAX_INBOUND_BYTES``), finds its ``text/calendar`` part, and takes its one ``ATTENDEE``
+  (whose address must be the message's ``From``), ``PARTSTAT``, ``UID`` (and
+  ``RECURRENCE-ID``), ``SEQUENCE`` and ``ORGANIZER`` (which must be the event's).
+
+A reply for another ``SEQUENCE`` than the event's (a newer invitation went out since), for an
+event that is gone, from someone not invited, or altered, changes nothing and says why
+(``InboundMailRefused``). One that is recorded is a change (actor ``attendee``, transport
+``link`` for a link, ``rest`` or ``cli`` for a message), with the reply in it
+(``reply: {email, responseStatus}``), and a ``calendar.event.updated`` webhook. The event's
+``SEQUENCE`` does not grow: a reply changes no one else's invitation.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from email.message import EmailMessage
+from email.utils import getaddresses
+from typing import Any
+
+import orjson
+from icalendar import Calendar
+from sqlalchemy import Connection, select, update
+
+from calendar_service.changes.record import Via
+from calendar_service.changes.table import ATTENDEE
+from calendar_service.changes.table import UPDATED as CHANGE_UPDATED
+from calendar_service.errors import InboundMailRefused, PayloadTooLarge
+from calendar_service.events.changelog import Edit
+from calendar_service.events.people import decode
+from calendar_service.events.queries import load_in_scope
+from calendar_service.events.shapes import Row, event_public
+from calendar_service.events.writes import after_write
+from calendar_service.keys import owner_principal
+from calendar_service.mail.links import RESPONSES, read_token
+from calendar_service.models import calendars_t, events_t
+from calendar_service.outbox import UPDATED
+from calendar_service.timeutil import zone
+
+MAX_INBOUND_BYTES = 10 * 1024 * 1024
+_PARTSTATS = {"ACCEPTED": "accepted", "TENTATIVE": "tentative", "DECLINED": "declined"}
+_WORDS = {"accepted": "accepted", "tentative": "maybe", "declined": "declined"}
+
+
+def _refused(why: str) -> InboundMailRefused:
+    return InboundMailRefused(f"{why} Nothing was recorded.")
+
+
+def apply_link(
+    conn: Connection, *, key: bytes, token: str, response: str, now: datetime
+) -> dict[str, Any]:
+    """A reply link followed (and confirmed): ``{eventId, title, email, responseStatus}``."""
+    found = read_token(key, token)
+    if found is None:
+        raise _refused("This reply link is not valid: it was altered, or not made here.")
+    if response not in RESPONSES:
+        raise _refused("A reply is accepted, tentative or declined.")
+    event_id, address, sequence = found
+    return _apply(
+        conn,
+        event_id=event_id,
+        address=address,
+        sequence=sequence,
+        response=response,
+        transport="link",
+        now=now,
+    )
+
+
+def _apply(
+    conn: Connection,
+    *,
+    event_id: str,
+    address: str,
+    sequence: int,
+    response: str,
+    transport: str,
+    now: datetime,
+    organizer: str | None = None,
+) -> dict[str, Any]:
+    owner = conn.execute(
+        select(calendars_t.c.user_id)
+        .select_from(events_t.join(calendars_t, calendars_t.c.id == events_t.c.calendar_id))
+        .where(events_t.c.id == event_id)
+    ).scalar()
+    if owner is None:
+        raise _refused("The event of this invitation no longer exists.")
+    principal = owner_principal(str(owner))
+    row, calendar = load_in_scope(conn, principal=principal, event_id=event_id)
+    people = decode(row.attendees)
+    if people is None:
+        raise _refused("This event has no attendees any more.")
+    if organizer is not None and organizer.lower() != people["organizer"]["email"].lower():
+        raise _refused("The reply's ORGANIZER is not this event's organizer.")
+    attendees = people["attendees"]
+    mine = [a for a in attendees if a["email"].lower() == address.lower()]
+    if not mine:
+        raise _refused(f"{address} is not invited to this event (any more).")
+    if sequence != int(people["sequence"]):
+        raise _refused(
+            "This reply is to an older version of the invitation: the event changed since. "
+            "Use the links of the latest invitation."
+        )
+    answer = {
+        "eventId": row.id,
+        "title": row.title,
+        "email": mine[0]["email"],
+        "responseStatus": response,
+    }
+    if mine[0]["responseStatus"] == response:
+        return {**answer, "changed": False}
+    mine[0]["responseStatus"] = response
+    stored = orjson.dumps(people).decode()
+    tz = zone(calendar.time_zone)
+    edit = Edit.of_row(conn, row)
+    before = event_public(row, calendar_name=calendar.name, tz=tz)
+    conn.execute(
+        update(events_t).where(events_t.c.id == row.id).values(attendees=stored, updated_at=now)
+    )
+    changed = Row({**row._asdict(), "attendees": stored, "updated_at": now})
+    after = after_write(
+        conn,
+        principal=principal,
+        calendar=calendar,
+        tz=tz,
+        row=changed,
+        span=None,
+        change=UPDATED,
+        now=now,
+    )
+    via = Via(ATTENDEE, None, transport)
+    change = edit.finish(
+        conn,
+        via=via,
+        user_id=principal.user_id,
+        kind=CHANGE_UPDATED,
+        event_id=row.id,
+        calendar_id=calendar.id,
+        now=now,
+        before=before,
+        after=after,
+        recurring_event_id=row.recurring_event_id,
+        detail={"reply": {"email": mine[0]["email"], "responseStatus": response}},
+    )
+    return {**answer, "changed": True, "changeId": None if change is None else change["id"]}
+
+
+def said(result: dict[str, Any]) -> str:
+    """What was recorded, in a sentence (the reply page's)."""
+    return f"{result['email']}: {_WORDS[result['responseStatus']]} to “{result['title']}”."
+
+
+@dataclass(frozen=True, slots=True)
+class InboundReply:
+    """What an iMIP ``REPLY`` message says (``parse_reply``)."""
+
+    uid: str
+    recurrence_id: Any
+    address: str
+    organizer: str
+    response: str
+    sequence: int
+
+
+def apply_inbound(
+    conn: Connection, *, raw: bytes, now: datetime, transport: str = "cli"
+) -> dict[str, Any]:
+    """An iMIP REPLY message (raw RFC 5322): the attendee's answer recorded."""
+    return apply_reply(conn, reply=parse_reply(raw), now=now, transport=transport)
+
+
+def apply_reply(
+    conn: Connection, *, reply: InboundReply, now: datetime, transport: str
+) -> dict[str, Any]:
+    """A reply ``parse_reply`` read: the attendee's answer recorded."""
+    event_id = _event_id(conn, reply.uid, reply.recurrence_id)
+    return _apply(
+        conn,
+        event_id=event_id,
+        address=reply.address,
+        sequence=reply.sequence,
+        response=reply.response,
+        transport=transport,
+        now=now,
+        organizer=reply.organizer,
+    )
+
+
+def parse_reply(raw: bytes) -> InboundReply:
+    """Read an iMIP REPLY message (no database: the fronts run it off the event loop)."""
+    if len(raw) > MAX_INBOUND_BYTES:
+        raise PayloadTooLarge(
+            f"The message is larger than {MAX_INBOUND_BYTES // (1024 * 1024)} MB: an iMIP reply "
+            "is a few kilobytes. Nothing was recorded."
+        )
+    message = email.message_from_bytes(raw, policy=email.policy.default)
+    if not isinstance(message, EmailMessage):  # pragma: no cover - the policy makes one
+        raise _refused("The body is not an email message.")
+    sender = [a for _, a in getaddresses(message.get_all("From", [])) if "@" in a]
+    if len(sender) != 1:
+        raise _refused("The message has no single From address.")
+    part = _calendar_part(message)
+    if part is None:
+        raise _refused("The message has no text/calendar part (an iMIP reply has one).")
+    try:
+        cal = Calendar.from_ical(part)
+    except Exception:
+        raise _refused("Its text/calendar part is not iCalendar text.") from None
+    if str(cal.get("METHOD", "")).upper() != "REPLY":
+        raise _refused("Its iCalendar object is not a METHOD:REPLY.")
+    events = list(cal.walk("VEVENT"))
+    if len(events) != 1:
+        raise _refused("A reply holds exactly one VEVENT.")
+    vevent = events[0]
+    uid = str(vevent.get("UID", "")).strip()
+    found = vevent.get("ATTENDEE")
+    if not uid or found is None or isinstance(found, list):
+        raise _refused("A reply names its event (UID) and exactly one ATTENDEE.")
+    address = _mailto(found)
+    if address is None or address.lower() != sender[0].lower():
+        raise _refused("The reply's ATTENDEE is not the address it was sent from.")
+    organizer = vevent.get("ORGANIZER")
+    organizer_address = None if organizer is None else _mailto(organizer)
+    if organizer_address is None:
+        raise _refused("The reply has no ORGANIZER.")
+    response = _PARTSTATS.get(str(found.params.get("PARTSTAT", "")).upper())
+    if response is None:
+        raise _refused("The reply's PARTSTAT is not ACCEPTED, TENTATIVE or DECLINED.")
+    try:
+        sequence = int(vevent.get("SEQUENCE", 0))
+    except (TypeError, ValueError):
+        raise _refused("Its SEQUENCE is not a number.") from None
+    return InboundReply(
+        uid, vevent.get("RECURRENCE-ID"), address, organizer_address, response, sequence
+    )
+
+
+def _calendar_part(message: EmailMessage) -> bytes | None:
+    for part in message.walk():
+        if part.get_content_type() in ("text/calendar", "application/ics"):
+            payload = part.get_payload(decode=True)
+            if isinstance(payload, bytes):
+                return payload
+    return None
+
+
+def _mailto(prop: Any) -> str | None:
+    text = str(prop).strip()
+    if text[:7].lower() != "mailto:" or "@" not in text:
+        return None
+    return text[7:]
+
+
+def _event_id(conn: Connection, uid: str, rid: Any) -> str:
+    """The event a reply's ``UID`` (and ``RECURRENCE-ID``) names: an event or a series by
+    its id, or an occurrence by its series and original start."""
+    if rid is None:
+        return uid
+    value = getattr(rid, "dt", None)
+    if isinstance(value, datetime):
+        original = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+        found = conn.execute(
+            select(events_t.c.id).where(
+                events_t.c.recurring_event_id == uid, events_t.c.original_starts_at == original
+            )
+        ).scalar()
+    elif isinstance(value, date):
+        found = conn.execute(
+            select(events_t.c.id).where(
+                events_t.c.recurring_event_id == uid,
+                events_t.c.id == f"{uid}_{value.strftime('%Y%m%d')}",
+            )
+        ).scalar()
+    else:
+        found = None
+    if found is None:
+        raise _refused("No invitation of this service went out for that occurrence.")
+    return str(found)

@@ -1,0 +1,132 @@
+"""Replies to invitations: the reply links' page and the inbound mail endpoint.
+
+``GET /invitations/reply?t=…&r=accepted`` shows what the link would record and a button;
+``POST`` (the button) records it (``mail.replies.apply_link``) and says what was recorded.
+A GET records nothing: mail scanners follow links. No sign-in: the signed token is the
+attendee's. A forged, altered or outdated link is answered 400 with why, nothing changed.
+
+``POST /api/v1/inbound/mail``: a raw RFC 5322 message (an iMIP ``REPLY``), as mail providers'
+inbound webhooks post it, authenticated with ``Authorization: Bearer
+<CALENDAR_INBOUND_SECRET>`` (compared with ``hmac.compare_digest``), at most 10 MB; answers
+the reply recorded (``mail.replies.apply_inbound``), or a problem saying why not.
+"""
+
+from __future__ import annotations
+
+import hmac
+import html
+from typing import Any
+
+import orjson
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from calendar_service import service_secrets
+from calendar_service.asgi.context import bearer_token, services
+from calendar_service.errors import (
+    CalendarError,
+    MissingKey,
+    NotFound,
+    PayloadTooLarge,
+    UnknownKey,
+)
+from calendar_service.mail import replies
+from calendar_service.mail.links import REPLY_PATH, RESPONSES, read_token
+from calendar_service.timeutil import utcnow
+
+INBOUND_PATH = "/api/v1/inbound/mail"
+_WORDS = {"accepted": "Yes, I'll attend", "tentative": "Maybe", "declined": "No, I won't attend"}
+_HEADERS = {"cache-control": "no-store", "referrer-policy": "no-referrer"}
+
+
+def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
+    text = (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)}</title></head><body><main><h1>{html.escape(title)}</h1>"
+        f"{body}</main></body></html>"
+    )
+    return HTMLResponse(text, status_code=status, headers=_HEADERS)
+
+
+async def _link_key(request: Request) -> bytes:
+    state = request.app.state
+    key: bytes | None = getattr(state, "reply_link_key", None)
+    if key is None:
+        key = await services(request).db.run(service_secrets.reply_link_key, now=utcnow())
+        state.reply_link_key = key
+    return key
+
+
+async def reply_page(request: Request) -> Response:
+    params = request.query_params
+    token, response = params.get("t", ""), params.get("r", "")
+    if read_token(await _link_key(request), token) is None or response not in RESPONSES:
+        return _page(
+            "This link is not valid",
+            "<p>It was altered, or not made by this calendar. Nothing was recorded.</p>",
+            400,
+        )
+    form = (
+        f'<form method="post" action="{html.escape(REPLY_PATH)}">'
+        f'<input type="hidden" name="t" value="{html.escape(token, quote=True)}">'
+        f'<input type="hidden" name="r" value="{html.escape(response, quote=True)}">'
+        f'<button type="submit">Reply: {html.escape(_WORDS[response])}</button></form>'
+    )
+    return _page("Reply to the invitation", form)
+
+
+async def record_reply(request: Request) -> Response:
+    data = await request.form()
+    token, response = str(data.get("t") or ""), str(data.get("r") or "")
+    try:
+        result = await services(request).db.run(
+            replies.apply_link,
+            key=await _link_key(request),
+            token=token,
+            response=response,
+            now=utcnow(),
+        )
+    except CalendarError as exc:
+        return _page("Nothing was recorded", f"<p>{html.escape(exc.message)}</p>", exc.status)
+    said = html.escape(replies.said(result))
+    note = "" if result["changed"] else " (it already was)"
+    return _page("Reply recorded", f"<p>Recorded: {said}{note}</p>")
+
+
+async def inbound_mail(request: Request) -> Response:
+    config = services(request).config
+    secret = config.inbound_secret
+    if secret is None:
+        raise NotFound("This service takes no inbound mail: CALENDAR_INBOUND_SECRET is not set.")
+    given = bearer_token(request)
+    if not given:
+        raise MissingKey()
+    if not hmac.compare_digest(given.encode(), secret.encode()):
+        raise UnknownKey()
+    length = request.headers.get("content-length")
+    too_large = PayloadTooLarge("The message is larger than 10 MB. Nothing was recorded.")
+    if length is not None and length.isdigit() and int(length) > replies.MAX_INBOUND_BYTES:
+        raise too_large
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > replies.MAX_INBOUND_BYTES:
+            raise too_large
+        chunks.append(chunk)
+    # Reading a message (up to 10 MB) is off the event loop; recording it, a short write.
+    reply = await run_in_threadpool(replies.parse_reply, b"".join(chunks))
+    result: dict[str, Any] = await services(request).db.run(
+        replies.apply_reply, reply=reply, now=utcnow(), transport="rest"
+    )
+    return Response(orjson.dumps(result), media_type="application/json", headers=_HEADERS)
+
+
+def routes() -> list[BaseRoute]:
+    return [
+        Route(REPLY_PATH, reply_page, methods=["GET"]),
+        Route(REPLY_PATH, record_reply, methods=["POST"]),
+        Route(INBOUND_PATH, inbound_mail, methods=["POST"]),
+    ]
