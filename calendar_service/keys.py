@@ -442,9 +442,11 @@ def create_key(
     calendar_id: str | None,
     now: datetime,
     approval: str = APPROVAL_NONE,
+    app_password: bool = False,
 ) -> tuple[dict[str, Any], str]:
-    """Issue a key (``approval``: which of its writes wait for the owner). Returns its public
-    record and the secret (shown once, never stored)."""
+    """Issue a key (``approval``: which of its writes wait for the owner; ``app_password``:
+    it may sign a calendar app in over CalDAV, with HTTP Basic). Returns its public record
+    and the secret (shown once, never stored)."""
     name = (name or "").strip()
     errors = check_text("name", name)
     if not 1 <= len(name) <= 200:
@@ -473,6 +475,7 @@ def create_key(
         "expires_at": expires_at,
         "revoked_at": None,
         "approval": approval,
+        "app_password": bool(app_password),
     }
     conn.execute(insert(keys_t).values(**values))
     return key_public(values, now=now), secret
@@ -501,6 +504,7 @@ def key_public(row: Any, *, now: datetime, last_used_at: datetime | None = None)
         "state": key_state(row, now=now),
         "kind": row.get("kind") or "key",  # "app": what the owner granted a connected app
         "approval": row.get("approval") or APPROVAL_NONE,
+        "appPassword": bool(row.get("app_password")),  # signs a calendar app in (CalDAV)
     }
 
 

@@ -65,6 +65,7 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
         name: str(data.get(name, ""))
         for name in ("name", "permission", "expires", "expires_on", "calendar", "approval")
     }
+    values["app_password"] = "yes" if data.get("app_password") else ""
     now = utcnow()
     try:
         expires_at = keys.chosen_expiry(
@@ -79,6 +80,7 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
             calendar_id=values["calendar"] or None,
             now=now,
             approval=values["approval"] or keys.APPROVAL_NONE,
+            app_password=bool(values["app_password"]),
         )
     except ValidationFailed as exc:
         return await PAGE.show(request, owner, values=values, refused=exc)

@@ -41,7 +41,7 @@ class ChangePublic(_Wire):
     )
     calendar_id: str
     actor: Actor
-    transport: Literal["rest", "mcp", "settings", "cli", "import"]
+    transport: Literal["rest", "mcp", "caldav", "settings", "cli", "import"]
     request_id: str | None = PydanticField(
         default=None, description="The request's id, as in the key's call history."
     )
@@ -106,7 +106,7 @@ class ProposalPublic(_Wire):
     )
     operation: str = PydanticField(description="The operation the key called.")
     actor: Actor
-    transport: Literal["rest", "mcp"]
+    transport: Literal["rest", "mcp", "caldav"]
     request_id: str | None = PydanticField(
         default=None, description="The request's id, as in the key's call history."
     )

@@ -29,7 +29,7 @@ OWNER = "owner"
 SYSTEM = "system"
 
 # Through what (``transport``): an import is ``import`` whoever made it (REST or the CLI).
-TRANSPORTS = ("rest", "mcp", "settings", "cli", "import")
+TRANSPORTS = ("rest", "mcp", "caldav", "settings", "cli", "import")
 
 
 class Change(SQLModel, table=True):

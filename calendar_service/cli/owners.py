@@ -280,6 +280,14 @@ def keys_create(
     ] = False,
     calendar: Annotated[str | None, typer.Option(help="Limit to this calendar id.")] = None,
     approval: ApprovalOption = "none",  # keys.APPROVAL_NONE (imported when a command runs)
+    app_password: Annotated[
+        bool,
+        typer.Option(
+            "--app-password",
+            help="An app password: a calendar app (Apple Calendar, DAVx5, Thunderbird) signs "
+            "in over CalDAV with your email and this secret.",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Create an API key. Its secret is printed once and never stored."""
@@ -304,6 +312,7 @@ def keys_create(
             calendar_id=calendar,
             now=now,
             approval=approval,
+            app_password=app_password,
         )
 
     record, secret = run(work)
@@ -318,6 +327,11 @@ def keys_create(
             f"expires {record['expiresAt']}, {_from_now(expires, now)}{waits})"
         )
         typer.echo(f"secret (shown once, store it now): {secret}")
+        if app_password:
+            typer.echo(
+                "app password: sign a calendar app in with your email and this secret at "
+                "the service's address (CalDAV)"
+            )
 
     emit(data, as_json, text)
 

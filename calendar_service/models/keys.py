@@ -47,6 +47,11 @@ class ApiKey(SQLModel, table=True):
     approval: str = Field(
         default="none", sa_column=Column(String(16), nullable=False, server_default="none")
     )
+    # An app password: the key signs a calendar app in with HTTP Basic (CalDAV), the owner's
+    # email as the user name and the secret as the password. Only such keys are taken there.
+    app_password: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
 
 
 class RateBucket(SQLModel, table=True):

@@ -5,5 +5,6 @@ subscriptions.py  ``/api/v1/webhooks/subscriptions``: a key's webhook subscripti
 parameters.py  each operation's query parameters, declared once (routes and document)
 errors.py      the one translation of ``CalendarError`` into RFC 9457 problems
 feed.py        ``GET /ical/<token>.ics``, a calendar's subscription feed
+caldav.py      ``/.well-known/caldav`` and ``/caldav/``: CalDAV for the owner's calendar apps
 openapi/       the OpenAPI 3.1.0 document, from the handlers' own models, by part
 """
