@@ -63,9 +63,9 @@ async def _pepper(request: Request, svc: Services) -> str:
     state = request.app.state
     pepper: str | None = getattr(state, "caldav_pepper", None)
     if pepper is None:
-        pepper = svc.config.session_secret or await svc.db.run(
-            owner_sessions.session_signing_secret, now=utcnow()
-        )
+        pepper = svc.config.session_secret
+        if not pepper:
+            pepper = await svc.db.run(owner_sessions.session_signing_secret, now=utcnow())
         state.caldav_pepper = pepper
     return pepper
 
@@ -122,7 +122,7 @@ async def _perform(
     refused: CalendarError | None = None,
     status: int | None = None,
 ) -> Outcome[Any]:
-    outcome = await svc.db.run_grouped(
+    outcome: Outcome[Any] = await svc.db.run_grouped(
         perform,
         principal=principal,
         ctx=call_context(request, op.name, "caldav"),
