@@ -115,6 +115,20 @@ def test_refused_objects_store_nothing(api: httpx.Client, factory: Factory) -> N
             ics("hostile", extra="RRULE:FREQ=SECONDLY;BYSECOND=0,1,2,3,4,5,6,7,8,9"),
             "valid-calendar-data",
         ),
+        "huge-interval.ics": (
+            ics("huge-interval", extra="RRULE:FREQ=DAILY;INTERVAL=999999999"),
+            "valid-calendar-data",
+        ),
+        "every-minute.ics": (
+            ics(
+                "every-minute",
+                extra="RRULE:FREQ=DAILY;BYHOUR="
+                + ",".join(map(str, range(24)))
+                + ";BYMINUTE="
+                + ",".join(map(str, range(60))),
+            ),
+            "valid-calendar-data",
+        ),
         "two.ics": (
             ics(
                 "two",
