@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import httpx
 
+from calendar_service.db import Database
 from tests.caldav.support import App, app_account, dav, error_condition, ics, put
 from tests.rest.conftest import EVENTS
-from tests.support import Factory, bearer
+from tests.rest.recurrence_support import watch
+from tests.support import Factory, bearer, queued
 
 CHANGES = "/api/v1/calendar/changes"
 
@@ -177,3 +179,25 @@ def test_a_body_over_the_limit_is_413(api: httpx.Client, factory: Factory) -> No
     app, _ = _app_with_rest(factory)
     big = ics("big", extra="DESCRIPTION:" + "x" * (1024 * 1024))
     assert put(api, app, app.calendar() + "big.ics", big).status_code == 413
+
+
+def test_changes_over_caldav_queue_webhooks_and_can_wait_for_approval(
+    api: httpx.Client, factory: Factory, db: Database
+) -> None:
+    app, rest = _app_with_rest(factory)
+    watch(db, app.owner)
+    path = app.calendar() + "hooked.ics"
+    assert put(api, app, path, ics("hooked")).status_code == 201
+    assert put(api, app, path, ics("hooked", summary="Hooked (moved)")).status_code == 204
+    assert dav(api, app, "DELETE", path).status_code == 204
+    assert [kind for kind, _ in queued(db, app.owner)] == [
+        "calendar.event.created",
+        "calendar.event.updated",
+        "calendar.event.deleted",
+    ]
+    waits = app_account(factory, app.owner, approval="destructive")
+    assert put(api, waits, path, ics("hooked")).status_code == 201  # creates go through
+    assert dav(api, waits, "DELETE", path).status_code == 202  # deletes wait
+    proposals = api.get(CHANGES, params={"since": "2026-01-01T00:00:00Z"}, headers=bearer(rest))
+    assert {c["transport"] for c in proposals.json()["changes"]} == {"caldav"}
+    assert [e["title"] for e in _events(api, rest)] == ["Dentist"]  # still there
