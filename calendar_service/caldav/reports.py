@@ -238,12 +238,15 @@ def _query(
     if not possible:
         return Later(lambda: Multistatus().body())
     low, high = window
+    exact = _listed(conn, principal, calendar, window, key) if low and high else None
     if low is None and high is None:
         candidates = objects.load_all(conn, calendar=calendar)
+    elif isinstance(exact, dict) and "nextPageToken" not in exact:
+        # The list is whole already (no series to expand): its objects are the answer.
+        candidates = objects.load(conn, calendar=calendar, event_ids=_by_object(exact)[0])
     else:
         ids = objects.matching(conn, calendar=calendar, low=low, high=high)
         candidates = objects.load(conn, calendar=calendar, event_ids=ids)
-    exact = _listed(conn, principal, calendar, window, key) if low and high else None
     expanding = None
     if expand is not None:
         expanding = exact if expand == window else _listed(conn, principal, calendar, expand, key)
