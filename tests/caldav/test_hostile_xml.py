@@ -57,3 +57,45 @@ def test_unsupported_filters_are_refused(api: httpx.Client, factory: Factory) ->
     answer = dav(api, app, "REPORT", app.calendar(), body)
     assert answer.status_code == 403
     assert "supported-filter" in answer.text
+
+
+def test_odd_requests_get_a_clear_4xx_never_a_5xx(api: httpx.Client, factory: Factory) -> None:
+    app = app_account(factory)
+    cal = app.calendar()
+    query = (
+        '<c:calendar-query xmlns:d="DAV:" xmlns:c="urn:ietf:params:xml:ns:caldav">'
+        '<c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">'
+        '<c:time-range start="nonsense" end="20260101T000000Z"/></c:comp-filter>'
+        "</c:comp-filter></c:filter></c:calendar-query>"
+    )
+    cases = [
+        ("PROPFIND", "/caldav/calendars/x/y/z/w/v", None, {"Depth": "0"}),
+        ("PROPFIND", cal, "<d:nope xmlns:d='DAV:'/>", {"Depth": "0"}),
+        ("PROPFIND", cal, None, {"Depth": "2"}),
+        ("GET", cal, None, {}),
+        ("GET", app.home, None, {}),
+        ("REPORT", app.home, query, {}),
+        ("REPORT", cal, query, {}),
+        ("REPORT", cal, None, {}),
+        ("REPORT", cal, "<c:calendar-query xmlns:c='urn:ietf:params:xml:ns:caldav'/>", {}),
+        ("PUT", app.home + "x.ics", "x", {"Content-Type": "text/calendar"}),
+        ("PUT", cal, "x", {"Content-Type": "text/calendar"}),
+        ("DELETE", cal, None, {}),
+        ("DELETE", cal + "nothing.ics", None, {}),
+        ("PROPPATCH", cal, "<x/>", {}),
+        ("MKCALENDAR", cal + "new/", None, {}),
+        ("GET", cal + "bad%00name.ics", None, {}),
+        ("REPORT", cal, '<c:calendar-multiget xmlns:d="DAV:" xmlns:c="urn:ietf:params:xml:ns:'
+         'caldav"><d:href>/caldav/%00.ics</d:href><d:href>http://x/y</d:href>'
+         "</c:calendar-multiget>", {}),
+    ]  # fmt: skip
+    for method, path, body, headers in cases:
+        answer = dav(api, app, method, path, body, **headers)
+        assert 400 <= answer.status_code < 500 or answer.status_code == 207, (
+            method,
+            path,
+            answer.status_code,
+            answer.text,
+        )
+    odd = {"Authorization": "Basic " + "\u00ff\u00fe".encode("latin-1").hex(), "Depth": "0"}
+    assert api.request("PROPFIND", "/caldav/", headers=odd).status_code == 401
