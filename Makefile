@@ -12,9 +12,13 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
-	# The tests' outside reader of the iCalendar feed. Without its dependencies: it pins
-	# python-dateutil<3, and the service needs 4.0 (earlier versions could hang); it runs on 4.0.
-	$(BIN)/python -m pip install --quiet --no-deps 'recurring-ical-events>=3.8,<4' 'x-wr-timezone>=2,<3'
+	# The tests' outside reader of the iCalendar feed, and the CalDAV client the tests drive
+	# the server with (it needs the reader) and its compatibility checker. Without their dependencies: the reader pins
+	# python-dateutil<3, and the service needs 4.0 (earlier versions could hang); both run on
+	# 4.0. The client's other dependencies are in the test extra.
+	$(BIN)/python -m pip install --quiet --no-deps 'recurring-ical-events>=3.8,<4' 'x-wr-timezone>=2,<3' \
+		'caldav>=3.6,<4' 'icalendar-searcher>=1.3,<2' 'calendaring-config>=0.5,<1' \
+		'caldav-server-tester>=1.7,<2'
 	touch $(STAMP)
 
 # The tests' node packages, pinned in package-lock.json: the feed's two JavaScript readers

@@ -7,6 +7,8 @@
                             OAuth 2.1 for remote MCP (mcp_tools.oauth; consent: /settings/connect)
 /settings/...               the owner's account settings pages (calendar_service.account)
 /ical/<token>.ics           a calendar's iCalendar subscription feed (calendar_service.rest.feed)
+/.well-known/caldav, /caldav/...
+                            CalDAV for the owner's calendar apps (calendar_service.rest.caldav)
 /healthz                    liveness + database check
 """
 
@@ -36,7 +38,7 @@ from calendar_service.db import Database
 from calendar_service.jobs import housekeeping_job
 from calendar_service.logs import configure_logging
 from calendar_service.ratelimit import RateLimiter
-from calendar_service.rest import feed, invitations, openapi, routes, subscriptions
+from calendar_service.rest import caldav, feed, invitations, openapi, routes, subscriptions
 from calendar_service.rest.errors import HANDLERS, unexpected_error
 from mcp_tools.http import MCP_PATH, mcp_http
 from mcp_tools.oauth import oauth_server
@@ -119,6 +121,7 @@ def create_app(
             *openapi.routes(),
             *feed.routes(),
             *invitations.routes(),
+            *caldav.routes(),
             Route("/healthz", healthz, methods=["GET"]),
             Mount("/settings", app=create_account_app(svc)),
             Route(MCP_PATH, mcp.endpoint),

@@ -25,6 +25,7 @@ answered as an opaque 500.
     │   ├── ExpiredKey                  expired_api_key
     │   ├── RevokedKey                  revoked_api_key
     │   ├── InvalidAccessToken          invalid_access_token (an OAuth access token, at /mcp)
+    │   ├── WrongAppPassword            wrong_app_password (CalDAV's HTTP Basic sign-in)
     │   └── InsufficientScope           insufficient_scope (error="insufficient_scope")
     ├── MayNotInvite            403     may_not_invite (a key not made with --may-invite)
     ├── NotFound                404     not_found
@@ -36,6 +37,9 @@ answered as an opaque 500.
     ├── IdempotencyInFlight     409     idempotency_in_flight
     ├── WebhookDisabled         409     webhook_disabled
     ├── SyncTokenExpired        410     sync_token_expired
+    ├── DavRefused              403     dav_precondition (CalDAV: a precondition the RFCs name)
+    │   └── DavStale            412     dav_precondition_failed (If-Match, If-None-Match)
+    ├── SignInLocked            429     sign_in_locked (CalDAV Basic: too many wrong passwords)
     ├── PayloadTooLarge         413     payload_too_large
     ├── UnsupportedMediaType    415     unsupported_media_type
     ├── IdempotencyMismatch     422     idempotency_key_reused
@@ -240,6 +244,21 @@ class UnknownKey(AuthError):
         super().__init__("The API key is not known to this service.")
 
 
+class WrongAppPassword(AuthError):
+    """HTTP Basic (CalDAV): no owner with that email has an app password with that secret
+    (a wrong email, a wrong or mistyped secret, a key that is no app password)."""
+
+    code = "wrong_app_password"
+    bearer_description = "Wrong email or app password."
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Wrong email or app password: sign in with the owner's email and an app password "
+            "(a key created as one: keys create --app-password, or App passwords on the "
+            "settings pages)."
+        )
+
+
 class ExpiredKey(AuthError):
     code = "expired_api_key"
     bearer_description = "The API key has expired."
@@ -418,6 +437,47 @@ class SyncTokenExpired(CalendarError):
             f"This sync token is older than the {days} days of changes kept; list the events "
             "again without syncToken (the last page carries a new nextSyncToken)."
         )
+
+
+class DavRefused(CalendarError):
+    """A CalDAV (WebDAV) request refused on a precondition: ``condition`` is the element the
+    RFCs name for it (Clark notation, ``{urn:ietf:params:xml:ns:caldav}valid-calendar-data``),
+    put in the answer's ``DAV:error`` body; ``href``: a path the element carries (the object
+    a ``no-uid-conflict`` names)."""
+
+    code = "dav_precondition"
+    status = 403
+    title = "Forbidden"
+
+    def __init__(self, message: str, condition: str | None = None, href: str | None = None):
+        super().__init__(message)
+        self.condition = condition
+        self.href = href
+
+
+class DavStale(DavRefused):
+    """``If-Match`` names another version of the object, or ``If-None-Match: *`` one that
+    exists (RFC 9110 §13.1): 412."""
+
+    code = "dav_precondition_failed"
+    status = 412
+    title = "Precondition failed"
+
+
+class SignInLocked(CalendarError):
+    """HTTP Basic sign-in (CalDAV) refused while too many wrong passwords were given for
+    the email or from the address, as on the sign-in page (``signin``)."""
+
+    code = "sign_in_locked"
+    status = 429
+    title = "Too many failed sign-ins"
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            f"Too many failed sign-ins for this email or network address: try again in "
+            f"{retry_after} seconds."
+        )
+        self.retry_after = retry_after
 
 
 class PayloadTooLarge(CalendarError):

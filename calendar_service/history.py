@@ -25,7 +25,7 @@ from calendar_service.models.keys import calls_t, keys_t
 from calendar_service.timeutil import format_utc
 
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
-TRANSPORTS = ("rest", "mcp")
+TRANSPORTS = ("rest", "mcp", "caldav")
 REFUSALS = (401, 403, 429)
 """The statuses of a call the key was refused: never its last use."""
 
@@ -127,7 +127,7 @@ def list_calls(
     if status_class is not None and status_class not in STATUS_CLASSES:
         errors.append(FieldError("status", f"must be one of {', '.join(STATUS_CLASSES)}"))
     if transport is not None and transport not in TRANSPORTS:
-        errors.append(FieldError("transport", "must be 'rest' or 'mcp'"))
+        errors.append(FieldError("transport", "must be 'rest', 'mcp' or 'caldav'"))
     if errors:
         raise ValidationFailed(errors)
     query = select(calls_t).where(calls_t.c.key_id == key_id)

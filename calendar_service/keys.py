@@ -449,10 +449,12 @@ def create_key(
     now: datetime,
     approval: str = APPROVAL_NONE,
     may_invite: bool = False,
+    app_password: bool = False,
 ) -> tuple[dict[str, Any], str]:
     """Issue a key (``approval``: which of its writes wait for the owner; ``may_invite``:
-    whether it may send email invitations). Returns its public record and the secret (shown
-    once, never stored)."""
+    whether it may send email invitations; ``app_password``: it may sign a calendar app in over
+    CalDAV, with HTTP Basic). Returns its public record and the secret (shown once, never
+    stored)."""
     name = (name or "").strip()
     errors = check_text("name", name)
     if not 1 <= len(name) <= 200:
@@ -482,6 +484,7 @@ def create_key(
         "revoked_at": None,
         "approval": approval,
         "may_invite": bool(may_invite),
+        "app_password": bool(app_password),
     }
     conn.execute(insert(keys_t).values(**values))
     return key_public(values, now=now), secret
@@ -511,6 +514,7 @@ def key_public(row: Any, *, now: datetime, last_used_at: datetime | None = None)
         "kind": row.get("kind") or "key",  # "app": what the owner granted a connected app
         "approval": row.get("approval") or APPROVAL_NONE,
         "mayInvite": bool(row.get("may_invite")),  # it may send email invitations
+        "appPassword": bool(row.get("app_password")),  # signs a calendar app in (CalDAV)
     }
 
 

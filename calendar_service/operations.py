@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from calendar_service import availability, events, subscriptions
+from calendar_service.caldav import reports, resources, writing
 from calendar_service.changes.dryrun import dry_answer, dry_import_answer
 from calendar_service.changes.proposals import get_proposal
 from calendar_service.changes.reading import list_changes
@@ -96,6 +97,15 @@ LIST_SUBSCRIPTIONS = Operation("listSubscriptions", "read", subscriptions.list_s
 UNSUBSCRIBE = Operation("deleteSubscription", "read", subscriptions.delete_subscription, status=204)
 TEST_SUBSCRIPTION = Operation("testSubscription", "read", subscriptions.send_samples, status=202)
 
+# CalDAV (``rest.caldav``): the calendar apps' requests, each a call in the key's history
+# (transport ``caldav``). Not REST operations: no OpenAPI entry, no MCP tool.
+CALDAV_PROPFIND = Operation("caldavPropfind", "read", resources.propfind, status=207)
+CALDAV_PROPPATCH = Operation("caldavProppatch", "read", resources.proppatch, status=207)
+CALDAV_REPORT = Operation("caldavReport", "read", reports.report, status=207)
+CALDAV_GET = Operation("caldavGet", "read", resources.get_object)
+CALDAV_PUT = Operation("caldavPut", "write", writing.put_object, status=204)
+CALDAV_DELETE = Operation("caldavDelete", "write", writing.delete_object, status=204)
+
 OPERATIONS = (
     LIST,
     SEARCH,
@@ -116,6 +126,12 @@ OPERATIONS = (
 )
 
 __all__ = [
+    "CALDAV_DELETE",
+    "CALDAV_GET",
+    "CALDAV_PROPFIND",
+    "CALDAV_PROPPATCH",
+    "CALDAV_PUT",
+    "CALDAV_REPORT",
     "CREATE",
     "DELETE",
     "FREE_BUSY",

@@ -258,6 +258,7 @@ class Factory:
         name: str = "test key",
         now: datetime | None = None,
         approval: str = "none",
+        app_password: bool = False,
     ) -> tuple[dict[str, Any], str]:
         """``keys.create_key`` as of ``now`` (default: the present), the key expiring a day
         later unless ``expires_at`` says otherwise; returns (the key's record, secret)."""
@@ -271,6 +272,7 @@ class Factory:
             calendar_id=calendar_id,
             now=now,
             approval=approval,
+            app_password=app_password,
         )
 
 

@@ -73,6 +73,7 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
             "may_invite",
         )
     }
+    values["app_password"] = "yes" if data.get("app_password") else ""
     now = utcnow()
     try:
         expires_at = keys.chosen_expiry(
@@ -88,6 +89,7 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
             now=now,
             approval=values["approval"] or keys.APPROVAL_NONE,
             may_invite=values["may_invite"] == "yes",
+            app_password=bool(values["app_password"]),
         )
     except ValidationFailed as exc:
         return await PAGE.show(request, owner, values=values, refused=exc)

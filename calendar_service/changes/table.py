@@ -30,7 +30,7 @@ SYSTEM = "system"
 ATTENDEE = "attendee"  # an attendee's reply to an invitation (``mail.replies``)
 
 # Through what (``transport``): an import is ``import`` whoever made it (REST or the CLI).
-TRANSPORTS = ("rest", "mcp", "settings", "cli", "import", "link")
+TRANSPORTS = ("rest", "mcp", "caldav", "settings", "cli", "import", "link")
 
 
 class Change(SQLModel, table=True):

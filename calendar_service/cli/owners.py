@@ -288,6 +288,14 @@ def keys_create(
             "events it writes, at most CALENDAR_INVITES_PER_DAY recipients a day.",
         ),
     ] = False,
+    app_password: Annotated[
+        bool,
+        typer.Option(
+            "--app-password",
+            help="An app password: a calendar app (Apple Calendar, DAVx5, Thunderbird) signs "
+            "in over CalDAV with your email and this secret.",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Create an API key. Its secret is printed once and never stored."""
@@ -313,6 +321,7 @@ def keys_create(
             now=now,
             approval=approval,
             may_invite=may_invite,
+            app_password=app_password,
         )
 
     record, secret = run(work)
@@ -329,6 +338,11 @@ def keys_create(
             f"expires {record['expiresAt']}, {_from_now(expires, now)}{waits})"
         )
         typer.echo(f"secret (shown once, store it now): {secret}")
+        if app_password:
+            typer.echo(
+                "app password: sign a calendar app in with your email and this secret at "
+                "the service's address (CalDAV)"
+            )
 
     emit(data, as_json, text)
 

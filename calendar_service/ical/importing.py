@@ -141,14 +141,15 @@ def import_events(
     calendar_name: str | None = None,
     field_name: str = "body",
     via: Via | None = None,
+    transport: str = IMPORT_TRANSPORT,
 ) -> dict[str, Any]:
     """Import the iCalendar file ``data`` (or the file already read: ``reading.read_file``,
     which a front may run off the event loop) into the calendar chosen as a create chooses it
     (``calendar_id``/``calendar_name``, else the key's own or the default calendar); returns
     the report (see the module's docstring). Each event created or updated is one change in
-    the change log, made ``via`` with transport ``import``."""
+    the change log, made ``via`` with ``transport`` (``import``; CalDAV's PUT: ``caldav``)."""
     via = via or default_via(principal)
-    via.transport = IMPORT_TRANSPORT
+    via.transport = transport
     calendar = resolve_target(
         conn, principal=principal, calendar_id=calendar_id, calendar_name=calendar_name
     )

@@ -1,4 +1,4 @@
-"""The ``mail_outbox`` table (migration 0017): one invitation or cancellation to one recipient.
+"""The ``mail_outbox`` table (migration 0018): one invitation or cancellation to one recipient.
 
 A row is written in the transaction of the change it tells of (``invitations``), unique on
 ``(change_id, event_id, recipient)`` so that no change mails anyone twice, and sent by the

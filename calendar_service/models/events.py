@@ -84,7 +84,7 @@ class Event(SQLModel, table=True):
     # Timed series: the IANA zone whose wall clock it repeats at, when not its calendar's
     # (Google's start.timeZone); NULL: the calendar's zone.
     time_zone: str | None = Field(default=None, max_length=64)
-    # Events with people (migration 0017): JSON {"organizer", "attendees", "sequence"}
+    # Events with people (migration 0018): JSON {"organizer", "attendees", "sequence"}
     # (``calendar_service.attendees``); NULL for an event without attendees, as most are.
     attendees: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 

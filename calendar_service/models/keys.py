@@ -47,8 +47,13 @@ class ApiKey(SQLModel, table=True):
     approval: str = Field(
         default="none", sa_column=Column(String(16), nullable=False, server_default="none")
     )
-    # Whether it may send invitations by email (``sendUpdates=all``; migration 0017).
+    # Whether it may send invitations by email (``sendUpdates=all``; migration 0018).
     may_invite: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
+    # An app password: the key signs a calendar app in with HTTP Basic (CalDAV), the owner's
+    # email as the user name and the secret as the password. Only such keys are taken there.
+    app_password: bool = Field(
         default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
     )
 

@@ -1,0 +1,273 @@
+"""``python -m bench.caldav``: a one-week CalDAV ``calendar-query`` REPORT against our REST
+list for the same window, and against Radicale fed the same events, on one machine, in one run.
+
+For each size (``--sizes``, default 10,000 events, the reference shape: calendars of 5,000
+events over 100 weeks; ``--series``: weekly series beside them), one calendar is read:
+
+- ``rest``: ``GET /api/v1/calendar/events?timeMin&timeMax`` with a one-calendar read key;
+- ``caldav``: ``REPORT calendar-query`` (``getetag`` and ``calendar-data``) on that calendar,
+  signed in with an app password of the same reach;
+- ``radicale``: the same REPORT on Radicale (``pip install radicale``), its filesystem
+  storage fed one ``.ics`` per event, written by our own ``GET`` of each object.
+
+Each is loaded for ``--duration`` seconds by ``--connections`` closed-loop clients (httpx),
+random one-week windows, after a warm-up; req/s and p50/p99 are printed and written to
+``bench/results/caldav-<stamp>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import random
+import shutil
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench import servers
+from bench.load import now_stamp
+from bench.seed import EPOCH, OWNER_EMAIL, WEEKS, seed_ours
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+WINDOW = timedelta(days=7)
+QUERY = (
+    '<?xml version="1.0"?><c:calendar-query xmlns:d="DAV:" '
+    'xmlns:c="urn:ietf:params:xml:ns:caldav"><d:prop><d:getetag/><c:calendar-data/></d:prop>'
+    '<c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">'
+    '<c:time-range start="%s" end="%s"/></c:comp-filter></c:comp-filter></c:filter>'
+    "</c:calendar-query>"
+)
+
+
+def _window(rnd: random.Random) -> tuple[Any, Any]:
+    start = EPOCH + timedelta(days=rnd.randrange(0, (WEEKS - 1) * 7))
+    return start, start + WINDOW
+
+
+def _basic(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+async def _load(
+    url: str, make: Any, *, duration: float, connections: int, warmup: float
+) -> dict[str, float]:
+    """Closed-loop load: ``connections`` clients, each sending ``make(rnd)`` requests
+    (method, path, headers, body) one after another; latencies of the measured part."""
+    latencies: list[float] = []
+    errors = 0
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+
+        async def worker(seed: int, until: float, keep: bool) -> None:
+            nonlocal errors
+            rnd = random.Random(seed)
+            while time.perf_counter() < until:
+                method, path, headers, body = make(rnd)
+                t0 = time.perf_counter()
+                answer = await client.request(method, path, headers=headers, content=body)
+                spent = time.perf_counter() - t0
+                if answer.status_code >= 300:
+                    errors += 1
+                if keep:
+                    latencies.append(spent)
+
+        end = time.perf_counter() + warmup
+        await asyncio.gather(*(worker(i, end, False) for i in range(connections)))
+        t0 = time.perf_counter()
+        end = t0 + duration
+        await asyncio.gather(*(worker(1000 + i, end, True) for i in range(connections)))
+        seconds = time.perf_counter() - t0
+    latencies.sort()
+
+    def pct(p: float) -> float:
+        return (
+            latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000 if latencies else 0.0
+        )
+
+    return {
+        "requests": len(latencies),
+        "rps": round(len(latencies) / seconds, 1),
+        "p50_ms": round(pct(0.50), 2),
+        "p99_ms": round(pct(0.99), 2),
+        "errors": errors,
+    }
+
+
+def _app_password(url: str, calendar_id: str) -> str:
+    """A read app password reaching ``calendar_id`` of the bench owner."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import select
+
+    from calendar_service import keys
+    from calendar_service.config import Config
+    from calendar_service.db import Database
+    from calendar_service.models.calendars import calendars_t
+
+    db = Database(Config(database_url=url))
+    try:
+        with db.engine.begin() as conn:
+            user_id = conn.execute(
+                select(calendars_t.c.user_id).where(calendars_t.c.id == calendar_id)
+            ).scalar_one()
+            now = datetime.now(UTC)
+            _, secret = keys.create_key(
+                conn,
+                user_id=user_id,
+                name="bench caldav",
+                permission="read",
+                expires_at=now + timedelta(days=30),
+                calendar_id=calendar_id,
+                now=now,
+                app_password=True,
+            )
+            return secret
+    finally:
+        db.close()
+
+
+def _feed_radicale(folder: Path, base: str, user_id: str, calendar_id: str, auth: str) -> int:
+    """Radicale's filesystem storage, one collection of one ``.ics`` per event, fetched from
+    our own CalDAV (``GET`` of each object named by a depth-1 PROPFIND)."""
+    collection = folder / "collection-root" / "bench" / "calendar"
+    collection.mkdir(parents=True)
+    (collection / ".Radicale.props").write_text(
+        json.dumps({"tag": "VCALENDAR", "D:displayname": "bench"})
+    )
+    path = f"/caldav/calendars/{user_id}/{calendar_id}/"
+    with httpx.Client(base_url=base, headers={"Authorization": auth}, timeout=600) as client:
+        listed = client.request("PROPFIND", path, headers={"Depth": "1"})
+        names = [
+            h.split("/")[-1]
+            for h in __import__("re").findall(r"<d:href>([^<]+\.ics)</d:href>", listed.text)
+        ]
+        for name in names:
+            (collection / name).write_bytes(client.get(path + name).content)
+    return len(names)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.caldav", description=__doc__)
+    parser.add_argument("--sizes", default="10000")
+    parser.add_argument("--series", type=int, default=0)
+    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--no-radicale", action="store_true")
+    args = parser.parse_args(argv)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    logs = RESULTS / "logs"
+    found: dict[str, Any] = {"sizes": {}}
+    for size in [int(s) for s in args.sizes.split(",") if s]:
+        db_path = RESULTS / "db" / f"caldav-{size}-{args.series}.db"
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        url = f"sqlite:///{db_path}"
+        seeded = seed_ours(url, size, db_path.with_suffix(".json"), series=args.series)
+        secret = _app_password(url, seeded.calendar_id)
+        auth = _basic(OWNER_EMAIL, secret)
+        figures: dict[str, Any] = {}
+        with servers.ours(url, log_dir=logs) as server:
+            base = f"http://{servers.HOST}:{server.port}"
+            user_id = (
+                httpx.request(
+                    "PROPFIND",
+                    base + "/caldav/",
+                    headers={"Authorization": auth, "Depth": "0"},
+                )
+                .text.split("/caldav/principals/")[1]
+                .split("/")[0]
+            )
+            path = f"/caldav/calendars/{user_id}/{seeded.calendar_id}/"
+
+            def rest(
+                rnd: random.Random, key: str = seeded.read_secret
+            ) -> tuple[str, str, dict[str, str], None]:
+                low, high = _window(rnd)
+                query = f"timeMin={low:%Y-%m-%dT%H:%M:%SZ}&timeMax={high:%Y-%m-%dT%H:%M:%SZ}"
+                headers = {"Authorization": f"Bearer {key}"}
+                return "GET", f"/api/v1/calendar/events?{query}", headers, None
+
+            def report(
+                rnd: random.Random, auth: str = auth, path: str = path
+            ) -> tuple[str, str, dict[str, str], bytes]:
+                low, high = _window(rnd)
+                body = QUERY % (f"{low:%Y%m%dT%H%M%SZ}", f"{high:%Y%m%dT%H%M%SZ}")
+                headers = {"Authorization": auth, "Depth": "1", "Content-Type": "application/xml"}
+                return "REPORT", path, headers, body.encode()
+
+            for name, make in (("rest", rest), ("caldav", report)):
+                figures[name] = asyncio.run(
+                    _load(
+                        base,
+                        make,
+                        duration=args.duration,
+                        connections=args.connections,
+                        warmup=args.warmup,
+                    )
+                )
+                print(f"{size:>8,} {name:>9}: {figures[name]}", flush=True)
+            radicale = None if args.no_radicale else shutil.which("radicale")
+            if radicale is None and not args.no_radicale:
+                print("radicale not installed (pip install radicale): skipped", flush=True)
+            if radicale is not None:
+                folder = RESULTS / f"radicale-{size}-{args.series}"
+                shutil.rmtree(folder, ignore_errors=True)
+                count = _feed_radicale(folder, base, user_id, seeded.calendar_id, auth)
+                print(f"radicale fed {count:,} objects", flush=True)
+        if radicale is not None:
+            port = servers.free_port()
+            cmd = [
+                sys.executable, "-m", "radicale",
+                "--server-hosts", f"{servers.HOST}:{port}",
+                "--auth-type", "none",
+                "--rights-type", "owner_only",
+                "--storage-filesystem-folder", str(folder),
+                "--logging-level", "warning",
+            ]  # fmt: skip
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                rbase = f"http://{servers.HOST}:{port}"
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    try:
+                        httpx.get(rbase + "/", timeout=2)
+                        break
+                    except httpx.HTTPError:
+                        time.sleep(0.2)
+
+                def rreport(rnd: random.Random) -> tuple[str, str, dict[str, str], bytes]:
+                    low, high = _window(rnd)
+                    body = QUERY % (f"{low:%Y%m%dT%H%M%SZ}", f"{high:%Y%m%dT%H%M%SZ}")
+                    headers = {"Authorization": _basic("bench", "x"), "Depth": "1",
+                               "Content-Type": "application/xml"}  # fmt: skip
+                    return "REPORT", "/bench/calendar/", headers, body.encode()
+
+                figures["radicale"] = asyncio.run(
+                    _load(
+                        rbase,
+                        rreport,
+                        duration=args.duration,
+                        connections=args.connections,
+                        warmup=args.warmup,
+                    )
+                )
+                print(f"{size:>8,} {'radicale':>9}: {figures['radicale']}", flush=True)
+            finally:
+                servers.stop(proc)
+        found["sizes"][str(size)] = figures
+    out = RESULTS / f"caldav-{now_stamp()}.json"
+    out.write_text(json.dumps({**found, "series": args.series, "args": vars(args)}, indent=1))
+    print(f"written {out}")
+
+
+if __name__ == "__main__":
+    main()

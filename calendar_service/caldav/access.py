@@ -1,0 +1,78 @@
+"""Signing a calendar app in over CalDAV: HTTP Basic, the owner's email and an app password
+(a key created as one, ``api_keys.app_password``), behind the sign-in page's throttle.
+
+``sign_in`` checks the throttle (``signin.check``: too many failures for the email or from
+the client address lock further attempts, right password or not: 429), then the key: it must
+exist, be an app password and belong to the owner the email names. A failure is counted
+(``signin.admit``: the same buckets, limits and window as the sign-in page) and answered
+401. A key revoked or expired is refused as everywhere (401), not counted: its secret was
+right. Then the principal goes to ``gateway.perform``, which records the call in the key's
+history (transport ``caldav``) and spends its rate budget, as for any key.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+from sqlalchemy import Connection, select
+
+from calendar_service import signin, users
+from calendar_service.db.transactions import atomic
+from calendar_service.errors import AuthError, SignInLocked, WrongAppPassword
+from calendar_service.keys import Principal, authorize, identify
+from calendar_service.models.keys import keys_t
+from calendar_service.models.owners import users_t
+
+
+def sign_in(
+    conn: Connection,
+    /,
+    *,
+    email: str,
+    secret: str,
+    pepper: str,
+    client_addr: str | None,
+    now: datetime,
+) -> Principal:
+    """The principal of the app password ``secret`` of the owner ``email``, or raise
+    (``SignInLocked``, ``WrongAppPassword``, or the key's own 401). ``pepper``: the
+    session-signing secret the throttle's buckets are keyed with. Runs its own transactions
+    (``Database.run_connected``)."""
+    wrong = False
+    with atomic(conn):
+        lockout = signin.check(conn, pepper=pepper, email=email, client_addr=client_addr, now=now)
+        if lockout is None:
+            try:
+                row = identify(conn, secret=secret)
+            except AuthError:
+                wrong = True
+            else:
+                wrong = not _is_app_password_of(conn, key_id=row.id, email=email)
+            if not wrong:
+                return authorize(row, now=now)
+    if lockout is not None:
+        raise SignInLocked(_seconds_until(lockout.retry_at, now))
+    with atomic(conn):  # counted as the sign-in page counts it (one step per bucket)
+        locked, _ = signin.admit(conn, pepper=pepper, email=email, client_addr=client_addr, now=now)
+    if locked is not None:
+        raise SignInLocked(_seconds_until(locked.retry_at, now))
+    raise WrongAppPassword()
+
+
+def _is_app_password_of(conn: Connection, *, key_id: str, email: str) -> bool:
+    found = conn.execute(
+        select(users_t.c.email, keys_t.c.app_password)
+        .select_from(keys_t.join(users_t, users_t.c.id == keys_t.c.user_id))
+        .where(keys_t.c.id == key_id)
+    ).first()
+    if found is None or not found.app_password:
+        return False
+    return users.normalize_email(found.email) == users.normalize_email(email)
+
+
+def _seconds_until(at: datetime, now: datetime) -> int:
+    return max(1, math.ceil((at - now).total_seconds()))
+
+
+__all__ = ["sign_in"]
