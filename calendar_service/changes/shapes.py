@@ -43,8 +43,8 @@ class ChangePublic(_Wire):
     )
     calendar_id: str
     actor: Actor
-    transport: Literal["rest", "mcp", "caldav", "settings", "cli", "import", "link"] = PydanticField(
-        description="caldav: a calendar app; link: an attendee's reply link."
+    transport: Literal["rest", "mcp", "caldav", "settings", "cli", "import", "link"] = (
+        PydanticField(description="caldav: a calendar app; link: an attendee's reply link.")
     )
     request_id: str | None = PydanticField(
         default=None, description="The request's id, as in the key's call history."
