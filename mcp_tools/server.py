@@ -364,7 +364,7 @@ def _tool(backend: Backend, spec: ToolSpec) -> Tool:
     tool.parameters = {**spec.schema(), "examples": list(spec.examples)}
     # Published compact (results are still checked against the model): see compact_output.
     tool.fn_metadata.output_schema = (
-        shapes.outline_output(spec.result)
+        shapes.outline_output(spec.result, writes=writes)
         if spec.outline
         else shapes.output_schema(spec.result, writes=writes)
     )
@@ -552,7 +552,7 @@ TOOLS = (
              examples=UPDATE_EXAMPLES, mail=True),
     ToolSpec(operations.DELETE, "Delete a calendar event", DELETE_DOC,  shapes.delete_schema,
              shapes.DeletedEvent, _CHANGES, _delete_args, _deleted,
-             examples=DELETE_EXAMPLES, mail=True),
+             examples=DELETE_EXAMPLES, mail=True, outline=True),  # its event: getCalendarEvent's
     ToolSpec(operations.FREE_BUSY, "When calendars are busy", FREE_BUSY_DOC,
              shapes.free_busy_schema,
              FreeBusyPublic,    _READS,      _availability_args,
@@ -564,7 +564,7 @@ TOOLS = (
     ToolSpec(operations.LIST_CHANGES, "List changes",     LIST_CHANGES_DOC,
              shapes.changes_schema,
              ChangeList,        _READS,      _changes_args, examples=CHANGES_EXAMPLES,
-             token_key=True),
+             token_key=True, outline=True),  # its items: undoChange's result's shape
     ToolSpec(operations.UNDO_CHANGE, "Undo a change",     UNDO_DOC,    shapes.undo_schema,
              shapes.ChangeUndone, _UNDOES, _undo_args,
              examples=UNDO_EXAMPLES),

@@ -32,9 +32,8 @@ from calendar_service.models import (
 from calendar_service.schema_patterns import TOOL_BOUND_PATTERN
 
 _BOUND_DOC = (
-    "RFC 3339 date-time such as 2026-03-02T00:00:00+01:00, or a date (2026-03-02, meaning its "
-    "midnight). Without an offset it is read in the time zone of the key's calendar (for an "
-    "all-calendars key, the default calendar). Omit for no bound."
+    "RFC 3339 date-time (2026-03-02T00:00:00+01:00) or a date (its midnight); without an "
+    "offset, in the key's calendar's time zone. Omit for no bound."
 )
 
 
@@ -457,16 +456,21 @@ def output_schema(model: type[BaseModel], *, writes: bool) -> dict[str, Any]:
     return union
 
 
-def outline_output(model: type[BaseModel]) -> dict[str, Any]:
-    """A read tool's output schema as an outline: ``output_schema``'s top-level fields, each
-    array's items as plain objects and no ``$defs``. For a tool that answers exactly as another
-    does (``searchCalendarEvents`` as ``listCalendarEvents``, whose schema has the items):
-    ``tools/list`` carries the items' shape once."""
-    schema = output_schema(model, writes=False)
+def outline_output(model: type[BaseModel], *, writes: bool = False) -> dict[str, Any]:
+    """A tool's output schema as an outline: ``output_schema``'s top-level fields, each array's
+    items and each nested object as plain objects, and no ``$defs``. For a tool whose items or
+    object another tool's schema shows (``searchCalendarEvents``' events as
+    ``listCalendarEvents``'; ``listChanges``' changes as ``undoChange``'s result;
+    ``deleteCalendarEvent``'s event as ``getCalendarEvent``'s): ``tools/list`` carries each
+    shape once."""
+    schema = output_schema(model, writes=writes)
     schema.pop("$defs", None)
-    for prop in schema["properties"].values():
+    main = schema["anyOf"][0] if writes else schema
+    for name, prop in main["properties"].items():
         if "items" in prop:
             prop["items"] = {"type": "object"}
+        if "$ref" in prop:
+            main["properties"][name] = {"type": "object"}
     return schema
 
 
@@ -491,6 +495,7 @@ def _compacted(node: Any) -> Any:
         for key, value in node.items()
         if not (key in ("title", "description") and isinstance(value, str))
         and not (key == "default" and value is None)
+        and not (key == "additionalProperties" and value is True)  # JSON Schema's default
     }
     branches = out.get("anyOf")
     if (

@@ -259,6 +259,7 @@ class Factory:
         now: datetime | None = None,
         approval: str = "none",
         app_password: bool = False,
+        may_invite: bool = False,
     ) -> tuple[dict[str, Any], str]:
         """``keys.create_key`` as of ``now`` (default: the present), the key expiring a day
         later unless ``expires_at`` says otherwise; returns (the key's record, secret)."""
@@ -273,6 +274,7 @@ class Factory:
             now=now,
             approval=approval,
             app_password=app_password,
+            may_invite=may_invite,
         )
 
 

@@ -69,12 +69,12 @@ def parse_send_updates(value: str | None) -> bool:
 
 
 def check(principal: Principal, policy: MailPolicy | None) -> MailPolicy:
-    """Refuse ``sendUpdates=all`` before anything is written: no SMTP, or a key that may not
-    invite. Returns the policy to send with."""
-    if policy is None or not policy.configured:
-        raise MailNotConfigured()
+    """Refuse ``sendUpdates=all`` before anything is written: a key that may not invite (what
+    its caller can act on), then a service without SMTP. Returns the policy to send with."""
     if not principal.may_invite:
         raise MayNotInvite()
+    if policy is None or not policy.configured:
+        raise MailNotConfigured()
     return policy
 
 

@@ -146,23 +146,21 @@ _RECURRENCE_DOC = (
 
 _TIME_ZONE_DOC = (
     "IANA time zone of the event's wall clock, e.g. America/New_York (Google Calendar's "
-    "start.timeZone); default: the calendar's. startsAt/endsAt and recurrence date-times "
-    "without an offset are read in it, and a series repeats at the same local time in it "
-    "(a New York series in a Berlin calendar stays at 10:00 New York time when the two "
-    "change their clocks on different dates). Timed events only; kept by series (shown on "
-    "them), a single event keeps none."
+    "start.timeZone); default: the calendar's. Date-times without an offset are read in it, "
+    "and a series repeats at the same local time in it. Timed events only; kept by series, "
+    "not by a single event."
 )
 
 
 TRANSPARENCIES = ("opaque", "transparent")
 _TRANSPARENCY_DOC = (
-    "opaque (the default): the event blocks its time (busy); transparent: it is shown but "
-    "leaves its time free (queryFreeBusy and findFreeTime ignore it), Google Calendar's field."
+    "opaque (default): the event blocks its time; transparent: shown, but its time stays free "
+    "for queryFreeBusy and findFreeTime (Google Calendar's field)."
 )
 _IF_FREE_DOC = (
-    "Create the event only if none of the target calendar's busy (opaque) events or "
-    "occurrences overlaps it, checked atomically with the insert: otherwise 409 with code "
-    "conflict and the overlapping times. For agents booking a slot others may be taking."
+    "Create the event only if no busy (opaque) event or occurrence of the target calendar "
+    "overlaps it, checked atomically with the insert: else 409 conflict with the overlapping "
+    "times."
 )
 
 

@@ -247,6 +247,25 @@ def test_bad_attendees_are_refused_field_by_field(env: Env) -> None:
         assert "at most 100" in too_many.text
 
 
+def test_send_updates_all_without_smtp_is_mail_not_configured_and_changes_nothing(
+    api: httpx.Client, factory: Factory
+) -> None:
+    owner = factory.owner()  # the suite's own server has no CALENDAR_SMTP_URL
+    _, secret = factory.key(owner, may_invite=True)
+    refused = api.post(
+        EVENTS,
+        params={"sendUpdates": "all"},
+        json=meeting(attendees=[{"email": unique("d")}]),
+        headers=bearer(secret),
+    )
+    assert refused.status_code == 400
+    assert refused.json()["code"] == "mail_not_configured"
+    assert "CALENDAR_SMTP_URL" in refused.json()["detail"]
+    listed = api.get(EVENTS, headers=bearer(secret))
+    assert listed.status_code == 200
+    assert listed.json()["events"] == []
+
+
 def test_send_updates_needs_a_key_that_may_invite(env: Env) -> None:
     owner = env.factory.owner()
     secret = env.key(owner, may_invite=False)
