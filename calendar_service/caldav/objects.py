@@ -111,11 +111,13 @@ def load(
     c = events_t.c
     for first in range(0, len(wanted), _CHUNK):
         chunk = wanted[first : first + _CHUNK]
-        for among in (c.id, c.recurring_event_id):  # two index reads, not one OR
+        # Two index reads (the primary key, ix_events_recurring), not one OR; the calendar is
+        # checked here: with it in the WHERE, SQLite read the calendar's range instead.
+        for among in (c.id, c.recurring_event_id):
             rows.extend(
-                conn.execute(
-                    select(*EVENT_COLUMNS).where(c.calendar_id == calendar.id, among.in_(chunk))
-                )
+                row
+                for row in conn.execute(select(*EVENT_COLUMNS).where(among.in_(chunk)))
+                if row.calendar_id == calendar.id
             )
         uids.update(
             (r.event_id, r.uid)
