@@ -5,25 +5,27 @@ What a search is, whatever the engine: ``q`` is cut into words (runs of letters,
 the marks that go with them, in any script; everything else separates words and is never
 engine syntax: quotes, ``*``, ``-``, ``:``, parentheses, ``OR``/``NEAR`` are words or
 nothing). An event matches when every word is in its text (title, description, location;
-attendees' names and emails once events have them), case and accents aside, the last word as
+each attendee's name and email), case and accents aside, the last word as
 the start of a word (``denti`` finds "Dentist"). A ``q`` with no word in it matches nothing;
 more than ``WORDS_MOST`` different words: the first ones count. Longer than ``QUERY_MAX``
 characters, or with a NUL, it is refused (400 on ``q``).
 
-How, per database (the index itself is migration 0017's, kept in step with every write of an
-event row by the database):
+How, per database (the index itself is migrations 0017's and 0020's, kept in step with every
+write of an event row by the database):
 
 - SQLite: ``events_search``, a contentless FTS5 table whose rowid is the event row's, with
   the ``unicode61 remove_diacritics 2`` tokenizer; each word is given to ``MATCH`` as a quoted
   string (FTS5 reads nothing in quotes as syntax), the last with ``*``.
-- PostgreSQL: a GIN index over ``calendar_search_vector(title, description, location)``;
+- PostgreSQL: a GIN index over ``calendar_search_vector(title, description, location,
+  attendees)`` (the attendees' JSON text read by ``calendar_search_people``);
   ``calendar_search_query`` makes the ``tsquery`` from the words with the same folding
   (lower case, ``unaccent``, punctuation as spaces), the last word with ``:*``.
 
 Both fold the text of the event and the words the same way, so that one word is one token on
-each: ``tests/core/test_search.py`` runs one table of queries on both and expects the same
-events. Adding attendees to what is searched is a migration (the triggers' and
-``calendar_search_vector``'s text, and a rebuild), nothing here.
+each (an email's ``@`` and dots separate words: ``ana@example.com`` is ``ana``, ``example``,
+``com``): ``tests/core/test_search.py`` runs one table of queries on both and expects the same
+events. What is searched is the migrations' (the triggers' and ``calendar_search_vector``'s
+text, and a rebuild); here only the PostgreSQL condition names the vector's columns.
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ QUERY_MAX = 500
 WORDS_MOST = 64
 """Different words of a search that count (the first ones): bounded work for each engine."""
 
-SEARCHED = ("title", "description", "location")
-"""The event's columns whose text is searched (migration 0017's triggers and functions)."""
+SEARCHED = ("title", "description", "location", "attendees")
+"""The event's columns whose text is searched (migration 0020's triggers and functions; of
+``attendees``, each attendee's name and email)."""
 
 _WORD_CATEGORIES = frozenset("LNM")  # letters, numbers, marks (the first letter of a category)
 _WORD_MAKERS = frozenset("LN")  # a run of marks alone is no word
@@ -130,7 +133,8 @@ def _matches_postgresql(element: matches_search, compiler: Any, **kw: Any) -> st
     text = compiler.process(element.clauses, **kw)
     return (  # ``text``: the bind parameter's placeholder, as on SQLite
         "events.id = ANY(ARRAY(SELECT matched.id FROM events AS matched WHERE "  # noqa: S608
-        "calendar_search_vector(matched.title, matched.description, matched.location) "
+        "calendar_search_vector(matched.title, matched.description, matched.location, "
+        "matched.attendees) "
         f"@@ calendar_search_query({text})))"
     )
 

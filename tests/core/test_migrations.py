@@ -254,3 +254,76 @@ def test_0017_indexes_the_events_already_there_keeps_step_and_goes_back(tmp_path
     assert not {n for n in names if n.startswith("events_search")}, names
     raw.close()
     engine.dispose()
+
+
+def test_0020_indexes_the_attendees_of_the_events_already_there_and_goes_back(
+    tmp_path: Path,
+) -> None:
+    """On either backend: the events there before 0020 are found by their attendees' names and
+    emails (nothing else of the JSON), a change of the attendees alone follows, and the
+    downgrade searches title, description and location only, as 0017 did."""
+    people = (
+        '{"organizer": {"email": "a@x.test", "name": "a@x.test"}, "attendees": '
+        '[{"email": "ana@example.com", "name": "Ana Lima", "responseStatus": "needsAction"}], '
+        '"sequence": 0}'
+    )
+    with fresh_database_url(tmp_path) as url:
+        engine = make_engine(Config(database_url=url))
+        migrate = _migrator(url, engine)
+        migrate(command.upgrade, "0019")
+        at = "2026-03-02T08:30:00.000000Z"
+        with engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
+                {"at": at},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
+                    "max_event_seconds, created_at) "
+                    "VALUES ('cal_1', 'usr_1', 'Work', 'UTC', true, 3600, :at)"
+                ),
+                {"at": at},
+            )
+            for event_id, title, attendees in (
+                ("ev_1", "Review", people),
+                ("ev_2", "Dentist", None),
+            ):
+                conn.execute(
+                    text(
+                        "INSERT INTO events (id, calendar_id, title, starts_at, ends_at, all_day, "
+                        "created_at, updated_at, status, attendees) VALUES "
+                        "(:id, 'cal_1', :title, :at, :at, false, :at, :at, 'confirmed', :people)"
+                    ),
+                    {"id": event_id, "title": title, "at": at, "people": attendees},
+                )
+        migrate(command.upgrade, "head")
+        sqlite = engine.dialect.name == "sqlite"
+
+        def found(words: str, *, head: bool = True) -> list[str]:
+            if sqlite:
+                quoted = " ".join(f'"{w}"' for w in words.split())
+                where = "rowid IN (SELECT rowid FROM events_search WHERE events_search MATCH :q)"
+            else:
+                quoted = words
+                columns = "title, description, location" + (", attendees" if head else "")
+                where = f"calendar_search_vector({columns}) @@ calendar_search_query(:q)"
+            query = f"SELECT id FROM events WHERE {where} ORDER BY id"  # noqa: S608
+            with engine.connect() as conn:
+                return list(conn.execute(text(query), {"q": quoted}).scalars())
+
+        assert found("lima") == ["ev_1"] and found("example ana") == ["ev_1"]
+        assert found("review") == ["ev_1"] and found("dentist") == ["ev_2"]
+        assert found("needsaction") == [] and found("x") == []  # no keys, no organizer
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE events SET attendees = :p WHERE id = 'ev_2'"), {"p": people})
+            conn.execute(text("UPDATE events SET attendees = NULL WHERE id = 'ev_1'"))
+        assert found("lima") == ["ev_2"] and found("review") == ["ev_1"]
+        migrate(command.downgrade, "0019")
+        assert found("lima", head=False) == [] and found("review", head=False) == ["ev_1"]
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE events SET title = 'Dentistry' WHERE id = 'ev_2'"))
+        assert found("dentistry", head=False) == ["ev_2"]
+        migrate(command.upgrade, "head")
+        assert found("lima") == ["ev_2"]
+        engine.dispose()

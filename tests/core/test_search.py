@@ -29,7 +29,8 @@ from tests.support import Factory
 
 WINDOW = {"time_min": "2026-03-01T00:00:00Z", "time_max": "2026-04-01T00:00:00Z"}
 
-# The events the table searches: (title, description, location), a day apart in March 2026.
+# The events the table searches: (title, description, location), a day apart in March 2026,
+# and the attendees of those that have some.
 TABLE_EVENTS = (
     ("Dentist", None, "Main Street 5"),
     ("Личное", "встреча с врачом", None),
@@ -38,7 +39,15 @@ TABLE_EVENTS = (
     ("naïve résumé review", None, None),
     ("Zahnarzt Müller", None, "Berlin"),
     ("東京 meeting", "会議室", None),
+    ("Quarterly budget", None, None),
 )
+TABLE_ATTENDEES = {
+    "Quarterly budget": [
+        {"email": "lima.k@firma.pl", "name": "Zoë Kowalski"},
+        {"email": "jo_banks+cal@post.de"},  # no name
+        {"email": "dm@post.de", "name": "Дмитрий Šárka"},
+    ],
+}
 
 # A query and the titles it finds (in start order). The same on every database.
 TABLE = (
@@ -84,6 +93,26 @@ TABLE = (
     ("dentist'", ["Dentist"]),
     ("\\dentist", ["Dentist"]),
     ("{dentist}", ["Dentist"]),
+    # Attendees: each one's name and email are words of the event (an email split at its
+    # punctuation), nothing else of the JSON (keys, responses, the organizer: the owner).
+    ("kowalski", ["Quarterly budget"]),
+    ("ZOE", ["Quarterly budget"]),
+    ("zoë kowal", ["Quarterly budget"]),
+    ("lima", ["Quarterly budget"]),
+    ("firma", ["Quarterly budget"]),
+    ("lima.k@firma.pl", ["Quarterly budget"]),
+    ("jo", ["Quarterly budget"]),
+    ("banks cal", ["Quarterly budget"]),
+    ("jo_banks+cal@post.de", ["Quarterly budget"]),
+    ("sarka", ["Quarterly budget"]),
+    ("дмитр", ["Quarterly budget"]),
+    ("budget kowalski", ["Quarterly budget"]),
+    ("kowalski dentist", []),
+    ("needsaction", []),
+    ("responsestatus", []),
+    ("attendees", []),
+    ("organizer", []),
+    ("sequence", []),
 )
 
 
@@ -96,6 +125,7 @@ def table_reader(db: Database, factory: Factory) -> Principal:
             title=title,
             description=description,
             location=location,
+            attendees=TABLE_ATTENDEES.get(title),
             starts_at=f"2026-03-{day:02d}T09:00:00Z",
             ends_at=f"2026-03-{day:02d}T10:00:00Z",
         )
@@ -338,6 +368,21 @@ def test_the_index_follows_updates_deletes_and_imports(db: Database, writer: Pri
     db.call(import_events, principal=writer, data=ics.encode(), now=utcnow())
     assert found(db, writer, "vacc clinic") == []  # 'vacc' is not the last word
     assert found(db, writer, "clinic vacc") == ["Vaccination"]
+
+
+def test_the_index_follows_a_change_of_the_attendees_alone(db: Database, writer: Principal) -> None:
+    event = create(db, writer, title="Offsite", attendees=[{"email": "ana@example.com"}])
+    assert found(db, writer, "ana") == ["Offsite"]
+    update(db, writer, event["id"], attendees=[{"email": "bo@example.net", "name": "Bo Lindqvist"}])
+    assert found(db, writer, "ana") == [] and found(db, writer, "com") == []
+    assert found(db, writer, "lindq") == ["Offsite"] and found(db, writer, "bo") == ["Offsite"]
+    update(db, writer, event["id"], title="Retreat")  # the attendees stay searchable
+    assert found(db, writer, "retreat lindqvist") == ["Retreat"]
+    update(db, writer, event["id"], attendees=[])
+    assert found(db, writer, "lindqvist") == [] and found(db, writer, "retreat") == ["Retreat"]
+    update(db, writer, event["id"], attendees=[{"email": "cy@example.net"}])
+    db.call(events.delete_event, principal=writer, event_id=event["id"], now=utcnow())
+    assert found(db, writer, "cy") == []
 
 
 def test_a_key_finds_only_what_it_reaches(db: Database, factory: Factory) -> None:

@@ -1,6 +1,7 @@
 """``q`` on ``GET /api/v1/calendar/events`` over a real server: what it finds, with the window,
 calendars, pages and series; who may search; hostile queries, fuzzed over HTTP (never a 5xx, a
-400 on ``q`` only for what cannot be a query); the index kept in step with an undo."""
+400 on ``q`` only for what cannot be a query); attendees' names and emails; the index kept in
+step with a PATCH of the attendees, an undo and an approval."""
 
 from __future__ import annotations
 
@@ -123,6 +124,30 @@ def test_an_undone_delete_is_found_again(api: httpx.Client, factory: Factory) ->
     undone = api.post(f"/api/v1/calendar/changes/{change}/undo", headers=bearer(secret))
     assert undone.status_code == 200, undone.text
     assert titles(search(api, secret, "vet")) == ["Vet appointment"]
+
+
+def test_q_finds_attendees_names_and_emails_and_follows_a_patch_of_them_and_its_undo(
+    api: httpx.Client, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner())
+    ana = {"email": "ana@example.com", "name": "Ana Lima"}
+    event = create_event(api, secret, title="Kickoff", attendees=[ana])
+    assert titles(search(api, secret, "lima")) == ["Kickoff"]
+    assert titles(search(api, secret, "ana example")) == ["Kickoff"]
+    assert titles(search(api, secret, "kickoff ana@example.com")) == ["Kickoff"]
+    patched = api.patch(
+        f"{EVENTS}/{event['id']}",
+        json={"attendees": [{"email": "bo@example.org", "name": "Bo Lindqvist"}]},
+        headers=bearer(secret),
+    )
+    assert patched.status_code == 200, patched.text
+    assert titles(search(api, secret, "lima")) == [] and titles(search(api, secret, "ana")) == []
+    assert titles(search(api, secret, "lindqvist bo")) == ["Kickoff"]
+    change = patched.headers["calendar-change-id"]
+    undone = api.post(f"/api/v1/calendar/changes/{change}/undo", headers=bearer(secret))
+    assert undone.status_code == 200, undone.text
+    assert titles(search(api, secret, "lima")) == ["Kickoff"]
+    assert titles(search(api, secret, "lindqvist")) == []
 
 
 def test_a_rename_that_waits_is_found_by_its_new_words_once_approved(

@@ -50,12 +50,13 @@ def _search() -> dict[str, Any]:
     return {
         "name": "q",
         "in": "query",
-        "description": "Search: only the events whose title, description or location hold "
-        "every word of q, case and accents aside, the last word as the start of a word "
-        "(`denti` finds Dentist), in any script. A series matches by its own text, and its "
-        "occurrences in the window are listed; a changed occurrence matches by its own. "
-        "Words are runs of letters and digits: quotes, `*`, `-`, `:`, parentheses and the "
-        "like only separate them (never search syntax); a q without a word matches nothing. "
+        "description": "Search: only the events whose title, description, location or "
+        "attendees' names and emails hold every word of q, case and accents aside, the last "
+        "word as the start of a word (`denti` finds Dentist), in any script. A series matches "
+        "by its own text, and its occurrences in the window are listed; a changed "
+        "occurrence matches by its own. Words are runs of letters and digits: quotes, `*`, "
+        "`-`, `:`, parentheses and the like only separate them (never search syntax); a q "
+        "without a word matches nothing. "
         "Without timeMin a search starts now; ordered by startsAt like the list. Send the "
         "same q with pageToken; not with syncToken, and its last page has no nextSyncToken. "
         f"At most {QUERY_MAX} characters (longer, or a NUL: 400). Empty: no search.",
