@@ -53,13 +53,12 @@ import httpx
 import uvloop
 from sqlalchemy import func, insert, select, update
 
-from bench.webhooks import percentile, read_body
+from bench.webhooks import bench_database, percentile, read_body
 from calendar_service import calendars, events, keys, subscriptions, users, webhook_targets
-from calendar_service.config import Config, parse_retry_schedule
+from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.events import events_t
 from calendar_service.ids import new_id
-from calendar_service.migrate import upgrade
 from calendar_service.models import EventCreate, deliveries_t
 from calendar_service.timeutil import utcnow
 from calendar_service.triggers.tables import plan_t
@@ -417,14 +416,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     with tempfile.TemporaryDirectory() as tmp, receiver_process() as receiver_url:
         url = a.database_url or f"sqlite:///{Path(tmp) / 'triggers-bench.db'}"
-        config = Config(
-            database_url=url,
-            webhook_allow_local=True,
-            webhook_retry_schedule=parse_retry_schedule("1s,5s"),
-        )
-        db = Database(config)
-        upgrade(db.engine)
-        try:
+        with bench_database(url) as (config, db):
             now = utcnow()
             seeded = seed(db, a, receiver_url, now)
             owner, cal_ids = seeded["owner"], seeded["calendars"]
@@ -445,8 +437,6 @@ def main(argv: list[str] | None = None) -> None:
             wanted = 2 * max(1, a.burst // (2 * a.subscriptions)) * a.subscriptions
             with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
                 burst = runner.run(run_burst(config, db, receiver_url, at, wanted, a.timeout))
-        finally:
-            db.close()
         served = None
         if a.serve_rounds > 0:
             served = list_through_serve(url, seeded["secret"], a, Path(tmp))

@@ -311,6 +311,24 @@ async def wait_for_arrivals(url: str, wanted: set[str], timeout: float) -> dict[
             await asyncio.sleep(0.05)
 
 
+@contextmanager
+def bench_database(url: str) -> Iterator[tuple[Config, Database]]:
+    """The migrated database at ``url``, its webhooks allowed to the local receiver and
+    retried after 1 s and 5 s (``bench.triggers`` measures on the same); closed on the way
+    out."""
+    config = Config(
+        database_url=url,
+        webhook_allow_local=True,
+        webhook_retry_schedule=parse_retry_schedule("1s,5s"),
+    )
+    db = Database(config)
+    upgrade(db.engine)
+    try:
+        yield config, db
+    finally:
+        db.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run both measurements and print (and optionally write) the figures."""
     a = parse_args(argv)
@@ -319,14 +337,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     with tempfile.TemporaryDirectory() as tmp, receiver_process() as receiver_url:
         url = a.database_url or f"sqlite:///{Path(tmp) / 'webhooks-bench.db'}"
-        config = Config(
-            database_url=url,
-            webhook_allow_local=True,
-            webhook_retry_schedule=parse_retry_schedule("1s,5s"),
-        )
-        db = Database(config)
-        upgrade(db.engine)
-        try:
+        with bench_database(url) as (config, db):
             # On uvloop, as ``serve`` runs the job (uvicorn's loop="auto" picks it).
             with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
                 latency = runner.run(
@@ -340,8 +351,6 @@ def main(argv: list[str] | None = None) -> None:
                 across = runner.run(
                     measure_cross_process(config, db, make_owner(db, receiver_url), receiver_url, a)
                 )
-        finally:
-            db.close()
     backend = "postgresql" if url.startswith("postgresql") else "sqlite"
     result = {
         "backend": backend,
