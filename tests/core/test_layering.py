@@ -149,6 +149,24 @@ FRAMEWORKS = frozenset(
         "schemathesis",
         "pytest_asyncio",
         "axe_playwright_python",
+        # Not installed, named all the same: the usual other web frameworks, servers and HTTP
+        # clients, refused to the core and the fronts before any dependency brings one in.
+        "aiohttp",
+        "fastapi",
+        "flask",
+        "django",
+        "tornado",
+        "sanic",
+        "quart",
+        "falcon",
+        "hypercorn",
+        "gunicorn",
+        "daphne",
+        "twisted",
+        "treq",
+        "httplib2",
+        "pycurl",
+        "grpc",
     }
 )
 
