@@ -31,10 +31,21 @@ text, and a rebuild); here only the PostgreSQL condition names the vector's colu
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam
+from sqlalchemy import (
+    CTE,
+    ColumnElement,
+    Integer,
+    String,
+    column,
+    func,
+    literal_column,
+    select,
+    text,
+)
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -108,37 +119,83 @@ def _words(q: str) -> list[str]:
     return list(found)
 
 
-class matches_search(FunctionElement[bool]):  # lower case: used like a SQL function
-    """The condition that an ``events`` row (the statement's table, not an alias) matches the
-    search given as its one argument (a bind parameter: ``Search.engine_text``)."""
+KEY_SHIFT = 40
+"""SQLite: bits of an event's rowid in its search key (migration 0021)."""
+KEY_MASK = (1 << KEY_SHIFT) - 1
+_BUCKETS = 1 << 22  # calendar buckets (0021's BUCKET_BITS)
+_WEIGHTS = (1, 61, 3721, 226981)  # 0021's
 
-    # No Boolean type: on SQLite, SQLAlchemy would compare a Boolean expression with 1 in a
-    # WHERE, and SQLite would then not use the IN as a way to the rows.
+
+def calendar_bucket(calendar_id: str) -> int:
+    """SQLite: the bucket of a calendar id, as migration 0021's triggers make it: the code
+    points of its last four characters, weighted (``substr(id, -k)``'s first character: the
+    id's ``k``-th last, or its first when it is shorter)."""
+    weighted = sum(w * ord(calendar_id[-k:][0]) for k, w in enumerate(_WEIGHTS, start=1))
+    return weighted % _BUCKETS
+
+
+def key_range(calendar_ids: Sequence[str]) -> tuple[int, int]:
+    """SQLite: the search keys of events in ``calendar_ids`` are in ``[low, high)`` (with those
+    of any other calendar that shares a bucket between them)."""
+    buckets = [calendar_bucket(c) for c in calendar_ids]
+    return min(buckets) << KEY_SHIFT, (max(buckets) + 1) << KEY_SHIFT
+
+
+_MATCHES = {
+    # FTS5 seeks in each word's list to the calendars' keys; the key's low bits are the rowid.
+    "sqlite": (
+        f"SELECT rowid & {KEY_MASK} AS id FROM events_search "  # noqa: S608
+        "WHERE events_search MATCH :search "
+        "AND rowid >= :search_low AND rowid < :search_high"
+    ),
+    # The GIN index's expression, with the calendars' words only.
+    "postgresql": (
+        "SELECT matched.id AS id FROM events AS matched WHERE calendar_search_keyed("
+        "matched.calendar_id, matched.title, matched.description, matched.location, "
+        "matched.attendees) @@ calendar_search_keyed_query(:search, :search_calendars)"
+    ),
+}
+
+
+def search_matches(dialect: str) -> CTE:
+    """The events that match the search (``search_params``): a ``WITH`` of their ids on
+    PostgreSQL, their rowids on SQLite (``matched_condition``), evaluated once however many
+    times the statement reads it."""
+    body = text(_MATCHES["sqlite" if dialect == "sqlite" else "postgresql"])
+    id_type: Any = Integer() if dialect == "sqlite" else String()
+    return body.columns(column("id", id_type)).cte("search_matches").prefix_with("MATERIALIZED")
+
+
+def matched_condition(dialect: str, matches: CTE) -> ColumnElement[bool]:
+    """That an ``events`` row (the statement's table, not an alias) is among ``matches``."""
+    ids = select(matches.c.id).scalar_subquery()
+    if dialect == "sqlite":
+        return literal_column("events.rowid").in_(ids)
+    # The ids, once (an InitPlan), then the rows by primary key: left to itself, once a
+    # prepared statement has a generic plan, the planner may walk the window through
+    # ix_events_calendar_start and fold every row's text.
+    return literal_column("events.id") == func.any(_array_of(ids))
+
+
+class _array_of(FunctionElement[Any]):  # lower case: used like a SQL function
+    """PostgreSQL's ``ARRAY(subquery)``: the subquery's values as an array."""
+
     inherit_cache = True
-    name = "matches_search"
+    name = "array_of"
 
 
-@compiles(matches_search)
-def _matches_sqlite(element: matches_search, compiler: Any, **kw: Any) -> str:
-    text = compiler.process(element.clauses, **kw)
-    # ``text`` is the bind parameter's placeholder: nothing of the search is in the SQL.
-    return f"events.rowid IN (SELECT rowid FROM events_search WHERE events_search MATCH {text})"  # noqa: S608
+@compiles(_array_of)
+def _array_of_sql(element: _array_of, compiler: Any, **kw: Any) -> str:
+    return f"ARRAY{compiler.process(element.clauses, **kw)}"
 
 
-@compiles(matches_search, "postgresql")
-def _matches_postgresql(element: matches_search, compiler: Any, **kw: Any) -> str:
-    # The ids the GIN index finds, once (an InitPlan), then the rows among them: left to
-    # itself, once a prepared statement has a generic plan (which cannot see the words), the
-    # planner walks the window through ix_events_calendar_start and folds every row's text.
-    text = compiler.process(element.clauses, **kw)
-    return (  # ``text``: the bind parameter's placeholder, as on SQLite
-        "events.id = ANY(ARRAY(SELECT matched.id FROM events AS matched WHERE "  # noqa: S608
-        "calendar_search_vector(matched.title, matched.description, matched.location, "
-        "matched.attendees) "
-        f"@@ calendar_search_query({text})))"
-    )
-
-
-def search_condition() -> matches_search:
-    """``matches_search`` of the parameter ``search``."""
-    return matches_search(bindparam("search"))
+def search_params(
+    params: dict[str, Any], search: Search, dialect: str, calendar_ids: Sequence[str]
+) -> None:
+    """Put the parameters of ``search_matches`` into ``params``: the words, and the
+    calendars the search keeps to (the list's)."""
+    params["search"] = search.engine_text(dialect)
+    if dialect == "sqlite":
+        params["search_low"], params["search_high"] = key_range(calendar_ids)
+    else:
+        params["search_calendars"] = " ".join(calendar_ids)

@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from calendar_service.config import Config
 from calendar_service.db.engine import make_engine
+from calendar_service.events.search import KEY_MASK, key_range
 from calendar_service.migrate import alembic_config
 from tests.support import fresh_database_url
 
@@ -230,7 +231,7 @@ def test_0017_indexes_the_events_already_there_keeps_step_and_goes_back(tmp_path
             (event_id, title, at, at, at, at, location),
         )
     raw.commit()
-    migrate(command.upgrade, "head")
+    migrate(command.upgrade, "0020")
 
     def found(words: str) -> list[str]:
         return [
@@ -297,7 +298,7 @@ def test_0020_indexes_the_attendees_of_the_events_already_there_and_goes_back(
                     ),
                     {"id": event_id, "title": title, "at": at, "people": attendees},
                 )
-        migrate(command.upgrade, "head")
+        migrate(command.upgrade, "0020")
         sqlite = engine.dialect.name == "sqlite"
 
         def found(words: str, *, head: bool = True) -> list[str]:
@@ -324,6 +325,92 @@ def test_0020_indexes_the_attendees_of_the_events_already_there_and_goes_back(
         with engine.begin() as conn:
             conn.execute(text("UPDATE events SET title = 'Dentistry' WHERE id = 'ev_2'"))
         assert found("dentistry", head=False) == ["ev_2"]
-        migrate(command.upgrade, "head")
+        migrate(command.upgrade, "0020")
         assert found("lima") == ["ev_2"]
+        engine.dispose()
+
+
+def test_0021_keys_the_index_by_calendar_for_the_events_already_there_and_goes_back(
+    tmp_path: Path,
+) -> None:
+    """On either backend: the events there before 0021 are found within their calendar only
+    (SQLite: by the range of its search keys; PostgreSQL: by its calendar's words), a change of
+    an event's words or calendar follows, a delete removes it, and the downgrade searches as
+    0020 did."""
+    with fresh_database_url(tmp_path) as url:
+        engine = make_engine(Config(database_url=url))
+        migrate = _migrator(url, engine)
+        migrate(command.upgrade, "0020")
+        at = "2026-03-02T08:30:00.000000Z"
+        with engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
+                {"at": at},
+            )
+            for calendar_id, name in (("cal_1", "Work"), ("cal_2", "Home")):
+                conn.execute(
+                    text(
+                        "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
+                        "max_event_seconds, created_at) "
+                        "VALUES (:id, 'usr_1', :name, 'UTC', false, 3600, :at)"
+                    ),
+                    {"id": calendar_id, "name": name, "at": at},
+                )
+            for event_id, calendar_id, title in (
+                ("ev_1", "cal_1", "Dentist Müller"),
+                ("ev_2", "cal_2", "Dentist Ana"),
+            ):
+                conn.execute(
+                    text(
+                        "INSERT INTO events (id, calendar_id, title, starts_at, ends_at, all_day, "
+                        "created_at, updated_at, status) VALUES "
+                        "(:id, :cal, :title, :at, :at, false, :at, :at, 'confirmed')"
+                    ),
+                    {"id": event_id, "cal": calendar_id, "title": title, "at": at},
+                )
+        migrate(command.upgrade, "head")
+        sqlite = engine.dialect.name == "sqlite"
+
+        def found(words: str, calendar_id: str) -> list[str]:
+            params: dict[str, Any] = {"c": calendar_id}
+            if sqlite:
+                params["q"] = " ".join(f'"{w}"' for w in words.split()) + "*"
+                params["low"], params["high"] = key_range([calendar_id])
+                where = (
+                    f"rowid IN (SELECT rowid & {KEY_MASK} FROM events_search WHERE "  # noqa: S608
+                    "events_search MATCH :q AND rowid >= :low AND rowid < :high)"
+                )
+            else:
+                params["q"] = words
+                where = (
+                    "calendar_search_keyed(calendar_id, title, description, location, attendees) "
+                    "@@ calendar_search_keyed_query(:q, :c)"
+                )
+            query = f"SELECT id FROM events WHERE calendar_id = :c AND {where} ORDER BY id"  # noqa: S608
+            with engine.connect() as conn:
+                return list(conn.execute(text(query), params).scalars())
+
+        assert found("denti", "cal_1") == ["ev_1"] and found("dentist", "cal_2") == ["ev_2"]
+        assert found("muller", "cal_1") == ["ev_1"] and found("muller", "cal_2") == []
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE events SET calendar_id = 'cal_2' WHERE id = 'ev_1'"))
+            conn.execute(text("UPDATE events SET title = 'Orthodontist' WHERE id = 'ev_2'"))
+        assert found("muller", "cal_1") == [] and found("muller", "cal_2") == ["ev_1"]
+        assert found("dentist", "cal_2") == ["ev_1"] and found("ortho", "cal_2") == ["ev_2"]
+        with engine.begin() as conn:
+            conn.execute(text("DELETE FROM events WHERE id = 'ev_1'"))
+        assert found("muller", "cal_2") == [] and found("ortho", "cal_2") == ["ev_2"]
+        migrate(command.downgrade, "0020")
+        if sqlite:
+            where = "rowid IN (SELECT rowid FROM events_search WHERE events_search MATCH :q)"
+            q = '"ortho"*'
+        else:
+            where = (
+                "calendar_search_vector(title, description, location, attendees) "
+                "@@ calendar_search_query(:q)"
+            )
+            q = "ortho"
+        with engine.connect() as conn:
+            rows = conn.execute(text(f"SELECT id FROM events WHERE {where}"), {"q": q}).scalars()  # noqa: S608
+            assert list(rows) == ["ev_2"]
         engine.dispose()

@@ -6,19 +6,27 @@ a 400 only for what cannot be a query."""
 
 from __future__ import annotations
 
+import importlib
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from calendar_service import events
 from calendar_service.db import Database
 from calendar_service.errors import ValidationFailed
-from calendar_service.events import events_t
-from calendar_service.events.search import QUERY_MAX, WORDS_MOST, parse_search, search_condition
+from calendar_service.events.search import (
+    KEY_MASK,
+    KEY_SHIFT,
+    QUERY_MAX,
+    WORDS_MOST,
+    calendar_bucket,
+    key_range,
+    parse_search,
+)
 from calendar_service.ical.importing import import_events
 from calendar_service.keys import Principal
 from calendar_service.models import EventCreate, EventUpdate
@@ -26,6 +34,8 @@ from calendar_service.timeutil import format_utc, utcnow
 from tests.core.test_events import TOKEN_KEY, principal_for
 from tests.core.test_query_plan import plan_of
 from tests.support import Factory
+
+_MIGRATION_0021 = importlib.import_module("migrations.versions.0021_search_by_calendar")
 
 WINDOW = {"time_min": "2026-03-01T00:00:00Z", "time_max": "2026-04-01T00:00:00Z"}
 
@@ -415,28 +425,48 @@ def test_every_backend_has_the_search_index_at_head(db: Database) -> None:
     assert wanted <= found, found
 
 
-def test_a_search_finds_its_rows_through_the_search_index(db: Database, writer: Principal) -> None:
-    """SQLite: the list's search goes from the FTS5 table's matches to the rows by rowid.
-    PostgreSQL (whose planner picks by the tables' sizes): the condition is the GIN index's
-    expression, so that the index can answer it."""
+def test_a_search_finds_its_rows_through_the_search_index_once(
+    db: Database, writer: Principal
+) -> None:
+    """One statement: the matches found once, through the index (SQLite: FTS5 within the
+    calendar's range of keys, then the rows by rowid; PostgreSQL, whose planner picks by the
+    tables' sizes: the GIN index can answer it), read by the window's part and the series'."""
     create(db, writer, title="Dentist")
+    plan = plan_of(
+        db, lambda statement: "search_matches" in statement, lambda: searched(db, writer, "dentist")
+    )
     if db.engine.dialect.name == "sqlite":
-        plan = plan_of(
-            db,
-            lambda statement: "FROM events" in statement and "recurrence IS NULL" in statement,
-            lambda: searched(db, writer, "dentist"),
-        )
-        assert "events_search VIRTUAL TABLE" in plan, plan
+        assert plan.count("events_search VIRTUAL TABLE") == 1, plan
         assert "INTEGER PRIMARY KEY" in plan, plan
         return
-    search = parse_search("dentist")
-    assert search is not None
-    statement = select(events_t.c.id).where(search_condition())
-    sql = str(statement.compile(db.engine))
-    params = {"search": search.engine_text("postgresql")}
-    with db.engine.connect() as conn:
-        conn.execute(text("SET enable_seqscan = off"))
-        plan = " ".join(row[0] for row in conn.exec_driver_sql(f"EXPLAIN {sql}", params))
-        found = conn.exec_driver_sql(sql, params).all()
-    assert "ix_events_search" in plan, plan
-    assert found
+    assert plan.count("ix_events_search") == 1, plan
+
+
+def test_the_search_key_is_the_calendars_bucket_then_the_rowid(
+    db: Database, factory: Factory
+) -> None:
+    """SQLite: migration 0021's triggers key each event's words by its calendar's bucket
+    (``search.calendar_bucket``, which the search's range is made with) and its rowid."""
+    if db.engine.dialect.name != "sqlite":
+        return
+    owner = factory.owner()
+    writer = principal_for(db, factory, owner)
+    create(db, writer, title="Keyed")
+    keys = db.call(
+        lambda conn: conn.execute(
+            text(
+                "SELECT e.calendar_id, s.rowid FROM events AS e JOIN events_search AS s "  # noqa: S608
+                f"ON s.rowid & {KEY_MASK} = e.rowid WHERE s.events_search MATCH 'keyed'"
+            )
+        ).all()
+    )
+    assert keys
+    for calendar_id, key in keys:
+        assert key >> KEY_SHIFT == calendar_bucket(calendar_id)
+    low, high = key_range([keys[0][0]])
+    assert low <= keys[0][1] < high
+    ids = ("a", "ab", "abc", "abcd", "cal_3prFh6OYZsWhMXwbnTjzpa", "Личное", "東京x")
+    bucket = f"SELECT {_MIGRATION_0021._bucket('t')} FROM (SELECT :c AS calendar_id) AS t"  # noqa: S608
+    made = db.call(lambda conn: [conn.execute(text(bucket), {"c": c}).scalar() for c in ids])
+    expected = [calendar_bucket(c) for c in ids]
+    assert made == expected
