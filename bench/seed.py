@@ -266,6 +266,11 @@ def seed_ours(url: str, rows: int, meta_path: Path, *, series: int = 0, log=prin
             cur = raw.cursor()
             cur.execute("ANALYZE")
             if config.is_sqlite:
+                # The search index as the server's housekeeping leaves it, within a minute of
+                # its start (maintenance.purge_expired, search.merge_search_index).
+                cur.execute(
+                    "INSERT INTO events_search(events_search, rank) VALUES ('merge', -2000)"
+                )
                 cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             cur.close()
             raw.commit()

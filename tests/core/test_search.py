@@ -29,6 +29,7 @@ from calendar_service.events.search import (
 )
 from calendar_service.ical.importing import import_events
 from calendar_service.keys import Principal
+from calendar_service.maintenance import purge_expired
 from calendar_service.models import EventCreate, EventUpdate
 from calendar_service.timeutil import format_utc, utcnow
 from tests.core.test_events import TOKEN_KEY, principal_for
@@ -470,3 +471,22 @@ def test_the_search_key_is_the_calendars_bucket_then_the_rowid(
     made = db.call(lambda conn: [conn.execute(text(bucket), {"c": c}).scalar() for c in ids])
     expected = [calendar_bucket(c) for c in ids]
     assert made == expected
+
+
+def test_the_housekeeping_merges_the_search_index_and_every_search_stays(
+    db: Database, writer: Principal
+) -> None:
+    """SQLite: the segments each write left are merged into fewer (the structure record, which
+    lists them, shrinks); what a search finds is the same. PostgreSQL: nothing to do."""
+    for n in range(12):
+        create(db, writer, title=f"Segment {n} housekeeping")
+    before = found(db, writer, "housekeep")
+    sqlite = db.engine.dialect.name == "sqlite"
+    structure = "SELECT length(block) FROM events_search_data WHERE id = 10"
+    if sqlite:
+        size = db.call(lambda conn: conn.execute(text(structure)).scalar())
+    purged = db.call(purge_expired, now=utcnow(), call_history_days=90)
+    assert purged["searchIndexMerged"] == (1 if sqlite else 0)
+    assert found(db, writer, "housekeep") == before and len(before) == 12
+    if sqlite:
+        assert db.call(lambda conn: conn.execute(text(structure)).scalar()) < size
