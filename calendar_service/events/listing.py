@@ -320,8 +320,8 @@ def _window_page(
         rows = list_statement(*shape).all(conn, **params)
         series = window_series(conn, calendars, shape=shape, params=params, texts=texts)
     else:
-        search_params(params, search, dialect, [c.id for c in calendars])
-        found = search_statement(dialect, *shape).all(conn, **params)
+        parts = search_params(params, search, dialect, [c.id for c in calendars])
+        found = search_statement(dialect, parts, *shape).all(conn, **params)
         rows = [row[1:] for row in found if row[0] == SEARCH_WINDOW]
         series = [row[1 : 1 + len(SERIES_KEYS)] for row in found if row[0] == SEARCH_SERIES]
     if not series:

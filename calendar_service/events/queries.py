@@ -152,14 +152,16 @@ def _window_rows(query: Any, among: int, low: bool, high: bool, after: bool) -> 
 
 
 @functools.cache
-def search_statement(dialect: str, among: int, low: bool, high: bool, after: bool) -> Statement:
+def search_statement(
+    dialect: str, parts: tuple[int, ...], among: int, low: bool, high: bool, after: bool
+) -> Statement:
     """A search's one statement (``events.search``): the window query's rows that match the
     search, then the series that match it and may occur in the window, in one answer: each
     row's first column says which (``SEARCH_WINDOW`` or ``SEARCH_SERIES``); a series row is
     ``SERIES_KEYS``, then NULLs. The matches are found once (``search.search_matches``) and
     read by both parts. ``dialect``: the statement is written for it (the matches are each
-    database's own)."""
-    matches = search_matches(dialect)
+    database's own); ``parts``: SQLite's parts of the index (``search.search_params``)."""
+    matches = search_matches(dialect, parts)
     matched = matched_condition(dialect, matches)
     kind: Any = literal_column(str(SEARCH_WINDOW))
     rows = _window_rows(select(kind.label("kind"), *_LIST_COLUMNS), among, low, high, after)

@@ -142,29 +142,44 @@ def key_range(calendar_ids: Sequence[str]) -> tuple[int, int]:
     return min(buckets) << KEY_SHIFT, (max(buckets) + 1) << KEY_SHIFT
 
 
-_MATCHES = {
+PARTS = 8
+"""SQLite: the search index is cut into ``events_search_<n>`` by calendar (migration 0021)."""
+
+
+def index_part(calendar_id: str) -> int:
+    """SQLite: the part of the search index a calendar's events are in (0021's ``_part``)."""
+    return ord(calendar_id[-1]) % PARTS
+
+
+# PostgreSQL: the GIN index's expression, with the calendars' words only.
+_MATCHES_POSTGRESQL = (
+    "SELECT matched.id AS id FROM events AS matched WHERE calendar_search_keyed("
+    "matched.calendar_id, matched.title, matched.description, matched.location, "
+    "matched.attendees) @@ calendar_search_keyed_query(:search, :search_calendars)"
+)
+
+
+def _matches_sqlite(part: int) -> str:
     # FTS5 seeks in each word's list to the calendars' keys; the key's low bits are the rowid.
-    "sqlite": (
-        f"SELECT rowid & {KEY_MASK} AS id FROM events_search "  # noqa: S608
-        "WHERE events_search MATCH :search "
+    table = f"events_search_{part}"
+    return (
+        f"SELECT rowid & {KEY_MASK} AS id FROM {table} WHERE {table} MATCH :search "  # noqa: S608
         "AND rowid >= :search_low AND rowid < :search_high"
-    ),
-    # The GIN index's expression, with the calendars' words only.
-    "postgresql": (
-        "SELECT matched.id AS id FROM events AS matched WHERE calendar_search_keyed("
-        "matched.calendar_id, matched.title, matched.description, matched.location, "
-        "matched.attendees) @@ calendar_search_keyed_query(:search, :search_calendars)"
-    ),
-}
+    )
 
 
-def search_matches(dialect: str) -> CTE:
+def search_matches(dialect: str, parts: tuple[int, ...]) -> CTE:
     """The events that match the search (``search_params``): a ``WITH`` of their ids on
     PostgreSQL, their rowids on SQLite (``matched_condition``), evaluated once however many
-    times the statement reads it."""
-    body = text(_MATCHES["sqlite" if dialect == "sqlite" else "postgresql"])
-    id_type: Any = Integer() if dialect == "sqlite" else String()
-    return body.columns(column("id", id_type)).cte("search_matches").prefix_with("MATERIALIZED")
+    times the statement reads it. ``parts``: SQLite's parts of the index to search (those of
+    the calendars: ``search_params``'s)."""
+    if dialect == "sqlite":
+        body = text(" UNION ALL ".join(_matches_sqlite(part) for part in parts))
+        return (
+            body.columns(column("id", Integer())).cte("search_matches").prefix_with("MATERIALIZED")
+        )
+    body = text(_MATCHES_POSTGRESQL)
+    return body.columns(column("id", String())).cte("search_matches").prefix_with("MATERIALIZED")
 
 
 def matched_condition(dialect: str, matches: CTE) -> ColumnElement[bool]:
@@ -192,18 +207,21 @@ def _array_of_sql(element: _array_of, compiler: Any, **kw: Any) -> str:
 
 def search_params(
     params: dict[str, Any], search: Search, dialect: str, calendar_ids: Sequence[str]
-) -> None:
+) -> tuple[int, ...]:
     """Put the parameters of ``search_matches`` into ``params``: the words, and the
-    calendars the search keeps to (the list's)."""
+    calendars the search keeps to (the list's); returns the parts of the index to search
+    (SQLite; none on PostgreSQL)."""
     params["search"] = search.engine_text(dialect)
-    if dialect == "sqlite":
-        params["search_low"], params["search_high"] = key_range(calendar_ids)
-    else:
+    if dialect != "sqlite":
         params["search_calendars"] = " ".join(calendar_ids)
+        return ()
+    params["search_low"], params["search_high"] = key_range(calendar_ids)
+    return tuple(sorted({index_part(c) for c in calendar_ids}))
 
 
 MERGE_PAGES = 2000
-"""SQLite: leaf pages the housekeeping's merge of the search index writes at most a run."""
+"""SQLite: leaf pages the housekeeping's merge of the search index writes at most a run (an
+``PARTS``-th in each part)."""
 
 
 def merge_search_index(conn: Connection) -> int:
@@ -216,7 +234,9 @@ def merge_search_index(conn: Connection) -> int:
     PostgreSQL's GIN index needs nothing: 0."""
     if conn.dialect.name != "sqlite":
         return 0
-    conn.exec_driver_sql(
-        f"INSERT INTO events_search(events_search, rank) VALUES ('merge', -{MERGE_PAGES})"  # noqa: S608
-    )
+    for part in range(PARTS):
+        table = f"events_search_{part}"
+        conn.exec_driver_sql(
+            f"INSERT INTO {table}({table}, rank) VALUES ('merge', -{MERGE_PAGES // PARTS})"  # noqa: S608
+        )
     return 1

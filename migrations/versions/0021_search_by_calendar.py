@@ -10,8 +10,12 @@ databases, so that a search of one calendar's events no longer reads the index e
 calendar (issue 28, item 5: at 100,000 events a search read about 11,000 entries for each of
 its common words, of which a twentieth were its calendar's).
 
-SQLite: ``events_search`` (contentless FTS5, 0017's options) is made again with a rowid of its
-own, the event's *search key*: ``(calendar_bucket(calendar_id) << KEY_SHIFT) + events.rowid``.
+SQLite: ``events_search`` (contentless FTS5, 0017's options) is cut into ``PARTS`` tables
+``events_search_<n>`` by calendar (``n``: the calendar id's last code point modulo ``PARTS``),
+each with the same options and a rowid of its own, the event's *search key*:
+``(calendar_bucket(calendar_id) << KEY_SHIFT) + events.rowid``. The parts: FTS5 reads every
+entry of every word that a prefix (the search's last word) begins, in the whole table, whatever
+rowids are asked for; in a part, an eighth of them.
 ``calendar_bucket`` is a number below ``2 ** BUCKET_BITS`` made from the calendar id's last
 four characters (``_bucket``: each one's code point, weighted; every calendar id has them, or
 the whole id when shorter). An event's entries then sit among its calendar's in every word's
@@ -20,7 +24,8 @@ calendar's keys: FTS5 seeks into each word's list there instead of reading it wh
 event row is the key's low ``KEY_SHIFT`` bits (``key & KEY_MASK``); two calendars with one
 bucket share a range (the search still keeps to its calendars by ``calendar_id``). The
 triggers of 0020 are made again with the key: the update trigger also fires when the calendar
-changes (the key with it). Every row is indexed anew.
+changes (the key, and perhaps the part, with it), the old words out before the new ones in;
+each part's triggers fire for its rows only (their ``WHEN``). Every row is indexed anew.
 
 PostgreSQL: the GIN index ``ix_events_search`` is made again over
 ``calendar_search_keyed(calendar_id, title, description, location, attendees)``: 0020's
@@ -39,7 +44,7 @@ Frozen: this file imports nothing of the service.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from alembic import op
 from sqlalchemy import text
@@ -58,6 +63,8 @@ KEY_SHIFT = 40
 """Bits of an event's rowid in its search key (SQLite)."""
 BUCKET_BITS = 22
 """Bits of a calendar's bucket in the search key (SQLite): the key stays under 2 ** 62."""
+PARTS = 8
+"""Tables the index is cut into on SQLite, by calendar (``_part``)."""
 _WEIGHTS = (1, 61, 3721, 226981)  # of the code points of the id's last, 2nd last... character
 
 
@@ -96,32 +103,75 @@ def _key(row: str) -> str:
     return f"(({_bucket(row)} << {KEY_SHIFT}) + {row}.rowid)"
 
 
-def _row(row: str) -> str:
-    """0020's rowid in the index: the event's."""
-    return f"{row}.rowid"
+def _part(row: str) -> str:
+    """The part of the index ``row``'s words are in: its calendar id's last code point, modulo
+    ``PARTS``."""
+    return f"(unicode(substr({row}.calendar_id, -1)) % {PARTS})"
 
 
-def _sqlite(key: Callable[[str], str], *, keyed: bool) -> list[str]:
-    """``events_search`` made again with rowids ``key(row)``, its triggers, every row indexed."""
-    watched = ("calendar_id, " if keyed else "") + "title, description, location, attendees"
+def _keyed() -> list[str]:
+    """``PARTS`` tables ``events_search_<n>`` (0017's options) whose rowids are the events'
+    search keys, the triggers that keep each (every one fires for its part's rows only: its
+    ``WHEN``), and every row indexed in its part."""
+    watched = "calendar_id, title, description, location, attendees"
     changed = " OR ".join(f"old.{c} IS NOT new.{c}" for c in watched.split(", "))
-    return [
+    statements = [
         *(f"DROP TRIGGER IF EXISTS events_search_{t}" for t in ("insert", "delete", "update")),
         "DROP TABLE IF EXISTS events_search",
+    ]
+    for n in range(PARTS):
+        table = f"events_search_{n}"
+        delete_old = (
+            f"INSERT INTO {table}({table}, rowid, words) "
+            f"SELECT 'delete', {_key('old')}, {_words('old')} WHERE {_part('old')} = {n}"
+        )
+        insert_new = (
+            f"INSERT INTO {table}(rowid, words) "
+            f"SELECT {_key('new')}, {_words('new')} WHERE {_part('new')} = {n}"
+        )
+        statements += [
+            f"CREATE VIRTUAL TABLE {table} USING fts5("
+            "words, content='', columnsize=0, tokenize='unicode61 remove_diacritics 2')",
+            f"CREATE TRIGGER {table}_insert AFTER INSERT ON events "  # noqa: S608
+            f"WHEN {_part('new')} = {n} BEGIN "
+            f"INSERT INTO {table}(rowid, words) VALUES ({_key('new')}, {_words('new')}); END",
+            f"CREATE TRIGGER {table}_delete AFTER DELETE ON events "  # noqa: S608
+            f"WHEN {_part('old')} = {n} BEGIN INSERT INTO {table}({table}, rowid, words) "
+            f"VALUES ('delete', {_key('old')}, {_words('old')}); END",
+            # The old words out before the new ones in (one trigger: in this order).
+            f"CREATE TRIGGER {table}_update AFTER UPDATE OF {watched} ON events "
+            f"WHEN ({changed}) AND ({_part('old')} = {n} OR {_part('new')} = {n}) BEGIN "
+            f"{delete_old}; {insert_new}; END",
+            f"INSERT INTO {table}(rowid, words) SELECT {_key('events')}, {_words('events')} "  # noqa: S608
+            f"FROM events WHERE {_part('events')} = {n}",
+        ]
+    return statements
+
+
+def _unkeyed() -> list[str]:
+    """0020's ``events_search`` and triggers again (rowid: the event's), every row indexed."""
+    watched = "title, description, location, attendees"
+    changed = " OR ".join(f"old.{c} IS NOT new.{c}" for c in watched.split(", "))
+    return [
+        *(
+            f"DROP TRIGGER IF EXISTS events_search_{n}_{t}"
+            for n in range(PARTS)
+            for t in ("insert", "delete", "update")
+        ),
+        *(f"DROP TABLE IF EXISTS events_search_{n}" for n in range(PARTS)),
         "CREATE VIRTUAL TABLE events_search USING fts5("
         "words, content='', columnsize=0, tokenize='unicode61 remove_diacritics 2')",
         "CREATE TRIGGER events_search_insert AFTER INSERT ON events BEGIN "  # noqa: S608
-        f"INSERT INTO events_search(rowid, words) VALUES ({key('new')}, {_words('new')}); END",
+        f"INSERT INTO events_search(rowid, words) VALUES (new.rowid, {_words('new')}); END",
         "CREATE TRIGGER events_search_delete AFTER DELETE ON events BEGIN "  # noqa: S608
         "INSERT INTO events_search(events_search, rowid, words) "
-        f"VALUES ('delete', {key('old')}, {_words('old')}); END",
+        f"VALUES ('delete', old.rowid, {_words('old')}); END",
         f"CREATE TRIGGER events_search_update AFTER UPDATE OF {watched} "  # noqa: S608
         f"ON events WHEN {changed} BEGIN "
         "INSERT INTO events_search(events_search, rowid, words) "
-        f"VALUES ('delete', {key('old')}, {_words('old')}); "
-        f"INSERT INTO events_search(rowid, words) VALUES ({key('new')}, {_words('new')}); END",
-        f"INSERT INTO events_search(rowid, words) SELECT {key('events')}, {_words('events')} "  # noqa: S608
-        "FROM events",
+        f"VALUES ('delete', old.rowid, {_words('old')}); "
+        f"INSERT INTO events_search(rowid, words) VALUES (new.rowid, {_words('new')}); END",
+        f"INSERT INTO events_search(rowid, words) SELECT rowid, {_words('events')} FROM events",  # noqa: S608
     ]
 
 
@@ -175,18 +225,14 @@ def _postgresql_downgrade() -> list[str]:
 
 
 def upgrade() -> None:
-    if op.get_bind().dialect.name == "sqlite":
-        statements = _sqlite(_key, keyed=True)
-    else:
-        statements = _postgresql_upgrade()
+    sqlite = op.get_bind().dialect.name == "sqlite"
+    statements = _keyed() if sqlite else _postgresql_upgrade()
     for statement in statements:
         op.execute(statement)
 
 
 def downgrade() -> None:
-    if op.get_bind().dialect.name == "sqlite":
-        statements = _sqlite(_row, keyed=False)
-    else:
-        statements = _postgresql_downgrade()
+    sqlite = op.get_bind().dialect.name == "sqlite"
+    statements = _unkeyed() if sqlite else _postgresql_downgrade()
     for statement in statements:
         op.execute(statement)

@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from calendar_service.config import Config
 from calendar_service.db.engine import make_engine
-from calendar_service.events.search import KEY_MASK, key_range
+from calendar_service.events.search import KEY_MASK, index_part, key_range
 from calendar_service.migrate import alembic_config
 from tests.support import fresh_database_url
 
@@ -376,9 +376,10 @@ def test_0021_keys_the_index_by_calendar_for_the_events_already_there_and_goes_b
             if sqlite:
                 params["q"] = " ".join(f'"{w}"' for w in words.split()) + "*"
                 params["low"], params["high"] = key_range([calendar_id])
+                table = f"events_search_{index_part(calendar_id)}"
                 where = (
-                    f"rowid IN (SELECT rowid & {KEY_MASK} FROM events_search WHERE "  # noqa: S608
-                    "events_search MATCH :q AND rowid >= :low AND rowid < :high)"
+                    f"rowid IN (SELECT rowid & {KEY_MASK} FROM {table} WHERE "  # noqa: S608
+                    f"{table} MATCH :q AND rowid >= :low AND rowid < :high)"
                 )
             else:
                 params["q"] = words
