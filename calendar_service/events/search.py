@@ -1,5 +1,5 @@
 """Search: the words of ``q`` (the list's) or ``query`` (``searchCalendarEvents``'), and the
-condition that matches them, one for each database.
+events that match them, found the way of each database.
 
 What a search is, whatever the engine: ``q`` is cut into words (runs of letters, digits and
 the marks that go with them, in any script; everything else separates words and is never
@@ -10,22 +10,30 @@ the start of a word (``denti`` finds "Dentist"). A ``q`` with no word in it matc
 more than ``WORDS_MOST`` different words: the first ones count. Longer than ``QUERY_MAX``
 characters, or with a NUL, it is refused (400 on ``q``).
 
-How, per database (the index itself is migrations 0017's and 0020's, kept in step with every
-write of an event row by the database):
+How, per database (the index itself is migrations 0017's, 0020's and 0021's, kept in step
+with every write of an event row by the database), the matches found once a request (a
+``WITH`` both parts of ``queries.search_statement`` read) and only among the calendars'
+entries of the index:
 
-- SQLite: ``events_search``, a contentless FTS5 table whose rowid is the event row's, with
-  the ``unicode61 remove_diacritics 2`` tokenizer; each word is given to ``MATCH`` as a quoted
-  string (FTS5 reads nothing in quotes as syntax), the last with ``*``.
-- PostgreSQL: a GIN index over ``calendar_search_vector(title, description, location,
-  attendees)`` (the attendees' JSON text read by ``calendar_search_people``);
-  ``calendar_search_query`` makes the ``tsquery`` from the words with the same folding
-  (lower case, ``unaccent``, punctuation as spaces), the last word with ``:*``.
+- SQLite: ``events_search_<n>``, ``PARTS`` contentless FTS5 tables (the calendars cut among
+  them: ``index_part``) with the ``unicode61 remove_diacritics 2`` tokenizer, whose rowids are
+  the events' search keys (the calendar's bucket, then the event's rowid: ``KEY_SHIFT``), so
+  that a search asks FTS5 for its calendars' range of keys (``key_range``); each word is given
+  to ``MATCH`` as a quoted string (FTS5 reads nothing in quotes as syntax), the last with
+  ``*``.
+- PostgreSQL: a GIN index over ``calendar_search_keyed(calendar_id, title, description,
+  location, attendees)``: the words of ``calendar_search_vector`` (the attendees' JSON text
+  read by ``calendar_search_people``), each prefixed by its calendar's key;
+  ``calendar_search_keyed_query`` makes the ``tsquery`` from the words with the same folding
+  (lower case, ``unaccent``, punctuation as spaces), the last word with ``:*``, for each of
+  the calendars.
 
 Both fold the text of the event and the words the same way, so that one word is one token on
 each (an email's ``@`` and dots separate words: ``ana@example.com`` is ``ana``, ``example``,
 ``com``): ``tests/core/test_search.py`` runs one table of queries on both and expects the same
 events. What is searched is the migrations' (the triggers' and ``calendar_search_vector``'s
-text, and a rebuild); here only the PostgreSQL condition names the vector's columns.
+text, and a rebuild); here only the PostgreSQL condition names the vector's columns, and
+SQLite's keys and parts are made as 0021's triggers make them.
 """
 
 from __future__ import annotations
@@ -142,7 +150,7 @@ def key_range(calendar_ids: Sequence[str]) -> tuple[int, int]:
     return min(buckets) << KEY_SHIFT, (max(buckets) + 1) << KEY_SHIFT
 
 
-PARTS = 8
+PARTS = 4
 """SQLite: the search index is cut into ``events_search_<n>`` by calendar (migration 0021)."""
 
 
