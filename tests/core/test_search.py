@@ -501,3 +501,25 @@ def test_the_housekeeping_merges_the_search_index_and_every_search_stays(
     assert found(db, writer, "housekeep") == before and len(before) == 12
     if sqlite:
         assert db.call(lambda conn: conn.execute(text(structure)).scalar()) < size
+
+
+def test_a_search_of_calendars_in_several_parts_of_the_index_finds_each_ones(
+    db: Database, factory: Factory
+) -> None:
+    """SQLite's index is in parts by calendar: a key over calendars in different parts (an
+    all-calendars key; some of them by ``calendarIds``) searches each part once."""
+    owner = factory.owner()
+    writer = principal_for(db, factory, owner)
+    made: dict[int, str] = {}
+    for n in range(40):  # ids are random: calendars until two parts have one
+        calendar_id = factory.calendar(owner, name=f"Part {n}")
+        made.setdefault(index_part(calendar_id), calendar_id)
+        if len(made) == 3:
+            break
+    assert len(made) == 3
+    for part, calendar_id in made.items():
+        create(db, writer, title=f"Probe {part}", calendar_id=calendar_id)
+    assert sorted(found(db, writer, "probe")) == sorted(f"Probe {p}" for p in made)
+    (part, first), (other, second), _ = made.items()
+    chosen = found(db, writer, "prob", calendar_ids=[first, second])
+    assert sorted(chosen) == sorted([f"Probe {part}", f"Probe {other}"])
