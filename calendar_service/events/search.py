@@ -10,8 +10,11 @@ the start of a word (``denti`` finds "Dentist"). A ``q`` with no word in it matc
 more than ``WORDS_MOST`` different words: the first ones count. Longer than ``QUERY_MAX``
 characters, or with a NUL, it is refused (400 on ``q``).
 
-How, per database (the index itself is migrations 0017's, 0020's and 0021's, kept in step
-with every write of an event row by the database), the matches found once a request (a
+How, per database (the index itself is migrations 0017's, 0020's, 0021's and 0022's, kept in
+step with every write of an event row, in its transaction: on SQLite the triggers leave the
+words in ``events_search_pending`` and every commit the service makes moves them into the
+index first, ``db.engine.write_search_words``: one FTS5 segment a commit, not one a
+statement), the matches found once a request (a
 ``WITH`` both parts of ``queries.search_statement`` read) and only among the calendars'
 entries of the index:
 

@@ -415,3 +415,99 @@ def test_0021_keys_the_index_by_calendar_for_the_events_already_there_and_goes_b
             rows = conn.execute(text(f"SELECT id FROM events WHERE {where}"), {"q": q}).scalars()  # noqa: S608
             assert list(rows) == ["ev_2"]
         engine.dispose()
+
+
+@pytest.mark.sqlite
+def test_0022_writes_the_search_words_at_each_commit_and_goes_back(tmp_path: Path) -> None:
+    """SQLite: the triggers leave an event's words pending and the service's commit moves them
+    into the index in the same transaction (found at once, nothing left pending); a rolled-back
+    write leaves nothing; an insert, an update and a delete in one transaction keep the index
+    whole (FTS5's integrity check); a write made outside the service waits for the service's
+    next commit; the downgrade writes what is pending and brings 0021's triggers back."""
+    path = tmp_path / "words.db"
+    url = f"sqlite:///{path}"
+    engine = make_engine(Config(database_url=url))
+    migrate = _migrator(url, engine)
+    migrate(command.upgrade, "head")
+    at = "2026-03-02T08:30:00.000000Z"
+    part = index_part("cal_1")
+    table = f"events_search_{part}"
+    insert = (
+        "INSERT INTO events (id, calendar_id, title, starts_at, ends_at, all_day, created_at, "
+        "updated_at, status) VALUES (:id, 'cal_1', :title, :at, :at, false, :at, :at, 'confirmed')"
+    )
+
+    def found(word: str) -> list[str]:
+        low, high = key_range(["cal_1"])
+        query = (
+            f"SELECT id FROM events WHERE rowid IN (SELECT rowid & {KEY_MASK} FROM {table} "  # noqa: S608
+            f"WHERE {table} MATCH :q AND rowid >= :low AND rowid < :high) ORDER BY id"
+        )
+        with engine.connect() as conn:
+            rows = conn.execute(text(query), {"q": f'"{word}"*', "low": low, "high": high})
+            return list(rows.scalars())
+
+    def pending() -> int:
+        with engine.connect() as conn:
+            return int(
+                conn.execute(text("SELECT count(*) FROM events_search_pending")).scalar_one()
+            )
+
+    with engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
+            {"at": at},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
+                "max_event_seconds, created_at) VALUES ('cal_1', 'usr_1', 'Work', 'UTC', false, "
+                "3600, :at)"
+            ),
+            {"at": at},
+        )
+        conn.execute(text(insert), {"id": "ev_1", "title": "Dentist Müller", "at": at})
+    assert found("dentist") == ["ev_1"] and pending() == 0
+
+    with pytest.raises(RuntimeError), engine.begin() as conn:
+        conn.execute(text(insert), {"id": "ev_2", "title": "Rolled back", "at": at})
+        raise RuntimeError("roll back")
+    assert found("rolled") == [] and pending() == 0
+
+    with engine.begin() as conn:
+        conn.execute(text(insert), {"id": "ev_3", "title": "Barber", "at": at})
+        conn.execute(text("UPDATE events SET title = 'Haircut' WHERE id = 'ev_3'"))
+        conn.execute(text("UPDATE events SET title = 'Orthodontist' WHERE id = 'ev_1'"))
+        conn.execute(text(insert), {"id": "ev_4", "title": "Gone", "at": at})
+        conn.execute(text("DELETE FROM events WHERE id = 'ev_4'"))
+    assert found("barber") == [] and found("haircut") == ["ev_3"]
+    assert found("dentist") == [] and found("ortho") == ["ev_1"] and found("gone") == []
+    with engine.begin() as conn:
+        conn.execute(text(f"INSERT INTO {table}({table}) VALUES ('integrity-check')"))  # noqa: S608
+
+    outside = sqlite3.connect(path)
+    with outside:
+        outside.execute(
+            "INSERT INTO events (id, calendar_id, title, starts_at, ends_at, all_day, "
+            "created_at, updated_at, status) "
+            "VALUES ('ev_5', 'cal_1', 'Vaccination', ?, ?, 0, ?, ?, 'confirmed')",
+            (at, at, at, at),
+        )
+    outside.close()
+    assert found("vacc") == [] and pending() == 1
+    with engine.begin() as conn:  # the service's next commit, whatever it writes
+        conn.execute(text("UPDATE users SET email = 'b@x.test' WHERE id = 'usr_1'"))
+    assert found("vacc") == ["ev_5"] and pending() == 0
+
+    outside = sqlite3.connect(path)
+    with outside:
+        outside.execute("UPDATE events SET title = 'Checkup' WHERE id = 'ev_5'")
+    outside.close()
+    migrate(command.downgrade, "0021")
+    assert found("checkup") == ["ev_5"] and found("vacc") == []
+    with engine.begin() as conn:
+        names = set(conn.execute(text("SELECT name FROM sqlite_master")).scalars())
+        conn.execute(text("UPDATE events SET title = 'Dentist' WHERE id = 'ev_1'"))
+    assert "events_search_pending" not in names and f"{table}_insert" in names
+    assert found("dentist") == ["ev_1"] and found("ortho") == []
+    engine.dispose()

@@ -416,9 +416,8 @@ def test_every_backend_has_the_search_index_at_head(db: Database) -> None:
     if db.engine.dialect.name == "sqlite":
         query = "SELECT name FROM sqlite_master WHERE name LIKE 'events_search%'"
         wanted = {
-            f"events_search_{n}{kind}"
-            for n in range(PARTS)
-            for kind in ("", "_insert", "_update", "_delete")
+            *(f"events_search_{n}" for n in range(PARTS)),
+            *(f"events_search_{kind}" for kind in ("pending", "insert", "update", "delete")),
         }
     else:
         query = "SELECT indexname FROM pg_indexes WHERE tablename = 'events'"
