@@ -181,6 +181,7 @@ def seed_ours(url: str, rows: int, meta_path: Path, *, series: int = 0, log=prin
     from calendar_service.config import Config
     from calendar_service.db import Database
     from calendar_service.events import events_t
+    from calendar_service.events.search import PARTS
     from calendar_service.ids import new_id
     from calendar_service.migrate import upgrade
     from calendar_service.models import WebhookEndpoint
@@ -266,6 +267,11 @@ def seed_ours(url: str, rows: int, meta_path: Path, *, series: int = 0, log=prin
             cur = raw.cursor()
             cur.execute("ANALYZE")
             if config.is_sqlite:
+                # The search index as the server's housekeeping leaves it, within a minute of
+                # its start (maintenance.purge_expired, search.merge_search_index).
+                for part in range(PARTS):
+                    table = f"events_search_{part}"
+                    cur.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', -2000)")
                 cur.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             cur.close()
             raw.commit()

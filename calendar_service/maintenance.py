@@ -12,6 +12,7 @@ from sqlalchemy import Connection
 from calendar_service import history, idempotency, oauth, ratelimit
 from calendar_service.changes import proposals
 from calendar_service.changes import record as change_log
+from calendar_service.events.search import merge_search_index
 from calendar_service.events.sync import DEFAULT_RETENTION_DAYS, purge_changes
 from calendar_service.ical import feeds
 from calendar_service.triggers.firing import purge_fired
@@ -29,7 +30,8 @@ def purge_expired(
     changes (tombstones) no sync token still honoured can ask for, OAuth requests, codes and
     tokens expired a day ago, and the time triggers fired or skipped two days ago. Pending
     proposals past their expiry are written expired, and decided ones purged with the call
-    history."""
+    history. On SQLite the search index's segments are merged (``search.merge_search_index``:
+    1, else 0)."""
     return {
         "proposalsExpired": proposals.expire(conn, now=now),
         "proposals": proposals.purge(conn, now=now, keep_days=call_history_days),
@@ -41,4 +43,5 @@ def purge_expired(
         "rateBuckets": ratelimit.purge_idle(conn, now=now.timestamp()),
         "oauth": oauth.purge(conn, now=now),
         "triggers": purge_fired(conn, now=now),
+        "searchIndexMerged": merge_search_index(conn),
     }

@@ -8,6 +8,7 @@ errors never carry the statement's parameters into logs.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,9 @@ def make_engine(config: Config) -> Engine:
         # listener: with no listener of connection events on the engine, SQLAlchemy and
         # ``db.Statement`` skip their event dispatch on every statement.
         engine.dialect.do_begin = _begin_immediate  # type: ignore[method-assign]
+        # Every commit SQLAlchemy makes writes the search index's pending words first (the
+        # driver's own commits call ``write_search_words`` in ``transactions.commit``).
+        engine.dialect.do_commit = _commit_with_words  # type: ignore[method-assign]
         return engine
     return create_engine(
         url,
@@ -67,6 +71,38 @@ def make_engine(config: Config) -> Engine:
 def _begin_immediate(dbapi_connection: Any) -> None:
     if not dbapi_connection.in_transaction:
         dbapi_connection.execute("BEGIN IMMEDIATE")
+
+
+ANY_SEARCH_WORDS_PENDING = "SELECT 1 FROM events_search_pending LIMIT 1"
+SEARCH_PARTS_PENDING = "SELECT DISTINCT part FROM events_search_pending"
+
+
+def write_search_words(dbapi_connection: Any) -> None:
+    """SQLite: move the words the triggers on ``events`` left in ``events_search_pending`` into
+    their parts of the search index (``events_search_<part>``), in the order written, and empty
+    the table, inside the transaction about to commit (migration 0022: one FTS5 segment a
+    commit and a part, not one a statement). Before 0022 (no such table): nothing to do."""
+    try:
+        if dbapi_connection.execute(ANY_SEARCH_WORDS_PENDING).fetchone() is None:
+            return
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return
+        raise
+    for (part,) in dbapi_connection.execute(SEARCH_PARTS_PENDING).fetchall():
+        table = f"events_search_{int(part)}"
+        dbapi_connection.execute(
+            f"INSERT INTO {table}({table}, rowid, words) SELECT command, key, words "  # noqa: S608
+            "FROM events_search_pending WHERE part = ? ORDER BY seq",
+            (part,),
+        )
+    dbapi_connection.execute("DELETE FROM events_search_pending")
+
+
+def _commit_with_words(dbapi_connection: Any) -> None:
+    if dbapi_connection.in_transaction:
+        write_search_words(dbapi_connection)
+    dbapi_connection.commit()
 
 
 def sqlite_path(config: Config) -> Path | None:

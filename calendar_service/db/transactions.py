@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
+from calendar_service.db.engine import write_search_words
 
 
 class Group:
@@ -84,9 +85,12 @@ def commit(conn: Connection) -> None:
     """Commit the transaction open on ``conn``'s driver (through SQLAlchemy when Core
     statements joined it, so that its bookkeeping ends too)."""
     if conn.in_transaction():
-        conn.commit()
-    else:
-        conn.connection.dbapi_connection.commit()  # type: ignore[union-attr]
+        conn.commit()  # SQLite: the dialect's do_commit writes the search words first
+        return
+    raw: Any = conn.connection.dbapi_connection
+    if conn.dialect.name == "sqlite" and raw.in_transaction:
+        write_search_words(raw)
+    raw.commit()
 
 
 def roll_back(conn: Connection) -> None:

@@ -24,13 +24,17 @@ from calendar_service.errors import FieldError, ValidationFailed
 from calendar_service.events.occurrences import Page, page_with_series
 from calendar_service.events.parsing import parse_list_params, parse_single_events
 from calendar_service.events.queries import (
+    SEARCH_SERIES,
+    SEARCH_WINDOW,
+    SERIES_KEYS,
     in_calendars_params,
     list_statement,
+    search_statement,
     series_rows,
     window_floor,
     window_series,
 )
-from calendar_service.events.search import Search, parse_search
+from calendar_service.events.search import Search, parse_search, search_params
 from calendar_service.events.shapes import events_public
 from calendar_service.events.sync import (
     DEFAULT_RETENTION_DAYS,
@@ -316,11 +320,10 @@ def _window_page(
         rows = list_statement(*shape).all(conn, **params)
         series = window_series(conn, calendars, shape=shape, params=params, texts=texts)
     else:
-        params["search"] = search.engine_text(dialect)
-        rows = list_statement(*shape, True).all(conn, **params)
-        series = window_series(
-            conn, calendars, shape=shape, params=params, texts=texts, search=True
-        )
+        parts = search_params(params, search, dialect, [c.id for c in calendars])
+        found = search_statement(dialect, parts, *shape).all(conn, **params)
+        rows = [row[1:] for row in found if row[0] == SEARCH_WINDOW]
+        series = [row[1 : 1 + len(SERIES_KEYS)] for row in found if row[0] == SEARCH_SERIES]
     if not series:
         # The last row's start and id: starts_at is the stored UTC text on every backend.
         following = (rows[size - 1][3], rows[size - 1][0]) if len(rows) > size else None

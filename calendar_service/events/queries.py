@@ -28,6 +28,7 @@ from sqlalchemy import (
     null,
     or_,
     select,
+    union_all,
     update,
 )
 from sqlalchemy.ext.compiler import compiles
@@ -37,7 +38,7 @@ from calendar_service.calendars import CalendarRow, calendars_t, within_reach
 from calendar_service.db import Statement
 from calendar_service.errors import NotFound
 from calendar_service.events.memo import Lru
-from calendar_service.events.search import search_condition
+from calendar_service.events.search import matched_condition, search_matches
 from calendar_service.keys import Principal
 from calendar_service.models import SERIES_ROWS, UTCDateTime, events_t, users_t, utc_text_of
 
@@ -125,17 +126,19 @@ _CONFIRMED: Any = literal_column("'confirmed'")  # literal: no parameter to merg
 
 
 @functools.cache
-def list_statement(
-    among: int, low: bool, high: bool, after: bool, search: bool = False
-) -> Statement:
+def list_statement(among: int, low: bool, high: bool, after: bool) -> Statement:
     """The window query, one compiled statement per shape of request: single events and the
     changed occurrences of series (exceptions), which are rows with times of their own;
     series rows and cancelled occurrences are not in it. ``among``: which calendars
-    (``in_calendars_params``); ``search``: only the rows that match the parameter ``search``
-    (``events.search``)."""
-    query = _in_window(_in_calendars(select(*_LIST_COLUMNS), among), low, high)
-    if search:
-        query = query.where(search_condition())
+    (``in_calendars_params``)."""
+    return Statement(_window_rows(select(*_LIST_COLUMNS), among, low, high, after))
+
+
+def _window_rows(query: Any, among: int, low: bool, high: bool, after: bool) -> Any:
+    """``query`` (of the list's columns) made the window query: its calendars, its window,
+    from the page token's place (the start and id of the last row of the page before), in
+    order, a page's rows (the parameter ``limit``)."""
+    query = _in_window(_in_calendars(query, among), low, high)
     if after:
         after_start: BindParameter[Any] = bindparam("after_start")
         query = query.where(
@@ -145,19 +148,47 @@ def list_statement(
                 and_(events_t.c.starts_at == after_start, events_t.c.id > bindparam("after_id")),
             ),
         )
-    ordered = query.order_by(events_t.c.starts_at, events_t.c.id).limit(bindparam("limit"))
-    return _SearchStatement(ordered) if search else Statement(ordered)
+    return query.order_by(events_t.c.starts_at, events_t.c.id).limit(bindparam("limit"))
+
+
+@functools.cache
+def search_statement(
+    dialect: str, parts: tuple[int, ...], among: int, low: bool, high: bool, after: bool
+) -> Statement:
+    """A search's one statement (``events.search``): the window query's rows that match the
+    search, then the series that match it and may occur in the window, in one answer: each
+    row's first column says which (``SEARCH_WINDOW`` or ``SEARCH_SERIES``); a series row is
+    ``SERIES_KEYS``, then NULLs. The matches are found once (``search.search_matches``) and
+    read by both parts. ``dialect``: the statement is written for it (the matches are each
+    database's own); ``parts``: SQLite's parts of the index (``search.search_params``)."""
+    matches = search_matches(dialect, parts)
+    matched = matched_condition(dialect, matches)
+    kind: Any = literal_column(str(SEARCH_WINDOW))
+    rows = _window_rows(select(kind.label("kind"), *_LIST_COLUMNS), among, low, high, after)
+    padding = [null()] * (len(_LIST_COLUMNS) - len(SERIES_KEYS))
+    series = _series_in_window(
+        select(literal_column(str(SEARCH_SERIES)), *SERIES_KEYS, *padding), among, low, high, after
+    )
+    found = union_all(select(rows.where(matched).subquery("found")), series.where(matched))
+    return _SearchStatement(found)
+
+
+SEARCH_WINDOW = 0
+"""``search_statement``'s first column for a row of the window query."""
+SEARCH_SERIES = 1
+"""``search_statement``'s first column for a series that may occur in the window."""
 
 
 class _SearchStatement(Statement):
-    """On SQLite, ``NOT INDEXED``: the rows the search matches, found by rowid, are few; left
-    to itself the planner may walk the calendar's window through ``ix_events_calendar_start``
-    and test each row against them instead (the rowid lookup stays allowed)."""
+    """On SQLite, ``NOT INDEXED`` on both parts: the rows the search matches, found by rowid,
+    are few; left to itself the planner may walk the calendar's window through
+    ``ix_events_calendar_start`` (or its series through ``ix_events_series``) and test each
+    row against them instead (the rowid lookup stays allowed)."""
 
     def edited(self, sql: str, dialect: Any) -> str:
         if dialect.name != "sqlite":
             return sql
-        assert sql.count("FROM events \n") == 1, sql
+        assert sql.count("FROM events \n") == 2, sql
         return sql.replace("FROM events \n", "FROM events NOT INDEXED \n")
 
 
@@ -266,16 +297,16 @@ SERIES_COLUMNS = _as_text(
 
 
 @functools.cache
-def series_statement(
-    among: int, low: bool, high: bool, after: bool, search: bool = False
-) -> Statement:
+def series_statement(among: int, low: bool, high: bool, after: bool) -> Statement:
     """The series that may occur in a window (``SERIES_KEYS``, from ``ix_events_series``,
     which holds series rows only): they start before its end, and their last occurrence (if
-    they have one) ends after its start, or after the page token's start. ``search``: only
-    those whose own text matches the parameter ``search``."""
-    query = _in_calendars(select(*SERIES_KEYS), among).where(SERIES_ROWS)
-    if search:
-        query = query.where(search_condition())
+    they have one) ends after its start, or after the page token's start."""
+    query = _series_in_window(select(*SERIES_KEYS), among, low, high, after)
+    return _SeriesStatement(query)  # in no order: the list orders occurrences itself
+
+
+def _series_in_window(query: Any, among: int, low: bool, high: bool, after: bool) -> Any:
+    query = _in_calendars(query, among).where(SERIES_ROWS)
     ends = events_t.c.recurrence_ends_at
     if high:
         query = query.where(events_t.c.starts_at < bindparam("high"))
@@ -284,7 +315,7 @@ def series_statement(
         query = query.where(or_(ends.is_(None), ends >= bindparam("low")))
     if after:
         query = query.where(or_(ends.is_(None), ends >= bindparam("after_start")))
-    return _SeriesStatement(query)  # in no order: the list orders occurrences itself
+    return query
 
 
 class _SeriesStatement(Statement):
@@ -350,18 +381,12 @@ def window_series(
     shape: tuple[int, bool, bool, bool],
     params: dict[str, Any],
     texts: tuple[str | None, str | None, str | None],
-    search: bool = False,
 ) -> list[Any]:
     """The series that may occur in the list's window (``series_statement``'s rows): from
     memory for calendars whose ``series_version`` the process has seen (none for one at 0,
     which never had a series), else from the database. ``texts``: the window's low and high
     bounds and the page token's start, as stored UTC text (or ``None``); ``params``: the
-    window query's. ``search``: only the series that match it (from the database, when a
-    calendar has any series)."""
-    if search:
-        if all(c.series_version == 0 for c in calendars):
-            return []
-        return _series_from_database(conn, shape, params, search=True)
+    window query's."""
     low, high, after = texts
     found: list[Any] = []
     only = None  # one calendar's kept series, as they are: ``started``'s tuple
@@ -398,13 +423,11 @@ def _series_from_database(
     conn: Connection,
     shape: tuple[int, bool, bool, bool],
     params: dict[str, Any],
-    *,
-    search: bool = False,
 ) -> list[Any]:
     """``series_statement``'s rows, with the window query's ``params`` it takes."""
-    wanted: tuple[str, ...] = ("calendar_id", "user_id", "low", "high", "after_start", "search")
+    wanted: tuple[str, ...] = ("calendar_id", "user_id", "low", "high", "after_start")
     wanted += tuple(f"calendar_{i}" for i in range(shape[0] if shape[0] > 1 else 0))
-    statement = series_statement(*shape, search)
+    statement = series_statement(*shape)
     return statement.all(conn, **{k: params[k] for k in wanted if k in params})
 
 

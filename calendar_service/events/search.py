@@ -1,5 +1,5 @@
 """Search: the words of ``q`` (the list's) or ``query`` (``searchCalendarEvents``'), and the
-condition that matches them, one for each database.
+events that match them, found the way of each database.
 
 What a search is, whatever the engine: ``q`` is cut into words (runs of letters, digits and
 the marks that go with them, in any script; everything else separates words and is never
@@ -10,31 +10,54 @@ the start of a word (``denti`` finds "Dentist"). A ``q`` with no word in it matc
 more than ``WORDS_MOST`` different words: the first ones count. Longer than ``QUERY_MAX``
 characters, or with a NUL, it is refused (400 on ``q``).
 
-How, per database (the index itself is migrations 0017's and 0020's, kept in step with every
-write of an event row by the database):
+How, per database (the index itself is migrations 0017's, 0020's, 0021's and 0022's, kept in
+step with every write of an event row, in its transaction: on SQLite the triggers leave the
+words in ``events_search_pending`` and every commit the service makes moves them into the
+index first, ``db.engine.write_search_words``: one FTS5 segment a commit, not one a
+statement), the matches found once a request (a
+``WITH`` both parts of ``queries.search_statement`` read) and only among the calendars'
+entries of the index:
 
-- SQLite: ``events_search``, a contentless FTS5 table whose rowid is the event row's, with
-  the ``unicode61 remove_diacritics 2`` tokenizer; each word is given to ``MATCH`` as a quoted
-  string (FTS5 reads nothing in quotes as syntax), the last with ``*``.
-- PostgreSQL: a GIN index over ``calendar_search_vector(title, description, location,
-  attendees)`` (the attendees' JSON text read by ``calendar_search_people``);
-  ``calendar_search_query`` makes the ``tsquery`` from the words with the same folding
-  (lower case, ``unaccent``, punctuation as spaces), the last word with ``:*``.
+- SQLite: ``events_search_<n>``, ``PARTS`` contentless FTS5 tables (the calendars cut among
+  them: ``index_part``) with the ``unicode61 remove_diacritics 2`` tokenizer, whose rowids are
+  the events' search keys (the calendar's bucket, then the event's rowid: ``KEY_SHIFT``), so
+  that a search asks FTS5 for its calendars' range of keys (``key_range``); each word is given
+  to ``MATCH`` as a quoted string (FTS5 reads nothing in quotes as syntax), the last with
+  ``*``.
+- PostgreSQL: a GIN index over ``calendar_search_keyed(calendar_id, title, description,
+  location, attendees)``: the words of ``calendar_search_vector`` (the attendees' JSON text
+  read by ``calendar_search_people``), each prefixed by its calendar's key;
+  ``calendar_search_keyed_query`` makes the ``tsquery`` from the words with the same folding
+  (lower case, ``unaccent``, punctuation as spaces), the last word with ``:*``, for each of
+  the calendars.
 
 Both fold the text of the event and the words the same way, so that one word is one token on
 each (an email's ``@`` and dots separate words: ``ana@example.com`` is ``ana``, ``example``,
 ``com``): ``tests/core/test_search.py`` runs one table of queries on both and expects the same
 events. What is searched is the migrations' (the triggers' and ``calendar_search_vector``'s
-text, and a rebuild); here only the PostgreSQL condition names the vector's columns.
+text, and a rebuild); here only the PostgreSQL condition names the vector's columns, and
+SQLite's keys and parts are made as 0021's triggers make them.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam
+from sqlalchemy import (
+    CTE,
+    ColumnElement,
+    Connection,
+    Integer,
+    String,
+    column,
+    func,
+    literal_column,
+    select,
+    text,
+)
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -108,37 +131,123 @@ def _words(q: str) -> list[str]:
     return list(found)
 
 
-class matches_search(FunctionElement[bool]):  # lower case: used like a SQL function
-    """The condition that an ``events`` row (the statement's table, not an alias) matches the
-    search given as its one argument (a bind parameter: ``Search.engine_text``)."""
-
-    # No Boolean type: on SQLite, SQLAlchemy would compare a Boolean expression with 1 in a
-    # WHERE, and SQLite would then not use the IN as a way to the rows.
-    inherit_cache = True
-    name = "matches_search"
+KEY_SHIFT = 40
+"""SQLite: bits of an event's rowid in its search key (migration 0021)."""
+KEY_MASK = (1 << KEY_SHIFT) - 1
+_BUCKETS = 1 << 22  # calendar buckets (0021's BUCKET_BITS)
+_WEIGHTS = (1, 61, 3721, 226981)  # 0021's
 
 
-@compiles(matches_search)
-def _matches_sqlite(element: matches_search, compiler: Any, **kw: Any) -> str:
-    text = compiler.process(element.clauses, **kw)
-    # ``text`` is the bind parameter's placeholder: nothing of the search is in the SQL.
-    return f"events.rowid IN (SELECT rowid FROM events_search WHERE events_search MATCH {text})"  # noqa: S608
+def calendar_bucket(calendar_id: str) -> int:
+    """SQLite: the bucket of a calendar id, as migration 0021's triggers make it: the code
+    points of its last four characters, weighted (``substr(id, -k)``'s first character: the
+    id's ``k``-th last, or its first when it is shorter)."""
+    weighted = sum(w * ord(calendar_id[-k:][0]) for k, w in enumerate(_WEIGHTS, start=1))
+    return weighted % _BUCKETS
 
 
-@compiles(matches_search, "postgresql")
-def _matches_postgresql(element: matches_search, compiler: Any, **kw: Any) -> str:
-    # The ids the GIN index finds, once (an InitPlan), then the rows among them: left to
-    # itself, once a prepared statement has a generic plan (which cannot see the words), the
-    # planner walks the window through ix_events_calendar_start and folds every row's text.
-    text = compiler.process(element.clauses, **kw)
-    return (  # ``text``: the bind parameter's placeholder, as on SQLite
-        "events.id = ANY(ARRAY(SELECT matched.id FROM events AS matched WHERE "  # noqa: S608
-        "calendar_search_vector(matched.title, matched.description, matched.location, "
-        "matched.attendees) "
-        f"@@ calendar_search_query({text})))"
+def key_range(calendar_ids: Sequence[str]) -> tuple[int, int]:
+    """SQLite: the search keys of events in ``calendar_ids`` are in ``[low, high)`` (with those
+    of any other calendar that shares a bucket between them)."""
+    buckets = [calendar_bucket(c) for c in calendar_ids]
+    return min(buckets) << KEY_SHIFT, (max(buckets) + 1) << KEY_SHIFT
+
+
+PARTS = 4
+"""SQLite: the search index is cut into ``events_search_<n>`` by calendar (migration 0021)."""
+
+
+def index_part(calendar_id: str) -> int:
+    """SQLite: the part of the search index a calendar's events are in (0021's ``_part``)."""
+    return ord(calendar_id[-1]) % PARTS
+
+
+# PostgreSQL: the GIN index's expression, with the calendars' words only.
+_MATCHES_POSTGRESQL = (
+    "SELECT matched.id AS id FROM events AS matched WHERE calendar_search_keyed("
+    "matched.calendar_id, matched.title, matched.description, matched.location, "
+    "matched.attendees) @@ calendar_search_keyed_query(:search, :search_calendars)"
+)
+
+
+def _matches_sqlite(part: int) -> str:
+    # FTS5 seeks in each word's list to the calendars' keys; the key's low bits are the rowid.
+    table = f"events_search_{part}"
+    return (
+        f"SELECT rowid & {KEY_MASK} AS id FROM {table} WHERE {table} MATCH :search "  # noqa: S608
+        "AND rowid >= :search_low AND rowid < :search_high"
     )
 
 
-def search_condition() -> matches_search:
-    """``matches_search`` of the parameter ``search``."""
-    return matches_search(bindparam("search"))
+def search_matches(dialect: str, parts: tuple[int, ...]) -> CTE:
+    """The events that match the search (``search_params``): a ``WITH`` of their ids on
+    PostgreSQL, their rowids on SQLite (``matched_condition``), evaluated once however many
+    times the statement reads it. ``parts``: SQLite's parts of the index to search (those of
+    the calendars: ``search_params``'s)."""
+    if dialect == "sqlite":
+        body = text(" UNION ALL ".join(_matches_sqlite(part) for part in parts))
+        return (
+            body.columns(column("id", Integer())).cte("search_matches").prefix_with("MATERIALIZED")
+        )
+    body = text(_MATCHES_POSTGRESQL)
+    return body.columns(column("id", String())).cte("search_matches").prefix_with("MATERIALIZED")
+
+
+def matched_condition(dialect: str, matches: CTE) -> ColumnElement[bool]:
+    """That an ``events`` row (the statement's table, not an alias) is among ``matches``."""
+    ids = select(matches.c.id).scalar_subquery()
+    if dialect == "sqlite":
+        return literal_column("events.rowid").in_(ids)
+    # The ids, once (an InitPlan), then the rows by primary key: left to itself, once a
+    # prepared statement has a generic plan, the planner may walk the window through
+    # ix_events_calendar_start and fold every row's text.
+    return literal_column("events.id") == func.any(_array_of(ids))
+
+
+class _array_of(FunctionElement[Any]):  # lower case: used like a SQL function
+    """PostgreSQL's ``ARRAY(subquery)``: the subquery's values as an array."""
+
+    inherit_cache = True
+    name = "array_of"
+
+
+@compiles(_array_of)
+def _array_of_sql(element: _array_of, compiler: Any, **kw: Any) -> str:
+    return f"ARRAY{compiler.process(element.clauses, **kw)}"
+
+
+def search_params(
+    params: dict[str, Any], search: Search, dialect: str, calendar_ids: Sequence[str]
+) -> tuple[int, ...]:
+    """Put the parameters of ``search_matches`` into ``params``: the words, and the
+    calendars the search keeps to (the list's); returns the parts of the index to search
+    (SQLite; none on PostgreSQL)."""
+    params["search"] = search.engine_text(dialect)
+    if dialect != "sqlite":
+        params["search_calendars"] = " ".join(calendar_ids)
+        return ()
+    params["search_low"], params["search_high"] = key_range(calendar_ids)
+    return tuple(sorted({index_part(c) for c in calendar_ids}))
+
+
+MERGE_PAGES = 2000
+"""SQLite: leaf pages the housekeeping's merge of the search index writes at most a run (an
+``PARTS``-th in each part)."""
+
+
+def merge_search_index(conn: Connection) -> int:
+    """Housekeeping (SQLite): merge the search index's segments, up to ``MERGE_PAGES`` leaf
+    pages of work. FTS5 writes the words of each statement that changes events as a segment
+    of its own and merges them only by fours as they pile up (its ``automerge``), so that a
+    search reads a dozen segments where one would do: a search's exact words cost about six
+    times as much (docs/performance.md, "Search's cost"). Merged here, once an hour, off the
+    writes' path; at 100,000 events one run merges the whole index (about 70 ms).
+    PostgreSQL's GIN index needs nothing: 0."""
+    if conn.dialect.name != "sqlite":
+        return 0
+    for part in range(PARTS):
+        table = f"events_search_{part}"
+        conn.exec_driver_sql(
+            f"INSERT INTO {table}({table}, rank) VALUES ('merge', -{MERGE_PAGES // PARTS})"  # noqa: S608
+        )
+    return 1

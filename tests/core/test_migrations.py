@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from calendar_service.config import Config
 from calendar_service.db.engine import make_engine
+from calendar_service.events.search import KEY_MASK, index_part, key_range
 from calendar_service.migrate import alembic_config
 from tests.support import fresh_database_url
 
@@ -230,7 +231,7 @@ def test_0017_indexes_the_events_already_there_keeps_step_and_goes_back(tmp_path
             (event_id, title, at, at, at, at, location),
         )
     raw.commit()
-    migrate(command.upgrade, "head")
+    migrate(command.upgrade, "0020")
 
     def found(words: str) -> list[str]:
         return [
@@ -297,7 +298,7 @@ def test_0020_indexes_the_attendees_of_the_events_already_there_and_goes_back(
                     ),
                     {"id": event_id, "title": title, "at": at, "people": attendees},
                 )
-        migrate(command.upgrade, "head")
+        migrate(command.upgrade, "0020")
         sqlite = engine.dialect.name == "sqlite"
 
         def found(words: str, *, head: bool = True) -> list[str]:
@@ -324,6 +325,189 @@ def test_0020_indexes_the_attendees_of_the_events_already_there_and_goes_back(
         with engine.begin() as conn:
             conn.execute(text("UPDATE events SET title = 'Dentistry' WHERE id = 'ev_2'"))
         assert found("dentistry", head=False) == ["ev_2"]
-        migrate(command.upgrade, "head")
+        migrate(command.upgrade, "0020")
         assert found("lima") == ["ev_2"]
         engine.dispose()
+
+
+def test_0021_keys_the_index_by_calendar_for_the_events_already_there_and_goes_back(
+    tmp_path: Path,
+) -> None:
+    """On either backend: the events there before 0021 are found within their calendar only
+    (SQLite: by the range of its search keys; PostgreSQL: by its calendar's words), a change of
+    an event's words or calendar follows, a delete removes it, and the downgrade searches as
+    0020 did."""
+    with fresh_database_url(tmp_path) as url:
+        engine = make_engine(Config(database_url=url))
+        migrate = _migrator(url, engine)
+        migrate(command.upgrade, "0020")
+        at = "2026-03-02T08:30:00.000000Z"
+        with engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
+                {"at": at},
+            )
+            for calendar_id, name in (("cal_1", "Work"), ("cal_2", "Home")):
+                conn.execute(
+                    text(
+                        "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
+                        "max_event_seconds, created_at) "
+                        "VALUES (:id, 'usr_1', :name, 'UTC', false, 3600, :at)"
+                    ),
+                    {"id": calendar_id, "name": name, "at": at},
+                )
+            for event_id, calendar_id, title in (
+                ("ev_1", "cal_1", "Dentist Müller"),
+                ("ev_2", "cal_2", "Dentist Ana"),
+            ):
+                conn.execute(
+                    text(
+                        "INSERT INTO events (id, calendar_id, title, starts_at, ends_at, all_day, "
+                        "created_at, updated_at, status) VALUES "
+                        "(:id, :cal, :title, :at, :at, false, :at, :at, 'confirmed')"
+                    ),
+                    {"id": event_id, "cal": calendar_id, "title": title, "at": at},
+                )
+        migrate(command.upgrade, "head")
+        sqlite = engine.dialect.name == "sqlite"
+
+        def found(words: str, calendar_id: str) -> list[str]:
+            params: dict[str, Any] = {"c": calendar_id}
+            if sqlite:
+                params["q"] = " ".join(f'"{w}"' for w in words.split()) + "*"
+                params["low"], params["high"] = key_range([calendar_id])
+                table = f"events_search_{index_part(calendar_id)}"
+                where = (
+                    f"rowid IN (SELECT rowid & {KEY_MASK} FROM {table} WHERE "  # noqa: S608
+                    f"{table} MATCH :q AND rowid >= :low AND rowid < :high)"
+                )
+            else:
+                params["q"] = words
+                where = (
+                    "calendar_search_keyed(calendar_id, title, description, location, attendees) "
+                    "@@ calendar_search_keyed_query(:q, :c)"
+                )
+            query = f"SELECT id FROM events WHERE calendar_id = :c AND {where} ORDER BY id"  # noqa: S608
+            with engine.connect() as conn:
+                return list(conn.execute(text(query), params).scalars())
+
+        assert found("denti", "cal_1") == ["ev_1"] and found("dentist", "cal_2") == ["ev_2"]
+        assert found("muller", "cal_1") == ["ev_1"] and found("muller", "cal_2") == []
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE events SET calendar_id = 'cal_2' WHERE id = 'ev_1'"))
+            conn.execute(text("UPDATE events SET title = 'Orthodontist' WHERE id = 'ev_2'"))
+        assert found("muller", "cal_1") == [] and found("muller", "cal_2") == ["ev_1"]
+        assert found("dentist", "cal_2") == ["ev_1"] and found("ortho", "cal_2") == ["ev_2"]
+        with engine.begin() as conn:
+            conn.execute(text("DELETE FROM events WHERE id = 'ev_1'"))
+        assert found("muller", "cal_2") == [] and found("ortho", "cal_2") == ["ev_2"]
+        migrate(command.downgrade, "0020")
+        if sqlite:
+            where = "rowid IN (SELECT rowid FROM events_search WHERE events_search MATCH :q)"
+            q = '"ortho"*'
+        else:
+            where = (
+                "calendar_search_vector(title, description, location, attendees) "
+                "@@ calendar_search_query(:q)"
+            )
+            q = "ortho"
+        with engine.connect() as conn:
+            rows = conn.execute(text(f"SELECT id FROM events WHERE {where}"), {"q": q}).scalars()  # noqa: S608
+            assert list(rows) == ["ev_2"]
+        engine.dispose()
+
+
+@pytest.mark.sqlite
+def test_0022_writes_the_search_words_at_each_commit_and_goes_back(tmp_path: Path) -> None:
+    """SQLite: the triggers leave an event's words pending and the service's commit moves them
+    into the index in the same transaction (found at once, nothing left pending); a rolled-back
+    write leaves nothing; an insert, an update and a delete in one transaction keep the index
+    whole (FTS5's integrity check); a write made outside the service waits for the service's
+    next commit; the downgrade writes what is pending and brings 0021's triggers back."""
+    path = tmp_path / "words.db"
+    url = f"sqlite:///{path}"
+    engine = make_engine(Config(database_url=url))
+    migrate = _migrator(url, engine)
+    migrate(command.upgrade, "head")
+    at = "2026-03-02T08:30:00.000000Z"
+    part = index_part("cal_1")
+    table = f"events_search_{part}"
+    insert = (
+        "INSERT INTO events (id, calendar_id, title, starts_at, ends_at, all_day, created_at, "
+        "updated_at, status) VALUES (:id, 'cal_1', :title, :at, :at, false, :at, :at, 'confirmed')"
+    )
+
+    def found(word: str) -> list[str]:
+        low, high = key_range(["cal_1"])
+        query = (
+            f"SELECT id FROM events WHERE rowid IN (SELECT rowid & {KEY_MASK} FROM {table} "  # noqa: S608
+            f"WHERE {table} MATCH :q AND rowid >= :low AND rowid < :high) ORDER BY id"
+        )
+        with engine.connect() as conn:
+            rows = conn.execute(text(query), {"q": f'"{word}"*', "low": low, "high": high})
+            return list(rows.scalars())
+
+    def pending() -> int:
+        with engine.connect() as conn:
+            return int(
+                conn.execute(text("SELECT count(*) FROM events_search_pending")).scalar_one()
+            )
+
+    with engine.begin() as conn:
+        conn.execute(
+            text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
+            {"at": at},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
+                "max_event_seconds, created_at) VALUES ('cal_1', 'usr_1', 'Work', 'UTC', false, "
+                "3600, :at)"
+            ),
+            {"at": at},
+        )
+        conn.execute(text(insert), {"id": "ev_1", "title": "Dentist Müller", "at": at})
+    assert found("dentist") == ["ev_1"] and pending() == 0
+
+    with pytest.raises(RuntimeError), engine.begin() as conn:
+        conn.execute(text(insert), {"id": "ev_2", "title": "Rolled back", "at": at})
+        raise RuntimeError("roll back")
+    assert found("rolled") == [] and pending() == 0
+
+    with engine.begin() as conn:
+        conn.execute(text(insert), {"id": "ev_3", "title": "Barber", "at": at})
+        conn.execute(text("UPDATE events SET title = 'Haircut' WHERE id = 'ev_3'"))
+        conn.execute(text("UPDATE events SET title = 'Orthodontist' WHERE id = 'ev_1'"))
+        conn.execute(text(insert), {"id": "ev_4", "title": "Gone", "at": at})
+        conn.execute(text("DELETE FROM events WHERE id = 'ev_4'"))
+    assert found("barber") == [] and found("haircut") == ["ev_3"]
+    assert found("dentist") == [] and found("ortho") == ["ev_1"] and found("gone") == []
+    with engine.begin() as conn:
+        conn.execute(text(f"INSERT INTO {table}({table}) VALUES ('integrity-check')"))  # noqa: S608
+
+    outside = sqlite3.connect(path)
+    with outside:
+        outside.execute(
+            "INSERT INTO events (id, calendar_id, title, starts_at, ends_at, all_day, "
+            "created_at, updated_at, status) "
+            "VALUES ('ev_5', 'cal_1', 'Vaccination', ?, ?, 0, ?, ?, 'confirmed')",
+            (at, at, at, at),
+        )
+    outside.close()
+    assert found("vacc") == [] and pending() == 1
+    with engine.begin() as conn:  # the service's next commit, whatever it writes
+        conn.execute(text("UPDATE users SET email = 'b@x.test' WHERE id = 'usr_1'"))
+    assert found("vacc") == ["ev_5"] and pending() == 0
+
+    outside = sqlite3.connect(path)
+    with outside:
+        outside.execute("UPDATE events SET title = 'Checkup' WHERE id = 'ev_5'")
+    outside.close()
+    migrate(command.downgrade, "0021")
+    assert found("checkup") == ["ev_5"] and found("vacc") == []
+    with engine.begin() as conn:
+        names = set(conn.execute(text("SELECT name FROM sqlite_master")).scalars())
+        conn.execute(text("UPDATE events SET title = 'Dentist' WHERE id = 'ev_1'"))
+    assert "events_search_pending" not in names and f"{table}_insert" in names
+    assert found("dentist") == ["ev_1"] and found("ortho") == []
+    engine.dispose()

@@ -6,26 +6,39 @@ a 400 only for what cannot be a query."""
 
 from __future__ import annotations
 
+import importlib
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from calendar_service import events
 from calendar_service.db import Database
 from calendar_service.errors import ValidationFailed
-from calendar_service.events import events_t
-from calendar_service.events.search import QUERY_MAX, WORDS_MOST, parse_search, search_condition
+from calendar_service.events.search import (
+    KEY_MASK,
+    KEY_SHIFT,
+    PARTS,
+    QUERY_MAX,
+    WORDS_MOST,
+    calendar_bucket,
+    index_part,
+    key_range,
+    parse_search,
+)
 from calendar_service.ical.importing import import_events
 from calendar_service.keys import Principal
+from calendar_service.maintenance import purge_expired
 from calendar_service.models import EventCreate, EventUpdate
 from calendar_service.timeutil import format_utc, utcnow
 from tests.core.test_events import TOKEN_KEY, principal_for
 from tests.core.test_query_plan import plan_of
 from tests.support import Factory
+
+_MIGRATION_0021 = importlib.import_module("migrations.versions.0021_search_by_calendar")
 
 WINDOW = {"time_min": "2026-03-01T00:00:00Z", "time_max": "2026-04-01T00:00:00Z"}
 
@@ -401,12 +414,10 @@ def test_a_key_finds_only_what_it_reaches(db: Database, factory: Factory) -> Non
 def test_every_backend_has_the_search_index_at_head(db: Database) -> None:
     """A later migration that rebuilds ``events`` on SQLite drops its triggers: this fails."""
     if db.engine.dialect.name == "sqlite":
-        query = "SELECT name FROM sqlite_master WHERE tbl_name IN ('events', 'events_search')"
+        query = "SELECT name FROM sqlite_master WHERE name LIKE 'events_search%'"
         wanted = {
-            "events_search",
-            "events_search_insert",
-            "events_search_update",
-            "events_search_delete",
+            *(f"events_search_{n}" for n in range(PARTS)),
+            *(f"events_search_{kind}" for kind in ("pending", "insert", "update", "delete")),
         }
     else:
         query = "SELECT indexname FROM pg_indexes WHERE tablename = 'events'"
@@ -415,28 +426,99 @@ def test_every_backend_has_the_search_index_at_head(db: Database) -> None:
     assert wanted <= found, found
 
 
-def test_a_search_finds_its_rows_through_the_search_index(db: Database, writer: Principal) -> None:
-    """SQLite: the list's search goes from the FTS5 table's matches to the rows by rowid.
-    PostgreSQL (whose planner picks by the tables' sizes): the condition is the GIN index's
-    expression, so that the index can answer it."""
+def test_a_search_finds_its_rows_through_the_search_index_once(
+    db: Database, writer: Principal
+) -> None:
+    """One statement: the matches found once, through the index (SQLite: FTS5 within the
+    calendar's range of keys, then the rows by rowid; PostgreSQL, whose planner picks by the
+    tables' sizes: the GIN index can answer it), read by the window's part and the series'."""
     create(db, writer, title="Dentist")
+    plan = plan_of(
+        db, lambda statement: "search_matches" in statement, lambda: searched(db, writer, "dentist")
+    )
     if db.engine.dialect.name == "sqlite":
-        plan = plan_of(
-            db,
-            lambda statement: "FROM events" in statement and "recurrence IS NULL" in statement,
-            lambda: searched(db, writer, "dentist"),
-        )
-        assert "events_search VIRTUAL TABLE" in plan, plan
+        assert plan.count("VIRTUAL TABLE") == 1, plan  # the calendar's part of the index
+        assert "events_search_" in plan, plan
         assert "INTEGER PRIMARY KEY" in plan, plan
         return
-    search = parse_search("dentist")
-    assert search is not None
-    statement = select(events_t.c.id).where(search_condition())
-    sql = str(statement.compile(db.engine))
-    params = {"search": search.engine_text("postgresql")}
-    with db.engine.connect() as conn:
-        conn.execute(text("SET enable_seqscan = off"))
-        plan = " ".join(row[0] for row in conn.exec_driver_sql(f"EXPLAIN {sql}", params))
-        found = conn.exec_driver_sql(sql, params).all()
-    assert "ix_events_search" in plan, plan
-    assert found
+    assert plan.count("ix_events_search") == 1, plan
+
+
+def test_the_search_key_is_the_calendars_bucket_then_the_rowid(
+    db: Database, factory: Factory
+) -> None:
+    """SQLite: migration 0021's triggers key each event's words by its calendar's bucket
+    (``search.calendar_bucket``, which the search's range is made with) and its rowid."""
+    if db.engine.dialect.name != "sqlite":
+        return
+    owner = factory.owner()
+    writer = principal_for(db, factory, owner)
+    create(db, writer, title="Keyed")
+    keys = db.call(
+        lambda conn: [
+            row
+            for n in range(PARTS)
+            for row in conn.execute(
+                text(
+                    f"SELECT e.calendar_id, s.rowid, {n} FROM events AS e "  # noqa: S608
+                    f"JOIN events_search_{n} AS s ON s.rowid & {KEY_MASK} = e.rowid "
+                    f"WHERE s.events_search_{n} MATCH 'keyed'"
+                )
+            ).all()
+        ]
+    )
+    assert len(keys) == 1
+    assert keys[0][2] == index_part(keys[0][0])
+    for calendar_id, key, _ in keys:
+        assert key >> KEY_SHIFT == calendar_bucket(calendar_id)
+    low, high = key_range([keys[0][0]])
+    assert low <= keys[0][1] < high
+    ids = ("a", "ab", "abc", "abcd", "cal_3prFh6OYZsWhMXwbnTjzpa", "Личное", "東京x")
+    bucket = f"SELECT {_MIGRATION_0021._bucket('t')} FROM (SELECT :c AS calendar_id) AS t"  # noqa: S608
+    made = db.call(lambda conn: [conn.execute(text(bucket), {"c": c}).scalar() for c in ids])
+    expected = [calendar_bucket(c) for c in ids]
+    assert made == expected
+
+
+def test_the_housekeeping_merges_the_search_index_and_every_search_stays(
+    db: Database, writer: Principal
+) -> None:
+    """SQLite: the segments each write left are merged into fewer (the structure record, which
+    lists them, shrinks); what a search finds is the same. PostgreSQL: nothing to do."""
+    for n in range(12):
+        create(db, writer, title=f"Segment {n} housekeeping")
+    before = found(db, writer, "housekeep")
+    sqlite = db.engine.dialect.name == "sqlite"
+    if sqlite:
+        part = index_part(
+            db.call(lambda conn: conn.execute(text("SELECT calendar_id FROM events")).scalar())
+        )
+        structure = f"SELECT length(block) FROM events_search_{part}_data WHERE id = 10"  # noqa: S608
+        size = db.call(lambda conn: conn.execute(text(structure)).scalar())
+    purged = db.call(purge_expired, now=utcnow(), call_history_days=90)
+    assert purged["searchIndexMerged"] == (1 if sqlite else 0)
+    assert found(db, writer, "housekeep") == before and len(before) == 12
+    if sqlite:
+        assert db.call(lambda conn: conn.execute(text(structure)).scalar()) < size
+
+
+def test_a_search_of_calendars_in_several_parts_of_the_index_finds_each_ones(
+    db: Database, factory: Factory
+) -> None:
+    """SQLite's index is in parts by calendar: a key over calendars in different parts (an
+    all-calendars key; some of them by ``calendarIds``) searches each part once."""
+    owner = factory.owner()
+    writer = principal_for(db, factory, owner)
+    made: dict[int, str] = {}
+    for n in range(40):  # ids are random: calendars until two parts have one
+        calendar_id = factory.calendar(owner, name=f"Part {n}")
+        made.setdefault(index_part(calendar_id), calendar_id)
+        if len(made) == 3:
+            break
+    assert len(made) == 3
+    for part, calendar_id in made.items():
+        create(db, writer, title=f"Probe {part}", calendar_id=calendar_id)
+    assert sorted(found(db, writer, "probe")) == sorted(f"Probe {p}" for p in made)
+    (part, first), (other, second), _ = made.items()
+    chosen = found(db, writer, "prob", calendar_ids=[first, second])
+    assert sorted(chosen) == sorted([f"Probe {part}", f"Probe {other}"])
