@@ -3,6 +3,28 @@
 The REST list's hot path: one query for the calendars (none for a one-calendar key, whose
 calendar was read with it), one compiled window query, and the rows formatted in one loop
 (``shapes.events_public``).
+
+Series are listed as their occurrences (``events.occurrences``), or, with ``single_events``
+false (``False`` or ``"false"``), as themselves (with ``recurrence``; their changed
+occurrences are listed too, as Google Calendar does). A page may be shorter than ``limit``
+when expanding series reached the request's work budget; it then has a ``nextPageToken``.
+
+The last page carries ``nextSyncToken``; given it back as ``sync_token`` (or given a sync's
+page token), the list is a sync instead: the changes since (``sync.sync_events``; no window
+then). The position the token holds is taken at the first page, before its rows are read, and
+carried by the page tokens.
+
+``calendar_ids`` (``calendarIds``) narrows the list, and its sync, to some of the key's
+calendars (``calendars.chosen_calendars``: ids or names, comma-separated or not); the answer's
+``calendars`` are those. Its page and sync tokens are bound to them: they are refused with
+other calendars, or none. Bounds without an offset are still read in the key's calendar's zone
+(or the default calendar's), whichever calendars are named.
+
+``q`` makes the list a search (``events.search``): only the events whose words match, a series
+by its own text (its occurrences in the window, but those changed into events of their own,
+which match by theirs). Without ``time_min`` it starts at ``now`` (or the current time; not
+when ``time_max`` is before then). Its page tokens are bound to its words too; its last page
+has no ``nextSyncToken`` (a sync is of every change).
 """
 
 from __future__ import annotations
@@ -120,39 +142,15 @@ def _list_events(
     ``service_secrets.page_token_key``). Given ``now``, the list starts with it, in the zone
     the bounds are read in (MCP's ``now``: the reference for "today" and "tomorrow").
 
-    Series are listed as their occurrences (``events.occurrences``), or, with
-    ``single_events`` false (``False`` or ``"false"``), as themselves (with ``recurrence``;
-    their changed occurrences are listed too, as Google Calendar does). A page may be shorter
-    than ``limit`` when expanding series reached the request's work budget; it then has a
-    ``nextPageToken``.
-
-    The last page carries ``nextSyncToken``; given it back as ``sync_token`` (or given a
-    sync's page token), the list is a sync instead: the changes since (``sync.sync_events``;
-    no window then). The position the token holds is taken at the first page, before its rows
-    are read, and carried by the page tokens.
-
-    ``calendar_ids`` (``calendarIds``) narrows the list, and its sync, to some of the key's
-    calendars (``calendars.chosen_calendars``: ids or names, comma-separated or not); the
-    answer's ``calendars`` are those. Its page and sync tokens are bound to them: they are
-    refused with other calendars, or none. Bounds without an offset are still read in the
-    key's calendar's zone (or the default calendar's), whichever calendars are named.
-
-    ``q`` makes the list a search (``events.search``): only the events whose words match, a
-    series by its own text (its occurrences in the window, but those changed into events of
-    their own, which match by theirs). Without ``time_min`` it starts at ``now`` (or the
-    current time; not when ``time_max`` is before then). Its page tokens are bound to its
-    words too; its last page has no ``nextSyncToken`` (a sync is of every change).
+    Series, sync tokens, ``calendar_ids`` and ``q``: the module's docstring.
     """
     search = None if q is None else parse_search(q)
     if sync_token is not None or (page_token and page_token[0] == SYNC_PAGE_PREFIX):
-        if search is not None:
-            raise ValidationFailed(
-                [FieldError("q", "cannot be combined with syncToken: a sync has every change")]
-            )
         return _sync_instead(
             conn,
             principal=principal,
             window=(time_min, time_max),
+            searched=search is not None,
             sync_token=sync_token,
             page_token=page_token,
             limit=limit,
@@ -210,10 +208,19 @@ def _search_start(
 
 
 def _sync_instead(
-    conn: Connection, *, principal: Principal, window: tuple[str | None, str | None], **sync: Any
+    conn: Connection,
+    *,
+    principal: Principal,
+    window: tuple[str | None, str | None],
+    searched: bool,
+    **sync: Any,
 ) -> dict[str, Any]:
     """A list given a sync token (or a sync's page token) is a sync (``sync.sync_events``),
-    which has no window."""
+    which has no window and no words."""
+    if searched:
+        raise ValidationFailed(
+            [FieldError("q", "cannot be combined with syncToken: a sync has every change")]
+        )
     time_min, time_max = window
     if time_min or time_max:
         field = "timeMin" if time_min else "timeMax"
