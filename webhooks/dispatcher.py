@@ -37,13 +37,12 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from calendar_service import webhook_targets
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.timeutil import format_utc, utcnow
-from webhooks import sender, store, transport
+from webhooks import http11, sender, store
+from webhooks.http11 import WebhookClient
 
 logger = logging.getLogger("webhooks")
 
@@ -58,7 +57,7 @@ class Dispatcher:
         self,
         db: Database,
         config: Config,
-        client: httpx.AsyncClient,
+        client: WebhookClient,
         *,
         now: Callable[[], datetime] = utcnow,
         rng: random.Random | None = None,
@@ -67,7 +66,7 @@ class Dispatcher:
         max_in_flight: int = 400,
         per_endpoint: int = 16,
         endpoint_backlog: int = 4,
-        per_origin: int = transport.PER_ORIGIN,
+        per_origin: int = http11.PER_ORIGIN,
         lease: timedelta = DEFAULT_LEASE,
     ) -> None:
         # Leases are renewed every third of their length while held, so a claimed delivery

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import httpx
 import pytest
 
 from calendar_service import webhook_targets
@@ -16,6 +15,7 @@ from calendar_service.timeutil import utcnow
 from tests.support import TLSFiles
 from tests.webhooks.support import Receiver, Reply
 from webhooks import sender
+from webhooks.http11 import RequestFailed, WebhookClient
 from webhooks.transport import make_client
 
 
@@ -26,25 +26,24 @@ def resolving_to(*addresses: str) -> webhook_targets.Resolve:
     return resolve
 
 
-async def test_the_transport_refuses_a_host_the_guard_did_not_check() -> None:
+async def test_the_client_connects_only_to_checked_addresses() -> None:
+    # A target with no checked address (one the guard never passed) reaches nothing.
+    unchecked = webhook_targets.Target(
+        url="https://127.0.0.1:9/never", host="127.0.0.1", port=9, addresses=()
+    )
     async with make_client() as client:
-        with pytest.raises(httpx.ConnectError, match="no checked address"):
-            await client.post("https://127.0.0.1:9/never", content=b"{}")
+        with pytest.raises(RequestFailed, match="no checked address"):
+            await client.post(unchecked, body=b"{}", headers={}, max_body=100)
+        assert client.connections_opened == 0
 
 
 async def test_an_attempt_is_refused_before_sending_when_the_name_now_resolves_privately() -> None:
-    seen: list[httpx.Request] = []
-
-    def record(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(200)
-
-    async with httpx.AsyncClient(transport=httpx.MockTransport(record)) as client:
+    async with make_client() as client:
         result = await attempt(client, "https://hooks.example.com/in", resolving_to("10.9.8.7"))
+        assert client.requests_sent == 0 and client.connections_opened == 0
     assert result.status_code is None and not result.ok
     assert result.error is not None and result.error.startswith("target refused")
     assert "private" in result.error
-    assert seen == []
 
 
 async def test_the_request_goes_to_the_checked_address_with_tls_verified_for_the_host_name(
@@ -82,7 +81,7 @@ async def test_redirects_are_not_followed(receiver: Receiver, tls: TLSFiles) -> 
 
 
 async def attempt(
-    client: httpx.AsyncClient,
+    client: WebhookClient,
     url: str,
     resolver: webhook_targets.Resolve,
     *,
