@@ -22,15 +22,27 @@ import httpcore
 from calendar_service import webhook_targets
 from calendar_service.webhook_targets import IPAddress, Resolve, Target
 
+_IP_CHECKS = 4096
+_ip_checked: dict[tuple[str, bool], Target] = {}
+
 
 async def check_target(
     url: str, *, allow_local: bool, resolve: Resolve = webhook_targets.system_resolve
 ) -> Target:
     """``webhook_targets.check_target`` for an attempt: a host name is resolved on a thread (an
-    IP address needs no resolving, so no thread)."""
+    IP address needs no resolving, so no thread). A URL whose host is an IP address has nothing
+    that can change between two checks (the rules are the code's), so its passed check is kept
+    and looked up (a refusal is not kept: it is worked out again, and raised, each time)."""
+    known = _ip_checked.get((url, allow_local))
+    if known is not None:
+        return known
     host, _ = webhook_targets.parse_url(url, allow_local=allow_local)
     if webhook_targets.is_ip_address(host):
-        return webhook_targets.check_target(url, allow_local=allow_local, resolve=resolve)
+        target = webhook_targets.check_target(url, allow_local=allow_local, resolve=resolve)
+        if len(_ip_checked) >= _IP_CHECKS:
+            _ip_checked.clear()
+        _ip_checked[(url, allow_local)] = target
+        return target
     return await asyncio.to_thread(
         webhook_targets.check_target, url, allow_local=allow_local, resolve=resolve
     )
