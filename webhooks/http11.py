@@ -42,7 +42,7 @@ from calendar_service.webhook_targets import Target
 
 USER_AGENT = "calendar-service-webhooks/1"
 PER_ORIGIN = 8
-IDLE_CLOSE_SECONDS = 60.0
+IDLE_CLOSE_SECONDS = 4.0  # under common receivers' keep-alive (uvicorn 5 s): fewer stale reuses
 MAX_HEAD = 64 * 1024  # bytes of status line and headers before the answer is given up
 URL_CACHE = 4096  # URLs whose request line and Host header are kept
 
@@ -85,6 +85,7 @@ class _Connection(asyncio.Protocol):
         self.body: list[bytes] = []
         self.body_size = 0
         self.complete = False  # the whole answer was read: the connection may serve another
+        self.keep_alive = False  # and both sides keep the connection open after it
         self.enough = False  # status and headers in, and as much body as is kept
 
     # asyncio's side
@@ -152,6 +153,8 @@ class _Connection(asyncio.Protocol):
             self.retry_after = None
             return
         self.complete = self.enough = True
+        # Asked now: once the message is over the parser answers for the next one.
+        self.keep_alive = self._parser.should_keep_alive()
 
     # the client's side
 
@@ -170,8 +173,8 @@ class _Connection(asyncio.Protocol):
         """Whether the answer was read to its end on a connection kept alive by both sides."""
         return (
             self.complete
+            and self.keep_alive
             and not self.closed
-            and self._parser.should_keep_alive()
             and self.transport is not None
             and not self.transport.is_closing()
         )
