@@ -234,19 +234,25 @@ def record_attempts(
         ],
     )
     ids = [claim.id for claim, _ in items]
-    leases: dict[str, datetime] = dict(
-        conn.execute(  # locked: no late claim can slip in before the update below
-            select(deliveries_t.c.id, deliveries_t.c.lease_until)
-            .where(deliveries_t.c.id.in_(ids))
-            .with_for_update()
-        ).all()
-    )
-    endpoint_rows = conn.execute(
-        select(endpoints_t.c.id, endpoints_t.c.status, endpoints_t.c.failing_since).where(
-            endpoints_t.c.id.in_({claim.endpoint_id for claim, _ in items})
+    # The deliveries' leases, locked (no late claim can slip in before the update below), with
+    # their endpoints' state (not locked), in one statement.
+    leases: dict[str, datetime] = {}
+    endpoints: dict[str, _EndpointState] = {}
+    for row in conn.execute(
+        select(
+            deliveries_t.c.id,
+            deliveries_t.c.lease_until,
+            endpoints_t.c.id.label("endpoint_id"),
+            endpoints_t.c.status,
+            endpoints_t.c.failing_since,
         )
-    )
-    endpoints = {row.id: _EndpointState(row.status, row.failing_since) for row in endpoint_rows}
+        .join(endpoints_t, endpoints_t.c.id == deliveries_t.c.endpoint_id)
+        .where(deliveries_t.c.id.in_(ids))
+        .with_for_update(of=deliveries_t)
+    ):
+        leases[row.id] = row.lease_until
+        if row.endpoint_id not in endpoints:
+            endpoints[row.endpoint_id] = _EndpointState(row.status, row.failing_since)
     decisions: list[tuple[str, datetime, _EndpointState] | None] = []  # None: lease lost
     rows: list[dict[str, Any]] = []
     exhausted: list[tuple[Claim, _EndpointState]] = []
