@@ -6,15 +6,18 @@ resolved by injected resolvers."""
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 from collections.abc import Sequence
 
 import pytest
 
 from calendar_service import webhook_targets
+from calendar_service.errors import WebhookTargetRefused
 from calendar_service.timeutil import utcnow
 from tests.support import TLSFiles
 from tests.webhooks.support import Receiver, Reply
-from webhooks import sender
+from webhooks import guard, sender
 from webhooks.http11 import RequestFailed, WebhookClient
 from webhooks.transport import make_client
 
@@ -114,3 +117,38 @@ async def attempt_by_name(
             client, f"https://{host}:{port}{path}", resolving_to("127.0.0.1"), allow_local=True
         )
     return result, path
+
+
+async def test_a_name_is_resolved_once_for_attempts_at_the_same_moment() -> None:
+    asked: list[str] = []
+
+    def resolve(host: str) -> Sequence[str]:
+        asked.append(host)
+        return ["93.184.216.34"]
+
+    url = "https://hooks.example.com/in"
+    targets = await asyncio.gather(
+        *(guard.check_target(url, allow_local=False, resolve=resolve) for _ in range(5))
+    )
+    again = await guard.check_target(url, allow_local=False, resolve=resolve)
+    assert asked == ["hooks.example.com"]
+    assert {t.addresses for t in [*targets, again]} == {(ipaddress.ip_address("93.184.216.34"),)}
+
+
+async def test_a_failed_resolution_is_not_kept_and_every_answer_is_checked() -> None:
+    answers: list[Sequence[str] | OSError] = [OSError("no"), ["10.1.2.3"]]
+
+    def resolve(host: str) -> Sequence[str]:
+        answer = answers.pop(0)
+        if isinstance(answer, OSError):
+            raise answer
+        return answer
+
+    url = "https://hooks.example.com/in"
+    with pytest.raises(WebhookTargetRefused, match="does not resolve"):
+        await guard.check_target(url, allow_local=False, resolve=resolve)
+    with pytest.raises(WebhookTargetRefused, match="private"):
+        await guard.check_target(url, allow_local=False, resolve=resolve)
+    with pytest.raises(WebhookTargetRefused, match="private"):  # the kept answer, checked again
+        await guard.check_target(url, allow_local=False, resolve=resolve)
+    assert answers == []
