@@ -82,6 +82,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="serve ours from another checkout (e.g. a git worktree of an older commit)",
     )
     p.add_argument(
+        "--before-tree",
+        type=Path,
+        default=None,
+        help="phase 'before': ours against ours served from this checkout (an older commit)",
+    )
+    p.add_argument(
         "--profile-postgres", action="store_true", help="profile on PostgreSQL, not SQLite"
     )
     p.add_argument(
@@ -132,18 +138,31 @@ class Bench:
 
     # --- databases ----------------------------------------------------------------------------
 
-    def ours_sqlite(self, rows: int, series: int = 0) -> seed.Seeded:
+    def ours_sqlite(self, rows: int, series: int = 0, *, tree: Path | None = None) -> seed.Seeded:
         """A fresh working copy of our seeded SQLite database with ``rows`` events (and
-        ``series`` weekly series)."""
+        ``series`` weekly series); with ``tree``, seeded by that checkout's own code (the
+        schema an older commit knows)."""
         name = f"ours-{rows}" + (f"-series-{series}" if series else "")
+        if tree is not None:
+            name = f"tree-{_commit(tree)}-{name}"
         pristine = self.dbdir / f"{name}.db"
-        meta = seed.seed_ours(
-            f"sqlite:///{pristine}",
-            rows,
-            pristine.with_suffix(".json"),
-            series=series,
-            log=self.log,
-        )
+        if tree is not None:
+            meta = seed.seed_in_tree(
+                tree,
+                f"sqlite:///{pristine}",
+                rows,
+                pristine.with_suffix(".json"),
+                series=series,
+                log=self.log,
+            )
+        else:
+            meta = seed.seed_ours(
+                f"sqlite:///{pristine}",
+                rows,
+                pristine.with_suffix(".json"),
+                series=series,
+                log=self.log,
+            )
         work = self.work / f"{name}.db"
         _copy_sqlite(pristine, work)
         return seed.Seeded(**{**meta.__dict__, "url": f"sqlite:///{work}"})
@@ -230,7 +249,7 @@ class Bench:
     ) -> Iterator[tuple[seed.Seeded, servers.Server, servers.Server]]:
         """Ours and the minimum served at once, each on a fresh copy of its database with
         ``rows`` events: (our database, our server, the minimum's server)."""
-        ours_db = self.ours_sqlite(rows)
+        ours_db = self.ours_sqlite(rows, tree=self.args.ours_tree)
         base_db = self.minimum_db(rows)
         with (
             servers.ours(ours_db.url, log_dir=self.logs, tree=self.args.ours_tree) as o,
@@ -293,6 +312,55 @@ class Bench:
                     f"p50 {s['ours']['p50_ms']} p99 {s['ours']['p99_ms']} ms; minimum "
                     f"{s['minimum']['rps']:,.0f} req/s p50 {s['minimum']['p50_ms']} "
                     f"p99 {s['minimum']['p99_ms']} ms)"
+                )
+        return summary
+
+    def before_phase(self) -> dict[str, Any]:
+        """Ours against ours from an older checkout (``--before-tree``), each on a database
+        seeded by its own code in the same shape, list then create, the order flipped every
+        round: what a change costs against the commit before it (ratio now/before)."""
+        a = self.args
+        tree: Path = a.before_tree
+        commit = _commit(tree)
+        self.log(
+            f"== ours against {commit} ({tree}), {a.events:,} events, {a.rounds} rounds of "
+            f"{a.duration:g}s ({self.tool}, {a.connections} connections)"
+        )
+        dbs = {"now": self.ours_sqlite(a.events), "before": self.ours_sqlite(a.events, tree=tree)}
+        summary: dict[str, Any] = {"commit": commit}
+        with (
+            servers.ours(dbs["now"].url, log_dir=self.logs) as now,
+            servers.ours(dbs["before"].url, log_dir=self.logs, name="before", tree=tree) as then,
+        ):
+            served = {"now": now, "before": then}
+            for kind in ("list", "create"):
+                works = {
+                    who: load.Workload.ours(
+                        kind, db.read_secret if kind == "list" else db.write_secret
+                    )
+                    for who, db in dbs.items()
+                }
+                for who, srv in served.items():
+                    self.warm(srv, works[who])
+                runs: dict[str, list[dict[str, Any]]] = {"now": [], "before": []}
+                for r in range(1, a.rounds + 1):
+                    legs = ["before", "now"] if r % 2 else ["now", "before"]
+                    for who in legs:
+                        label = f"{kind} {who}"
+                        runs[who].append(
+                            self.measure(served[who], works[who], label, round=r, phase="before")
+                        )
+                ratios = [
+                    n["rps"] / b["rps"]
+                    for n, b in zip(runs["now"], runs["before"], strict=True)
+                    if b["rps"]
+                ]
+                summary[kind] = {w: report._medians(rs) for w, rs in runs.items()}
+                summary[kind]["rps_ratio"] = round(report.median(ratios), 3)
+                summary[kind]["rounds"] = [round(x, 3) for x in ratios]
+                self.log(
+                    f" {kind}: now/before {summary[kind]['rps_ratio']:.2f} x req/s "
+                    f"(rounds {', '.join(f'{x:.2f}' for x in ratios)})"
                 )
         return summary
 
@@ -712,6 +780,8 @@ class Bench:
                 return 0
         if "main" in phases:
             summary["main"] = self.main_phase()
+        if "before" in phases and a.before_tree is not None:
+            summary["before"] = self.before_phase()
         if "scale" in phases and a.scale_sizes.strip():
             summary["scale"] = self.scale_phase()
         if "series" in phases and a.series:
@@ -813,6 +883,17 @@ def summary_text(s: dict[str, Any]) -> str:
             f"ratio {m['rps_ratio']:.2f} x req/s, p99 {m['p99_ratio']:.2f} x; CPU per request "
             f"{m['ours']['cpu_us_per_req']:.0f} vs {m['minimum']['cpu_us_per_req']:.0f} us"
         )
+    before = s.get("before") or {}
+    for kind in ("list", "create"):
+        if kind in before:
+            m = before[kind]
+            out.append(
+                f"{kind:<7} now {m['now']['rps']:>7,.0f} req/s p99 {m['now']['p99_ms']:>6.2f} ms "
+                f"| {before['commit']} {m['before']['rps']:>7,.0f} req/s p99 "
+                f"{m['before']['p99_ms']:>6.2f} ms | ratio {m['rps_ratio']:.2f} x req/s; CPU "
+                f"per request {m['now']['cpu_us_per_req']:.0f} vs "
+                f"{m['before']['cpu_us_per_req']:.0f} us"
+            )
     if s.get("series"):
         m = s["series"]
         out.append(
@@ -890,6 +971,16 @@ def machine() -> str:
                 cpu = text.split(":", 1)[1].strip()
                 break
     return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+
+
+def _commit(tree: Path) -> str:
+    """The short commit a checkout is at (names its cached database)."""
+    return subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def _copy_sqlite(src: Path, dst: Path) -> None:

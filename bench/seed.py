@@ -313,6 +313,33 @@ def _display(url: str) -> str:
     return url.split("@")[-1] if "@" in url else url
 
 
+def seed_in_tree(  # type: ignore[no-untyped-def]
+    tree: Path, url: str, rows: int, meta_path: Path, *, series: int = 0, log=print
+) -> Seeded:
+    """Seed (or reuse) with another checkout's own code: its migrations, models and
+    ``seed_ours``, so that an older commit is served on the schema it knows (before/after
+    runs, ``--ours-tree`` and ``--only before``). Its progress goes to standard error."""
+    code = (
+        "import json, sys; from pathlib import Path; from bench import seed; "
+        "m = seed.seed_ours(sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), "
+        "series=int(sys.argv[4]), log=lambda *a: print(*a, file=sys.stderr, flush=True)); "
+        "print(json.dumps(m.__dict__))"
+    )
+    tree = tree.resolve()
+    log(f"seeding with {tree}'s own code ...")
+    done = subprocess.run(
+        [sys.executable, "-c", code, url, str(rows), str(meta_path), str(series)],
+        check=True,
+        cwd=tree,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+    )
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    known = Seeded.__dataclass_fields__
+    return Seeded(**{k: v for k, v in got.items() if k in known})
+
+
 def seed_reference(seed_script: Path, path: Path, rows: int, *, log=print) -> Path:  # type: ignore[no-untyped-def]
     """Build (or reuse) the reference minimum's database with its own ``seed_db.py``."""
     stamp = path.with_suffix(".seeded")

@@ -4,7 +4,7 @@ a while (``find_free_time``). See docs/availability.md; what takes time is found
 
 Busy time is what the list shows, computed in the core from the same window query
 (``queries.busy_statement``, ``queries.series_statement``): single events and changed
-occurrences, and the occurrences of series (``occurrences.busy_occurrences``), cancelled
+occurrences, and the occurrences of series (``events.busy``), cancelled
 occurrences left out; ``transparent`` events are free. All-day events are busy for their whole
 local days in their calendar's zone (they are stored as those midnights). Zero-length events
 take no time. Busy intervals are merged per calendar (overlapping or touching ones become one)

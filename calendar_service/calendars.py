@@ -248,40 +248,40 @@ def resolve_target(
     name the owner's other calendars nor tell which of them exist.
     """
     if principal.calendar_id is not None:
-        own = _own_calendar(conn, principal=principal, calendar_id=calendar_id, name=calendar_name)
-        if conn.dialect.name == "postgresql":
-            found = conn.execute(
-                select(calendars_t.c.id)
-                .where(calendars_t.c.id == own.id)
-                .with_for_update(read=True, key_share=True)
-            ).first()
-            if found is None:  # deleted since the key was read (it is revoked with it)
-                field = "calendarId" if calendar_id is not None else "calendar"
-                raise ValidationFailed([FieldError(field, f"no calendar with id {own.id!r}")])
-        return own
-    owner = principal.user_id
+        return _keys_target(conn, principal, calendar_id, calendar_name)
+    return _owners_target(conn, principal.user_id, calendar_id, calendar_name)
+
+
+def _keys_target(
+    conn: Connection, principal: Principal, calendar_id: str | None, calendar_name: str | None
+) -> Any:
+    """``resolve_target`` for a one-calendar key: its own calendar, locked."""
+    own = _own_calendar(conn, principal=principal, calendar_id=calendar_id, name=calendar_name)
+    if conn.dialect.name == "postgresql":
+        found = conn.execute(
+            select(calendars_t.c.id)
+            .where(calendars_t.c.id == own.id)
+            .with_for_update(read=True, key_share=True)
+        ).first()
+        if found is None:  # deleted since the key was read (it is revoked with it)
+            field = "calendarId" if calendar_id is not None else "calendar"
+            raise ValidationFailed([FieldError(field, f"no calendar with id {own.id!r}")])
+    return own
+
+
+def _owners_target(
+    conn: Connection, owner: str, calendar_id: str | None, calendar_name: str | None
+) -> Any:
+    """``resolve_target`` for a key that reaches all the owner's calendars: the one named
+    (by id, name or both), locked, or the default."""
     by_id = by_name = None
     errors: list[FieldError] = []
     if calendar_id is not None:
-        by_id = conn.execute(
-            _locked(
-                conn,
-                select(*ROW_COLUMNS).where(
-                    calendars_t.c.user_id == owner, calendars_t.c.id == calendar_id
-                ),
-            )
-        ).first()
+        by_id = _owners_locked(conn, owner, calendars_t.c.id == calendar_id)
         if by_id is None:
             errors.append(FieldError("calendarId", f"no calendar with id {calendar_id!r}"))
     if calendar_name is not None:
-        by_name = conn.execute(
-            _locked(
-                conn,
-                select(*ROW_COLUMNS).where(
-                    calendars_t.c.user_id == owner, calendars_t.c.name == calendar_name.strip()
-                ),
-            )
-        ).first()
+        by_name = _owners_locked(conn, owner, calendars_t.c.name == calendar_name.strip())
         if by_name is None:
             errors.append(FieldError("calendar", f"no calendar named {calendar_name!r}"))
     if errors:
@@ -309,6 +309,12 @@ def resolve_target(
                 [FieldError("calendar", f"no default calendar {DEFAULT_CALENDAR_NAME!r}")]
             )
     return target
+
+
+def _owners_locked(conn: Connection, owner: str, condition: Any) -> Any:
+    """The owner's calendar row that ``condition`` picks, locked (``_locked``), or ``None``."""
+    query = select(*ROW_COLUMNS).where(calendars_t.c.user_id == owner, condition)
+    return conn.execute(_locked(conn, query)).first()
 
 
 def _locked(conn: Connection, query: Select[Any]) -> Select[Any]:

@@ -219,15 +219,7 @@ def _perform(
                 via = Via.of(principal, ctx.transport, ctx.request_id)
                 kwargs = {**kwargs, "via": via}
             if dry_run and via is not None:
-                with rolled_back(conn):
-                    done = op.run(conn, principal=principal, **kwargs)
-                if via.replayed_proposal is not None:
-                    value = _dry_replayed(conn, principal, via.replayed_proposal)
-                else:
-                    value = op.dry(done, via.made)
-                if proposals.waits(principal.approval, via.made):
-                    value = {**value, "awaitsApproval": True}
-                status = 200
+                value, status = _dry_run(conn, principal, op, kwargs, via), 200
             elif via is not None and proposals.may_wait(principal.approval):
                 done, proposal = _proposed(conn, principal, op, kwargs, via, proposal_ttl)
                 if proposal is not None:
@@ -263,6 +255,23 @@ def _perform(
             with atomic(conn):
                 _record(conn, ctx, key_id, 500, dry_run=dry_run)
         raise
+
+
+def _dry_run(
+    conn: Connection, principal: Principal, op: Operation, kwargs: Mapping[str, Any], via: Via
+) -> Any:
+    """A write's dry run: made in a savepoint rolled back (``db.rolled_back``), answered with
+    ``op.dry`` of what it did (or the proposal an idempotency key replays), saying whether it
+    would wait for the owner."""
+    with rolled_back(conn):
+        done = op.run(conn, principal=principal, **kwargs)
+    if via.replayed_proposal is not None:
+        value = _dry_replayed(conn, principal, via.replayed_proposal)
+    else:
+        value = op.dry(done, via.made)
+    if proposals.waits(principal.approval, via.made):
+        value = {**value, "awaitsApproval": True}
+    return value
 
 
 def _proposed(

@@ -79,10 +79,7 @@ class Backend:
         """What sending invitations takes (``sendUpdates``), with the reply links' key."""
         if not self._link_key:
             self._link_key.append(await self.db.run(service_secrets.reply_link_key, now=utcnow()))
-        config = self.db.config
-        return MailPolicy(
-            config.mail_configured, config.invites_per_day, config.base_url, self._link_key[0]
-        )
+        return MailPolicy.of(self.db.config, self._link_key[0])
 
 
 INSTRUCTIONS = """\

@@ -9,6 +9,7 @@ event is still as it was (else the proposal fails, and the page says why).
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service.account.changes_view import KINDS, diff, title_of
-from calendar_service.account.web import account, owner_page, render, see_other
+from calendar_service.account.web import account, owner_action, owner_page, render, see_other
 from calendar_service.changes import proposals
 from calendar_service.events.approving import approve
 from calendar_service.owner_sessions import OwnerSessionInfo
@@ -82,19 +83,13 @@ async def approve_proposal(request: Request, owner: OwnerSessionInfo) -> Respons
     return see_other(request, "/pending", notice=done["status"])
 
 
-@owner_page
-async def reject_proposal(request: Request, owner: OwnerSessionInfo) -> Response:
-    await account(request).services.db.run(
-        proposals.reject,
-        user_id=owner.user_id,
-        proposal_id=request.path_params["proposal_id"],
-        now=utcnow(),
-        transport="settings",
-    )
-    return see_other(request, "/pending", notice="rejected")
-
-
 def routes() -> list[BaseRoute]:
+    reject_proposal = owner_action(
+        functools.partial(proposals.reject, transport="settings"),
+        param="proposal_id",
+        back="/pending",
+        notice="rejected",
+    )
     return [
         Route("/pending", pending_page, methods=["GET"]),
         Route("/pending/{proposal_id}/approve", approve_proposal, methods=["POST"]),

@@ -230,31 +230,21 @@ async def subscription_page(request: Request, owner: OwnerSessionInfo) -> Respon
     return render(request, "webhook_subscription.html", {"section": "webhook", **data})
 
 
-@owner_page
-async def delete_subscription(request: Request, owner: OwnerSessionInfo) -> Response:
-    await account(request).services.db.run(
-        subscriptions.owner_delete_subscription,
-        user_id=owner.user_id,
-        subscription_id=request.path_params["subscription_id"],
-        now=utcnow(),
-    )
-    return see_other(request, "/webhook", notice="subscription-deleted")
-
-
-@owner_page
-async def enable_subscription(request: Request, owner: OwnerSessionInfo) -> Response:
-    await account(request).services.db.run(
-        subscriptions.owner_enable_subscription,
-        user_id=owner.user_id,
-        subscription_id=request.path_params["subscription_id"],
-        now=utcnow(),
-    )
-    return see_other(request, "/webhook", notice="subscription-enabled")
-
-
 def routes() -> list[BaseRoute]:
     redeliver = owner_action(
         webhook_config.redeliver, param="delivery_id", back="/webhook", notice="redelivered"
+    )
+    delete_subscription = owner_action(
+        subscriptions.owner_delete_subscription,
+        param="subscription_id",
+        back="/webhook",
+        notice="subscription-deleted",
+    )
+    enable_subscription = owner_action(
+        subscriptions.owner_enable_subscription,
+        param="subscription_id",
+        back="/webhook",
+        notice="subscription-enabled",
     )
     return [
         Route("/webhook", webhook_page, methods=["GET"]),

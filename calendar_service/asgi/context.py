@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 from urllib.parse import unquote
@@ -25,6 +26,7 @@ from calendar_service.errors import (
 from calendar_service.gateway import CallContext, refuse
 from calendar_service.ids import new_id
 from calendar_service.ratelimit import RateLimiter
+from calendar_service.timeutil import utcnow
 
 MAX_BODY = 1024 * 1024
 KEY_PARAMETERS = ("api_key", "access_token", "key", "token", "apikey", "api-key")
@@ -42,6 +44,18 @@ class Services:
 
 def services(request: Request) -> Services:
     return request.app.state.services
+
+
+async def service_key(request: Request, make: Callable[..., bytes]) -> bytes:
+    """A key the service keeps for itself (``make``: ``service_secrets.page_token_key`` or
+    ``reply_link_key``), read (or made) once per app and kept on its state by ``make``'s
+    name."""
+    state = request.app.state
+    key: bytes | None = getattr(state, make.__name__, None)
+    if key is None:
+        key = await services(request).db.run(make, now=utcnow())
+        setattr(state, make.__name__, key)
+    return key
 
 
 NOSNIFF = (b"x-content-type-options", b"nosniff")

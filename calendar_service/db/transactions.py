@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from sqlalchemy import Connection
@@ -159,29 +159,28 @@ def tentative(conn: Connection) -> Iterator[Tentative]:
     memory)."""
     dirty = conn.info.get(OUTBOX_DIRTY)
     state = Tentative()
+    end: Callable[[bool], None]
     if conn.dialect.name == "sqlite":
         raw: Any = conn.connection.dbapi_connection
         raw.execute("SAVEPOINT tentative")
-        try:
-            yield state
-        except BaseException:
-            state.discarded = True
-            raise
-        finally:
-            if state.discarded:
+
+        def end(discarded: bool) -> None:
+            if discarded:
                 raw.execute("ROLLBACK TO SAVEPOINT tentative")
-                _put_back(conn, dirty)
             raw.execute("RELEASE SAVEPOINT tentative")
-        return
-    nested = conn.begin_nested()
+
+    else:
+        nested = conn.begin_nested()
+
+        def end(discarded: bool) -> None:
+            (nested.rollback if discarded else nested.commit)()
+
     try:
         yield state
     except BaseException:
         state.discarded = True
         raise
     finally:
+        end(state.discarded)
         if state.discarded:
-            nested.rollback()
             _put_back(conn, dirty)
-        else:
-            nested.commit()

@@ -9,7 +9,10 @@ anything.
 The package, a module a concern:
 
 - ``listing``: the list (window, pages) — the REST list's hot path;
-- ``occurrences``: the series that may occur in a list's window, expanded only inside it;
+- ``occurrences``: the list's page of occurrences: the series that may occur in its window,
+  expanded only inside it, merged with the window's rows;
+- ``chunks``: a stored series expanded a chunk at a time, the chunks kept (for the page
+  and for busy time);
 - ``memo``: the bounded LRU of what the list keeps in memory between requests;
 - ``create``: create, with idempotency keys, from the input model or untrusted JSON;
 - ``existing``: get, update, delete one event by id;
@@ -27,7 +30,7 @@ The package, a module a concern:
 - ``tokens``: signed page tokens;
 - ``search``: a search's words (``q``), and the condition that matches them on each database;
 - ``sync``: incremental sync: the changes since a sync token, and the tokens;
-- ``busy``: what takes time in calendars, for ``availability``;
+- ``busy``: what takes time in calendars (series' occurrences too), for ``availability``;
 - ``queries``: the SQL.
 
 This module re-exports what the fronts and the tests use.

@@ -3,21 +3,29 @@ time) and ``ifFree`` on create (``conflicts``).
 
 Busy time is what the list shows, from the same window query (``queries.busy_statement``,
 ``queries.series_statement``): single events and changed occurrences, and the occurrences of
-series (``occurrences.busy_occurrences``), cancelled occurrences left out; ``transparent``
+series (``busy_occurrences``), cancelled occurrences left out; ``transparent``
 events are free. All-day events are busy for their whole local days in their calendar's zone
 (they are stored as those midnights). Zero-length events take no time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, select
 
 from calendar_service.calendars import CalendarRow
-from calendar_service.events.occurrences import busy_occurrences
+from calendar_service.events.chunks import (
+    PLANS,
+    SHARE_FLOOR,
+    MustExpand,
+    Plan,
+    Series,
+    skipped_starts,
+)
 from calendar_service.events.queries import (
     busy_statement,
     series_rows,
@@ -28,8 +36,8 @@ from calendar_service.keys import Principal
 from calendar_service.later import Later, finish
 from calendar_service.models.calendars import calendars_t
 from calendar_service.models.columns import to_db
-from calendar_service.recurrence import READ_BUDGET
-from calendar_service.timeutil import format_in, utc_text, zone
+from calendar_service.recurrence import READ_BUDGET, Budget
+from calendar_service.timeutil import EARLIEST, LATEST, format_in, utc_text, zone
 
 BUDGET = 4 * READ_BUDGET
 """Work units one availability request may spend expanding series (a window is at most 92
@@ -143,4 +151,94 @@ def conflicts(
         if readable:
             item["id"], item["title"] = event_id, title
         found.append(item)
+    return found
+
+
+def busy_occurrences(
+    series_keys: Sequence[Any],
+    calendars: Sequence[Any],
+    *,
+    load: Callable[[Sequence[str]], list[Any]],
+    low: datetime,
+    high: datetime,
+    budget: int,
+    later: bool = False,
+) -> list[Busy] | Later:
+    """Every occurrence of the opaque series among ``series_keys`` (``queries.SERIES_KEYS``)
+    that overlaps ``[low, high)``, in no order and without paging (for
+    ``busy_later``), read through the same chunk cache as the list (``events.chunks``). The
+    original starts of a series' exceptions are left out: a changed occurrence is a row of
+    the window query, a cancelled one takes no time.
+
+    The series share ``budget`` equally (at least ``SHARE_FLOOR`` each); a series whose
+    share runs out is busy from the instant it paused at to ``high``: time that may be taken
+    is never shown as free. ``later``: when series must be expanded (chunks not kept), a
+    ``Later`` that finds them without the database (as ``occurrences.page_with_series``)."""
+    by_calendar = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
+    plans = [
+        p
+        for p in PLANS.of(series_keys, by_calendar, load)
+        if p.template["transparency"] == "opaque"
+    ]
+    if not plans:
+        return []
+    found = functools.partial(
+        _busy_entries, plans, skipped_starts(series_keys), low=low, high=high, budget=budget
+    )
+    if not later:
+        return found(may_expand=True)
+    try:
+        return found(may_expand=False)
+    except MustExpand:
+        return Later(functools.partial(found, may_expand=True))
+
+
+def _busy_entries(
+    plans: list[Plan],
+    skipped: dict[str, set[str]],
+    *,
+    low: datetime,
+    high: datetime,
+    budget: int,
+    may_expand: bool,
+) -> list[Busy]:
+    """``busy_occurrences`` once the plans are known (no database)."""
+    share = max(budget // len(plans), SHARE_FLOOR)
+    low_text, high_text = utc_text(low), utc_text(high)
+    found: list[Busy] = []
+    for plan in plans:
+        calendar_id, title = plan.template["calendarId"], plan.template["title"]
+        skip = skipped.get(plan.id, ())
+        series = Series(
+            plan,
+            since=EARLIEST,
+            low=None,
+            high_text=None,
+            budget=Budget(share),
+            may_expand=may_expand,
+        )
+        first = max(low - plan.longest, EARLIEST)
+        first_text = utc_text(first)
+        index = max(0, (first - plan.anchor) // plan.step)
+        while True:
+            chunk_start = plan.anchor + index * plan.step
+            if chunk_start >= high or chunk_start > LATEST:
+                break
+            if plan.ends is not None and chunk_start >= plan.ends:
+                break
+            chunk = series.whole_chunk(chunk_start, index)
+            entries = series.partial if chunk is None else chunk[1]
+            for entry in entries:
+                start_text, end_text = entry[0], entry[1]
+                if start_text < first_text or start_text >= high_text or end_text <= low_text:
+                    continue
+                if start_text not in skip:
+                    found.append(
+                        (calendar_id, start_text, end_text, f"{plan.id}_{entry[2]}", title)
+                    )
+            if chunk is None:
+                paused = series.paused or low
+                found.append((calendar_id, utc_text(max(paused, low)), high_text, plan.id, title))
+                break
+            index += 1
     return found

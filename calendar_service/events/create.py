@@ -56,51 +56,9 @@ def create_event(
 
     ``prior_errors`` are type errors already found in the input (see ``inputs.parse_partial``):
     they are reported together with every value error found here."""
-    errors: list[FieldError] = list(prior_errors)
-    calendar = None
-    try:
-        calendar = resolve_target(
-            conn, principal=principal, calendar_id=data.calendar_id, calendar_name=data.calendar
-        )
-    except ValidationFailed as exc:
-        errors.extend(exc.errors)
-    tz = zone(calendar.time_zone) if calendar is not None else UTC
-    bad = {e["field"] for e in prior_errors}
-    title = check_title(data.title, errors) if "title" not in bad else None
-    transparency = (
-        check_transparency(data.transparency, errors) if "transparency" not in bad else None
+    calendar, tz, title, transparency, start, end, series, attendees = _checked(
+        conn, principal, data, prior_errors
     )
-    own_zone, local = (None, tz)
-    if "timeZone" not in bad:
-        own_zone, local = check_time_zone(data.time_zone, bool(data.all_day), tz, errors)
-    start, end = resolve_times(
-        starts=data.starts_at,
-        ends=data.ends_at,
-        all_day=bool(data.all_day),
-        tz=local,
-        errors=errors,
-    )
-    series: dict[str, Any] = dict(NOT_A_SERIES)
-    if data.if_free is True and data.recurrence is not None:
-        errors.append(
-            FieldError(
-                "ifFree",
-                "cannot be combined with recurrence: a series' occurrences are not checked; "
-                "create the series without ifFree, or check its times with findFreeTime first",
-            )
-        )
-    if data.recurrence is not None and start is not None and end is not None:
-        series = recurrence_columns(
-            data.recurrence, start=start, end=end, all_day=data.all_day, tz=local, errors=errors
-        )
-        if series:  # a series keeps the zone it repeats in (a single event has none)
-            series["time_zone"] = own_zone
-    attendees = None
-    if data.attendees is not None and "attendees" not in bad:
-        attendees = check_attendees(data.attendees, errors)
-    if errors or calendar is None or start is None or end is None or title is None:
-        raise ValidationFailed(errors)
-    assert transparency is not None  # else an error was found
     if data.if_free:
         check_free(conn, principal=principal, calendar=calendar, start=start, end=end, tz=tz)
         if via is not None:
@@ -154,6 +112,60 @@ def create_event(
             now=now,
         )
     return event
+
+
+def _checked(
+    conn: Connection, principal: Principal, data: EventCreate, prior_errors: Sequence[FieldError]
+) -> tuple[Any, tzinfo, str, str, datetime, datetime, dict[str, Any], Any]:
+    """``create_event``'s input, every value checked (all errors at once, with
+    ``prior_errors``): the calendar, its zone, the title, the transparency, the start and end,
+    the series' columns (``NOT_A_SERIES`` for a single event) and the attendees."""
+    errors: list[FieldError] = list(prior_errors)
+    calendar = None
+    try:
+        calendar = resolve_target(
+            conn, principal=principal, calendar_id=data.calendar_id, calendar_name=data.calendar
+        )
+    except ValidationFailed as exc:
+        errors.extend(exc.errors)
+    tz = zone(calendar.time_zone) if calendar is not None else UTC
+    bad = {e["field"] for e in prior_errors}
+    title = check_title(data.title, errors) if "title" not in bad else None
+    transparency = (
+        check_transparency(data.transparency, errors) if "transparency" not in bad else None
+    )
+    own_zone, local = (None, tz)
+    if "timeZone" not in bad:
+        own_zone, local = check_time_zone(data.time_zone, bool(data.all_day), tz, errors)
+    start, end = resolve_times(
+        starts=data.starts_at,
+        ends=data.ends_at,
+        all_day=bool(data.all_day),
+        tz=local,
+        errors=errors,
+    )
+    series: dict[str, Any] = dict(NOT_A_SERIES)
+    if data.if_free is True and data.recurrence is not None:
+        errors.append(
+            FieldError(
+                "ifFree",
+                "cannot be combined with recurrence: a series' occurrences are not checked; "
+                "create the series without ifFree, or check its times with findFreeTime first",
+            )
+        )
+    if data.recurrence is not None and start is not None and end is not None:
+        series = recurrence_columns(
+            data.recurrence, start=start, end=end, all_day=data.all_day, tz=local, errors=errors
+        )
+        if series:  # a series keeps the zone it repeats in (a single event has none)
+            series["time_zone"] = own_zone
+    attendees = None
+    if data.attendees is not None and "attendees" not in bad:
+        attendees = check_attendees(data.attendees, errors)
+    if errors or calendar is None or start is None or end is None or title is None:
+        raise ValidationFailed(errors)
+    assert transparency is not None  # else an error was found
+    return calendar, tz, title, transparency, start, end, series, attendees
 
 
 def check_free(

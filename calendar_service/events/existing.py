@@ -333,10 +333,8 @@ def _update_row(
         raise ValidationFailed(errors)
     if not values:
         return event_public(row, calendar_name=target.calendar.name, tz=tz)
-    bumped(row, values)
-    values["updated_at"] = now
+    changed = _stamped(row, values, now)
     conn.execute(update(events_t).where(events_t.c.id == row.id).values(**values))
-    changed = Row({**row._asdict(), **values})
     if was_series:
         if changed.recurrence is None:
             delete_exceptions(conn, row.id)
@@ -346,15 +344,16 @@ def _update_row(
             or values.get("time_zone", row.time_zone) != row.time_zone
         ):
             drop_unproduced(conn, changed, tz)
-    return _notify(
-        conn,
-        principal,
-        target,
-        changed,
-        UPDATED,
-        now,
-        span=(values["starts_at"], values["ends_at"]) if "starts_at" in values else None,
-    )
+    span = (values["starts_at"], values["ends_at"]) if "starts_at" in values else None
+    return _notify(conn, principal, target, changed, UPDATED, now, span)
+
+
+def _stamped(row: Any, values: dict[str, Any], now: datetime) -> Row:
+    """``row`` as ``values`` change it, its version bumped (``series.bumped``) and updated
+    ``now``: ``values`` gains both, to be written."""
+    bumped(row, values)
+    values["updated_at"] = now
+    return Row({**row._asdict(), **values})
 
 
 def _notify(
@@ -429,20 +428,12 @@ def _update_occurrence(
         raise ValidationFailed(errors)
     if not values:
         return get_event_of(target)
-    bumped(row, values)
-    values["updated_at"] = now
-    changed = Row({**row._asdict(), **values})
+    changed = _stamped(row, values, now)
     inserted = target.row is None and _insert(conn, changed._asdict(), unless_there=True)
     if not inserted:  # changed before, or just now by another request: the fields sent win
         conn.execute(update(events_t).where(events_t.c.id == row.id).values(**values))
     return _notify(
-        conn,
-        principal,
-        target,
-        changed,
-        UPDATED,
-        now,
-        span=(changed.starts_at, changed.ends_at),
+        conn, principal, target, changed, UPDATED, now, (changed.starts_at, changed.ends_at)
     )
 
 
@@ -572,18 +563,10 @@ def _end_before(
     values.pop("time_zone", None)  # the series keeps its zone
     if errors:  # cannot happen: the series occurs at its start
         raise ValidationFailed(errors)
-    bumped(series, values)
-    values["updated_at"] = now
+    changed = _stamped(series, values, now)
     conn.execute(update(events_t).where(events_t.c.id == series.id).values(**values))
     delete_exceptions(conn, series.id, since=original)
-    return _notify(
-        conn,
-        principal,
-        target,
-        Row({**series._asdict(), **values}),
-        UPDATED,
-        now,
-    )
+    return _notify(conn, principal, target, changed, UPDATED, now)
 
 
 def delete_event(

@@ -29,6 +29,7 @@ from sqlalchemy import Connection, func, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from calendar_service.config import Config
 from calendar_service.errors import (
     FieldError,
     InviteLimit,
@@ -57,6 +58,11 @@ class MailPolicy:
     per_day: int
     base_url: str
     link_key: bytes
+
+    @classmethod
+    def of(cls, config: Config, link_key: bytes) -> MailPolicy:
+        """The policy ``config`` sets, reply links signed with ``link_key``."""
+        return cls(config.mail_configured, config.invites_per_day, config.base_url, link_key)
 
 
 def parse_send_updates(value: str | None) -> bool:

@@ -24,7 +24,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service import service_secrets
-from calendar_service.asgi.context import bearer_token, services
+from calendar_service.asgi.context import bearer_token, service_key, services
 from calendar_service.errors import (
     CalendarError,
     MissingKey,
@@ -51,19 +51,11 @@ def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(text, status_code=status, headers=_HEADERS)
 
 
-async def _link_key(request: Request) -> bytes:
-    state = request.app.state
-    key: bytes | None = getattr(state, "reply_link_key", None)
-    if key is None:
-        key = await services(request).db.run(service_secrets.reply_link_key, now=utcnow())
-        state.reply_link_key = key
-    return key
-
-
 async def reply_page(request: Request) -> Response:
     params = request.query_params
     token, response = params.get("t", ""), params.get("r", "")
-    if read_token(await _link_key(request), token) is None or response not in RESPONSES:
+    key = await service_key(request, service_secrets.reply_link_key)
+    if read_token(key, token) is None or response not in RESPONSES:
         return _page(
             "This link is not valid",
             "<p>It was altered, or not made by this calendar. Nothing was recorded.</p>",
@@ -84,7 +76,7 @@ async def record_reply(request: Request) -> Response:
     try:
         result = await services(request).db.run(
             replies.apply_link,
-            key=await _link_key(request),
+            key=await service_key(request, service_secrets.reply_link_key),
             token=token,
             response=response,
             now=utcnow(),

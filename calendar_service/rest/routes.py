@@ -26,6 +26,7 @@ from calendar_service.asgi.context import (
     key_in_url,
     read_json_body,
     record_refusal,
+    service_key,
     services,
 )
 from calendar_service.asgi.responses import Encoded
@@ -165,16 +166,6 @@ def _respond(outcome: Outcome[Any], body: Any, **extra_headers: str) -> Response
     return Encoded(body, outcome.status, headers)
 
 
-async def _page_token_key(request: Request) -> bytes:
-    """The page-token key, read (or made) once per app: ``service_secrets.page_token_key``."""
-    state = request.app.state
-    key: bytes | None = getattr(state, "page_token_key", None)
-    if key is None:
-        key = await services(request).db.run(service_secrets.page_token_key, now=utcnow())
-        state.page_token_key = key
-    return key
-
-
 async def list_calendar_events(request: Request) -> Response:
     query = Query(request.scope["query_string"])
     params = query.last
@@ -183,7 +174,7 @@ async def list_calendar_events(request: Request) -> Response:
         "time_max": params.get("timeMax"),
         "limit": params.get("limit"),
         "page_token": params.get("pageToken"),
-        "token_key": await _page_token_key(request),
+        "token_key": await service_key(request, service_secrets.page_token_key),
     }
     if "singleEvents" in params:  # the hot path passes no more than it needs
         args["single_events"] = params["singleEvents"]
@@ -216,14 +207,8 @@ async def _mail(request: Request) -> dict[str, Any]:
     send = request.query_params.get("sendUpdates")
     if send is None:
         return {}
-    state = request.app.state
-    key: bytes | None = getattr(state, "reply_link_key", None)
-    if key is None:
-        key = await services(request).db.run(service_secrets.reply_link_key, now=utcnow())
-        state.reply_link_key = key
-    config = services(request).config
-    policy = MailPolicy(config.mail_configured, config.invites_per_day, config.base_url, key)
-    return {"send_updates": send, "mail": policy}
+    key = await service_key(request, service_secrets.reply_link_key)
+    return {"send_updates": send, "mail": MailPolicy.of(services(request).config, key)}
 
 
 async def create_calendar_event(request: Request) -> Response:
@@ -374,7 +359,7 @@ async def list_changes(request: Request) -> Response:
         "calendar_id": params.get("calendarId") or None,
         "limit": params.get("limit"),
         "page_token": params.get("pageToken"),
-        "token_key": await _page_token_key(request),
+        "token_key": await service_key(request, service_secrets.page_token_key),
     }
     outcome = await _perform(request, operations.LIST_CHANGES, args)
     return _respond(outcome, outcome.value)

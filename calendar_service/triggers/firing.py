@@ -67,31 +67,7 @@ def fire_due(
 ) -> Fired:
     """Claim the rows due by ``now`` and queue their deliveries (see the module's docstring),
     in the caller's transaction."""
-    cutoff = now - grace
-    due = (
-        select(plan_t.c.id)
-        .where(plan_t.c.status == PLANNED, plan_t.c.due_at <= now)
-        .order_by(plan_t.c.due_at)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
-    )
-    rows = conn.execute(
-        update(plan_t)
-        .where(plan_t.c.id.in_(due))
-        .values(
-            status=case((plan_t.c.due_at < cutoff, SKIPPED), else_=FIRED),
-            fired_at=now,
-        )
-        .returning(
-            plan_t.c.user_id,
-            plan_t.c.calendar_id,
-            plan_t.c.kind,
-            plan_t.c.minutes_before,
-            plan_t.c.due_at,
-            plan_t.c.status,
-            plan_t.c.event,
-        )
-    ).all()
+    rows = _claimed(conn, now=now, cutoff=now - grace, limit=limit)
     if not rows:
         return Fired(0, 0, 0, False)
     endpoints = _endpoints(conn, {r.user_id for r in rows}, now)
@@ -103,61 +79,98 @@ def fire_due(
         ).all()
     )
     deliveries = []
-    pending = False
     for row in rows:
         takers = [e for e in endpoints.get(row.user_id, ()) if e.takes(row)]
-        if not takers:
-            continue
-        event = orjson.loads(row.event)
-        if row.calendar_id in names:  # renamed since it was planned
-            event["calendar"] = names[row.calendar_id]
-        event_type = TYPES[row.kind]
-        late = max(0, int((now - row.due_at).total_seconds()))
-        data = {
-            "event": event,
-            "minutesBefore": row.minutes_before,
-            "scheduledFor": format_utc(row.due_at),
-            "late": late,
-        }
-        # One body a row, each endpoint's with its own message id (as a change's: the
-        # owner's the message id, a subscription's that and 13 characters of its own id).
-        message_id = new_id("evt")
-        rest = build_payload(message_id=message_id, event_type=event_type, now=now, data=data)[
-            _ID_AT + len(message_id) :
-        ]
-        status, error = "pending", None
-        if row.status == SKIPPED:
-            status = SKIPPED
-            error = f"missed by {late} s, more than CALENDAR_TRIGGER_GRACE: not sent"
-        for endpoint in takers:
-            delivery_id = message_id + endpoint.suffix
-            state, why = status, error
-            if status == "pending" and not endpoint.active:
-                state, why = "failed", DISABLED_ERROR
-            pending = pending or state == "pending"
-            deliveries.append(
-                {
-                    "id": delivery_id,
-                    "user_id": row.user_id,
-                    "endpoint_id": endpoint.id,
-                    "event_type": event_type,
-                    "payload": _PAYLOAD_START + delivery_id + rest,
-                    "status": state,
-                    "attempts": 0,
-                    "next_attempt_at": now,
-                    "lease_until": None,
-                    "last_status_code": None,
-                    "last_error": why,
-                    "created_at": now,
-                    "completed_at": None if state == "pending" else now,
-                }
-            )
+        if takers:
+            deliveries.extend(_deliveries(row, takers, names, now))
     for at in range(0, len(deliveries), BATCH):
         conn.execute(deliveries_t.insert(), deliveries[at : at + BATCH])
-    if pending:
+    if any(d["status"] == "pending" for d in deliveries):
         notify_committed(conn)
     skipped = sum(1 for r in rows if r.status == SKIPPED)
     return Fired(len(rows) - skipped, skipped, len(deliveries), len(rows) >= limit)
+
+
+def _claimed(conn: Connection, *, now: datetime, cutoff: datetime, limit: int) -> list[Any]:
+    """The rows due by ``now`` (at most ``limit``, the earliest first, none another worker
+    holds), marked fired, or skipped when due before ``cutoff``."""
+    due = (
+        select(plan_t.c.id)
+        .where(plan_t.c.status == PLANNED, plan_t.c.due_at <= now)
+        .order_by(plan_t.c.due_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    return list(
+        conn.execute(
+            update(plan_t)
+            .where(plan_t.c.id.in_(due))
+            .values(
+                status=case((plan_t.c.due_at < cutoff, SKIPPED), else_=FIRED),
+                fired_at=now,
+            )
+            .returning(
+                plan_t.c.user_id,
+                plan_t.c.calendar_id,
+                plan_t.c.kind,
+                plan_t.c.minutes_before,
+                plan_t.c.due_at,
+                plan_t.c.status,
+                plan_t.c.event,
+            )
+        ).all()
+    )
+
+
+def _deliveries(
+    row: Any, takers: list[_Endpoint], names: dict[str, str], now: datetime
+) -> list[dict[str, Any]]:
+    """The delivery rows of one fired (or skipped) plan row, one per endpoint that takes it."""
+    event = orjson.loads(row.event)
+    if row.calendar_id in names:  # renamed since it was planned
+        event["calendar"] = names[row.calendar_id]
+    event_type = TYPES[row.kind]
+    late = max(0, int((now - row.due_at).total_seconds()))
+    data = {
+        "event": event,
+        "minutesBefore": row.minutes_before,
+        "scheduledFor": format_utc(row.due_at),
+        "late": late,
+    }
+    # One body a row, each endpoint's with its own message id (as a change's: the
+    # owner's the message id, a subscription's that and 13 characters of its own id).
+    message_id = new_id("evt")
+    rest = build_payload(message_id=message_id, event_type=event_type, now=now, data=data)[
+        _ID_AT + len(message_id) :
+    ]
+    status, error = "pending", None
+    if row.status == SKIPPED:
+        status = SKIPPED
+        error = f"missed by {late} s, more than CALENDAR_TRIGGER_GRACE: not sent"
+    deliveries = []
+    for endpoint in takers:
+        delivery_id = message_id + endpoint.suffix
+        state, why = status, error
+        if status == "pending" and not endpoint.active:
+            state, why = "failed", DISABLED_ERROR
+        deliveries.append(
+            {
+                "id": delivery_id,
+                "user_id": row.user_id,
+                "endpoint_id": endpoint.id,
+                "event_type": event_type,
+                "payload": _PAYLOAD_START + delivery_id + rest,
+                "status": state,
+                "attempts": 0,
+                "next_attempt_at": now,
+                "lease_until": None,
+                "last_status_code": None,
+                "last_error": why,
+                "created_at": now,
+                "completed_at": None if state == "pending" else now,
+            }
+        )
+    return deliveries
 
 
 @dataclass(frozen=True, slots=True)

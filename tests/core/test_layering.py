@@ -11,9 +11,10 @@ longer there.
 The core imports no web framework, HTTP client or server, MCP, scheduler, command-line
 or template engine: of third-party packages, only the libraries ``LIBRARIES`` names for it.
 ``FRAMEWORKS`` lists those the fronts choose from, and is kept complete against the
-packages installed with the service. The migrations import only the standard library,
-Alembic and SQLAlchemy (live code can never change an old migration). No module imports one
-that imports it back, not even inside a function or for type checking only.
+packages installed with the service and its test and bench extras. The migrations import
+only the standard library, Alembic and SQLAlchemy (live code can never change an old
+migration). No module imports one that imports it back, not even inside a function or for
+type checking only.
 """
 
 from __future__ import annotations
@@ -135,6 +136,37 @@ FRAMEWORKS = frozenset(
         "markupsafe",
         "mako",
         "playwright",
+        # The test and bench extras': HTTP clients and their HTTP/2, HTTP/3 and TLS layers
+        # (the CalDAV client's niquests), servers (SMTP, a CalDAV server to compare with), an
+        # API tester, the async test plugin, the browser tests' accessibility checker.
+        "niquests",
+        "urllib3_future",
+        "jh2",
+        "qh3",
+        "wassima",
+        "aiosmtpd",
+        "radicale",
+        "schemathesis",
+        "pytest_asyncio",
+        "axe_playwright_python",
+        # Not installed, named all the same: the usual other web frameworks, servers and HTTP
+        # clients, refused to the core and the fronts before any dependency brings one in.
+        "aiohttp",
+        "fastapi",
+        "flask",
+        "django",
+        "tornado",
+        "sanic",
+        "quart",
+        "falcon",
+        "hypercorn",
+        "gunicorn",
+        "daphne",
+        "twisted",
+        "treq",
+        "httplib2",
+        "pycurl",
+        "grpc",
     }
 )
 
@@ -144,6 +176,10 @@ NOT_FRAMEWORKS = {
     "alembic": "schema migrations (it renders new migration files with Mako)",
     "sqlmodel": "the tables and models (its metadata says HTTP for FastAPI's sake)",
     "dotenv": "reads .env files for the MCP SDK's settings",
+    "pydantic_settings": "the MCP SDK's settings, read from the environment",
+    "openapi_spec_validator": "the tests' check of the OpenAPI document (it can fetch $refs)",
+    "openapi_schema_validator": "the tests' check of the OpenAPI document's schemas",
+    "pyinstrument": "the benchmarks' profiler (it profiles async code too)",
 }
 
 # The only third-party packages the core and the migrations may import, beyond the standard
@@ -423,10 +459,11 @@ def _normalized(name: str) -> str:
 
 
 def _shipped_distributions() -> dict[str, set[str]]:
-    """The distributions installed with the service (its dependencies, theirs, and so on,
-    extras included where asked for), each with the distributions it needs."""
+    """The distributions installed with the service and its ``test`` and ``bench`` extras
+    (their dependencies, theirs, and so on, extras included where asked for), each with the
+    distributions it needs: a front could import any of them."""
     needs: dict[str, set[str]] = {}
-    todo: list[tuple[str, frozenset[str]]] = [("calendar-service", frozenset())]
+    todo: list[tuple[str, frozenset[str]]] = [("calendar-service", frozenset({"test", "bench"}))]
     seen: set[tuple[str, frozenset[str]]] = set()
     while todo:
         name, extras = todo.pop()

@@ -27,6 +27,21 @@ OK_HEADERS = (
 )
 
 
+def renamed(node: Any, names: dict[str, str]) -> Any:
+    """``node`` with its references to the schemas ``names`` renames made to the new names
+    (the document names objects as the API does: "Calendar", not the model's
+    "CalendarPublic")."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(SCHEMA.format("")):
+            name = ref.removeprefix(SCHEMA.format(""))
+            return {**node, "$ref": SCHEMA.format(names.get(name, name))}
+        return {key: renamed(value, names) for key, value in node.items()}
+    if isinstance(node, list):
+        return [renamed(value, names) for value in node]
+    return node
+
+
 def ref_headers(*names: str) -> dict[str, Any]:
     return {name: {"$ref": HEADER.format(name)} for name in names}
 

@@ -28,7 +28,7 @@ from calendar_service.rest.openapi.examples import (
     EVENT_EXAMPLE,
     VALIDATION_PROBLEM,
 )
-from calendar_service.rest.openapi.refs import SCHEMA
+from calendar_service.rest.openapi.refs import SCHEMA, renamed
 
 _MODELS: tuple[tuple[type[BaseModel], str], ...] = (
     (EventCreate, "validation"),
@@ -60,7 +60,7 @@ def schemas() -> dict[str, Any]:
         schema.pop("title", None)  # pydantic's titles ("Startsat"...) are noise for readers
         for prop in schema.get("properties", {}).values():
             prop.pop("title", None)
-    return {_DOC_NAMES.get(name, name): _renamed(schema) for name, schema in out.items()}
+    return {_DOC_NAMES.get(name, name): renamed(schema, _DOC_NAMES) for name, schema in out.items()}
 
 
 def _model_schema(model: type[BaseModel], mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -170,15 +170,3 @@ _DOC_NAMES = {
     "EventPublic": "Event",
     "FieldErrorPublic": "FieldError",
 }
-
-
-def _renamed(node: Any) -> Any:
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith(SCHEMA.format("")):
-            name = ref.removeprefix(SCHEMA.format(""))
-            return {**node, "$ref": SCHEMA.format(_DOC_NAMES.get(name, name))}
-        return {key: _renamed(value) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_renamed(value) for value in node]
-    return node

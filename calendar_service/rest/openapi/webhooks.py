@@ -17,6 +17,7 @@ from calendar_service.rest.openapi.refs import (
     SCHEMA,
     json_content,
     ref_headers,
+    renamed,
 )
 from calendar_service.rest.openapi.responses import errors
 from calendar_service.rest.subscriptions import SUBSCRIPTIONS_PATH
@@ -234,7 +235,7 @@ def schemas() -> dict[str, Any]:
         "required": ["deliveries"],
     }
     out.update(_payload_schemas())
-    return _renamed(out)
+    return renamed(out, _NAMES)
 
 
 _NAMES = {"SubscriptionPublic": "Subscription"}
@@ -245,18 +246,6 @@ def _untitled(schema: dict[str, Any]) -> dict[str, Any]:
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
     return schema
-
-
-def _renamed(node: Any) -> Any:
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith(SCHEMA.format("")):
-            name = ref.removeprefix(SCHEMA.format(""))
-            return {**node, "$ref": SCHEMA.format(_NAMES.get(name, name))}
-        return {key: _renamed(value) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_renamed(value) for value in node]
-    return node
 
 
 # ---------------------------------------------------------------------------------------------

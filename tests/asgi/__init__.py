@@ -1,0 +1,1 @@
+"""Tests of the ASGI plumbing (calendar_service/asgi/) on its own, under a small app."""
