@@ -36,6 +36,7 @@ import json
 import os
 import random
 import resource
+import signal
 import socket
 import statistics
 import subprocess
@@ -85,6 +86,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--serve-rounds", type=int, default=3, help="0: no list through serve")
     p.add_argument("--serve-seconds", type=float, default=8.0, help="each serve round's load")
     p.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    p.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="py-spy's samples of this process during the burst, collapsed stacks, to this file",
+    )
     p.add_argument("--receiver", type=int, default=None, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.tiny:
@@ -308,17 +315,27 @@ def make_burst(db: Database, owner: str, cal_ids: list[str], a: argparse.Namespa
 
 
 async def run_burst(
-    config: Config, db: Database, receiver_url: str, at: datetime, wanted: int, timeout: float
+    config: Config,
+    db: Database,
+    receiver_url: str,
+    at: datetime,
+    wanted: int,
+    timeout: float,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
-    """The job as ``serve`` runs it, until the burst's deliveries have all arrived."""
+    """The job as ``serve`` runs it, until the burst's deliveries have all arrived (sampled by
+    py-spy from half a second before the due instant when ``profile`` is given)."""
     cpu_before = _cpu_seconds()
-    async with delivery_job(config, db, max_in_flight=400, batch_size=100):
+    spy: subprocess.Popen[bytes] | None = None
+    async with delivery_job(config, db):  # the dispatcher's defaults, as serve runs it
         deadline = time.monotonic() + timeout + 30
         async with httpx.AsyncClient(timeout=30) as client:
             cpu_at_due: float | None = None
             while True:
                 if cpu_at_due is None and time.time() >= at.timestamp():
                     cpu_at_due = _cpu_seconds()
+                if profile is not None and spy is None and time.time() >= at.timestamp() - 0.5:
+                    spy = _py_spy(profile)
                 count = int((await client.get(receiver_url + "/count")).text)
                 if count >= wanted:
                     break
@@ -327,6 +344,9 @@ async def run_burst(
                 await asyncio.sleep(0.25)
             burst = (await client.get(receiver_url + "/arrivals")).json()
         cpu_end = _cpu_seconds()
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=60)
         due = cpu_end if cpu_at_due is None else cpu_at_due
         cpu, waiting = cpu_end - due, due - cpu_before
         fired = await db.run(
@@ -341,6 +361,7 @@ async def run_burst(
     ]
     return {
         "deliveries": len(burst),
+        "late_min_s": round(min(late), 3),
         "late_p50_s": round(percentile(late, 0.5), 3),
         "late_p99_s": round(percentile(late, 0.99), 3),
         "late_max_s": round(max(late), 3),
@@ -353,6 +374,13 @@ async def run_burst(
         "cpu_before_due_s": round(waiting, 2),
         "cpu_us_per_delivery": round(cpu / max(1, len(burst)) * 1e6),
     }
+
+
+def _py_spy(out: Path) -> subprocess.Popen[bytes]:
+    """py-spy sampling this process (on-CPU samples, 250 a second) into ``out`` until SIGINT."""
+    spy = Path(sys.executable).with_name("py-spy")
+    command = [str(spy), "record", "--pid", str(os.getpid()), "--rate", "250", "--format", "raw"]
+    return subprocess.Popen([*command, "--output", str(out)], stdout=subprocess.DEVNULL)
 
 
 def _cpu_seconds() -> float:
@@ -436,7 +464,9 @@ def main(argv: list[str] | None = None) -> None:
             at = make_burst(db, owner, cal_ids, a)
             wanted = 2 * max(1, a.burst // (2 * a.subscriptions)) * a.subscriptions
             with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                burst = runner.run(run_burst(config, db, receiver_url, at, wanted, a.timeout))
+                burst = runner.run(
+                    run_burst(config, db, receiver_url, at, wanted, a.timeout, a.profile)
+                )
         served = None
         if a.serve_rounds > 0:
             served = list_through_serve(url, seeded["secret"], a, Path(tmp))
@@ -466,8 +496,9 @@ def main(argv: list[str] | None = None) -> None:
         f"{first_plan['seconds']} s; a tick with nothing due {idle['p50_ms']} ms "
         f"(p99 {idle['p99_ms']}), with {a.planned:,} more planned {idle_planned['p50_ms']} ms "
         f"(p99 {idle_planned['p99_ms']}); a burst of {burst['deliveries']} deliveries due at "
-        f"one instant: fired within {burst['fired_within_s']} s, late p50 "
-        f"{burst['late_p50_s']} s, p99 {burst['late_p99_s']} s (max {burst['late_max_s']} s; "
+        f"one instant: fired within {burst['fired_within_s']} s, late min "
+        f"{burst['late_min_s']} s, p50 {burst['late_p50_s']} s, p99 {burst['late_p99_s']} s "
+        f"(max {burst['late_max_s']} s; "
         f"{burst['cpu_us_per_delivery']} us of CPU a delivery); "
         f"list {result['list']['without_job_ms']} ms without the job, "
         f"{result['list']['with_job_ms']} ms with it (ratio {result['list']['ratio']})"

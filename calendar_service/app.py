@@ -21,7 +21,6 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -43,6 +42,7 @@ from calendar_service.rest.errors import HANDLERS, unexpected_error
 from mcp_tools.http import MCP_PATH, mcp_http
 from mcp_tools.oauth import oauth_server
 from webhooks.documents import fetch_document
+from webhooks.http11 import WebhookClient
 from webhooks.scheduler import delivery_job
 
 
@@ -79,7 +79,7 @@ def create_app(
     *,
     db: Database | None = None,
     run_webhooks: bool = True,
-    webhook_client: httpx.AsyncClient | None = None,
+    webhook_client: WebhookClient | None = None,
     freeze_gc: bool = False,
 ) -> Starlette:
     """The whole service as one ASGI app. The schema must already be migrated.

@@ -2,8 +2,9 @@
 
     signing.py     the x-<service>-signature and Standard Webhooks headers
     guard.py       the SSRF guard at send time: the core's target rules, connections pinned
-    transport.py   the shared client's transport: a small pool per receiver, pinned by the guard
-    sender.py      one attempt over the shared httpx.AsyncClient
+    http11.py      the webhook client: lean HTTP/1.1 POSTs, kept alive per receiver, pinned
+    transport.py   the clients: the webhook client, and httpx pinned by the guard (documents)
+    sender.py      one attempt over the shared webhook client
     documents.py   fetching a document from an outsider's URL through the same guard (OAuth)
     store.py       claim due deliveries (leases, SKIP LOCKED), record attempts, retries
     dispatcher.py  claim, send concurrently, record; woken on commit

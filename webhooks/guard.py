@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import Iterable, Iterator, Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import httpcore
@@ -22,18 +23,77 @@ import httpcore
 from calendar_service import webhook_targets
 from calendar_service.webhook_targets import IPAddress, Resolve, Target
 
+_IP_CHECKS = 4096
+_ip_checked: dict[tuple[str, bool], Target] = {}
+
+ANSWER_KEPT_SECONDS = 1.0
+"""How long a host name's addresses, as the resolver gave them, are used again: a burst of
+deliveries to one receiver resolves its name about once a second, not once an attempt. Each
+attempt still checks the addresses against the rules and pins its connection to them."""
+_ANSWERS = 4096
+_answers: dict[tuple[Resolve, str], tuple[float, tuple[str, ...]]] = {}
+_resolving: dict[tuple[Resolve, str], asyncio.Task[tuple[str, ...]]] = {}
+
 
 async def check_target(
     url: str, *, allow_local: bool, resolve: Resolve = webhook_targets.system_resolve
 ) -> Target:
     """``webhook_targets.check_target`` for an attempt: a host name is resolved on a thread (an
-    IP address needs no resolving, so no thread)."""
+    IP address needs no resolving, so no thread), its answer used again for
+    ``ANSWER_KEPT_SECONDS`` (attempts asking meanwhile wait for the one resolution under way).
+    A URL whose host is an IP address has nothing that can change between two checks (the
+    rules are the code's), so its passed check is kept and looked up (a refusal is not kept: it
+    is worked out again, and raised, each time)."""
+    known = _ip_checked.get((url, allow_local))
+    if known is not None:
+        return known
     host, _ = webhook_targets.parse_url(url, allow_local=allow_local)
     if webhook_targets.is_ip_address(host):
-        return webhook_targets.check_target(url, allow_local=allow_local, resolve=resolve)
-    return await asyncio.to_thread(
-        webhook_targets.check_target, url, allow_local=allow_local, resolve=resolve
-    )
+        target = webhook_targets.check_target(url, allow_local=allow_local, resolve=resolve)
+        if len(_ip_checked) >= _IP_CHECKS:
+            _ip_checked.clear()
+        _ip_checked[(url, allow_local)] = target
+        return target
+    found = await _resolved(host, resolve)
+    return webhook_targets.check_target(url, allow_local=allow_local, resolve=lambda _: found)
+
+
+async def _resolved(host: str, resolve: Resolve) -> tuple[str, ...]:
+    """``resolve(host)`` on a thread, or its answer of less than ``ANSWER_KEPT_SECONDS`` ago
+    (no answer, or a failure, is never kept: ``()``, which the check refuses). One resolution
+    runs at a time for a name, as a task of its own: an attempt that gives up waiting (its
+    deadline) leaves it to the others."""
+    key = (resolve, host)
+    kept = _answers.get(key)
+    if kept is not None and kept[0] > time.monotonic():
+        return kept[1]
+    loop = asyncio.get_running_loop()
+    task = _resolving.get(key)
+    if task is None or task.get_loop() is not loop:  # (another loop's: tests run several)
+        task = _resolving[key] = loop.create_task(_resolve(key))
+    return await asyncio.shield(task)
+
+
+async def _resolve(key: tuple[Resolve, str]) -> tuple[str, ...]:
+    resolve, host = key
+    try:
+        found = tuple(await asyncio.to_thread(_resolve_quietly, resolve, host))
+    finally:
+        if _resolving.get(key) is asyncio.current_task():
+            del _resolving[key]
+    if found:
+        if len(_answers) >= _ANSWERS:
+            _answers.clear()
+        _answers[key] = (time.monotonic() + ANSWER_KEPT_SECONDS, found)
+    return found
+
+
+def _resolve_quietly(resolve: Resolve, host: str) -> Sequence[str]:
+    """``resolve(host)``, or no address when it fails (as ``check_target`` takes a failure)."""
+    try:
+        return resolve(host)
+    except (OSError, UnicodeError):
+        return ()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,12 +22,12 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from calendar_service.config import Config
 from calendar_service.db import Database
 from webhooks.dispatcher import Dispatcher
+from webhooks.http11 import WebhookClient
 from webhooks.listener import listen
 from webhooks.mail import MailJob
 from webhooks.transport import make_client
@@ -45,7 +45,7 @@ async def delivery_job(
     config: Config,
     db: Database,
     *,
-    client: httpx.AsyncClient | None = None,
+    client: WebhookClient | None = None,
     poll_interval: float = DEFAULT_POLL_SECONDS,
     run_triggers: bool = True,
     mail_options: dict[str, Any] | None = None,
@@ -54,7 +54,7 @@ async def delivery_job(
     """Run the delivery job on the running event loop for the duration of the block, and
     the time triggers' job beside it (unless ``run_triggers`` is false).
 
-    ``client`` is the shared ``httpx.AsyncClient`` (``make_client()`` when not given); the job
+    ``client`` is the shared ``WebhookClient`` (``make_client()`` when not given); the job
     owns it from then on and closes it on exit. Extra keyword arguments go to ``Dispatcher``."""
     http = client if client is not None else make_client()
     dispatcher = Dispatcher(db, config, http, **dispatcher_options)
@@ -140,7 +140,7 @@ async def run_worker(
     db: Database,
     *,
     stop: asyncio.Event,
-    client: httpx.AsyncClient | None = None,
+    client: WebhookClient | None = None,
     poll_interval: float = DEFAULT_POLL_SECONDS,
 ) -> None:
     """``calendar-service worker``: run the delivery job until ``stop`` is set."""

@@ -19,7 +19,7 @@ or expired, or after it was deleted, is failed instead of sent.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -104,15 +104,14 @@ def claim_due(
     endpoints = {
         e.id: e
         for e in conn.execute(
-            select(endpoints_t).where(endpoints_t.c.id.in_({r.endpoint_id for r in rows}))
+            _ENDPOINTS_WITH_KEYS.where(endpoints_t.c.id.in_({r.endpoint_id for r in rows}))
         )
     }
-    keys = _subscription_keys(conn, endpoints.values())
     claims: list[Claim] = []
     stranded: dict[str, list[str]] = {}  # why → deliveries failed for it
     for row in sorted(rows, key=lambda r: r.id):
         endpoint = endpoints[row.endpoint_id]
-        why = _why_not_sent(endpoint, keys, now)
+        why = _why_not_sent(endpoint, now)
         if why is not None:
             stranded.setdefault(why, []).append(row.id)
             continue
@@ -137,30 +136,27 @@ def claim_due(
     return claims
 
 
-def _subscription_keys(conn: Connection, endpoints: Iterable[Any]) -> dict[str, Any]:
-    """The keys of the subscriptions among ``endpoints``, by id (revoked and expiry)."""
-    ids = {e.key_id for e in endpoints if e.key_id is not None}
-    if not ids:
-        return {}
-    found = conn.execute(
-        select(keys_t.c.id, keys_t.c.revoked_at, keys_t.c.expires_at).where(keys_t.c.id.in_(ids))
-    )
-    return {k.id: k for k in found}
+# The endpoints with their keys (a subscription's: revoked, expiry), in one statement.
+_ENDPOINTS_WITH_KEYS = select(
+    endpoints_t,
+    keys_t.c.id.label("key_row_id"),
+    keys_t.c.revoked_at.label("key_revoked_at"),
+    keys_t.c.expires_at.label("key_expires_at"),
+).select_from(endpoints_t.outerjoin(keys_t, keys_t.c.id == endpoints_t.c.key_id))
 
 
-def _why_not_sent(endpoint: Any, keys: dict[str, Any], now: datetime) -> str | None:
-    """Why a delivery to ``endpoint`` is failed instead of sent, or None: the endpoint is not
-    active, or it is a subscription whose key was revoked or has expired since it was queued
-    (a key's subscriptions stop at once)."""
+def _why_not_sent(endpoint: Any, now: datetime) -> str | None:
+    """Why a delivery to ``endpoint`` (a row of ``_ENDPOINTS_WITH_KEYS``) is failed instead of
+    sent, or None: the endpoint is not active, or it is a subscription whose key was revoked or
+    has expired since it was queued (a key's subscriptions stop at once)."""
     if endpoint.status == "deleted":
         return "subscription deleted"
     if endpoint.status != "active":
         return "webhook disabled"
     if endpoint.key_id is not None:
-        key = keys.get(endpoint.key_id)
-        if key is None or key.revoked_at is not None:
+        if endpoint.key_row_id is None or endpoint.key_revoked_at is not None:
             return "the subscription's key was revoked"
-        if key.expires_at <= now:
+        if endpoint.key_expires_at <= now:
             return "the subscription's key has expired"
     return None
 
@@ -238,19 +234,25 @@ def record_attempts(
         ],
     )
     ids = [claim.id for claim, _ in items]
-    leases: dict[str, datetime] = dict(
-        conn.execute(  # locked: no late claim can slip in before the update below
-            select(deliveries_t.c.id, deliveries_t.c.lease_until)
-            .where(deliveries_t.c.id.in_(ids))
-            .with_for_update()
-        ).all()
-    )
-    endpoint_rows = conn.execute(
-        select(endpoints_t.c.id, endpoints_t.c.status, endpoints_t.c.failing_since).where(
-            endpoints_t.c.id.in_({claim.endpoint_id for claim, _ in items})
+    # The deliveries' leases, locked (no late claim can slip in before the update below), with
+    # their endpoints' state (not locked), in one statement.
+    leases: dict[str, datetime] = {}
+    endpoints: dict[str, _EndpointState] = {}
+    for row in conn.execute(
+        select(
+            deliveries_t.c.id,
+            deliveries_t.c.lease_until,
+            endpoints_t.c.id.label("endpoint_id"),
+            endpoints_t.c.status,
+            endpoints_t.c.failing_since,
         )
-    )
-    endpoints = {row.id: _EndpointState(row.status, row.failing_since) for row in endpoint_rows}
+        .join(endpoints_t, endpoints_t.c.id == deliveries_t.c.endpoint_id)
+        .where(deliveries_t.c.id.in_(ids))
+        .with_for_update(of=deliveries_t)
+    ):
+        leases[row.id] = row.lease_until
+        if row.endpoint_id not in endpoints:
+            endpoints[row.endpoint_id] = _EndpointState(row.status, row.failing_since)
     decisions: list[tuple[str, datetime, _EndpointState] | None] = []  # None: lease lost
     rows: list[dict[str, Any]] = []
     exhausted: list[tuple[Claim, _EndpointState]] = []

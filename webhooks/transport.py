@@ -1,6 +1,8 @@
-"""The shared client's transport: a small connection pool per receiver, pinned by the guard.
+"""The clients that reach outsiders' URLs, pinned by the guard.
 
-``make_client()`` builds the one ``httpx.AsyncClient`` a process sends webhooks with. Its
+``make_client()`` builds the one ``http11.WebhookClient`` a process sends webhooks with (lean
+HTTP/1.1 POSTs, kept alive per receiver, pinned to the checked addresses). ``make_httpx_client()``
+builds an ``httpx.AsyncClient`` for the rest (``documents``: an OAuth client's metadata) whose
 transport keeps one small pool per origin (scheme, host, port) rather than one big pool:
 
 - every connection goes through ``guard.PinnedBackend``, so it reaches only an address that
@@ -35,10 +37,9 @@ import httpcore
 import httpx
 
 from webhooks import guard
+from webhooks.http11 import PER_ORIGIN, USER_AGENT, WebhookClient
 
-USER_AGENT = "calendar-service-webhooks/1"
 _WRITE_AT_ONCE = 256 * 1024  # bytes written are sent once this many wait, or at the next read
-PER_ORIGIN = 8
 IDLE_CLOSE_SECONDS = 120.0
 
 
@@ -46,8 +47,21 @@ def make_client(
     *,
     verify: ssl.SSLContext | bool = True,
     per_origin: int = PER_ORIGIN,
+) -> WebhookClient:
+    """The shared webhook client: pinned connections, TLS verified, no redirects, no proxies.
+
+    ``verify=True`` trusts the certifi bundle, or ``SSL_CERT_FILE``/``SSL_CERT_DIR`` when set
+    (the operator's choice); tests pass an ``ssl.SSLContext`` that trusts their test CA."""
+    return WebhookClient(verify=verify, per_origin=per_origin)
+
+
+def make_httpx_client(
+    *,
+    verify: ssl.SSLContext | bool = True,
+    per_origin: int = PER_ORIGIN,
 ) -> httpx.AsyncClient:
-    """The shared client: pinned connections, TLS verified, no redirects, no proxies.
+    """An httpx client with the same guarantees: pinned connections (``guard.pinned``), TLS
+    verified, no redirects, no proxies.
 
     ``verify=True`` trusts the certifi bundle, or ``SSL_CERT_FILE``/``SSL_CERT_DIR`` when set
     (the operator's choice); tests pass an ``ssl.SSLContext`` that trusts their test CA."""

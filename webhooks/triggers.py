@@ -5,9 +5,11 @@ moment the next trigger falls due.
 is due (``triggers.firing.fire_due``, in batches, each its own transaction) on a database
 thread (``Database.run_off_loop``: planning expands series, which is not for the event loop).
 After each batch that queued deliveries it wakes the dispatcher (``wake_deliveries``), which
-sends them at once. It then looks up when the next planned trigger falls due and, if that is
-before the next poll, asks for a tick at that moment: a trigger is fired within milliseconds
-of its time, not up to a poll later.
+sends them at once; the first batch is small (``FIRST_BATCH`` rows) and each next one twice
+as large, so that a burst's first deliveries go out while the rest are being fired. It then
+looks up when the next planned trigger falls due and, if that is before the next poll, asks
+for a tick at that moment: a trigger is fired within milliseconds of its time, not up to a poll
+later.
 
 Every process that runs the delivery job (``serve``, ``calendar-service worker``) runs it; the
 planner's lock and the claim's ``SKIP LOCKED`` make one of them do each piece of work.
@@ -46,6 +48,21 @@ class TickReport:
     next_due: datetime | None
 
 
+FIRST_BATCH = 8
+"""Plan rows in a tick's first claim; each next claim takes up to twice as many, up to
+``batch`` rows and about ``BATCH_DELIVERIES`` deliveries: the first deliveries of a burst are
+queued (and sent) within milliseconds, and the rest follow in transactions short enough that
+the dispatcher never runs dry waiting for a large one."""
+BATCH_DELIVERIES = 500
+
+
+def _next_size(size: int, claim: firing.Fired, batch: int) -> int:
+    """The next claim's rows: twice ``size``, at most ``batch`` and, at the fan-out the last
+    claim saw, about ``BATCH_DELIVERIES`` deliveries."""
+    per_row = claim.deliveries / max(1, claim.fired + claim.skipped)
+    return max(1, min(batch, size * 2, int(BATCH_DELIVERIES / max(1.0, per_row))))
+
+
 def run_tick(
     conn: Connection,
     *,
@@ -56,21 +73,39 @@ def run_tick(
     wake: Callable[[], None] | None = None,
 ) -> TickReport:
     """Plan, fire in batches, and find the next due time: each in a transaction of its own."""
-    with atomic(conn):
-        planned = planner.plan(conn, now=now(), grace=grace, horizon=horizon)
+    planned = plan_step(conn, now=now(), grace=grace, horizon=horizon)
     fired = skipped = deliveries = 0
+    size = min(batch, FIRST_BATCH)
     while True:
-        with atomic(conn):
-            claim = firing.fire_due(conn, now=now(), grace=grace, limit=batch)
+        claim = fire_step(conn, now=now(), grace=grace, limit=size)
         fired, skipped = fired + claim.fired, skipped + claim.skipped
         deliveries += claim.deliveries
         if claim.deliveries and wake is not None:
             wake()
         if not claim.full:
             break
+        size = _next_size(size, claim, batch)
+    return TickReport(planned, fired, skipped, deliveries, next_due_step(conn))
+
+
+def plan_step(
+    conn: Connection, *, now: datetime, grace: timedelta, horizon: timedelta
+) -> planner.Planned | None:
+    """The planner's work, in a transaction of its own."""
     with atomic(conn):
-        next_due = firing.next_due(conn)
-    return TickReport(planned, fired, skipped, deliveries, next_due)
+        return planner.plan(conn, now=now, grace=grace, horizon=horizon)
+
+
+def fire_step(conn: Connection, *, now: datetime, grace: timedelta, limit: int) -> firing.Fired:
+    """One claim of due rows and their deliveries, in a transaction of its own."""
+    with atomic(conn):
+        return firing.fire_due(conn, now=now, grace=grace, limit=limit)
+
+
+def next_due_step(conn: Connection) -> datetime | None:
+    """When the next planned trigger falls due."""
+    with atomic(conn):
+        return firing.next_due(conn)
 
 
 class TriggerJob:
@@ -117,14 +152,7 @@ class TriggerJob:
         try:
             while True:
                 self._again = False
-                report = await self.db.run_off_loop(
-                    run_tick,
-                    now=self.now,
-                    grace=self.config.trigger_grace,
-                    horizon=self.horizon,
-                    batch=self.batch,
-                    wake=self.wake_deliveries,
-                )
+                report = await self._run_once()
                 self.last = report
                 if not self._again or self._closed:
                     break
@@ -136,6 +164,26 @@ class TriggerJob:
         if report is not None and report.next_due is not None:
             self._tick_at(report.next_due)
         return report
+
+    async def _run_once(self) -> TickReport:
+        """``run_tick``'s steps, each on a database thread by itself (``run_off_loop``), so that
+        on SQLite the dispatcher's claims run between two claims of a burst, not after all."""
+        grace = self.config.trigger_grace
+        run = self.db.run_off_loop
+        planned = await run(plan_step, now=self.now(), grace=grace, horizon=self.horizon)
+        fired = skipped = deliveries = 0
+        size = min(self.batch, FIRST_BATCH)
+        while True:
+            claim = await run(fire_step, now=self.now(), grace=grace, limit=size)
+            fired, skipped = fired + claim.fired, skipped + claim.skipped
+            deliveries += claim.deliveries
+            if claim.deliveries and self.wake_deliveries is not None:
+                self.wake_deliveries()
+            if not claim.full or self._closed:
+                break
+            size = _next_size(size, claim, self.batch)
+        next_due = await run(next_due_step)
+        return TickReport(planned, fired, skipped, deliveries, next_due)
 
     def _tick_at(self, when: datetime) -> None:
         """Ask for a tick at ``when`` if that comes before the next poll."""

@@ -219,7 +219,10 @@ ALLOWED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"core", "plumbing"}),
         frozenset({"starlette", "mcp", "mcp_types", "httpx", "httpx2", "anyio"}),
     ),
-    "webhooks": (frozenset({"core"}), frozenset({"httpx", "httpcore", "sniffio", "apscheduler"})),
+    "webhooks": (
+        frozenset({"core"}),
+        frozenset({"httpx", "httpcore", "httptools", "sniffio", "apscheduler"}),
+    ),
     "jobs": (frozenset({"core"}), frozenset({"apscheduler"})),
     "cli": (frozenset({"core", "webhooks", "jobs", "mcp", "app"}), FRAMEWORKS),
     "app": (

@@ -6,16 +6,19 @@ resolved by injected resolvers."""
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 from collections.abc import Sequence
 
-import httpx
 import pytest
 
 from calendar_service import webhook_targets
+from calendar_service.errors import WebhookTargetRefused
 from calendar_service.timeutil import utcnow
 from tests.support import TLSFiles
 from tests.webhooks.support import Receiver, Reply
-from webhooks import sender
+from webhooks import guard, sender
+from webhooks.http11 import RequestFailed, WebhookClient
 from webhooks.transport import make_client
 
 
@@ -26,25 +29,24 @@ def resolving_to(*addresses: str) -> webhook_targets.Resolve:
     return resolve
 
 
-async def test_the_transport_refuses_a_host_the_guard_did_not_check() -> None:
+async def test_the_client_connects_only_to_checked_addresses() -> None:
+    # A target with no checked address (one the guard never passed) reaches nothing.
+    unchecked = webhook_targets.Target(
+        url="https://127.0.0.1:9/never", host="127.0.0.1", port=9, addresses=()
+    )
     async with make_client() as client:
-        with pytest.raises(httpx.ConnectError, match="no checked address"):
-            await client.post("https://127.0.0.1:9/never", content=b"{}")
+        with pytest.raises(RequestFailed, match="no checked address"):
+            await client.post(unchecked, body=b"{}", headers={}, max_body=100)
+        assert client.connections_opened == 0
 
 
 async def test_an_attempt_is_refused_before_sending_when_the_name_now_resolves_privately() -> None:
-    seen: list[httpx.Request] = []
-
-    def record(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(200)
-
-    async with httpx.AsyncClient(transport=httpx.MockTransport(record)) as client:
+    async with make_client() as client:
         result = await attempt(client, "https://hooks.example.com/in", resolving_to("10.9.8.7"))
+        assert client.requests_sent == 0 and client.connections_opened == 0
     assert result.status_code is None and not result.ok
     assert result.error is not None and result.error.startswith("target refused")
     assert "private" in result.error
-    assert seen == []
 
 
 async def test_the_request_goes_to_the_checked_address_with_tls_verified_for_the_host_name(
@@ -82,7 +84,7 @@ async def test_redirects_are_not_followed(receiver: Receiver, tls: TLSFiles) -> 
 
 
 async def attempt(
-    client: httpx.AsyncClient,
+    client: WebhookClient,
     url: str,
     resolver: webhook_targets.Resolve,
     *,
@@ -115,3 +117,38 @@ async def attempt_by_name(
             client, f"https://{host}:{port}{path}", resolving_to("127.0.0.1"), allow_local=True
         )
     return result, path
+
+
+async def test_a_name_is_resolved_once_for_attempts_at_the_same_moment() -> None:
+    asked: list[str] = []
+
+    def resolve(host: str) -> Sequence[str]:
+        asked.append(host)
+        return ["93.184.216.34"]
+
+    url = "https://hooks.example.com/in"
+    targets = await asyncio.gather(
+        *(guard.check_target(url, allow_local=False, resolve=resolve) for _ in range(5))
+    )
+    again = await guard.check_target(url, allow_local=False, resolve=resolve)
+    assert asked == ["hooks.example.com"]
+    assert {t.addresses for t in [*targets, again]} == {(ipaddress.ip_address("93.184.216.34"),)}
+
+
+async def test_a_failed_resolution_is_not_kept_and_every_answer_is_checked() -> None:
+    answers: list[Sequence[str] | OSError] = [OSError("no"), ["10.1.2.3"]]
+
+    def resolve(host: str) -> Sequence[str]:
+        answer = answers.pop(0)
+        if isinstance(answer, OSError):
+            raise answer
+        return answer
+
+    url = "https://hooks.example.com/in"
+    with pytest.raises(WebhookTargetRefused, match="does not resolve"):
+        await guard.check_target(url, allow_local=False, resolve=resolve)
+    with pytest.raises(WebhookTargetRefused, match="private"):
+        await guard.check_target(url, allow_local=False, resolve=resolve)
+    with pytest.raises(WebhookTargetRefused, match="private"):  # the kept answer, checked again
+        await guard.check_target(url, allow_local=False, resolve=resolve)
+    assert answers == []

@@ -7,8 +7,6 @@ import dataclasses
 import random
 from datetime import UTC, datetime, timedelta
 
-import httpx
-
 from calendar_service import events, outbox, webhook_config
 from calendar_service.db import Database
 from calendar_service.models import EventCreate
@@ -254,12 +252,12 @@ async def test_a_worker_renews_the_lease_of_a_delivery_it_is_still_sending(
     answered = asyncio.Event()
     asked = asyncio.Event()
 
-    async def held_up(request: httpx.Request) -> None:  # the request waits to be let go
+    async def held_up(url: str) -> None:  # the request waits to be let go
         asked.set()
         await answered.wait()
 
     client = make_client()
-    client.event_hooks["request"] = [held_up]
+    client.before_request.append(held_up)
     worker = Dispatcher(quiet_db, quiet_db.config, client, now=lambda: clock[0], lease=lease)
     assert worker.renew_every == 5.0
     assert await worker.tick() == 1

@@ -6,7 +6,6 @@ import contextlib
 import dataclasses
 from collections import Counter
 
-import httpx
 import pytest
 from sqlalchemy import text
 
@@ -16,6 +15,7 @@ from calendar_service.models import EventCreate
 from calendar_service.timeutil import utcnow
 from tests.support import wait_for
 from tests.webhooks.support import Receiver, deliveries, make_owner, running_job, set_webhook
+from webhooks.http11 import WebhookClient
 from webhooks.transport import make_client
 
 
@@ -58,12 +58,12 @@ def test_two_workers_draining_one_outbox_deliver_each_message_exactly_once(
     set_webhook(quiet_db, owner, url)
     sent: Counter[str] = Counter()
 
-    def counting_client(name: str) -> httpx.AsyncClient:
-        async def count_request(request: httpx.Request) -> None:
+    def counting_client(name: str) -> WebhookClient:
+        async def count_request(url: str) -> None:
             sent[name] += 1
 
         client = make_client()
-        client.event_hooks["request"] = [count_request]
+        client.before_request.append(count_request)
         return client
 
     # The default 10 s deadline: a time-out (a failure) would rightly cause a second send.
