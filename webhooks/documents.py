@@ -35,7 +35,7 @@ async def fetch_document(
     if not url.startswith("https://"):
         raise DocumentRefused("only https URLs are fetched")
     target = await guard.check_target(url, allow_local=allow_local)
-    async with make_httpx_client(verify=verify, per_origin=1) as client:
+    async with make_httpx_client(verify=verify) as client:
         with_timeout = httpx.Timeout(TIMEOUT_SECONDS)
         with guard.pinned(target):
             return await _read(client, url, with_timeout)
