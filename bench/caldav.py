@@ -20,7 +20,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import importlib.util
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -57,6 +59,21 @@ def _basic(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
+def _measure(
+    url: str, make: Any, server: Any, *, duration: float, connections: int, warmup: float
+) -> dict[str, float]:
+    """``_load``, with the server's CPU time per request (its process group's, which other
+    work on the machine disturbs far less than req/s) and the machine's load average."""
+    cpu0 = servers.cpu_seconds(server)
+    found = asyncio.run(_load(url, make, duration=duration, connections=connections, warmup=warmup))
+    cpu = servers.cpu_seconds(server) - cpu0
+    # CPU per measured request (the warm-up's requests are counted in the CPU too: a bound
+    # from above, by at most warmup / (warmup + duration)).
+    found["cpu_us_per_req"] = round(cpu / found["total"] * 1e6) if found["total"] else 0
+    found["load"] = round(os.getloadavg()[0], 2)
+    return found
+
+
 async def _load(
     url: str, make: Any, *, duration: float, connections: int, warmup: float
 ) -> dict[str, float]:
@@ -64,17 +81,19 @@ async def _load(
     (method, path, headers, body) one after another; latencies of the measured part."""
     latencies: list[float] = []
     errors = 0
+    total = 0
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
 
         async def worker(seed: int, until: float, keep: bool) -> None:
-            nonlocal errors
+            nonlocal errors, total
             rnd = random.Random(seed)
             while time.perf_counter() < until:
                 method, path, headers, body = make(rnd)
                 t0 = time.perf_counter()
                 answer = await client.request(method, path, headers=headers, content=body)
                 spent = time.perf_counter() - t0
+                total += 1
                 if answer.status_code >= 300:
                     errors += 1
                 if keep:
@@ -99,6 +118,7 @@ async def _load(
         "p50_ms": round(pct(0.50), 2),
         "p99_ms": round(pct(0.99), 2),
         "errors": errors,
+        "total": total,
     }
 
 
@@ -155,6 +175,39 @@ def _feed_radicale(folder: Path, base: str, user_id: str, calendar_id: str, auth
     return len(names)
 
 
+def _profile(server: Any, base: str, make: Any, args: Any) -> None:
+    """py-spy on our server while it answers ``make``'s requests: its summary printed and
+    written beside the raw samples (``bench/results/profile-caldav*.txt``)."""
+    from bench.report import summarise_profile
+
+    pyspy = Path(sys.executable).with_name("py-spy")
+    if not pyspy.exists():
+        raise SystemExit("py-spy is not installed: pip install py-spy")
+    raw = RESULTS / f"profile-caldav-{args.series}.txt"
+    asyncio.run(_load(base, make, duration=args.warmup, connections=args.connections, warmup=0))
+    spy = subprocess.Popen(
+        [
+            str(pyspy), "record", "--pid", str(server.proc.pid), "--subprocesses", "--threads",
+            "--format", "raw", "--rate", "250", "--duration", str(int(args.duration)),
+            "-o", str(raw),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    found = _measure(
+        base,
+        make,
+        server,
+        duration=args.duration,
+        connections=args.connections,
+        warmup=0,
+    )
+    spy.wait(timeout=args.duration + 60)
+    text = summarise_profile(raw)
+    raw.with_name(raw.stem + "-summary.txt").write_text(text)
+    print(f"profiled: {found}\n{text}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.caldav", description=__doc__)
     parser.add_argument("--sizes", default="10000")
@@ -165,6 +218,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-radicale", action="store_true")
     parser.add_argument(
         "--warm", action="store_true", help="also: after every object's text is rendered once"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="only sample our server with py-spy while it answers the REPORTs (no figures)",
     )
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -215,20 +273,25 @@ def main(argv: list[str] | None = None) -> None:
                 httpx.request("REPORT", base + path, headers=headers, content=whole, timeout=600)
                 print(f"warmed in {time.perf_counter() - t0:.1f}s", flush=True)
                 runs.append(("caldav-warm", report))
+            if args.profile:
+                _profile(server, base, report, args)
+                runs = []
             for name, make in runs:
-                figures[name] = asyncio.run(
-                    _load(
-                        base,
-                        make,
-                        duration=args.duration,
-                        connections=args.connections,
-                        warmup=args.warmup,
-                    )
+                figures[name] = _measure(
+                    base,
+                    make,
+                    server,
+                    duration=args.duration,
+                    connections=args.connections,
+                    warmup=args.warmup,
                 )
                 print(f"{size:>8,} {name:>9}: {figures[name]}", flush=True)
-            radicale = None if args.no_radicale else shutil.which("radicale")
-            if radicale is None and not args.no_radicale:
-                print("radicale not installed (pip install radicale): skipped", flush=True)
+            radicale = None
+            if not args.no_radicale and not args.profile:
+                if importlib.util.find_spec("radicale") is None:
+                    print("radicale not installed (pip install radicale): skipped", flush=True)
+                else:
+                    radicale = "radicale"
             if radicale is not None:
                 folder = RESULTS / f"radicale-{size}-{args.series}"
                 shutil.rmtree(folder, ignore_errors=True)
@@ -267,14 +330,13 @@ def main(argv: list[str] | None = None) -> None:
                                "Content-Type": "application/xml"}  # fmt: skip
                     return "REPORT", "/bench/calendar/", headers, body.encode()
 
-                figures["radicale"] = asyncio.run(
-                    _load(
-                        rbase,
-                        rreport,
-                        duration=args.duration,
-                        connections=args.connections,
-                        warmup=args.warmup,
-                    )
+                figures["radicale"] = _measure(
+                    rbase,
+                    rreport,
+                    servers.Server("radicale", port, proc, folder),
+                    duration=args.duration,
+                    connections=args.connections,
+                    warmup=args.warmup,
                 )
                 print(f"{size:>8,} {'radicale':>9}: {figures['radicale']}", flush=True)
             finally:

@@ -473,11 +473,5 @@ def proppatch(conn: Connection, *, principal: Principal, path: str, body: Elemen
         raise BadRequest("A PROPPATCH body must be a DAV:propertyupdate element.")
     names = [p.tag for part in body for prop in part.findall(d("prop")) for p in prop]
     status = Multistatus()
-    response = child(status.root, d("response"))
-    child(response, d("href"), place.path)
-    propstat = child(response, d("propstat"))
-    prop = child(propstat, d("prop"))
-    for name in dict.fromkeys(names):
-        child(prop, name)
-    child(propstat, d("status"), "HTTP/1.1 403 Forbidden")
+    status.propstats(place.path, [Element(n) for n in dict.fromkeys(names)], [], status=403)
     return status.body()
