@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 from datetime import datetime
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 
 from calendar_service import signin, users
+from calendar_service.db import Statement
 from calendar_service.db.transactions import atomic
 from calendar_service.errors import AuthError, SignInLocked, WrongAppPassword
 from calendar_service.keys import Principal, authorize, identify
@@ -60,15 +61,19 @@ def sign_in(
     raise WrongAppPassword()
 
 
+# Read at every request (an app signs in with each): compiled once (``db.Statement``).
+_OWNER_OF_KEY = Statement(
+    select(users_t.c.email, keys_t.c.app_password)
+    .select_from(keys_t.join(users_t, users_t.c.id == keys_t.c.user_id))
+    .where(keys_t.c.id == bindparam("key_id"))
+)
+
+
 def _is_app_password_of(conn: Connection, *, key_id: str, email: str) -> bool:
-    found = conn.execute(
-        select(users_t.c.email, keys_t.c.app_password)
-        .select_from(keys_t.join(users_t, users_t.c.id == keys_t.c.user_id))
-        .where(keys_t.c.id == key_id)
-    ).first()
-    if found is None or not found.app_password:
+    found = _OWNER_OF_KEY.first(conn, key_id=key_id)
+    if found is None or not found[1]:
         return False
-    return users.normalize_email(found.email) == users.normalize_email(email)
+    return users.normalize_email(found[0]) == users.normalize_email(email)
 
 
 def _seconds_until(at: datetime, now: datetime) -> int:

@@ -5,17 +5,20 @@ cancelled occurrences (RFC 4791 §4.1), as the feeds write them (``ical.export``
   (``ical_uids``), else the event's id. Calendar apps name the objects they make so too.
 - Its ETag is a digest of what its text is made of (the UID, each row's id and last change,
   the calendar's zone, the owner's default reminder), read without writing the text: a
-  PROPFIND of a calendar of 10,000 events renders nothing.
-- Its text is rendered by ``ical.export.render_calendar`` (one VCALENDAR, with its
-  VTIMEZONEs; without the feed's calendar-level properties and ``METHOD``, which RFC 4791
-  §4.1 forbids in an object) and kept by ETag (``_RENDERED``): a text is rendered once per
-  version.
+  PROPFIND of a calendar of 10,000 events renders nothing. A single event listed by the REST
+  list (``listed``: its public object) has the same ETag as its row read here.
+- Its text: a single event's written by ``ical.text`` (its VEVENT as text, the same bytes as
+  the feed's), a series' (and the rare single event ``ical.text`` leaves) rendered by
+  ``ical.export.render_calendar`` (one VCALENDAR, with its VTIMEZONEs; without the feed's
+  calendar-level properties and ``METHOD``, which RFC 4791 §4.1 forbids in an object); kept
+  by ETag (``_RENDERED``): a text is made once per version.
 - ``expanded``: an object's occurrences in a window as separate VEVENTs in UTC with their
   ``RECURRENCE-ID`` (a ``calendar-query`` with ``expand``), from the list's own occurrences.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,17 +26,22 @@ from datetime import UTC, date, datetime
 from typing import Any
 from urllib.parse import quote
 
-from icalendar import Calendar, Event
-from sqlalchemy import Connection, or_, select
+import orjson
+from icalendar import Calendar, Event, Timezone
+from sqlalchemy import Connection, or_, select, text
 
 from calendar_service.calendars import CalendarRow
+from calendar_service.db import Statement
 from calendar_service.events.memo import Lru
+from calendar_service.events.people import decode
 from calendar_service.events.queries import EVENT_COLUMNS, window_floor
 from calendar_service.ical.export import FeedContent, reminder_of, render_calendar
+from calendar_service.ical.text import people_lines, single_vevent
 from calendar_service.inputs import NUL
 from calendar_service.models.columns import from_db
 from calendar_service.models.events import events_t
 from calendar_service.models.ical import ical_uids_t
+from calendar_service.timeutil import format_utc, zone
 
 SUFFIX = ".ics"
 MEDIA_TYPE = "text/calendar; charset=utf-8; component=vevent"
@@ -74,10 +82,77 @@ def uid_of_name(name: str) -> str | None:
 
 
 def _etag(uid: str, rows: Sequence[Any], calendar: CalendarRow, reminder: int | None) -> str:
-    digest = hashlib.sha256(f"{uid}\x1f{calendar.time_zone}\x1f{reminder}".encode())
-    for row in rows:
-        digest.update(f"\x1e{row.id}\x1f{from_db(row.updated_at).isoformat()}".encode())
-    return '"' + digest.hexdigest()[:32] + '"'
+    # Each last change as the public object shows it (``updatedAt``), so that a listed event's
+    # ETag (``listed_etag``) is made without parsing a date.
+    changes = "".join(f"\x1e{r.id}\x1f{format_utc(from_db(r.updated_at))}" for r in rows)
+    return _digest(f"{uid}\x1f{calendar.time_zone}\x1f{reminder}{changes}")
+
+
+def _digest(made_of: str) -> str:
+    return '"' + hashlib.sha256(made_of.encode()).hexdigest()[:32] + '"'
+
+
+def listed_etag(
+    uid: str, event: dict[str, Any], calendar: CalendarRow, reminder: int | None
+) -> str:
+    """The ETag of a single event listed by the REST list (its public object), the same as
+    ``load`` gives it."""
+    return _digest(
+        f"{uid}\x1f{calendar.time_zone}\x1f{reminder}\x1e{event['id']}\x1f{event['updatedAt']}"
+    )
+
+
+def _instant(value: str) -> datetime:
+    return datetime.fromisoformat(value).astimezone(UTC)
+
+
+class ListedRow:
+    """A single event listed by the REST list (its public object), with the attributes of
+    its row that its text is made of."""
+
+    __slots__ = (
+        "all_day",
+        "attendees",
+        "calendar_id",
+        "created_at",
+        "description",
+        "ends_at",
+        "id",
+        "location",
+        "starts_at",
+        "title",
+        "transparency",
+        "updated_at",
+    )
+    recurrence = None
+    recurring_event_id = None
+    status = "confirmed"
+    time_zone = None
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        self.id = event["id"]
+        self.calendar_id = event["calendarId"]
+        self.title = event["title"]
+        self.starts_at = _instant(event["startsAt"])
+        self.ends_at = _instant(event["endsAt"])
+        self.all_day = event["allDay"]
+        self.description = event["description"]
+        self.location = event["location"]
+        self.created_at = _instant(event["createdAt"])
+        self.updated_at = _instant(event["updatedAt"])
+        self.transparency = event["transparency"]
+        self.attendees = None
+        if "attendees" in event:  # as stored (``events.people``)
+            people = {k: event.get(k) for k in ("organizer", "attendees", "sequence")}
+            self.attendees = orjson.dumps(people).decode()
+
+
+def listed(
+    event: dict[str, Any], uid: str, calendar: CalendarRow, reminder: int | None, etag: str
+) -> DavObject:
+    """The object of a single event listed by the REST list (its public object)."""
+    row = ListedRow(event)
+    return DavObject(row.id, uid, (row,), reminder, etag, row.updated_at)
 
 
 def _objects(
@@ -183,21 +258,33 @@ def event_id_of(conn: Connection, *, calendar: CalendarRow, uid: str) -> str | N
     return None if renamed is not None and renamed != uid else str(own)
 
 
-def uids_of(conn: Connection, *, calendar: CalendarRow, event_ids: Iterable[str]) -> dict[str, str]:
-    """The UIDs of events (deleted ones too, while their import record lasts), by id."""
-    wanted = list(dict.fromkeys(event_ids))
-    found: dict[str, str] = {}
-    for first in range(0, len(wanted), _CHUNK):
-        chunk = wanted[first : first + _CHUNK]
-        found.update(
-            (r.event_id, r.uid)
-            for r in conn.execute(
-                select(ical_uids_t.c.event_id, ical_uids_t.c.uid).where(
-                    ical_uids_t.c.calendar_id == calendar.id, ical_uids_t.c.event_id.in_(chunk)
-                )
-            )
+# The UIDs of some events of a calendar, the ids given as one JSON array: one statement
+# whatever their number (an ``IN`` list is compiled again for each length).
+_UIDS_OF = {
+    "sqlite": Statement(
+        text(
+            "SELECT event_id, uid FROM ical_uids WHERE calendar_id = :calendar_id "
+            "AND event_id IN (SELECT value FROM json_each(:ids))"
         )
-    return found
+    ),
+    "postgresql": Statement(
+        text(
+            "SELECT event_id, uid FROM ical_uids WHERE calendar_id = :calendar_id "
+            "AND event_id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))"
+        )
+    ),
+}
+
+
+def uids_of(conn: Connection, *, calendar: CalendarRow, event_ids: Iterable[str]) -> dict[str, str]:
+    """The UIDs of events (deleted ones too, while their import record lasts), by id; one
+    statement."""
+    wanted = list(dict.fromkeys(event_ids))
+    if not wanted:
+        return {}
+    ids = orjson.dumps(wanted).decode()
+    rows = _UIDS_OF[conn.dialect.name].all(conn, calendar_id=calendar.id, ids=ids)
+    return {event_id: uid for event_id, uid in rows}
 
 
 def matching(
@@ -232,12 +319,52 @@ def matching(
     return list(found)
 
 
+@functools.lru_cache(maxsize=256)
+def _vtimezone(name: str, year: int) -> str:
+    """The VTIMEZONE ``export`` writes for a single event starting in ``year`` (UTC) in a
+    calendar in the zone ``name`` (its ``_years``: the year before to ten years after)."""
+    first, last = max(year - 1, 1970), min(year + 10, 2099)
+    made = Timezone.from_tzid(name, first_date=date(first, 1, 1), last_date=date(last, 1, 1))
+    return str(made.to_ical().decode())
+
+
+def _single_text(obj: DavObject, calendar: CalendarRow) -> bytes | None:
+    """A single event's text written by ``ical.text``; ``None`` where it writes none."""
+    row = obj.rows[0]
+    people = decode(row.attendees)
+    starts = from_db(row.starts_at)
+    vevent = single_vevent(
+        uid=obj.uid,
+        title=row.title,
+        starts=starts,
+        ends=from_db(row.ends_at),
+        all_day=bool(row.all_day),
+        description=row.description,
+        location=row.location,
+        created=from_db(row.created_at),
+        updated=from_db(row.updated_at),
+        transparent=row.transparency == "transparent",
+        tz=zone(calendar.time_zone),
+        reminder=obj.reminder,
+        people=None if people is None else people_lines(people["organizer"], people["attendees"]),
+    )
+    if vevent is None:
+        return None
+    zones = "" if calendar.time_zone == "UTC" else _vtimezone(calendar.time_zone, starts.year)
+    return _HEADER + (zones + vevent).encode() + b"END:VCALENDAR\r\n"
+
+
 def render(obj: DavObject, calendar: CalendarRow) -> bytes:
-    """The object's text (iCalendar, CRLF line ends), rendered once per version."""
+    """The object's text (iCalendar, CRLF line ends), made once per version."""
     body: bytes | None = _RENDERED.get(obj.etag)
     if body is not None:
         return body
     master = obj.rows[0]
+    if master.recurrence is None and len(obj.rows) == 1:
+        body = _single_text(obj, calendar)
+        if body is not None:
+            _RENDERED.put(obj.etag, body, weight=len(body))
+            return body
     content = FeedContent(calendar, uids={master.id: obj.uid}, reminder=obj.reminder)
     if master.recurrence is not None:
         content.series = [master]
@@ -289,8 +416,11 @@ def _moment(text: str, all_day: bool) -> date | datetime:
 __all__ = [
     "MEDIA_TYPE",
     "DavObject",
+    "ListedRow",
     "event_id_of",
     "expanded",
+    "listed",
+    "listed_etag",
     "load",
     "load_all",
     "matching",

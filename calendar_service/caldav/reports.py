@@ -38,7 +38,7 @@ from calendar_service.caldav.resources import (
     locate,
     object_properties,
 )
-from calendar_service.caldav.xml import Multistatus, c, d, element
+from calendar_service.caldav.xml import Multistatus, c, d, escape_text
 from calendar_service.calendars import CalendarRow
 from calendar_service.errors import (
     BadRequest,
@@ -48,8 +48,10 @@ from calendar_service.errors import (
     ValidationFailed,
 )
 from calendar_service.events.listing import list_events_later
+from calendar_service.events.memo import Lru
 from calendar_service.events.parsing import MAX_LIMIT
 from calendar_service.events.sync import current_position, encode_sync_token, sync_events
+from calendar_service.ical.export import reminder_of
 from calendar_service.keys import Principal
 from calendar_service.later import Later, finish
 from calendar_service.recurrence.ids import split_occurrence_id
@@ -239,6 +241,8 @@ def _query(
         return Later(lambda: Multistatus().body())
     low, high = window
     exact = _listed(conn, principal, calendar, window, key) if low and high else None
+    if isinstance(exact, dict) and "nextPageToken" not in exact and expand is None:
+        return _from_list(conn, place, calendar, exact["events"], wanted, texts)
     if low is None and high is None:
         candidates = objects.load_all(conn, calendar=calendar)
     elif isinstance(exact, dict) and "nextPageToken" not in exact:
@@ -267,6 +271,74 @@ def _query(
     return Later(made)
 
 
+# A calendar-query's ``DAV:response`` of an object, by its ETag, the calendar's path and what
+# was asked for: most of a week's objects were answered already, at their version.
+_RESPONSES = Lru(16384, most_weight=64 * 1024 * 1024)
+
+
+def _from_list(
+    conn: Connection,
+    place: Place,
+    calendar: CalendarRow,
+    events: list[dict[str, Any]],
+    wanted: Wanted,
+    texts: Sequence[TextMatch],
+) -> Later:
+    """A time range's objects from the list's whole page (``events``): each single event
+    answered from its public object (no second read of its row; its response kept by ETag),
+    each series that occurs in the window read with its changed occurrences (``load``)."""
+    singles = [e for e in events if "recurringEventId" not in e]
+    series_ids = {e["recurringEventId"] for e in events if "recurringEventId" in e}
+    reminder = reminder_of(conn, calendar=calendar)
+    uids = objects.uids_of(conn, calendar=calendar, event_ids=[e["id"] for e in singles])
+    series = objects.load(conn, calendar=calendar, event_ids=series_ids) if series_ids else {}
+    shape = (wanted.names, wanted.allprop, wanted.propname, wanted.calendar_data is not None)
+
+    def made() -> bytes:
+        status = Multistatus()
+        for event in singles:
+            event_id = event["id"]
+            uid = uids.get(event_id, event_id)
+            etag = objects.listed_etag(uid, event, calendar, reminder)
+            cache_key = (etag, place.path, shape)
+            response: str | None = None if texts else _RESPONSES.get(cache_key)
+            if response is None:
+                obj = objects.listed(event, uid, calendar, reminder, etag)
+                if texts and not all(t.holds(obj) for t in texts):
+                    continue
+                response = _response(place, calendar, obj, wanted, None)
+                _RESPONSES.put(cache_key, response, weight=len(response))
+            status.raw(response)
+        for obj in series.values():
+            if not texts or all(t.holds(obj) for t in texts):
+                status.raw(_response(place, calendar, obj, wanted, None))
+        return status.body()
+
+    return Later(made)
+
+
+def _response(
+    place: Place,
+    calendar: CalendarRow,
+    obj: objects.DavObject,
+    wanted: Wanted,
+    occurrences: dict[str, list[dict[str, Any]]] | None,
+) -> str:
+    """An object's ``DAV:response`` (with its text, if asked for)."""
+    extra: dict[str, Element | str] = {}
+    if wanted.calendar_data is not None:
+        if occurrences is not None:
+            data = objects.expanded(obj, occurrences.get(obj.event_id, []))
+        else:
+            data = objects.render(obj, calendar)
+        extra[c("calendar-data")] = (
+            f"<cal:calendar-data>{escape_text(data.decode())}</cal:calendar-data>"
+        )
+    status = Multistatus()
+    answer(status, place.path + obj.name, object_properties(obj), wanted, extra)
+    return status.parts[-1]
+
+
 def _answer(
     place: Place,
     calendar: CalendarRow,
@@ -279,16 +351,8 @@ def _answer(
     """The multistatus of ``found`` objects (with their text, if asked for), then
     ``missing`` hrefs (404) and the sync ``token``."""
     status = Multistatus()
-    with_data = wanted.calendar_data is not None
     for obj in found:
-        extra = {}
-        if with_data:
-            if occurrences is not None:
-                text = objects.expanded(obj, occurrences.get(obj.event_id, []))
-            else:
-                text = objects.render(obj, calendar)
-            extra[c("calendar-data")] = element(c("calendar-data"), text.decode())
-        answer(status, place.path + obj.name, object_properties(obj), wanted, extra)
+        status.raw(_response(place, calendar, obj, wanted, occurrences))
     for href in missing:
         status.status(href, 404)
     if token is not None:

@@ -338,10 +338,10 @@ def answer(
     href: str,
     known: dict[str, Producer],
     wanted: Wanted,
-    extra: dict[str, Element] | None = None,
+    extra: dict[str, Element | str] | None = None,
 ) -> None:
     """One resource's ``DAV:response``: ``known`` properties (and ``extra``, made already:
-    calendar data) as asked for by ``wanted``."""
+    calendar data, an element or its XML text) as asked for by ``wanted``."""
     extra = extra or {}
     if wanted.propname:
         status.propstats(href, [Element(n) for n in (*known, *extra)], [])
@@ -350,15 +350,16 @@ def answer(
         found = [make() for name, make in known.items() if name not in _NOT_ALL]
         status.propstats(href, found, [])
         return
-    found, missing = [], []
+    chosen: list[Element | str] = []
+    missing: list[str] = []
     for name in wanted.names:
         if name in extra:
-            found.append(extra[name])
+            chosen.append(extra[name])
         elif name in known:
-            found.append(known[name]())
+            chosen.append(known[name]())
         else:
             missing.append(name)
-    status.propstats(href, found, missing)
+    status.propstats(href, chosen, missing)
 
 
 def propfind(

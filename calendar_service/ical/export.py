@@ -38,9 +38,10 @@ from icalendar import (
     vRecur,
     vText,
 )
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, and_, bindparam, or_, select
 
 from calendar_service.calendars import CalendarRow
+from calendar_service.db import Statement
 from calendar_service.events.people import decode, mail_address
 from calendar_service.events.queries import EVENT_COLUMNS
 from calendar_service.events.series import times_of, zone_of
@@ -102,14 +103,18 @@ def version_of(conn: Connection, *, calendar: CalendarRow, now: datetime) -> tup
     return (calendar, digest.hexdigest(), feed_floor(now), reminder_of(conn, calendar=calendar))
 
 
+# Run by every CalDAV report: compiled once (``db.Statement``).
+_REMINDER_OF = Statement(
+    select(reminders_t.c.minutes_before)
+    .select_from(reminders_t.join(calendars_t, calendars_t.c.user_id == reminders_t.c.user_id))
+    .where(calendars_t.c.id == bindparam("calendar_id"))
+)
+
+
 def reminder_of(conn: Connection, *, calendar: CalendarRow) -> int | None:
     """The default reminder of the calendar's owner (minutes before each start), if set."""
-    found = conn.execute(
-        select(reminders_t.c.minutes_before)
-        .select_from(reminders_t.join(calendars_t, calendars_t.c.user_id == reminders_t.c.user_id))
-        .where(calendars_t.c.id == calendar.id)
-    ).scalar()
-    return None if found is None else int(found)
+    found = _REMINDER_OF.first(conn, calendar_id=calendar.id)
+    return None if found is None or found[0] is None else int(found[0])
 
 
 def read_calendar(conn: Connection, *, calendar: CalendarRow, now: datetime) -> FeedContent:
