@@ -208,6 +208,149 @@ def _profile(server: Any, base: str, make: Any, args: Any) -> None:
     print(f"profiled: {found}\n{text}", flush=True)
 
 
+def _inprocess(
+    url: str,
+    seeded: Any,
+    auth: str,
+    requests: int,
+    connections: int,
+    kinds: tuple[str, ...] = ("rest", "caldav", "rest", "caldav"),
+    measured: int | None = None,
+) -> None:
+    """The CPU time per request of the REST list and of the REPORT for the same windows,
+    served by the ASGI app in this process (no sockets, no load generator in the way): each
+    run after ``requests`` unmeasured, ``connections`` in flight at a time; ``measured``
+    requests (as many as unmeasured by default)."""
+    import sqlite3
+    import tempfile
+
+    import uvloop
+
+    from bench.inprocess import _started
+
+    with sqlite3.connect(url.removeprefix("sqlite:///")) as found:
+        owner = found.execute(
+            "SELECT user_id FROM calendars WHERE id = ?", (seeded.calendar_id,)
+        ).fetchone()[0]
+    with tempfile.TemporaryDirectory() as workdir:
+        copy = Path(workdir) / "caldav.db"
+        shutil.copyfile(url.removeprefix("sqlite:///"), copy)
+        os.environ.update(
+            CALENDAR_DATABASE_URL=f"sqlite:///{copy}",
+            CALENDAR_RUN_WEBHOOKS="0",
+            CALENDAR_RATE_LIMIT="1000000000/minute",
+        )
+        from calendar_service.app import app_from_env
+
+        app = app_from_env()
+
+        async def run() -> None:
+            lifespan = await _started(app)
+            path = f"/caldav/calendars/{owner}/{seeded.calendar_id}/"
+            for kind in kinds:
+                rnd = random.Random(7)
+                batch = []
+                for _ in range(requests + (requests if measured is None else measured)):
+                    low, high = _window(rnd)
+                    if kind == "rest":
+                        query = (
+                            f"timeMin={low:%Y-%m-%dT%H:%M:%SZ}&timeMax={high:%Y-%m-%dT%H:%M:%SZ}"
+                        )
+                        headers = [(b"authorization", f"Bearer {seeded.read_secret}".encode())]
+                        batch.append(
+                            ("GET", "/api/v1/calendar/events", query.encode(), headers, b"")
+                        )
+                    else:
+                        body = (
+                            QUERY % (f"{low:%Y%m%dT%H%M%SZ}", f"{high:%Y%m%dT%H%M%SZ}")
+                        ).encode()
+                        headers = [
+                            (b"authorization", auth.encode()),
+                            (b"depth", b"1"),
+                            (b"content-type", b"application/xml"),
+                            (b"content-length", str(len(body)).encode()),
+                        ]
+                        batch.append(("REPORT", path, b"", headers, body))
+                statuses: dict[int, int] = {}
+                warm, measured_batch = batch[:requests], batch[requests:]
+                await _drive(app, warm, statuses, connections)
+                t0, c0 = time.perf_counter(), time.process_time()
+                await _drive(app, measured_batch, statuses, connections)
+                cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+                if set(statuses) - {200, 207}:
+                    raise SystemExit(f"{kind}: answered {statuses}")
+                if measured_batch:
+                    print(
+                        f"in process {kind:>6}: {cpu / len(measured_batch) * 1e6:7.0f} us CPU a "
+                        f"request, {len(measured_batch) / wall:7.1f} req/s, statuses {statuses}",
+                        flush=True,
+                    )
+            lifespan.cancel()
+
+        uvloop.run(run())
+
+
+def _instructions(args: Any, size: int) -> dict[str, int]:
+    """User-space instructions per request (callgrind: a run of ``--inprocess`` warm-up
+    requests and ``--measured`` more, less a run of the warm-up alone), of the REST list and
+    of the REPORT: the same from one run to the next whatever else the machine is doing."""
+    import re
+    import tempfile
+
+    found: dict[str, int] = {}
+    for kind in ("rest", "caldav"):
+        totals = []
+        for measured in (0, args.measured):
+            with tempfile.TemporaryDirectory() as tmp:
+                proc = subprocess.run(
+                    [
+                        "valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/out",
+                        sys.executable, "-m", "bench.caldav", f"--sizes={size}",
+                        f"--series={args.series}", f"--inprocess={args.inprocess}",
+                        f"--kind={kind}", f"--measured={measured}",
+                        f"--connections={args.connections}",
+                    ],
+                    cwd=ROOT, capture_output=True, text=True, check=False,
+                )  # fmt: skip
+            total = re.search(r"Collected : (\d+)", proc.stderr)
+            if proc.returncode != 0 or total is None:
+                raise SystemExit(f"callgrind run failed:\n{proc.stdout}{proc.stderr[-2000:]}")
+            totals.append(int(total.group(1)))
+        found[kind] = (totals[1] - totals[0]) // args.measured
+        print(f"{size:>8,} {kind:>9}: {found[kind]:,} instructions a request", flush=True)
+    return found
+
+
+async def _drive(app: Any, batch: list[Any], statuses: dict[int, int], connections: int) -> None:
+    pending = iter(batch)
+
+    async def client() -> None:
+        for method, path, query, headers, body in pending:
+            scope = {
+                "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                "method": method, "scheme": "http", "path": path, "raw_path": path.encode(),
+                "query_string": query, "root_path": "",
+                "headers": [(b"host", b"127.0.0.1"), *headers],
+                "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 80), "state": {},
+            }  # fmt: skip
+            received = False
+
+            async def receive(body: bytes = body) -> dict[str, Any]:
+                nonlocal received
+                if received:
+                    await asyncio.Event().wait()
+                received = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            async def send(message: dict[str, Any]) -> None:
+                if message["type"] == "http.response.start":
+                    statuses[message["status"]] = statuses.get(message["status"], 0) + 1
+
+            await app(scope, receive, send)
+
+    await asyncio.gather(*(client() for _ in range(connections)))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.caldav", description=__doc__)
     parser.add_argument("--sizes", default="10000")
@@ -218,6 +361,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-radicale", action="store_true")
     parser.add_argument(
         "--warm", action="store_true", help="also: after every object's text is rendered once"
+    )
+    parser.add_argument(
+        "--inprocess",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only: the CPU time per request of N REST lists and N REPORTs served in process",
+    )
+    parser.add_argument("--kind", choices=("rest", "caldav"), help="with --inprocess: one only")
+    parser.add_argument(
+        "--measured", type=int, default=None, help="with --inprocess: measured requests"
+    )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="with --inprocess N: instructions a request, under callgrind (--measured M)",
     )
     parser.add_argument(
         "--profile",
@@ -235,6 +394,13 @@ def main(argv: list[str] | None = None) -> None:
         seeded = seed_ours(url, size, db_path.with_suffix(".json"), series=args.series)
         secret = _app_password(url, seeded.calendar_id)
         auth = _basic(OWNER_EMAIL, secret)
+        if args.inprocess and args.instructions:
+            found["sizes"][str(size)] = {"instructions": _instructions(args, size)}
+            continue
+        if args.inprocess:
+            kinds = (args.kind,) if args.kind else ("rest", "caldav", "rest", "caldav")
+            _inprocess(url, seeded, auth, args.inprocess, args.connections, kinds, args.measured)
+            continue
         figures: dict[str, Any] = {}
         with servers.ours(url, log_dir=logs) as server:
             base = f"http://{servers.HOST}:{server.port}"
