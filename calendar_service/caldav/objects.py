@@ -34,10 +34,9 @@ from sqlalchemy import BindParameter, Connection, bindparam, or_, select, text
 from calendar_service.calendars import CalendarRow
 from calendar_service.db import Statement
 from calendar_service.events.memo import Lru
-from calendar_service.events.people import decode
 from calendar_service.events.queries import EVENT_COLUMNS, window_floor
 from calendar_service.ical.export import FeedContent, reminder_of, render_calendar
-from calendar_service.ical.text import people_lines, single_vevent
+from calendar_service.ical.text import row_vevent
 from calendar_service.inputs import NUL
 from calendar_service.models.columns import UTCDateTime, from_db
 from calendar_service.models.events import events_t
@@ -357,26 +356,11 @@ def _vtimezone(name: str, year: int) -> str:
 def _single_text(obj: DavObject, calendar: CalendarRow) -> bytes | None:
     """A single event's text written by ``ical.text``; ``None`` where it writes none."""
     row = obj.rows[0]
-    people = decode(row.attendees)
-    starts = from_db(row.starts_at)
-    vevent = single_vevent(
-        uid=obj.uid,
-        title=row.title,
-        starts=starts,
-        ends=from_db(row.ends_at),
-        all_day=bool(row.all_day),
-        description=row.description,
-        location=row.location,
-        created=from_db(row.created_at),
-        updated=from_db(row.updated_at),
-        transparent=row.transparency == "transparent",
-        tz=zone(calendar.time_zone),
-        reminder=obj.reminder,
-        people=None if people is None else people_lines(people["organizer"], people["attendees"]),
-    )
+    vevent = row_vevent(row, zone(calendar.time_zone), uid=obj.uid, reminder=obj.reminder)
     if vevent is None:
         return None
-    zones = "" if calendar.time_zone == "UTC" else _vtimezone(calendar.time_zone, starts.year)
+    year = from_db(row.starts_at).year
+    zones = "" if calendar.time_zone == "UTC" else _vtimezone(calendar.time_zone, year)
     return _HEADER + (zones + vevent).encode() + b"END:VCALENDAR\r\n"
 
 

@@ -1,7 +1,8 @@
 """A calendar as RFC 5545 text: what a subscription feed serves.
 
 ``read_calendar`` reads what the feed holds (``feed_window``); ``render_calendar`` writes it,
-with the ``icalendar`` package, and is pure (the front runs it off the event loop):
+with the ``icalendar`` package (a single event as text, ``text``: the same bytes), and is pure
+(the front runs it off the event loop):
 
 - one ``VTIMEZONE`` for the calendar's zone and for each zone a series repeats in (none for
   UTC); timed events in the calendar's zone (``DTSTART;TZID=…``), series in their own, all-day
@@ -55,6 +56,7 @@ from calendar_service.ical.edges import (
     rid_form,
     zone_key,
 )
+from calendar_service.ical.text import row_vevent
 from calendar_service.models.calendars import calendars_t
 from calendar_service.models.columns import from_db, utc_text_of
 from calendar_service.models.events import events_t
@@ -67,6 +69,7 @@ FEED_HISTORY = timedelta(days=365)
 """How far back a feed reaches: events that ended within this (and every series whose last
 occurrence did, or that has no end, whole with all its changed occurrences)."""
 PRODID = "-//calendar-service//iCalendar feed//EN"
+_END = b"END:VCALENDAR\r\n"
 CANCELLED = "cancelled"
 
 
@@ -178,12 +181,16 @@ def render_calendar(content: FeedContent) -> Rendered:
         cal.add("x-apple-calendar-color", calendar.color)
     cal.add("refresh-interval", timedelta(hours=1), parameters={"VALUE": "DURATION"})
     cal.add("x-published-ttl", "PT1H")
-    events: list[Event] = []
+    events: list[Event | str] = []
     zones = {calendar.time_zone}
     fixed: dict[str, timedelta] = {}  # fixed-offset zones the DST edges are written in
     horizon = datetime(_years(content)[1], 1, 1, tzinfo=UTC)
     for row in content.singles:
-        events.append(_vevent(row, tz, uid=content.uids.get(row.id, row.id), fixed=fixed))
+        uid = content.uids.get(row.id, row.id)
+        # Written as text (``text``: the same bytes, without icalendar's objects), but in a
+        # fold of the zone, which ``_vevent`` writes at a fixed offset.
+        written = row_vevent(row, tz, uid=uid, reminder=content.reminder)
+        events.append(written if written is not None else _vevent(row, tz, uid=uid, fixed=fixed))
     for series in content.series:
         uid = content.uids.get(series.id, series.id)
         own = zone_of(series, tz)  # written in the zone it repeats in
@@ -213,11 +220,19 @@ def render_calendar(content: FeedContent) -> Rendered:
         cal.add_component(_timezone(name, content))
     for name, offset in sorted(fixed.items()):
         cal.add_component(fixed_vtimezone(name, offset))
-    for vevent in events:
-        if content.reminder is not None and vevent.get("STATUS") != "CANCELLED":
-            vevent.add_component(_alarm(content.reminder, str(vevent.get("SUMMARY", ""))))
-        cal.add_component(vevent)
-    body = cal.to_ical()
+    # The calendar's own lines and its VTIMEZONEs, then each VEVENT (text, or icalendar's).
+    head = cal.to_ical()
+    assert head.endswith(_END)
+    parts = [head[: -len(_END)]]
+    for one in events:
+        if isinstance(one, str):
+            parts.append(one.encode())
+            continue
+        if content.reminder is not None and one.get("STATUS") != "CANCELLED":
+            one.add_component(_alarm(content.reminder, str(one.get("SUMMARY", ""))))
+        parts.append(one.to_ical())
+    parts.append(_END)
+    body = b"".join(parts)
     etag = '"' + hashlib.sha256(body).hexdigest()[:40] + '"'
     return Rendered(body, etag, len(events))
 

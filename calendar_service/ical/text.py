@@ -24,7 +24,9 @@ from typing import Any
 from icalendar import Event, vDuration
 from icalendar.timezone.tzid import tzid_from_tzinfo
 
+from calendar_service.events.people import decode
 from calendar_service.ical.edges import is_ambiguous
+from calendar_service.models.columns import from_db
 
 CRLF = "\r\n"
 
@@ -189,4 +191,24 @@ def single_vevent(
     return CRLF.join(out) + CRLF + "".join(tail)
 
 
-__all__ = ["alarm_lines", "escape", "fold", "people_lines", "single_vevent"]
+def row_vevent(row: Any, tz: tzinfo, *, uid: str, reminder: int | None) -> str | None:
+    """``single_vevent`` of a single event's row (its columns, as ``export`` reads them)."""
+    people = decode(row.attendees)
+    return single_vevent(
+        uid=uid,
+        title=row.title,
+        starts=from_db(row.starts_at),
+        ends=from_db(row.ends_at),
+        all_day=bool(row.all_day),
+        description=row.description,
+        location=row.location,
+        created=from_db(row.created_at),
+        updated=from_db(row.updated_at),
+        transparent=row.transparency == "transparent",
+        tz=tz,
+        reminder=reminder,
+        people=None if people is None else people_lines(people["organizer"], people["attendees"]),
+    )
+
+
+__all__ = ["alarm_lines", "escape", "fold", "people_lines", "row_vevent", "single_vevent"]

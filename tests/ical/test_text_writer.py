@@ -1,7 +1,8 @@
 """``ical.text`` writes a single event's VEVENT to the very bytes ``export`` writes with the
-``icalendar`` package: checked over generated events (titles and texts with every character
-RFC 5545 escapes, long and multi-byte lines, zones with and without DST, all-day events,
-attendees, reminders), and the writer leaves to ``export`` what it does not write."""
+``icalendar`` package (``export._vevent`` and ``_alarm``): checked over generated events
+(titles and texts with every character RFC 5545 escapes, long and multi-byte lines, zones
+with and without DST, all-day events, attendees, reminders), and the writer leaves to
+``export`` what it does not write; a feed of such events is the same either way."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import orjson
 
 from calendar_service.calendars import CalendarRow
+from calendar_service.ical import export
 from calendar_service.ical.export import FeedContent, render_calendar
 from calendar_service.ical.text import people_lines, single_vevent
 from calendar_service.timeutil import zone
@@ -93,10 +95,11 @@ def test_a_single_event_is_written_to_the_bytes_icalendar_writes() -> None:
         row = _event(rnd, n, tz)
         reminder = rnd.choice([None, 0, 15, 90, 1440, 10080])
         uid = rnd.choice([row.id, "uid,with;escapes\\" + _text(rnd, 80)])
-        calendar = CalendarRow("cal", "Cal", name, True, 3600)
-        content = FeedContent(calendar, singles=[row], uids={row.id: uid}, reminder=reminder)
-        body = render_calendar(content).body.decode()
-        expected = body[body.index("BEGIN:VEVENT") : body.rindex("END:VEVENT\r\n") + 12]
+        fixed: dict[str, timedelta] = {}
+        made = export._vevent(row, tz, uid=uid, fixed=fixed)
+        if reminder is not None:
+            made.add_component(export._alarm(reminder, str(made.get("SUMMARY", ""))))
+        expected = made.to_ical().decode()
         people = None
         if row.attendees is not None:
             stored = orjson.loads(row.attendees)
@@ -118,11 +121,33 @@ def test_a_single_event_is_written_to_the_bytes_icalendar_writes() -> None:
         )
         if found is None:  # a local time in a fold: export writes it at a fixed offset
             left += 1
-            assert "TZID=" in expected and "UTC" not in name, expected
+            assert fixed, expected
             continue
+        assert not fixed
         written += 1
         assert found == expected, (name, row)
     assert written > 1100 and left < 100
+
+
+def test_a_feed_of_single_events_is_what_icalendar_alone_writes() -> None:
+    rnd = random.Random(7986)
+    tz = zone("Europe/Paris")
+    rows = [_event(rnd, n, tz) for n in range(60)]
+    rows.append(_event(rnd, 60, tz))
+    rows[-1].starts_at = datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # in the fold
+    rows[-1].ends_at = rows[-1].starts_at + timedelta(minutes=20)
+    rows[-1].all_day = False
+    calendar = CalendarRow("cal", "Cal, with; escapes", "Europe/Paris", True, 3600)
+    content = FeedContent(calendar, singles=rows, reminder=30)
+    body = render_calendar(content).body
+    fixed: dict[str, timedelta] = {}
+    made = [export._vevent(r, tz, uid=r.id, fixed=fixed) for r in rows]
+    for vevent in made:
+        vevent.add_component(export._alarm(30, str(vevent.get("SUMMARY", ""))))
+    head, _, _ = body.partition(b"BEGIN:VEVENT\r\n")
+    expected = head + b"".join(v.to_ical() for v in made) + b"END:VCALENDAR\r\n"
+    assert body == expected
+    assert b"BEGIN:VTIMEZONE\r\nTZID:Europe/Paris" in head and fixed  # and the fold's zone
 
 
 def test_a_time_in_the_autumn_fold_is_left_to_export() -> None:
