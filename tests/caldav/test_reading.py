@@ -295,3 +295,30 @@ def test_a_time_range_with_a_text_match(api: httpx.Client, factory: Factory) -> 
     assert query("dentist") == {app.calendar() + f"{single['id']}.ics"}
     assert query("STANDUP") == {app.calendar() + f"{series['id']}.ics"}
     assert query("nothing like it") == set()
+
+
+def test_a_time_range_open_at_one_end(api: httpx.Client, factory: Factory) -> None:
+    """A time-range with only a start (or only an end): every object with time after it (or
+    before it), a series whole (RFC 4791 §9.9)."""
+    app, rest_key, single, series = _setup(factory, api)  # 3 March 09:00; daily from 2 March
+    later = create_event(
+        api, rest_key, title="Later", startsAt="2026-04-01T09:00:00Z", endsAt="2026-04-01T10:00:00Z"
+    )
+
+    def query(bounds: str) -> set[str]:
+        body = (
+            '<?xml version="1.0"?><c:calendar-query xmlns:d="DAV:" '
+            'xmlns:c="urn:ietf:params:xml:ns:caldav"><d:prop><d:getetag/></d:prop>'
+            '<c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">'
+            f"<c:time-range {bounds}/></c:comp-filter></c:comp-filter></c:filter>"
+            "</c:calendar-query>"
+        )
+        return set(responses(dav(api, app, "REPORT", app.calendar(), body, Depth="1")))
+
+    def names(*events: dict) -> set[str]:
+        return {app.calendar() + f"{e['id']}.ics" for e in events}
+
+    assert query('start="20260315T000000Z"') == names(later)
+    assert query('start="20260303T093000Z"') == names(single, series, later)
+    assert query('end="20260302T120000Z"') == names(series)
+    assert query('end="20260401T000000Z"') == names(single, series)
