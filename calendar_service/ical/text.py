@@ -49,8 +49,20 @@ def escape(text: str) -> str:
 def fold(line: str) -> str:
     """One content line folded as ``icalendar`` folds it: a break before the octet that
     would make a line 75 long, never between a backslash (or a caret) and what it escapes."""
-    if len(line) < 75 and (line.isascii() or len(line.encode()) < 75):
+    ascii = line.isascii()
+    if len(line) < 75 and (ascii or len(line.encode()) < 75):
         return line
+    if ascii:  # an octet a character: 74 a line, 73 where the 74th would split an escape
+        cut: list[str] = []
+        start = 0
+        while len(line) - start > 74:
+            end = start + 74
+            if line[end - 1] in "\\^":
+                end -= 1
+            cut.append(line[start:end])
+            start = end
+        cut.append(line[start:])
+        return "\r\n ".join(cut)
     parts: list[str] = []
     current: list[str] = []
     count = 0

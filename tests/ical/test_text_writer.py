@@ -168,3 +168,15 @@ def test_a_time_in_the_autumn_fold_is_left_to_export() -> None:
         reminder=None,
     )
     assert found is None
+
+
+def test_lines_are_folded_as_icalendar_folds_them() -> None:
+    from icalendar.parser.string import _foldline
+
+    from calendar_service.ical.text import fold
+
+    rnd = random.Random(75)
+    for _ in range(3000):
+        pieces = rnd.choice([["a", "\\", "^", "b,"], ["a", "\\", "é", "日", "😀", "^"]])
+        line = "".join(rnd.choice(pieces) for _ in range(rnd.randrange(300)))
+        assert fold(line) == _foldline(line), line
