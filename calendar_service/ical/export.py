@@ -15,7 +15,7 @@ with the ``icalendar`` package (a single event as text, ``text``: the same bytes
   ``DTSTAMP`` and ``LAST-MODIFIED``: its last change, so the text changes only when the
   calendar does and the ``ETag`` (a hash of the text) says so; ``SEQUENCE``: the whole seconds
   from its creation to its last change, so it grows with each later change;
-- an event with attendees: its ``ORGANIZER`` and one ``ATTENDEE`` each (``add_people``);
+- an event with attendees: its ``ORGANIZER`` and one ``ATTENDEE`` each (``people.add_people``);
 - the owner's default reminder (``reminders``), when set: a ``VALARM`` (``ACTION:DISPLAY``,
   ``TRIGGER:-PT<n>M`` before the start) in every VEVENT but the cancelled ones.
 """
@@ -34,7 +34,6 @@ from icalendar import (
     Calendar,
     Event,
     Timezone,
-    vCalAddress,
     vDuration,
     vRecur,
     vText,
@@ -43,7 +42,6 @@ from sqlalchemy import Connection, and_, bindparam, or_, select
 
 from calendar_service.calendars import CalendarRow
 from calendar_service.db import Statement
-from calendar_service.events.people import decode, mail_address
 from calendar_service.events.queries import EVENT_COLUMNS
 from calendar_service.events.series import times_of, zone_of
 from calendar_service.events.shapes import zone_name
@@ -56,6 +54,7 @@ from calendar_service.ical.edges import (
     rid_form,
     zone_key,
 )
+from calendar_service.ical.people import add_people
 from calendar_service.ical.text import row_vevent
 from calendar_service.models.calendars import calendars_t
 from calendar_service.models.columns import from_db, utc_text_of
@@ -336,55 +335,6 @@ def _vevent(
     vevent.add("status", "CONFIRMED")
     add_people(vevent, getattr(row, "attendees", None))
     return vevent
-
-
-_PARTSTATS = {
-    "needsAction": "NEEDS-ACTION",
-    "accepted": "ACCEPTED",
-    "declined": "DECLINED",
-    "tentative": "TENTATIVE",
-}
-
-
-def add_people(vevent: Event, stored: str | None) -> None:
-    """An event's ``ORGANIZER`` and ``ATTENDEE`` lines (RFC 5545 3.8.4.3, 3.8.4.1) from its
-    ``attendees`` column (``events.people``): ``CN`` the name, ``PARTSTAT`` the response,
-    ``ROLE`` ``REQ-PARTICIPANT`` or ``OPT-PARTICIPANT``, ``RSVP=TRUE`` while it waits for
-    one. The parameters are quoted by ``icalendar``: a name cannot break the line."""
-    people = decode(stored)
-    if people is not None:
-        add_attendees(vevent, people["organizer"], people["attendees"])
-
-
-def add_attendees(
-    vevent: Event, organizer: dict[str, Any], attendees: Sequence[dict[str, Any]]
-) -> None:
-    """``add_people`` for the public objects (``organizer``, ``attendees``)."""
-    if organizer.get("email"):
-        vevent.add(
-            "organizer",
-            vCalAddress("mailto:" + mail_address(organizer["email"])),
-            parameters={"CN": _param(organizer.get("name") or organizer["email"])},
-        )
-    for attendee in attendees:
-        params = {
-            "CUTYPE": "INDIVIDUAL",
-            "ROLE": "OPT-PARTICIPANT" if attendee.get("optional") else "REQ-PARTICIPANT",
-            "PARTSTAT": _PARTSTATS[attendee["responseStatus"]],
-        }
-        if attendee["responseStatus"] == "needsAction":
-            params["RSVP"] = "TRUE"
-        if attendee.get("name"):
-            params["CN"] = _param(attendee["name"])
-        vevent.add(
-            "attendee", vCalAddress("mailto:" + mail_address(attendee["email"])), parameters=params
-        )
-
-
-def _param(text: str) -> str:
-    """A parameter value: no double quote (made a single one) or control character (a
-    space) can be written in one (RFC 5545 3.1: a quoted-string holds neither)."""
-    return "".join("'" if c == '"' else " " if ord(c) < 32 or c == "\x7f" else c for c in text)
 
 
 def _series_vevent(

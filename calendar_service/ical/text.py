@@ -11,21 +11,21 @@ an escape), times in the calendar's zone (``TZID=``), in UTC (``Z``) or as dates
 
 What it does not write, ``single_vevent`` answers ``None`` for, and the caller renders with
 ``export`` as before: a local time that occurs twice (the autumn fold, written at a fixed
-offset there). Attendees are written by ``export.add_attendees`` itself (their lines only).
+offset there). Attendees' lines are written by ``icalendar`` (``people.people_lines``).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
-from icalendar import Event, vDuration
+from icalendar import vDuration
 from icalendar.timezone.tzid import tzid_from_tzinfo
 
 from calendar_service.events.people import decode
 from calendar_service.ical.edges import is_ambiguous
+from calendar_service.ical.people import people_lines
 from calendar_service.models.columns import from_db
 
 CRLF = "\r\n"
@@ -129,27 +129,6 @@ def alarm_lines(minutes: int, title: str) -> str:
     )
 
 
-def people_lines(
-    organizer: dict[str, Any] | None, attendees: Sequence[dict[str, Any]]
-) -> dict[str, str]:
-    """The ``ATTENDEE`` and ``ORGANIZER`` lines (``export.add_attendees``, by ``icalendar``),
-    by property name, each its lines folded and ended."""
-    from calendar_service.ical.export import add_attendees  # export imports this module
-
-    scratch = Event()
-    add_attendees(scratch, organizer or {}, attendees)
-    found: dict[str, str] = {}
-    for name in ("ATTENDEE", "ORGANIZER"):
-        if name in scratch:
-            lines = Event()
-            values = scratch[name]
-            for value in values if isinstance(values, list) else [values]:
-                lines.add(name, value)
-            text = lines.to_ical().decode()
-            found[name] = text[len("BEGIN:VEVENT\r\n") : -len("END:VEVENT\r\n")]
-    return found
-
-
 def single_vevent(
     *,
     uid: str,
@@ -223,4 +202,4 @@ def row_vevent(row: Any, tz: tzinfo, *, uid: str, reminder: int | None) -> str |
     )
 
 
-__all__ = ["alarm_lines", "escape", "fold", "people_lines", "row_vevent", "single_vevent"]
+__all__ = ["alarm_lines", "escape", "fold", "row_vevent", "single_vevent"]

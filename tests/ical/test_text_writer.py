@@ -16,7 +16,8 @@ import orjson
 from calendar_service.calendars import CalendarRow
 from calendar_service.ical import export
 from calendar_service.ical.export import FeedContent, render_calendar
-from calendar_service.ical.text import people_lines, single_vevent
+from calendar_service.ical.people import people_lines
+from calendar_service.ical.text import single_vevent
 from calendar_service.timeutil import zone
 
 PIECES = ["a", "b", " ", ",", ";", "\\", "\n", "\r\n", "\r", "é", "日本", "😀", ":", '"', "^"]
