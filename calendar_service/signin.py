@@ -29,10 +29,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
-from sqlalchemy import Connection, delete, insert, select, text
+from sqlalchemy import Connection, bindparam, delete, insert, select, text
 
 from calendar_service import owner_sessions, users
+from calendar_service.db import Statement
 from calendar_service.errors import NotFound
+from calendar_service.models.columns import from_db, to_db
 from calendar_service.models.owners import failures_t
 
 WINDOW = timedelta(minutes=15)
@@ -82,20 +84,25 @@ def _lock_buckets(conn: Connection, buckets: list[str]) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
 
 
+# Read at every CalDAV request (an app signs in with each): compiled once (``db.Statement``).
+_RECENT = Statement(
+    select(failures_t.c.at)
+    .where(failures_t.c.bucket == bindparam("bucket"), failures_t.c.at > bindparam("since"))
+    .order_by(failures_t.c.at.desc())
+    .limit(bindparam("limit"))
+)
+
+
 def check(
     conn: Connection, *, pepper: str, email: str, client_addr: str | None, now: datetime
 ) -> Lockout | None:
     """The lockout in force for this email or address, if any (the later one wins)."""
     worst: Lockout | None = None
+    since = to_db(now - WINDOW, conn.dialect.name)
     for scope, bucket, limit in _buckets(pepper, email, client_addr):
-        recent = conn.execute(
-            select(failures_t.c.at)
-            .where(failures_t.c.bucket == bucket, failures_t.c.at > now - WINDOW)
-            .order_by(failures_t.c.at.desc())
-            .limit(limit)
-        ).all()
+        recent = _RECENT.all(conn, bucket=bucket, since=since, limit=limit)
         if len(recent) >= limit:
-            retry_at = recent[-1].at + WINDOW
+            retry_at = from_db(recent[-1][0]) + WINDOW
             if worst is None or retry_at > worst.retry_at:
                 worst = Lockout(scope, retry_at)  # type: ignore[arg-type]
     return worst

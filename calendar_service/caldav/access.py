@@ -8,21 +8,30 @@ exist, be an app password and belong to the owner the email names. A failure is 
 401. A key revoked or expired is refused as everywhere (401), not counted: its secret was
 right. Then the principal goes to ``gateway.perform``, which records the call in the key's
 history (transport ``caldav``) and spends its rate budget, as for any key.
+
+``signed_in`` is the way in of most requests: ``admitted`` reads what ``sign_in`` reads, in
+the request's own transaction (one transaction a request, as for a REST key); only a request
+it does not let in takes ``sign_in``, which refuses it and counts the failure.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import datetime
+from typing import TypeVar
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 
 from calendar_service import signin, users
+from calendar_service.db import Statement
 from calendar_service.db.transactions import atomic
 from calendar_service.errors import AuthError, SignInLocked, WrongAppPassword
 from calendar_service.keys import Principal, authorize, identify
 from calendar_service.models.keys import keys_t
 from calendar_service.models.owners import users_t
+
+T = TypeVar("T")
 
 
 def sign_in(
@@ -60,19 +69,74 @@ def sign_in(
     raise WrongAppPassword()
 
 
+# Read at every request (an app signs in with each): compiled once (``db.Statement``).
+_OWNER_OF_KEY = Statement(
+    select(users_t.c.email, keys_t.c.app_password)
+    .select_from(keys_t.join(users_t, users_t.c.id == keys_t.c.user_id))
+    .where(keys_t.c.id == bindparam("key_id"))
+)
+
+
+class SignInNeeded(Exception):
+    """``signed_in`` did not let the request in: ``sign_in`` says why (and counts it)."""
+
+
+def admitted(
+    conn: Connection,
+    /,
+    *,
+    email: str,
+    secret: str,
+    pepper: str,
+    client_addr: str | None,
+    now: datetime,
+) -> Principal | None:
+    """``sign_in``'s way in, reading only: the principal when the throttle locks neither the
+    email nor the address and ``secret`` is a live app password of ``email``; else ``None``
+    (``sign_in`` then refuses it, and counts what it counts)."""
+    if signin.check(conn, pepper=pepper, email=email, client_addr=client_addr, now=now):
+        return None
+    try:
+        row = identify(conn, secret=secret)
+        if not _is_app_password_of(conn, key_id=row.id, email=email):
+            return None
+        return authorize(row, now=now)
+    except AuthError:
+        return None
+
+
+def signed_in(
+    conn: Connection,
+    /,
+    *,
+    email: str,
+    secret: str,
+    pepper: str,
+    client_addr: str | None,
+    now: datetime,
+    then: Callable[[Connection, Principal], T],
+) -> T:
+    """``then`` for the principal ``admitted`` lets in, in the request's own transaction (a
+    group commit's, under ``Database.run_grouped``: the sign-in has no transaction of its
+    own); ``SignInNeeded``, before anything is written, when it lets none in."""
+    with atomic(conn):
+        principal = admitted(
+            conn, email=email, secret=secret, pepper=pepper, client_addr=client_addr, now=now
+        )
+    if principal is None:
+        raise SignInNeeded()
+    return then(conn, principal)
+
+
 def _is_app_password_of(conn: Connection, *, key_id: str, email: str) -> bool:
-    found = conn.execute(
-        select(users_t.c.email, keys_t.c.app_password)
-        .select_from(keys_t.join(users_t, users_t.c.id == keys_t.c.user_id))
-        .where(keys_t.c.id == key_id)
-    ).first()
-    if found is None or not found.app_password:
+    found = _OWNER_OF_KEY.first(conn, key_id=key_id)
+    if found is None or not found[1]:
         return False
-    return users.normalize_email(found.email) == users.normalize_email(email)
+    return users.normalize_email(found[0]) == users.normalize_email(email)
 
 
 def _seconds_until(at: datetime, now: datetime) -> int:
     return max(1, math.ceil((at - now).total_seconds()))
 
 
-__all__ = ["sign_in"]
+__all__ = ["SignInNeeded", "admitted", "sign_in", "signed_in"]

@@ -5,35 +5,43 @@ cancelled occurrences (RFC 4791 §4.1), as the feeds write them (``ical.export``
   (``ical_uids``), else the event's id. Calendar apps name the objects they make so too.
 - Its ETag is a digest of what its text is made of (the UID, each row's id and last change,
   the calendar's zone, the owner's default reminder), read without writing the text: a
-  PROPFIND of a calendar of 10,000 events renders nothing.
-- Its text is rendered by ``ical.export.render_calendar`` (one VCALENDAR, with its
-  VTIMEZONEs; without the feed's calendar-level properties and ``METHOD``, which RFC 4791
-  §4.1 forbids in an object) and kept by ETag (``_RENDERED``): a text is rendered once per
-  version.
+  PROPFIND of a calendar of 10,000 events renders nothing. A single event listed by the REST
+  list (``listed``: its public object) has the same ETag as its row read here.
+- Its text: a single event's written by ``ical.text`` (its VEVENT as text, the same bytes as
+  the feed's), a series' (and the rare single event ``ical.text`` leaves) rendered by
+  ``ical.export.render_calendar`` (one VCALENDAR, with its VTIMEZONEs; without the feed's
+  calendar-level properties and ``METHOD``, which RFC 4791 §4.1 forbids in an object); kept
+  by ETag (``_RENDERED``): a text is made once per version.
 - ``expanded``: an object's occurrences in a window as separate VEVENTs in UTC with their
   ``RECURRENCE-ID`` (a ``calendar-query`` with ``expand``), from the list's own occurrences.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+from collections import namedtuple
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 from urllib.parse import quote
 
-from icalendar import Calendar, Event
-from sqlalchemy import Connection, or_, select
+import orjson
+from icalendar import Calendar, Event, Timezone
+from sqlalchemy import BindParameter, Connection, bindparam, or_, select, text
 
 from calendar_service.calendars import CalendarRow
+from calendar_service.db import Statement
 from calendar_service.events.memo import Lru
 from calendar_service.events.queries import EVENT_COLUMNS, window_floor
 from calendar_service.ical.export import FeedContent, reminder_of, render_calendar
+from calendar_service.ical.text import row_vevent
 from calendar_service.inputs import NUL
-from calendar_service.models.columns import from_db
+from calendar_service.models.columns import UTCDateTime, from_db
 from calendar_service.models.events import events_t
 from calendar_service.models.ical import ical_uids_t
+from calendar_service.timeutil import format_utc, zone
 
 SUFFIX = ".ics"
 MEDIA_TYPE = "text/calendar; charset=utf-8; component=vevent"
@@ -74,10 +82,77 @@ def uid_of_name(name: str) -> str | None:
 
 
 def _etag(uid: str, rows: Sequence[Any], calendar: CalendarRow, reminder: int | None) -> str:
-    digest = hashlib.sha256(f"{uid}\x1f{calendar.time_zone}\x1f{reminder}".encode())
-    for row in rows:
-        digest.update(f"\x1e{row.id}\x1f{from_db(row.updated_at).isoformat()}".encode())
-    return '"' + digest.hexdigest()[:32] + '"'
+    # Each last change as the public object shows it (``updatedAt``), so that a listed event's
+    # ETag (``listed_etag``) is made without parsing a date.
+    changes = "".join(f"\x1e{r.id}\x1f{format_utc(from_db(r.updated_at))}" for r in rows)
+    return _digest(f"{uid}\x1f{calendar.time_zone}\x1f{reminder}{changes}")
+
+
+def _digest(made_of: str) -> str:
+    return '"' + hashlib.sha256(made_of.encode()).hexdigest()[:32] + '"'
+
+
+def listed_etag(
+    uid: str, event: dict[str, Any], calendar: CalendarRow, reminder: int | None
+) -> str:
+    """The ETag of a single event listed by the REST list (its public object), the same as
+    ``load`` gives it."""
+    return _digest(
+        f"{uid}\x1f{calendar.time_zone}\x1f{reminder}\x1e{event['id']}\x1f{event['updatedAt']}"
+    )
+
+
+def _instant(value: str) -> datetime:
+    return datetime.fromisoformat(value).astimezone(UTC)
+
+
+class ListedRow:
+    """A single event listed by the REST list (its public object), with the attributes of
+    its row that its text is made of."""
+
+    __slots__ = (
+        "all_day",
+        "attendees",
+        "calendar_id",
+        "created_at",
+        "description",
+        "ends_at",
+        "id",
+        "location",
+        "starts_at",
+        "title",
+        "transparency",
+        "updated_at",
+    )
+    recurrence = None
+    recurring_event_id = None
+    status = "confirmed"
+    time_zone = None
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        self.id = event["id"]
+        self.calendar_id = event["calendarId"]
+        self.title = event["title"]
+        self.starts_at = _instant(event["startsAt"])
+        self.ends_at = _instant(event["endsAt"])
+        self.all_day = event["allDay"]
+        self.description = event["description"]
+        self.location = event["location"]
+        self.created_at = _instant(event["createdAt"])
+        self.updated_at = _instant(event["updatedAt"])
+        self.transparency = event["transparency"]
+        self.attendees = None
+        if "attendees" in event:  # as stored (``events.people``)
+            people = {k: event.get(k) for k in ("organizer", "attendees", "sequence")}
+            self.attendees = orjson.dumps(people).decode()
+
+
+def listed(
+    event: dict[str, Any], uid: str, calendar: CalendarRow, reminder: int | None, etag: str
+) -> DavObject:
+    """The object of a single event listed by the REST list (its public object)."""
+    row = ListedRow(event)
+    return DavObject(row.id, uid, (row,), reminder, etag, row.updated_at)
 
 
 def _objects(
@@ -100,35 +175,60 @@ def _objects(
     return found
 
 
+EventRow = namedtuple("EventRow", [c.name for c in EVENT_COLUMNS])  # type: ignore[misc]
+_TIMES = frozenset(i for i, c in enumerate(EVENT_COLUMNS) if isinstance(c.type, UTCDateTime))
+
+
+def _event_row(found: Sequence[Any]) -> Any:
+    """A driver row of ``EVENT_COLUMNS`` with attributes, its date-times aware datetimes."""
+    return EventRow(
+        *(from_db(v) if i in _TIMES and v is not None else v for i, v in enumerate(found))
+    )
+
+
+class _ByRecurring(Statement):
+    """On SQLite, through ``ix_events_recurring``: nearly every row's ``recurring_event_id``
+    is NULL, so ANALYZE's statistics make the index look useless and the planner scanned the
+    whole table instead (7 ms at 100,000 events)."""
+
+    def edited(self, sql: str, dialect: Any) -> str:
+        if dialect.name != "sqlite":
+            return sql
+        assert sql.count("FROM events \n") == 1, sql
+        return sql.replace("FROM events \n", "FROM events INDEXED BY ix_events_recurring \n")
+
+
+@functools.lru_cache(maxsize=32)
+def _rows_by(column: str, size: int) -> Statement:
+    """The events whose ``column`` is one of ``size`` ids (``id_0``...), compiled once a size."""
+    ids: list[BindParameter[Any]] = [bindparam(f"id_{i}") for i in range(size)]
+    query = select(*EVENT_COLUMNS).where(events_t.c[column].in_(ids))
+    return _ByRecurring(query) if column == "recurring_event_id" else Statement(query)
+
+
 def load(
     conn: Connection, *, calendar: CalendarRow, event_ids: Iterable[str]
 ) -> dict[str, DavObject]:
     """The objects of the events ``event_ids`` (series or single events) of ``calendar``,
     by event id; ids of no such event are left out."""
     wanted = list(dict.fromkeys(event_ids))
-    rows: list[Any] = []
-    uids: dict[str, str] = {}
-    c = events_t.c
-    for first in range(0, len(wanted), _CHUNK):
-        chunk = wanted[first : first + _CHUNK]
-        # Two index reads (the primary key, ix_events_recurring), not one OR; the calendar is
-        # checked here: with it in the WHERE, SQLite read the calendar's range instead.
-        for among in (c.id, c.recurring_event_id):
-            rows.extend(
-                row
-                for row in conn.execute(select(*EVENT_COLUMNS).where(among.in_(chunk)))
-                if row.calendar_id == calendar.id
-            )
-        uids.update(
-            (r.event_id, r.uid)
-            for r in conn.execute(
-                select(ical_uids_t.c.event_id, ical_uids_t.c.uid).where(
-                    ical_uids_t.c.calendar_id == calendar.id, ical_uids_t.c.event_id.in_(chunk)
-                )
-            )
-        )
     if not wanted:
         return {}
+    rows: list[Any] = []
+    for first in range(0, len(wanted), _CHUNK):
+        chunk = wanted[first : first + _CHUNK]
+        # A few statement shapes: the ids padded to a power of two (as ``series_rows``).
+        size = 1 << max(len(chunk) - 1, 0).bit_length()
+        params = {f"id_{i}": chunk[i] if i < len(chunk) else None for i in range(size)}
+        # Two index reads (the primary key, ix_events_recurring), not one OR; the calendar is
+        # checked here: with it in the WHERE, SQLite read the calendar's range instead.
+        for column in ("id", "recurring_event_id"):
+            rows.extend(
+                _event_row(found)
+                for found in _rows_by(column, size).all(conn, **params)
+                if found[1] == calendar.id
+            )
+    uids = uids_of(conn, calendar=calendar, event_ids=wanted)
     return _objects(rows, uids, calendar, reminder_of(conn, calendar=calendar))
 
 
@@ -183,21 +283,33 @@ def event_id_of(conn: Connection, *, calendar: CalendarRow, uid: str) -> str | N
     return None if renamed is not None and renamed != uid else str(own)
 
 
-def uids_of(conn: Connection, *, calendar: CalendarRow, event_ids: Iterable[str]) -> dict[str, str]:
-    """The UIDs of events (deleted ones too, while their import record lasts), by id."""
-    wanted = list(dict.fromkeys(event_ids))
-    found: dict[str, str] = {}
-    for first in range(0, len(wanted), _CHUNK):
-        chunk = wanted[first : first + _CHUNK]
-        found.update(
-            (r.event_id, r.uid)
-            for r in conn.execute(
-                select(ical_uids_t.c.event_id, ical_uids_t.c.uid).where(
-                    ical_uids_t.c.calendar_id == calendar.id, ical_uids_t.c.event_id.in_(chunk)
-                )
-            )
+# The UIDs of some events of a calendar, the ids given as one JSON array: one statement
+# whatever their number (an ``IN`` list is compiled again for each length).
+_UIDS_OF = {
+    "sqlite": Statement(
+        text(
+            "SELECT event_id, uid FROM ical_uids WHERE calendar_id = :calendar_id "
+            "AND event_id IN (SELECT value FROM json_each(:ids))"
         )
-    return found
+    ),
+    "postgresql": Statement(
+        text(
+            "SELECT event_id, uid FROM ical_uids WHERE calendar_id = :calendar_id "
+            "AND event_id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))"
+        )
+    ),
+}
+
+
+def uids_of(conn: Connection, *, calendar: CalendarRow, event_ids: Iterable[str]) -> dict[str, str]:
+    """The UIDs of events (deleted ones too, while their import record lasts), by id; one
+    statement."""
+    wanted = list(dict.fromkeys(event_ids))
+    if not wanted:
+        return {}
+    ids = orjson.dumps(wanted).decode()
+    rows = _UIDS_OF[conn.dialect.name].all(conn, calendar_id=calendar.id, ids=ids)
+    return {event_id: uid for event_id, uid in rows}
 
 
 def matching(
@@ -232,12 +344,37 @@ def matching(
     return list(found)
 
 
+@functools.lru_cache(maxsize=256)
+def _vtimezone(name: str, year: int) -> str:
+    """The VTIMEZONE ``export`` writes for a single event starting in ``year`` (UTC) in a
+    calendar in the zone ``name`` (its ``_years``: the year before to ten years after)."""
+    first, last = max(year - 1, 1970), min(year + 10, 2099)
+    made = Timezone.from_tzid(name, first_date=date(first, 1, 1), last_date=date(last, 1, 1))
+    return str(made.to_ical().decode())
+
+
+def _single_text(obj: DavObject, calendar: CalendarRow) -> bytes | None:
+    """A single event's text written by ``ical.text``; ``None`` where it writes none."""
+    row = obj.rows[0]
+    vevent = row_vevent(row, zone(calendar.time_zone), uid=obj.uid, reminder=obj.reminder)
+    if vevent is None:
+        return None
+    year = from_db(row.starts_at).year
+    zones = "" if calendar.time_zone == "UTC" else _vtimezone(calendar.time_zone, year)
+    return _HEADER + (zones + vevent).encode() + b"END:VCALENDAR\r\n"
+
+
 def render(obj: DavObject, calendar: CalendarRow) -> bytes:
-    """The object's text (iCalendar, CRLF line ends), rendered once per version."""
+    """The object's text (iCalendar, CRLF line ends), made once per version."""
     body: bytes | None = _RENDERED.get(obj.etag)
     if body is not None:
         return body
     master = obj.rows[0]
+    if master.recurrence is None and len(obj.rows) == 1:
+        body = _single_text(obj, calendar)
+        if body is not None:
+            _RENDERED.put(obj.etag, body, weight=len(body))
+            return body
     content = FeedContent(calendar, uids={master.id: obj.uid}, reminder=obj.reminder)
     if master.recurrence is not None:
         content.series = [master]
@@ -289,8 +426,11 @@ def _moment(text: str, all_day: bool) -> date | datetime:
 __all__ = [
     "MEDIA_TYPE",
     "DavObject",
+    "ListedRow",
     "event_id_of",
     "expanded",
+    "listed",
+    "listed_etag",
     "load",
     "load_all",
     "matching",

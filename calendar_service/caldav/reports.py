@@ -20,6 +20,7 @@ loop (a ``later.Later``, which ``gateway.finished`` runs on a thread).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -38,7 +39,7 @@ from calendar_service.caldav.resources import (
     locate,
     object_properties,
 )
-from calendar_service.caldav.xml import Multistatus, c, d, element
+from calendar_service.caldav.xml import Multistatus, c, d, escape_text
 from calendar_service.calendars import CalendarRow
 from calendar_service.errors import (
     BadRequest,
@@ -48,8 +49,10 @@ from calendar_service.errors import (
     ValidationFailed,
 )
 from calendar_service.events.listing import list_events_later
+from calendar_service.events.memo import Lru
 from calendar_service.events.parsing import MAX_LIMIT
 from calendar_service.events.sync import current_position, encode_sync_token, sync_events
+from calendar_service.ical.export import reminder_of
 from calendar_service.keys import Principal
 from calendar_service.later import Later, finish
 from calendar_service.recurrence.ids import split_occurrence_id
@@ -68,14 +71,15 @@ def report(
     path: str,
     body: Element | None,
     token_key: bytes,
-) -> Later:
-    """The ``multistatus`` answer to the REPORT ``body`` on ``path``, as a ``Later``."""
+) -> bytes | Later:
+    """The ``multistatus`` answer to the REPORT ``body`` on ``path``, as a ``Later`` when
+    there is work left to do."""
     if body is None:
         raise BadRequest(
             "A REPORT needs a body: calendar-query, calendar-multiget or sync-collection."
         )
     place = locate(conn, principal=principal, path=path)
-    kinds: dict[str, Callable[..., Later]] = {
+    kinds: dict[str, Callable[..., bytes | Later]] = {
         c("calendar-query"): _query,
         c("calendar-multiget"): _multiget,
         d("sync-collection"): _sync,
@@ -91,11 +95,20 @@ def report(
     return run(conn, principal, place, body, token_key)
 
 
+_UTC_TIME = re.compile(r"[0-9]{8}T[0-9]{6}Z")
+
+
 def _time(value: str | None, what: str) -> datetime | None:
     if value is None:
         return None
+    text = value.strip()
     try:
-        return datetime.strptime(value.strip(), "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+        if not _UTC_TIME.fullmatch(text):
+            raise ValueError(text)
+        return datetime(
+            int(text[0:4]), int(text[4:6]), int(text[6:8]),
+            int(text[9:11]), int(text[11:13]), int(text[13:15]), tzinfo=UTC,
+        )  # fmt: skip
     except ValueError:
         raise DavRefused(
             f"The {what} must be a UTC date-time such as 20260101T000000Z.", c("valid-filter")
@@ -229,7 +242,7 @@ def _by_object(listed: dict[str, Any]) -> tuple[dict[str, list[dict[str, Any]]],
 
 def _query(
     conn: Connection, principal: Principal, place: Place, body: Element, key: bytes
-) -> Later:
+) -> bytes | Later:
     calendar = place.calendar
     assert calendar is not None
     wanted = Wanted.of_prop(body.find(d("prop")))
@@ -239,6 +252,8 @@ def _query(
         return Later(lambda: Multistatus().body())
     low, high = window
     exact = _listed(conn, principal, calendar, window, key) if low and high else None
+    if isinstance(exact, dict) and "nextPageToken" not in exact and expand is None:
+        return _from_list(conn, place, calendar, exact["events"], wanted, texts)
     if low is None and high is None:
         candidates = objects.load_all(conn, calendar=calendar)
     elif isinstance(exact, dict) and "nextPageToken" not in exact:
@@ -267,6 +282,114 @@ def _query(
     return Later(made)
 
 
+# A calendar-query's ``DAV:response`` of an object, by its ETag, the calendar's path and what
+# was asked for: most of a week's objects were answered already, at their version.
+_RESPONSES = Lru(16384, most_weight=64 * 1024 * 1024)
+
+
+def _from_list(
+    conn: Connection,
+    place: Place,
+    calendar: CalendarRow,
+    events: list[dict[str, Any]],
+    wanted: Wanted,
+    texts: Sequence[TextMatch],
+) -> bytes | Later:
+    """A time range's objects from the list's whole page (``events``): each single event
+    answered from its public object (no second read of its row; its response kept by ETag),
+    each series that occurs in the window read with its changed occurrences (``load``, or
+    kept: ``_series_objects``). When every response is kept already (a week asked for
+    before, at the same versions), the answer is put together at once; otherwise what is
+    missing is written later, off the event loop."""
+    singles = [e for e in events if "recurringEventId" not in e]
+    series_ids = {e["recurringEventId"] for e in events if "recurringEventId" in e}
+    reminder = reminder_of(conn, calendar=calendar)
+    uids = objects.uids_of(conn, calendar=calendar, event_ids=[e["id"] for e in singles])
+    series = _series_objects(conn, calendar, series_ids, reminder) if series_ids else []
+    shape = (wanted.names, wanted.allprop, wanted.propname, wanted.calendar_data is not None)
+
+    def made(kept_only: bool = False) -> bytes | None:
+        status = Multistatus()
+        for event in singles:
+            event_id = event["id"]
+            uid = uids.get(event_id, event_id)
+            # What its ETag is made of (``objects.listed_etag``), without the digest.
+            made_of = (event_id, event["updatedAt"], uid, calendar.time_zone, reminder)
+            response: str | None = None
+            if not texts:
+                response = _RESPONSES.get((made_of, place.path, shape))
+            if response is None:
+                if kept_only:
+                    return None
+                etag = objects.listed_etag(uid, event, calendar, reminder)
+                obj = objects.listed(event, uid, calendar, reminder, etag)
+                if texts and not all(t.holds(obj) for t in texts):
+                    continue
+                response = _response(place, calendar, obj, wanted, None)
+                _RESPONSES.put((made_of, place.path, shape), response, weight=len(response))
+            status.raw(response)
+        for obj in series:
+            if texts and not all(t.holds(obj) for t in texts):
+                continue
+            response = _RESPONSES.get((obj.etag, place.path, shape))
+            if response is None:
+                if kept_only:
+                    return None
+                response = _response(place, calendar, obj, wanted, None)
+                _RESPONSES.put((obj.etag, place.path, shape), response, weight=len(response))
+            status.raw(response)
+        return status.body()
+
+    at_once = None if texts else made(kept_only=True)
+    return at_once if at_once is not None else Later(made)
+
+
+# A calendar's series objects, by the calendar's series version (``calendars.series_version``,
+# which every write of a series or of a changed occurrence moves, in the write's transaction),
+# its zone and the owner's reminder: a week's series are read once, not at every report.
+_SERIES = Lru(256)
+
+
+def _series_objects(
+    conn: Connection, calendar: CalendarRow, ids: set[str], reminder: int | None
+) -> list[objects.DavObject]:
+    """The objects of the series ``ids`` of ``calendar``, read (``objects.load``) only when
+    not kept for the calendar's current series version."""
+    if calendar.series_version is None:
+        return list(objects.load(conn, calendar=calendar, event_ids=ids).values())
+    key = (calendar.id, calendar.series_version, calendar.time_zone, reminder)
+    kept: dict[str, objects.DavObject] | None = _SERIES.get(key)
+    if kept is None:
+        kept = {}
+        _SERIES.put(key, kept)
+    missing = [i for i in ids if i not in kept]
+    if missing:
+        kept.update(objects.load(conn, calendar=calendar, event_ids=missing))
+    return [kept[i] for i in ids if i in kept]
+
+
+def _response(
+    place: Place,
+    calendar: CalendarRow,
+    obj: objects.DavObject,
+    wanted: Wanted,
+    occurrences: dict[str, list[dict[str, Any]]] | None,
+) -> str:
+    """An object's ``DAV:response`` (with its text, if asked for)."""
+    extra: dict[str, Element | str] = {}
+    if wanted.calendar_data is not None:
+        if occurrences is not None:
+            data = objects.expanded(obj, occurrences.get(obj.event_id, []))
+        else:
+            data = objects.render(obj, calendar)
+        extra[c("calendar-data")] = (
+            f"<cal:calendar-data>{escape_text(data.decode())}</cal:calendar-data>"
+        )
+    status = Multistatus()
+    answer(status, place.path + obj.name, object_properties(obj), wanted, extra)
+    return status.parts[-1]
+
+
 def _answer(
     place: Place,
     calendar: CalendarRow,
@@ -279,16 +402,8 @@ def _answer(
     """The multistatus of ``found`` objects (with their text, if asked for), then
     ``missing`` hrefs (404) and the sync ``token``."""
     status = Multistatus()
-    with_data = wanted.calendar_data is not None
     for obj in found:
-        extra = {}
-        if with_data:
-            if occurrences is not None:
-                text = objects.expanded(obj, occurrences.get(obj.event_id, []))
-            else:
-                text = objects.render(obj, calendar)
-            extra[c("calendar-data")] = element(c("calendar-data"), text.decode())
-        answer(status, place.path + obj.name, object_properties(obj), wanted, extra)
+        status.raw(_response(place, calendar, obj, wanted, occurrences))
     for href in missing:
         status.status(href, 404)
     if token is not None:

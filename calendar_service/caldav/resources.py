@@ -338,10 +338,10 @@ def answer(
     href: str,
     known: dict[str, Producer],
     wanted: Wanted,
-    extra: dict[str, Element] | None = None,
+    extra: dict[str, Element | str] | None = None,
 ) -> None:
     """One resource's ``DAV:response``: ``known`` properties (and ``extra``, made already:
-    calendar data) as asked for by ``wanted``."""
+    calendar data, an element or its XML text) as asked for by ``wanted``."""
     extra = extra or {}
     if wanted.propname:
         status.propstats(href, [Element(n) for n in (*known, *extra)], [])
@@ -350,15 +350,16 @@ def answer(
         found = [make() for name, make in known.items() if name not in _NOT_ALL]
         status.propstats(href, found, [])
         return
-    found, missing = [], []
+    chosen: list[Element | str] = []
+    missing: list[str] = []
     for name in wanted.names:
         if name in extra:
-            found.append(extra[name])
+            chosen.append(extra[name])
         elif name in known:
-            found.append(known[name]())
+            chosen.append(known[name]())
         else:
             missing.append(name)
-    status.propstats(href, found, missing)
+    status.propstats(href, chosen, missing)
 
 
 def propfind(
@@ -473,11 +474,5 @@ def proppatch(conn: Connection, *, principal: Principal, path: str, body: Elemen
         raise BadRequest("A PROPPATCH body must be a DAV:propertyupdate element.")
     names = [p.tag for part in body for prop in part.findall(d("prop")) for p in prop]
     status = Multistatus()
-    response = child(status.root, d("response"))
-    child(response, d("href"), place.path)
-    propstat = child(response, d("propstat"))
-    prop = child(propstat, d("prop"))
-    for name in dict.fromkeys(names):
-        child(prop, name)
-    child(propstat, d("status"), "HTTP/1.1 403 Forbidden")
+    status.propstats(place.path, [Element(n) for n in dict.fromkeys(names)], [], status=403)
     return status.body()

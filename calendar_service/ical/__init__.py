@@ -3,7 +3,10 @@
 - ``feeds``: the owner's feeds of a calendar (``/ical/<token>.ics``), found by their secret
   token, each fetch recorded in the feed's history;
 - ``export``: a calendar as iCalendar text (series as RRULE/EXDATE, changed occurrences with
-  RECURRENCE-ID), for the feed;
+  RECURRENCE-ID), for the feed and CalDAV's objects;
+- ``people``: an event's ORGANIZER and ATTENDEE properties (feeds, objects, invitations);
+- ``text``: a single event's VEVENT written as text, the same bytes ``export`` writes with
+  the ``icalendar`` package, without building its objects (CalDAV's reports);
 - ``reading``: an ``.ics`` file read with the ``icalendar`` package into what the calendar can
   hold, per UID, with what does not fit said;
 - ``importing``: those written through the events core (outbox included), idempotent by UID;

@@ -1,7 +1,8 @@
 """A calendar as RFC 5545 text: what a subscription feed serves.
 
 ``read_calendar`` reads what the feed holds (``feed_window``); ``render_calendar`` writes it,
-with the ``icalendar`` package, and is pure (the front runs it off the event loop):
+with the ``icalendar`` package (a single event as text, ``text``: the same bytes), and is pure
+(the front runs it off the event loop):
 
 - one ``VTIMEZONE`` for the calendar's zone and for each zone a series repeats in (none for
   UTC); timed events in the calendar's zone (``DTSTART;TZID=…``), series in their own, all-day
@@ -14,7 +15,7 @@ with the ``icalendar`` package, and is pure (the front runs it off the event loo
   ``DTSTAMP`` and ``LAST-MODIFIED``: its last change, so the text changes only when the
   calendar does and the ``ETag`` (a hash of the text) says so; ``SEQUENCE``: the whole seconds
   from its creation to its last change, so it grows with each later change;
-- an event with attendees: its ``ORGANIZER`` and one ``ATTENDEE`` each (``add_people``);
+- an event with attendees: its ``ORGANIZER`` and one ``ATTENDEE`` each (``people.add_people``);
 - the owner's default reminder (``reminders``), when set: a ``VALARM`` (``ACTION:DISPLAY``,
   ``TRIGGER:-PT<n>M`` before the start) in every VEVENT but the cancelled ones.
 """
@@ -33,15 +34,14 @@ from icalendar import (
     Calendar,
     Event,
     Timezone,
-    vCalAddress,
     vDuration,
     vRecur,
     vText,
 )
-from sqlalchemy import Connection, and_, or_, select
+from sqlalchemy import Connection, and_, bindparam, or_, select
 
 from calendar_service.calendars import CalendarRow
-from calendar_service.events.people import decode, mail_address
+from calendar_service.db import Statement
 from calendar_service.events.queries import EVENT_COLUMNS
 from calendar_service.events.series import times_of, zone_of
 from calendar_service.events.shapes import zone_name
@@ -54,6 +54,8 @@ from calendar_service.ical.edges import (
     rid_form,
     zone_key,
 )
+from calendar_service.ical.people import add_people
+from calendar_service.ical.text import row_vevent
 from calendar_service.models.calendars import calendars_t
 from calendar_service.models.columns import from_db, utc_text_of
 from calendar_service.models.events import events_t
@@ -66,6 +68,7 @@ FEED_HISTORY = timedelta(days=365)
 """How far back a feed reaches: events that ended within this (and every series whose last
 occurrence did, or that has no end, whole with all its changed occurrences)."""
 PRODID = "-//calendar-service//iCalendar feed//EN"
+_END = b"END:VCALENDAR\r\n"
 CANCELLED = "cancelled"
 
 
@@ -102,14 +105,18 @@ def version_of(conn: Connection, *, calendar: CalendarRow, now: datetime) -> tup
     return (calendar, digest.hexdigest(), feed_floor(now), reminder_of(conn, calendar=calendar))
 
 
+# Run by every CalDAV report: compiled once (``db.Statement``).
+_REMINDER_OF = Statement(
+    select(reminders_t.c.minutes_before)
+    .select_from(reminders_t.join(calendars_t, calendars_t.c.user_id == reminders_t.c.user_id))
+    .where(calendars_t.c.id == bindparam("calendar_id"))
+)
+
+
 def reminder_of(conn: Connection, *, calendar: CalendarRow) -> int | None:
     """The default reminder of the calendar's owner (minutes before each start), if set."""
-    found = conn.execute(
-        select(reminders_t.c.minutes_before)
-        .select_from(reminders_t.join(calendars_t, calendars_t.c.user_id == reminders_t.c.user_id))
-        .where(calendars_t.c.id == calendar.id)
-    ).scalar()
-    return None if found is None else int(found)
+    found = _REMINDER_OF.first(conn, calendar_id=calendar.id)
+    return None if found is None or found[0] is None else int(found[0])
 
 
 def read_calendar(conn: Connection, *, calendar: CalendarRow, now: datetime) -> FeedContent:
@@ -173,12 +180,16 @@ def render_calendar(content: FeedContent) -> Rendered:
         cal.add("x-apple-calendar-color", calendar.color)
     cal.add("refresh-interval", timedelta(hours=1), parameters={"VALUE": "DURATION"})
     cal.add("x-published-ttl", "PT1H")
-    events: list[Event] = []
+    events: list[Event | str] = []
     zones = {calendar.time_zone}
     fixed: dict[str, timedelta] = {}  # fixed-offset zones the DST edges are written in
     horizon = datetime(_years(content)[1], 1, 1, tzinfo=UTC)
     for row in content.singles:
-        events.append(_vevent(row, tz, uid=content.uids.get(row.id, row.id), fixed=fixed))
+        uid = content.uids.get(row.id, row.id)
+        # Written as text (``text``: the same bytes, without icalendar's objects), but in a
+        # fold of the zone, which ``_vevent`` writes at a fixed offset.
+        written = row_vevent(row, tz, uid=uid, reminder=content.reminder)
+        events.append(written if written is not None else _vevent(row, tz, uid=uid, fixed=fixed))
     for series in content.series:
         uid = content.uids.get(series.id, series.id)
         own = zone_of(series, tz)  # written in the zone it repeats in
@@ -208,11 +219,19 @@ def render_calendar(content: FeedContent) -> Rendered:
         cal.add_component(_timezone(name, content))
     for name, offset in sorted(fixed.items()):
         cal.add_component(fixed_vtimezone(name, offset))
-    for vevent in events:
-        if content.reminder is not None and vevent.get("STATUS") != "CANCELLED":
-            vevent.add_component(_alarm(content.reminder, str(vevent.get("SUMMARY", ""))))
-        cal.add_component(vevent)
-    body = cal.to_ical()
+    # The calendar's own lines and its VTIMEZONEs, then each VEVENT (text, or icalendar's).
+    head = cal.to_ical()
+    assert head.endswith(_END)
+    parts = [head[: -len(_END)]]
+    for one in events:
+        if isinstance(one, str):
+            parts.append(one.encode())
+            continue
+        if content.reminder is not None and one.get("STATUS") != "CANCELLED":
+            one.add_component(_alarm(content.reminder, str(one.get("SUMMARY", ""))))
+        parts.append(one.to_ical())
+    parts.append(_END)
+    body = b"".join(parts)
     etag = '"' + hashlib.sha256(body).hexdigest()[:40] + '"'
     return Rendered(body, etag, len(events))
 
@@ -316,55 +335,6 @@ def _vevent(
     vevent.add("status", "CONFIRMED")
     add_people(vevent, getattr(row, "attendees", None))
     return vevent
-
-
-_PARTSTATS = {
-    "needsAction": "NEEDS-ACTION",
-    "accepted": "ACCEPTED",
-    "declined": "DECLINED",
-    "tentative": "TENTATIVE",
-}
-
-
-def add_people(vevent: Event, stored: str | None) -> None:
-    """An event's ``ORGANIZER`` and ``ATTENDEE`` lines (RFC 5545 3.8.4.3, 3.8.4.1) from its
-    ``attendees`` column (``events.people``): ``CN`` the name, ``PARTSTAT`` the response,
-    ``ROLE`` ``REQ-PARTICIPANT`` or ``OPT-PARTICIPANT``, ``RSVP=TRUE`` while it waits for
-    one. The parameters are quoted by ``icalendar``: a name cannot break the line."""
-    people = decode(stored)
-    if people is not None:
-        add_attendees(vevent, people["organizer"], people["attendees"])
-
-
-def add_attendees(
-    vevent: Event, organizer: dict[str, Any], attendees: Sequence[dict[str, Any]]
-) -> None:
-    """``add_people`` for the public objects (``organizer``, ``attendees``)."""
-    if organizer.get("email"):
-        vevent.add(
-            "organizer",
-            vCalAddress("mailto:" + mail_address(organizer["email"])),
-            parameters={"CN": _param(organizer.get("name") or organizer["email"])},
-        )
-    for attendee in attendees:
-        params = {
-            "CUTYPE": "INDIVIDUAL",
-            "ROLE": "OPT-PARTICIPANT" if attendee.get("optional") else "REQ-PARTICIPANT",
-            "PARTSTAT": _PARTSTATS[attendee["responseStatus"]],
-        }
-        if attendee["responseStatus"] == "needsAction":
-            params["RSVP"] = "TRUE"
-        if attendee.get("name"):
-            params["CN"] = _param(attendee["name"])
-        vevent.add(
-            "attendee", vCalAddress("mailto:" + mail_address(attendee["email"])), parameters=params
-        )
-
-
-def _param(text: str) -> str:
-    """A parameter value: no double quote (made a single one) or control character (a
-    space) can be written in one (RFC 5545 3.1: a quoted-string holds neither)."""
-    return "".join("'" if c == '"' else " " if ord(c) < 32 or c == "\x7f" else c for c in text)
 
 
 def _series_vevent(

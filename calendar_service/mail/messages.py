@@ -12,7 +12,7 @@ library's ``email.message.EmailMessage``::
 
 The iCalendar object (``calendar_text``) is one ``VEVENT``: ``UID`` the event's id (a
 series' for its occurrences), ``SEQUENCE`` the event's, ``ORGANIZER`` and ``ATTENDEE`` lines
-(``ical.export.add_attendees``); a series with its ``RRULE``/``EXDATE``/``RDATE`` lines and
+(``ical.people.add_attendees``); a series with its ``RRULE``/``EXDATE``/``RDATE`` lines and
 its ``DTSTART`` in the zone it repeats in (with its ``VTIMEZONE``); an occurrence with its
 ``RECURRENCE-ID``; a ``CANCEL`` with ``STATUS:CANCELLED``.
 
@@ -36,7 +36,7 @@ from zoneinfo import ZoneInfo
 from icalendar import Calendar, Event, Timezone, vRecur, vText
 
 from calendar_service.events.people import mail_address
-from calendar_service.ical.export import add_attendees
+from calendar_service.ical.people import add_attendees
 from calendar_service.mail.invitations import one_line, subject_of
 from calendar_service.mail.table import CANCEL
 

@@ -1,19 +1,22 @@
 """CalDAV over HTTP: ``/.well-known/caldav`` and everything under ``/caldav/``.
 
 Each request signs in with HTTP Basic (the owner's email and an app password:
-``caldav.access``), then runs its operation (``operations.CALDAV_*``) through
-``gateway.perform`` like any REST call: the key's permission and calendar scope, its rate
-budget and its call history (transport ``caldav``). What a request brings that cannot be
-taken (too large, not XML, not iCalendar, ``Depth: infinity``) is refused once the key is
-known, so that the refusal is in its history. XML bodies are parsed, and iCalendar read, off
-the event loop when they are large. Header values are fixed texts or digests: never a
-caller's or a calendar's text, which goes in the ``DAV:error`` body only.
+``caldav.access``; in the operation's own transaction, ``access.signed_in``, unless it brings
+a body larger than ``_PARSE_INLINE`` or is a PUT), then runs its operation
+(``operations.CALDAV_*``) through ``gateway.perform`` like any REST call: the key's
+permission and calendar scope, its rate budget and its call history (transport ``caldav``).
+What a request brings that cannot be taken (too large, not XML, not iCalendar, ``Depth:
+infinity``) is refused once the key is known, so that the refusal is in its history. XML
+bodies are parsed, and iCalendar read, off the event loop when they are large. Header values
+are fixed texts or digests: never a caller's or a calendar's text, which goes in the
+``DAV:error`` body only.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 from xml.etree.ElementTree import Element
@@ -99,15 +102,19 @@ def _credentials(request: Request) -> tuple[str, str]:
     return email.strip(), secret
 
 
+def _client_addr(request: Request) -> str | None:
+    client = request.scope.get("client")
+    return client[0] if client else None
+
+
 async def _sign_in(request: Request, svc: Services) -> Principal:
     email, secret = _credentials(request)
-    client = request.scope.get("client")
     return await svc.db.run_connected(
         access.sign_in,
         email=email,
         secret=secret,
         pepper=await _pepper(request, svc),
-        client_addr=client[0] if client else None,
+        client_addr=_client_addr(request),
         now=utcnow(),
     )
 
@@ -115,25 +122,47 @@ async def _sign_in(request: Request, svc: Services) -> Principal:
 async def _perform(
     request: Request,
     svc: Services,
-    principal: Principal,
+    principal: Principal | None,
     op: Operation,
     args: Arguments,
     *,
     refused: CalendarError | None = None,
     status: int | None = None,
 ) -> Outcome[Any]:
-    outcome: Outcome[Any] = await svc.db.run_grouped(
-        perform,
-        principal=principal,
-        ctx=call_context(request, op.name, "caldav"),
-        op=op,
-        args=args,
-        refused=refused,
-        limiter=svc.limiter,
-        status=status,
-        proposal_ttl=svc.config.proposal_ttl,
-    )
+    """``op`` through ``gateway.perform``; without a ``principal``, signed in within the
+    same transaction (``access.signed_in``), or the long way (``_sign_in``) when that lets
+    the request not in."""
+    options: dict[str, Any] = {
+        "ctx": call_context(request, op.name, "caldav"),
+        "op": op,
+        "args": args,
+        "refused": refused,
+        "limiter": svc.limiter,
+        "status": status,
+        "proposal_ttl": svc.config.proposal_ttl,
+    }
+    outcome: Outcome[Any]
+    if principal is None:
+        email, secret = _credentials(request)
+        try:
+            outcome = await svc.db.run_grouped(
+                access.signed_in,
+                email=email,
+                secret=secret,
+                pepper=await _pepper(request, svc),
+                client_addr=_client_addr(request),
+                now=utcnow(),
+                then=functools.partial(_performed, options=options),
+            )
+            return await finished(outcome)
+        except access.SignInNeeded:
+            principal = await _sign_in(request, svc)  # refused there, or let in after all
+    outcome = await svc.db.run_grouped(_performed, principal, options=options)
     return await finished(outcome)
+
+
+def _performed(conn: Any, principal: Principal, *, options: dict[str, Any]) -> Outcome[Any]:
+    return perform(conn, principal=principal, **options)
 
 
 def _headers(outcome: Outcome[Any], **more: str) -> dict[str, str]:
@@ -164,7 +193,7 @@ def _multistatus(outcome: Outcome[Any]) -> Response:
     return Response(outcome.value, 207, _headers(outcome), media_type=XML_MEDIA_TYPE)
 
 
-async def propfind(request: Request, svc: Services, principal: Principal) -> Response:
+async def propfind(request: Request, svc: Services, principal: Principal | None) -> Response:
     body, refused = await _xml_body(request)
     depth = (request.headers.get("depth") or "infinity").strip().lower()
     if depth not in ("0", "1") and refused is None:
@@ -184,7 +213,7 @@ async def propfind(request: Request, svc: Services, principal: Principal) -> Res
     return _multistatus(outcome)
 
 
-async def proppatch(request: Request, svc: Services, principal: Principal) -> Response:
+async def proppatch(request: Request, svc: Services, principal: Principal | None) -> Response:
     body, refused = await _xml_body(request)
     args = {"path": request.scope["path"], "body": body}
     outcome = await _perform(
@@ -193,7 +222,7 @@ async def proppatch(request: Request, svc: Services, principal: Principal) -> Re
     return _multistatus(outcome)
 
 
-async def report(request: Request, svc: Services, principal: Principal) -> Response:
+async def report(request: Request, svc: Services, principal: Principal | None) -> Response:
     body, refused = await _xml_body(request)
     args = {
         "path": request.scope["path"],
@@ -206,7 +235,7 @@ async def report(request: Request, svc: Services, principal: Principal) -> Respo
     return _multistatus(outcome)
 
 
-async def get(request: Request, svc: Services, principal: Principal) -> Response:
+async def get(request: Request, svc: Services, principal: Principal | None) -> Response:
     outcome = await _perform(
         request, svc, principal, operations.CALDAV_GET, {"path": request.scope["path"]}
     )
@@ -222,7 +251,8 @@ async def get(request: Request, svc: Services, principal: Principal) -> Response
     return Response(text, 200, headers, media_type="text/calendar; charset=utf-8")
 
 
-async def put(request: Request, svc: Services, principal: Principal) -> Response:
+async def put(request: Request, svc: Services, principal: Principal | None) -> Response:
+    assert principal is not None  # signed in first: what it may write decides the parsing
     path = request.scope["path"]
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     refused: CalendarError | None = None
@@ -263,7 +293,7 @@ async def put(request: Request, svc: Services, principal: Principal) -> Response
     return Response(None, outcome.status, _headers(outcome))
 
 
-async def delete(request: Request, svc: Services, principal: Principal) -> Response:
+async def delete(request: Request, svc: Services, principal: Principal | None) -> Response:
     path = request.scope["path"]
     if_match = request.headers.get("if-match")
 
@@ -274,7 +304,7 @@ async def delete(request: Request, svc: Services, principal: Principal) -> Respo
     return Response(None, outcome.status, _headers(outcome))
 
 
-Handler = Callable[[Request, Services, Principal], Awaitable[Response]]
+Handler = Callable[[Request, Services, Principal | None], Awaitable[Response]]
 _HANDLERS: dict[str, Handler] = {
     "PROPFIND": propfind,
     "PROPPATCH": proppatch,
@@ -323,7 +353,16 @@ class CalDav:
             return Response(None, 405, {"Allow": ALLOW, "DAV": DAV_CLASSES})
         svc = services(request)
         try:
-            principal = await _sign_in(request, svc)
+            _credentials(request)  # no credentials, or not Basic: 401 before the body is read
+            # A small body is read and parsed before the sign-in, which is then made in the
+            # request's transaction; a larger one (or of no stated length) only once signed in.
+            principal = None
+            length = request.headers.get("content-length")
+            small = "transfer-encoding" not in request.headers and (
+                length is None or (length.isdigit() and int(length) <= _PARSE_INLINE)
+            )
+            if method == "PUT" or not small:
+                principal = await _sign_in(request, svc)
             return await handler(request, svc, principal)
         except ClientDisconnect:
             raise

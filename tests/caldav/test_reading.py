@@ -3,9 +3,14 @@ with and without expand, calendar-multiget, sync-collection, ETags and the ctag.
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 from icalendar import Calendar
 
+from calendar_service import reminders
+from calendar_service.db import Database
+from calendar_service.timeutil import utcnow
 from tests.caldav.support import (
     CS,
     App,
@@ -218,3 +223,102 @@ def test_calendar_query_by_uid_or_summary_text(api: httpx.Client, factory: Facto
     assert query("UID", single["id"]) == {app.calendar() + f"{single['id']}.ics"}
     assert query("SUMMARY", "standup") == {app.calendar() + f"{series['id']}.ics"}
     assert query("SUMMARY", "standup", "i;octet") == set()
+
+
+def test_a_weeks_objects_are_answered_as_get_and_propfind_answer_them(
+    api: httpx.Client, factory: Factory, db: Database
+) -> None:
+    """A time range's single events are answered from the list's page (``reports``): their
+    ETags and texts are those GET and PROPFIND (which read the rows) give, in a zone with DST
+    (a time in its autumn fold too), all day, with attendees and the owner's reminder, and a
+    change shows at once."""
+    owner = factory.owner(time_zone="Europe/Paris")
+    app = app_account(factory, owner)
+    _, rest_key = factory.key(owner)
+    db.call(reminders.set_reminder, user_id=owner.id, minutes_before=15, now=utcnow())
+    people = [{"email": "ana@example.com", "name": 'Ana "A", B; C'}, {"email": "bo@example.org"}]
+    made = [
+        create_event(api, rest_key, title="Dentist, then; lunch", startsAt="2026-10-20T09:00:00Z",
+                     endsAt="2026-10-20T10:00:00Z", description="Line one\nline two " + "é" * 70),
+        create_event(api, rest_key, title="Holiday", startsAt="2026-10-21", endsAt="2026-10-22",
+                     allDay=True),
+        create_event(api, rest_key, title="Review", startsAt="2026-10-22T13:00:00Z",
+                     endsAt="2026-10-22T14:00:00Z", attendees=people, location="Room 1"),
+        create_event(api, rest_key, title="In the fold", startsAt="2026-10-25T00:30:00Z",
+                     endsAt="2026-10-25T01:00:00Z"),
+    ]  # fmt: skip
+    week = _query("20261019T000000Z", "20261026T000000Z")
+
+    def report() -> dict[str, dict[str, Any]]:
+        return responses(dav(api, app, "REPORT", app.calendar(), week, Depth="1"))
+
+    found = report()
+    assert set(found) == {app.calendar() + f"{e['id']}.ics" for e in made}
+    listed = responses(propfind(api, app, app.calendar(), "<d:getetag/>", depth="1"))
+    for href, entry in found.items():
+        etag = entry["found"][f"{D}getetag"].text
+        got = dav(api, app, "GET", href)
+        assert got.headers["etag"] == etag == listed[href]["found"][f"{D}getetag"].text
+        text = entry["found"][f"{C}calendar-data"].text
+        assert text == got.text.replace("\r\n", "\n")  # XML reads a line end as LF
+        vevent = next(iter(Calendar.from_ical(got.content).walk("VEVENT")))
+        assert vevent.walk("VALARM"), href
+    review = Calendar.from_ical(
+        dav(api, app, "GET", app.calendar() + f"{made[2]['id']}.ics").content
+    )
+    attendees = next(iter(review.walk("VEVENT"))).get("ATTENDEE")
+    assert {str(a) for a in attendees} == {"mailto:ana@example.com", "mailto:bo@example.org"}
+    before = found[app.calendar() + f"{made[0]['id']}.ics"]["found"][f"{D}getetag"].text
+    changed = api.patch(
+        f"{EVENTS}/{made[0]['id']}", json={"title": "Dentist (moved)"}, headers=bearer(rest_key)
+    )
+    assert changed.status_code == 200, changed.text
+    again = report()[app.calendar() + f"{made[0]['id']}.ics"]["found"]
+    assert again[f"{D}getetag"].text != before
+    assert "SUMMARY:Dentist (moved)" in again[f"{C}calendar-data"].text
+
+
+def test_a_time_range_with_a_text_match(api: httpx.Client, factory: Factory) -> None:
+    app, _, single, series = _setup(factory, api)
+    body = (
+        '<?xml version="1.0"?><c:calendar-query xmlns:d="DAV:" '
+        'xmlns:c="urn:ietf:params:xml:ns:caldav"><d:prop><d:getetag/><c:calendar-data/>'
+        '</d:prop><c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">'
+        '<c:time-range start="20260302T000000Z" end="20260309T000000Z"/>'
+        '<c:prop-filter name="SUMMARY"><c:text-match>{}</c:text-match></c:prop-filter>'
+        "</c:comp-filter></c:comp-filter></c:filter></c:calendar-query>"
+    )
+
+    def query(text: str) -> set[str]:
+        return set(responses(dav(api, app, "REPORT", app.calendar(), body.format(text), Depth="1")))
+
+    assert query("dentist") == {app.calendar() + f"{single['id']}.ics"}
+    assert query("STANDUP") == {app.calendar() + f"{series['id']}.ics"}
+    assert query("nothing like it") == set()
+
+
+def test_a_time_range_open_at_one_end(api: httpx.Client, factory: Factory) -> None:
+    """A time-range with only a start (or only an end): every object with time after it (or
+    before it), a series whole (RFC 4791 §9.9)."""
+    app, rest_key, single, series = _setup(factory, api)  # 3 March 09:00; daily from 2 March
+    later = create_event(
+        api, rest_key, title="Later", startsAt="2026-04-01T09:00:00Z", endsAt="2026-04-01T10:00:00Z"
+    )
+
+    def query(bounds: str) -> set[str]:
+        body = (
+            '<?xml version="1.0"?><c:calendar-query xmlns:d="DAV:" '
+            'xmlns:c="urn:ietf:params:xml:ns:caldav"><d:prop><d:getetag/></d:prop>'
+            '<c:filter><c:comp-filter name="VCALENDAR"><c:comp-filter name="VEVENT">'
+            f"<c:time-range {bounds}/></c:comp-filter></c:comp-filter></c:filter>"
+            "</c:calendar-query>"
+        )
+        return set(responses(dav(api, app, "REPORT", app.calendar(), body, Depth="1")))
+
+    def names(*events: dict) -> set[str]:
+        return {app.calendar() + f"{e['id']}.ics" for e in events}
+
+    assert query('start="20260315T000000Z"') == names(later)
+    assert query('start="20260303T093000Z"') == names(single, series, later)
+    assert query('end="20260302T120000Z"') == names(series)
+    assert query('end="20260401T000000Z"') == names(single, series)
