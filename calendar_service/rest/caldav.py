@@ -28,7 +28,13 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
 from calendar_service import operations, owner_sessions, service_secrets
-from calendar_service.asgi.context import Services, call_context, read_body, services
+from calendar_service.asgi.context import (
+    Services,
+    call_context,
+    read_body,
+    service_key,
+    services,
+)
 from calendar_service.caldav import access, xml
 from calendar_service.caldav.resources import ROOT
 from calendar_service.caldav.writing import object_exists
@@ -71,15 +77,6 @@ async def _pepper(request: Request, svc: Services) -> str:
             pepper = await svc.db.run(owner_sessions.session_signing_secret, now=utcnow())
         state.caldav_pepper = pepper
     return pepper
-
-
-async def _token_key(request: Request, svc: Services) -> bytes:
-    state = request.app.state
-    key: bytes | None = getattr(state, "page_token_key", None)
-    if key is None:
-        key = await svc.db.run(service_secrets.page_token_key, now=utcnow())
-        state.page_token_key = key
-    return key
 
 
 def _credentials(request: Request) -> tuple[str, str]:
@@ -205,7 +202,7 @@ async def propfind(request: Request, svc: Services, principal: Principal | None)
         "path": request.scope["path"],
         "depth": depth,
         "body": body,
-        "token_key": await _token_key(request, svc),
+        "token_key": await service_key(request, service_secrets.page_token_key),
     }
     outcome = await _perform(
         request, svc, principal, operations.CALDAV_PROPFIND, args, refused=refused
@@ -227,7 +224,7 @@ async def report(request: Request, svc: Services, principal: Principal | None) -
     args = {
         "path": request.scope["path"],
         "body": body,
-        "token_key": await _token_key(request, svc),
+        "token_key": await service_key(request, service_secrets.page_token_key),
     }
     outcome = await _perform(
         request, svc, principal, operations.CALDAV_REPORT, args, refused=refused
