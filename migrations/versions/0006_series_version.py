@@ -12,7 +12,7 @@ may use the series it read for that version. A calendar that never had a series 
 
 On SQLite a later migration that rebuilds ``events`` (a batch ``alter_column``) drops these
 triggers with the table: it must create them again (``create_triggers``);
-``tests/core/test_series_version.py`` fails at head if any is missing.
+``tests/core/events/test_series_version.py`` fails at head if any is missing.
 """
 
 from collections.abc import Sequence

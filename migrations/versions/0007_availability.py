@@ -11,7 +11,7 @@ enough, so that needs no change of schema.
 
 On SQLite the column is added with ``ALTER TABLE ... ADD COLUMN`` (the batch does not rebuild
 ``events`` for it), so the triggers of 0006 (``series_version``) stay;
-``tests/core/test_series_version.py`` checks them at head.
+``tests/core/events/test_series_version.py`` checks them at head.
 """
 
 from collections.abc import Sequence

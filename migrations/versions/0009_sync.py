@@ -18,7 +18,7 @@ docs/sync.md explains both.
 
 On SQLite a later migration that rebuilds ``events`` (a batch ``alter_column``) drops these
 triggers with the table: it must create them again (``create_triggers``);
-``tests/core/test_sync.py`` fails at head if any is missing.
+``tests/core/events/test_sync.py`` fails at head if any is missing.
 """
 
 from collections.abc import Sequence

@@ -10,7 +10,7 @@ import pytest
 
 from calendar_service.db import Database
 from calendar_service.errors import InsufficientScope, ValidationFailed
-from tests.core.test_events import create, listed, principal_for
+from tests.core.events.test_events import create, listed, principal_for
 from tests.support import Factory
 
 WINDOW = {"time_min": "2026-03-01T00:00:00Z", "time_max": "2026-04-01T00:00:00Z"}

@@ -16,7 +16,7 @@ from calendar_service.db import Database
 from calendar_service.events.approving import approve
 from calendar_service.models import EventCreate
 from calendar_service.timeutil import utcnow
-from tests.core.test_search import HOSTILE
+from tests.core.events.test_search import HOSTILE
 from tests.rest.conftest import EVENTS, create_event, with_work
 from tests.support import Factory, bearer
 

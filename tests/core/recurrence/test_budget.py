@@ -33,7 +33,7 @@ from calendar_service.recurrence import (
     summarize,
 )
 from calendar_service.timeutil import utcnow, zone
-from tests.core.test_query_plan import list_plan, plan_of
+from tests.core.events.test_query_plan import list_plan, plan_of
 from tests.support import Factory
 
 START = datetime(2026, 3, 2, 8, 30, tzinfo=UTC)

@@ -34,8 +34,8 @@ from calendar_service.keys import Principal
 from calendar_service.maintenance import purge_expired
 from calendar_service.models import EventCreate, EventUpdate
 from calendar_service.timeutil import format_utc, utcnow
-from tests.core.test_events import TOKEN_KEY, principal_for
-from tests.core.test_query_plan import plan_of
+from tests.core.events.test_events import TOKEN_KEY, principal_for
+from tests.core.events.test_query_plan import plan_of
 from tests.support import Factory
 
 _MIGRATION_0021 = importlib.import_module("migrations.versions.0021_search_by_calendar")
