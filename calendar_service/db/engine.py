@@ -56,8 +56,8 @@ def make_engine(config: Config) -> Engine:
         # ``db.Statement`` skip their event dispatch on every statement.
         engine.dialect.do_begin = _begin_immediate  # type: ignore[method-assign]
         # Every commit SQLAlchemy makes writes the search index's pending words first (the
-        # driver's own commits call ``write_search_words`` in ``transactions.commit``).
-        engine.dialect.do_commit = _commit_with_words  # type: ignore[method-assign]
+        # driver's own commits, in ``transactions.commit``, go through the same function).
+        engine.dialect.do_commit = commit_with_search_words  # type: ignore[method-assign]
         return engine
     return create_engine(
         url,
@@ -99,7 +99,8 @@ def write_search_words(dbapi_connection: Any) -> None:
     dbapi_connection.execute("DELETE FROM events_search_pending")
 
 
-def _commit_with_words(dbapi_connection: Any) -> None:
+def commit_with_search_words(dbapi_connection: Any) -> None:
+    """SQLite: commit the driver's transaction, its pending search words written first."""
     if dbapi_connection.in_transaction:
         write_search_words(dbapi_connection)
     dbapi_connection.commit()

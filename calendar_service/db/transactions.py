@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from calendar_service.db.channels import OPEN_GROUP, OUTBOX_DIRTY
-from calendar_service.db.engine import write_search_words
+from calendar_service.db.engine import commit_with_search_words
 
 
 class Group:
@@ -88,9 +88,10 @@ def commit(conn: Connection) -> None:
         conn.commit()  # SQLite: the dialect's do_commit writes the search words first
         return
     raw: Any = conn.connection.dbapi_connection
-    if conn.dialect.name == "sqlite" and raw.in_transaction:
-        write_search_words(raw)
-    raw.commit()
+    if conn.dialect.name == "sqlite":
+        commit_with_search_words(raw)
+    else:
+        raw.commit()
 
 
 def roll_back(conn: Connection) -> None:
