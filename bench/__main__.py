@@ -243,6 +243,27 @@ class Bench:
                 tool=self.tool,
             )
 
+    def alternated(
+        self,
+        legs: list[tuple[str, str, servers.Server, load.Workload]],
+        rounds: int,
+        *,
+        heading: str = "",
+        **meta: Any,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Every leg (its name, its label, its server, its workload) warmed, then ``rounds``
+        rounds of them all, the order flipped every round (``heading``, with ``{r}``: a line
+        before each); each leg's runs, by its name."""
+        for _, _, srv, work in legs:
+            self.warm(srv, work)
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name, *_ in legs}
+        for r in range(1, rounds + 1):
+            if heading:
+                self.log(heading.format(r=r))
+            for name, label, srv, work in legs if r % 2 else legs[::-1]:
+                runs[name].append(self.measure(srv, work, label, round=r, **meta))
+        return runs
+
     @contextlib.contextmanager
     def side_by_side(
         self, rows: int
@@ -332,35 +353,24 @@ class Bench:
             servers.ours(dbs["now"].url, log_dir=self.logs) as now,
             servers.ours(dbs["before"].url, log_dir=self.logs, name="before", tree=tree) as then,
         ):
-            served = {"now": now, "before": then}
+            served = {"before": then, "now": now}
             for kind in ("list", "create"):
-                works = {
-                    who: load.Workload.ours(
-                        kind, db.read_secret if kind == "list" else db.write_secret
+                legs = [
+                    (
+                        who,
+                        f"{kind} {who}",
+                        srv,
+                        load.Workload.ours(
+                            kind, dbs[who].read_secret if kind == "list" else dbs[who].write_secret
+                        ),
                     )
-                    for who, db in dbs.items()
-                }
-                for who, srv in served.items():
-                    self.warm(srv, works[who])
-                runs: dict[str, list[dict[str, Any]]] = {"now": [], "before": []}
-                for r in range(1, a.rounds + 1):
-                    legs = ["before", "now"] if r % 2 else ["now", "before"]
-                    for who in legs:
-                        label = f"{kind} {who}"
-                        runs[who].append(
-                            self.measure(served[who], works[who], label, round=r, phase="before")
-                        )
-                ratios = [
-                    n["rps"] / b["rps"]
-                    for n, b in zip(runs["now"], runs["before"], strict=True)
-                    if b["rps"]
+                    for who, srv in served.items()
                 ]
-                summary[kind] = {w: report._medians(rs) for w, rs in runs.items()}
-                summary[kind]["rps_ratio"] = round(report.median(ratios), 3)
-                summary[kind]["rounds"] = [round(x, 3) for x in ratios]
+                runs = self.alternated(legs, a.rounds, phase="before")
+                m = summary[kind] = report.compared(runs, "now", "before")
                 self.log(
-                    f" {kind}: now/before {summary[kind]['rps_ratio']:.2f} x req/s "
-                    f"(rounds {', '.join(f'{x:.2f}' for x in ratios)})"
+                    f" {kind}: now/before {m['rps_ratio']:.2f} x req/s "
+                    f"(rounds {', '.join(f'{x:.2f}' for x in m['rounds'])})"
                 )
         return summary
 
@@ -413,17 +423,8 @@ class Bench:
             for kind in ("list", "create"):
                 token = db.read_secret if kind == "list" else db.write_secret
                 work = load.Workload.ours(kind, token)
-                for srv in served.values():
-                    self.warm(srv, work)
-                runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in served}
-                for r in range(1, rounds + 1):
-                    legs = list(served.items())
-                    if r % 2 == 0:
-                        legs.reverse()
-                    for mode, srv in legs:
-                        runs[mode].append(
-                            self.measure(srv, work, f"{kind} {mode}", round=r, phase="modes")
-                        )
+                legs = [(mode, f"{kind} {mode}", srv, work) for mode, srv in served.items()]
+                runs = self.alternated(legs, rounds, phase="modes")
                 summary[kind] = {m: report._medians(rs) for m, rs in runs.items()}
         return summary
 
@@ -448,26 +449,12 @@ class Bench:
                     db.url, log_dir=self.logs, name=f"local-{backend}", factory=LOCAL_LIMITER
                 ) as local,
             ):
-                self.warm(shared, work)
-                self.warm(local, work)
-                runs: dict[str, list[dict[str, Any]]] = {"shared": [], "local": []}
-                for r in range(1, rounds + 1):
-                    legs = [("shared", shared), ("local", local)]
-                    if r % 2 == 0:
-                        legs.reverse()
-                    for who, srv in legs:
-                        label = f"list {backend} {who} limiter"
-                        runs[who].append(self.measure(srv, work, label, round=r, phase="ratelimit"))
-            ratios = [
-                s["rps"] / lo["rps"]
-                for s, lo in zip(runs["shared"], runs["local"], strict=True)
-                if lo["rps"]
-            ]
-            summary[backend] = {
-                w: {**report._medians(rs), "errors": sum(r["errors"] for r in rs)}
-                for w, rs in runs.items()
-            }
-            summary[backend]["rps_ratio"] = round(report.median(ratios), 3)
+                legs = [
+                    (who, f"list {backend} {who} limiter", srv, work)
+                    for who, srv in (("shared", shared), ("local", local))
+                ]
+                runs = self.alternated(legs, rounds, phase="ratelimit")
+            summary[backend] = report.compared(runs, "shared", "local")
             self.log(
                 f" {backend}: shared/in-memory limiter = {summary[backend]['rps_ratio']:.3f} x "
                 "req/s (target >= 0.95)"
@@ -485,35 +472,28 @@ class Bench:
         )
         plain = self.ours_sqlite(a.events)
         with_series = self.ours_sqlite(a.events, series=a.series)
-        runs: dict[str, list[dict[str, Any]]] = {"without": [], "with": []}
         with (
             servers.ours(plain.url, log_dir=self.logs, name="no-series") as without_srv,
             servers.ours(with_series.url, log_dir=self.logs, name="series") as with_srv,
         ):
             legs = [
-                ("without", without_srv, load.Workload.ours("list", plain.read_secret)),
-                ("with", with_srv, load.Workload.ours("list", with_series.read_secret)),
+                (
+                    "without",
+                    "without series",
+                    without_srv,
+                    load.Workload.ours("list", plain.read_secret),
+                ),
+                (
+                    "with",
+                    "with series",
+                    with_srv,
+                    load.Workload.ours("list", with_series.read_secret),
+                ),
             ]
-            for _, srv, work in legs:
-                self.warm(srv, work)
-            for r in range(1, rounds + 1):
-                self.log(f" list round {r}/{rounds}")
-                for who, srv, work in legs if r % 2 else reversed(legs):
-                    label = f"{who} series"
-                    runs[who].append(
-                        self.measure(srv, work, label, round=r, phase="series", series=a.series)
-                    )
-        summary: dict[str, Any] = {
-            who: {**report._medians(rs), "errors": sum(r["errors"] for r in rs)}
-            for who, rs in runs.items()
-        }
-        pairs = list(zip(runs["with"], runs["without"], strict=True))
-        summary["rps_ratio"] = round(
-            report.median([w["rps"] / o["rps"] for w, o in pairs if o["rps"]]), 3
-        )
-        summary["p99_ratio"] = round(
-            report.median([w["p99_ms"] / o["p99_ms"] for w, o in pairs if o["p99_ms"]]), 3
-        )
+            runs = self.alternated(
+                legs, rounds, heading=f" list round {{r}}/{rounds}", phase="series", series=a.series
+            )
+        summary = report.compared(runs, "with", "without")
         self.log(
             f" list with series / without: {summary['rps_ratio']:.2f} x req/s "
             f"(goal >= 0.8 x), p99 {summary['p99_ratio']:.2f} x (goal <= 1.5 x)"
@@ -540,33 +520,22 @@ class Bench:
         summary: dict[str, Any] = {}
         for backend, db in backends.items():
             query = _search_words(db)
-            runs: dict[str, list[dict[str, Any]]] = {"search": [], "list": []}
             with servers.ours(db.url, log_dir=self.logs, name=f"search-{backend}") as srv:
                 matched = _matched(srv.url, db.read_secret, query)
                 self.log(f" {backend}: q={query!r} matches {matched} events in a sample year")
                 legs = [
-                    ("search", load.Workload.search(db.read_secret, query)),
-                    ("list", load.Workload.ours("list", db.read_secret)),
+                    (
+                        "search",
+                        f"search {backend}",
+                        srv,
+                        load.Workload.search(db.read_secret, query),
+                    ),
+                    ("list", f"list {backend}", srv, load.Workload.ours("list", db.read_secret)),
                 ]
-                for _, work in legs:
-                    self.warm(srv, work)
-                for r in range(1, rounds + 1):
-                    self.log(f" {backend} search round {r}/{rounds}")
-                    for kind, work in legs if r % 2 else reversed(legs):
-                        runs[kind].append(
-                            self.measure(srv, work, f"{kind} {backend}", round=r, phase="search")
-                        )
-            m: dict[str, Any] = {
-                kind: {**report._medians(rs), "errors": sum(r["errors"] for r in rs)}
-                for kind, rs in runs.items()
-            }
-            pairs = list(zip(runs["search"], runs["list"], strict=True))
-            m["rps_ratio"] = round(
-                report.median([q["rps"] / li["rps"] for q, li in pairs if li["rps"]]), 3
-            )
-            m["p99_ratio"] = round(
-                report.median([q["p99_ms"] / li["p99_ms"] for q, li in pairs if li["p99_ms"]]), 3
-            )
+                runs = self.alternated(
+                    legs, rounds, heading=f" {backend} search round {{r}}/{rounds}", phase="search"
+                )
+            m = report.compared(runs, "search", "list")
             m["query"], m["matched"] = query, matched
             summary[backend] = m
             self.log(

@@ -49,6 +49,23 @@ def pair_summary(pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str
     }
 
 
+def compared(runs: dict[str, list[dict[str, Any]]], top: str, base: str) -> dict[str, Any]:
+    """Each side's medians (and its errors) of runs made side by side, round by round, and the
+    median of ``top``/``base`` by round: ``rps_ratio``, ``p99_ratio``, each round's req/s ratio
+    (``rounds``)."""
+    out: dict[str, Any] = {
+        who: {**_medians(rs), "errors": sum(r["errors"] for r in rs)} for who, rs in runs.items()
+    }
+    pairs = list(zip(runs[top], runs[base], strict=True))
+    rps = [t["rps"] / b["rps"] for t, b in pairs if b["rps"]]
+    out["rps_ratio"] = round(median(rps), 3)
+    out["p99_ratio"] = round(
+        median([t["p99_ms"] / b["p99_ms"] for t, b in pairs if b["p99_ms"]]), 3
+    )
+    out["rounds"] = [round(x, 3) for x in rps]
+    return out
+
+
 def _medians(results: list[dict[str, Any]]) -> dict[str, float]:
     keys = ("rps", "p50_ms", "p99_ms", "cpu_us_per_req", "machine_busy_pct")
     return {key: round(median([r.get(key, 0) for r in results]), 2) for key in keys}
