@@ -29,7 +29,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from calendar_service import owner_sessions
-from calendar_service.asgi.context import Services, request_id
+from calendar_service.asgi.context import Services, request_id, session_secret
 from calendar_service.asgi.methods import allow_header
 from calendar_service.asgi.middleware import HttpMiddleware
 from calendar_service.errors import CalendarError, NotFound, ValidationFailed
@@ -73,15 +73,9 @@ class Account:
 
     async def secret(self) -> str:
         """``CALENDAR_SESSION_SECRET``, or the one generated once and kept in the database."""
-        secret = self._secret
-        if secret is None:
-            secret = self.services.config.session_secret
-            if not secret:
-                secret = await self.services.db.run(
-                    owner_sessions.session_signing_secret, now=utcnow()
-                )
-            self._secret = secret
-        return secret
+        if self._secret is None:
+            self._secret = await session_secret(self.services)
+        return self._secret
 
     async def signer(self, purpose: str) -> TimestampSigner:
         return TimestampSigner(await self.secret(), salt=f"calendar-service.settings.{purpose}")

@@ -13,6 +13,7 @@ from urllib.parse import unquote
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message, Receive, Scope, Send
 
+from calendar_service import owner_sessions
 from calendar_service.asgi.middleware import HttpMiddleware
 from calendar_service.config import Config
 from calendar_service.db import Database
@@ -56,6 +57,16 @@ async def service_key(request: Request, make: Callable[..., bytes]) -> bytes:
         key = await services(request).db.run(make, now=utcnow())
         setattr(state, make.__name__, key)
     return key
+
+
+async def session_secret(svc: Services) -> str:
+    """``CALENDAR_SESSION_SECRET``, or the one generated once and kept in the database
+    (``owner_sessions.session_signing_secret``): what signs the settings pages' sessions and
+    keys the sign-in throttle's buckets. Callers keep it once read."""
+    secret = svc.config.session_secret
+    if not secret:
+        secret = await svc.db.run(owner_sessions.session_signing_secret, now=utcnow())
+    return secret
 
 
 NOSNIFF = (b"x-content-type-options", b"nosniff")

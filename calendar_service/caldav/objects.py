@@ -44,6 +44,8 @@ from calendar_service.models.ical import ical_uids_t
 from calendar_service.timeutil import format_utc, zone
 
 SUFFIX = ".ics"
+MAX_OBJECT = 1024 * 1024
+"""The largest calendar object a PUT takes (``max-resource-size``)."""
 MEDIA_TYPE = "text/calendar; charset=utf-8; component=vevent"
 PRODID = "-//calendar-service//CalDAV//EN"
 _HEADER = (

@@ -38,6 +38,7 @@ from calendar_service.caldav.resources import (
     href_path,
     locate,
     object_properties,
+    sync_token,
 )
 from calendar_service.caldav.xml import Multistatus, c, d, escape_text
 from calendar_service.calendars import CalendarRow
@@ -51,7 +52,7 @@ from calendar_service.errors import (
 from calendar_service.events.listing import list_events_later
 from calendar_service.events.memo import Lru
 from calendar_service.events.parsing import MAX_LIMIT
-from calendar_service.events.sync import current_position, encode_sync_token, sync_events
+from calendar_service.events.sync import current_position, sync_events
 from calendar_service.ical.export import reminder_of
 from calendar_service.keys import Principal
 from calendar_service.later import Later, finish
@@ -452,7 +453,7 @@ def _sync(conn: Connection, principal: Principal, place: Place, body: Element, k
     if not given:  # the first sync: everything, and where it stands
         position = current_position(conn)
         found = objects.load_all(conn, calendar=calendar)
-        token = SYNC_TOKEN_PREFIX + encode_sync_token(key, principal, position, chosen)
+        token = sync_token(key, principal, position, calendar)
         return Later(lambda: _answer(place, calendar, found.values(), wanted, None, [], token))
     if not given.startswith(SYNC_TOKEN_PREFIX):
         raise _bad_token()

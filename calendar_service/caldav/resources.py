@@ -29,7 +29,6 @@ from calendar_service.caldav import objects
 from calendar_service.caldav.xml import (
     APPLE,
     CS,
-    MAX_BODY,
     Multistatus,
     c,
     child,
@@ -39,7 +38,7 @@ from calendar_service.caldav.xml import (
 )
 from calendar_service.calendars import CalendarRow, accessible_calendars
 from calendar_service.errors import BadRequest, DavRefused, NotFound
-from calendar_service.events.sync import current_position, encode_sync_token
+from calendar_service.events.sync import Position, current_position, encode_sync_token
 from calendar_service.keys import Principal
 from calendar_service.later import Later
 from calendar_service.models.events import event_sync_t
@@ -207,9 +206,13 @@ class Facts:
         return f"{last or 0}-{hashlib.sha256(about).hexdigest()[:12]}"
 
     def sync_token(self, calendar: CalendarRow) -> str:
-        position = current_position(self.conn)
-        token = encode_sync_token(self.token_key, self.principal, position, [calendar.id])
-        return SYNC_TOKEN_PREFIX + token
+        return sync_token(self.token_key, self.principal, current_position(self.conn), calendar)
+
+
+def sync_token(key: bytes, principal: Principal, position: Position, calendar: CalendarRow) -> str:
+    """The ``DAV:sync-token`` of ``calendar`` at ``position`` (the change feed's): the REST
+    list's sync token of that one calendar, with our URI prefix."""
+    return SYNC_TOKEN_PREFIX + encode_sync_token(key, principal, position, [calendar.id])
 
 
 Producer = Callable[[], Element]
@@ -272,7 +275,7 @@ def _calendar_properties(facts: Facts, calendar: CalendarRow) -> dict[str, Produ
         ),
         c("supported-calendar-component-set"): lambda: comps,
         c("supported-calendar-data"): lambda: data,
-        c("max-resource-size"): lambda: element(c("max-resource-size"), str(MAX_BODY)),
+        c("max-resource-size"): lambda: element(c("max-resource-size"), str(objects.MAX_OBJECT)),
         d("supported-report-set"): lambda: _reports(
             c("calendar-query"), c("calendar-multiget"), d("sync-collection")
         ),

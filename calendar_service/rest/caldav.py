@@ -27,15 +27,16 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
-from calendar_service import operations, owner_sessions, service_secrets
+from calendar_service import operations, service_secrets
 from calendar_service.asgi.context import (
     Services,
     call_context,
     read_body,
     service_key,
     services,
+    session_secret,
 )
-from calendar_service.caldav import access, xml
+from calendar_service.caldav import access, objects, xml
 from calendar_service.caldav.resources import ROOT
 from calendar_service.caldav.writing import object_exists
 from calendar_service.errors import (
@@ -51,6 +52,7 @@ from calendar_service.errors import (
     WrongAppPassword,
 )
 from calendar_service.gateway import Arguments, Outcome, finished, perform
+from calendar_service.ical.feeds import etag_matches
 from calendar_service.ical.reading import ReadFile, read_file
 from calendar_service.keys import Principal
 from calendar_service.operations import Operation
@@ -61,8 +63,6 @@ DAV_CLASSES = "1, 3, calendar-access"
 ALLOW = "OPTIONS, GET, HEAD, PUT, DELETE, PROPFIND, PROPPATCH, REPORT"
 XML_MEDIA_TYPE = "application/xml; charset=utf-8"
 ICS_MEDIA_TYPE = "text/calendar"
-MAX_OBJECT = 1024 * 1024
-"""The largest calendar object a PUT takes (``max-resource-size``)."""
 _PARSE_INLINE = 16 * 1024  # bodies up to this are parsed on the loop (microseconds)
 
 
@@ -72,10 +72,7 @@ async def _pepper(request: Request, svc: Services) -> str:
     state = request.app.state
     pepper: str | None = getattr(state, "caldav_pepper", None)
     if pepper is None:
-        pepper = svc.config.session_secret
-        if not pepper:
-            pepper = await svc.db.run(owner_sessions.session_signing_secret, now=utcnow())
-        state.caldav_pepper = pepper
+        pepper = state.caldav_pepper = await session_secret(svc)
     return pepper
 
 
@@ -239,8 +236,7 @@ async def get(request: Request, svc: Services, principal: Principal | None) -> R
     obj, text = outcome.value
     headers = _headers(outcome, ETag=obj.etag)
     headers["Last-Modified"] = obj.updated.strftime("%a, %d %b %Y %H:%M:%S GMT")
-    wanted = request.headers.get("if-none-match")
-    if wanted is not None and obj.etag in {t.strip() for t in wanted.split(",")}:
+    if etag_matches(request.headers.get("if-none-match"), obj.etag):
         return Response(None, 304, headers)
     if request.method == "HEAD":
         headers["Content-Length"] = str(len(text))
@@ -255,9 +251,11 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
     refused: CalendarError | None = None
     raw = b""
     try:
-        raw = await read_body(request.receive, limit=MAX_OBJECT)
+        raw = await read_body(request.receive, limit=objects.MAX_OBJECT)
     except PayloadTooLarge:
-        refused = PayloadTooLarge(f"The calendar object is larger than {MAX_OBJECT // 1024} KiB.")
+        refused = PayloadTooLarge(
+            f"The calendar object is larger than {objects.MAX_OBJECT // 1024} KiB."
+        )
     if refused is None and media != ICS_MEDIA_TYPE:
         refused = DavRefused(
             f"Send the object as '{ICS_MEDIA_TYPE}'.", xml.c("supported-calendar-data")
