@@ -1,6 +1,6 @@
 """The housekeeping job: an APScheduler interval job running the core's retention purges.
 
-Hourly, in a thread (a large purge must not hold up the event loop), ``housekeeping`` runs
+Hourly, on a database thread (a large purge must not hold up the event loop), ``housekeeping`` runs
 ``maintenance.purge_expired``: call history, the change log and feeds' fetch history past
 ``CALENDAR_CALL_HISTORY_DAYS``, idempotency records past 24 hours, idle rate buckets, the
 changes kept for sync tokens past ``CALENDAR_SYNC_RETENTION_DAYS``, OAuth requests, codes
@@ -15,15 +15,17 @@ worker``. Not part of the core, which uses no scheduler: this module only schedu
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from sqlalchemy import Connection
 
 from calendar_service.config import Config
 from calendar_service.db import Database
+from calendar_service.db.transactions import atomic
 from calendar_service.maintenance import purge_expired
 from calendar_service.timeutil import utcnow
 
@@ -57,12 +59,17 @@ async def housekeeping_job(
 
 
 async def housekeeping(config: Config, db: Database) -> dict[str, int]:
-    """Purge what is kept only for a while (``maintenance.purge_expired``), in a thread; how
-    many rows of each kind went."""
-    return await asyncio.to_thread(
-        db.call,
-        purge_expired,
+    """Purge what is kept only for a while (``maintenance.purge_expired``), on a database
+    thread as a long write (``Database.run_off_loop``: on SQLite the loop's own calls await its
+    end instead of waiting for SQLite's lock on the loop); how many rows of each kind went."""
+    return await db.run_off_loop(
+        _purged,
         now=utcnow(),
         call_history_days=config.call_history_days,
         sync_retention_days=config.sync_retention_days,
     )
+
+
+def _purged(conn: Connection, **purge: Any) -> dict[str, int]:
+    with atomic(conn):
+        return purge_expired(conn, **purge)
