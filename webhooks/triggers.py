@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -63,6 +63,39 @@ def _next_size(size: int, claim: firing.Fired, batch: int) -> int:
     return max(1, min(batch, size * 2, int(BATCH_DELIVERIES / max(1.0, per_row))))
 
 
+Step = tuple[Callable[..., Any], dict[str, Any]]
+"""A step of a tick: a function of a connection (``plan_step``, ``fire_step``,
+``next_due_step``) and its keyword arguments."""
+
+
+def _tick(
+    now: Callable[[], datetime],
+    grace: timedelta,
+    horizon: timedelta,
+    batch: int,
+    wake: Callable[[], None] | None,
+    stop: Callable[[], bool] = lambda: False,
+) -> Generator[Step, Any, TickReport]:
+    """One tick as its steps, each to be run in a transaction of its own by whoever drives it
+    (``run_tick`` on one connection, ``TriggerJob`` on database threads): plan, fire in
+    growing claims (waking the dispatcher after each that queued deliveries), find the next
+    due time. Each step's result is sent back in."""
+    planned = yield plan_step, {"now": now(), "grace": grace, "horizon": horizon}
+    fired = skipped = deliveries = 0
+    size = min(batch, FIRST_BATCH)
+    while True:
+        claim = yield fire_step, {"now": now(), "grace": grace, "limit": size}
+        fired, skipped = fired + claim.fired, skipped + claim.skipped
+        deliveries += claim.deliveries
+        if claim.deliveries and wake is not None:
+            wake()
+        if not claim.full or stop():
+            break
+        size = _next_size(size, claim, batch)
+    next_due = yield next_due_step, {}
+    return TickReport(planned, fired, skipped, deliveries, next_due)
+
+
 def run_tick(
     conn: Connection,
     *,
@@ -72,20 +105,16 @@ def run_tick(
     batch: int = firing.BATCH,
     wake: Callable[[], None] | None = None,
 ) -> TickReport:
-    """Plan, fire in batches, and find the next due time: each in a transaction of its own."""
-    planned = plan_step(conn, now=now(), grace=grace, horizon=horizon)
-    fired = skipped = deliveries = 0
-    size = min(batch, FIRST_BATCH)
-    while True:
-        claim = fire_step(conn, now=now(), grace=grace, limit=size)
-        fired, skipped = fired + claim.fired, skipped + claim.skipped
-        deliveries += claim.deliveries
-        if claim.deliveries and wake is not None:
-            wake()
-        if not claim.full:
-            break
-        size = _next_size(size, claim, batch)
-    return TickReport(planned, fired, skipped, deliveries, next_due_step(conn))
+    """One tick (``_tick``) on ``conn``, each step in a transaction of its own."""
+    steps = _tick(now, grace, horizon, batch, wake)
+    result = None
+    try:
+        while True:
+            fn, kwargs = steps.send(result)
+            result = fn(conn, **kwargs)
+    except StopIteration as done:
+        report: TickReport = done.value
+        return report
 
 
 def plan_step(
@@ -109,7 +138,7 @@ def next_due_step(conn: Connection) -> datetime | None:
 
 
 class TriggerJob:
-    """Runs ``run_tick`` for one process (see the module's docstring)."""
+    """Runs the ticks of one process (see the module's docstring)."""
 
     def __init__(
         self,
@@ -166,24 +195,25 @@ class TriggerJob:
         return report
 
     async def _run_once(self) -> TickReport:
-        """``run_tick``'s steps, each on a database thread by itself (``run_off_loop``), so that
-        on SQLite the dispatcher's claims run between two claims of a burst, not after all."""
-        grace = self.config.trigger_grace
-        run = self.db.run_off_loop
-        planned = await run(plan_step, now=self.now(), grace=grace, horizon=self.horizon)
-        fired = skipped = deliveries = 0
-        size = min(self.batch, FIRST_BATCH)
-        while True:
-            claim = await run(fire_step, now=self.now(), grace=grace, limit=size)
-            fired, skipped = fired + claim.fired, skipped + claim.skipped
-            deliveries += claim.deliveries
-            if claim.deliveries and self.wake_deliveries is not None:
-                self.wake_deliveries()
-            if not claim.full or self._closed:
-                break
-            size = _next_size(size, claim, self.batch)
-        next_due = await run(next_due_step)
-        return TickReport(planned, fired, skipped, deliveries, next_due)
+        """A tick (``_tick``), each step on a database thread by itself (``run_off_loop``), so
+        that on SQLite the dispatcher's claims run between two claims of a burst, not after
+        all; it stops claiming once the job is closed."""
+        steps = _tick(
+            self.now,
+            self.config.trigger_grace,
+            self.horizon,
+            self.batch,
+            self.wake_deliveries,
+            stop=lambda: self._closed,
+        )
+        result = None
+        try:
+            while True:
+                fn, kwargs = steps.send(result)
+                result = await self.db.run_off_loop(fn, **kwargs)
+        except StopIteration as done:
+            report: TickReport = done.value
+            return report
 
     def _tick_at(self, when: datetime) -> None:
         """Ask for a tick at ``when`` if that comes before the next poll."""
