@@ -85,6 +85,11 @@ def test_get_serves_one_object_per_event_with_its_etag(api: httpx.Client, factor
     assert any(str(v.get("SUMMARY")) == "Standup (long)" and "RECURRENCE-ID" in v for v in vevents)
     again = dav(api, app, "GET", app.calendar() + f"{series['id']}.ics", If_None_Match=etag)
     assert again.status_code == 304
+    for tags in (f'"other", W/{etag}', "*"):  # RFC 9110's weak comparison, and any
+        weak = dav(api, app, "GET", app.calendar() + f"{series['id']}.ics", If_None_Match=tags)
+        assert weak.status_code == 304, tags
+    other = dav(api, app, "GET", app.calendar() + f"{series['id']}.ics", If_None_Match='"x"')
+    assert other.status_code == 200
     missing = dav(api, app, "GET", app.calendar() + "nothing-here.ics")
     assert missing.status_code == 404
 
