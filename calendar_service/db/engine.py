@@ -9,10 +9,12 @@ errors never carry the statement's parameters into logs.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import QueuePool
 
 from calendar_service.config import Config
@@ -73,36 +75,48 @@ def _begin_immediate(dbapi_connection: Any) -> None:
         dbapi_connection.execute("BEGIN IMMEDIATE")
 
 
-ANY_SEARCH_WORDS_PENDING = "SELECT 1 FROM events_search_pending LIMIT 1"
+SEARCH_WORDS_AT = 256
+"""SQLite: the pending search words a commit moves into the index once this many are waiting
+(``events_search_pending``'s last ``seq``; the table is emptied by each move, so its ``seq``
+starts again at 1). A search moves whatever is pending first, in its own transaction
+(``events.search.write_pending_words``), so it never misses a committed write."""
+
+LAST_PENDING_WORDS = "SELECT max(seq) FROM events_search_pending"
 SEARCH_PARTS_PENDING = "SELECT DISTINCT part FROM events_search_pending"
 
 
-def write_search_words(dbapi_connection: Any) -> None:
+def write_search_words(execute: Callable[..., Any], *, at_least: int = 1) -> bool:
     """SQLite: move the words the triggers on ``events`` left in ``events_search_pending`` into
     their parts of the search index (``events_search_<part>``), in the order written, and empty
-    the table, inside the transaction about to commit (migration 0022: one FTS5 segment a
-    commit and a part, not one a statement). Before 0022 (no such table): nothing to do."""
+    the table, inside the open transaction (migration 0022; the triggers' pending words are
+    part of the index as much as its FTS5 tables), once at least ``at_least`` are pending:
+    one FTS5 segment a part for all of them. ``execute``: the driver connection's ``execute``
+    or a ``Connection``'s ``exec_driver_sql``. Before 0022 (no such table): nothing to do.
+    Returns whether words were moved."""
     try:
-        if dbapi_connection.execute(ANY_SEARCH_WORDS_PENDING).fetchone() is None:
-            return
-    except sqlite3.OperationalError as exc:
+        last = execute(LAST_PENDING_WORDS).fetchone()[0]
+    except (sqlite3.OperationalError, OperationalError) as exc:
         if "no such table" in str(exc):
-            return
+            return False
         raise
-    for (part,) in dbapi_connection.execute(SEARCH_PARTS_PENDING).fetchall():
+    if last is None or last < at_least:
+        return False
+    for (part,) in execute(SEARCH_PARTS_PENDING).fetchall():
         table = f"events_search_{int(part)}"
-        dbapi_connection.execute(
+        execute(
             f"INSERT INTO {table}({table}, rowid, words) SELECT command, key, words "  # noqa: S608
             "FROM events_search_pending WHERE part = ? ORDER BY seq",
             (part,),
         )
-    dbapi_connection.execute("DELETE FROM events_search_pending")
+    execute("DELETE FROM events_search_pending")
+    return True
 
 
 def commit_with_search_words(dbapi_connection: Any) -> None:
-    """SQLite: commit the driver's transaction, its pending search words written first."""
+    """SQLite: commit the driver's transaction, the pending search words written first once
+    ``SEARCH_WORDS_AT`` are waiting (the creates of many commits share one FTS5 segment)."""
     if dbapi_connection.in_transaction:
-        write_search_words(dbapi_connection)
+        write_search_words(dbapi_connection.execute, at_least=SEARCH_WORDS_AT)
     dbapi_connection.commit()
 
 

@@ -56,7 +56,12 @@ from calendar_service.events.queries import (
     window_floor,
     window_series,
 )
-from calendar_service.events.search import Search, parse_search, search_params
+from calendar_service.events.search import (
+    Search,
+    parse_search,
+    search_params,
+    write_pending_words,
+)
 from calendar_service.events.shapes import events_public
 from calendar_service.events.sync import (
     DEFAULT_RETENTION_DAYS,
@@ -328,6 +333,7 @@ def _window_page(
         series = window_series(conn, calendars, shape=shape, params=params, texts=texts)
     else:
         parts = search_params(params, search, dialect, [c.id for c in calendars])
+        write_pending_words(conn)
         found = search_statement(dialect, parts, *shape).all(conn, **params)
         rows = [row[1:] for row in found if row[0] == SEARCH_WINDOW]
         series = [row[1 : 1 + len(SERIES_KEYS)] for row in found if row[0] == SEARCH_SERIES]

@@ -12,9 +12,10 @@ characters, or with a NUL, it is refused (400 on ``q``).
 
 How, per database (the index itself is migrations 0017's, 0020's, 0021's and 0022's, kept in
 step with every write of an event row, in its transaction: on SQLite the triggers leave the
-words in ``events_search_pending`` and every commit the service makes moves them into the
-index first, ``db.engine.write_search_words``: one FTS5 segment a commit, not one a
-statement), the matches found once a request (a
+words in ``events_search_pending``, and a search first moves whatever is pending into the
+FTS5 tables, ``write_pending_words``; a commit moves them once ``db.engine.SEARCH_WORDS_AT``
+are waiting: one FTS5 segment for many writes, not one a statement), the matches found once
+a request (a
 ``WITH`` both parts of ``queries.search_statement`` read) and only among the calendars'
 entries of the index:
 
@@ -61,6 +62,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
+from calendar_service.db.engine import write_search_words
 from calendar_service.errors import FieldError, ValidationFailed
 
 QUERY_MAX = 500
@@ -235,16 +237,27 @@ MERGE_PAGES = 2000
 ``PARTS``-th in each part)."""
 
 
+def write_pending_words(conn: Connection) -> None:
+    """SQLite: move the words still pending (``events_search_pending``: the triggers' part of
+    the index, written with each change of an event) into the FTS5 tables, in ``conn``'s
+    transaction, before a search reads them. A commit moves them only once
+    ``db.engine.SEARCH_WORDS_AT`` are waiting, so that many creates share one segment; a
+    search therefore moves what is left first and never misses a committed write."""
+    if conn.dialect.name == "sqlite":
+        write_search_words(conn.exec_driver_sql)
+
+
 def merge_search_index(conn: Connection) -> int:
-    """Housekeeping (SQLite): merge the search index's segments, up to ``MERGE_PAGES`` leaf
-    pages of work. FTS5 writes the words of each statement that changes events as a segment
-    of its own and merges them only by fours as they pile up (its ``automerge``), so that a
+    """Housekeeping (SQLite): move the pending words into the index, then merge its segments,
+    up to ``MERGE_PAGES`` leaf pages of work. FTS5 writes each move's words as a segment of
+    its own and merges them only by fours as they pile up (its ``automerge``), so that a
     search reads a dozen segments where one would do: a search's exact words cost about six
     times as much (docs/performance.md, "Search's cost"). Merged here, once an hour, off the
     writes' path; at 100,000 events one run merges the whole index (about 70 ms).
     PostgreSQL's GIN index needs nothing: 0."""
     if conn.dialect.name != "sqlite":
         return 0
+    write_pending_words(conn)
     for part in range(PARTS):
         table = f"events_search_{part}"
         conn.exec_driver_sql(

@@ -13,8 +13,13 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import IntegrityError
 
 from calendar_service.config import Config
-from calendar_service.db.engine import make_engine
-from calendar_service.events.search import KEY_MASK, index_part, key_range
+from calendar_service.db.engine import SEARCH_WORDS_AT, make_engine
+from calendar_service.events.search import (
+    KEY_MASK,
+    index_part,
+    key_range,
+    write_pending_words,
+)
 from calendar_service.migrate import alembic_config
 from tests.support import fresh_database_url
 
@@ -388,7 +393,8 @@ def test_0021_keys_the_index_by_calendar_for_the_events_already_there_and_goes_b
                     "@@ calendar_search_keyed_query(:q, :c)"
                 )
             query = f"SELECT id FROM events WHERE calendar_id = :c AND {where} ORDER BY id"  # noqa: S608
-            with engine.connect() as conn:
+            with engine.begin() as conn:
+                write_pending_words(conn)  # as a search does
                 return list(conn.execute(text(query), params).scalars())
 
         assert found("denti", "cal_1") == ["ev_1"] and found("dentist", "cal_2") == ["ev_2"]
@@ -418,12 +424,13 @@ def test_0021_keys_the_index_by_calendar_for_the_events_already_there_and_goes_b
 
 
 @pytest.mark.sqlite
-def test_0022_writes_the_search_words_at_each_commit_and_goes_back(tmp_path: Path) -> None:
-    """SQLite: the triggers leave an event's words pending and the service's commit moves them
-    into the index in the same transaction (found at once, nothing left pending); a rolled-back
-    write leaves nothing; an insert, an update and a delete in one transaction keep the index
-    whole (FTS5's integrity check); a write made outside the service waits for the service's
-    next commit; the downgrade writes what is pending and brings 0021's triggers back."""
+def test_0022_keeps_the_search_words_pending_until_a_search_and_goes_back(tmp_path: Path) -> None:
+    """SQLite: the triggers leave an event's words pending in the write's transaction; a
+    search moves them into the index first (found at once, nothing left pending), and so does
+    the service's commit once ``SEARCH_WORDS_AT`` are waiting; a rolled-back write leaves
+    nothing; an insert, an update and a delete in one transaction keep the index whole (FTS5's
+    integrity check); a write made outside the service is found by the next search; the
+    downgrade writes what is pending and brings 0021's triggers back."""
     path = tmp_path / "words.db"
     url = f"sqlite:///{path}"
     engine = make_engine(Config(database_url=url))
@@ -443,7 +450,8 @@ def test_0022_writes_the_search_words_at_each_commit_and_goes_back(tmp_path: Pat
             f"SELECT id FROM events WHERE rowid IN (SELECT rowid & {KEY_MASK} FROM {table} "  # noqa: S608
             f"WHERE {table} MATCH :q AND rowid >= :low AND rowid < :high) ORDER BY id"
         )
-        with engine.connect() as conn:
+        with engine.begin() as conn:
+            write_pending_words(conn)  # as a search does
             rows = conn.execute(text(query), {"q": f'"{word}"*', "low": low, "high": high})
             return list(rows.scalars())
 
@@ -467,6 +475,7 @@ def test_0022_writes_the_search_words_at_each_commit_and_goes_back(tmp_path: Pat
             {"at": at},
         )
         conn.execute(text(insert), {"id": "ev_1", "title": "Dentist Müller", "at": at})
+    assert pending() == 1
     assert found("dentist") == ["ev_1"] and pending() == 0
 
     with pytest.raises(RuntimeError), engine.begin() as conn:
@@ -494,10 +503,29 @@ def test_0022_writes_the_search_words_at_each_commit_and_goes_back(tmp_path: Pat
             (at, at, at, at),
         )
     outside.close()
-    assert found("vacc") == [] and pending() == 1
-    with engine.begin() as conn:  # the service's next commit, whatever it writes
+    assert pending() == 1
+    with engine.begin() as conn:  # a commit of the service with few words waiting
         conn.execute(text("UPDATE users SET email = 'b@x.test' WHERE id = 'usr_1'"))
+    assert pending() == 1
     assert found("vacc") == ["ev_5"] and pending() == 0
+
+    with engine.begin() as conn:  # many words waiting: the commit moves them
+        for n in range(SEARCH_WORDS_AT):
+            conn.execute(text(insert), {"id": f"ev_many_{n}", "title": f"Many {n}", "at": at})
+    assert pending() == 0
+    with engine.connect() as conn:  # in the index itself, without a search's move
+        moved = conn.execute(
+            text(f"SELECT count(*) FROM {table} WHERE {table} MATCH 'many'")  # noqa: S608
+        ).scalar_one()
+    assert moved == SEARCH_WORDS_AT
+
+    for title in ("Trim", "Shave"):  # changes of several commits wait, in order
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE events SET title = :t WHERE id = 'ev_3'"), {"t": title})
+    assert pending() == 4  # each change: its old words out, its new words in
+    assert found("haircut") == [] and found("trim") == [] and found("shave") == ["ev_3"]
+    with engine.begin() as conn:
+        conn.execute(text(f"INSERT INTO {table}({table}) VALUES ('integrity-check')"))  # noqa: S608
 
     outside = sqlite3.connect(path)
     with outside:

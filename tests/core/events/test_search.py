@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from calendar_service import events
 from calendar_service.db import Database
@@ -28,6 +28,7 @@ from calendar_service.events.search import (
     index_part,
     key_range,
     parse_search,
+    write_pending_words,
 )
 from calendar_service.ical.importing import import_events
 from calendar_service.keys import Principal
@@ -454,8 +455,10 @@ def test_the_search_key_is_the_calendars_bucket_then_the_rowid(
     owner = factory.owner()
     writer = principal_for(db, factory, owner)
     create(db, writer, title="Keyed")
-    keys = db.call(
-        lambda conn: [
+
+    def keyed(conn: Connection) -> list[Any]:
+        write_pending_words(conn)  # as a search does: what the create's commit left pending
+        return [
             row
             for n in range(PARTS)
             for row in conn.execute(
@@ -466,7 +469,8 @@ def test_the_search_key_is_the_calendars_bucket_then_the_rowid(
                 )
             ).all()
         ]
-    )
+
+    keys = db.call(keyed)
     assert len(keys) == 1
     assert keys[0][2] == index_part(keys[0][0])
     for calendar_id, key, _ in keys:
