@@ -26,6 +26,8 @@ TITLE_MAX = 300
 
 SERIES_ROWS = text("recurrence IS NOT NULL")
 """The rows that are series (the partial index ``ix_events_series`` holds only them)."""
+EXCEPTION_ROWS = text("recurring_event_id IS NOT NULL")
+"""The rows that are exceptions of a series (``ix_events_recurring`` holds only them)."""
 
 
 class Event(SQLModel, table=True):
@@ -48,7 +50,14 @@ class Event(SQLModel, table=True):
             sqlite_where=SERIES_ROWS,
             postgresql_where=SERIES_ROWS,
         ),
-        Index("ix_events_recurring", "recurring_event_id", "original_starts_at"),
+        # A series' exceptions, by series (migration 0023: the exceptions' rows only).
+        Index(
+            "ix_events_recurring",
+            "recurring_event_id",
+            "original_starts_at",
+            sqlite_where=EXCEPTION_ROWS,
+            postgresql_where=EXCEPTION_ROWS,
+        ),
     )
 
     # 64: an occurrence id is its series' id, "_" and a 16-character UTC stamp.
@@ -101,7 +110,6 @@ class EventSync(SQLModel, table=True):
     __tablename__ = "event_sync"
     __table_args__ = (
         Index("ix_event_sync_calendar_seq", "calendar_id", "seq", "event_id"),
-        Index("ix_event_sync_changed_at", "changed_at"),
     )
 
     event_id: str = Field(primary_key=True, max_length=64)
