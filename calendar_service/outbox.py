@@ -47,7 +47,8 @@ DISABLED_ERROR = "webhook disabled when the change was made"
 # active), or nothing when there is none. A subscription's row is the owner's message id, a dot
 # and 13 characters of its own id (at most 40 in all), its payload the same but that id; a
 # subscription whose key was revoked or expired gets nothing from the moment that committed.
-# Returns the rows' statuses.
+# Its row count says whether anything was queued. Not ``RETURNING``: on SQLite it cost this
+# statement, run by every change, about 50,000 instructions more (40 % of it).
 _e, _k = endpoints_t.c, keys_t.c
 
 
@@ -84,8 +85,7 @@ _delivery_id = case(
     else_=_message + literal_column("'.'") + func.substr(_e.id, 5, 13),
 )
 _QUEUE_CHANGE = Statement(
-    insert(deliveries_t)
-    .from_select(
+    insert(deliveries_t).from_select(
         [
             "id",
             "user_id",
@@ -133,7 +133,6 @@ _QUEUE_CHANGE = Statement(
             ),
         ),
     )
-    .returning(deliveries_t.c.status)
 )
 
 
@@ -179,7 +178,7 @@ def record_change(
         message_id=message_id, event_type=event_type, now=now, data={"event": event}
     )
     calendar_id = str(event.get("calendarId", ""))
-    queued = _QUEUE_CHANGE.all(
+    queued = _QUEUE_CHANGE.run(
         conn,
         id=message_id,
         user_id=user_id,
@@ -193,8 +192,9 @@ def record_change(
     )
     if not queued:
         return None
-    if any(row[0] == "pending" for row in queued):
-        notify_committed(conn)
+    # The dispatcher is woken after the commit, even when every row queued was failed at once
+    # (a disabled endpoint): it then finds nothing due.
+    notify_committed(conn)
     return message_id
 
 

@@ -108,9 +108,7 @@ class EventSync(SQLModel, table=True):
     holds; on SQLite the next value of ``sync_clock`` (one writer at a time). See docs/sync.md."""
 
     __tablename__ = "event_sync"
-    __table_args__ = (
-        Index("ix_event_sync_calendar_seq", "calendar_id", "seq", "event_id"),
-    )
+    __table_args__ = (Index("ix_event_sync_calendar_seq", "calendar_id", "seq", "event_id"),)
 
     event_id: str = Field(primary_key=True, max_length=64)
     calendar_id: str = Field(max_length=40)
