@@ -539,3 +539,47 @@ def test_0022_keeps_the_search_words_pending_until_a_search_and_goes_back(tmp_pa
     assert "events_search_pending" not in names and f"{table}_insert" in names
     assert found("dentist") == ["ev_1"] and found("ortho") == []
     engine.dispose()
+
+
+def test_0023_keeps_only_the_exceptions_in_ix_events_recurring_and_goes_back(
+    tmp_path: Path,
+) -> None:
+    """On either backend: after 0023 ``ix_events_recurring`` is partial (the exceptions only)
+    and still chosen for a series' exceptions, ``ix_event_sync_changed_at`` is gone; the
+    downgrade brings both back as they were, and the upgrade runs again."""
+    with fresh_database_url(tmp_path) as url:
+        engine = make_engine(Config(database_url=url))
+        migrate = _migrator(url, engine)
+        migrate(command.upgrade, "0023")
+        sqlite = engine.dialect.name == "sqlite"
+
+        def indexes() -> dict[str, str]:
+            query = (
+                "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+                if sqlite
+                else "SELECT indexname, indexdef FROM pg_indexes "
+                "WHERE schemaname = current_schema()"
+            )
+            with engine.connect() as conn:
+                return {name: sql for name, sql in conn.execute(text(query)).all()}
+
+        def plan() -> str:
+            query = "SELECT id FROM events WHERE recurring_event_id = 'ev_1'"
+            with engine.begin() as conn:
+                if sqlite:
+                    rows = conn.execute(text(f"EXPLAIN QUERY PLAN {query}")).all()
+                    return " ".join(str(row[-1]) for row in rows)
+                conn.execute(text("SET LOCAL enable_seqscan = off"))
+                return " ".join(str(r[0]) for r in conn.execute(text(f"EXPLAIN {query}")).all())
+
+        found = indexes()
+        assert "recurring_event_id IS NOT NULL" in found["ix_events_recurring"].replace("(", "")
+        assert "ix_event_sync_changed_at" not in found
+        assert "ix_events_recurring" in plan()
+        migrate(command.downgrade, "0022")
+        found = indexes()
+        assert "WHERE" not in found["ix_events_recurring"].upper()
+        assert "ix_event_sync_changed_at" in found
+        migrate(command.upgrade, "head")
+        assert "ix_event_sync_changed_at" not in indexes()
+        engine.dispose()
