@@ -85,22 +85,21 @@ LAST_PENDING_WORDS = "SELECT max(seq) FROM events_search_pending"
 SEARCH_PARTS_PENDING = "SELECT DISTINCT part FROM events_search_pending"
 
 
-def write_search_words(execute: Callable[..., Any], *, at_least: int = 1) -> bool:
+def write_search_words(execute: Callable[..., Any], *, at_least: int = 1) -> None:
     """SQLite: move the words the triggers on ``events`` left in ``events_search_pending`` into
     their parts of the search index (``events_search_<part>``), in the order written, and empty
     the table, inside the open transaction (migration 0022; the triggers' pending words are
     part of the index as much as its FTS5 tables), once at least ``at_least`` are pending:
     one FTS5 segment a part for all of them. ``execute``: the driver connection's ``execute``
-    or a ``Connection``'s ``exec_driver_sql``. Before 0022 (no such table): nothing to do.
-    Returns whether words were moved."""
+    or a ``Connection``'s ``exec_driver_sql``. Before 0022 (no such table): nothing to do."""
     try:
         last = execute(LAST_PENDING_WORDS).fetchone()[0]
     except (sqlite3.OperationalError, OperationalError) as exc:
         if "no such table" in str(exc):
-            return False
+            return
         raise
     if last is None or last < at_least:
-        return False
+        return
     for (part,) in execute(SEARCH_PARTS_PENDING).fetchall():
         table = f"events_search_{int(part)}"
         execute(
@@ -109,7 +108,6 @@ def write_search_words(execute: Callable[..., Any], *, at_least: int = 1) -> boo
             (part,),
         )
     execute("DELETE FROM events_search_pending")
-    return True
 
 
 def commit_with_search_words(dbapi_connection: Any) -> None:
