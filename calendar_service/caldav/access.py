@@ -27,7 +27,7 @@ from calendar_service import signin, users
 from calendar_service.db import Statement
 from calendar_service.db.transactions import atomic
 from calendar_service.errors import AuthError, SignInLocked, WrongAppPassword
-from calendar_service.keys import Principal, authorize, identify
+from calendar_service.keys import KeyRow, Principal, authorize, identify
 from calendar_service.models.keys import keys_t
 from calendar_service.models.owners import users_t
 
@@ -48,17 +48,11 @@ def sign_in(
     (``SignInLocked``, ``WrongAppPassword``, or the key's own 401). ``pepper``: the
     session-signing secret the throttle's buckets are keyed with. Runs its own transactions
     (``Database.run_connected``)."""
-    wrong = False
     with atomic(conn):
         lockout = signin.check(conn, pepper=pepper, email=email, client_addr=client_addr, now=now)
         if lockout is None:
-            try:
-                row = identify(conn, secret=secret)
-            except AuthError:
-                wrong = True
-            else:
-                wrong = not _is_app_password_of(conn, key_id=row.id, email=email)
-            if not wrong:
+            row = _app_password(conn, email=email, secret=secret)
+            if row is not None:
                 return authorize(row, now=now)
     if lockout is not None:
         raise SignInLocked(_seconds_until(lockout.retry_at, now))
@@ -96,10 +90,10 @@ def admitted(
     (``sign_in`` then refuses it, and counts what it counts)."""
     if signin.check(conn, pepper=pepper, email=email, client_addr=client_addr, now=now):
         return None
+    row = _app_password(conn, email=email, secret=secret)
+    if row is None:
+        return None
     try:
-        row = identify(conn, secret=secret)
-        if not _is_app_password_of(conn, key_id=row.id, email=email):
-            return None
         return authorize(row, now=now)
     except AuthError:
         return None
@@ -128,11 +122,17 @@ def signed_in(
     return then(conn, principal)
 
 
-def _is_app_password_of(conn: Connection, *, key_id: str, email: str) -> bool:
-    found = _OWNER_OF_KEY.first(conn, key_id=key_id)
+def _app_password(conn: Connection, *, email: str, secret: str) -> KeyRow | None:
+    """The key row of ``secret`` (any state) if it is an app password of the owner ``email``;
+    ``None`` for a malformed or unknown secret, another kind of key or another owner's."""
+    try:
+        row = identify(conn, secret=secret)
+    except AuthError:
+        return None
+    found = _OWNER_OF_KEY.first(conn, key_id=row.id)
     if found is None or not found[1]:
-        return False
-    return users.normalize_email(found[0]) == users.normalize_email(email)
+        return None
+    return row if users.normalize_email(found[0]) == users.normalize_email(email) else None
 
 
 def _seconds_until(at: datetime, now: datetime) -> int:
