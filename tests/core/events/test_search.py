@@ -35,7 +35,7 @@ from calendar_service.keys import Principal
 from calendar_service.maintenance import purge_expired
 from calendar_service.models import EventCreate, EventUpdate
 from calendar_service.timeutil import format_utc, utcnow
-from tests.core.events.test_events import TOKEN_KEY, principal_for
+from tests.core.events.test_events import TOKEN_KEY, create, principal_for
 from tests.core.events.test_query_plan import plan_of
 from tests.support import Factory
 
@@ -259,18 +259,6 @@ def test_any_text_is_a_search_or_a_400_on_q_for_what_cannot_be_one(
 @pytest.fixture
 def writer(db: Database, factory: Factory) -> Principal:
     return principal_for(db, factory, factory.owner())
-
-
-def create(db: Database, principal: Principal, **fields: Any) -> dict[str, Any]:
-    values = {
-        "title": "Planning",
-        "starts_at": "2026-03-02T09:00:00Z",
-        "ends_at": "2026-03-02T10:00:00Z",
-        **fields,
-    }
-    return db.call(
-        events.create_event, principal=principal, data=EventCreate(**values), now=utcnow()
-    )
 
 
 def update(db: Database, principal: Principal, event_id: str, **fields: Any) -> dict[str, Any]:

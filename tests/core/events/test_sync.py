@@ -46,29 +46,9 @@ def _principal(factory: Factory, *, one_calendar: bool = True) -> Principal:
     return Principal(key_id, owner.id, "write", calendar_id, utcnow())
 
 
-def _full_list(db: Database, principal: Principal, **options: Any) -> dict[str, Any]:
-    """Every page of a list of series (``singleEvents=false``); the last page's answer with
-    all the events."""
-    found: list[dict[str, Any]] = []
-    token = None
-    while True:
-        page = db.call(
-            events.list_events,
-            principal=principal,
-            token_key=KEY,
-            single_events=False,
-            page_token=token,
-            **options,
-        )
-        found.extend(page["events"])
-        token = page.get("nextPageToken")
-        if token is None:
-            return {**page, "events": found}
-        assert "nextSyncToken" not in page
-
-
-def _sync(db: Database, principal: Principal, token: str, **options: Any) -> dict[str, Any]:
-    """Every page of a sync from ``token``: all the changes, and the new token."""
+def _all_pages(db: Database, principal: Principal, **options: Any) -> dict[str, Any]:
+    """Every page of a list (``options``: a sync token, ``singleEvents``...): the last page's
+    answer with all the events."""
     found: list[dict[str, Any]] = []
     page_token = None
     while True:
@@ -76,7 +56,6 @@ def _sync(db: Database, principal: Principal, token: str, **options: Any) -> dic
             events.list_events,
             principal=principal,
             token_key=KEY,
-            sync_token=token,
             page_token=page_token,
             **options,
         )
@@ -85,6 +64,16 @@ def _sync(db: Database, principal: Principal, token: str, **options: Any) -> dic
         if page_token is None:
             return {**page, "events": found}
         assert "nextSyncToken" not in page
+
+
+def _full_list(db: Database, principal: Principal, **options: Any) -> dict[str, Any]:
+    """Every page of a list of series (``singleEvents=false``)."""
+    return _all_pages(db, principal, single_events=False, **options)
+
+
+def _sync(db: Database, principal: Principal, token: str, **options: Any) -> dict[str, Any]:
+    """Every page of a sync from ``token``: all the changes, and the new token."""
+    return _all_pages(db, principal, sync_token=token, **options)
 
 
 def _ids(page: dict[str, Any]) -> list[str]:
