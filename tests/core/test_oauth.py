@@ -66,6 +66,18 @@ def _approved(factory: Factory, owner: Owner, now: datetime) -> tuple[str, str]:
     return request_id, query["code"][0]
 
 
+def _tokens(factory: Factory, owner: Owner, now: datetime) -> oauth.Tokens:
+    """The tokens a client gets for the code of a request ``owner`` approved."""
+    _, code = _approved(factory, owner, now)
+    issued = factory.db.call(oauth.load_code, code=code, now=now)
+    assert issued is not None
+    tokens = factory.db.call(
+        oauth.exchange_code, authorization_id=issued.authorization_id, access_lifetime=HOUR, now=now
+    )
+    assert tokens is not None
+    return tokens
+
+
 def test_a_request_is_answered_once_and_names_its_client(factory: Factory) -> None:
     owner, now = factory.owner(), utcnow()
     request_id = _request(factory, now)
@@ -118,13 +130,7 @@ def test_a_code_gives_tokens_once_and_its_reuse_revokes_the_grant(factory: Facto
 
 def test_a_refresh_token_rotates_and_its_reuse_revokes_the_grant(factory: Factory) -> None:
     owner, now = factory.owner(), utcnow()
-    _, code = _approved(factory, owner, now)
-    issued = factory.db.call(oauth.load_code, code=code, now=now)
-    assert issued is not None
-    first = factory.db.call(
-        oauth.exchange_code, authorization_id=issued.authorization_id, access_lifetime=HOUR, now=now
-    )
-    assert first is not None
+    first = _tokens(factory, owner, now)
     info = factory.db.call(oauth.load_token, token=first.refresh_token, kind="refresh", now=now)
     assert info is not None and info.resource == RESOURCE
     assert (
@@ -156,13 +162,7 @@ def test_a_refresh_token_rotates_and_its_reuse_revokes_the_grant(factory: Factor
 
 def test_an_access_token_serves_its_own_resource_until_it_expires(factory: Factory) -> None:
     owner, now = factory.owner(), utcnow()
-    _, code = _approved(factory, owner, now)
-    issued = factory.db.call(oauth.load_code, code=code, now=now)
-    assert issued is not None
-    tokens = factory.db.call(
-        oauth.exchange_code, authorization_id=issued.authorization_id, access_lifetime=HOUR, now=now
-    )
-    assert tokens is not None
+    tokens = _tokens(factory, owner, now)
     with pytest.raises(InvalidAccessToken, match="another resource"):
         factory.db.call(
             oauth.authenticate_access,
