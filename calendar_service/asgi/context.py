@@ -93,7 +93,7 @@ class RequestIdMiddleware(HttpMiddleware):
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 headers.append((b"request-id", raw_id))
-                if not any(name == NOSNIFF[0] for name, _ in headers):
+                if NOSNIFF[0] not in dict(headers):  # built in C: no Python loop per header
                     headers.append(NOSNIFF)
                 message["headers"] = headers
             await send(message)
