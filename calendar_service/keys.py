@@ -13,7 +13,6 @@ import hmac
 import re
 import secrets
 import zlib
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, NamedTuple
 
@@ -236,9 +235,10 @@ def check_format(secret: str) -> None:
         raise MalformedKey("its checksum does not match")
 
 
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who is calling: the key, its owner and what it may reach."""
+class Principal(NamedTuple):
+    """Who is calling: the key, its owner and what it may reach. A tuple (immutable, as a
+    frozen dataclass would be): made on every request, and a frozen dataclass's constructor
+    sets each field through ``object.__setattr__``, three times what this costs."""
 
     key_id: str
     user_id: str
