@@ -150,6 +150,32 @@ def test_parsing_a_date_time_gives_an_instant_in_range_or_a_value_error(
 
 
 @FUZZ
+@given(
+    year=years,
+    rest=st.tuples(*(st.integers(0, n) for n in (13, 32, 25, 60, 61))),
+    digits=st.booleans(),
+    tz=zones,
+)
+def test_whole_seconds_in_utc_read_in_one_step_as_the_full_path_reads_them(
+    year: int, rest: tuple[int, ...], digits: bool, tz: tzinfo
+) -> None:
+    # ``parse_date_time`` reads ``2026-03-02T09:30:00Z`` in one step; the same text with
+    # ``+00:00`` takes the full path. Both give the same instant, or the same refusal.
+    text = "{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}Z".format(year, *rest)
+    if digits:  # digits of another script: refused by both
+        text = text.replace("1", "\u0661")
+    answers = []
+    for written in (text, text[:-1] + "+00:00"):
+        try:
+            answers.append(parse_date_time(written, tz))
+        except ValueError as exc:
+            answers.append(str(exc))
+    assert answers[0] == answers[1]
+    if isinstance(answers[0], datetime):
+        assert answers[0].tzinfo is UTC
+
+
+@FUZZ
 @given(instant=instants, tz=zones)
 def test_every_instant_in_range_is_written_as_rfc3339_that_parses_back_to_it(
     instant: datetime, tz: tzinfo
