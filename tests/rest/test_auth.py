@@ -38,6 +38,7 @@ def test_a_request_without_a_key_gets_401_with_a_bare_bearer_challenge(api: http
         ("Bearer not-a-key", "calsk_"),
         ("Bearer calsk_short", "letters and digits"),
         ("Bearer calsk_" + "A" * 46, "checksum"),
+        ("Bearer calsk_" + "-" * 46, "letters and digits"),  # a key's length: looked up first
     ],
 )
 def test_a_malformed_key_is_refused_as_invalid_token(
