@@ -79,7 +79,7 @@ _NEWLINE: Any = literal_column("'\n'")  # a line break, in the SQL text
 # "<transparency> <all day> <original start> <series id>" (the id last: the only part that is
 # not a fixed word or a stored UTC text). One value fetched a row instead of four: the driver's
 # per-column work (a call to SQLite's API under its mutex, the GIL given up and taken back, a
-# Python object) was most of what they cost (docs/performance.md, "Winning it back"). A
+# Python object) was most of what they cost (docs/performance.md, "The list"). A
 # ``CASE`` costs SQLite next to nothing; building text (``||``, ``replace``) costs it about
 # what a value fetched does, so the fields every row has stay columns of their own.
 # An event with attendees has its people (``events.people``: JSON, which holds no raw line

@@ -252,7 +252,7 @@ def merge_search_index(conn: Connection) -> int:
     up to ``MERGE_PAGES`` leaf pages of work. FTS5 writes each move's words as a segment of
     its own and merges them only by fours as they pile up (its ``automerge``), so that a
     search reads a dozen segments where one would do: a search's exact words cost about six
-    times as much (docs/performance.md, "Search's cost"). Merged here, once an hour, off the
+    times as much (docs/performance-history.md, "Made cheap"). Merged here, once an hour, off the
     writes' path; at 100,000 events one run merges the whole index (about 70 ms).
     PostgreSQL's GIN index needs nothing: 0."""
     if conn.dialect.name != "sqlite":
