@@ -5,7 +5,8 @@ The column is JSON, ``NULL`` for an event without attendees (nearly every event:
 create read and write nothing more for them): ``{"organizer": {email, name}, "attendees":
 [{email, name?, optional?, responseStatus}], "sequence": n}``. ``sequence`` is iCalendar's
 ``SEQUENCE``: it grows by one with each change of time, place or attendees (``bumped``), which
-invitations carry and replies must match.
+invitations carry and replies must match. It may also hold ``replies``: ``{email: {sequence,
+stamp}}``, the last reply recorded of each attendee (``mail.replies``, never shown).
 
 Emails are checked with ``email-validator`` (syntax only: no DNS), international domains
 (IDNA) included; kept as normalized (the domain lower-case, Unicode); ``mail_address`` is the

@@ -16,6 +16,14 @@ event that is gone, from someone not invited, or altered, changes nothing and sa
 ``link`` for a link, ``rest`` or ``cli`` for a message), with the reply in it
 (``reply: {email, responseStatus}``), and a ``calendar.event.updated`` webhook. The event's
 ``SEQUENCE`` does not grow: a reply changes no one else's invitation.
+
+Replies arrive out of order (mail is retried, forwarded, sent twice): of two replies of one
+attendee to one ``SEQUENCE``, the later ``DTSTAMP`` stands (RFC 5546 §2.1.5). The column keeps,
+beside the attendees, the ``SEQUENCE`` and stamp of each attendee's last reply (``replies``,
+never shown); a reply by mail stamped no later than that changes nothing and is answered with
+``outcome: "older"`` (not refused: it is no mistake of its sender's). A reply without a
+``DTSTAMP`` is stamped when it arrives; a link followed is the attendee's latest word, always
+recorded, and stamped when it is (or with the last reply's stamp, if that is later).
 """
 
 from __future__ import annotations
@@ -62,6 +70,9 @@ _BOUNDARY = re.compile(
 _DELIMITER = re.compile(rb"^--([^\r\n]{1,200}?)[ \t]*\r?$", re.MULTILINE)
 _PARTSTATS = {"ACCEPTED": "accepted", "TENTATIVE": "tentative", "DECLINED": "declined"}
 _WORDS = {"accepted": "accepted", "tentative": "maybe", "declined": "declined"}
+# What became of a reply (``outcome``): recorded; the answer it gives already stood; or older
+# than the reply last recorded for that attendee and SEQUENCE, so ignored.
+RECORDED, UNCHANGED, OLDER = "recorded", "unchanged", "older"
 
 
 def _refused(why: str) -> InboundMailRefused:
@@ -86,6 +97,7 @@ def apply_link(
         response=response,
         transport="link",
         now=now,
+        stamp=None,
     )
 
 
@@ -98,8 +110,11 @@ def _apply(
     response: str,
     transport: str,
     now: datetime,
+    stamp: datetime | None,
     organizer: str | None = None,
 ) -> dict[str, Any]:
+    """Record ``address``'s ``response``: a reply by mail stamped ``stamp`` (its
+    ``DTSTAMP``), or a link followed (``None``: always the latest word)."""
     owner = conn.execute(
         select(calendars_t.c.user_id)
         .select_from(events_t.join(calendars_t, calendars_t.c.id == events_t.c.calendar_id))
@@ -123,14 +138,30 @@ def _apply(
             "This reply is to an older version of the invitation: the event changed since. "
             "Use the links of the latest invitation."
         )
-    answer = {
-        "eventId": row.id,
-        "title": row.title,
-        "email": mine[0]["email"],
-        "responseStatus": response,
+    answer = {"eventId": row.id, "title": row.title, "email": mine[0]["email"]}
+    replied = people.setdefault("replies", {})
+    last = replied.get(address.lower())
+    latest = None
+    if last is not None and int(last["sequence"]) == sequence:
+        latest = datetime.fromisoformat(last["stamp"])
+    if stamp is not None and latest is not None and stamp <= latest:
+        # RFC 5546 §2.1.5: of two replies to one SEQUENCE, the later DTSTAMP stands.
+        return {**answer, "responseStatus": mine[0]["responseStatus"], "changed": False,
+                "outcome": OLDER}  # fmt: skip
+    mark = stamp if stamp is not None else now
+    replied[address.lower()] = {
+        "sequence": sequence,
+        "stamp": (mark if latest is None else max(mark, latest)).isoformat(),
     }
+    answer["responseStatus"] = response
     if mine[0]["responseStatus"] == response:
-        return {**answer, "changed": False}
+        # Nothing to show anyone; the stamp is kept so that an older reply stays older.
+        conn.execute(
+            update(events_t)
+            .where(events_t.c.id == row.id)
+            .values(attendees=orjson.dumps(people).decode())
+        )
+        return {**answer, "changed": False, "outcome": UNCHANGED}
     mine[0]["responseStatus"] = response
     stored = orjson.dumps(people).decode()
     tz = zone(calendar.time_zone)
@@ -164,7 +195,8 @@ def _apply(
         recurring_event_id=row.recurring_event_id,
         detail={"reply": {"email": mine[0]["email"], "responseStatus": response}},
     )
-    return {**answer, "changed": True, "changeId": None if change is None else change["id"]}
+    change_id = None if change is None else change["id"]
+    return {**answer, "changed": True, "outcome": RECORDED, "changeId": change_id}
 
 
 def said(result: dict[str, Any]) -> str:
@@ -182,6 +214,7 @@ class InboundReply:
     organizer: str
     response: str
     sequence: int
+    stamp: datetime | None  # its DTSTAMP, in UTC (None: it has none)
 
 
 def apply_inbound(
@@ -204,6 +237,7 @@ def apply_reply(
         response=reply.response,
         transport=transport,
         now=now,
+        stamp=reply.stamp if reply.stamp is not None else now,
         organizer=reply.organizer,
     )
 
@@ -298,8 +332,23 @@ def _read_reply(message: EmailMessage) -> InboundReply:
     except (TypeError, ValueError):
         raise _refused("Its SEQUENCE is not a number.") from None
     return InboundReply(
-        uid, vevent.get("RECURRENCE-ID"), address, organizer_address, response, sequence
+        uid,
+        vevent.get("RECURRENCE-ID"),
+        address,
+        organizer_address,
+        response,
+        sequence,
+        _stamp(vevent.get("DTSTAMP")),
     )
+
+
+def _stamp(prop: Any) -> datetime | None:
+    """A ``DTSTAMP`` as a UTC date-time (RFC 5545 writes it in UTC; one without a zone is
+    taken as UTC); ``None`` when there is none or it is no date-time."""
+    value = getattr(prop, "dt", None)
+    if not isinstance(value, datetime):
+        return None
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _calendar_part(message: EmailMessage) -> bytes | None:
