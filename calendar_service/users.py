@@ -15,6 +15,7 @@ from calendar_service.calendars import create_calendar
 from calendar_service.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.ids import new_id
 from calendar_service.inputs import check_text
+from calendar_service.lookalikes import mixed_scripts
 from calendar_service.models.calendars import DEFAULT_CALENDAR_NAME
 from calendar_service.models.owners import users_t
 
@@ -50,6 +51,9 @@ def create_user(
         raise ValidationFailed(nul)
     if not _EMAIL.match(email):
         raise ValidationFailed([FieldError("email", "must be an email address")])
+    mixed = mixed_scripts(email.rpartition("@")[2])
+    if mixed is not None:
+        raise ValidationFailed([FieldError("email", mixed)])
     if conn.execute(select(users_t.c.id).where(users_t.c.email == email)).first():
         raise ValidationFailed([FieldError("email", f"an owner {email!r} already exists")])
     user_id = new_id("usr")

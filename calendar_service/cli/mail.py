@@ -51,8 +51,13 @@ def inbound_mail(as_json: JsonFlag = False) -> None:
 
     raw = sys.stdin.buffer.read(replies.MAX_INBOUND_BYTES + 1)
     result: dict[str, Any] = run(replies.apply_inbound, raw=raw, now=utcnow())
+    said = {
+        replies.RECORDED: "recorded",
+        replies.UNCHANGED: "recorded (it already was)",
+        replies.OLDER: "ignored: older than the reply last recorded, which stands",
+    }[result["outcome"]]
     emit(
         result,
         as_json,
-        f"recorded: {result['email']} {result['responseStatus']} for {result['eventId']}",
+        f"{said}: {result['email']} {result['responseStatus']} for {result['eventId']}",
     )

@@ -5,12 +5,14 @@ The column is JSON, ``NULL`` for an event without attendees (nearly every event:
 create read and write nothing more for them): ``{"organizer": {email, name}, "attendees":
 [{email, name?, optional?, responseStatus}], "sequence": n}``. ``sequence`` is iCalendar's
 ``SEQUENCE``: it grows by one with each change of time, place or attendees (``bumped``), which
-invitations carry and replies must match.
+invitations carry and replies must match. It may also hold ``replies``: ``{email: {sequence,
+stamp}}``, the last reply recorded of each attendee (``mail.replies``, never shown).
 
 Emails are checked with ``email-validator`` (syntax only: no DNS), international domains
-(IDNA) included; kept as normalized (the domain lower-case, Unicode); ``mail_address`` is the
-form SMTP takes (the domain in IDNA ASCII). An attendee's name is one line of at most 200
-characters. At most ``MAX_ATTENDEES`` an event.
+(IDNA) included, but not a domain label that mixes scripts (``lookalikes``); kept as
+normalized (the domain lower-case, Unicode); ``mail_address`` is the form SMTP takes (the
+domain in IDNA ASCII). An attendee's name is one line of at most 200 characters. At most
+``MAX_ATTENDEES`` an event.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import orjson
 from email_validator import EmailNotValidError, validate_email
 
 from calendar_service.errors import FieldError
+from calendar_service.lookalikes import mixed_scripts
 
 MAX_ATTENDEES = 100
 NAME_MAX = 200
@@ -47,6 +50,10 @@ def check_email(value: Any, field: str, errors: list[FieldError]) -> str | None:
         checked = validate_email(value.strip(), check_deliverability=False)
     except EmailNotValidError as exc:
         errors.append(FieldError(field, f"is not a valid email address ({exc})"))
+        return None
+    mixed = mixed_scripts(checked.domain)
+    if mixed is not None:
+        errors.append(FieldError(field, mixed))
         return None
     return str(checked.normalized)
 

@@ -14,18 +14,21 @@ listed. A title, description or transparency change alone mails nobody.
 Who may: a key made with ``may_invite`` (``MayNotInvite`` otherwise); a service with SMTP set
 (``MailNotConfigured``); at most ``MailPolicy.per_day`` recipients a key in the last 24 hours
 (``InviteLimit``). The checks run before the change is made (``check``), and the limit once
-its recipients are known: either way nothing is written.
+its recipients are known: either way nothing is written. A change is invited whole or refused
+whole (never some of its recipients), and the limit holds under concurrent writes on any
+number of hosts (``_check_limit``).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, select, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -110,6 +113,18 @@ def queue(
 def _check_limit(
     conn: Connection, principal: Principal, policy: MailPolicy, asked: int, now: datetime
 ) -> None:
+    """Refuse ``asked`` more recipients past the key's daily limit. The count and the insert
+    that follows it are one decision per key across every process: on PostgreSQL under a
+    transaction-scoped advisory lock on the key (under READ COMMITTED, writes made together
+    would each count only the rows committed before any of theirs, and all pass); on SQLite
+    the transaction is a write transaction from its first statement, one at a time."""
+    if conn.dialect.name == "postgresql":
+        lock = int.from_bytes(
+            hashlib.sha256(f"invites\0{principal.key_id}".encode()).digest()[:8],
+            "big",
+            signed=True,
+        )
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock})
     sent = conn.execute(
         select(func.count()).where(
             mail_t.c.key_id == principal.key_id, mail_t.c.created_at > now - timedelta(days=1)

@@ -16,12 +16,21 @@ event that is gone, from someone not invited, or altered, changes nothing and sa
 ``link`` for a link, ``rest`` or ``cli`` for a message), with the reply in it
 (``reply: {email, responseStatus}``), and a ``calendar.event.updated`` webhook. The event's
 ``SEQUENCE`` does not grow: a reply changes no one else's invitation.
+
+Replies arrive out of order (mail is retried, forwarded, sent twice): of two replies of one
+attendee to one ``SEQUENCE``, the later ``DTSTAMP`` stands (RFC 5546 §2.1.5). The column keeps,
+beside the attendees, the ``SEQUENCE`` and stamp of each attendee's last reply (``replies``,
+never shown); a reply by mail stamped no later than that changes nothing and is answered with
+``outcome: "older"`` (not refused: it is no mistake of its sender's). A reply without a
+``DTSTAMP`` is stamped when it arrives; a link followed is the attendee's latest word, always
+recorded, and stamped when it is (or with the last reply's stamp, if that is later).
 """
 
 from __future__ import annotations
 
 import email
 import email.policy
+import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from email.message import EmailMessage
@@ -48,8 +57,22 @@ from calendar_service.outbox import UPDATED
 from calendar_service.timeutil import zone
 
 MAX_INBOUND_BYTES = 10 * 1024 * 1024
+MAX_NESTED = 50  # multipart and message/* parts in one message (a reply has two or three)
+MAX_PARTS = 200  # parts of all its multiparts together (a reply has four to ten)
+# A Content-Type header at the start of a line, with its folded lines.
+_CONTENT_TYPE = re.compile(
+    rb"^content-type:((?:[^\r\n]|\r?\n[ \t])*)", re.IGNORECASE | re.MULTILINE
+)
+_BOUNDARY = re.compile(
+    rb"""boundary\s*=\s*(?:"([^"\r\n]{1,200})"|([^\s;"]{1,200}))""", re.IGNORECASE
+)
+# A line opening a part: ``--`` and a boundary (a closing one ends in ``--``: not counted).
+_DELIMITER = re.compile(rb"^--([^\r\n]{1,200}?)[ \t]*\r?$", re.MULTILINE)
 _PARTSTATS = {"ACCEPTED": "accepted", "TENTATIVE": "tentative", "DECLINED": "declined"}
 _WORDS = {"accepted": "accepted", "tentative": "maybe", "declined": "declined"}
+# What became of a reply (``outcome``): recorded; the answer it gives already stood; or older
+# than the reply last recorded for that attendee and SEQUENCE, so ignored.
+RECORDED, UNCHANGED, OLDER = "recorded", "unchanged", "older"
 
 
 def _refused(why: str) -> InboundMailRefused:
@@ -74,6 +97,7 @@ def apply_link(
         response=response,
         transport="link",
         now=now,
+        stamp=None,
     )
 
 
@@ -86,8 +110,11 @@ def _apply(
     response: str,
     transport: str,
     now: datetime,
+    stamp: datetime | None,
     organizer: str | None = None,
 ) -> dict[str, Any]:
+    """Record ``address``'s ``response``: a reply by mail stamped ``stamp`` (its
+    ``DTSTAMP``), or a link followed (``None``: always the latest word)."""
     owner = conn.execute(
         select(calendars_t.c.user_id)
         .select_from(events_t.join(calendars_t, calendars_t.c.id == events_t.c.calendar_id))
@@ -111,14 +138,30 @@ def _apply(
             "This reply is to an older version of the invitation: the event changed since. "
             "Use the links of the latest invitation."
         )
-    answer = {
-        "eventId": row.id,
-        "title": row.title,
-        "email": mine[0]["email"],
-        "responseStatus": response,
+    answer = {"eventId": row.id, "title": row.title, "email": mine[0]["email"]}
+    replied = people.setdefault("replies", {})
+    last = replied.get(address.lower())
+    latest = None
+    if last is not None and int(last["sequence"]) == sequence:
+        latest = datetime.fromisoformat(last["stamp"])
+    if stamp is not None and latest is not None and stamp <= latest:
+        # RFC 5546 §2.1.5: of two replies to one SEQUENCE, the later DTSTAMP stands.
+        return {**answer, "responseStatus": mine[0]["responseStatus"], "changed": False,
+                "outcome": OLDER}  # fmt: skip
+    mark = stamp if stamp is not None else now
+    replied[address.lower()] = {
+        "sequence": sequence,
+        "stamp": (mark if latest is None else max(mark, latest)).isoformat(),
     }
+    answer["responseStatus"] = response
     if mine[0]["responseStatus"] == response:
-        return {**answer, "changed": False}
+        # Nothing to show anyone; the stamp is kept so that an older reply stays older.
+        conn.execute(
+            update(events_t)
+            .where(events_t.c.id == row.id)
+            .values(attendees=orjson.dumps(people).decode())
+        )
+        return {**answer, "changed": False, "outcome": UNCHANGED}
     mine[0]["responseStatus"] = response
     stored = orjson.dumps(people).decode()
     tz = zone(calendar.time_zone)
@@ -152,7 +195,8 @@ def _apply(
         recurring_event_id=row.recurring_event_id,
         detail={"reply": {"email": mine[0]["email"], "responseStatus": response}},
     )
-    return {**answer, "changed": True, "changeId": None if change is None else change["id"]}
+    change_id = None if change is None else change["id"]
+    return {**answer, "changed": True, "outcome": RECORDED, "changeId": change_id}
 
 
 def said(result: dict[str, Any]) -> str:
@@ -170,6 +214,7 @@ class InboundReply:
     organizer: str
     response: str
     sequence: int
+    stamp: datetime | None  # its DTSTAMP, in UTC (None: it has none)
 
 
 def apply_inbound(
@@ -192,6 +237,7 @@ def apply_reply(
         response=reply.response,
         transport=transport,
         now=now,
+        stamp=reply.stamp if reply.stamp is not None else now,
         organizer=reply.organizer,
     )
 
@@ -203,9 +249,54 @@ def parse_reply(raw: bytes) -> InboundReply:
             f"The message is larger than {MAX_INBOUND_BYTES // (1024 * 1024)} MB: an iMIP reply "
             "is a few kilobytes. Nothing was recorded."
         )
-    message = email.message_from_bytes(raw, policy=email.policy.default)
-    if not isinstance(message, EmailMessage):  # pragma: no cover - the policy makes one
-        raise _refused("The body is not an email message.")
+    check_shape(raw)
+    try:
+        message = email.message_from_bytes(raw, policy=email.policy.default)
+        if not isinstance(message, EmailMessage):  # pragma: no cover - the policy makes one
+            raise _refused("The body is not an email message.")
+        return _read_reply(message)
+    except RecursionError:  # a nesting ``check_shape`` did not see: refused all the same
+        raise _refused(
+            f"The message nests its parts too deeply (more than {MAX_NESTED} nested multipart "
+            "or message parts; an iMIP reply has a few)."
+        ) from None
+
+
+def check_shape(raw: bytes) -> None:
+    """Refuse, before Python's ``email`` parser reads it, a message nested deeper or split
+    into more parts than any reply is: the parser recurses once a nested part (2,000 nested
+    parts: ``RecursionError``) and takes some 0.2 ms of CPU a part (60,000 parts: 12 s).
+
+    A scan of the raw bytes, linear and in C (``re``): every ``Content-Type`` header of a
+    multipart or ``message/*`` part counts as a nested part (no part nests without one), and
+    every line that opens a part of a boundary so declared counts as a part. It counts such
+    lines wherever they stand, so a text that quotes them counts them too: a reply that does
+    so hundreds of times is no reply."""
+    nested = 0
+    boundaries: set[bytes] = set()
+    for found in _CONTENT_TYPE.finditer(raw):
+        value = found.group(1).lower().lstrip()
+        if value.startswith((b"multipart/", b"message/")):
+            nested += 1
+            if nested > MAX_NESTED:
+                raise _refused(
+                    f"The message has more than {MAX_NESTED} nested multipart or message parts "
+                    "(an iMIP reply has a few)."
+                )
+            boundary = _BOUNDARY.search(found.group(1))
+            if boundary is not None:
+                boundaries.add(boundary.group(1) or boundary.group(2))
+    parts = 0
+    for found in _DELIMITER.finditer(raw):
+        if found.group(1) in boundaries:
+            parts += 1
+            if parts > MAX_PARTS:
+                raise _refused(
+                    f"The message has more than {MAX_PARTS} parts (an iMIP reply has a few)."
+                )
+
+
+def _read_reply(message: EmailMessage) -> InboundReply:
     sender = [a for _, a in getaddresses(message.get_all("From", [])) if "@" in a]
     if len(sender) != 1:
         raise _refused("The message has no single From address.")
@@ -241,8 +332,23 @@ def parse_reply(raw: bytes) -> InboundReply:
     except (TypeError, ValueError):
         raise _refused("Its SEQUENCE is not a number.") from None
     return InboundReply(
-        uid, vevent.get("RECURRENCE-ID"), address, organizer_address, response, sequence
+        uid,
+        vevent.get("RECURRENCE-ID"),
+        address,
+        organizer_address,
+        response,
+        sequence,
+        _stamp(vevent.get("DTSTAMP")),
     )
+
+
+def _stamp(prop: Any) -> datetime | None:
+    """A ``DTSTAMP`` as a UTC date-time (RFC 5545 writes it in UTC; one without a zone is
+    taken as UTC); ``None`` when there is none or it is no date-time."""
+    value = getattr(prop, "dt", None)
+    if not isinstance(value, datetime):
+        return None
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _calendar_part(message: EmailMessage) -> bytes | None:

@@ -8,7 +8,10 @@ attendee's. A forged, altered or outdated link is answered 400 with why, nothing
 ``POST /api/v1/inbound/mail``: a raw RFC 5322 message (an iMIP ``REPLY``), as mail providers'
 inbound webhooks post it, authenticated with ``Authorization: Bearer
 <CALENDAR_INBOUND_SECRET>`` (compared with ``hmac.compare_digest``), at most 10 MB; answers
-the reply recorded (``mail.replies.apply_inbound``), or a problem saying why not.
+the reply recorded (``mail.replies.apply_inbound``), or a problem saying why not. A reply
+older than the one last recorded for that attendee is answered 200 too, ``outcome: "older"``
+and ``changed: false`` (a mail gateway retries or bounces other statuses; there is nothing
+to fix in such a message).
 """
 
 from __future__ import annotations

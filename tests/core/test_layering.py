@@ -62,6 +62,7 @@ LAYERS: dict[str, frozenset[str]] = {
             "calendar_service/keys.py",
             "calendar_service/later.py",
             "calendar_service/logs.py",
+            "calendar_service/lookalikes.py",
             "calendar_service/mail/",
             "calendar_service/maintenance.py",
             "calendar_service/migrate.py",
@@ -196,6 +197,7 @@ LIBRARIES: dict[str, frozenset[str]] = {
             "idna",
             "orjson",
             "pydantic",
+            "regex",
             "sqlalchemy",
             "sqlmodel",
         }
@@ -430,8 +432,8 @@ def test_the_core_may_use_no_library_it_does_not_name_nor_the_standard_librarys_
     planted = "import requests_oauthlib\nimport urllib.request\nimport zoneinfo\n"
     assert _offences(planted, "calendar_service.planted", "core") == [
         "requests_oauthlib (a core module imports no third-party package but alembic, argon2, "
-        "dateutil, defusedxml, email_validator, icalendar, idna, orjson, pydantic, sqlalchemy, "
-        f"sqlmodel; see LIBRARIES in {HERE})",
+        "dateutil, defusedxml, email_validator, icalendar, idna, orjson, pydantic, regex, "
+        f"sqlalchemy, sqlmodel; see LIBRARIES in {HERE})",
         "urllib.request (a core module does no HTTP)",
     ]
 

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import email
 import email.policy
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from pathlib import Path
@@ -37,6 +41,7 @@ from tests.support import (
     bind_free_port,
     fresh_database_url,
     migrated_database,
+    own_server,
     queued,
     run_server,
     wait_for,
@@ -247,6 +252,42 @@ def test_bad_attendees_are_refused_field_by_field(env: Env) -> None:
         assert "at most 100" in too_many.text
 
 
+def test_an_attendee_domain_mixing_scripts_is_refused_naming_the_letters(env: Env) -> None:
+    owner = env.factory.owner()
+    secret = env.key(owner)
+    with env.client() as api:
+        bad = api.post(
+            EVENTS,
+            json=meeting(
+                attendees=[
+                    {"email": "ok@example.com"},
+                    {"email": "bob@ex\u0430mple.com"},  # a Cyrillic а among Latin letters
+                    {"email": "eve@\u03b1pple.com"},  # a Greek α
+                ]
+            ),
+            headers=bearer(secret),
+        )
+        assert bad.status_code == 400, bad.text
+        assert bad.json()["code"] == "validation_error"
+        errors = {e["field"]: e["message"] for e in bad.json()["errors"]}
+        assert set(errors) == {"attendees.1.email", "attendees.2.email"}
+        assert "Latin and Cyrillic" in errors["attendees.1.email"]
+        assert "\u0430 U+0430" in errors["attendees.1.email"]
+        assert "Latin and Greek" in errors["attendees.2.email"]
+        assert "\u03b1 U+03B1" in errors["attendees.2.email"]
+        fine = [
+            "anna@m\u00fcnchen.de",  # one script, Latin
+            "anna@\u043f\u0440\u0438\u043c\u0435\u0440.\u0440\u0444",  # one script, Cyrillic
+            "ken@abc\u6f22\u5b57\u3072\u3089\u30ab\u30bf.jp",  # Latin, Han, Hiragana, Katakana
+            "min@abc\ud55c\uad6d\u6f22.kr",  # Latin, Hangul, Han
+            "ivan@\u043f\u0440\u0438\u043c\u0435\u0440.com",  # each label one script
+        ]
+        made = api.post(
+            EVENTS, json=meeting(attendees=[{"email": e} for e in fine]), headers=bearer(secret)
+        )
+        assert made.status_code == 201, made.text
+
+
 def test_send_updates_all_without_smtp_is_mail_not_configured_and_changes_nothing(
     api: httpx.Client, factory: Factory
 ) -> None:
@@ -440,6 +481,62 @@ def test_the_daily_limit_is_429_naming_it(env: Env) -> None:
     assert len(env.mail(owner)) == 25
 
 
+@dataclass
+class Limited:
+    """Two servers (each its own app and connections, as two hosts) on one database whose
+    keys may invite ``LIMIT`` recipients a day."""
+
+    env: Env
+    servers: tuple[RunningServer, RunningServer]
+
+
+LIMIT = 20
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory: pytest.TempPathFactory, inbox: Inbox) -> Iterator[Limited]:
+    with fresh_database_url(Path(tmp_path_factory.mktemp("limited"))) as url:
+        config = make_config(
+            url,
+            smtp_url=f"smtp://127.0.0.1:{inbox.port}",
+            mail_from="calendar@example.com",
+            invites_per_day=LIMIT,
+        )
+        with (
+            migrated_database(config) as db,
+            own_server(config) as first,
+            own_server(config) as second,
+        ):
+            yield Limited(Env(config, db, first, Factory(db), inbox), (first, second))
+
+
+@pytest.mark.parametrize("each", [3, 2])
+def test_parallel_invitations_on_two_hosts_queue_no_more_than_the_daily_limit(
+    limited: Limited, each: int
+) -> None:
+    env = limited.env
+    owner = env.factory.owner()
+    secret = env.key(owner)
+    creates = 32
+    start = threading.Barrier(creates)
+
+    def create(n: int) -> int:
+        people = [{"email": unique(f"p{n}-{i}")} for i in range(each)]
+        server = limited.servers[n % 2]
+        with httpx.Client(base_url=server.url, timeout=60) as api:
+            start.wait(timeout=30)
+            return api.post(
+                EVENTS, params={"sendUpdates": "all"}, json=meeting(attendees=people),
+                headers=bearer(secret),
+            ).status_code  # fmt: skip
+
+    with ThreadPoolExecutor(creates) as pool:
+        statuses = sorted(pool.map(create, range(creates)))
+    fit = LIMIT // each  # a create is invited whole or refused whole
+    assert len(env.mail(owner)) == fit * each
+    assert statuses == [201] * fit + [429] * (creates - fit)
+
+
 def _links(message: EmailMessage) -> dict[str, str]:
     plain = next(iter(next(iter(message.iter_parts())).iter_parts())).get_content()
     found = {}
@@ -512,11 +609,18 @@ def test_a_reply_link_records_the_answer_once_and_forged_or_old_links_change_not
         assert got["attendees"][0]["responseStatus"] == "accepted"
 
 
-def _reply(uid: str, attendee: str, organizer: str, sequence: int, partstat: str) -> bytes:
+def _reply(
+    uid: str,
+    attendee: str,
+    organizer: str,
+    sequence: int,
+    partstat: str,
+    stamp: str = "20270101T000000Z",
+) -> bytes:
     ics = (
         "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\nMETHOD:REPLY\r\n"
         "BEGIN:VEVENT\r\n"
-        f"UID:{uid}\r\nDTSTAMP:20270101T000000Z\r\nSEQUENCE:{sequence}\r\n"
+        f"UID:{uid}\r\nDTSTAMP:{stamp}\r\nSEQUENCE:{sequence}\r\n"
         f"ORGANIZER:mailto:{organizer}\r\n"
         f"ATTENDEE;PARTSTAT={partstat}:mailto:{attendee}\r\n"
         "END:VEVENT\r\nEND:VCALENDAR\r\n"
@@ -566,6 +670,91 @@ def test_an_imip_reply_posted_inbound_sets_the_response_and_bad_ones_change_noth
         assert done.json()["responseStatus"] == "tentative"
         got = api.get(f"{EVENTS}/{event['id']}", headers=bearer(secret)).json()
         assert got["attendees"][0]["responseStatus"] == "tentative"
+
+
+def test_an_older_imip_reply_sent_again_after_a_newer_one_is_ignored(env: Env) -> None:
+    owner = env.factory.owner()
+    secret = env.key(owner)
+    bob = unique("bob")
+    inbound = f"{env.server.url}/api/v1/inbound/mail"
+    with env.client() as api:
+        event = api.post(
+            EVENTS, json=meeting(attendees=[{"email": bob}]), headers=bearer(secret)
+        ).json()
+
+        def post(partstat: str, stamp: str) -> dict[str, Any]:
+            raw = _reply(event["id"], bob, owner.email, 0, partstat, stamp)
+            done = httpx.post(inbound, content=raw, headers=bearer(INBOUND_SECRET), timeout=30)
+            assert done.status_code == 200, done.text
+            return done.json()  # type: ignore[no-any-return]
+
+        def status() -> str:
+            got = api.get(f"{EVENTS}/{event['id']}", headers=bearer(secret)).json()
+            return str(got["attendees"][0]["responseStatus"])
+
+        accepted = post("ACCEPTED", "20270101T090000Z")
+        assert (accepted["outcome"], accepted["changed"]) == ("recorded", True)
+        declined = post("DECLINED", "20270101T100000Z")
+        assert (declined["outcome"], declined["changed"]) == ("recorded", True)
+        assert status() == "declined"
+        old = post("ACCEPTED", "20270101T090000Z")  # the first reply, delivered again
+        assert (old["outcome"], old["changed"]) == ("older", False)
+        assert old["responseStatus"] == "declined"  # what stands
+        assert status() == "declined"
+        same = post("DECLINED", "20270101T100000Z")  # the same reply again: nothing new
+        assert (same["outcome"], same["changed"]) == ("older", False)
+        later = post("TENTATIVE", "20270101T110000Z")
+        assert (later["outcome"], later["responseStatus"]) == ("recorded", "tentative")
+        assert status() == "tentative"
+        changes = api.get(
+            "/api/v1/calendar/changes", params={"eventId": event["id"]}, headers=bearer(secret)
+        ).json()["changes"]
+        assert [c["reply"]["responseStatus"] for c in changes if "reply" in c] == [
+            "tentative", "declined", "accepted",
+        ]  # fmt: skip
+
+
+def _nested(depth: int) -> bytes:
+    """A message of ``depth`` multipart/mixed parts, each inside the one before."""
+    head = [b"From: a@example.org\r\nTo: b@example.org\r\nMIME-Version: 1.0\r\n"]
+    for n in range(depth):
+        head.append(b'Content-Type: multipart/mixed; boundary="b%d"\r\n\r\n--b%d\r\n' % (n, n))
+    head.append(b"Content-Type: text/plain\r\n\r\nhi\r\n")
+    tail = [b"--b%d--\r\n" % n for n in reversed(range(depth))]
+    return b"".join(head + tail)
+
+
+def _many_parts(parts: int) -> bytes:
+    """A message of one multipart/mixed with ``parts`` small text parts."""
+    head = (
+        b"From: a@example.org\r\nMIME-Version: 1.0\r\n"
+        b'Content-Type: multipart/mixed; boundary="b"\r\n\r\n'
+    )
+    part = b"--b\r\nContent-Type: text/plain\r\n\r\nsome text of a part, a line or two of it\r\n"
+    return head + part * parts + b"--b--\r\n"
+
+
+def test_inbound_mail_nested_too_deep_or_in_too_many_parts_is_refused_naming_the_limit(
+    env: Env,
+) -> None:
+    inbound = f"{env.server.url}/api/v1/inbound/mail"
+    nested, many = _nested(2000), _many_parts(60_000)
+    assert len(nested) > 100_000 and len(many) > 4_000_000
+    for raw, limit in ((nested, "more than 50 nested"), (many, "more than 200 parts")):
+        refused = httpx.post(inbound, content=raw, headers=bearer(INBOUND_SECRET), timeout=120)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["code"] == "inbound_mail_refused"
+        assert limit in refused.json()["detail"]
+    environ = {**os.environ, "CALENDAR_DATABASE_URL": env.config.database_url}
+    for raw, limit in ((nested, "more than 50 nested"), (many, "more than 200 parts")):
+        ran = subprocess.run(
+            [sys.executable, "-m", "calendar_service.cli", "inbound-mail"],
+            input=raw, env=environ, capture_output=True, timeout=120,
+        )  # fmt: skip
+        stderr = ran.stderr.decode()
+        assert ran.returncode == 1 and ran.stdout == b"", stderr
+        assert stderr.startswith("error: ") and limit in stderr, stderr
+        assert "Traceback" not in stderr
 
 
 def test_ics_export_and_import_carry_attendees(env: Env) -> None:
