@@ -5,7 +5,8 @@ The settings pages start a job and hand it here (``start``); the app's lifespan 
 was killed: their lease ran out), at start and every ``poll`` seconds after. Each job runs
 as a task of the event loop: a batch (``undo_batch``, one short transaction) on a database
 thread (``Database.run_off_loop``), then the requests that waited for it
-(``Database.let_waiting_through``), then the next batch; ``/healthz`` answers all along. On
+(``Database.let_waiting_through``) and a pause in which other connections' writes take
+SQLite's lock (``PAUSE_SECONDS``), then the next batch; ``/healthz`` answers all along. On
 leaving ``running`` the tasks stop after their batch and the jobs are let go (``release``), for
 the next start to go on with.
 
@@ -32,6 +33,9 @@ from calendar_service.timeutil import utcnow
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 5.0  # how often a runner looks for jobs another left
+# Between two batches: the writes of other connections (another process, the CLI, a thread),
+# which SQLite's busy handler retries every few milliseconds, take the lock in this time.
+PAUSE_SECONDS = 0.02
 
 
 class UndoJobs:
@@ -101,6 +105,7 @@ class UndoJobs:
                 if progress is None or progress["state"] != undo_jobs.RUNNING:
                     return
                 await self.db.let_waiting_through()
+                await asyncio.sleep(PAUSE_SECONDS)
         except asyncio.CancelledError:
             raise
         except Exception:  # its lease runs out, and a runner tries it again then
@@ -138,5 +143,6 @@ def run_to_end(
             progress = db.call(undo_jobs.undo_batch, job_id=job_id, runner=runner, size=batch)
             if progress is not None and on_batch is not None:
                 on_batch(progress)
+            time.sleep(PAUSE_SECONDS)  # the service's writes take their turn
     finally:
         db.call(undo_jobs.release, runner=runner)
