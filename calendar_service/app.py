@@ -84,9 +84,11 @@ def create_app(
 ) -> Starlette:
     """The whole service as one ASGI app. The schema must already be migrated.
 
-    With ``run_webhooks`` the lifespan runs the webhook delivery job, and the housekeeping
-    job beside it (``jobs``); the delivery job sends through ``webhook_client`` (default:
-    ``webhooks.transport.make_client()``) and closes it at the end. ``freeze_gc`` (the
+    The lifespan runs the undo jobs (``background.UndoJobs``: the settings pages' *Undo
+    work*, and those a killed process left). With ``run_webhooks`` it runs the webhook
+    delivery job too, and the housekeeping job beside it (``jobs``); the delivery job sends
+    through ``webhook_client`` (default: ``webhooks.transport.make_client()``) and closes it
+    at the end. ``freeze_gc`` (the
     server's own app) hides the objects alive after startup from the garbage collector (see
     ``_freeze_startup_objects``)."""
     database = db or Database(config)
@@ -110,6 +112,7 @@ def create_app(
                 )
                 await stack.enter_async_context(housekeeping_job(config, database))
             await stack.enter_async_context(mcp.run())
+            await stack.enter_async_context(svc.undo_jobs.running())
             if freeze_gc:
                 _freeze_startup_objects()
             yield {}

@@ -1,11 +1,11 @@
 """Housekeeping run periodically by the scheduler: retention of history and of the change log,
 idempotency keys, the changes kept for sync tokens, expired OAuth codes and tokens, time
-triggers fired, and proposals (writes that waited for the owner) expired and, once decided,
-purged."""
+triggers fired, undo jobs finished, and proposals (writes that waited for the owner) expired
+and, once decided, purged."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import Connection
 
@@ -14,6 +14,7 @@ from calendar_service.changes import proposals
 from calendar_service.changes import record as change_log
 from calendar_service.events.search import merge_search_index
 from calendar_service.events.sync import DEFAULT_RETENTION_DAYS, purge_changes
+from calendar_service.events.undo_jobs import purge_undo_jobs
 from calendar_service.ical import feeds
 from calendar_service.triggers.firing import purge_fired
 
@@ -28,15 +29,16 @@ def purge_expired(
     """Delete call history, the change log and feeds' fetch history past their retention (the
     same), idempotency records past 24 hours, rate buckets idle for a day (full again), the
     changes (tombstones) no sync token still honoured can ask for, OAuth requests, codes and
-    tokens expired a day ago, and the time triggers fired or skipped two days ago. Pending
-    proposals past their expiry are written expired, and decided ones purged with the call
-    history. On SQLite the search index's segments are merged (``search.merge_search_index``:
-    1, else 0)."""
+    tokens expired a day ago, undo jobs finished as long ago as the call history kept, and
+    the time triggers fired or skipped two days ago. Pending proposals past their expiry are
+    written expired, and decided ones purged with the call history. On SQLite the search
+    index's segments are merged (``search.merge_search_index``: 1, else 0)."""
     return {
         "proposalsExpired": proposals.expire(conn, now=now),
         "proposals": proposals.purge(conn, now=now, keep_days=call_history_days),
         "calls": history.purge_calls(conn, now=now, keep_days=call_history_days),
         "changes": change_log.purge(conn, now=now, keep_days=call_history_days),
+        "undoJobs": purge_undo_jobs(conn, before=now - timedelta(days=call_history_days)),
         "feedFetches": feeds.purge_fetches(conn, now=now, keep_days=call_history_days),
         "idempotencyKeys": idempotency.purge(conn, now=now),
         "syncChanges": purge_changes(conn, now=now, keep_days=sync_retention_days),

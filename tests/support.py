@@ -367,3 +367,25 @@ def delete_all(db: Database, owner: Owner | None, calendar_id: str, most: int = 
         if step["done"]:
             return taken
     raise AssertionError("the deletion never ended")
+
+
+def changes_of_key(db: Database, owner: Owner, key_id: str, count: int) -> list[str]:
+    """``count`` events created by the owner's write key ``key_id`` through the core, in one
+    transaction (a change each: a key's work to undo); their ids."""
+    from calendar_service.changes.record import default_via
+    from calendar_service.events.create import create_event_from_input
+
+    def made(conn: Any) -> list[str]:
+        key = keys.get_key(conn, user_id=owner.id, key_id=key_id)
+        principal = keys.Principal(key_id, owner.id, "write", None, key["expires_at"])
+        ids = []
+        for n in range(count):
+            body = {"title": f"Agent's {n}", "startsAt": "2031-01-01T10:00:00Z",
+                    "endsAt": "2031-01-01T11:00:00Z"}  # fmt: skip
+            event, _ = create_event_from_input(
+                conn, principal=principal, body=body, now=utcnow(), via=default_via(principal)
+            )
+            ids.append(str(event["id"]))
+        return ids
+
+    return db.call(made)

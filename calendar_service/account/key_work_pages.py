@@ -1,16 +1,19 @@
 """A key's work, governed from its page: which of its writes wait for the owner (its
 ``approval``), and undoing what it did since a time, revoking it in the same click.
 
-``/keys/{id}/undo`` shows what undoing the key's changes since a time does (the core's
-``events.undo.undo_changes_of``, run and rolled back: exactly what the button will do, the
-changes undone and those refused) and offers to revoke the key with it; its POST revokes the
-key (if asked) and undoes, in one transaction, as the owner through ``settings``. So a key
-that misbehaves is stopped and its work undone in two clicks from the keys page: *Undo work*,
-then *Revoke and undo*.
+``/keys/{id}/undo`` shows what undoing the key's changes since a time undoes (counted, the
+newest listed: ``events.undo_jobs.preview_undo``, no dry run) and offers to revoke the key
+with it; its POST revokes the key (if asked) and begins the job (``start_undo_job``), in one
+transaction, and answers at once with a 303 to the job's page, ``/keys/{id}/undo/{job}``.
+This process runs the job (``background.UndoJobs``), as the owner through ``settings``, a
+batch at a time; the page shows its progress, reloading itself while it runs, then what was
+undone and what was left and why. So a key that misbehaves is stopped and its work undone
+in two clicks from the keys page: *Undo work*, then *Revoke and undo*.
 """
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,8 +28,9 @@ from calendar_service.account.web import account, form, owner_page, render, see_
 from calendar_service.asgi.context import request_id
 from calendar_service.changes.record import Via
 from calendar_service.changes.table import OWNER
-from calendar_service.db import rolled_back
-from calendar_service.events.undo import undo_changes_of
+from calendar_service.db import atomic
+from calendar_service.errors import NotFound
+from calendar_service.events import undo_jobs
 from calendar_service.owner_sessions import OwnerSessionInfo
 from calendar_service.timeutil import format_utc, utcnow
 
@@ -39,6 +43,8 @@ SINCE_CHOICES = (
 )
 EVER = "all"
 DEFAULT_SINCE = "24h"
+SHOWN = 200  # of the changes undone, and of those refused, listed once the job is done
+REFRESH_SECONDS = 2  # how often the job's page reloads itself while the job runs
 
 
 def _since(choice: str, key: dict[str, Any]) -> str:
@@ -67,38 +73,50 @@ def _shown(item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _undo(
+def _preview(
+    conn: Connection, *, user_id: str, key_id: str, since: str, now: datetime
+) -> dict[str, Any]:
+    """The key, and what undoing its changes since ``since`` undoes: counted, the newest
+    listed (bounded: no dry run)."""
+    key = _key(conn, user_id=user_id, key_id=key_id, now=now)
+    found = undo_jobs.preview_undo(conn, user_id=user_id, key_id=key_id, since=since)
+    return {"key": key, "count": found["count"], "changes": [_shown(c) for c in found["changes"]]}
+
+
+def _start(
     conn: Connection,
     *,
     user_id: str,
     key_id: str,
     since: str,
     revoke: bool,
-    preview: bool,
     via: Via,
     now: datetime,
 ) -> dict[str, Any]:
-    """Revoke the key (if ``revoke``) and undo its changes since ``since``; with ``preview``,
-    do it and roll it back (what the button would do)."""
-    principal = keys.owner_principal(user_id)
-
-    def work() -> dict[str, Any]:
-        if revoke:
-            keys.revoke_key(conn, user_id=user_id, key_id=key_id, now=now)
-        return undo_changes_of(
-            conn, principal=principal, key_id=key_id, since=since, now=now, via=via
+    with atomic(conn):
+        return undo_jobs.start_undo_job(
+            conn, user_id=user_id, key_id=key_id, since=since, revoke=revoke, via=via, now=now
         )
 
-    if preview:
-        with rolled_back(conn):
-            done = work()
-    else:
-        done = work()
-    return {
-        "undone": [_shown(c) for c in done["undone"]],
-        "refused": [{**r, "change": _shown(r["change"])} for r in done["refused"]],
-        "key": _key(conn, user_id=user_id, key_id=key_id, now=now),
-    }
+
+def _job_page(
+    conn: Connection, *, user_id: str, key_id: str, job_id: str, now: datetime
+) -> dict[str, Any]:
+    """The job (another owner's, or another key's: 404), its key, and once done its
+    outcomes (the first ``SHOWN`` of each)."""
+    job = undo_jobs.undo_job(conn, user_id=user_id, job_id=job_id)
+    if job["keyId"] != key_id:
+        raise NotFound(f"No undo job {job_id!r}.")
+    page: dict[str, Any] = {"job": job, "key": _key(conn, user_id=user_id, key_id=key_id, now=now)}
+    if job["state"] == undo_jobs.DONE:
+        results = functools.partial(
+            undo_jobs.undo_job_results, conn, user_id=user_id, job_id=job_id, limit=SHOWN
+        )
+        page["undone"] = [_shown(r["change"]) for r in results(outcome=undo_jobs.UNDONE)]
+        page["refused"] = [
+            {**r, "change": _shown(r["change"])} for r in results(outcome=undo_jobs.REFUSED)
+        ]
+    return page
 
 
 def _via(request: Request, owner: OwnerSessionInfo) -> Via:
@@ -113,14 +131,7 @@ async def confirm_undo(request: Request, owner: OwnerSessionInfo) -> Response:
     choice = request.query_params.get("since") or DEFAULT_SINCE
     since = _since(choice, key)
     preview = await db.run(
-        _undo,
-        user_id=owner.user_id,
-        key_id=key_id,
-        since=since,
-        revoke=False,
-        preview=True,
-        via=_via(request, owner),
-        now=utcnow(),
+        _preview, user_id=owner.user_id, key_id=key_id, since=since, now=utcnow()
     )
     return render(
         request,
@@ -137,21 +148,44 @@ async def confirm_undo(request: Request, owner: OwnerSessionInfo) -> Response:
 
 @owner_page
 async def undo_work(request: Request, owner: OwnerSessionInfo) -> Response:
+    """Revoke the key (if asked) and begin the job; 303 to its page at once."""
     data = await form(request)
     key_id = request.path_params["key_id"]
-    since = str(data.get("since") or "")
-    done = await account(request).services.db.run(
-        _undo,
+    services = account(request).services
+    # Its list of changes is written in one statement, off the loop (thousands of rows).
+    job = await services.db.run_off_loop(
+        _start,
         user_id=owner.user_id,
         key_id=key_id,
-        since=since,
+        since=str(data.get("since") or ""),
         revoke=data.get("revoke") == "yes",
-        preview=False,
         via=_via(request, owner),
         now=utcnow(),
     )
+    services.undo_jobs.start(job["id"])
+    return see_other(request, f"/keys/{key_id}/undo/{job['id']}")
+
+
+@owner_page
+async def undo_progress(request: Request, owner: OwnerSessionInfo) -> Response:
+    page = await account(request).services.db.run(
+        _job_page,
+        user_id=owner.user_id,
+        key_id=request.path_params["key_id"],
+        job_id=request.path_params["job_id"],
+        now=utcnow(),
+    )
+    job = page["job"]
     return render(
-        request, "key_undone.html", {**done, "section": "keys", "since": since}, status_code=200
+        request,
+        "key_undone.html",
+        {
+            **page,
+            "section": "keys",
+            "running": job["state"] == undo_jobs.RUNNING,
+            "refresh": REFRESH_SECONDS,
+            "shown": SHOWN,
+        },
     )
 
 
@@ -173,5 +207,6 @@ def routes() -> list[BaseRoute]:
     return [
         Route("/keys/{key_id}/undo", confirm_undo, methods=["GET"]),
         Route("/keys/{key_id}/undo", undo_work, methods=["POST"]),
+        Route("/keys/{key_id}/undo/{job_id}", undo_progress, methods=["GET"]),
         Route("/keys/{key_id}/approval", set_approval, methods=["POST"]),
     ]

@@ -6,7 +6,7 @@ import contextlib
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NoReturn
 from urllib.parse import unquote
 
@@ -15,6 +15,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from calendar_service import owner_sessions
 from calendar_service.asgi.middleware import HttpMiddleware
+from calendar_service.background import UndoJobs
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.errors import (
@@ -41,6 +42,11 @@ class Services:
     config: Config
     db: Database
     limiter: RateLimiter
+    # This process's runner of undo jobs (the settings pages' *Undo work*), run by the lifespan.
+    undo_jobs: UndoJobs = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.undo_jobs = UndoJobs(self.db)
 
 
 def services(request: Request) -> Services:

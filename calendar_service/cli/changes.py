@@ -2,7 +2,10 @@
 
 The owner acts in person here (``keys.owner_principal``): an undo is a change whose actor is
 the owner and whose transport is ``cli``. ``--dry-run`` runs the undo and rolls it back
-(``db.rolled_back``), to show what it would do.
+(``db.rolled_back``), to show what it would do. Undoing a key's work (``--key``) is an undo
+job (``events.undo_jobs``), run here to its end a batch (a short transaction) at a time, its
+progress on standard error; a job the command did not finish (killed) is finished by the
+service (``background.UndoJobs``).
 """
 
 from __future__ import annotations
@@ -111,6 +114,8 @@ def changes_undo(
     from calendar_service.changes.reading import owner_of
     from calendar_service.changes.record import Via
     from calendar_service.changes.table import OWNER
+    from calendar_service.db import rolled_back
+    from calendar_service.events import undo_jobs
     from calendar_service.events.undo import undo_change, undo_changes_of
 
     if (change_id is None) == (key is None):
@@ -132,11 +137,20 @@ def changes_undo(
                 )
         assert key is not None and since is not None
         owner = str(keys.get_key(conn, user_id=None, key_id=check_key_id(key))["user_id"])
-        principal = keys.owner_principal(owner)
-        with _maybe_rolled_back(conn, dry_run):
+        if not dry_run:  # the job, begun here and run below a batch at a time
+            return undo_jobs.start_undo_job(
+                conn,
+                user_id=owner,
+                key_id=key,
+                since=since,
+                revoke=False,
+                via=Via(OWNER, owner, "cli"),
+                now=now,
+            )
+        with rolled_back(conn):  # one transaction, undone: what the job would do
             return undo_changes_of(
                 conn,
-                principal=principal,
+                principal=keys.owner_principal(owner),
                 key_id=key,
                 since=since,
                 now=now,
@@ -144,6 +158,8 @@ def changes_undo(
             )
 
     result = run(work)
+    if key is not None and not dry_run:
+        result = _run_job(result)
     if dry_run:
         result = {"dryRun": True, **result}
 
@@ -159,6 +175,41 @@ def changes_undo(
             typer.echo(f"  refused  {_line(item['change'])}: {item['reason']}")
 
     emit(result, as_json, text)
+
+
+def _run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Run the undo job ``job`` (just begun) to its end, a batch (a transaction) at a time, its
+    progress on standard error; what it undid and refused, as ``undo_changes_of`` says it."""
+    from calendar_service.background import run_to_end
+    from calendar_service.cli.common import open_database
+    from calendar_service.events import undo_jobs
+
+    def progress(job: dict[str, Any]) -> None:
+        typer.echo(
+            f"{job['done']}/{job['total']} handled: {job['undone']} undone, "
+            f"{job['refused']} refused",
+            err=True,
+        )
+
+    db = open_database()
+    try:
+        progress(job)
+        done = run_to_end(db, job["id"], on_batch=progress)
+        results = {
+            outcome: db.call(
+                undo_jobs.undo_job_results,
+                user_id=done["userId"],
+                job_id=done["id"],
+                outcome=outcome,
+            )
+            for outcome in (undo_jobs.UNDONE, undo_jobs.REFUSED)
+        }
+    finally:
+        db.close()
+    return {
+        "undone": [r["change"] for r in results[undo_jobs.UNDONE]],
+        "refused": results[undo_jobs.REFUSED],
+    }
 
 
 def _maybe_rolled_back(conn: Any, dry_run: bool) -> Any:

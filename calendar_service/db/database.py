@@ -17,6 +17,8 @@ Work too long for the loop (an import: seconds) goes through ``run_off_loop``, o
 thread whatever the backend. On SQLite the loop's own calls then wait for it without stopping
 the loop (they would otherwise wait for SQLite's write lock with the loop stopped), while
 ``ping`` (``/healthz``) still answers: it reads outside any transaction, beside the writer.
+Work longer still (undoing thousands of changes) goes as a series of such writes, each short,
+with ``let_waiting_through`` between two: the requests that waited run in between.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from calendar_service.db.kept import KeptConnections, bind
 from calendar_service.db.transactions import Group, atomic, roll_back
 
 P = ParamSpec("P")
+_MOST_TURNS = 1000  # of the loop that ``let_waiting_through`` waits at most
 T = TypeVar("T")
 
 
@@ -74,6 +77,8 @@ class Database(GroupCommit):
         # SQLite: resolved when the long write running on a thread (``run_off_loop``) ends;
         # the loop's calls wait for it, and so does the next such write.
         self._long_write: asyncio.Future[None] | None = None
+        # SQLite: how many of the loop's calls wait for it to end (``let_waiting_through``).
+        self._waiting = 0
         # Called (from a database thread) after a transaction that queued webhook deliveries
         # commits; the app points it at the dispatcher's wake-up.
         self.on_outbox_commit: Callable[[], None] | None = None
@@ -146,8 +151,23 @@ class Database(GroupCommit):
         server's loop and their own) is not waited for here: it cannot be awaited from this
         loop, and SQLite's lock, with its busy timeout, orders the two writes anyway."""
         loop = asyncio.get_running_loop()
-        while (pending := self._long_write) is not None and pending.get_loop() is loop:
-            await asyncio.shield(pending)
+        self._waiting += 1
+        try:
+            while (pending := self._long_write) is not None and pending.get_loop() is loop:
+                await asyncio.shield(pending)
+        finally:
+            self._waiting -= 1
+
+    async def let_waiting_through(self) -> None:
+        """Return once the loop's calls that waited for the last long write (``run_off_loop``)
+        have run: work done as a series of long writes (``background.UndoJobs``' batches) calls
+        it between two, so that every request waiting gets its turn before the next write
+        (otherwise the next one could begin first, again and again)."""
+        await asyncio.sleep(0)
+        for _ in range(_MOST_TURNS):  # bounded: a count off by a thread's race cannot stall it
+            if not self._waiting:
+                return
+            await asyncio.sleep(0)
 
     async def run_connected(
         self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs

@@ -19,6 +19,7 @@ The package, a module a concern:
 - ``changelog``: what each change writes to the change log (``changes``): its rows before
   and after, and the change;
 - ``undo``: undoing a change (putting back the rows it touched), one or a key's since a time;
+- ``undo_jobs``: undoing a key's work as a job kept in the database, a batch at a time;
 - ``approving``: the owner approves a proposal (a write that waited): it is made as proposed;
 - ``restoring``: what both do once decided: rows put back, their webhook, the event shown;
 - ``series``: what an id names (an event, a series, an occurrence) and an occurrence's object;

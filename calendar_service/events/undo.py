@@ -20,11 +20,16 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, or_, select
+from sqlalchemy import Connection, Select, or_, select
 
 from calendar_service import keys
 from calendar_service.calendars import CalendarRow, get_calendar_row
-from calendar_service.changes.reading import change_public, change_row, since_instant
+from calendar_service.changes.reading import (
+    change_public,
+    change_row,
+    change_rows_by_seq,
+    since_instant,
+)
 from calendar_service.changes.record import Unit, Via, default_via, record, same_content
 from calendar_service.changes.table import CREATED, DELETED, UPDATED, changes_t
 from calendar_service.errors import AlreadyUndone, CalendarError, ChangedSince, NotFound
@@ -51,6 +56,21 @@ def undo_change(
     """Undo the change ``change_id`` (one the key reaches: 404 otherwise), as a change made
     ``via``; returns that new change (see the module's docstring)."""
     row = change_row(conn, principal=principal, change_id=change_id)
+    made = undo_row(conn, principal=principal, row=row, now=now, force=force, via=via)
+    return change_public(change_row(conn, principal=principal, change_id=made["id"]))
+
+
+def undo_row(
+    conn: Connection,
+    *,
+    principal: Principal,
+    row: Any,
+    now: datetime,
+    force: bool = False,
+    via: Via | None = None,
+) -> dict[str, Any]:
+    """``undo_change`` of a change's row already read (``changes.reading``), returning the
+    undo as ``record`` does (no read of it after: ``undo_jobs`` undoes thousands)."""
     if row.undone_by is not None:
         raise AlreadyUndone(row.id, row.undone_by)
     unit = Unit.decoded(row.rows)
@@ -89,7 +109,7 @@ def undo_change(
     if row.undoes is not None:  # an undo undone: the change it undid is made again
         redone = change_row(conn, principal=owner_principal(row.user_id), change_id=row.undoes)
         conn.execute(changes_t.update().where(changes_t.c.seq == redone.seq).values(undone_by=None))
-    return change_public(change_row(conn, principal=principal, change_id=made["id"]))
+    return made
 
 
 _NOT_COMPARED = ("updatedAt", "calendar")
@@ -171,31 +191,40 @@ def undo_changes_of(
     via: Via | None = None,
 ) -> dict[str, Any]:
     """Undo every change the key (or connected app) ``key_id`` of the owner made at or after
-    ``since`` and still in force, newest first, each as ``undo_change`` does (without force):
-    ``{undone: [the changes, now undone], refused: [{change, reason, code}]}``.
+    ``since`` and still in force, newest first, each as ``undo_change`` does (without force),
+    in the caller's one transaction: ``{undone: [the changes, now undone], refused: [{change,
+    reason, code}]}``. The CLI's ``--dry-run`` (rolled back); the settings pages and the CLI's
+    undo itself go a batch at a time (``undo_jobs``).
 
     ``principal``: the owner in person (``keys.owner_principal``)."""
     keys.get_key(conn, user_id=principal.user_id, key_id=key_id)  # 404: not one of theirs
-    low = since_instant(since)
     via = via or default_via(principal)
-    query = select(changes_t.c.id).where(
-        changes_t.c.user_id == principal.user_id,
+    found = [r.seq for r in conn.execute(key_changes(principal.user_id, key_id, since))]
+    undone: list[dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
+    for seq in found:  # each read by its key: constant work a change, however many share `at`
+        [row] = change_rows_by_seq(conn, principal=principal, seqs=[seq]).values()
+        try:
+            undo_row(conn, principal=principal, row=row, now=now, via=via)
+        except CalendarError as exc:
+            change = change_public(row)
+            refused.append({"change": change, "reason": exc.message, "code": exc.code})
+        else:
+            [row] = change_rows_by_seq(conn, principal=principal, seqs=[seq]).values()
+            undone.append(change_public(row))
+    return {"undone": undone, "refused": refused}
+
+
+def key_changes(user_id: str, key_id: str, since: str) -> Select[Any]:
+    """The ``seq`` (and ``at``) of each change of the owner's key (or app) ``key_id`` made at
+    or after ``since`` (400 naming ``since`` if it is not a date-time) and still in force, newest
+    first: what undoing the key's work undoes, in its order."""
+    low = since_instant(since)
+    query = select(changes_t.c.seq, changes_t.c.at).where(
+        changes_t.c.user_id == user_id,
         changes_t.c.actor_id == key_id,
         changes_t.c.undone_by.is_(None),
     )
     if low is not None:
         query = query.where(changes_t.c.at >= low)
-    found = [
-        r.id for r in conn.execute(query.order_by(changes_t.c.at.desc(), changes_t.c.seq.desc()))
-    ]
-    undone: list[dict[str, Any]] = []
-    refused: list[dict[str, Any]] = []
-    for change_id in found:
-        try:
-            undo_change(conn, principal=principal, change_id=change_id, now=now, via=via)
-        except CalendarError as exc:
-            change = change_public(change_row(conn, principal=principal, change_id=change_id))
-            refused.append({"change": change, "reason": exc.message, "code": exc.code})
-        else:
-            undone.append(change_public(change_row(conn, principal=principal, change_id=change_id)))
-    return {"undone": undone, "refused": refused}
+    return query.order_by(changes_t.c.at.desc(), changes_t.c.seq.desc())

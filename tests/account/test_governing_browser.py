@@ -54,7 +54,7 @@ def test_revoking_a_misbehaving_key_and_undoing_its_work_is_two_clicks(
         browser_sign_in(tab, owner)
         tab.get_by_role("link", name="Undo work of Rogue agent").click()  # click 1
         expect(tab.get_by_role("heading", name="Undo the work of “Rogue agent”?")).to_be_visible()
-        expect(tab.get_by_text("Will be undone (2)")).to_be_visible()
+        expect(tab.get_by_text("Will be undone: 2 changes")).to_be_visible()
         expect(tab.get_by_text("Buy cheap watches")).to_be_visible()
         expect(tab.get_by_text("Board meeting")).to_be_visible()
         expect(tab.get_by_role("checkbox", name=re.compile("Revoke the key too"))).to_be_checked()

@@ -17,7 +17,7 @@ from calendar_service.changes.table import changes_t
 from calendar_service.timeutil import utcnow
 from tests.account.conftest import Settings, text_of
 from tests.rest.conftest import EVENTS, create_event
-from tests.support import Factory, bearer
+from tests.support import Factory, bearer, wait_for
 
 CHANGES = "/api/v1/calendar/changes"
 
@@ -163,13 +163,21 @@ def test_the_key_page_shows_what_undoing_its_work_does_then_revokes_and_undoes(
     confirm = settings.get(f"/keys/{key_id}/undo")
     text = text_of(confirm.text)
     assert confirm.status_code == 200
-    assert "Will be undone (3)" in text and "Spam event" in text and "Renamed" in text
+    assert "Will be undone: 3 changes" in text and "Spam event" in text and "Renamed" in text
     # The preview changed nothing.
     assert api.get(f"{EVENTS}/{made['id']}", headers=bearer(agent)).status_code == 200
     since = re.search(r'name="since" value="([^"]+)"', confirm.text)
     assert since is not None
-    done = settings.post(f"/keys/{key_id}/undo", {"since": since.group(1), "revoke": "yes"})
-    assert done.status_code == 200
+    begun = settings.post(f"/keys/{key_id}/undo", {"since": since.group(1), "revoke": "yes"})
+    assert begun.status_code == 303  # at once, to the job's page
+    job_page = begun.headers["location"]
+    assert job_page.startswith(f"/settings/keys/{key_id}/undo/undo_")
+
+    def finished() -> httpx.Response | None:
+        page = settings.client.get(job_page)
+        return page if "is undone" in page.text else None
+
+    done = wait_for(finished, what="the job to end")
     assert "3 changes undone" in text_of(done.text) and "The key is revoked" in done.text
     assert api.get(EVENTS, headers=bearer(agent)).status_code == 401
     _, reader = factory.key(settings.owner, permission="read")

@@ -45,6 +45,7 @@ LAYERS: dict[str, frozenset[str]] = {
         {
             "calendar_service/__init__.py",
             "calendar_service/availability.py",
+            "calendar_service/background.py",
             "calendar_service/caldav/",
             "calendar_service/calendar_changes.py",
             "calendar_service/calendars.py",
