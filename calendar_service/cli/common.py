@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from calendar_service.config import Config
@@ -30,6 +29,11 @@ if TYPE_CHECKING:
     from calendar_service.db import Database
 
 T = TypeVar("T")
+
+# click's usage error and the error all its refusals are (the click typer uses: its own copy in
+# recent versions, which it does not export), found through typer's public ``BadParameter``.
+UsageError: type[Exception] = typer.BadParameter.__mro__[1]
+ClickError: type[Exception] = typer.BadParameter.__mro__[2]
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
 UserOption = Annotated[str, typer.Option("--user", help="Owner email.")]
@@ -91,13 +95,14 @@ def fail(exc: CalendarError, *, as_json: bool = False) -> NoReturn:
     raise typer.Exit(2 if isinstance(exc, ValidationFailed) else 1)
 
 
-def _refused_line(exc: ClickException) -> dict[str, Any]:
+def _refused_line(exc: Any) -> dict[str, Any]:
     """A command line click (or ``usage``) refused, as ``fail`` prints an error with --json."""
-    refusal: dict[str, Any] = {"code": "usage_error", "message": exc.format_message()}
+    message = exc.format_message()
+    refusal: dict[str, Any] = {"code": "usage_error", "message": message}
     param = getattr(exc, "param", None)
     if param is not None:
         name = param.opts[0] if param.opts else param.human_readable_name
-        refusal["errors"] = [{"field": name, "message": exc.format_message()}]
+        refusal["errors"] = [{"field": name, "message": message}]
     return refusal
 
 
@@ -126,10 +131,8 @@ class Commands(TyperGroup):
             return super().invoke(ctx)
         except CalendarError as exc:
             fail(exc, as_json=as_json)
-        except NoArgsIsHelpError:
-            raise  # a group given no command: its help, as asked
-        except ClickException as exc:
+        except ClickError as exc:
             if not as_json:
                 raise  # click's usage line, a hint to --help and the message
             typer.echo(json.dumps(_refused_line(exc), ensure_ascii=False), err=True)
-            raise typer.Exit(exc.exit_code) from None
+            raise typer.Exit(getattr(exc, "exit_code", 2)) from None
