@@ -367,7 +367,7 @@ class AlreadyUndone(CalendarError):
 
     def __init__(self, change_id: str, undone_by: str) -> None:
         super().__init__(
-            f"Change {change_id} was undone already, by change {undone_by}. To make it "
+            f"Change {change_id} has already been undone, by change {undone_by}. To make it "
             f"again, undo {undone_by}."
         )
         self.undone_by = undone_by

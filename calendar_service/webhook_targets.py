@@ -15,7 +15,9 @@ addresses). ``system_resolve`` is the operating system's resolver, for callers t
 blocks, so async callers run the check off their event loop.
 
 ``allow_local`` (``CALENDAR_WEBHOOK_ALLOW_LOCAL=1``) lifts the address and scheme rules for
-development and tests; the resolution still happens.
+development and tests; the resolution still happens. Each refusal it would lift says so, and
+where to set it (``ALLOW_LOCAL_HINT``): for the service and for the CLI command that sets the
+webhook, which checks the URL in its own process.
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ Resolve = Callable[[str], Sequence[str]]
 """A host name (ASCII) → the addresses it resolves to; raises ``OSError`` when it does not."""
 
 URL_MAX = 2048
+# Said by every refusal the setting would lift, on every front: the check runs where the URL is
+# set (the CLI's process too, which reads its own environment) and again where it is sent.
+ALLOW_LOCAL_HINT = (
+    "A receiver on this machine or a private network (plain http:// included) is for "
+    "development and tests: allow it with CALENDAR_WEBHOOK_ALLOW_LOCAL=1, set for the service "
+    "and for the calendar-service command that sets the webhook."
+)
 
 _V4 = ipaddress.IPv4Network
 _V6 = ipaddress.IPv6Network
@@ -151,10 +160,7 @@ def parse_url(url: str, *, allow_local: bool) -> tuple[str, int]:
         raise WebhookTargetRefused(f"The webhook URL is not a valid URL ({exc}).") from None
     schemes = ("https", "http") if allow_local else ("https",)
     if parts.scheme not in schemes:
-        raise WebhookTargetRefused(
-            "The webhook URL must start with https:// (plain http:// is allowed only with "
-            "CALENDAR_WEBHOOK_ALLOW_LOCAL=1, for development)."
-        )
+        raise WebhookTargetRefused(f"The webhook URL must start with https://. {ALLOW_LOCAL_HINT}")
     if not parts.hostname:
         raise WebhookTargetRefused("The webhook URL has no host name.")
     if parts.username is not None or parts.password is not None:
@@ -211,7 +217,7 @@ def check_target(url: str, *, allow_local: bool, resolve: Resolve) -> Target:
             if problem is not None:
                 raise WebhookTargetRefused(
                     f"The webhook host {host!r} resolves to {address}, a {problem} address: "
-                    "webhooks go to public addresses only."
+                    f"webhooks go to public addresses only. {ALLOW_LOCAL_HINT}"
                 )
     return Target(url=url, host=host, port=port, addresses=addresses)
 

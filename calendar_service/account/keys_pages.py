@@ -38,6 +38,12 @@ REVOKED_BY = {
 _FORM_FIELDS = {"expiresAt": "expires", "calendarId": "calendar"}
 
 
+# The key form's values before anything is typed; the app password form's: what a calendar
+# app needs (it shows and edits events), for a year, all calendars.
+KEY_BLANK = {"permission": "read", "expires": "30d", "calendar": "", "approval": "none"}
+APP_PASSWORD_BLANK = {"permission": "write", "expires": "365d", "calendar": ""}
+
+
 def _page_data(conn: Connection, *, user_id: str, now: datetime) -> dict[str, Any]:
     owned = calendars.list_owner_calendars(conn, user_id=user_id)
     return {
@@ -51,10 +57,15 @@ PAGE = FormPage(
     template="keys.html",
     section="keys",
     load=_page_data,
-    blank={"permission": "read", "expires": "30d", "calendar": "", "approval": "none"},
+    blank=KEY_BLANK,
     notices=NOTICES,
     names=_FORM_FIELDS,
-    extra=lambda: {"expiry_choices": keys.LIFETIME_CHOICES, "revoked_by": REVOKED_BY},
+    extra=lambda: {
+        "expiry_choices": keys.LIFETIME_CHOICES,
+        "revoked_by": REVOKED_BY,
+        "blank": KEY_BLANK,
+        "app_blank": APP_PASSWORD_BLANK,
+    },
 )
 
 

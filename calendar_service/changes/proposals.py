@@ -363,6 +363,14 @@ def owner_of(conn: Connection, *, proposal_id: str) -> str:
     return str(found)
 
 
+# A decided proposal's status, as a refusal to decide it again says it.
+_DECIDED = {
+    APPROVED: "was already approved",
+    REJECTED: "was already rejected",
+    FAILED: "has already failed (the event had changed when it was approved)",
+}
+
+
 def pending_row(conn: Connection, *, user_id: str, proposal_id: str, now: datetime) -> Any:
     """The owner's proposal ``proposal_id``, locked until the transaction ends, if it is
     still pending: 404 if it is not theirs, 409 ``proposal_not_pending`` if it was decided or
@@ -381,10 +389,10 @@ def pending_row(conn: Connection, *, user_id: str, proposal_id: str, now: dateti
             EXPIRED,
         )
     if status != PENDING:
-        when = format_utc(row.decided_at) if row.decided_at is not None else "earlier"
+        when = f" at {format_utc(row.decided_at)}" if row.decided_at is not None else ""
+        decided = _DECIDED.get(status, f"is {status}")
         raise ProposalNotPending(
-            f"Proposal {proposal_id} was {status} already ({when}): it can be decided once.",
-            status,
+            f"Proposal {proposal_id} {decided}{when}: it can be decided once.", status
         )
     return row
 

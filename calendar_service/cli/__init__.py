@@ -2,8 +2,9 @@
 webhooks and the change log.
 
 Every command brings the schema up to date first. Commands that print data accept ``--json``
-and then print exactly one JSON object. A core error from any command is translated into a
-message and exit code in one place, the app's group (``common.Commands``).
+and then print exactly one JSON object. A core error or a command line refused, from any
+command, is translated into a message (with ``--json``, one JSON object: ``code``, ``message``
+…) and an exit code in one place, the app's group (``common.Commands``).
 
     common.py   the database, printing, the one error translation
     serve.py    serve, migrate, mcp

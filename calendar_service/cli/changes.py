@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
+from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run, usage
 from calendar_service.cli.owners import check_key_id
 from calendar_service.timeutil import utcnow
 
@@ -219,5 +219,4 @@ def _maybe_rolled_back(conn: Any, dry_run: bool) -> Any:
 
 
 def _usage(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+    usage(message)

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
-from calendar_service.errors import NotFound
+from calendar_service.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.timeutil import utcnow
 
 feeds_app = typer.Typer(
@@ -182,8 +182,8 @@ def import_file(
         with file.open("rb") as handle:
             data = handle.read(MAX_BYTES + 1)
     except OSError as exc:
-        typer.echo(f"error: cannot read {file}: {exc.strerror or exc}", err=True)
-        raise typer.Exit(2) from None
+        problem = f"cannot read {file}: {exc.strerror or exc}"
+        raise ValidationFailed([FieldError("file", problem)], "The file cannot be read.") from None
 
     def work(conn: Any) -> dict[str, Any]:
         principal = owner_principal(owner_id(conn, user))

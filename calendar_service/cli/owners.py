@@ -9,7 +9,15 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service.cli.common import JsonFlag, UserOption, emit, open_database, owner_id, run
+from calendar_service.cli.common import (
+    JsonFlag,
+    UserOption,
+    emit,
+    open_database,
+    owner_id,
+    run,
+    usage,
+)
 from calendar_service.errors import DefaultCalendarKept, FieldError, NotFound, ValidationFailed
 from calendar_service.timeutil import utcnow
 
@@ -160,6 +168,19 @@ def calendars_update(
     emit(cal, as_json, _calendar_line(cal))
 
 
+def _counted(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def _deletes(found: dict[str, Any]) -> str:
+    """What deleting the calendar ``found`` takes with it, in words."""
+    return (
+        f"its {_counted(found['events'], 'event', 'events')} (a series counts once) and revokes "
+        f"its {_counted(found['feeds'], 'feed', 'feeds')} and the "
+        f"{_counted(found['keys'], 'key', 'keys')} limited to it"
+    )
+
+
 @calendars_app.command("delete")
 def calendars_delete(
     calendar_id: Annotated[str, typer.Argument(metavar="CALENDAR_ID")],
@@ -187,16 +208,12 @@ def calendars_delete(
         if found["isDefault"]:
             raise DefaultCalendarKept()
         if not yes:
-            what = (
-                f"Delete calendar {found['name']!r} ({found['id']}) with its "
-                f"{found['events']} events (series count once), and revoke its "
-                f"{found['feeds']} feeds and the {found['keys']} keys limited to it?"
-            )
+            what = f"Deleting calendar {found['name']!r} ({found['id']}) deletes {_deletes(found)}."
             if not sys.stdin.isatty():
-                raise ValidationFailed(
-                    [FieldError("yes", f"{what} Nothing was deleted: add --yes to confirm.")]
-                )
-            if not typer.confirm(what):
+                message = f"{what} Nothing was deleted: run it again with --yes to confirm."
+                needed = "without a terminal to ask on, --yes confirms the deletion"
+                raise ValidationFailed([FieldError("--yes", needed)], message)
+            if not typer.confirm(f"{what} Delete it?"):
                 raise typer.Exit(1)
         events_gone = 0
         while True:
@@ -376,12 +393,10 @@ def check_key_id(value: str) -> str:
     from calendar_service.keys import SECRET_PREFIX
 
     if value.strip().startswith(SECRET_PREFIX):
-        typer.echo(
-            "error: that is a secret (or its prefix), not a key id: the id looks like key_…, "
-            "and 'calendar-service keys list --user EMAIL' shows each key's id",
-            err=True,
+        usage(
+            "that is a secret (or its prefix), not a key id: the id looks like key_…, "
+            "and 'calendar-service keys list --user EMAIL' shows each key's id"
         )
-        raise typer.Exit(2)
     return value.strip()
 
 

@@ -10,7 +10,15 @@ from typing import Annotated, Any
 import typer
 
 from calendar_service import webhook_targets
-from calendar_service.cli.common import JsonFlag, UserOption, emit, open_database, owner_id, run
+from calendar_service.cli.common import (
+    JsonFlag,
+    UserOption,
+    emit,
+    open_database,
+    owner_id,
+    run,
+    usage,
+)
 from calendar_service.config import Config
 from calendar_service.logs import configure_logging
 from calendar_service.timeutil import utcnow
@@ -204,8 +212,7 @@ def webhook_redeliver(
     from calendar_service import webhook_config
 
     if (delivery_id is None) == (not failed):
-        typer.echo("error: give a delivery id or --failed", err=True)
-        raise typer.Exit(2)
+        usage("give a delivery id (evt_…) or --failed, not both")
 
     def work(conn: Any) -> dict[str, Any]:
         user_id = owner_id(conn, user)

@@ -32,7 +32,7 @@ import email
 import email.policy
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from email.message import EmailMessage
 from email.utils import getaddresses
 from typing import Any
@@ -202,6 +202,77 @@ def _apply(
 def said(result: dict[str, Any]) -> str:
     """What was recorded, in a sentence (the reply page's)."""
     return f"{result['email']}: {_WORDS[result['responseStatus']]} to “{result['title']}”."
+
+
+def invitation(conn: Connection, *, key: bytes, token: str) -> dict[str, Any]:
+    """What a reply link answers, for the guest to see before answering (the reply page):
+    ``{title, when, location, recurrence, organizer, email, responseStatus}``, ``when`` in
+    words in the event's time zone (``when_words``). Refused as the reply itself would be
+    (``InboundMailRefused``): a link altered, an event gone, a guest no longer invited, an
+    older invitation. Reads only."""
+    found = read_token(key, token)
+    if found is None:
+        raise _refused("This reply link is not valid: it was altered, or not made here.")
+    event_id, address, sequence = found
+    owner = conn.execute(
+        select(calendars_t.c.user_id)
+        .select_from(events_t.join(calendars_t, calendars_t.c.id == events_t.c.calendar_id))
+        .where(events_t.c.id == event_id)
+    ).scalar()
+    if owner is None:
+        raise _refused("The event of this invitation no longer exists.")
+    row, calendar = load_in_scope(conn, principal=owner_principal(str(owner)), event_id=event_id)
+    people = decode(row.attendees)
+    mine = [a for a in (people or {}).get("attendees", []) if a["email"].lower() == address.lower()]
+    if people is None or not mine:
+        raise _refused(f"{address} is not invited to this event (any more).")
+    if sequence != int(people["sequence"]):
+        raise _refused(
+            "This link is to an older version of the invitation: the event changed since. "
+            "Use the links of the latest invitation."
+        )
+    event = event_public(row, calendar_name=calendar.name, tz=zone(calendar.time_zone))
+    organizer = people["organizer"]
+    name, organizer_email = organizer.get("name") or "", organizer["email"]
+    return {
+        "title": event["title"],
+        "when": when_words(event, calendar.time_zone),
+        "location": event.get("location") or None,
+        "recurrence": event.get("recurrence") or [],
+        "organizer": (
+            f"{name} <{organizer_email}>" if name and name != organizer_email else organizer_email
+        ),
+        "email": mine[0]["email"],
+        "responseStatus": mine[0]["responseStatus"],
+    }
+
+
+_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+
+
+def _day(d: date) -> str:
+    return f"{_DAYS[d.weekday()]} {d.day} {_MONTHS[d.month - 1]} {d.year}"
+
+
+def when_words(event: dict[str, Any], time_zone: str) -> str:
+    """An event's time in words, in its calendar's time zone (``event``: the public object,
+    whose times carry that zone's offset): ``Tuesday 2 March 2027, 11:00 to 11:30
+    (Europe/Berlin)``; ``Tuesday 2 March 2027 (all day)``; the end's day too when it is
+    another (an all-day event's ``endsAt`` is the next midnight, not shown)."""
+    start = datetime.fromisoformat(event["startsAt"])
+    end = datetime.fromisoformat(event["endsAt"])
+    if event.get("allDay"):
+        last = max(start.date(), end.date() - timedelta(days=1))
+        days = (
+            _day(start.date()) if last == start.date() else f"{_day(start.date())} to {_day(last)}"
+        )
+        return f"{days} (all day)"
+    ends = f"{end:%H:%M}" if end.date() == start.date() else f"{_day(end.date())}, {end:%H:%M}"
+    return f"{_day(start.date())}, {start:%H:%M} to {ends} ({time_zone})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,8 @@
 """Replies to invitations: the reply links' page and the inbound mail endpoint.
 
-``GET /invitations/reply?t=…&r=accepted`` shows what the link would record and a button;
+``GET /invitations/reply?t=…&r=accepted`` shows the invitation (the event's title, its time in
+words in its calendar's zone, where, the organizer: ``mail.replies.invitation``, every value
+escaped), what the link would record and a button;
 ``POST`` (the button) records it (``mail.replies.apply_link``) and says what was recorded.
 A GET records nothing: mail scanners follow links. No sign-in: the signed token is the
 attendee's. A forged, altered or outdated link is answered 400 with why, nothing changed.
@@ -41,6 +43,12 @@ from calendar_service.timeutil import utcnow
 
 INBOUND_PATH = "/api/v1/inbound/mail"
 _WORDS = {"accepted": "Yes, I'll attend", "tentative": "Maybe", "declined": "No, I won't attend"}
+_SO_FAR = {
+    "needsAction": "none yet",
+    "accepted": "attending",
+    "tentative": "maybe",
+    "declined": "not attending",
+}
 _HEADERS = {"cache-control": "no-store", "referrer-policy": "no-referrer"}
 
 
@@ -64,11 +72,27 @@ async def reply_page(request: Request) -> Response:
             "<p>It was altered, or not made by this calendar. Nothing was recorded.</p>",
             400,
         )
+    try:
+        shown = await services(request).db.run(replies.invitation, key=key, token=token)
+    except CalendarError as exc:
+        return _page("This link cannot be used", f"<p>{html.escape(exc.message)}</p>", exc.status)
+    esc = html.escape
+    facts = [("Event", shown["title"]), ("When", shown["when"])]
+    if shown["recurrence"]:
+        facts.append(("Repeats", "; ".join(shown["recurrence"])))
+    if shown["location"]:
+        facts.append(("Where", shown["location"]))
+    facts += [
+        ("Organizer", shown["organizer"]),
+        ("Your answer so far", _SO_FAR.get(shown["responseStatus"], shown["responseStatus"])),
+    ]
+    details = "".join(f"<dt>{esc(name)}</dt><dd>{esc(value)}</dd>" for name, value in facts)
     form = (
-        f'<form method="post" action="{html.escape(REPLY_PATH)}">'
-        f'<input type="hidden" name="t" value="{html.escape(token, quote=True)}">'
-        f'<input type="hidden" name="r" value="{html.escape(response, quote=True)}">'
-        f'<button type="submit">Reply: {html.escape(_WORDS[response])}</button></form>'
+        f"<p>An invitation to {esc(shown['email'])}:</p><dl>{details}</dl>"
+        f'<form method="post" action="{esc(REPLY_PATH)}">'
+        f'<input type="hidden" name="t" value="{esc(token, quote=True)}">'
+        f'<input type="hidden" name="r" value="{esc(response, quote=True)}">'
+        f'<button type="submit">Reply: {esc(_WORDS[response])}</button></form>'
     )
     return _page("Reply to the invitation", form)
 

@@ -62,7 +62,7 @@ def test_the_pending_page_shows_the_change_and_approving_makes_it(
     change = _changes(api, secret)[0]
     assert change["transport"] == "settings" and change["proposalId"] == proposal["id"]
     again = settings.post(f"/pending/{proposal['id']}/approve")
-    assert again.status_code == 409 and "approved already" in text_of(again.text)
+    assert again.status_code == 409 and "was already approved" in text_of(again.text)
 
 
 def test_rejecting_on_the_pending_page_changes_nothing_and_a_failed_approval_says_why(

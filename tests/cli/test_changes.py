@@ -63,7 +63,7 @@ def test_the_owner_lists_a_keys_changes_and_undoes_one(config: Config, api: http
     assert api.get(url, headers=bearer(secret)).json()["title"] == made.json()["title"]
 
     again = cli(config, "changes", "undo", moved.headers["calendar-change-id"], check=False)
-    assert again.returncode == 1 and "was undone already" in again.stderr
+    assert again.returncode == 1 and "has already been undone" in again.stderr
     api.patch(url, json={"title": "Moved again"}, headers=bearer(secret))
     refused = cli(config, "changes", "undo", made.headers["calendar-change-id"], check=False)
     assert refused.returncode == 1 and "changed since" in refused.stderr

@@ -37,10 +37,12 @@ def test_the_owner_decides_what_a_careful_key_proposed_from_the_cli(
     rejected = cli_json(config, "proposals", "reject", deleted["id"], "--user", email)
     assert rejected["status"] == "rejected"
     again = cli(config, "proposals", "reject", deleted["id"], check=False)
-    assert again.returncode != 0 and "rejected already" in again.stderr
+    assert again.returncode != 0 and "was already rejected" in again.stderr
 
     approved = cli_json(config, "proposals", "approve", moved["id"])
     assert approved["status"] == "approved"
+    twice = cli(config, "proposals", "approve", moved["id"], check=False)
+    assert twice.returncode == 1 and "was already approved" in twice.stderr
     assert api.get(url, headers=bearer(secret)).json()["title"] == "Moved"
     [change] = cli_json(config, "changes", "list", "--user", email, "--key", key["id"])["changes"][
         :1
@@ -58,6 +60,8 @@ def test_the_owner_decides_what_a_careful_key_proposed_from_the_cli(
     assert api.patch(url, json={"title": "Owner"}, headers=bearer(secret)).status_code == 200
     failed = cli(config, "proposals", "approve", proposal["id"], check=False)
     assert failed.returncode == 1 and "changed since" in failed.stdout
+    failed_again = cli(config, "proposals", "approve", proposal["id"], check=False)
+    assert failed_again.returncode == 1 and "has already failed" in failed_again.stderr
 
     stranger = f"cli-{uuid.uuid4().hex[:8]}@example.com"
     cli(config, "users", "create", stranger)

@@ -18,6 +18,7 @@ from calendar_service.events.people import check_attendees, mail_address
 from calendar_service.mail.invitations import plan
 from calendar_service.mail.links import make_token, read_token, reply_links
 from calendar_service.mail.messages import build
+from calendar_service.mail.replies import when_words
 
 NOW = datetime(2027, 3, 1, 12, 0, tzinfo=UTC)
 ORGANIZER = {"email": "owner@example.com", "name": "owner@example.com"}
@@ -196,3 +197,32 @@ def test_a_series_invitation_repeats_in_its_zone_and_an_all_day_one_in_dates() -
     (vevent,) = cal.walk("VEVENT")
     assert str(cal["METHOD"]) == "CANCEL" and str(vevent["STATUS"]) == "CANCELLED"
     assert vevent["DTSTART"].dt.isoformat() == "2027-03-29"
+
+
+@pytest.mark.parametrize(
+    ("times", "words"),
+    [
+        (
+            {"startsAt": "2027-03-02T11:00:00+01:00", "endsAt": "2027-03-02T11:30:00+01:00"},
+            "Tuesday 2 March 2027, 11:00 to 11:30 (Europe/Berlin)",
+        ),
+        (
+            {"startsAt": "2027-03-02T23:00:00+01:00", "endsAt": "2027-03-03T01:00:00+01:00"},
+            "Tuesday 2 March 2027, 23:00 to Wednesday 3 March 2027, 01:00 (Europe/Berlin)",
+        ),
+        (
+            {"startsAt": "2027-03-02T00:00:00+01:00", "endsAt": "2027-03-03T00:00:00+01:00",
+             "allDay": True},
+            "Tuesday 2 March 2027 (all day)",
+        ),
+        (
+            {"startsAt": "2027-03-02T00:00:00+01:00", "endsAt": "2027-03-05T00:00:00+01:00",
+             "allDay": True},
+            "Tuesday 2 March 2027 to Thursday 4 March 2027 (all day)",
+        ),
+    ],
+)  # fmt: skip
+def test_the_reply_page_says_an_events_time_in_words_in_its_zone(
+    times: dict[str, Any], words: str
+) -> None:
+    assert when_words(times, "Europe/Berlin") == words

@@ -70,6 +70,17 @@ def test_each_non_public_address_class_is_refused(address: str, name: str) -> No
     assert name in refused.value.message
 
 
+@pytest.mark.parametrize("url", ["http://hooks.example.com/in", "https://hooks.example.com/in"])
+def test_a_local_or_plain_http_target_refused_names_the_setting_that_allows_it_and_where(
+    url: str,
+) -> None:
+    with pytest.raises(WebhookTargetRefused) as refused:
+        webhook_targets.check_target(url, allow_local=False, resolve=resolving_to("127.0.0.1"))
+    message = refused.value.message
+    assert "CALENDAR_WEBHOOK_ALLOW_LOCAL=1" in message
+    assert "for the service and for the calendar-service command" in message
+
+
 @pytest.mark.parametrize("address", PUBLIC)
 def test_public_addresses_pass_and_are_the_ones_pinned(address: str) -> None:
     target = webhook_targets.check_target(

@@ -33,7 +33,8 @@ EVENTS = "/api/v1/calendar/events"
 
 
 class Receiver:
-    """A webhook receiver (raw ASGI) that notes every request: id, event, time, sender."""
+    """A webhook receiver (raw ASGI) that notes every request: id, event, time, sender, and
+    ``seq``, the order in which it noted them."""
 
     def __init__(self, delay: float) -> None:
         self.delay = delay
@@ -56,6 +57,7 @@ class Receiver:
                 "eventId": json.loads(body)["data"]["event"]["id"],
                 "at": time.time(),
                 "sender": sender,
+                "seq": len(self.arrivals),
             }
         )
         self.holding[sender] += 1

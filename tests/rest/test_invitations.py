@@ -609,6 +609,36 @@ def test_a_reply_link_records_the_answer_once_and_forged_or_old_links_change_not
         assert got["attendees"][0]["responseStatus"] == "accepted"
 
 
+def test_a_reply_link_shows_the_event_title_time_and_organizer_before_the_guest_answers(
+    env: Env,
+) -> None:
+    owner = env.factory.owner()
+    berlin = env.factory.calendar(owner, name="Work", time_zone="Europe/Berlin")
+    secret = env.key(owner)
+    ana = unique("ana")
+    with env.client() as api:
+        api.post(
+            EVENTS,
+            params={"sendUpdates": "all"},
+            json=meeting(
+                "Board <review> & plan",
+                calendarId=berlin,
+                location="Room <b>4</b>",
+                attendees=[{"email": ana}],
+            ),
+            headers=bearer(secret),
+        ).raise_for_status()
+    page = httpx.get(_links(env.wait_mail(ana)[0])["declined"], timeout=30)
+    assert page.status_code == 200 and "<form" in page.text
+    text = page.text
+    assert "Board &lt;review&gt; &amp; plan" in text and "<review>" not in text
+    # 10:00 UTC is 11:00 in Berlin in March: the event's own zone, named.
+    assert "Tuesday 2 March 2027, 11:00 to 11:30 (Europe/Berlin)" in text
+    assert "Room &lt;b&gt;4&lt;/b&gt;" in text
+    assert owner.email in text and ana in text
+    assert "No, I won&#x27;t attend" in text or "No, I won't attend" in text
+
+
 def _reply(
     uid: str,
     attendee: str,

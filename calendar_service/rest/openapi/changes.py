@@ -311,7 +311,7 @@ def _undo() -> dict[str, Any]:
             **errors("404"),
             "409": problem_response(
                 "The event changed since the change (`conflict`: `changes` names the later "
-                "changes of it, newest first), or the change was undone already "
+                "changes of it, newest first), or the change has already been undone "
                 "(`already_undone`: `undoneBy` names the undo).",
                 problem_example(
                     409,
