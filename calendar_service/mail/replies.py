@@ -50,7 +50,7 @@ from calendar_service.events.people import decode
 from calendar_service.events.queries import load_in_scope
 from calendar_service.events.shapes import Row, event_public
 from calendar_service.events.writes import after_write
-from calendar_service.keys import owner_principal
+from calendar_service.keys import Principal, owner_principal
 from calendar_service.mail.links import RESPONSES, read_token
 from calendar_service.models import calendars_t, events_t
 from calendar_service.outbox import UPDATED
@@ -101,6 +101,34 @@ def apply_link(
     )
 
 
+def _invited(
+    conn: Connection, *, event_id: str, address: str, sequence: int, what: str
+) -> tuple[Principal, Any, Any, dict[str, Any], list[dict[str, Any]]]:
+    """The event a reply (``what``: "reply" or "link") is to, read in its owner's scope:
+    ``(owner, row, calendar, attendees document, [address's entry])``; refused
+    (``InboundMailRefused``) when the event is gone, ``address`` no longer invited, or the
+    invitation's ``sequence`` older than the event's."""
+    owner = conn.execute(
+        select(calendars_t.c.user_id)
+        .select_from(events_t.join(calendars_t, calendars_t.c.id == events_t.c.calendar_id))
+        .where(events_t.c.id == event_id)
+    ).scalar()
+    if owner is None:
+        raise _refused("The event of this invitation no longer exists.")
+    principal = owner_principal(str(owner))
+    row, calendar = load_in_scope(conn, principal=principal, event_id=event_id)
+    people = decode(row.attendees)
+    mine = [a for a in (people or {}).get("attendees", []) if a["email"].lower() == address.lower()]
+    if people is None or not mine:
+        raise _refused(f"{address} is not invited to this event (any more).")
+    if sequence != int(people["sequence"]):
+        raise _refused(
+            f"This {what} is to an older version of the invitation: the event changed since. "
+            "Use the links of the latest invitation."
+        )
+    return principal, row, calendar, people, mine
+
+
 def _apply(
     conn: Connection,
     *,
@@ -115,29 +143,11 @@ def _apply(
 ) -> dict[str, Any]:
     """Record ``address``'s ``response``: a reply by mail stamped ``stamp`` (its
     ``DTSTAMP``), or a link followed (``None``: always the latest word)."""
-    owner = conn.execute(
-        select(calendars_t.c.user_id)
-        .select_from(events_t.join(calendars_t, calendars_t.c.id == events_t.c.calendar_id))
-        .where(events_t.c.id == event_id)
-    ).scalar()
-    if owner is None:
-        raise _refused("The event of this invitation no longer exists.")
-    principal = owner_principal(str(owner))
-    row, calendar = load_in_scope(conn, principal=principal, event_id=event_id)
-    people = decode(row.attendees)
-    if people is None:
-        raise _refused("This event has no attendees any more.")
+    principal, row, calendar, people, mine = _invited(
+        conn, event_id=event_id, address=address, sequence=sequence, what="reply"
+    )
     if organizer is not None and organizer.lower() != people["organizer"]["email"].lower():
         raise _refused("The reply's ORGANIZER is not this event's organizer.")
-    attendees = people["attendees"]
-    mine = [a for a in attendees if a["email"].lower() == address.lower()]
-    if not mine:
-        raise _refused(f"{address} is not invited to this event (any more).")
-    if sequence != int(people["sequence"]):
-        raise _refused(
-            "This reply is to an older version of the invitation: the event changed since. "
-            "Use the links of the latest invitation."
-        )
     answer = {"eventId": row.id, "title": row.title, "email": mine[0]["email"]}
     replied = people.setdefault("replies", {})
     last = replied.get(address.lower())
@@ -214,23 +224,9 @@ def invitation(conn: Connection, *, key: bytes, token: str) -> dict[str, Any]:
     if found is None:
         raise _refused("This reply link is not valid: it was altered, or not made here.")
     event_id, address, sequence = found
-    owner = conn.execute(
-        select(calendars_t.c.user_id)
-        .select_from(events_t.join(calendars_t, calendars_t.c.id == events_t.c.calendar_id))
-        .where(events_t.c.id == event_id)
-    ).scalar()
-    if owner is None:
-        raise _refused("The event of this invitation no longer exists.")
-    row, calendar = load_in_scope(conn, principal=owner_principal(str(owner)), event_id=event_id)
-    people = decode(row.attendees)
-    mine = [a for a in (people or {}).get("attendees", []) if a["email"].lower() == address.lower()]
-    if people is None or not mine:
-        raise _refused(f"{address} is not invited to this event (any more).")
-    if sequence != int(people["sequence"]):
-        raise _refused(
-            "This link is to an older version of the invitation: the event changed since. "
-            "Use the links of the latest invitation."
-        )
+    _, row, calendar, people, mine = _invited(
+        conn, event_id=event_id, address=address, sequence=sequence, what="link"
+    )
     event = event_public(row, calendar_name=calendar.name, tz=zone(calendar.time_zone))
     organizer = people["organizer"]
     name, organizer_email = organizer.get("name") or "", organizer["email"]

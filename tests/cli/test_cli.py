@@ -172,7 +172,15 @@ def test_cli_errors_are_clear_and_exit_non_zero(
 def test_an_owner_whose_domain_mixes_scripts_is_refused_naming_the_letters(config: Config) -> None:
     refused = cli(config, "users", "create", "bob@ex\u0430mple.com", "--json", check=False)
     assert (refused.returncode, refused.stdout) == (2, "")
-    assert "email: the domain mixes Latin and Cyrillic letters (\u0430 U+0430)" in refused.stderr
+    error = json.loads(refused.stderr)
+    assert error["code"] == "validation_error"
+    assert error["errors"] == [
+        {
+            "field": "email",
+            "message": "the domain mixes Latin and Cyrillic letters (\u0430 U+0430): "
+            "a look-alike of another address",
+        }
+    ]
     for fine in ("anna@m\u00fcnchen.de", "anna@\u043f\u0440\u0438\u043c\u0435\u0440.\u0440\u0444"):
         local, domain = fine.split("@")
         made = cli_json(config, "users", "create", f"{local}-{uuid.uuid4().hex[:8]}@{domain}")
