@@ -120,29 +120,3 @@ def _batch(conn: Connection, **options: Any) -> dict[str, Any] | None:
 def _release(conn: Connection, *, runner: str) -> None:
     with atomic(conn):
         undo_jobs.release(conn, runner=runner)
-
-
-def run_to_end(
-    db: Database, job_id: str, *, on_batch: Any = None, batch: int = undo_jobs.BATCH
-) -> dict[str, Any]:
-    """Run the job ``job_id`` to its end on this thread, a batch (a transaction) at a time (the
-    CLI), calling ``on_batch(progress)`` after each; its last progress. A job another runner
-    holds is waited for (its progress read again every second) until done or its lease runs
-    out."""
-    import time
-
-    runner = new_id("run")
-    try:
-        while True:
-            job = db.call(undo_jobs.undo_job, user_id=None, job_id=job_id)
-            if job["state"] != undo_jobs.RUNNING:
-                return job
-            if not db.call(undo_jobs.claim, job_id=job_id, runner=runner, now=utcnow()):
-                time.sleep(1.0)
-                continue
-            progress = db.call(undo_jobs.undo_batch, job_id=job_id, runner=runner, size=batch)
-            if progress is not None and on_batch is not None:
-                on_batch(progress)
-            time.sleep(PAUSE_SECONDS)  # the service's writes take their turn
-    finally:
-        db.call(undo_jobs.release, runner=runner)

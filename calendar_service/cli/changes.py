@@ -11,13 +11,17 @@ service (``background.UndoJobs``).
 from __future__ import annotations
 
 import contextlib
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run, usage
 from calendar_service.cli.owners import check_key_id
 from calendar_service.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from calendar_service.db import Database
 
 changes_app = typer.Typer(
     help="The change log: every change to an event, who made it; undo.",
@@ -180,7 +184,6 @@ def changes_undo(
 def _run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run the undo job ``job`` (just begun) to its end, a batch (a transaction) at a time, its
     progress on standard error; what it undid and refused, as ``undo_changes_of`` says it."""
-    from calendar_service.background import run_to_end
     from calendar_service.cli.common import open_database
     from calendar_service.events import undo_jobs
 
@@ -194,7 +197,7 @@ def _run_job(job: dict[str, Any]) -> dict[str, Any]:
     db = open_database()
     try:
         progress(job)
-        done = run_to_end(db, job["id"], on_batch=progress)
+        done = _run_to_end(db, job["id"], on_batch=progress)
         results = {
             outcome: db.call(
                 undo_jobs.undo_job_results,
@@ -210,6 +213,38 @@ def _run_job(job: dict[str, Any]) -> dict[str, Any]:
         "undone": [r["change"] for r in results[undo_jobs.UNDONE]],
         "refused": results[undo_jobs.REFUSED],
     }
+
+
+def _run_to_end(
+    db: Database, job_id: str, *, on_batch: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    """Run the job ``job_id`` to its end on this thread, a batch (a transaction) at a time (the
+    CLI), calling ``on_batch(progress)`` after each; its last progress. A job another runner
+    holds is waited for (its progress read again every second) until done or its lease runs
+    out."""
+    import time
+
+    from calendar_service import background
+    from calendar_service.events import undo_jobs
+    from calendar_service.ids import new_id
+
+    runner = new_id("run")
+    try:
+        while True:
+            job = db.call(undo_jobs.undo_job, user_id=None, job_id=job_id)
+            if job["state"] != undo_jobs.RUNNING:
+                return job
+            if not db.call(undo_jobs.claim, job_id=job_id, runner=runner, now=utcnow()):
+                time.sleep(1.0)
+                continue
+            progress = db.call(
+                undo_jobs.undo_batch, job_id=job_id, runner=runner, size=undo_jobs.BATCH
+            )
+            if progress is not None:
+                on_batch(progress)
+            time.sleep(background.PAUSE_SECONDS)  # the service's writes take their turn
+    finally:
+        db.call(undo_jobs.release, runner=runner)
 
 
 def _maybe_rolled_back(conn: Any, dry_run: bool) -> Any:
