@@ -464,6 +464,15 @@ class DavStale(DavRefused):
     title = "Precondition failed"
 
 
+class DavBadName(DavRefused):
+    """A CalDAV object name no object can have (too long, ``.`` or ``..``, a ``/`` or a
+    control character): 400."""
+
+    code = "dav_bad_name"
+    status = 400
+    title = "Bad object name"
+
+
 class SignInLocked(CalendarError):
     """HTTP Basic sign-in (CalDAV) refused while too many wrong passwords were given for
     the email or from the address, as on the sign-in page (``signin``)."""

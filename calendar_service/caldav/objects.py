@@ -1,8 +1,12 @@
 """Calendar object resources: one per event, a series together with its changed and
 cancelled occurrences (RFC 4791 §4.1), as the feeds write them (``ical.export``).
 
-- An object's name is its UID and ``.ics``: the UID the event was imported (or PUT) with
-  (``ical_uids``), else the event's id. Calendar apps name the objects they make so too.
+- An object's name is the one a calendar app PUT it under (RFC 4791 lets the client name
+  it; ``ical_uids.object_name``, kept when it is not ``<UID>.ics``), else its UID and
+  ``.ics``: the UID the event was imported (or PUT) with (``ical_uids``), else the event's id
+  (an event made over REST or MCP). An object is found at its name only: one named by an
+  app is not found at ``<UID>.ics``. A name is at most ``MAX_NAME`` bytes of UTF-8, not
+  ``.`` or ``..``, without a ``/`` or a control character (``check_name``).
 - Its ETag is a digest of what its text is made of (the UID, each row's id and last change,
   the calendar's zone, the owner's default reminder), read without writing the text: a
   PROPFIND of a calendar of 10,000 events renders nothing. A single event listed by the REST
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import unicodedata
 from collections import namedtuple
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -29,10 +34,11 @@ from urllib.parse import quote
 
 import orjson
 from icalendar import Calendar, Event, Timezone
-from sqlalchemy import BindParameter, Connection, bindparam, or_, select, text
+from sqlalchemy import BindParameter, Connection, bindparam, or_, select, text, update
 
 from calendar_service.calendars import CalendarRow
 from calendar_service.db import Statement
+from calendar_service.errors import DavBadName
 from calendar_service.events.memo import Lru
 from calendar_service.events.queries import EVENT_COLUMNS, window_floor
 from calendar_service.ical.export import FeedContent, reminder_of, render_calendar
@@ -44,6 +50,9 @@ from calendar_service.models.ical import ical_uids_t
 from calendar_service.timeutil import format_utc, zone
 
 SUFFIX = ".ics"
+MAX_NAME = 255
+"""The longest object name, in bytes of UTF-8 (as most file systems' names)."""
+_SAFE = "@+:=-_.~"  # left as they are in an href: the rest percent-encoded
 MAX_OBJECT = 1024 * 1024
 """The largest calendar object a PUT takes (``max-resource-size``)."""
 MEDIA_TYPE = "text/calendar; charset=utf-8; component=vevent"
@@ -65,15 +74,40 @@ class DavObject:
     reminder: int | None
     etag: str  # quoted, strong
     updated: datetime  # the latest change of any of its rows
+    named: str | None = None  # the name an app PUT it under, if not ``<UID>.ics``
 
     @property
     def name(self) -> str:
-        return name_of(self.uid)
+        return name_of(self.uid, self.named)
 
 
-def name_of(uid: str) -> str:
-    """The object's name in its calendar's collection (percent-encoded for an href)."""
-    return quote(uid, safe="@+:=-_.~") + SUFFIX
+def name_of(uid: str, named: str | None = None) -> str:
+    """The object's name in its calendar's collection (percent-encoded for an href): the
+    name ``named`` an app gave it, else ``<UID>.ics``."""
+    return encoded(uid + SUFFIX if named is None else named)
+
+
+def encoded(name: str) -> str:
+    """An object's (decoded) name as an href writes it: percent-encoded."""
+    return quote(name, safe=_SAFE)
+
+
+def check_name(name: str) -> None:
+    """``DavBadName`` unless ``name`` (decoded) can name an object."""
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_NAME:
+        raise DavBadName(
+            f"An object's name is at most {MAX_NAME} bytes (UTF-8); this one has {size}: "
+            "choose a shorter name."
+        )
+    if name in (".", ".."):
+        raise DavBadName("'.' and '..' name no object: choose another name.")
+    for ch in name:
+        if unicodedata.category(ch) == "Cc":
+            raise DavBadName(
+                f"An object's name cannot hold a control character (U+{ord(ch):04X}): "
+                "choose another name."
+            )
 
 
 def uid_of_name(name: str) -> str | None:
@@ -150,15 +184,25 @@ class ListedRow:
 
 
 def listed(
-    event: dict[str, Any], uid: str, calendar: CalendarRow, reminder: int | None, etag: str
+    event: dict[str, Any],
+    uid: str,
+    calendar: CalendarRow,
+    reminder: int | None,
+    etag: str,
+    named: str | None = None,
 ) -> DavObject:
     """The object of a single event listed by the REST list (its public object)."""
     row = ListedRow(event)
-    return DavObject(row.id, uid, (row,), reminder, etag, row.updated_at)
+    return DavObject(row.id, uid, (row,), reminder, etag, row.updated_at, named)
+
+
+Names = dict[str, tuple[str, str | None]]
+"""The UID of events and the names apps gave their objects (``None``: ``<UID>.ics``), by
+event id."""
 
 
 def _objects(
-    rows: Iterable[Any], uids: dict[str, str], calendar: CalendarRow, reminder: int | None
+    rows: Iterable[Any], uids: Names, calendar: CalendarRow, reminder: int | None
 ) -> dict[str, DavObject]:
     masters: dict[str, Any] = {}
     exceptions: dict[str, list[Any]] = {}
@@ -170,10 +214,10 @@ def _objects(
     found = {}
     for event_id, master in masters.items():
         rows_of = (master, *sorted(exceptions.get(event_id, ()), key=lambda r: r.id))
-        uid = uids.get(event_id, event_id)
+        uid, named = uids.get(event_id, (event_id, None))
         updated = max(from_db(r.updated_at) for r in rows_of)
         etag = _etag(uid, rows_of, calendar, reminder)
-        found[event_id] = DavObject(event_id, uid, rows_of, reminder, etag, updated)
+        found[event_id] = DavObject(event_id, uid, rows_of, reminder, etag, updated, named)
     return found
 
 
@@ -238,13 +282,13 @@ def load(
 def load_all(conn: Connection, *, calendar: CalendarRow) -> dict[str, DavObject]:
     """Every object of ``calendar``, by event id."""
     rows = conn.execute(select(*EVENT_COLUMNS).where(events_t.c.calendar_id == calendar.id))
-    uids = dict(
-        conn.execute(
-            select(ical_uids_t.c.event_id, ical_uids_t.c.uid).where(
-                ical_uids_t.c.calendar_id == calendar.id
-            )
-        ).all()
-    )
+    u = ical_uids_t.c
+    uids = {
+        event_id: (uid, named)
+        for event_id, uid, named in conn.execute(
+            select(u.event_id, u.uid, u.object_name).where(u.calendar_id == calendar.id)
+        )
+    }
     return _objects(rows, uids, calendar, reminder_of(conn, calendar=calendar))
 
 
@@ -291,28 +335,87 @@ def event_id_of(conn: Connection, *, calendar: CalendarRow, uid: str) -> str | N
 _UIDS_OF = {
     "sqlite": Statement(
         text(
-            "SELECT event_id, uid FROM ical_uids WHERE calendar_id = :calendar_id "
+            "SELECT event_id, uid, object_name FROM ical_uids WHERE calendar_id = :calendar_id "
             "AND event_id IN (SELECT value FROM json_each(:ids))"
         )
     ),
     "postgresql": Statement(
         text(
-            "SELECT event_id, uid FROM ical_uids WHERE calendar_id = :calendar_id "
+            "SELECT event_id, uid, object_name FROM ical_uids WHERE calendar_id = :calendar_id "
             "AND event_id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))"
         )
     ),
 }
 
 
-def uids_of(conn: Connection, *, calendar: CalendarRow, event_ids: Iterable[str]) -> dict[str, str]:
-    """The UIDs of events (deleted ones too, while their import record lasts), by id; one
-    statement."""
+def uids_of(conn: Connection, *, calendar: CalendarRow, event_ids: Iterable[str]) -> Names:
+    """The UIDs of events and their objects' names (deleted ones too, while their import
+    record lasts), by id; one statement."""
     wanted = list(dict.fromkeys(event_ids))
     if not wanted:
         return {}
     ids = orjson.dumps(wanted).decode()
     rows = _UIDS_OF[conn.dialect.name].all(conn, calendar_id=calendar.id, ids=ids)
-    return {event_id: uid for event_id, uid in rows}
+    return {event_id: (uid, named) for event_id, uid, named in rows}
+
+
+def event_id_named(conn: Connection, *, calendar: CalendarRow, name: str) -> str | None:
+    """The event (single or series) whose object is named ``name`` (decoded) in
+    ``calendar``: the one an app PUT under that name, else the one whose UID it is
+    (``<UID>.ics``) unless an app named that one otherwise; ``None`` when there is none."""
+    if NUL in name:
+        return None
+    u, c = ical_uids_t.c, events_t.c
+    live = ical_uids_t.join(events_t, c.id == u.event_id)
+    named = conn.execute(
+        select(u.event_id)
+        .select_from(live)
+        .where(
+            u.calendar_id == calendar.id,
+            u.object_name == name,
+            c.calendar_id == calendar.id,
+            c.recurring_event_id.is_(None),
+        )
+        .order_by(u.id.desc())
+        .limit(1)
+    ).scalar()
+    if named is not None:
+        return str(named)
+    uid = uid_of_name(name)
+    event_id = None if uid is None else event_id_of(conn, calendar=calendar, uid=uid)
+    if event_id is None:
+        return None
+    renamed = conn.execute(
+        select(u.id).where(
+            u.calendar_id == calendar.id, u.event_id == event_id, u.object_name.is_not(None)
+        )
+    ).first()
+    return None if renamed is not None else event_id
+
+
+def free_name(conn: Connection, *, calendar_id: str, name: str) -> None:
+    """Forget ``name`` where an earlier object (deleted since, or moved) kept it: it names the
+    object being made now."""
+    u = ical_uids_t.c
+    conn.execute(
+        update(ical_uids_t)
+        .where(u.calendar_id == calendar_id, u.object_name == name)
+        .values(object_name=None)
+    )
+
+
+def keep_name(conn: Connection, *, calendar_id: str, uid: str, name: str) -> None:
+    """Record that the object of the UID ``uid`` (just imported: its ``ical_uids`` row is
+    there) is named ``name``, unless that is ``<UID>.ics``."""
+    if name == uid + SUFFIX:
+        return
+    free_name(conn, calendar_id=calendar_id, name=name)
+    u = ical_uids_t.c
+    conn.execute(
+        update(ical_uids_t)
+        .where(u.calendar_id == calendar_id, u.uid_hash == hashlib.sha256(uid.encode()).hexdigest())
+        .values(object_name=name)
+    )
 
 
 def matching(
@@ -430,8 +533,14 @@ __all__ = [
     "MEDIA_TYPE",
     "DavObject",
     "ListedRow",
+    "Names",
+    "check_name",
+    "encoded",
+    "event_id_named",
     "event_id_of",
     "expanded",
+    "free_name",
+    "keep_name",
     "listed",
     "listed_etag",
     "load",

@@ -313,9 +313,10 @@ def _from_list(
         status = Multistatus()
         for event in singles:
             event_id = event["id"]
-            uid = uids.get(event_id, event_id)
-            # What its ETag is made of (``objects.listed_etag``), without the digest.
-            made_of = (event_id, event["updatedAt"], uid, calendar.time_zone, reminder)
+            uid, named = uids.get(event_id, (event_id, None))
+            # What its ETag is made of (``objects.listed_etag``), without the digest; and its
+            # name.
+            made_of = (event_id, event["updatedAt"], uid, calendar.time_zone, reminder, named)
             response: str | None = None
             if not texts:
                 response = _RESPONSES.get((made_of, place.path, shape))
@@ -323,7 +324,7 @@ def _from_list(
                 if kept_only:
                     return None
                 etag = objects.listed_etag(uid, event, calendar, reminder)
-                obj = objects.listed(event, uid, calendar, reminder, etag)
+                obj = objects.listed(event, uid, calendar, reminder, etag, named)
                 if texts and not all(t.holds(obj) for t in texts):
                     continue
                 response = _response(place, calendar, obj, wanted, None)
@@ -427,8 +428,8 @@ def _multiget(
     for href in hrefs:
         path = href_path(href)
         name = path[len(place.path) :] if path.startswith(place.path) else ""
-        uid = objects.uid_of_name(name) if "/" not in name else None
-        event_id = None if uid is None else objects.event_id_of(conn, calendar=calendar, uid=uid)
+        named = bool(name) and "/" not in name
+        event_id = objects.event_id_named(conn, calendar=calendar, name=name) if named else None
         if event_id is None:
             missing.append(href.strip())
         else:
@@ -491,7 +492,7 @@ def _sync(conn: Connection, principal: Principal, place: Place, body: Element, k
     found = objects.load(conn, calendar=calendar, event_ids=changed)
     deleted = [i for i in gone if i not in found]
     uids = objects.uids_of(conn, calendar=calendar, event_ids=deleted)
-    missing = [place.path + objects.name_of(uids.get(i, i)) for i in sorted(deleted)]
+    missing = [place.path + objects.name_of(*uids.get(i, (i, None))) for i in sorted(deleted)]
     token = SYNC_TOKEN_PREFIX + str(result["nextSyncToken"])
     return Later(lambda: _answer(place, calendar, found.values(), wanted, None, missing, token))
 

@@ -4,7 +4,8 @@
     /caldav/principals/<ownerId>/              the owner (current-user-principal)
     /caldav/calendars/<ownerId>/               the calendar home (calendar-home-set)
     /caldav/calendars/<ownerId>/<calendarId>/  a calendar the key reaches: a collection
-    /caldav/calendars/<ownerId>/<calendarId>/<UID>.ics   an event (``objects``)
+    /caldav/calendars/<ownerId>/<calendarId>/<name>      an event (``objects``): the name an
+                                               app PUT it under, else <UID>.ics
 
 A key sees its owner's home and the calendars it reaches; another owner's path is 403, a
 calendar of its owner it does not reach 403, one that does not exist 404. Properties asked
@@ -37,7 +38,7 @@ from calendar_service.caldav.xml import (
     qn,
 )
 from calendar_service.calendars import CalendarRow, accessible_calendars
-from calendar_service.errors import BadRequest, DavRefused, NotFound
+from calendar_service.errors import BadRequest, DavBadName, DavRefused, NotFound
 from calendar_service.events.sync import Position, current_position, encode_sync_token
 from calendar_service.keys import Principal
 from calendar_service.later import Later
@@ -70,7 +71,7 @@ class Place:
     kind: str
     path: str
     calendar: CalendarRow | None = None
-    name: str | None = None  # an object's (decoded) name: ``<UID>.ics``
+    name: str | None = None  # an object's (decoded) name
 
 
 def parse_path(path: str) -> tuple[str, list[str]]:
@@ -86,6 +87,11 @@ def parse_path(path: str) -> tuple[str, list[str]]:
         return ("principal" if rest else "principals"), rest
     if head == "calendars" and 1 <= len(rest) <= 3:
         return ("home", "calendar", "object")[len(rest) - 1], rest
+    if head == "calendars" and len(rest) > 3:
+        raise DavBadName(
+            "Objects are directly in their calendar, and an object's name cannot hold '/' "
+            "(%2F): choose a name without one."
+        )
     raise NotFound("No such CalDAV resource.")
 
 
@@ -107,10 +113,8 @@ def locate(conn: Connection, *, principal: Principal, path: str) -> Place:
     place = calendar_path(principal.user_id, calendar.id)
     if kind == "calendar":
         return Place(kind, place, calendar)
-    uid = objects.uid_of_name(parts[2])
-    if uid is None:
-        raise NotFound("No such calendar object: objects are named <UID>.ics.")
-    return Place(kind, place + objects.name_of(uid), calendar, parts[2])
+    objects.check_name(parts[2])
+    return Place(kind, place + objects.encoded(parts[2]), calendar, parts[2])
 
 
 def reached_calendar(conn: Connection, *, principal: Principal, calendar_id: str) -> CalendarRow:
@@ -404,15 +408,19 @@ def propfind(
     return status.body()
 
 
+def named_object(conn: Connection, calendar: CalendarRow, name: str) -> objects.DavObject | None:
+    """The object named ``name`` (decoded) in ``calendar``, ``None`` if there is none."""
+    event_id = objects.event_id_named(conn, calendar=calendar, name=name)
+    if event_id is None:
+        return None
+    return objects.load(conn, calendar=calendar, event_ids=[event_id]).get(event_id)
+
+
 def _object(conn: Connection, calendar: CalendarRow, name: str) -> objects.DavObject:
-    uid = objects.uid_of_name(name)
-    event_id = None if uid is None else objects.event_id_of(conn, calendar=calendar, uid=uid)
-    found = (
-        None if event_id is None else objects.load(conn, calendar=calendar, event_ids=[event_id])
-    )
-    if not found:
+    found = named_object(conn, calendar, name)
+    if found is None:
         raise NotFound("No such calendar object.")
-    return next(iter(found.values()))
+    return found
 
 
 def find_object(
@@ -451,6 +459,7 @@ __all__ = [
     "home_path",
     "href_path",
     "locate",
+    "named_object",
     "object_properties",
     "parse_path",
     "principal_path",

@@ -6,12 +6,17 @@ the same writes (``events``: the change log, with transport ``caldav``; the webh
 change feed). A DELETE is ``events.delete_event`` of the event (a series whole). The key's
 approval applies as to any write: ``gateway.perform`` makes a write that waits a proposal.
 
-Preconditions (RFC 4791 §5.3.2.1, RFC 9110 §13.1): ``If-Match`` must name the object's
-current ETag and ``If-None-Match: *`` that there is none (412); the text must be iCalendar
-(``valid-calendar-data``), hold events (``supported-calendar-component``) of one UID with its
-main VEVENT (``valid-calendar-object-resource``), named ``<UID>.ics``; a UID already in the
-calendar under another name is ``no-uid-conflict``. Every one is checked before anything is
-written, and a refusal writes nothing.
+Preconditions first (RFC 9110 §13.2.2): ``If-Match`` must name the object's current ETag
+(``*``: that there is one; there is none at a name nothing was PUT to) and ``If-None-Match``
+none of its ETags (``*``: that there is none), else 412, whatever the body holds. Then the
+body (RFC 4791 §5.3.2.1, refusals the front found while reading it come here to wait for
+the preconditions): it must be iCalendar (``valid-calendar-data``) holding events
+(``supported-calendar-component``) of one UID with its main VEVENT
+(``valid-calendar-object-resource``). The client names the object (``objects``: kept when
+it is not ``<UID>.ics``); a UID already in the calendar at another name is
+``no-uid-conflict`` (with that object's href), and an object's UID does not change
+(``valid-calendar-object-resource``). Every one is checked before anything is written, and
+a refusal writes nothing.
 """
 
 from __future__ import annotations
@@ -23,10 +28,10 @@ from typing import Any
 from sqlalchemy import Connection, insert, select, update
 
 from calendar_service.caldav import objects
-from calendar_service.caldav.resources import find_object, locate
+from calendar_service.caldav.resources import find_object, locate, named_object
 from calendar_service.caldav.xml import c
 from calendar_service.changes.record import Via
-from calendar_service.errors import CalendarError, DavRefused, DavStale
+from calendar_service.errors import CalendarError, DavRefused, DavStale, NotFound
 from calendar_service.events.existing import delete_event
 from calendar_service.ical.importing import import_events
 from calendar_service.ical.reading import ReadFile
@@ -62,21 +67,27 @@ def put_object(
     principal: Principal,
     via: Via,
     path: str,
-    data: ReadFile,
+    data: ReadFile | None,
     if_match: str | None,
     if_none_match: str | None,
     now: datetime,
+    problem: CalendarError | None = None,
 ) -> dict[str, Any]:
     """Store the object ``data`` (read already, off the event loop) at ``path``; returns
-    ``{created: bool}``."""
+    ``{created: bool}``. ``problem``: why the front could not read the body (raised once the
+    preconditions hold)."""
     place = locate(conn, principal=principal, path=path)
     if place.kind != "object" or place.calendar is None or place.name is None:
         raise DavRefused(
-            "PUT one event to its calendar as <calendar>/<UID>.ics.",
+            "PUT one event into its calendar as <calendar>/<name>.",
             c("calendar-collection-location-ok"),
         )
     calendar = place.calendar
-    uid = objects.uid_of_name(place.name)
+    current = named_object(conn, calendar, place.name)
+    check_preconditions(current, if_match, if_none_match)
+    if problem is not None:
+        raise problem
+    assert data is not None
     if not data.plans:
         raise DavRefused(
             "The object holds no VEVENT: only events are kept here.",
@@ -94,23 +105,23 @@ def put_object(
             "The object holds changed occurrences without their event: PUT the event with them.",
             c("valid-calendar-object-resource"),
         )
-    if plan.uid != uid:
-        if objects.event_id_of(conn, calendar=calendar, uid=plan.uid) is not None:
+    if current is None or current.uid != plan.uid:
+        holder = objects.event_id_of(conn, calendar=calendar, uid=plan.uid)
+        if holder is not None:
+            held = objects.load(conn, calendar=calendar, event_ids=[holder]).get(holder)
             raise DavRefused(
-                "An object of this calendar has this UID already.",
+                "An object of this calendar has this UID already: change it there.",
                 c("no-uid-conflict"),
-                href=place.path.rsplit("/", 1)[0] + "/" + objects.name_of(plan.uid),
+                href=place.path.rsplit("/", 1)[0] + "/" + (held.name if held else ""),
             )
+    if current is not None and current.uid != plan.uid:
         raise DavRefused(
-            "Name the object after its UID: <UID>.ics.", c("valid-calendar-object-resource")
+            f"This object's UID is {current.uid!r}: an object keeps its UID (PUT a new event "
+            "under a new name).",
+            c("valid-calendar-object-resource"),
         )
-    event_id = objects.event_id_of(conn, calendar=calendar, uid=uid)
-    current = None
-    if event_id is not None:
-        current = objects.load(conn, calendar=calendar, event_ids=[event_id]).get(event_id)
-    check_preconditions(current, if_match, if_none_match)
-    if current is not None and current.event_id == uid:
-        _adopt(conn, calendar_id=calendar.id, uid=uid)
+    if current is not None and current.event_id == plan.uid:
+        _adopt(conn, calendar_id=calendar.id, uid=plan.uid)
     report = import_events(
         conn,
         principal=principal,
@@ -128,6 +139,8 @@ def put_object(
             "The event was not stored: " + "; ".join(str(w["message"]) for w in report["warnings"]),
             c("valid-calendar-data"),
         )
+    if current is None:
+        objects.keep_name(conn, calendar_id=calendar.id, uid=plan.uid, name=place.name)
     return {"created": current is None}
 
 
@@ -169,10 +182,17 @@ def delete_object(
     path: str,
     if_match: str | None,
     now: datetime,
+    if_none_match: str | None = None,
 ) -> dict[str, Any]:
-    """Delete the object at ``path`` (the event, or the series whole)."""
-    _, obj = find_object(conn, principal=principal, path=path)
-    check_preconditions(obj, if_match, None)
+    """Delete the object at ``path`` (the event, or the series whole): its preconditions
+    first (``If-Match`` on a name where there is none: 412), then 404 if there is none."""
+    place = locate(conn, principal=principal, path=path)
+    if place.kind != "object" or place.calendar is None or place.name is None:
+        raise DavRefused("This is a collection, not a calendar object.")
+    obj = named_object(conn, place.calendar, place.name)
+    check_preconditions(obj, if_match, if_none_match)
+    if obj is None:
+        raise NotFound("No such calendar object.")
     return delete_event(conn, principal=principal, event_id=obj.event_id, now=now, via=via)
 
 

@@ -91,15 +91,19 @@ def child(parent: Element, name: str, text: str | None = None) -> Element:
     return made
 
 
-def error_body(condition: str | None, message: str, href: str | None = None) -> bytes:
-    """``DAV:error`` (RFC 4918 §16) with the precondition's element, if any, and the message
-    (in our namespace, as sabre/dav does with its own)."""
+def error_body(
+    condition: str | None, message: str, href: str | None = None, code: str | None = None
+) -> bytes:
+    """``DAV:error`` (RFC 4918 §16) with the precondition's element, if any, the message and
+    the error's ``code`` (in our namespace, as sabre/dav does with its own)."""
     root = Element(d("error"))
     if condition is not None:
         cond = child(root, condition)
         if href is not None:
             child(cond, d("href"), href)
     child(root, qn(OURS, "message"), message)
+    if code is not None:
+        child(root, qn(OURS, "code"), code)
     return document(root)
 
 

@@ -162,6 +162,7 @@ def items_of(
                     ical_uids_t.c.uid_hash,
                     ical_uids_t.c.uid,
                     ical_uids_t.c.event_id,
+                    ical_uids_t.c.object_name,
                 ).where(ical_uids_t.c.event_id.in_(unit.ids))
             )
         ]

@@ -137,6 +137,22 @@ def _uid_owner(conn: Connection, uid: dict[str, Any]) -> str | None:
     return None if found is None else str(found)
 
 
+def _name_taken(conn: Connection, uid: dict[str, Any]) -> bool:
+    """Whether another event of the calendar has, since the proposal, had its CalDAV object
+    named as the one the proposal PUT (``uid["object_name"]``)."""
+    u = ical_uids_t.c
+    found = conn.execute(
+        select(u.id)
+        .select_from(ical_uids_t.join(events_t, events_t.c.id == u.event_id))
+        .where(
+            u.calendar_id == uid["calendar_id"],
+            u.object_name == uid["object_name"],
+            events_t.c.calendar_id == uid["calendar_id"],
+        )
+    ).first()
+    return found is not None
+
+
 def _apply(
     conn: Connection,
     owner: Principal,
@@ -157,6 +173,8 @@ def _apply(
             conn.execute(update(events_t).where(events_t.c.id.in_(new)).values(created_at=now))
     for uid in item.get("uids", ()):  # as the import would have recorded them
         if _uid_owner(conn, uid) is None:
+            if uid.get("object_name") is not None and _name_taken(conn, uid):
+                uid = {**uid, "object_name": None}  # its object is <UID>.ics (``caldav``)
             conn.execute(insert(ical_uids_t).values(**uid))
     event_id = item["eventId"]
     before = item["before"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Column, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Column, Index, Integer, String, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from calendar_service.models.columns import table_of, utc_field
@@ -45,16 +45,28 @@ class IcalFeedFetch(SQLModel, table=True):
 class IcalUid(SQLModel, table=True):
     """The iCalendar UID (and RECURRENCE-ID, for an occurrence imported on its own) an event
     was imported with, per calendar: what makes importing the same file twice a no-op, and
-    the UID the feed gives the event back under."""
+    the UID the feed gives the event back under. ``object_name``: the name a calendar app
+    PUT the event's object under over CalDAV, when it is not ``<UID>.ics`` (``caldav.objects``);
+    indexed for the rows that have one only."""
 
     __tablename__ = "ical_uids"
-    __table_args__ = (UniqueConstraint("calendar_id", "uid_hash", name="uq_ical_uids_calendar"),)
+    __table_args__ = (
+        UniqueConstraint("calendar_id", "uid_hash", name="uq_ical_uids_calendar"),
+        Index(
+            "ix_ical_uids_object_name",
+            "calendar_id",
+            "object_name",
+            sqlite_where=text("object_name IS NOT NULL"),
+            postgresql_where=text("object_name IS NOT NULL"),
+        ),
+    )
 
     id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
     calendar_id: str = Field(foreign_key="calendars.id", max_length=40)
     uid_hash: str = Field(max_length=64)  # sha256 hex of the UID (and RECURRENCE-ID)
     uid: str = Field(sa_column=Column(Text, nullable=False))
     event_id: str = Field(sa_column=Column(String(64), nullable=False, index=True))
+    object_name: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 feeds_t = table_of(IcalFeed)

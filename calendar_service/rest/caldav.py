@@ -248,28 +248,27 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
     assert principal is not None  # signed in first: what it may write decides the parsing
     path = request.scope["path"]
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    refused: CalendarError | None = None
+    # What the body cannot be is said once the preconditions hold (``writing.put_object``).
+    problem: CalendarError | None = None
     raw = b""
     try:
         raw = await read_body(request.receive, limit=objects.MAX_OBJECT)
     except PayloadTooLarge:
-        refused = PayloadTooLarge(
+        problem = PayloadTooLarge(
             f"The calendar object is larger than {objects.MAX_OBJECT // 1024} KiB."
         )
-    if refused is None and media != ICS_MEDIA_TYPE:
-        refused = DavRefused(
+    if problem is None and media != ICS_MEDIA_TYPE:
+        problem = DavRefused(
             f"Send the object as '{ICS_MEDIA_TYPE}'.", xml.c("supported-calendar-data")
         )
     parsed: ReadFile | None = None
-    if refused is None and principal.permission == "write":  # parsing costs: only for writers
+    if problem is None and principal.permission == "write":  # parsing costs: only for writers
         try:
             parsed = await run_in_threadpool(read_file, raw)
         except CalendarError as exc:
-            refused = DavRefused(exc.message, xml.c("valid-calendar-data"))
-    status = None
-    if refused is None:
-        exists = await svc.db.run(object_exists, principal=principal, path=path)
-        status = 204 if exists else 201
+            problem = DavRefused(exc.message, xml.c("valid-calendar-data"))
+    exists = await svc.db.run(object_exists, principal=principal, path=path)
+    status = 204 if exists else 201
     if_match = request.headers.get("if-match")
     if_none_match = request.headers.get("if-none-match")
 
@@ -280,20 +279,20 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
             "if_match": if_match,
             "if_none_match": if_none_match,
             "now": utcnow(),
+            "problem": problem,
         }
 
-    outcome = await _perform(
-        request, svc, principal, operations.CALDAV_PUT, args, refused=refused, status=status
-    )
+    outcome = await _perform(request, svc, principal, operations.CALDAV_PUT, args, status=status)
     return Response(None, outcome.status, _headers(outcome))
 
 
 async def delete(request: Request, svc: Services, principal: Principal | None) -> Response:
     path = request.scope["path"]
     if_match = request.headers.get("if-match")
+    if_none_match = request.headers.get("if-none-match")
 
     def args() -> dict[str, Any]:
-        return {"path": path, "if_match": if_match, "now": utcnow()}
+        return {"path": path, "if_match": if_match, "if_none_match": if_none_match, "now": utcnow()}
 
     outcome = await _perform(request, svc, principal, operations.CALDAV_DELETE, args)
     return Response(None, outcome.status, _headers(outcome))
@@ -326,7 +325,7 @@ def _error(exc: CalendarError, svc: Services) -> Response:
         headers["Retry-After"] = str(exc.retry_after)
     elif isinstance(exc, DavRefused):
         condition, href = exc.condition, exc.href
-    body = xml.error_body(condition, exc.message, href)
+    body = xml.error_body(condition, exc.message, href, exc.code)
     return Response(body, status, headers, media_type=XML_MEDIA_TYPE)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 import defusedxml.ElementTree as ET
 import httpx
@@ -13,6 +14,7 @@ from tests.support import Factory, Owner
 D = "{DAV:}"
 C = "{urn:ietf:params:xml:ns:caldav}"
 CS = "{http://calendarserver.org/ns/}"
+OURS = "{urn:x-calendar-service:dav}"
 
 
 @dataclass
@@ -97,10 +99,20 @@ def sync_token_of(answer: httpx.Response) -> str:
 
 
 def error_condition(answer: httpx.Response) -> list[str]:
-    """The precondition elements of a ``DAV:error`` body."""
+    """The precondition elements of a ``DAV:error`` body (not our own: the message, the code)."""
     root = ET.fromstring(answer.content)
     assert root.tag == f"{D}error", answer.text
-    return [child.tag for child in root if not child.tag.endswith("}message")]
+    return [child.tag for child in root if not child.tag.startswith(OURS)]
+
+
+def error_code(answer: httpx.Response) -> str:
+    """The machine-readable code of a ``DAV:error`` body."""
+    return ET.fromstring(answer.content).findtext(f"{OURS}code") or ""
+
+
+def hrefs(answer: httpx.Response) -> set[str]:
+    """The hrefs of a multistatus answer, decoded."""
+    return {unquote(href) for href in responses(answer)}
 
 
 def ics(

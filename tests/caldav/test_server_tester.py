@@ -70,3 +70,5 @@ def test_caldav_server_tester_finds_what_we_claim(server: RunningServer, factory
         if found.get("support", "full") != "full"
     }
     assert set(short) <= KNOWN_GAPS, {k: v for k, v in short.items() if k not in KNOWN_GAPS}
+    # Objects named by the client: its first object is not <UID>.ics, its second the same UID.
+    assert "save.no-uid-conflict" in report["features"] and "save.no-uid-conflict" not in short

@@ -139,7 +139,6 @@ def test_refused_objects_store_nothing(api: httpx.Client, factory: Factory) -> N
             ),
             "valid-calendar-object-resource",
         ),
-        "not-its-uid.ics": (ics("another-uid"), "valid-calendar-object-resource"),
     }
     for name, (text, condition) in cases.items():
         answer = put(api, app, base + name, text)
@@ -201,3 +200,75 @@ def test_changes_over_caldav_queue_webhooks_and_can_wait_for_approval(
     proposals = api.get(CHANGES, params={"since": "2026-01-01T00:00:00Z"}, headers=bearer(rest))
     assert {c["transport"] for c in proposals.json()["changes"]} == {"caldav"}
     assert [e["title"] for e in _events(api, rest)] == ["Dentist"]  # still there
+
+
+def test_put_answers_if_match_and_if_none_match_before_looking_at_the_body(
+    api: httpx.Client, factory: Factory
+) -> None:
+    """RFC 9110 §13.2.2: the preconditions first (412), then what the body says (403)."""
+    app, rest = _app_with_rest(factory)
+    base = app.calendar()
+    todo = ics("todo").replace("VEVENT", "VTODO")
+    bodies = {  # each refused for what it holds, once the preconditions hold
+        "not iCalendar": ("this is not iCalendar", "text/calendar"),
+        "a to-do": (todo, "text/calendar"),
+        "two UIDs": (
+            ics(
+                "two",
+                more="BEGIN:VEVENT\r\nUID:other\r\nDTSTAMP:20260101T000000Z\r\n"
+                "DTSTART:20260302T090000Z\r\nSUMMARY:x\r\nEND:VEVENT",
+            ),
+            "text/calendar",
+        ),
+        "not text/calendar": (ics("exists"), "application/json"),
+    }
+    assert put(api, app, base + "exists.ics", ics("exists")).status_code == 201
+    etag = dav(api, app, "GET", base + "exists.ics").headers["etag"]
+    for what, (text, media) in bodies.items():
+        for name, headers in (
+            ("missing.ics", {"If-Match": '"no-such-version"'}),
+            ("missing.ics", {"If-Match": "*"}),
+            ("exists.ics", {"If-Match": '"stale"'}),
+            ("exists.ics", {"If-None-Match": "*"}),
+            ("exists.ics", {"If-None-Match": etag}),
+        ):
+            answer = api.request(
+                "PUT", base + name, content=text, auth=app.auth,
+                headers={"Content-Type": media, **headers},
+            )  # fmt: skip
+            assert answer.status_code == 412, (what, name, headers, answer.text)
+        for name, headers in (
+            ("missing.ics", {"If-None-Match": "*"}),
+            ("exists.ics", {"If-Match": etag}),
+            ("exists.ics", {"If-Match": "*"}),
+        ):
+            answer = api.request(
+                "PUT", base + name, content=text, auth=app.auth,
+                headers={"Content-Type": media, **headers},
+            )  # fmt: skip
+            assert answer.status_code == 403, (what, name, headers, answer.text)
+    assert [e["title"] for e in _events(api, rest)] == ["Dentist"]
+    made = put(api, app, base + "missing.ics", ics("missing"), If_None_Match="*")
+    assert made.status_code == 201
+    kept = put(api, app, base + "exists.ics", ics("exists", summary="Kept"), If_Match=etag)
+    assert kept.status_code == 204
+
+
+def test_delete_answers_if_match_and_if_none_match_first(
+    api: httpx.Client, factory: Factory
+) -> None:
+    app, rest = _app_with_rest(factory)
+    path = app.calendar() + "kept.ics"
+    missing = app.calendar() + "missing.ics"
+    assert put(api, app, path, ics("kept")).status_code == 201
+    etag = dav(api, app, "GET", path).headers["etag"]
+    assert dav(api, app, "DELETE", missing, If_Match='"any"').status_code == 412
+    assert dav(api, app, "DELETE", missing, If_Match="*").status_code == 412
+    assert dav(api, app, "DELETE", missing, If_None_Match="*").status_code == 404
+    assert dav(api, app, "DELETE", missing).status_code == 404
+    assert dav(api, app, "DELETE", path, If_None_Match="*").status_code == 412
+    assert dav(api, app, "DELETE", path, If_None_Match=etag).status_code == 412
+    assert dav(api, app, "DELETE", path, If_Match='"stale"').status_code == 412
+    assert [e["title"] for e in _events(api, rest)] == ["Dentist"]
+    assert dav(api, app, "DELETE", path, If_None_Match='"other"', If_Match=etag).status_code == 204
+    assert _events(api, rest) == []

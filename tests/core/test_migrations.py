@@ -583,3 +583,82 @@ def test_0023_keeps_only_the_exceptions_in_ix_events_recurring_and_goes_back(
         migrate(command.upgrade, "head")
         assert "ix_event_sync_changed_at" not in indexes()
         engine.dispose()
+
+
+def test_0026_keeps_the_names_apps_give_caldav_objects_and_goes_back(tmp_path: Path) -> None:
+    """On either backend: the import records there before 0026 keep their objects at
+    ``<UID>.ics`` (no name), a name is kept and found by the partial index, and the downgrade
+    drops both (the records stay)."""
+    with fresh_database_url(tmp_path) as url:
+        engine = make_engine(Config(database_url=url))
+        migrate = _migrator(url, engine)
+        migrate(command.upgrade, "0023")
+        at = "2026-03-02T08:30:00.000000Z"
+        with engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
+                {"at": at},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
+                    "max_event_seconds, created_at) "
+                    "VALUES ('cal_1', 'usr_1', 'Work', 'UTC', true, 3600, :at)"
+                ),
+                {"at": at},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO ical_uids (calendar_id, uid_hash, uid, event_id) "
+                    "VALUES ('cal_1', 'h1', 'uid-1', 'ev_1')"
+                )
+            )
+        migrate(command.upgrade, "0026")
+        sqlite = engine.dialect.name == "sqlite"
+
+        def columns() -> set[str]:
+            query = (
+                "SELECT name FROM pragma_table_info('ical_uids')"
+                if sqlite
+                else "SELECT column_name FROM information_schema.columns "
+                "WHERE table_name = 'ical_uids' AND table_schema = current_schema()"
+            )
+            with engine.connect() as conn:
+                return set(conn.execute(text(query)).scalars())
+
+        def index() -> str | None:
+            query = (
+                "SELECT sql FROM sqlite_master WHERE name = 'ix_ical_uids_object_name'"
+                if sqlite
+                else "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_ical_uids_object_name'"
+            )
+            with engine.connect() as conn:
+                found = conn.execute(text(query)).scalar()
+            return None if found is None else str(found)
+
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT object_name FROM ical_uids")).all() == [(None,)]
+            conn.execute(
+                text(
+                    "INSERT INTO ical_uids (calendar_id, uid_hash, uid, event_id, object_name) "
+                    "VALUES ('cal_1', 'h2', 'uid-2', 'ev_2', 'Réunion du lundi')"
+                )
+            )
+            named = conn.execute(
+                text(
+                    "SELECT event_id FROM ical_uids WHERE calendar_id = 'cal_1' "
+                    "AND object_name = 'Réunion du lundi'"
+                )
+            ).scalars()
+            assert list(named) == ["ev_2"]
+        made = index()
+        assert made is not None and "object_name IS NOT NULL" in made.replace("(", "").replace(
+            ")", ""
+        )
+        migrate(command.downgrade, "0023")
+        assert "object_name" not in columns() and index() is None
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM ical_uids")).scalar() == 2
+        migrate(command.upgrade, "head")
+        assert "object_name" in columns() and index() is not None
+        engine.dispose()
