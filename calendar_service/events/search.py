@@ -54,13 +54,10 @@ from sqlalchemy import (
     Integer,
     String,
     column,
-    func,
     literal_column,
     select,
     text,
 )
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.functions import FunctionElement
 
 from calendar_service.db.engine import write_search_words
 from calendar_service.errors import FieldError, ValidationFailed
@@ -200,22 +197,11 @@ def matched_condition(dialect: str, matches: CTE) -> ColumnElement[bool]:
     ids = select(matches.c.id).scalar_subquery()
     if dialect == "sqlite":
         return literal_column("events.rowid").in_(ids)
-    # The ids, once (an InitPlan), then the rows by primary key: left to itself, once a
-    # prepared statement has a generic plan, the planner may walk the window through
-    # ix_events_calendar_start and fold every row's text.
-    return literal_column("events.id") == func.any(_array_of(ids))
-
-
-class _array_of(FunctionElement[Any]):  # lower case: used like a SQL function
-    """PostgreSQL's ``ARRAY(subquery)``: the subquery's values as an array."""
-
-    inherit_cache = True
-    name = "array_of"
-
-
-@compiles(_array_of)
-def _array_of_sql(element: _array_of, compiler: Any, **kw: Any) -> str:
-    return f"ARRAY{compiler.process(element.clauses, **kw)}"
+    # A hashed subplan (``IS TRUE`` keeps it from becoming a join): the matches hashed once,
+    # each row of the window looked up in them. Not ``= ANY(ARRAY(...))``, which PostgreSQL
+    # reads through for each row (13,000 rows and 5,755 matches of ``s``: 2.9 s), nor a plain
+    # ``IN``, which the planner, without statistics, made a nested loop over the matches.
+    return literal_column("events.id").in_(ids).is_(True)
 
 
 def search_params(

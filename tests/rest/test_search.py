@@ -5,20 +5,27 @@ step with a PATCH of the attendees, an undo and an approval."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
+from sqlalchemy import insert, text
 
 from calendar_service import events, keys
+from calendar_service.config import Config
 from calendar_service.db import Database
+from calendar_service.db.engine import POSTGRES_POOL_SIZE
+from calendar_service.events import events_t
 from calendar_service.events.approving import approve
+from calendar_service.ids import new_id
 from calendar_service.models import EventCreate
 from calendar_service.timeutil import utcnow
 from tests.core.events.test_search import HOSTILE
 from tests.rest.conftest import EVENTS, create_event, with_work
-from tests.support import Factory, bearer
+from tests.support import POSTGRES_ADMIN_URL, Factory, bearer, own_server, wait_for
 
 WINDOW = {"timeMin": "2026-03-01", "timeMax": "2026-04-01"}
 
@@ -212,3 +219,69 @@ def test_any_q_over_http_is_an_answer_or_a_400_on_q_never_a_5xx(
         assert [e["field"] for e in response.json()["errors"]] == ["q"]
     else:
         assert response.status_code == 200, (q, response.text)
+
+
+# ---------------------------------------------------------------------------------------------
+# /healthz beside searches that hold every database thread (PostgreSQL: requests run on a pool
+# of threads and connections; SQLite runs them on the event loop, and pings inline)
+
+IN_FLIGHT = 16
+
+
+@pytest.mark.skipif(not POSTGRES_ADMIN_URL, reason="PostgreSQL's pool of threads")
+def test_healthz_answers_while_sixteen_one_letter_searches_hold_every_database_thread(
+    config: Config, db: Database, factory: Factory
+) -> None:
+    """Thousands of events, sixteen ``q=s`` at once, each held in PostgreSQL by a lock on
+    ``events`` until /healthz has answered: it must answer while they are all in flight (its
+    ping has a connection and a thread of its own), and they all answer once let go."""
+    owner = factory.owner()
+    calendar_id = owner.default_calendar_id
+    _, secret = factory.key(owner, permission="read", calendar_id=calendar_id)
+    now = utcnow()
+    starts = datetime(2026, 3, 1, tzinfo=UTC)
+    rows = [
+        {
+            "id": new_id("ev"),
+            "calendar_id": calendar_id,
+            "title": f"Standup {n}",
+            "description": f"sprint sync s{n} summary",
+            "starts_at": starts + timedelta(minutes=10 * n),
+            "ends_at": starts + timedelta(minutes=10 * n + 5),
+            "all_day": False,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for n in range(3000)
+    ]
+    with db.engine.begin() as conn:
+        conn.execute(insert(events_t), rows)
+    with (
+        own_server(config) as server,
+        ThreadPoolExecutor(IN_FLIGHT) as pool,
+        db.engine.connect() as locker,
+        httpx.Client(base_url=server.url, timeout=60) as api,
+    ):
+        locker.execute(text("LOCK TABLE events IN ACCESS EXCLUSIVE MODE"))
+        held = [pool.submit(search, api, secret, "s", limit="5") for _ in range(IN_FLIGHT)]
+
+        def waiting() -> bool:
+            # Every database thread of the server holds a search waiting for the lock
+            # (its statement still being planned: pg_stat_activity may not show its text;
+            # read afresh, not the transaction's first snapshot of it).
+            locker.execute(text("SELECT pg_stat_clear_snapshot()"))
+            count = locker.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+                )
+            ).scalar()
+            return bool(count and count >= POSTGRES_POOL_SIZE)
+
+        wait_for(waiting, what="the searches to hold every database thread")
+        assert api.get("/healthz", timeout=30).json() == {"status": "ok"}
+        assert not any(f.done() for f in held)  # answered while all were in flight
+        locker.rollback()  # the lock goes
+        answers = [f.result() for f in held]
+    assert {a.status_code for a in answers} == {200}
+    assert {tuple(titles(a)) for a in answers} == {tuple(f"Standup {n}" for n in range(5))}
