@@ -25,7 +25,7 @@ from calendar_service.models import EventCreate
 from calendar_service.timeutil import utcnow
 from tests.core.events.test_search import HOSTILE
 from tests.rest.conftest import EVENTS, create_event, with_work
-from tests.support import POSTGRES_ADMIN_URL, Factory, bearer, own_server, wait_for
+from tests.support import Factory, bearer, own_server, wait_for
 
 WINDOW = {"timeMin": "2026-03-01", "timeMax": "2026-04-01"}
 
@@ -228,7 +228,7 @@ def test_any_q_over_http_is_an_answer_or_a_400_on_q_never_a_5xx(
 IN_FLIGHT = 16
 
 
-@pytest.mark.skipif(not POSTGRES_ADMIN_URL, reason="PostgreSQL's pool of threads")
+@pytest.mark.postgresql  # PostgreSQL's pool of threads (SQLite pings inline)
 def test_healthz_answers_while_sixteen_one_letter_searches_hold_every_database_thread(
     config: Config, db: Database, factory: Factory
 ) -> None:
