@@ -6,7 +6,9 @@ the marks that go with them, in any script; everything else separates words and 
 engine syntax: quotes, ``*``, ``-``, ``:``, parentheses, ``OR``/``NEAR`` are words or
 nothing). An event matches when every word is in its text (title, description, location;
 each attendee's name and email), case and accents aside, the last word as
-the start of a word (``denti`` finds "Dentist"). A ``q`` with no word in it matches nothing;
+the start of a word (``denti`` finds "Dentist"); ``ß`` and ``ẞ`` are ``ss`` and a ligature
+its letters (``FOLDED``: ``strasse`` finds "Straße"). An empty ``q``, or one of white space
+only, is refused (400 on ``q``); a ``q`` with no word in it matches nothing;
 more than ``WORDS_MOST`` different words: the first ones count. Longer than ``QUERY_MAX``
 characters, or with a NUL, it is refused (400 on ``q``).
 
@@ -96,14 +98,19 @@ class Search:
         return "q:" + " ".join(self.words)
 
 
+EMPTY_MESSAGE = "must not be empty: give the words to find"
+
+
 def parse_search(q: Any, *, field: str = "q") -> Search | None:
-    """The search ``q`` names; ``None`` for none (omitted or empty, as the list's other
-    parameters). A 400 on ``field`` for what cannot be a search: not text, longer than
-    ``QUERY_MAX`` characters, or with a NUL in it."""
-    if q is None or q == "":
+    """The search ``q`` names; ``None`` for none (omitted). A 400 on ``field`` for what cannot
+    be a search: not text, empty or only white space, longer than ``QUERY_MAX`` characters, or
+    with a NUL in it."""
+    if q is None:
         return None
     if not isinstance(q, str):
         raise ValidationFailed([FieldError(field, "must be a string")])
+    if not q.strip():
+        raise ValidationFailed([FieldError(field, EMPTY_MESSAGE)])
     if len(q) > QUERY_MAX:
         raise ValidationFailed(
             [FieldError(field, f"must be at most {QUERY_MAX} characters (got {len(q)})")]
@@ -113,8 +120,34 @@ def parse_search(q: Any, *, field: str = "q") -> Search | None:
     return Search(tuple(_words(q)))
 
 
+FOLDED = {
+    "ß": "ss",
+    "ẞ": "ss",
+    "ﬀ": "ff",
+    "ﬁ": "fi",
+    "ﬂ": "fl",
+    "ﬃ": "ffi",
+    "ﬄ": "ffl",
+    "ﬅ": "st",
+    "ﬆ": "st",
+    "ﬓ": "մն",
+    "ﬔ": "մե",
+    "ﬕ": "մի",
+    "ﬖ": "վն",
+    "ﬗ": "մխ",
+}
+"""What Unicode's case folding writes as other letters where neither engine's folding does
+(SQLite's tokenizer folds case with tables older than ``str.casefold``; PostgreSQL's
+``unaccent`` has some of them, its ``translate`` fallback none): the sharp s, and the Latin
+and Armenian ligatures. Applied alike to the words of a search, to an event's text on SQLite
+(the triggers) and on PostgreSQL (``calendar_search_fold``): migration 0025, which copies
+this table."""
+_FOLDING = str.maketrans(FOLDED)
+
+
 def _words(q: str) -> list[str]:
-    """The different words of ``q`` in order (at most ``WORDS_MOST``), lower case."""
+    """The different words of ``q`` in order (at most ``WORDS_MOST``), lower case, folded
+    (``FOLDED``)."""
     found: dict[str, None] = {}
     word: list[str] = []
     for char in unicodedata.normalize("NFC", q) + " ":
@@ -123,7 +156,7 @@ def _words(q: str) -> list[str]:
             continue
         if word:
             if any(unicodedata.category(c)[0] in _WORD_MAKERS for c in word):
-                found.setdefault("".join(word).lower())
+                found.setdefault("".join(word).lower().translate(_FOLDING))
                 if len(found) == WORDS_MOST:
                     break
             word = []

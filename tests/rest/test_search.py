@@ -55,7 +55,30 @@ def test_q_finds_events_by_a_prefix_of_their_words_in_any_script_and_accents_asi
     assert titles(search(api, secret, "dentist cafe")) == []
     assert titles(search(api, secret, "личн")) == ["Личное"]
     assert titles(search(api, secret, "cafe")) == ["Café"]
-    assert len(titles(search(api, secret, ""))) == 3  # empty: no search
+
+
+def test_an_empty_or_blank_q_is_a_400_naming_q_and_an_omitted_one_lists_everything(
+    api: httpx.Client, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner())
+    create_event(api, secret, title="Dentist")
+    for q in ("", "   ", "\t"):
+        response = search(api, secret, q)
+        assert response.status_code == 400, (q, response.text)
+        assert response.json()["code"] == "validation_error"
+        assert [e["field"] for e in response.json()["errors"]] == ["q"]
+        assert "words to find" in response.json()["errors"][0]["message"]
+    listed = api.get(EVENTS, params=WINDOW, headers=bearer(secret))
+    assert [e["title"] for e in listed.json()["events"]] == ["Dentist"]
+
+
+def test_strasse_finds_strasse_with_a_sharp_s_and_fish_its_ligature(
+    api: httpx.Client, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner())
+    create_event(api, secret, title="Straße fest", description="ﬁsh market")
+    for q in ("strasse", "STRASSE", "straße", "stra", "fish", "ﬁsh"):
+        assert titles(search(api, secret, q)) == ["Straße fest"], q
 
 
 def test_a_search_pages_on_with_its_words_and_refuses_its_token_for_another_q(
@@ -214,7 +237,7 @@ def test_any_q_over_http_is_an_answer_or_a_400_on_q_never_a_5xx(
     api: httpx.Client, fuzz_key: str, q: str
 ) -> None:
     response = search(api, fuzz_key, q)
-    if len(q) > 500 or "\x00" in q:
+    if len(q) > 500 or "\x00" in q or not q.strip():
         assert response.status_code == 400, (q, response.text)
         assert [e["field"] for e in response.json()["errors"]] == ["q"]
     else:
