@@ -690,3 +690,51 @@ def test_0025_indexes_a_sharp_s_and_ligatures_as_their_letters_and_goes_back(
         assert found("maßband") == ["ev_3"] and found("fußweg") == []
         whole()
         engine.dispose()
+
+
+@pytest.mark.postgresql
+def test_0025_folds_a_sharp_s_on_a_postgresql_without_unaccent_too(tmp_path: Path) -> None:
+    """PostgreSQL without ``unaccent`` (not installed, or not allowed): 0017's ``translate``
+    fallback kept ``ß`` and the ligatures; after 0025 ``strasse`` finds "Straße" there too."""
+    with fresh_database_url(tmp_path) as url:
+        engine = make_engine(Config(database_url=url))
+        migrate = _migrator(url, engine)
+        migrate(command.upgrade, "head")
+        at = "2026-03-02T08:30:00.000000Z"
+        with engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
+                {"at": at},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
+                    "max_event_seconds, created_at) VALUES ('cal_1', 'usr_1', 'Work', 'UTC', "
+                    "false, 3600, :at)"
+                ),
+                {"at": at},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO events (id, calendar_id, title, description, starts_at, "
+                    "ends_at, all_day, created_at, updated_at, status) VALUES ('ev_1', 'cal_1', "
+                    "'Straße fest', 'ﬁsh', :at, :at, false, :at, :at, 'confirmed')"
+                ),
+                {"at": at},
+            )
+            conn.execute(text("DROP EXTENSION IF EXISTS unaccent"))
+
+        def found(words: str) -> list[str]:
+            query = (
+                "SELECT id FROM events WHERE calendar_search_keyed(calendar_id, title, "
+                "description, location, attendees) @@ calendar_search_keyed_query(:q, 'cal_1')"
+            )
+            with engine.connect() as conn:
+                return list(conn.execute(text(query), {"q": words}).scalars())
+
+        migrate(command.downgrade, "0023")  # 0017's fallback: translate
+        assert found("straße") == ["ev_1"] and found("strasse") == [] and found("fish") == []
+        migrate(command.upgrade, "head")
+        assert found("strasse") == ["ev_1"] and found("straße") == ["ev_1"]
+        assert found("fish") == ["ev_1"] and found("ﬁsh") == ["ev_1"]
+        engine.dispose()
