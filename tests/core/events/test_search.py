@@ -19,6 +19,7 @@ from calendar_service import events
 from calendar_service.db import Database
 from calendar_service.errors import ValidationFailed
 from calendar_service.events.search import (
+    FOLDED,
     KEY_MASK,
     KEY_SHIFT,
     PARTS,
@@ -40,6 +41,7 @@ from tests.core.events.test_query_plan import plan_of
 from tests.support import Factory
 
 _MIGRATION_0021 = importlib.import_module("migrations.versions.0021_search_by_calendar")
+_MIGRATION_0025 = importlib.import_module("migrations.versions.0025_search_case_folding")
 
 WINDOW = {"time_min": "2026-03-01T00:00:00Z", "time_max": "2026-04-01T00:00:00Z"}
 
@@ -237,6 +239,11 @@ def test_words_are_runs_of_letters_digits_and_marks_lowered_and_never_syntax() -
     assert len(words(" ".join(f"w{i}" for i in range(100)))) == WORDS_MOST
     assert parse_search(None) is None
     assert words("Straße ẞ ﬁsh ﬀ ﬓ") == ("strasse", "ss", "fish", "ff", "մն")
+
+
+def test_the_folded_characters_are_unicodes_case_folding_and_the_migrations_copy() -> None:
+    assert {char: char.casefold() for char in FOLDED} == FOLDED
+    assert _MIGRATION_0025.FOLDED == FOLDED  # what 0025 indexes with (frozen: a copy)
     search = parse_search("café au")
     assert search is not None
     assert search.engine_text("sqlite") == '"café" "au"*'
