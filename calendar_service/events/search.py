@@ -12,7 +12,7 @@ only, is refused (400 on ``q``); a ``q`` with no word in it matches nothing;
 more than ``WORDS_MOST`` different words: the first ones count. Longer than ``QUERY_MAX``
 characters, or with a NUL, it is refused (400 on ``q``).
 
-How, per database (the index itself is migrations 0017's, 0020's, 0021's and 0022's, kept in
+How, per database (the index itself is migrations 0017's, 0020's, 0021's, 0022's and 0025's, kept in
 step with every write of an event row, in its transaction: on SQLite the triggers leave the
 words in ``events_search_pending``, and a search first moves whatever is pending into the
 FTS5 tables, ``write_pending_words``; a commit moves them once ``db.engine.SEARCH_WORDS_AT``
@@ -31,8 +31,9 @@ entries of the index:
   location, attendees)``: the words of ``calendar_search_vector`` (the attendees' JSON text
   read by ``calendar_search_people``), each prefixed by its calendar's key;
   ``calendar_search_keyed_query`` makes the ``tsquery`` from the words with the same folding
-  (lower case, ``unaccent``, punctuation as spaces), the last word with ``:*``, for each of
-  the calendars.
+  (lower case, ``FOLDED``, ``unaccent``, punctuation as spaces), the last word with ``:*``,
+  for each of the calendars. On SQLite the triggers write the text with ``FOLDED`` applied
+  (the tokenizer folds case and accents, not these).
 
 Both fold the text of the event and the words the same way, so that one word is one token on
 each (an email's ``@`` and dots separate words: ``ana@example.com`` is ``ana``, ``example``,
