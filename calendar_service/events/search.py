@@ -12,8 +12,8 @@ only, is refused (400 on ``q``); a ``q`` with no word in it matches nothing;
 more than ``WORDS_MOST`` different words: the first ones count. Longer than ``QUERY_MAX``
 characters, or with a NUL, it is refused (400 on ``q``).
 
-How, per database (the index itself is migrations 0017's, 0020's, 0021's, 0022's and 0025's, kept in
-step with every write of an event row, in its transaction: on SQLite the triggers leave the
+How, per database (the index itself is migrations 0017's, 0020's, 0021's, 0022's and 0025's,
+kept in step with every write of an event row, in its transaction: on SQLite the triggers leave the
 words in ``events_search_pending``, and a search first moves whatever is pending into the
 FTS5 tables, ``write_pending_words``; a commit moves them once ``db.engine.SEARCH_WORDS_AT``
 are waiting: one FTS5 segment for many writes, not one a statement), the matches found once
