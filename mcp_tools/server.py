@@ -131,7 +131,7 @@ themselves, and a new nextSyncToken.
 SEARCH_DOC = """\
 Find events by their words (title, description, location). Call it before asking the person
 for an event's id: for "move my dentist appointment" or "when is the call with Ana?", search
-for "dentist" or "call Ana" and act on the id found.
+for "dentist" or "call Ana" (the words go in `query`) and act on the id found.
 
 Every word must match, case and accents aside, in any language; the last word may be the start
 of a word ("denti" finds "Dentist"). Without timeMin it searches from now on (give timeMin for
@@ -313,7 +313,9 @@ class ToolSpec:
     args: Callable[[dict[str, Any]], dict[str, Any]]
     present: Callable[[Any], Any] | None = None
     examples: tuple[dict[str, Any], ...] = ()  # published in the input schema
-    renames: Mapping[str, str] = field(default_factory=dict)  # core field -> argument name
+    # The core's field -> the argument's name, in the core's errors (never in those of the
+    # arguments' own parsing, ``args``: they name what the caller sent).
+    renames: Mapping[str, str] = field(default_factory=dict)
     token_key: bool = False  # whether the operation takes the page-token key
     outline: bool = False  # the output schema's outline only (``shapes.outline_output``)
     mail: bool = False  # whether it takes sendUpdates (and so the mail policy)
@@ -342,7 +344,7 @@ def _tool(backend: Backend, spec: ToolSpec) -> Tool:
             backend,
             ctx,
             spec,
-            lambda: {**spec.args(arguments), **extra},
+            lambda: {**_parsed(spec, arguments), **extra},
             dry_run=dry_run,
             refused=refused,
         )
@@ -416,7 +418,7 @@ async def _run(
                 )
                 outcome = await finished(outcome)  # what it left for after the transaction
             except ValidationFailed as exc:
-                if not spec.renames:
+                if not spec.renames or isinstance(exc, _ArgumentsRefused):
                     raise
                 raise _renamed(exc, spec.renames) from None
     except ToolError as exc:
@@ -427,6 +429,21 @@ async def _run(
     elif spec.op.needs == "write" and not dry_run:
         value = {**value, "changeId": outcome.change_id}
     return _result(value)
+
+
+class _ArgumentsRefused(ValidationFailed):
+    """The tool's arguments refused by its own parsing (``ToolSpec.args``): their fields are
+    the arguments as the caller sent them, never renamed (``_run`` renames the core's)."""
+
+
+def _parsed(spec: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``spec.args(arguments)``; what it refuses, as the arguments' own refusal."""
+    try:
+        return spec.args(arguments)
+    except _ArgumentsRefused:
+        raise
+    except ValidationFailed as exc:
+        raise _ArgumentsRefused(exc.errors) from None
 
 
 def _renamed(exc: ValidationFailed, names: Mapping[str, str]) -> ValidationFailed:
@@ -446,18 +463,31 @@ def _list_args(arguments: dict[str, Any]) -> dict[str, Any]:
     return {**dict(parse_model(shapes.ListArguments, arguments)), "now": utcnow()}
 
 
+NOT_Q = "is not an argument of this tool: the words to find go in `query`"
+"""``searchCalendarEvents``' refusal of REST's ``q`` given as an argument."""
+
+
 def _search_args(arguments: dict[str, Any]) -> dict[str, Any]:
-    # The list's keywords (time_min, time_max, limit, page_token, calendar_ids), and q.
-    found = dict(parse_model(shapes.SearchArguments, arguments))
+    # The list's keywords (time_min, time_max, limit, page_token, calendar_ids), and q: the
+    # core checks it (an empty one too), and ``_run`` names its errors ``query``.
+    try:
+        found = dict(parse_model(shapes.SearchArguments, arguments))
+    except ValidationFailed as exc:
+        errors = [
+            FieldError("q", NOT_Q) if e["field"] == "q" and "q" in arguments else e
+            for e in exc.errors
+        ]
+        raise _ArgumentsRefused(errors) from None
     q = found.pop("query")
-    if not q:
-        raise ValidationFailed([FieldError("query", "must not be empty: give words to find")])
     return {**found, "q": q, "now": utcnow()}
 
 
 def _create_args(arguments: dict[str, Any]) -> dict[str, Any]:
     body = dict(arguments)
-    key, prior = idempotency.given_key(body.pop(idempotency.ARGUMENT, None))
+    try:
+        key, prior = idempotency.given_key(body.pop(idempotency.ARGUMENT, None))
+    except ValidationFailed as exc:  # the core's, about its header: the argument sent
+        raise _renamed(exc, {idempotency.HEADER: idempotency.ARGUMENT}) from None
     return {"body": body, "now": utcnow(), "idempotency_key": key, "prior_errors": prior}
 
 

@@ -29,7 +29,7 @@ from calendar_service.models import (
     FreeBusyQuery,
     FreeTimeQuery,
 )
-from calendar_service.schema_patterns import TOOL_BOUND_PATTERN
+from calendar_service.schema_patterns import TITLE_PATTERN, TOOL_BOUND_PATTERN
 
 _BOUND_DOC = (
     "RFC 3339 date-time (2026-03-02T00:00:00+01:00) or a date (its midnight); without an "
@@ -111,8 +111,8 @@ class SearchArguments(_WindowArguments):
     )
     query: str = PydanticField(
         description="The words to find (every one must match; the last may be the start of a "
-        "word): 'dentist', 'call Ana'.",
-        json_schema_extra={"minLength": 1, "maxLength": QUERY_MAX},
+        "word): 'dentist', 'call Ana'. Not empty.",
+        json_schema_extra={"minLength": 1, "maxLength": QUERY_MAX, "pattern": TITLE_PATTERN},
     )
 
 

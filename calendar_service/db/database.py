@@ -19,6 +19,8 @@ the loop (they would otherwise wait for SQLite's write lock with the loop stoppe
 ``ping`` (``/healthz``) still answers: it reads outside any transaction, beside the writer.
 Work longer still (undoing thousands of changes) goes as a series of such writes, each short,
 with ``let_waiting_through`` between two: the requests that waited run in between.
+On PostgreSQL ``ping`` has a connection and a thread of its own (``Pinger``): requests that
+hold every pooled connection and database thread do not delay it.
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ class Database(GroupCommit):
         self._kept_connection: Callable[[], Connection] = self._kept.connection
         workers = 1 if config.is_sqlite else POSTGRES_POOL_SIZE
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="db")
+        # ``/healthz``'s own connection and thread (not SQLite's: it pings inline).
+        self._pinger = None if self.inline else Pinger(self.engine)
         # SQLite: resolved when the long write running on a thread (``run_off_loop``) ends;
         # the loop's calls wait for it, and so does the next such write.
         self._long_write: asyncio.Future[None] | None = None
@@ -112,9 +116,11 @@ class Database(GroupCommit):
     async def ping(self) -> None:
         """Ask the database for ``SELECT 1`` (``/healthz``). On SQLite: inline, outside any
         transaction, so it neither takes the write lock nor waits for a long write
-        (``run_off_loop``): WAL lets it read beside the writer."""
-        if not self.inline:
-            await self.run(_select_one)
+        (``run_off_loop``): WAL lets it read beside the writer. Otherwise on a connection and
+        a thread of its own (``Pinger``), outside the pool and the requests' threads, so that
+        no slow query queues ahead of it; bounded by ``PING_SECONDS``."""
+        if self._pinger is not None:
+            await self._pinger.ping()
             return
         raw: Any = self._kept_connection().connection.dbapi_connection
         raw.execute("SELECT 1").fetchone()
@@ -215,9 +221,67 @@ class Database(GroupCommit):
         if self._checkpointer is not None:
             self._checkpointer.stop()
         self._executor.shutdown(wait=True)
+        if self._pinger is not None:
+            self._pinger.close()
         self._kept.close()
         self.engine.dispose()
 
 
-def _select_one(conn: Connection) -> None:
-    conn.exec_driver_sql("SELECT 1").scalar()
+PING_SECONDS = 5.0
+"""How long ``/healthz`` waits for the database's answer (its own connection) at most."""
+
+
+class Pinger:
+    """``SELECT 1`` on a DBAPI connection of its own, made by the engine's dialect outside
+    its pool, on a thread of its own: what requests hold (the pool's connections, the
+    executor's threads) never delays it. One ping at a time: callers meanwhile share it. The
+    connection is made at the first ping and again after a failure; the server is told to
+    cancel a statement after ``PING_SECONDS`` (``statement_timeout``), and the caller stops
+    waiting then too."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ping")
+        self._raw: Any = None
+        self._running: asyncio.Future[None] | None = None
+
+    async def ping(self) -> None:
+        running = self._running
+        if running is None or running.done():
+            running = self._running = asyncio.wrap_future(self._executor.submit(self._select))
+        await asyncio.wait_for(asyncio.shield(running), PING_SECONDS)
+
+    def _select(self) -> None:
+        try:
+            if self._raw is None:
+                self._raw = self._connect()
+            cursor = self._raw.cursor()
+            try:
+                cursor.execute("SELECT 1")
+                cursor.fetchone()
+            finally:
+                cursor.close()
+        except BaseException:
+            self._drop()
+            raise
+
+    def _connect(self) -> Any:
+        dialect = self._engine.dialect
+        cargs, cparams = dialect.create_connect_args(self._engine.url)
+        cparams.setdefault("connect_timeout", int(PING_SECONDS))
+        raw: Any = dialect.connect(*cargs, **cparams)
+        raw.autocommit = True
+        cursor = raw.cursor()
+        cursor.execute(f"SET statement_timeout = {int(PING_SECONDS * 1000)}")
+        cursor.close()
+        return raw
+
+    def _drop(self) -> None:
+        raw, self._raw = self._raw, None
+        if raw is not None:
+            with contextlib.suppress(Exception):
+                raw.close()
+
+    def close(self) -> None:
+        self._executor.submit(self._drop)
+        self._executor.shutdown(wait=True)

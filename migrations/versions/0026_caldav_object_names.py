@@ -1,7 +1,7 @@
 """caldav_object_names: the name a calendar app PUT an object under, when it is not <UID>.ics
 
 Revision ID: 0026
-Revises: 0024
+Revises: 0025
 Create Date: 2026-12-16 09:00:00
 
 RFC 4791 lets a client name the calendar object resources it creates; apps such as Outlook's
@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0026"
-down_revision: str | None = "0024"
+down_revision: str | None = "0025"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

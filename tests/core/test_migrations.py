@@ -16,6 +16,7 @@ from calendar_service.config import Config
 from calendar_service.db.engine import SEARCH_WORDS_AT, make_engine
 from calendar_service.events.search import (
     KEY_MASK,
+    PARTS,
     index_part,
     key_range,
     write_pending_words,
@@ -661,4 +662,157 @@ def test_0026_keeps_the_names_apps_give_caldav_objects_and_goes_back(tmp_path: P
             assert conn.execute(text("SELECT count(*) FROM ical_uids")).scalar() == 2
         migrate(command.upgrade, "head")
         assert "object_name" in columns() and index() is not None
+        engine.dispose()
+
+
+def test_0025_indexes_a_sharp_s_and_ligatures_as_their_letters_and_goes_back(
+    tmp_path: Path,
+) -> None:
+    """On either backend: an event written before 0025 with "Straße" and "ﬁsh" is found by
+    ``strasse`` and ``fish`` after it (the index built anew: SQLite's triggers and PostgreSQL's
+    ``calendar_search_fold`` fold ``ß``, ``ẞ`` and the ligatures), so are the events written
+    after it, an update and a delete keep the index whole; the downgrade indexes the text as it
+    is again (``straße`` found, ``strasse`` not)."""
+    with fresh_database_url(tmp_path) as url:
+        engine = make_engine(Config(database_url=url))
+        migrate = _migrator(url, engine)
+        migrate(command.upgrade, "0023")
+        at = "2026-03-02T08:30:00.000000Z"
+        insert = (
+            "INSERT INTO events (id, calendar_id, title, description, starts_at, ends_at, "
+            "all_day, created_at, updated_at, status) VALUES "
+            "(:id, 'cal_1', :title, :description, :at, :at, false, :at, :at, 'confirmed')"
+        )
+        with engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
+                {"at": at},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
+                    "max_event_seconds, created_at) VALUES ('cal_1', 'usr_1', 'Work', 'UTC', "
+                    "false, 3600, :at)"
+                ),
+                {"at": at},
+            )
+            conn.execute(
+                text(insert),
+                {"id": "ev_1", "title": "Straße fest", "description": "ﬁsh ﬓ", "at": at},
+            )
+            conn.execute(
+                text(insert), {"id": "ev_2", "title": "GROẞE Party", "description": None, "at": at}
+            )
+        sqlite = engine.dialect.name == "sqlite"
+
+        def found(words: str) -> list[str]:
+            if sqlite:
+                table = f"events_search_{index_part('cal_1')}"
+                low, high = key_range(["cal_1"])
+                params: dict[str, Any] = {"low": low, "high": high}
+                params["q"] = " ".join(f'"{w}"' for w in words.split()) + "*"
+                where = (
+                    f"rowid IN (SELECT rowid & {KEY_MASK} FROM {table} WHERE "  # noqa: S608
+                    f"{table} MATCH :q AND rowid >= :low AND rowid < :high)"
+                )
+            else:
+                params = {"q": words}
+                where = (
+                    "calendar_search_keyed(calendar_id, title, description, location, attendees) "
+                    "@@ calendar_search_keyed_query(:q, 'cal_1')"
+                )
+            query = f"SELECT id FROM events WHERE {where} ORDER BY id"  # noqa: S608
+            with engine.begin() as conn:
+                write_pending_words(conn)  # as a search does
+                return list(conn.execute(text(query), params).scalars())
+
+        def whole() -> None:
+            if sqlite:
+                with engine.begin() as conn:
+                    write_pending_words(conn)
+                    for n in range(PARTS):
+                        check = f"INSERT INTO events_search_{n}(events_search_{n}) VALUES "  # noqa: S608
+                        conn.execute(text(check + "('integrity-check')"))
+
+        def fold(words: str) -> str:  # PostgreSQL
+            with engine.connect() as conn:
+                return str(
+                    conn.execute(text("SELECT calendar_search_fold(:w)"), {"w": words}).scalar()
+                )
+
+        # Before: SQLite indexes ß as it is; PostgreSQL's unaccent (where the server has it)
+        # folds ß, not the Armenian ligatures.
+        assert found("straße") == ["ev_1"] and found("մն") == []
+        assert found("strasse") == ([] if sqlite else ["ev_1"])
+        migrate(command.upgrade, "head")
+        assert found("strasse") == ["ev_1"] and found("fish") == ["ev_1"]
+        assert found("մն") == ["ev_1"] and found("grosse") == ["ev_2"]
+        with engine.begin() as conn:
+            conn.execute(
+                text(insert), {"id": "ev_3", "title": "Fußweg", "description": "ﬂat", "at": at}
+            )
+            conn.execute(text("UPDATE events SET title = 'Gasse' WHERE id = 'ev_1'"))
+            conn.execute(text("DELETE FROM events WHERE id = 'ev_2'"))
+        assert found("fussweg flat") == ["ev_3"] and found("strasse") == []
+        assert found("gasse fish") == ["ev_1"] and found("grosse") == []
+        whole()
+        if not sqlite:
+            assert fold("STRAẞE ﬆ ﬗ") == "strasse st մխ"
+        migrate(command.downgrade, "0023")
+        assert found("fußweg") == ["ev_3"]
+        if sqlite:
+            assert found("fussweg") == []
+        else:
+            assert fold("ﬗ") == "ﬗ"
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE events SET title = 'Maßband' WHERE id = 'ev_3'"))
+        assert found("maßband") == ["ev_3"] and found("fußweg") == []
+        whole()
+        engine.dispose()
+
+
+def test_0025_folds_a_sharp_s_on_a_postgresql_without_unaccent_too(tmp_path: Path) -> None:
+    """PostgreSQL without ``unaccent`` (not installed, or not allowed): 0017's ``translate``
+    fallback kept ``ß`` and the ligatures; after 0025 ``strasse`` finds "Straße" there too."""
+    with fresh_database_url(tmp_path) as url:
+        engine = make_engine(Config(database_url=url))
+        migrate = _migrator(url, engine)
+        migrate(command.upgrade, "head")
+        at = "2026-03-02T08:30:00.000000Z"
+        with engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
+                {"at": at},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
+                    "max_event_seconds, created_at) VALUES ('cal_1', 'usr_1', 'Work', 'UTC', "
+                    "false, 3600, :at)"
+                ),
+                {"at": at},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO events (id, calendar_id, title, description, starts_at, "
+                    "ends_at, all_day, created_at, updated_at, status) VALUES ('ev_1', 'cal_1', "
+                    "'Straße fest', 'ﬁsh', :at, :at, false, :at, :at, 'confirmed')"
+                ),
+                {"at": at},
+            )
+            conn.execute(text("DROP EXTENSION IF EXISTS unaccent"))
+
+        def found(words: str) -> list[str]:
+            query = (
+                "SELECT id FROM events WHERE calendar_search_keyed(calendar_id, title, "
+                "description, location, attendees) @@ calendar_search_keyed_query(:q, 'cal_1')"
+            )
+            with engine.connect() as conn:
+                return list(conn.execute(text(query), {"q": words}).scalars())
+
+        migrate(command.downgrade, "0023")  # 0017's fallback: translate
+        assert found("straße") == ["ev_1"] and found("strasse") == [] and found("fish") == []
+        migrate(command.upgrade, "head")
+        assert found("strasse") == ["ev_1"] and found("straße") == ["ev_1"]
+        assert found("fish") == ["ev_1"] and found("ﬁsh") == ["ev_1"]
         engine.dispose()

@@ -1,6 +1,7 @@
 """``searchCalendarEvents`` with the official client: it answers as ``listCalendarEvents``
 does, within the key's reach; a free/busy key cannot call it; bad queries are tool errors on
-``query``."""
+``query`` (an empty one refused as REST refuses an empty ``q``); REST's ``q`` given instead is
+refused as what it is."""
 
 from __future__ import annotations
 
@@ -93,3 +94,37 @@ async def test_a_query_too_long_empty_or_missing_is_an_error_on_query(
         assert result.is_error, text_of(result)
         assert "query" in text_of(result) and "Traceback" not in text_of(result)
     assert hostile["events"] == []
+
+
+async def test_an_empty_or_blank_query_is_refused_as_rest_refuses_an_empty_q(
+    server: RunningServer, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner(), permission="read")
+    async with connect(server.url, secret) as client:
+        results = [
+            await client.call_tool("searchCalendarEvents", {"query": q, **WINDOW})
+            for q in ("", "   ")
+        ]
+    for result in results:
+        assert result.is_error, text_of(result)
+        lines = text_of(result).splitlines()
+        assert lines[0].startswith("validation_error: ")
+        # The core's refusal of an empty q, named as the tool names it.
+        assert lines[1:] == ["- query: must not be empty: give the words to find"]
+
+
+async def test_q_instead_of_query_is_refused_naming_q_and_pointing_to_query(
+    server: RunningServer, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner(), permission="read")
+    async with connect(server.url, secret) as client:
+        result = await client.call_tool("searchCalendarEvents", {"q": "dentist", **WINDOW})
+        long_query = await client.call_tool("searchCalendarEvents", {"query": "a" * 501})
+    assert result.is_error, text_of(result)
+    lines = text_of(result).splitlines()
+    assert "- q: is not an argument of this tool: the words to find go in `query`" in lines
+    assert not any(line.startswith("- query: is not") for line in lines), lines
+    assert all(line.startswith(("validation_error", "- q:", "- query: ")) for line in lines)
+    # The core's own errors about q are still about query.
+    assert long_query.is_error and "- query: must be at most 500" in text_of(long_query)
+    assert "- q:" not in text_of(long_query)

@@ -5,20 +5,27 @@ step with a PATCH of the attendees, an undo and an approval."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
+from sqlalchemy import insert, text
 
 from calendar_service import events, keys
+from calendar_service.config import Config
 from calendar_service.db import Database
+from calendar_service.db.engine import POSTGRES_POOL_SIZE
+from calendar_service.events import events_t
 from calendar_service.events.approving import approve
+from calendar_service.ids import new_id
 from calendar_service.models import EventCreate
 from calendar_service.timeutil import utcnow
 from tests.core.events.test_search import HOSTILE
 from tests.rest.conftest import EVENTS, create_event, with_work
-from tests.support import Factory, bearer
+from tests.support import Factory, bearer, own_server, wait_for
 
 WINDOW = {"timeMin": "2026-03-01", "timeMax": "2026-04-01"}
 
@@ -48,7 +55,30 @@ def test_q_finds_events_by_a_prefix_of_their_words_in_any_script_and_accents_asi
     assert titles(search(api, secret, "dentist cafe")) == []
     assert titles(search(api, secret, "личн")) == ["Личное"]
     assert titles(search(api, secret, "cafe")) == ["Café"]
-    assert len(titles(search(api, secret, ""))) == 3  # empty: no search
+
+
+def test_an_empty_or_blank_q_is_a_400_naming_q_and_an_omitted_one_lists_everything(
+    api: httpx.Client, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner())
+    create_event(api, secret, title="Dentist")
+    for q in ("", "   ", "\t"):
+        response = search(api, secret, q)
+        assert response.status_code == 400, (q, response.text)
+        assert response.json()["code"] == "validation_error"
+        assert [e["field"] for e in response.json()["errors"]] == ["q"]
+        assert "words to find" in response.json()["errors"][0]["message"]
+    listed = api.get(EVENTS, params=WINDOW, headers=bearer(secret))
+    assert [e["title"] for e in listed.json()["events"]] == ["Dentist"]
+
+
+def test_strasse_finds_strasse_with_a_sharp_s_and_fish_its_ligature(
+    api: httpx.Client, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner())
+    create_event(api, secret, title="Straße fest", description="ﬁsh market")
+    for q in ("strasse", "STRASSE", "straße", "stra", "fish", "ﬁsh"):
+        assert titles(search(api, secret, q)) == ["Straße fest"], q
 
 
 def test_a_search_pages_on_with_its_words_and_refuses_its_token_for_another_q(
@@ -207,8 +237,74 @@ def test_any_q_over_http_is_an_answer_or_a_400_on_q_never_a_5xx(
     api: httpx.Client, fuzz_key: str, q: str
 ) -> None:
     response = search(api, fuzz_key, q)
-    if len(q) > 500 or "\x00" in q:
+    if len(q) > 500 or "\x00" in q or not q.strip():
         assert response.status_code == 400, (q, response.text)
         assert [e["field"] for e in response.json()["errors"]] == ["q"]
     else:
         assert response.status_code == 200, (q, response.text)
+
+
+# ---------------------------------------------------------------------------------------------
+# /healthz beside searches that hold every database thread (PostgreSQL: requests run on a pool
+# of threads and connections; SQLite runs them on the event loop, and pings inline)
+
+IN_FLIGHT = 16
+
+
+@pytest.mark.postgresql  # PostgreSQL's pool of threads (SQLite pings inline)
+def test_healthz_answers_while_sixteen_one_letter_searches_hold_every_database_thread(
+    config: Config, db: Database, factory: Factory
+) -> None:
+    """Thousands of events, sixteen ``q=s`` at once, each held in PostgreSQL by a lock on
+    ``events`` until /healthz has answered: it must answer while they are all in flight (its
+    ping has a connection and a thread of its own), and they all answer once let go."""
+    owner = factory.owner()
+    calendar_id = owner.default_calendar_id
+    _, secret = factory.key(owner, permission="read", calendar_id=calendar_id)
+    now = utcnow()
+    starts = datetime(2026, 3, 1, tzinfo=UTC)
+    rows = [
+        {
+            "id": new_id("ev"),
+            "calendar_id": calendar_id,
+            "title": f"Standup {n}",
+            "description": f"sprint sync s{n} summary",
+            "starts_at": starts + timedelta(minutes=10 * n),
+            "ends_at": starts + timedelta(minutes=10 * n + 5),
+            "all_day": False,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for n in range(3000)
+    ]
+    with db.engine.begin() as conn:
+        conn.execute(insert(events_t), rows)
+    with (
+        own_server(config) as server,
+        ThreadPoolExecutor(IN_FLIGHT) as pool,
+        db.engine.connect() as locker,
+        httpx.Client(base_url=server.url, timeout=60) as api,
+    ):
+        locker.execute(text("LOCK TABLE events IN ACCESS EXCLUSIVE MODE"))
+        held = [pool.submit(search, api, secret, "s", limit="5") for _ in range(IN_FLIGHT)]
+
+        def waiting() -> bool:
+            # Every database thread of the server holds a search waiting for the lock
+            # (its statement still being planned: pg_stat_activity may not show its text;
+            # read afresh, not the transaction's first snapshot of it).
+            locker.execute(text("SELECT pg_stat_clear_snapshot()"))
+            count = locker.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+                )
+            ).scalar()
+            return bool(count and count >= POSTGRES_POOL_SIZE)
+
+        wait_for(waiting, what="the searches to hold every database thread")
+        assert api.get("/healthz", timeout=30).json() == {"status": "ok"}
+        assert not any(f.done() for f in held)  # answered while all were in flight
+        locker.rollback()  # the lock goes
+        answers = [f.result() for f in held]
+    assert {a.status_code for a in answers} == {200}
+    assert {tuple(titles(a)) for a in answers} == {tuple(f"Standup {n}" for n in range(5))}

@@ -19,6 +19,7 @@ from calendar_service.schema_patterns import (
     IDEMPOTENCY_KEY_PATTERN,
     RANGE_DOC,
     TEXT_PATTERN,
+    TITLE_PATTERN,
 )
 
 _BOUND_DOC = (
@@ -59,8 +60,14 @@ def _search() -> dict[str, Any]:
         "without a word matches nothing. "
         "Without timeMin a search starts now; ordered by startsAt like the list. Send the "
         "same q with pageToken; not with syncToken, and its last page has no nextSyncToken. "
-        f"At most {QUERY_MAX} characters (longer, or a NUL: 400). Empty: no search.",
-        "schema": {"type": "string", "maxLength": QUERY_MAX, "pattern": TEXT_PATTERN},
+        "ß and ẞ are ss and a ligature its letters (`strasse` finds Straße, `fish` ﬁsh). "
+        f"At most {QUERY_MAX} characters (longer, a NUL, or empty or blank: 400 on q).",
+        "schema": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": QUERY_MAX,
+            "pattern": TITLE_PATTERN,
+        },
         "example": "dentist",
     }
 

@@ -19,6 +19,7 @@ from calendar_service import events
 from calendar_service.db import Database
 from calendar_service.errors import ValidationFailed
 from calendar_service.events.search import (
+    FOLDED,
     KEY_MASK,
     KEY_SHIFT,
     PARTS,
@@ -40,6 +41,7 @@ from tests.core.events.test_query_plan import plan_of
 from tests.support import Factory
 
 _MIGRATION_0021 = importlib.import_module("migrations.versions.0021_search_by_calendar")
+_MIGRATION_0025 = importlib.import_module("migrations.versions.0025_search_case_folding")
 
 WINDOW = {"time_min": "2026-03-01T00:00:00Z", "time_max": "2026-04-01T00:00:00Z"}
 
@@ -54,6 +56,8 @@ TABLE_EVENTS = (
     ("Zahnarzt Müller", None, "Berlin"),
     ("東京 meeting", "会議室", None),
     ("Quarterly budget", None, None),
+    ("Straße fest", "ﬁsh market", None),  # ﬁ: the ligature
+    ("Fish soup", "ﬂoat", "oﬃce"),
 )
 TABLE_ATTENDEES = {
     "Quarterly budget": [
@@ -127,6 +131,21 @@ TABLE = (
     ("attendees", []),
     ("organizer", []),
     ("sequence", []),
+    # Unicode's case folding where the engines' tokenizers differ: ß and ẞ are ss, a ligature
+    # its letters, in the text and in the words alike.
+    ("strasse", ["Straße fest"]),
+    ("STRASSE", ["Straße fest"]),
+    ("straße", ["Straße fest"]),
+    ("STRAẞE fest", ["Straße fest"]),
+    ("stra", ["Straße fest"]),
+    ("strass", ["Straße fest"]),
+    ("fish", ["Straße fest", "Fish soup"]),
+    ("ﬁsh", ["Straße fest", "Fish soup"]),
+    ("FISH market", ["Straße fest"]),
+    ("float", ["Fish soup"]),
+    ("ﬂoat", ["Fish soup"]),
+    ("office fish", ["Fish soup"]),
+    ("oﬃ", ["Fish soup"]),
 )
 
 
@@ -163,10 +182,17 @@ def test_the_table_of_queries_finds_the_same_events_on_every_database(
     assert found(db, table_reader, q) == expected
 
 
-def test_an_empty_q_is_no_search_and_the_list_has_every_event(
+def test_an_empty_or_blank_q_is_a_400_on_q_and_an_omitted_one_lists_every_event(
     db: Database, table_reader: Principal
 ) -> None:
-    assert len(found(db, table_reader, "")) == len(TABLE_EVENTS)
+    for q in ("", " ", "\t\n", "\u3000"):
+        with pytest.raises(ValidationFailed) as refused:
+            searched(db, table_reader, q)
+        assert refused.value.code == "validation_error"
+        assert [e["field"] for e in refused.value.errors] == ["q"], q
+        assert "words to find" in refused.value.errors[0]["message"]
+    every = db.call(events.list_events, principal=table_reader, token_key=TOKEN_KEY, **WINDOW)
+    assert len(every["events"]) == len(TABLE_EVENTS)
 
 
 def test_a_search_answer_has_no_sync_token_and_cannot_be_a_sync(
@@ -211,7 +237,13 @@ def test_words_are_runs_of_letters_digits_and_marks_lowered_and_never_syntax() -
     assert words("a a A") == ("a",)
     assert words("\u0301 ** ") == ()  # a mark alone is no word
     assert len(words(" ".join(f"w{i}" for i in range(100)))) == WORDS_MOST
-    assert parse_search("") is None and parse_search(None) is None
+    assert parse_search(None) is None
+    assert words("Straße ẞ ﬁsh ﬀ ﬓ") == ("strasse", "ss", "fish", "ff", "մն")
+
+
+def test_the_folded_characters_are_unicodes_case_folding_and_the_migrations_copy() -> None:
+    assert {char: char.casefold() for char in FOLDED} == FOLDED
+    assert _MIGRATION_0025.FOLDED == FOLDED  # what 0025 indexes with (frozen: a copy)
     search = parse_search("café au")
     assert search is not None
     assert search.engine_text("sqlite") == '"café" "au"*'
@@ -241,7 +273,7 @@ HOSTILE = st.lists(
 def test_any_text_is_a_search_or_a_400_on_q_for_what_cannot_be_one(
     db: Database, table_reader: Principal, q: str
 ) -> None:
-    cannot = len(q) > QUERY_MAX or "\x00" in q
+    cannot = len(q) > QUERY_MAX or "\x00" in q or not q.strip()
     try:
         answer = searched(db, table_reader, q)
     except ValidationFailed as exc:
@@ -317,7 +349,7 @@ def test_pages_of_a_search_are_bound_to_its_words(db: Database, writer: Principa
     second = searched(db, writer, "PHYSIO!", limit=2, page_token=token)  # the same words
     assert [e["title"] for e in second["events"]] == ["Physio 4"]
     assert "nextPageToken" not in second and "nextSyncToken" not in second
-    for other in ({"q": "other"}, {"q": ""}):
+    for other in ({"q": "other"}, {}):
         with pytest.raises(ValidationFailed) as refused:
             params = {**WINDOW, "limit": 2, "page_token": token}
             db.call(events.list_events, principal=writer, token_key=TOKEN_KEY, **params, **other)
