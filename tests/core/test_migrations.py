@@ -771,6 +771,7 @@ def test_0025_indexes_a_sharp_s_and_ligatures_as_their_letters_and_goes_back(
         engine.dispose()
 
 
+@pytest.mark.postgresql
 def test_0025_folds_a_sharp_s_on_a_postgresql_without_unaccent_too(tmp_path: Path) -> None:
     """PostgreSQL without ``unaccent`` (not installed, or not allowed): 0017's ``translate``
     fallback kept ``ß`` and the ligatures; after 0025 ``strasse`` finds "Straße" there too."""
