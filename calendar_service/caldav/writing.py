@@ -66,6 +66,7 @@ from calendar_service.ical.importing import import_events
 from calendar_service.ical.reading import ReadFile
 from calendar_service.keys import Principal
 from calendar_service.models.ical import ical_uids_t
+from calendar_service.models.owners import users_t
 from calendar_service.timeutil import is_valid_zone
 
 TRANSPORT = "caldav"
@@ -309,6 +310,11 @@ def make_calendar(
     _may_manage_calendars(principal, "make calendars")
     segment = parts[1]
     objects.check_name(segment)
+    if conn.dialect.name == "postgresql":  # one owner's MKCALENDARs one at a time: the
+        # name and the path are checked and taken together (SQLite has one writer)
+        conn.execute(
+            select(users_t.c.id).where(users_t.c.id == principal.user_id).with_for_update()
+        )
     if calendar_named(conn, user_id=principal.user_id, segment=segment) is not None:
         raise DavNotAllowed(
             "A calendar is at this path already: choose another name.", d("resource-must-be-null")

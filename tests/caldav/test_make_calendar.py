@@ -6,6 +6,7 @@ are RFC 4791's (405 where something is, 409 outside the home, 403 for a key that
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from urllib.parse import quote
 
@@ -223,3 +224,20 @@ def test_the_caldav_client_makes_and_deletes_a_calendar(
         assert [e.component["summary"] for e in made.events()] == ["Beach"]
         made.delete()
         assert "Holidays" not in [c.get_display_name() for c in principal.calendars()]
+
+
+def test_mkcalendars_at_one_path_at_once_make_one_calendar(
+    server: RunningServer, factory: Factory
+) -> None:
+    app = app_account(factory)
+    body = _mkcalendar("<d:displayname>Shared</d:displayname>")
+
+    def make(n: int) -> int:
+        path = app.home + ("same/" if n % 2 else f"other-{n}/")
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            return dav(client, app, "MKCALENDAR", path, body).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        statuses = sorted(pool.map(make, range(8)))
+    # One calendar named "Shared" at one path: the others are refused, none is an error.
+    assert statuses.count(201) == 1 and set(statuses) <= {201, 403, 405}, statuses
