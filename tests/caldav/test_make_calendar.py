@@ -167,6 +167,9 @@ def test_mkcalendar_refuses_a_name_taken_a_bad_zone_and_keys_that_may_not(
     narrow = dav(api, one, "MKCALENDAR", app.home + "n/")
     assert narrow.status_code == 403
     assert error_condition(narrow) == [f"{D}need-privileges"]
+    waits = app_account(factory, app.owner, approval="all")
+    held = dav(api, waits, "MKCALENDAR", app.home + "w/")
+    assert held.status_code == 403 and "approval" in held.text
     # Nothing of these was made.
     listed = hrefs(propfind(api, app, app.home, depth="1"))
     assert listed == {app.home, app.calendar(), app.calendar(taken_id)}
@@ -203,6 +206,9 @@ def test_delete_of_a_calendar_deletes_it_and_frees_its_name(
     assert error_code(kept) == "default_calendar"
     reader = app_account(factory, app.owner, permission="read")
     assert dav(api, reader, "DELETE", path).status_code == 403
+    waits = app_account(factory, app.owner, approval="destructive")
+    assert dav(api, waits, "DELETE", path).status_code == 403
+    assert path in hrefs(propfind(api, app, app.home, depth="1"))
     assert dav(api, app, "DELETE", app.home + "never/").status_code == 404
 
 
