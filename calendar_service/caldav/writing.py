@@ -309,7 +309,7 @@ def make_calendar(
         )
     _may_manage_calendars(principal, "make calendars")
     segment = parts[1]
-    objects.check_name(segment)
+    objects.check_name(segment, "A calendar's name (its path)")
     if conn.dialect.name == "postgresql":  # one owner's MKCALENDARs one at a time: the
         # name and the path are checked and taken together (SQLite has one writer)
         conn.execute(

@@ -161,6 +161,10 @@ def test_mkcalendar_refuses_a_name_taken_a_bad_zone_and_keys_that_may_not(
     assert "calendar-timezone" in zone.text
     bad = dav(api, app, "MKCALENDAR", app.home + "z/", "<not-xml")
     assert bad.status_code == 400
+    for name in ("%01z", "z" * 256):
+        badly = dav(api, app, "MKCALENDAR", app.home + name + "/")
+        assert badly.status_code == 400 and error_code(badly) == "dav_bad_name"
+        assert "calendar's name" in badly.text
     reader = app_account(factory, app.owner, permission="read")
     assert dav(api, reader, "MKCALENDAR", app.home + "r/").status_code == 403
     one = app_account(factory, app.owner, calendar_id=app.owner.default_calendar_id)
