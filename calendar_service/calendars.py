@@ -84,8 +84,10 @@ def create_calendar(
     now: datetime,
     is_default: bool = False,
     color: str | None = None,
+    dav_name: str | None = None,
 ) -> dict[str, Any]:
-    """A new calendar; ``color``: ``#rrggbb``, or none."""
+    """A new calendar; ``color``: ``#rrggbb``, or none; ``dav_name``: the path segment a
+    calendar app made it under over CalDAV (``caldav.writing.make_calendar``), or none."""
     checked, errors = check_calendar_fields(
         conn, user_id=user_id, name=name or "", time_zone=time_zone
     )
@@ -102,6 +104,7 @@ def create_calendar(
         "max_event_seconds": 0,
         "created_at": now,
         "color": color,
+        "dav_name": dav_name,
     }
     conn.execute(insert(calendars_t).values(**values))
     return calendar_public(CalendarRow(values["id"], name, time_zone, is_default, 0, color=color))

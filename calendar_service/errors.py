@@ -464,6 +464,24 @@ class DavStale(DavRefused):
     title = "Precondition failed"
 
 
+class DavNotAllowed(DavRefused):
+    """A MKCALENDAR where something is already (RFC 4791 §5.3.1.2, ``DAV:resource-must-be-null``):
+    405."""
+
+    code = "dav_not_allowed"
+    status = 405
+    title = "Method not allowed"
+
+
+class DavConflict(DavRefused):
+    """A MKCALENDAR anywhere but directly in the calendar home (RFC 4791 §5.3.1.2,
+    ``CALDAV:calendar-collection-location-ok``): 409."""
+
+    code = "dav_conflict"
+    status = 409
+    title = "Conflict"
+
+
 class DavBadName(DavRefused):
     """A CalDAV object name no object can have (too long, ``.`` or ``..``, a ``/`` or a
     control character): 400."""

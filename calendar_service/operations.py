@@ -105,6 +105,10 @@ CALDAV_REPORT = Operation("caldavReport", "read", reports.report, status=207)
 CALDAV_GET = Operation("caldavGet", "read", resources.get_object)
 CALDAV_PUT = Operation("caldavPut", "write", writing.put_object, status=204)
 CALDAV_DELETE = Operation("caldavDelete", "write", writing.delete_object, status=204)
+CALDAV_MKCALENDAR = Operation("caldavMkcalendar", "write", writing.make_calendar, status=201)
+CALDAV_DELETE_CALENDAR = Operation(
+    "caldavDeleteCalendar", "write", writing.delete_calendar, status=204
+)
 
 OPERATIONS = (
     LIST,
@@ -127,7 +131,9 @@ OPERATIONS = (
 
 __all__ = [
     "CALDAV_DELETE",
+    "CALDAV_DELETE_CALENDAR",
     "CALDAV_GET",
+    "CALDAV_MKCALENDAR",
     "CALDAV_PROPFIND",
     "CALDAV_PROPPATCH",
     "CALDAV_PUT",

@@ -12,5 +12,6 @@ same core functions as REST and MCP (``operations``: ``CALDAV_*``, run by
   ``PROPFIND``, ``GET``, ``PROPPATCH``;
 - ``reports``: ``calendar-query``, ``calendar-multiget``, ``sync-collection``;
 - ``writing``: ``PUT`` (an import of one object: ``ical.importing``) and ``DELETE``, with
-  their preconditions.
+  their preconditions; ``MKCALENDAR`` and a calendar's ``DELETE`` (``calendars``,
+  ``calendar_changes``).
 """

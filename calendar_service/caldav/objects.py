@@ -92,21 +92,21 @@ def encoded(name: str) -> str:
     return quote(name, safe=_SAFE)
 
 
-def check_name(name: str) -> None:
-    """``DavBadName`` unless ``name`` (decoded) can name an object."""
+def check_name(name: str, what: str = "An object's name") -> None:
+    """``DavBadName`` unless ``name`` (decoded) can name an object (or, with ``what``, a
+    calendar made over CalDAV)."""
     size = len(name.encode("utf-8", "surrogatepass"))
     if size > MAX_NAME:
         raise DavBadName(
-            f"An object's name is at most {MAX_NAME} bytes (UTF-8); this one has {size}: "
+            f"{what} is at most {MAX_NAME} bytes (UTF-8); this one has {size}: "
             "choose a shorter name."
         )
     if name in (".", ".."):
-        raise DavBadName("'.' and '..' name no object: choose another name.")
+        raise DavBadName("'.' and '..' cannot be used as a name: choose another one.")
     for ch in name:
         if unicodedata.category(ch) == "Cc":
             raise DavBadName(
-                f"An object's name cannot hold a control character (U+{ord(ch):04X}): "
-                "choose another name."
+                f"{what} cannot hold a control character (U+{ord(ch):04X}): choose another name."
             )
 
 

@@ -3,7 +3,9 @@
     /caldav/                                   the root (RFC 6764's context path)
     /caldav/principals/<ownerId>/              the owner (current-user-principal)
     /caldav/calendars/<ownerId>/               the calendar home (calendar-home-set)
-    /caldav/calendars/<ownerId>/<calendarId>/  a calendar the key reaches: a collection
+    /caldav/calendars/<ownerId>/<calendarId>/  a calendar the key reaches: a collection (at
+                                               the name an app made it under with
+                                               MKCALENDAR, ``calendars.dav_name``, else its id)
     /caldav/calendars/<ownerId>/<calendarId>/<name>      an event (``objects``): the name an
                                                app PUT it under, else <UID>.ics
 
@@ -24,7 +26,7 @@ from urllib.parse import unquote, urlsplit
 from xml.etree.ElementTree import Element
 
 from icalendar import Calendar, Timezone
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, or_, select
 
 from calendar_service.caldav import objects
 from calendar_service.caldav.xml import (
@@ -42,6 +44,7 @@ from calendar_service.errors import BadRequest, DavBadName, DavRefused, NotFound
 from calendar_service.events.sync import Position, current_position, encode_sync_token
 from calendar_service.keys import Principal
 from calendar_service.later import Later
+from calendar_service.models.calendars import calendars_t
 from calendar_service.models.events import event_sync_t
 from calendar_service.models.owners import users_t
 
@@ -59,8 +62,32 @@ def home_path(user_id: str) -> str:
     return f"{HOMES}{user_id}/"
 
 
-def calendar_path(user_id: str, calendar_id: str) -> str:
-    return f"{HOMES}{user_id}/{calendar_id}/"
+def calendar_path(user_id: str, segment: str) -> str:
+    """A calendar's path: ``segment`` is its id or the name an app made it under (decoded)."""
+    return f"{HOMES}{user_id}/{objects.encoded(segment)}/"
+
+
+def dav_names(conn: Connection, *, user_id: str) -> dict[str, str]:
+    """The owner's calendars made over CalDAV: ``{calendar id: the name they were made
+    under}`` (``calendars.dav_name``; the others are served at their ids)."""
+    rows = conn.execute(
+        select(calendars_t.c.id, calendars_t.c.dav_name).where(
+            calendars_t.c.user_id == user_id, calendars_t.c.dav_name.is_not(None)
+        )
+    )
+    return {row.id: row.dav_name for row in rows}
+
+
+def calendar_named(conn: Connection, *, user_id: str, segment: str) -> str | None:
+    """The id of the owner's calendar that path segment ``segment`` (decoded) names: its id,
+    or the name an app made it under; ``None`` if none."""
+    row = conn.execute(
+        select(calendars_t.c.id).where(
+            calendars_t.c.user_id == user_id,
+            or_(calendars_t.c.id == segment, calendars_t.c.dav_name == segment),
+        )
+    ).first()
+    return None if row is None else str(row.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +137,7 @@ def locate(conn: Connection, *, principal: Principal, path: str) -> Place:
     if kind == "home":
         return Place(kind, home_path(principal.user_id))
     calendar = reached_calendar(conn, principal=principal, calendar_id=parts[1])
-    place = calendar_path(principal.user_id, calendar.id)
+    place = calendar_path(principal.user_id, parts[1])
     if kind == "calendar":
         return Place(kind, place, calendar)
     objects.check_name(parts[2])
@@ -118,8 +145,15 @@ def locate(conn: Connection, *, principal: Principal, path: str) -> Place:
 
 
 def reached_calendar(conn: Connection, *, principal: Principal, calendar_id: str) -> CalendarRow:
-    for calendar in accessible_calendars(conn, principal=principal):
+    """The calendar the path segment ``calendar_id`` names (its id, or the name an app made
+    it under), if this key reaches it."""
+    reached = accessible_calendars(conn, principal=principal)
+    for calendar in reached:
         if calendar.id == calendar_id:
+            return calendar
+    named = calendar_named(conn, user_id=principal.user_id, segment=calendar_id)
+    for calendar in reached:
+        if calendar.id == named:
             return calendar
     if principal.calendar_id is not None:
         raise DavRefused(
@@ -440,8 +474,10 @@ def _children(conn: Connection, principal: Principal, place: Place) -> Iterable[
     elif place.kind == "principals":
         yield Place("principal", principal_path(user_id))
     elif place.kind == "home":
+        names = dav_names(conn, user_id=user_id)
         for calendar in accessible_calendars(conn, principal=principal):
-            yield Place("calendar", calendar_path(user_id, calendar.id), calendar)
+            segment = names.get(calendar.id, calendar.id)
+            yield Place("calendar", calendar_path(user_id, segment), calendar)
 
 
 __all__ = [
@@ -453,7 +489,9 @@ __all__ = [
     "Place",
     "Wanted",
     "answer",
+    "calendar_named",
     "calendar_path",
+    "dav_names",
     "find_object",
     "get_object",
     "home_path",

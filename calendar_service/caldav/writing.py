@@ -17,26 +17,57 @@ it is not ``<UID>.ics``); a UID already in the calendar at another name is
 ``no-uid-conflict`` (with that object's href), and an object's UID does not change
 (``valid-calendar-object-resource``). Every one is checked before anything is written, and
 a refusal writes nothing.
+
+``MKCALENDAR`` (RFC 4791 §5.3.1) makes a calendar of the owner (``calendars.create_calendar``,
+its rules: the name unique among the owner's calendars, at most ``NAME_MAX`` characters) at
+the path segment the app chose directly under the calendar home (kept as
+``calendars.dav_name``), named by the body's ``DAV:displayname`` (else that segment), in
+the zone of its ``CALDAV:calendar-timezone`` (else the default calendar's). A DELETE of a
+calendar is the settings pages' deletion (``calendar_changes.delete_calendar_step``: the
+first step here, the rest by the front). Both only for an app password that writes to all
+its owner's calendars without waiting for approval.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import datetime
 from typing import Any
+from xml.etree.ElementTree import Element
 
 from sqlalchemy import Connection, insert, select, update
 
+from calendar_service import calendars
 from calendar_service.caldav import objects
-from calendar_service.caldav.resources import find_object, locate, named_object
-from calendar_service.caldav.xml import c
+from calendar_service.caldav.resources import (
+    calendar_named,
+    find_object,
+    locate,
+    named_object,
+    parse_path,
+)
+from calendar_service.caldav.xml import c, d
+from calendar_service.calendar_changes import delete_calendar_step
+from calendar_service.changes import proposals
 from calendar_service.changes.record import Via
-from calendar_service.errors import CalendarError, DavRefused, DavStale, NotFound
+from calendar_service.errors import (
+    BadRequest,
+    CalendarError,
+    DavConflict,
+    DavNotAllowed,
+    DavRefused,
+    DavStale,
+    NotFound,
+    ValidationFailed,
+)
 from calendar_service.events.existing import delete_event
 from calendar_service.ical.importing import import_events
 from calendar_service.ical.reading import ReadFile
 from calendar_service.keys import Principal
 from calendar_service.models.ical import ical_uids_t
+from calendar_service.models.owners import users_t
+from calendar_service.timeutil import is_valid_zone
 
 TRANSPORT = "caldav"
 
@@ -196,4 +227,138 @@ def delete_object(
     return delete_event(conn, principal=principal, event_id=obj.event_id, now=now, via=via)
 
 
-__all__ = ["TRANSPORT", "check_preconditions", "delete_object", "object_exists", "put_object"]
+# ---------------------------------------------------------------------------------------------
+# Calendars
+
+_TZID = re.compile(r"^TZID[^:\r\n]*:([^\r\n]+)", re.MULTILINE)
+_FIELDS = {"name": "DAV:displayname", "timeZone": "CALDAV:calendar-timezone"}
+
+
+def _may_manage_calendars(principal: Principal, doing: str) -> None:
+    """403 ``DAV:need-privileges`` unless the key writes to all its owner's calendars and its
+    writes do not wait for the owner's approval (a calendar is not a change that can wait)."""
+    if principal.calendar_id is not None:
+        raise DavRefused(
+            f"This app password reaches one calendar only: {doing} with one that reaches all "
+            "the owner's calendars, or on the settings pages.",
+            d("need-privileges"),
+        )
+    if proposals.may_wait(principal.approval):
+        raise DavRefused(
+            f"This app password's writes wait for the owner's approval: {doing} on the "
+            "settings pages.",
+            d("need-privileges"),
+        )
+
+
+def _mkcalendar_props(body: Element | None) -> dict[str, Element]:
+    """The properties a MKCALENDAR body sets, by name (none without a body)."""
+    if body is None:
+        return {}
+    if body.tag != c("mkcalendar"):
+        raise BadRequest("A MKCALENDAR body must be a CALDAV:mkcalendar element.")
+    return {
+        p.tag: p
+        for part in body.findall(d("set"))
+        for prop in part.findall(d("prop"))
+        for p in prop
+    }
+
+
+def _zone(prop: Element | None, default: str) -> str:
+    """The IANA zone of a ``CALDAV:calendar-timezone`` (a VTIMEZONE), or ``default``."""
+    if prop is None:
+        return default
+    found = _TZID.search((prop.text or "").replace("\r\n ", "").replace("\n ", ""))
+    zone = found.group(1).strip() if found else ""
+    if not is_valid_zone(zone):
+        raise DavRefused(
+            "CALDAV:calendar-timezone must be a VCALENDAR with one VTIMEZONE whose TZID is an "
+            f"IANA time zone such as Europe/Berlin (found {zone or 'no TZID'!r}).",
+            c("valid-calendar-data"),
+        )
+    return zone
+
+
+def make_calendar(
+    conn: Connection,
+    *,
+    principal: Principal,
+    via: Via,
+    path: str,
+    body: Element | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """``MKCALENDAR`` at ``path`` (see the module's docstring); returns the calendar
+    (``calendars.calendar_public``). A ``supported-calendar-component-set`` is taken whatever
+    it names: the calendar keeps events (its set says VEVENT; a to-do PUT into it is refused
+    as in any calendar here)."""
+    del via  # a calendar is not an event's change: nothing is recorded for it
+    kind, parts = parse_path(path)
+    if kind in ("root", "principals", "principal", "home"):
+        raise DavNotAllowed("Something is at this path already.", d("resource-must-be-null"))
+    if parts[0] != principal.user_id:
+        raise DavRefused(
+            "This path belongs to another owner: sign in as that owner.", d("need-privileges")
+        )
+    if kind != "calendar":
+        raise DavConflict(
+            "Calendars are made directly in the calendar home: "
+            f"/caldav/calendars/{principal.user_id}/<name>/.",
+            c("calendar-collection-location-ok"),
+        )
+    _may_manage_calendars(principal, "make calendars")
+    segment = parts[1]
+    objects.check_name(segment, "A calendar's name (its path)")
+    if conn.dialect.name == "postgresql":  # one owner's MKCALENDARs one at a time: the
+        # name and the path are checked and taken together (SQLite has one writer)
+        conn.execute(
+            select(users_t.c.id).where(users_t.c.id == principal.user_id).with_for_update()
+        )
+    if calendar_named(conn, user_id=principal.user_id, segment=segment) is not None:
+        raise DavNotAllowed(
+            "A calendar is at this path already: choose another name.", d("resource-must-be-null")
+        )
+    props = _mkcalendar_props(body)
+    default = calendars.resolve_target(
+        conn, principal=principal, calendar_id=None, calendar_name=None
+    )
+    zone = _zone(props.get(c("calendar-timezone")), default.time_zone)
+    shown = props.get(d("displayname"))
+    name = ((shown.text if shown is not None else None) or "").strip() or segment
+    try:
+        return calendars.create_calendar(
+            conn, user_id=principal.user_id, name=name, time_zone=zone, now=now, dav_name=segment
+        )
+    except ValidationFailed as exc:
+        reasons = "; ".join(
+            f"{_FIELDS.get(e['field'], e['field'])} {e['message']}" for e in exc.errors
+        )
+        raise DavRefused(f"The calendar was not made: {reasons}.") from None
+
+
+def delete_calendar(
+    conn: Connection, *, principal: Principal, via: Via, path: str, now: datetime
+) -> dict[str, Any]:
+    """DELETE of the calendar at ``path``: its first step (``delete_calendar_step``: the
+    default calendar is kept, 409); ``{calendarId, done}``, the front takes the other steps."""
+    del via  # each deleted event's webhook and sync change are the deletion's own
+    place = locate(conn, principal=principal, path=path)
+    if place.kind != "calendar" or place.calendar is None:
+        raise DavRefused("Only a calendar or a calendar object is deleted here.")
+    _may_manage_calendars(principal, "delete calendars")
+    step = delete_calendar_step(
+        conn, user_id=principal.user_id, calendar_id=place.calendar.id, now=now
+    )
+    return {"calendarId": place.calendar.id, "done": step["done"]}
+
+
+__all__ = [
+    "TRANSPORT",
+    "check_preconditions",
+    "delete_calendar",
+    "delete_object",
+    "make_calendar",
+    "object_exists",
+    "put_object",
+]

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import Field as PydanticField
-from sqlalchemy import BigInteger, Column, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 from calendar_service.models.columns import table_of, utc_field
@@ -18,7 +18,17 @@ DEFAULT_CALENDAR_NAME = "Личное"
 
 class Calendar(SQLModel, table=True):
     __tablename__ = "calendars"
-    __table_args__ = (UniqueConstraint("user_id", "name", name="uq_calendars_user_name"),)
+    __table_args__ = (
+        UniqueConstraint("user_id", "name", name="uq_calendars_user_name"),
+        Index(
+            "uq_calendars_dav_name",
+            "user_id",
+            "dav_name",
+            unique=True,
+            sqlite_where=text("dav_name IS NOT NULL"),
+            postgresql_where=text("dav_name IS NOT NULL"),
+        ),
+    )
 
     id: str = Field(primary_key=True, max_length=40)
     user_id: str = Field(foreign_key="users.id", index=True, max_length=40)
@@ -37,6 +47,9 @@ class Calendar(SQLModel, table=True):
     created_at: datetime = utc_field()
     # "#rrggbb" (lower case), or NULL: none chosen.
     color: str | None = Field(default=None, max_length=7)
+    # The name a calendar app made it under over CalDAV (MKCALENDAR: its path segment under
+    # the calendar home, ``caldav.resources``), or NULL: it is served at its id.
+    dav_name: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 calendars_t = table_of(Calendar)

@@ -27,7 +27,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
-from calendar_service import operations, service_secrets
+from calendar_service import calendar_changes, operations, service_secrets
 from calendar_service.asgi.context import (
     Services,
     call_context,
@@ -37,11 +37,12 @@ from calendar_service.asgi.context import (
     session_secret,
 )
 from calendar_service.caldav import access, objects, xml
-from calendar_service.caldav.resources import ROOT
+from calendar_service.caldav.resources import ROOT, parse_path
 from calendar_service.caldav.writing import object_exists
 from calendar_service.errors import (
     AuthError,
     CalendarError,
+    DavNotAllowed,
     DavRefused,
     DuplicateHeader,
     InsufficientScope,
@@ -60,7 +61,7 @@ from calendar_service.timeutil import utcnow
 
 WELL_KNOWN = "/.well-known/caldav"
 DAV_CLASSES = "1, 3, calendar-access"
-ALLOW = "OPTIONS, GET, HEAD, PUT, DELETE, PROPFIND, PROPPATCH, REPORT"
+ALLOW = "OPTIONS, GET, HEAD, PUT, DELETE, PROPFIND, PROPPATCH, REPORT, MKCALENDAR"
 XML_MEDIA_TYPE = "application/xml; charset=utf-8"
 ICS_MEDIA_TYPE = "text/calendar"
 _PARSE_INLINE = 16 * 1024  # bodies up to this are parsed on the loop (microseconds)
@@ -286,8 +287,47 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
     return Response(None, outcome.status, _headers(outcome))
 
 
+async def mkcalendar(request: Request, svc: Services, principal: Principal | None) -> Response:
+    """RFC 4791 §5.3.1: a calendar at the path asked (``caldav.writing.make_calendar``)."""
+    body, refused = await _xml_body(request)
+
+    def args() -> dict[str, Any]:
+        return {"path": request.scope["path"], "body": body, "now": utcnow()}
+
+    outcome = await _perform(
+        request, svc, principal, operations.CALDAV_MKCALENDAR, args, refused=refused
+    )
+    return Response(None, outcome.status, _headers(outcome))
+
+
+async def _delete_calendar(
+    request: Request, svc: Services, principal: Principal | None
+) -> Response:
+    """A calendar's DELETE: its first step through ``gateway.perform`` (the key's checks,
+    its history), then the others, each a transaction of its own, as the settings pages
+    delete a calendar."""
+    args = {"path": request.scope["path"], "now": utcnow()}
+    outcome = await _perform(request, svc, principal, operations.CALDAV_DELETE_CALENDAR, args)
+    done = outcome.value["done"]
+    while not done:
+        step = await svc.db.run(
+            calendar_changes.delete_calendar_step,
+            user_id=outcome.principal.user_id,
+            calendar_id=outcome.value["calendarId"],
+            now=utcnow(),
+        )
+        done = step["done"]
+    return Response(None, outcome.status, _headers(outcome))
+
+
 async def delete(request: Request, svc: Services, principal: Principal | None) -> Response:
     path = request.scope["path"]
+    try:
+        kind = parse_path(path)[0]
+    except CalendarError:  # answered by the operation, once signed in
+        kind = None
+    if kind == "calendar":
+        return await _delete_calendar(request, svc, principal)
     if_match = request.headers.get("if-match")
     if_none_match = request.headers.get("if-none-match")
 
@@ -307,6 +347,7 @@ _HANDLERS: dict[str, Handler] = {
     "HEAD": get,
     "PUT": put,
     "DELETE": delete,
+    "MKCALENDAR": mkcalendar,
 }
 
 
@@ -325,6 +366,8 @@ def _error(exc: CalendarError, svc: Services) -> Response:
         headers["Retry-After"] = str(exc.retry_after)
     elif isinstance(exc, DavRefused):
         condition, href = exc.condition, exc.href
+        if isinstance(exc, DavNotAllowed):
+            headers["Allow"] = ALLOW
     body = xml.error_body(condition, exc.message, href, exc.code)
     return Response(body, status, headers, media_type=XML_MEDIA_TYPE)
 

@@ -817,3 +817,50 @@ def test_0025_folds_a_sharp_s_on_a_postgresql_without_unaccent_too(tmp_path: Pat
         assert found("strasse") == ["ev_1"] and found("straße") == ["ev_1"]
         assert found("fish") == ["ev_1"] and found("ﬁsh") == ["ev_1"]
         engine.dispose()
+
+
+def test_0027_keeps_the_names_apps_make_caldav_calendars_under_and_goes_back(
+    tmp_path: Path,
+) -> None:
+    """On either backend: the calendars there before 0027 have no CalDAV name (served at
+    their ids), a name is unique per owner where it is set (two calendars without one are
+    fine), and the downgrade drops the column and its index (the calendars stay)."""
+    with fresh_database_url(tmp_path) as url:
+        engine = make_engine(Config(database_url=url))
+        migrate = _migrator(url, engine)
+        migrate(command.upgrade, "0026")
+        at = "2026-03-02T08:30:00.000000Z"
+        insert = (
+            "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
+            "max_event_seconds, created_at{more}) VALUES (:id, 'usr_1', :name, 'UTC', false, 0, "
+            ":at{values})"
+        )
+        with engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
+                {"at": at},
+            )
+            for n in (1, 2):
+                conn.execute(
+                    text(insert.format(more="", values="")),
+                    {"id": f"cal_{n}", "name": f"Old {n}", "at": at},
+                )
+        migrate(command.upgrade, "0027")
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT dav_name FROM calendars")).all() == [(None,), (None,)]
+            conn.execute(
+                text(insert.format(more=", dav_name", values=", :dav")),
+                {"id": "cal_3", "name": "Work", "at": at, "dav": "work@home"},
+            )
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(
+                text(insert.format(more=", dav_name", values=", :dav")),
+                {"id": "cal_4", "name": "Other", "at": at, "dav": "work@home"},
+            )
+        migrate(command.downgrade, "0026")
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM calendars")).scalar() == 3
+        migrate(command.upgrade, "head")
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT dav_name FROM calendars")).all() == [(None,)] * 3
+        engine.dispose()
