@@ -31,7 +31,7 @@ from calendar_service.config import DEFAULT_PROPOSAL_TTL
 from calendar_service.db.transactions import atomic, rolled_back, tentative
 from calendar_service.errors import CalendarError, RateLimited
 from calendar_service.history import CallRecord, record_call
-from calendar_service.keys import REVOKED_BY_APP, Principal, authorize, identify
+from calendar_service.keys import READ, REVOKED_BY_APP, WRITE, Principal, authorize, identify
 from calendar_service.later import Later
 from calendar_service.operations import Operation
 from calendar_service.ratelimit import LeaseNeeded, RateLimiter, RateState
@@ -215,7 +215,7 @@ def _perform(
                 raise refused
             _require(principal, op)
             kwargs = args() if callable(args) else args
-            if op.needs == "write":
+            if op.needs == WRITE:
                 via = Via.of(principal, ctx.transport, ctx.request_id)
                 kwargs = {**kwargs, "via": via}
             if dry_run and via is not None:
@@ -387,9 +387,9 @@ async def finished(outcome: Outcome[T]) -> Outcome[T]:
 
 def _require(principal: Principal, op: Operation) -> None:
     """Refuse ``principal`` an operation its permission does not cover (``op.needs``)."""
-    if op.needs == "write":
+    if op.needs == WRITE:
         principal.require_write()
-    elif op.needs == "read":
+    elif op.needs == READ:
         principal.require_read()
 
 

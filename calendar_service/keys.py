@@ -14,7 +14,7 @@ import re
 import secrets
 import zlib
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from sqlalchemy import Connection, and_, bindparam, insert, select, update
 
@@ -46,13 +46,21 @@ _SECRET_RE = re.compile(rf"^{SECRET_PREFIX}[0-9A-Za-z]{{{_BODY_LEN + _CHECK_LEN}
 WRITE_SCOPE = "calendar:write"
 READ_SCOPE = "calendar:read"
 FREEBUSY_SCOPE = "calendar:freebusy"
-PERMISSIONS = ("read", "write", "freebusy")
-"""``read``: every reading operation; ``write``: all of them; ``freebusy``: only the
-availability operations (queryFreeBusy, findFreeTime), never an event's title or id."""
+Permission = Literal["read", "write", "freebusy"]
+"""What a key (or a connected app's grant) may do, and what an operation needs
+(``operations.Needs``): the one spelling of each; everywhere else they are named."""
+READ: Final = "read"
+"""Every reading operation."""
+WRITE: Final = "write"
+"""Every operation."""
+FREEBUSY: Final = "freebusy"
+"""Only the availability operations (queryFreeBusy, findFreeTime), never an event's title or
+id."""
+PERMISSIONS: tuple[Permission, ...] = (READ, WRITE, FREEBUSY)
 _SCOPES = {
-    "write": (READ_SCOPE, WRITE_SCOPE),
-    "read": (READ_SCOPE,),
-    "freebusy": (FREEBUSY_SCOPE,),
+    WRITE: (READ_SCOPE, WRITE_SCOPE),
+    READ: (READ_SCOPE,),
+    FREEBUSY: (FREEBUSY_SCOPE,),
 }
 
 
@@ -256,7 +264,7 @@ class Principal(NamedTuple):
         return scopes_of(self.permission)
 
     def require_read(self) -> None:
-        if self.permission not in ("read", "write"):
+        if self.permission not in (READ, WRITE):
             raise InsufficientScope(
                 "This API key may only see when calendars are busy or free (queryFreeBusy, "
                 f"findFreeTime): this operation needs the {READ_SCOPE!r} permission. Ask the "
@@ -265,14 +273,14 @@ class Principal(NamedTuple):
             )
 
     def require_write(self) -> None:
-        if self.permission == "freebusy":
+        if self.permission == FREEBUSY:
             raise InsufficientScope(
                 "This API key may only see when calendars are busy or free (queryFreeBusy, "
                 f"findFreeTime): this operation needs the {WRITE_SCOPE!r} permission. Ask the "
                 "owner for a read-and-write key.",
                 required_scope=WRITE_SCOPE,
             )
-        if self.permission != "write":
+        if self.permission != WRITE:
             raise InsufficientScope(
                 f"This API key is read-only: this operation needs the {WRITE_SCOPE!r} "
                 "permission. Ask the owner for a read-and-write key.",
@@ -285,7 +293,7 @@ def owner_principal(user_id: str, *, calendar_id: str | None = None) -> Principa
     return Principal(
         key_id="owner",
         user_id=user_id,
-        permission="write",
+        permission=WRITE,
         calendar_id=calendar_id,
         expires_at=datetime.max.replace(tzinfo=UTC),
     )
@@ -379,16 +387,33 @@ def identify(conn: Connection, *, secret: str | None) -> KeyRow:
     return _key_row(found)
 
 
+# A key's states (``keys list``, a subscription's ``keyState``): by ``state_of``.
+ACTIVE = "active"
+EXPIRED = "expired"
+REVOKED = "revoked"
+
+
+def state_of(*, revoked_at: datetime | None, expires_at: datetime, now: datetime) -> str:
+    """Whether a key (or a connected app's grant) works at ``now``, the one rule of its
+    validity that authorizing, its subscriptions' deliveries and every listing follow:
+    ``REVOKED`` once revoked (whenever it expires), else ``EXPIRED`` from its expiry on,
+    else ``ACTIVE``."""
+    if revoked_at is not None:
+        return REVOKED
+    return EXPIRED if expires_at <= now else ACTIVE
+
+
 def authorize(row: KeyRow, *, now: datetime, app: bool = False) -> Principal:
     """Turn an identified key row (``app``: a connected app's grant) into a principal, or
     raise revoked/expired. A one-calendar key whose calendar is gone reaches nothing: it is
     refused as revoked with it (the deletion revokes it in the same transaction; this holds
     whatever wrote the row)."""
-    if row.revoked_at is not None:
+    state = state_of(revoked_at=row.revoked_at, expires_at=row.expires_at, now=now)
+    if state == REVOKED:
         raise RevokedKey(row.revoked_by, app=app)
     if row.calendar_id is not None and row.calendar is None:
         raise RevokedKey(REVOKED_BY_CALENDAR, app=app)
-    if row.expires_at <= now:
+    if state == EXPIRED:
         raise ExpiredKey(format_utc(row.expires_at))
     return Principal(
         row.id,
@@ -499,9 +524,8 @@ def create_key(
 
 
 def key_state(row: Any, *, now: datetime) -> str:
-    if row["revoked_at"] is not None:
-        return "revoked"
-    return "expired" if row["expires_at"] <= now else "active"
+    """The state of the key ``row`` (a mapping), by ``state_of``."""
+    return state_of(revoked_at=row["revoked_at"], expires_at=row["expires_at"], now=now)
 
 
 def key_public(row: Any, *, now: datetime, last_used_at: datetime | None = None) -> dict[str, Any]:

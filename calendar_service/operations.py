@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from calendar_service import availability, events, subscriptions
 from calendar_service.caldav import reports, resources, writing
@@ -26,10 +26,11 @@ from calendar_service.changes.proposals import get_proposal
 from calendar_service.changes.reading import list_changes
 from calendar_service.events.undo import undo_change
 from calendar_service.ical.importing import import_events
+from calendar_service.keys import FREEBUSY, READ, WRITE, Permission
 
-Needs = Literal["read", "write", "freebusy"]
-"""What a key must be allowed: ``read`` (read and write keys), ``write`` (write keys), or
-``freebusy`` (every key: read, write and free/busy keys)."""
+Needs = Permission
+"""What a key must be allowed (``keys.Permission``): ``READ`` (read and write keys),
+``WRITE`` (write keys), or ``FREEBUSY`` (every key: read, write and free/busy keys)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,37 +78,37 @@ class Operation:
     dry: Callable[[Any, Sequence[dict[str, Any]]], Any] = dry_answer
 
 
-LIST = Operation("listCalendarEvents", "read", events.list_events_later)
+LIST = Operation("listCalendarEvents", READ, events.list_events_later)
 # The list with ``q`` (its MCP tool, ``searchCalendarEvents``); REST's is the list's ``?q=``.
-SEARCH = Operation("searchCalendarEvents", "read", events.list_events_later)
-CREATE = Operation("createCalendarEvent", "write", events.create_event_from_input, status=201)
-GET = Operation("getCalendarEvent", "read", events.get_event)
-UPDATE = Operation("updateCalendarEvent", "write", events.update_event)
-DELETE = Operation("deleteCalendarEvent", "write", events.delete_event)
-IMPORT = Operation("importCalendarEvents", "write", import_events, dry=dry_import_answer)
-LIST_CHANGES = Operation("listChanges", "read", list_changes)
-UNDO_CHANGE = Operation("undoChange", "write", undo_change)
-GET_PROPOSAL = Operation("getProposal", "read", get_proposal)
+SEARCH = Operation("searchCalendarEvents", READ, events.list_events_later)
+CREATE = Operation("createCalendarEvent", WRITE, events.create_event_from_input, status=201)
+GET = Operation("getCalendarEvent", READ, events.get_event)
+UPDATE = Operation("updateCalendarEvent", WRITE, events.update_event)
+DELETE = Operation("deleteCalendarEvent", WRITE, events.delete_event)
+IMPORT = Operation("importCalendarEvents", WRITE, import_events, dry=dry_import_answer)
+LIST_CHANGES = Operation("listChanges", READ, list_changes)
+UNDO_CHANGE = Operation("undoChange", WRITE, undo_change)
+GET_PROPOSAL = Operation("getProposal", READ, get_proposal)
 
-FREE_BUSY = Operation("queryFreeBusy", "freebusy", availability.query_free_busy_later)
-FREE_TIME = Operation("findFreeTime", "freebusy", availability.find_free_time_later)
+FREE_BUSY = Operation("queryFreeBusy", FREEBUSY, availability.query_free_busy_later)
+FREE_TIME = Operation("findFreeTime", FREEBUSY, availability.find_free_time_later)
 
-SUBSCRIBE = Operation("createSubscription", "read", subscriptions.create_subscription, status=201)
-LIST_SUBSCRIPTIONS = Operation("listSubscriptions", "read", subscriptions.list_subscriptions)
-UNSUBSCRIBE = Operation("deleteSubscription", "read", subscriptions.delete_subscription, status=204)
-TEST_SUBSCRIPTION = Operation("testSubscription", "read", subscriptions.send_samples, status=202)
+SUBSCRIBE = Operation("createSubscription", READ, subscriptions.create_subscription, status=201)
+LIST_SUBSCRIPTIONS = Operation("listSubscriptions", READ, subscriptions.list_subscriptions)
+UNSUBSCRIBE = Operation("deleteSubscription", READ, subscriptions.delete_subscription, status=204)
+TEST_SUBSCRIPTION = Operation("testSubscription", READ, subscriptions.send_samples, status=202)
 
 # CalDAV (``rest.caldav``): the calendar apps' requests, each a call in the key's history
 # (transport ``caldav``). Not REST operations: no OpenAPI entry, no MCP tool.
-CALDAV_PROPFIND = Operation("caldavPropfind", "read", resources.propfind, status=207)
-CALDAV_PROPPATCH = Operation("caldavProppatch", "read", resources.proppatch, status=207)
-CALDAV_REPORT = Operation("caldavReport", "read", reports.report, status=207)
-CALDAV_GET = Operation("caldavGet", "read", resources.get_object)
-CALDAV_PUT = Operation("caldavPut", "write", writing.put_object, status=204)
-CALDAV_DELETE = Operation("caldavDelete", "write", writing.delete_object, status=204)
-CALDAV_MKCALENDAR = Operation("caldavMkcalendar", "write", writing.make_calendar, status=201)
+CALDAV_PROPFIND = Operation("caldavPropfind", READ, resources.propfind, status=207)
+CALDAV_PROPPATCH = Operation("caldavProppatch", READ, resources.proppatch, status=207)
+CALDAV_REPORT = Operation("caldavReport", READ, reports.report, status=207)
+CALDAV_GET = Operation("caldavGet", READ, resources.get_object)
+CALDAV_PUT = Operation("caldavPut", WRITE, writing.put_object, status=204)
+CALDAV_DELETE = Operation("caldavDelete", WRITE, writing.delete_object, status=204)
+CALDAV_MKCALENDAR = Operation("caldavMkcalendar", WRITE, writing.make_calendar, status=201)
 CALDAV_DELETE_CALENDAR = Operation(
-    "caldavDeleteCalendar", "write", writing.delete_calendar, status=204
+    "caldavDeleteCalendar", WRITE, writing.delete_calendar, status=204
 )
 
 OPERATIONS = (

@@ -16,8 +16,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Field, SQLModel
 
 from calendar_service.calendars import CalendarRow, accessible_calendars
+from calendar_service.emails import check_email
 from calendar_service.errors import FieldError, ValidationFailed
-from calendar_service.events.people import check_email
 from calendar_service.keys import owner_principal
 from calendar_service.models import UTCDateTime, users_t
 

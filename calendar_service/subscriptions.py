@@ -27,7 +27,7 @@ from pydantic import Field as PydanticField
 from pydantic.alias_generators import to_camel
 from sqlalchemy import Connection, func, insert, select, update
 
-from calendar_service import webhook_config
+from calendar_service import keys, webhook_config
 from calendar_service.calendars import accessible_calendars
 from calendar_service.errors import (
     FieldError,
@@ -420,12 +420,8 @@ def owner_subscriptions(conn: Connection, *, user_id: str, now: datetime) -> lis
             counts.setdefault(endpoint_id, {})[status] = int(count)
     found = []
     for row in rows:
-        key_state = (
-            "revoked"
-            if row.key_revoked_at is not None
-            else "expired"
-            if row.key_expires_at <= now
-            else "active"
+        key_state = keys.state_of(
+            revoked_at=row.key_revoked_at, expires_at=row.key_expires_at, now=now
         )
         found.append(
             {

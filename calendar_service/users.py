@@ -1,9 +1,11 @@
-"""Owners: the people whose calendars these are. Each gets a default calendar at creation."""
+"""Owners: the people whose calendars these are. Each gets a default calendar at creation.
+
+An owner's email is checked by the one rule for an address (``emails.check_email``) and kept
+wholly in lower case (``normalize_email``), as sign-in finds it."""
 
 from __future__ import annotations
 
 import functools
-import re
 from datetime import datetime
 from typing import Any
 
@@ -12,19 +14,18 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import Connection, insert, select, update
 
 from calendar_service.calendars import create_calendar
+from calendar_service.emails import check_email
 from calendar_service.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.ids import new_id
-from calendar_service.inputs import check_text
-from calendar_service.lookalikes import mixed_scripts
 from calendar_service.models.calendars import DEFAULT_CALENDAR_NAME
 from calendar_service.models.owners import users_t
 
-_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}$")
 _hasher = PasswordHasher()  # Argon2id with the library's recommended parameters
 MIN_PASSWORD = 8
 
 
 def normalize_email(email: str) -> str:
+    """An owner's email as kept and looked up: trimmed, in lower case."""
     return (email or "").strip().lower()
 
 
@@ -45,15 +46,11 @@ def create_user(
     time_zone: str = "UTC",
 ) -> dict[str, Any]:
     """Create an owner and their default calendar ``Личное``."""
-    email = normalize_email(email)
-    nul = check_text("email", email)
-    if nul:
-        raise ValidationFailed(nul)
-    if not _EMAIL.match(email):
-        raise ValidationFailed([FieldError("email", "must be an email address")])
-    mixed = mixed_scripts(email.rpartition("@")[2])
-    if mixed is not None:
-        raise ValidationFailed([FieldError("email", mixed)])
+    errors: list[FieldError] = []
+    checked = check_email(email, "email", errors)
+    if checked is None:
+        raise ValidationFailed(errors)
+    email = normalize_email(checked)
     if conn.execute(select(users_t.c.id).where(users_t.c.email == email)).first():
         raise ValidationFailed([FieldError("email", f"an owner {email!r} already exists")])
     user_id = new_id("usr")

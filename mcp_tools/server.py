@@ -36,7 +36,7 @@ from calendar_service.errors import CalendarError, FieldError, ValidationFailed
 from calendar_service.events.shapes import dumps
 from calendar_service.gateway import CallContext, finished, perform
 from calendar_service.inputs import parse_flag, parse_model, parse_partial
-from calendar_service.keys import Principal
+from calendar_service.keys import WRITE, Principal
 from calendar_service.mail.invitations import MailPolicy
 from calendar_service.models import EventPublic, EventUpdate, FreeBusyPublic, FreeTimePublic
 from calendar_service.operations import Operation
@@ -322,7 +322,7 @@ class ToolSpec:
 
 
 def _tool(backend: Backend, spec: ToolSpec) -> Tool:
-    writes = spec.op.needs == "write"
+    writes = spec.op.needs == WRITE
 
     async def call(ctx: Context) -> CallToolResult:
         arguments = _arguments(ctx)
@@ -426,7 +426,7 @@ async def _run(
     value = outcome.value
     if outcome.proposal_id is not None:
         value = shapes.awaiting(value)
-    elif spec.op.needs == "write" and not dry_run:
+    elif spec.op.needs == WRITE and not dry_run:
         value = {**value, "changeId": outcome.change_id}
     return _result(value)
 

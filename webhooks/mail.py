@@ -32,7 +32,7 @@ import orjson
 
 from calendar_service.config import Config
 from calendar_service.db import Database
-from calendar_service.events.people import mail_address
+from calendar_service.emails import mail_address
 from calendar_service.mail import outbox
 from calendar_service.mail.messages import build
 from calendar_service.mail.table import RETRYING

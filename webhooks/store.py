@@ -26,6 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
 
+from calendar_service import keys
 from calendar_service.models import keys_t
 from calendar_service.timeutil import format_utc
 from calendar_service.webhook_config import (
@@ -154,9 +155,14 @@ def _why_not_sent(endpoint: Any, now: datetime) -> str | None:
     if endpoint.status != "active":
         return "webhook disabled"
     if endpoint.key_id is not None:
-        if endpoint.key_row_id is None or endpoint.key_revoked_at is not None:
+        if endpoint.key_row_id is None:
             return "the subscription's key was revoked"
-        if endpoint.key_expires_at <= now:
+        state = keys.state_of(
+            revoked_at=endpoint.key_revoked_at, expires_at=endpoint.key_expires_at, now=now
+        )
+        if state == keys.REVOKED:
+            return "the subscription's key was revoked"
+        if state == keys.EXPIRED:
             return "the subscription's key has expired"
     return None
 

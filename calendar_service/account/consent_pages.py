@@ -49,7 +49,7 @@ def _show(
             **data,
             "expiry_choices": keys.LIFETIME_CHOICES,
             "values": values
-            or {"permission": "read", "expires": "30d", "calendar": "", "approval": "none"},
+            or {"permission": keys.READ, "expires": "30d", "calendar": "", "approval": "none"},
             "errors": {} if refused is None else field_errors(refused, _FORM_FIELDS),
         },
         status_code=200 if refused is None else 400,

@@ -40,8 +40,8 @@ _FORM_FIELDS = {"expiresAt": "expires", "calendarId": "calendar"}
 
 # The key form's values before anything is typed; the app password form's: what a calendar
 # app needs (it shows and edits events), for a year, all calendars.
-KEY_BLANK = {"permission": "read", "expires": "30d", "calendar": "", "approval": "none"}
-APP_PASSWORD_BLANK = {"permission": "write", "expires": "365d", "calendar": ""}
+KEY_BLANK = {"permission": keys.READ, "expires": "30d", "calendar": "", "approval": "none"}
+APP_PASSWORD_BLANK = {"permission": keys.WRITE, "expires": "365d", "calendar": ""}
 
 
 def _page_data(conn: Connection, *, user_id: str, now: datetime) -> dict[str, Any]:

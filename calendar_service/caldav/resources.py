@@ -42,7 +42,7 @@ from calendar_service.caldav.xml import (
 from calendar_service.calendars import CalendarRow, accessible_calendars
 from calendar_service.errors import BadRequest, DavBadName, DavRefused, NotFound
 from calendar_service.events.sync import Position, current_position, encode_sync_token
-from calendar_service.keys import Principal
+from calendar_service.keys import WRITE, Principal
 from calendar_service.later import Later
 from calendar_service.models.calendars import calendars_t
 from calendar_service.models.events import event_sync_t
@@ -177,7 +177,7 @@ def _href(path: str) -> Element:
 
 def _privileges(principal: Principal) -> Element:
     names = ["read", "read-current-user-privilege-set"]
-    if principal.permission == "write":
+    if principal.permission == WRITE:
         names += ["write", "write-content", "bind", "unbind"]
     made = Element(d("current-user-privilege-set"))
     for name in names:

@@ -48,7 +48,7 @@ def demo(
             conn,
             user_id=user_id,
             name=f"{DEMO_KEY_NAME} {format_utc(now)}",
-            permission="write",
+            permission=keys.WRITE,
             expires_at=now + timedelta(days=30),
             calendar_id=None,
             now=now,

@@ -32,7 +32,7 @@ from calendar_service.events.queries import (
     window_floor,
     window_series,
 )
-from calendar_service.keys import Principal
+from calendar_service.keys import READ, WRITE, Principal
 from calendar_service.later import Later, finish
 from calendar_service.models.calendars import calendars_t
 from calendar_service.models.columns import to_db
@@ -144,7 +144,7 @@ def conflicts(
     )
     items = busy_of(conn, user_id=principal.user_id, calendars=[locked], low=start, high=end)
     tz = zone(calendar.time_zone)
-    readable = principal.permission in ("read", "write")
+    readable = principal.permission in (READ, WRITE)
     found = []
     for _, s, e, event_id, title in sorted(items, key=lambda b: (b[1], b[3])):
         item: dict[str, Any] = {"startsAt": format_in(s, tz), "endsAt": format_in(e, tz)}

@@ -8,10 +8,9 @@ create read and write nothing more for them): ``{"organizer": {email, name}, "at
 invitations carry and replies must match. It may also hold ``replies``: ``{email: {sequence,
 stamp}}``, the last reply recorded of each attendee (``mail.replies``, never shown).
 
-Emails are checked with ``email-validator`` (syntax only: no DNS), international domains
-(IDNA) included, but not a domain label that mixes scripts (``lookalikes``); kept as
-normalized (the domain lower-case, Unicode); ``mail_address`` is the form SMTP takes (the
-domain in IDNA ASCII). An attendee's name is one line of at most 200 characters. At most
+Emails are checked by the one rule for an address (``emails.check_email``: ``email-validator``,
+no look-alike domain) and kept as it normalizes them (the domain lower-case, Unicode); an
+attendee's name is one line of at most 200 characters. At most
 ``MAX_ATTENDEES`` an event.
 """
 
@@ -20,42 +19,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import idna
 import orjson
-from email_validator import EmailNotValidError, validate_email
 
+from calendar_service.emails import check_email
 from calendar_service.errors import FieldError
-from calendar_service.lookalikes import mixed_scripts
 
 MAX_ATTENDEES = 100
 NAME_MAX = 200
-EMAIL_MAX = 320
 NEEDS_ACTION = "needsAction"
 RESPONSES = (NEEDS_ACTION, "accepted", "declined", "tentative")
 # What a change must touch for its attendees to hear of it (and ``sequence`` to grow).
 SIGNIFICANT = frozenset(
     {"starts_at", "ends_at", "all_day", "location", "recurrence", "time_zone", "attendees"}
 )
-
-
-def check_email(value: Any, field: str, errors: list[FieldError]) -> str | None:
-    """An email address as kept (normalized), or ``None`` with the reason in ``errors``."""
-    if not isinstance(value, str) or not value.strip():
-        errors.append(FieldError(field, "must be an email address"))
-        return None
-    if len(value) > EMAIL_MAX:
-        errors.append(FieldError(field, f"must be at most {EMAIL_MAX} characters"))
-        return None
-    try:
-        checked = validate_email(value.strip(), check_deliverability=False)
-    except EmailNotValidError as exc:
-        errors.append(FieldError(field, f"is not a valid email address ({exc})"))
-        return None
-    mixed = mixed_scripts(checked.domain)
-    if mixed is not None:
-        errors.append(FieldError(field, mixed))
-        return None
-    return str(checked.normalized)
 
 
 def _check_name(value: Any, field: str, errors: list[FieldError]) -> str | None:
@@ -185,13 +161,3 @@ def bumped(row: Any, values: dict[str, Any]) -> None:
     floor = sequence_of(stored)
     people["sequence"] = max(int(people["sequence"]), floor) + 1
     values["attendees"] = orjson.dumps(people).decode()
-
-
-def mail_address(email: str) -> str:
-    """``email`` as SMTP takes it: the domain in IDNA ASCII."""
-    local, _, domain = email.rpartition("@")
-    try:
-        ascii_domain = idna.encode(domain, uts46=True).decode("ascii")
-    except idna.IDNAError:
-        ascii_domain = domain
-    return f"{local}@{ascii_domain}"

@@ -9,6 +9,8 @@
   the ``icalendar`` package, without building its objects (CalDAV's reports);
 - ``reading``: an ``.ics`` file read with the ``icalendar`` package into what the calendar can
   hold, per UID, with what does not fit said;
+- ``desired``: what each UID of such a file wants the calendar to hold, checked as the core
+  checks it before anything is written (with what is imported only in part said);
 - ``importing``: those written through the events core (outbox included), idempotent by UID;
 - ``zones``: a file's TZIDs resolved to IANA zones, or its own VTIMEZONEs read with bounded
   work (never a rule from the file walked without a bound);

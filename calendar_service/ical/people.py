@@ -9,7 +9,8 @@ from typing import Any
 
 from icalendar import Event, vCalAddress
 
-from calendar_service.events.people import decode, mail_address
+from calendar_service.emails import mail_address
+from calendar_service.events.people import decode
 
 _PARTSTATS = {
     "needsAction": "NEEDS-ACTION",

@@ -35,7 +35,7 @@ from zoneinfo import ZoneInfo
 
 from icalendar import Calendar, Event, Timezone, vRecur, vText
 
-from calendar_service.events.people import mail_address
+from calendar_service.emails import mail_address
 from calendar_service.ical.people import add_attendees
 from calendar_service.mail.invitations import one_line, subject_of
 from calendar_service.mail.table import CANCEL

@@ -55,7 +55,7 @@ from calendar_service.errors import (
 from calendar_service.gateway import Arguments, Outcome, finished, perform
 from calendar_service.ical.feeds import etag_matches
 from calendar_service.ical.reading import ReadFile, read_file
-from calendar_service.keys import Principal
+from calendar_service.keys import WRITE, Principal
 from calendar_service.operations import Operation
 from calendar_service.timeutil import utcnow
 
@@ -263,7 +263,7 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
             f"Send the object as '{ICS_MEDIA_TYPE}'.", xml.c("supported-calendar-data")
         )
     parsed: ReadFile | None = None
-    if problem is None and principal.permission == "write":  # parsing costs: only for writers
+    if problem is None and principal.permission == WRITE:  # parsing costs: only for writers
         try:
             parsed = await run_in_threadpool(read_file, raw)
         except CalendarError as exc:

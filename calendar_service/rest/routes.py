@@ -42,6 +42,7 @@ from calendar_service.gateway import Arguments, Outcome, finished, may_perform, 
 from calendar_service.ical.reading import MAX_BYTES as MAX_ICS_BYTES
 from calendar_service.ical.reading import ReadFile, read_file
 from calendar_service.inputs import NUL, nul_errors, parse_flag, parse_json_body
+from calendar_service.keys import WRITE
 from calendar_service.mail.invitations import MailPolicy
 from calendar_service.operations import Operation
 from calendar_service.rest import parameters
@@ -83,7 +84,7 @@ async def _perform(
     run = svc.db.run_off_loop if long else svc.db.run_grouped
     refusal = _nul_in_url(request, query) or _unknown_in_url(query, op) or refused
     dry_run = False
-    if op.needs == "write" and "dryRun" in query.last:
+    if op.needs == WRITE and "dryRun" in query.last:
         try:
             dry_run = parse_flag("dryRun", query.last["dryRun"])
         except ValidationFailed as exc:

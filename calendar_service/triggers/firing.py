@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, case, delete, func, select, update
 
+from calendar_service import keys
 from calendar_service.ids import new_id
 from calendar_service.models import calendars_t, deliveries_t, endpoints_t, keys_t
 from calendar_service.outbox import DISABLED_ERROR, build_payload, notify_committed
@@ -226,7 +227,10 @@ def _endpoints(conn: Connection, users: set[str], now: datetime) -> dict[str, li
         .order_by(endpoints_t.c.created_at, endpoints_t.c.id)
     )
     for row in conn.execute(query):
-        if row.key_id is not None and (row.revoked_at is not None or row.expires_at <= now):
+        if row.key_id is not None and (
+            keys.state_of(revoked_at=row.revoked_at, expires_at=row.expires_at, now=now)
+            != keys.ACTIVE
+        ):
             continue
         offsets, ended = wanted_triggers(row)
         chosen = loaded(row.calendar_ids)

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from icalendar import Calendar
 
+from calendar_service.emails import mail_address
 from calendar_service.errors import FieldError
-from calendar_service.events.people import check_attendees, mail_address
+from calendar_service.events.people import check_attendees
 from calendar_service.mail.invitations import plan
 from calendar_service.mail.links import make_token, read_token, reply_links
 from calendar_service.mail.messages import build

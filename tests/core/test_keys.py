@@ -3,9 +3,12 @@ authorizing, revoking and expiring, on the real database."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
+import typing
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import update
@@ -339,3 +342,60 @@ def test_a_secrets_checksum_is_its_bodys_crc32_in_six_base62_digits() -> None:
         body = "".join(draw.choice(ALPHABET) for _ in range(40))
         crc = zlib.crc32(body.encode())
         assert _checksum(body) == base62(crc.to_bytes(4, "big")).rjust(6, "0")
+
+
+# Where the words of a permission may still be written out: their one definition; the OpenAPI
+# document, where ``"read"`` names a link's source, not a permission; ``keys create``'s default
+# (``--permission read``: the command line imports the core only when a command runs); and the
+# CalDAV resources, where ``"read"`` and ``"write"`` also name WebDAV privileges (RFC 3744).
+_SPELLED_ELSEWHERE = frozenset(
+    {
+        "calendar_service/keys.py",
+        "calendar_service/rest/openapi/events.py",
+        "calendar_service/cli/owners.py",
+        "calendar_service/caldav/resources.py",
+    }
+)
+
+
+def test_a_permission_is_spelled_once_in_the_core_and_named_everywhere_else() -> None:
+    assert typing.get_args(keys.Permission) == keys.PERMISSIONS
+    assert keys.PERMISSIONS == (keys.READ, keys.WRITE, keys.FREEBUSY)
+    root = Path(__file__).resolve().parents[2]
+    spelled = []
+    for package in ("calendar_service", "mcp_tools", "webhooks"):
+        for path in sorted((root / package).rglob("*.py")):
+            name = path.relative_to(root).as_posix()
+            if name in _SPELLED_ELSEWHERE:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Constant) and node.value in keys.PERMISSIONS:
+                    spelled.append(f"{name}:{node.lineno}: {node.value!r}")
+    assert not spelled, "a permission spelled as a string, not keys' name:\n" + "\n".join(spelled)
+
+
+@pytest.mark.parametrize(
+    ("revoked", "expires_in", "state"),
+    [
+        (None, timedelta(seconds=1), keys.ACTIVE),
+        (None, timedelta(0), keys.EXPIRED),
+        (None, -timedelta(days=1), keys.EXPIRED),
+        (-timedelta(days=1), timedelta(days=1), keys.REVOKED),
+        (-timedelta(days=1), -timedelta(days=2), keys.REVOKED),
+    ],
+)
+def test_a_keys_state_is_one_rule_that_authorizing_follows(
+    revoked: timedelta | None, expires_in: timedelta, state: str
+) -> None:
+    now = utcnow()
+    revoked_at = None if revoked is None else now + revoked
+    expires_at = now + expires_in
+    assert keys.state_of(revoked_at=revoked_at, expires_at=expires_at, now=now) == state
+    assert keys.key_state({"revoked_at": revoked_at, "expires_at": expires_at}, now=now) == state
+    row = keys.KeyRow("key_1", "usr_1", keys.READ, None, expires_at, revoked_at, "h", None, None)
+    refusal = {keys.ACTIVE: None, keys.EXPIRED: ExpiredKey, keys.REVOKED: RevokedKey}[state]
+    if refusal is None:
+        assert keys.authorize(row, now=now).key_id == "key_1"
+    else:
+        with pytest.raises(refusal):
+            keys.authorize(row, now=now)

@@ -86,3 +86,18 @@ def test_no_comment_or_docstring_names_a_file_outside_the_repository() -> None:
             if "../" in text:
                 outside.append(f"{path.relative_to(ROOT)}: {text.strip()[:80]}")
     assert not outside, "\n".join(outside)
+
+
+MODULE_LINES_MAX = 800
+
+
+def test_no_module_is_longer_than_800_lines() -> None:
+    """A module a reader takes in whole: a longer one splits along a seam that says what each
+    part is (``ical.desired`` and ``ical.importing``: what a file wants, and its writing)."""
+    long = [
+        f"{path.relative_to(ROOT)}: {count} lines"
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if (count := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_LINES_MAX
+    ]
+    assert not long, f"modules over {MODULE_LINES_MAX} lines:\n" + "\n".join(long)

@@ -333,8 +333,29 @@ def test_an_event_starting_soon_reaches_the_subscription_signed_when_it_starts(
     assert isinstance(payload["data"]["late"], int)
 
 
-async def test_a_delivery_queued_before_its_key_was_revoked_is_failed_not_sent(
-    quiet_db: Database, hooks_config: Config
+def _revoke(db: Database, user_id: str, key_id: str) -> None:
+    db.call(keys.revoke_key, user_id=user_id, key_id=key_id, now=utcnow())
+
+
+def _expire(db: Database, user_id: str, key_id: str) -> None:
+    db.call(
+        lambda conn: conn.execute(
+            keys.keys_t.update()
+            .where(keys.keys_t.c.id == key_id)
+            .values(expires_at=utcnow() - timedelta(seconds=1))
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("end", "why"),
+    [
+        (_revoke, "the subscription's key was revoked"),
+        (_expire, "the subscription's key has expired"),
+    ],
+)
+async def test_a_delivery_queued_before_its_key_was_revoked_or_expired_is_failed_not_sent(
+    quiet_db: Database, hooks_config: Config, end: Any, why: str
 ) -> None:
     owner = make_owner(quiet_db)
     record, _ = Factory(quiet_db).key_record(owner)
@@ -361,13 +382,11 @@ async def test_a_delivery_queued_before_its_key_was_revoked_is_failed_not_sent(
         data=EventCreate(title="Standup", starts_at=EVENT["startsAt"], ends_at=EVENT["endsAt"]),
         now=utcnow(),
     )
-    quiet_db.call(keys.revoke_key, user_id=owner.id, key_id=record["id"], now=utcnow())
+    end(quiet_db, owner.id, record["id"])
     seen: list[httpx.Request] = []
     transport = httpx.MockTransport(lambda r: seen.append(r) or httpx.Response(200))
     async with httpx.AsyncClient(transport=transport) as client:
         await Dispatcher(quiet_db, hooks_config, client).drain()
     [failed] = sent_to(quiet_db, owner.id, made["id"])
-    assert (
-        failed["status"] == "failed" and failed["lastError"] == "the subscription's key was revoked"
-    )
+    assert failed["status"] == "failed" and failed["lastError"] == why
     assert seen == []

@@ -1,6 +1,19 @@
-r"""Look-alike email domains: a domain label that mixes scripts (``exаmple`` with a Cyrillic
-``а``) is refused wherever an email address is taken (attendees, owners), as UTS #39 (Unicode
-Security Mechanisms, §5.2) restricts identifiers to its "Highly Restrictive" level:
+r"""Email addresses: the one rule for an address the service takes, wherever it takes one (an
+owner, ``users``; an event's attendees, ``events.people``, the REST API, MCP and an imported
+file's; free/busy sharing, ``sharing``), and the form SMTP takes.
+
+``check_email`` is the rule: a string, without NUL (``inputs.check_text``), at most
+``EMAIL_MAX`` characters, that ``email-validator`` takes (syntax only, no DNS; strict: at most
+64 characters before the ``@``) — so no quoted local part, no IP literal, no trailing dot, no
+two dots in a row, no special-use domain such as ``.test`` or ``.local`` — and whose domain
+is no look-alike (below). It answers the address normalized: trimmed, the domain lower-case
+and Unicode (IDNA ``xn--`` labels decoded, NFC); the local part as given (an owner's and a
+share's are kept wholly lower-case, ``users``, ``sharing``). ``mail_address`` is the form SMTP
+takes (the domain in IDNA ASCII).
+
+Look-alike domains: a domain label that mixes scripts (``exаmple`` with a Cyrillic ``а``) is
+refused, as UTS #39 (Unicode Security Mechanisms, §5.2) restricts identifiers to its "Highly
+Restrictive" level:
 
 - each label of the domain is checked on its own (``пример.com`` is two labels of one script
   each, and fine);
@@ -19,8 +32,52 @@ scripts and the characters of the fewer ones.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
+import idna
 import regex
+from email_validator import EmailNotValidError, validate_email
+
+from calendar_service.errors import FieldError
+from calendar_service.inputs import check_text
+
+EMAIL_MAX = 320
+
+
+def check_email(value: Any, field: str, errors: list[FieldError]) -> str | None:
+    """The email address ``value`` as kept (normalized), or ``None`` with the reason in
+    ``errors`` (on ``field``, as the caller named it)."""
+    if not isinstance(value, str) or not value.strip():
+        errors.append(FieldError(field, "must be an email address"))
+        return None
+    nul = check_text(field, value)
+    if nul:
+        errors.extend(nul)
+        return None
+    if len(value) > EMAIL_MAX:
+        errors.append(FieldError(field, f"must be at most {EMAIL_MAX} characters"))
+        return None
+    try:
+        checked = validate_email(value.strip(), check_deliverability=False, strict=True)
+    except EmailNotValidError as exc:
+        errors.append(FieldError(field, f"is not a valid email address ({exc})"))
+        return None
+    mixed = mixed_scripts(checked.domain)
+    if mixed is not None:
+        errors.append(FieldError(field, mixed))
+        return None
+    return str(checked.normalized)
+
+
+def mail_address(email: str) -> str:
+    """``email`` as SMTP takes it: the domain in IDNA ASCII."""
+    local, _, domain = email.rpartition("@")
+    try:
+        ascii_domain = idna.encode(domain, uts46=True).decode("ascii")
+    except idna.IDNAError:
+        ascii_domain = domain
+    return f"{local}@{ascii_domain}"
+
 
 # Unicode's scripts (long names) but Common, Inherited and Unknown, which never mix.
 _SCRIPTS = (  # noqa: SIM905 (as a list literal: 175 lines)
