@@ -43,6 +43,7 @@ from calendar_service import webhook_targets
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.timeutil import format_utc, utcnow
+from calendar_service.triggers import firing
 from webhooks import http11, sender, store
 from webhooks.http11 import WebhookClient
 
@@ -68,6 +69,7 @@ class Dispatcher:
         max_in_flight: int = 1000,
         per_endpoint: int = 16,
         endpoint_backlog: int = 4,
+        failing_cap: int = 4,
         per_origin: int = http11.PER_ORIGIN,
         lease: timedelta = DEFAULT_LEASE,
     ) -> None:
@@ -84,8 +86,11 @@ class Dispatcher:
         self.resolver = resolver
         self.batch_size = batch_size
         self.max_in_flight = max_in_flight
-        self.per_endpoint = per_endpoint
+        # An endpoint's requests at a time: never all of its receiver's, so that another
+        # endpoint on the same receiver always has one while this one's go unanswered.
+        self.per_endpoint = max(1, min(per_endpoint, per_origin - 1))
         self.endpoint_cap = per_endpoint * endpoint_backlog
+        self.failing_cap = max(1, failing_cap)
         self.per_origin = per_origin
         # While deliveries are held, a claim waits for this much room: a full worker whose
         # deliveries finish one at a time claimed one at a time, a transaction a delivery.
@@ -96,6 +101,7 @@ class Dispatcher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._held: Counter[str] = Counter()  # endpoint id → deliveries claimed, not done
+        self._failing: set[str] = set()  # endpoints held whose last attempt failed
         self._to_record: list[
             tuple[store.Claim, sender.AttemptResult, asyncio.Future[store.Outcome]]
         ] = []
@@ -167,17 +173,20 @@ class Dispatcher:
                     self._starved = True  # finishing deliveries wake us up again
                     break
                 want = min(room, self.batch_size)
-                full = [e for e, n in self._held.items() if n >= self.endpoint_cap]
+                full = [e for e, n in self._held.items() if n >= self._cap(e)]
                 claims = await self.db.run(
                     store.claim_due,
                     now=self.now(),
                     limit=want,
                     lease=self.lease,
                     exclude_endpoints=full,
+                    failing_limit=self.failing_cap,
                 )
                 excess = []
                 for claim in claims:
-                    if self._held[claim.endpoint_id] >= self.endpoint_cap:
+                    if claim.failing:
+                        self._failing.add(claim.endpoint_id)
+                    if self._held[claim.endpoint_id] >= self._cap(claim.endpoint_id):
                         excess.append(claim)
                         continue
                     self._held[claim.endpoint_id] += 1
@@ -193,6 +202,11 @@ class Dispatcher:
         finally:
             self._tick_task = None
         return started
+
+    def _cap(self, endpoint: str) -> int:
+        """How many of an endpoint's deliveries this worker may hold: ``failing_cap`` while
+        its last attempt failed, else ``endpoint_cap``."""
+        return self.failing_cap if endpoint in self._failing else self.endpoint_cap
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -222,7 +236,9 @@ class Dispatcher:
             # for its batch).
             async with slot, origin.slot:
                 try:
-                    result = await self._send(claim)
+                    now = self.now()
+                    claim = _stamped(claim, now)
+                    result = await self._send(claim, now)
                 except Exception:  # not network trouble (the sender reports that): a bug
                     logger.exception("webhook delivery %s: the attempt failed", claim.id)
                     return  # its lease runs out and it is sent again
@@ -236,10 +252,11 @@ class Dispatcher:
             if self._held[endpoint] <= 0:
                 del self._held[endpoint]
                 self._slots.pop(endpoint, None)
-            elif self._held[endpoint] == self.endpoint_cap // 2:
+                self._failing.discard(endpoint)  # a claim says again (``Claim.failing``)
+            elif self._held[endpoint] == self._cap(endpoint) // 2:
                 self._wake_on_loop()  # room again for this endpoint's waiting deliveries
 
-    async def _send(self, claim: store.Claim) -> sender.AttemptResult:
+    async def _send(self, claim: store.Claim, now: datetime) -> sender.AttemptResult:
         return await sender.attempt(
             self.client,
             url=claim.url,
@@ -249,7 +266,7 @@ class Dispatcher:
             seed_header=self.config.signature_header,
             allow_local=self.config.webhook_allow_local,
             deadline=self.config.webhook_timeout_seconds,
-            now=self.now(),
+            now=now,
             resolver=self.resolver,
         )
 
@@ -261,6 +278,11 @@ class Dispatcher:
             logger.exception("webhook delivery %s: the attempt could not be recorded", claim.id)
             return
         _log(claim, result, outcome)
+        if outcome.status != "lost" and claim.endpoint_id in self._held:
+            if result.ok:
+                self._failing.discard(claim.endpoint_id)
+            else:
+                self._failing.add(claim.endpoint_id)
         if outcome.next_attempt_at is not None:
             self._wake_at(outcome.next_attempt_at)
 
@@ -369,6 +391,17 @@ class Dispatcher:
         if self._tasks:
             logger.warning("%d webhook attempts cut short by shutdown", len(self._tasks))
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def _stamped(claim: store.Claim, now: datetime) -> store.Claim:
+    """A time trigger's first attempt, its body's ``late`` set for a send at ``now``
+    (``firing.stamp_late``; recorded with the attempt, so a retry sends the same body)."""
+    if claim.attempts or claim.stamped:
+        return claim
+    body = firing.stamp_late(claim.payload, now)
+    if body is None:
+        return claim
+    return dataclasses.replace(claim, payload=body, stamped=True)
 
 
 @dataclasses.dataclass(slots=True)

@@ -273,3 +273,24 @@ async def test_a_worker_renews_the_lease_of_a_delivery_it_is_still_sending(
     await client.aclose()
     found = delivery(quiet_db, owner, deliveries(quiet_db, owner)[0]["id"])
     assert found["status"] == "succeeded" and found["attempts"] == 1
+
+
+def test_deliveries_to_an_endpoint_failing_now_are_claimed_after_the_others_due(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    failing, _ = due_deliveries(quiet_db, plain_receiver.url(), count=10)  # older, but failing
+    healthy, now = due_deliveries(quiet_db, plain_receiver.url(), count=10)
+    quiet_db.call(
+        lambda conn: conn.execute(
+            webhook_config.endpoints_t.update()
+            .where(webhook_config.endpoints_t.c.user_id == failing.id)
+            .values(failing_since=now - timedelta(minutes=5))
+        )
+    )
+    claims = quiet_db.call(store.claim_due, now=now, limit=10, lease=LEASE, failing_limit=4)
+    assert {c.user_id for c in claims} == {healthy.id} and len(claims) == 10
+    assert not any(c.failing for c in claims)
+    # With nothing else due, a few of the failing endpoint's: at most ``failing_limit``.
+    more = quiet_db.call(store.claim_due, now=now, limit=10, lease=LEASE, failing_limit=4)
+    assert {c.user_id for c in more} == {failing.id} and len(more) == 4
+    assert all(c.failing for c in more)
