@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import create_engine, insert, text, update
+from sqlalchemy import create_engine, func, insert, select, text, update
 
 from bench import servers
 from bench.webhooks import bench_database, percentile, read_body
@@ -51,6 +51,7 @@ from calendar_service.events import events_t
 from calendar_service.ids import new_id
 from calendar_service.models import deliveries_t
 from calendar_service.timeutil import utcnow
+from calendar_service.triggers.tables import plan_t
 
 DEFAULT_POSTGRES = "postgresql+psycopg://root@127.0.0.1:5432/test"
 
@@ -69,6 +70,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=240.0)
     p.add_argument("--tiny", action="store_true", help="a quick run at a small size")
     p.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    p.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="py-spy's samples of the first host from the storm's start, collapsed, to this file",
+    )
+    p.add_argument("--logs", type=Path, default=None, help="keep the hosts' logs here")
     p.add_argument("--receivers", default=None, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.tiny:
@@ -294,8 +302,20 @@ def wait_for_storm(urls: dict[str, str], wanted: int, deadline: float) -> dict[s
             time.sleep(0.25)
 
 
-def figures(counts: dict[str, Any]) -> dict[str, Any]:
+def py_spy(pid: int, out: Path, seconds: int) -> subprocess.Popen[bytes]:
+    """py-spy sampling ``pid`` (every thread, 250 a second) for ``seconds`` into ``out``."""
+    spy = Path(sys.executable).with_name("py-spy")
+    command = [str(spy), "record", "--pid", str(pid), "--rate", "250", "--format", "raw"]
+    command += ["--duration", str(seconds), "--output", str(out)]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL)
+
+
+def figures(counts: dict[str, Any], start: float) -> dict[str, Any]:
     arrivals = counts.pop("arrivals")
+    by_second: dict[int, int] = {}
+    for arrived, *_ in arrivals:
+        second = int(arrived - start)
+        by_second[second] = by_second.get(second, 0) + 1
     late = []
     said = []
     short = []
@@ -313,6 +333,7 @@ def figures(counts: dict[str, Any]) -> dict[str, Any]:
         "payload_late_short_by_max_s": round(max(short), 3),
         "payload_late_over_by_max_s": round(max(0.0, -min(short)), 3),
         "during": counts,
+        "arrived_by_second": [by_second.get(n, 0) for n in range(max(by_second) + 1)],
     }
 
 
@@ -328,15 +349,26 @@ def main(argv: list[str] | None = None) -> None:
         bench_database(url) as (_config, db),
     ):
         start = seed(db, a, urls)
-        with hosts(url, a.hosts, Path(tmp)):
+        with hosts(url, a.hosts, a.logs or Path(tmp)) as running:
             wait = max(0.0, start.timestamp() - time.time())
+            spy = None
+            if a.profile is not None:
+                time.sleep(wait)
+                spy = py_spy(running[0].proc.pid, a.profile, a.spread + 10)
             counts = wait_for_storm(urls, a.events, time.monotonic() + wait + a.timeout)
+            if spy is not None:
+                spy.wait(timeout=120)
             with httpx.Client(timeout=30) as client:  # the hanging one meanwhile
                 counts.update(
                     {k: v for k, v in client.get(urls["healthy"] + "/count").json().items()}
                 )
         if wait <= 0:
             raise SystemExit("the hosts started after the storm began: raise --lead")
+        fired = db.call(
+            lambda conn: conn.execute(
+                select(func.min(plan_t.c.fired_at), func.max(plan_t.c.fired_at))
+            ).one()
+        )
     result = {
         "backend": "sqlite" if url.startswith("sqlite") else "postgresql",
         "hosts": a.hosts,
@@ -344,7 +376,10 @@ def main(argv: list[str] | None = None) -> None:
         "load_average": os.getloadavg(),
         "events": a.events,
         "spread_s": a.spread,
-        "healthy": figures(counts),
+        "healthy": figures(counts, start.timestamp()),
+        # From the storm's first due instant to the last trigger's firing (its deliveries
+        # queued): the last due instant is ``spread - 1`` seconds after the first.
+        "fired_by_s": round((fired[1] - start).total_seconds(), 3),
     }
     h = result["healthy"]
     print(
@@ -355,7 +390,8 @@ def main(argv: list[str] | None = None) -> None:
         f"the lateness measured by at most {h['payload_late_short_by_max_s']} s; meanwhile "
         f"{h['during']['hanging_connections']} connections to the hanging one "
         f"({h['during']['hanging_open']} open at the end), {h['during']['failing']} requests "
-        f"to the failing one (load average {result['load_average'][0]:.1f})"
+        f"to the failing one; all fired {result['fired_by_s']} s after the first due instant "
+        f"(load average {result['load_average'][0]:.1f})"
     )
     if a.json is not None:
         a.json.write_text(json.dumps(result, indent=2))

@@ -69,6 +69,8 @@ class Dispatcher:
         max_in_flight: int = 1000,
         per_endpoint: int = 16,
         endpoint_backlog: int = 4,
+        endpoint_most: int = 256,
+        held_seconds: float = 2.0,
         failing_cap: int = 4,
         per_origin: int = http11.PER_ORIGIN,
         lease: timedelta = DEFAULT_LEASE,
@@ -90,6 +92,8 @@ class Dispatcher:
         # endpoint on the same receiver always has one while this one's go unanswered.
         self.per_endpoint = max(1, min(per_endpoint, per_origin - 1))
         self.endpoint_cap = per_endpoint * endpoint_backlog
+        self.endpoint_most = max(self.endpoint_cap, endpoint_most)
+        self.held_seconds = held_seconds
         self.failing_cap = max(1, failing_cap)
         self.per_origin = per_origin
         # While deliveries are held, a claim waits for this much room: a full worker whose
@@ -102,6 +106,8 @@ class Dispatcher:
         self._tasks: set[asyncio.Task[None]] = set()
         self._held: Counter[str] = Counter()  # endpoint id → deliveries claimed, not done
         self._failing: set[str] = set()  # endpoints held whose last attempt failed
+        self._pace: dict[str, float] = {}  # endpoint held → its attempts' seconds (average)
+        self._at_cap: set[str] = set()  # endpoints left out of a claim, or given back
         self._to_record: list[
             tuple[store.Claim, sender.AttemptResult, asyncio.Future[store.Outcome]]
         ] = []
@@ -174,6 +180,7 @@ class Dispatcher:
                     break
                 want = min(room, self.batch_size)
                 full = [e for e, n in self._held.items() if n >= self._cap(e)]
+                self._at_cap.update(full)
                 claims = await self.db.run(
                     store.claim_due,
                     now=self.now(),
@@ -188,6 +195,7 @@ class Dispatcher:
                         self._failing.add(claim.endpoint_id)
                     if self._held[claim.endpoint_id] >= self._cap(claim.endpoint_id):
                         excess.append(claim)
+                        self._at_cap.add(claim.endpoint_id)
                         continue
                     self._held[claim.endpoint_id] += 1
                     self._leases[claim.id] = claim.lease_until
@@ -205,8 +213,16 @@ class Dispatcher:
 
     def _cap(self, endpoint: str) -> int:
         """How many of an endpoint's deliveries this worker may hold: ``failing_cap`` while
-        its last attempt failed, else ``endpoint_cap``."""
-        return self.failing_cap if endpoint in self._failing else self.endpoint_cap
+        its last attempt failed; else about ``held_seconds`` of its work at the pace its
+        attempts go (``per_endpoint`` at a time), from ``per_endpoint`` to ``endpoint_most``;
+        ``endpoint_cap`` before its first answer."""
+        if endpoint in self._failing:
+            return self.failing_cap
+        pace = self._pace.get(endpoint)
+        if pace is None:
+            return self.endpoint_cap
+        work = int(self.per_endpoint * self.held_seconds / max(pace, 0.001))
+        return max(self.per_endpoint, min(self.endpoint_most, work))
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -239,6 +255,9 @@ class Dispatcher:
                     now = self.now()
                     claim = _stamped(claim, now)
                     result = await self._send(claim, now)
+                    seconds = result.duration_ms / 1000
+                    pace = self._pace.get(endpoint)
+                    self._pace[endpoint] = seconds if pace is None else 0.8 * pace + 0.2 * seconds
                 except Exception:  # not network trouble (the sender reports that): a bug
                     logger.exception("webhook delivery %s: the attempt failed", claim.id)
                     return  # its lease runs out and it is sent again
@@ -253,7 +272,12 @@ class Dispatcher:
                 del self._held[endpoint]
                 self._slots.pop(endpoint, None)
                 self._failing.discard(endpoint)  # a claim says again (``Claim.failing``)
-            elif self._held[endpoint] == self._cap(endpoint) // 2:
+                self._pace.pop(endpoint, None)
+                if endpoint in self._at_cap:
+                    self._at_cap.discard(endpoint)
+                    self._wake_on_loop()
+            elif endpoint in self._at_cap and self._held[endpoint] <= self._cap(endpoint) // 2:
+                self._at_cap.discard(endpoint)
                 self._wake_on_loop()  # room again for this endpoint's waiting deliveries
 
     async def _send(self, claim: store.Claim, now: datetime) -> sender.AttemptResult:
