@@ -5,15 +5,23 @@ room for (``max_in_flight``), starts one task per delivery and returns at once; 
 one attempt through the shared ``http11.WebhookClient`` and records it.
 
 Each receiver (an origin: scheme, host and port) gets at most ``per_origin`` requests at a
-time, as many as the shared client keeps connections to it (``http11.PER_ORIGIN``), so that a
-request waits here, in a queue that costs the same however long it is, never in the client.
-Claims take up to ``batch_size`` (250) at a time, and a worker holds up to ``max_in_flight``
-(1,000) deliveries claimed and not yet recorded: a burst of 5,000 due at once is claimed in
-about twenty transactions, and sending seldom waits for the records of what was sent. Each
-endpoint gets at most ``per_endpoint`` of those, and this worker holds at most
-``endpoint_backlog`` times that many of its deliveries; endpoints at that mark are left out of
-the next claims. So a slow receiver holds up only its own deliveries, never another owner's nor
-the next claim.
+time, as many as the shared client keeps connections to it (``http11.PER_ORIGIN``, 16), so that
+a request waits here, in a queue that costs the same however long it is, never in the client;
+one endpoint gets at most ``per_origin - 1`` of them (and ``per_endpoint``), so that another
+endpoint on the same receiver always has one while this one's go unanswered. Claims take up to
+``batch_size`` (250) at a time, and a worker holds up to ``max_in_flight`` (1,000) deliveries
+claimed and not yet recorded. Of one endpoint it holds about ``held_seconds`` (2 s) of work at
+the pace its attempts go (from ``per_endpoint`` to ``endpoint_most``, 256; ``per_endpoint *
+endpoint_backlog``, 64, before its first answer), and only ``failing_cap`` (4) while its last
+attempt failed; endpoints at their mark are left out of the next claims. Claims
+(``store.claim_due``) take the deliveries of endpoints in good standing first and those of
+failing endpoints (``failing_since``: on every worker alike) only when no other is due, a few
+at a time. So a receiver that hangs or fails holds up only its own deliveries, never another
+owner's nor the next claim, and a burst to a quick receiver is claimed in a few transactions.
+
+A time trigger's body gets its ``late`` at its first attempt's send (``_stamped``:
+``triggers.firing.stamp_late``, by the injected clock), recorded with the attempt, so a retry
+sends the same bytes.
 
 Leases are short (15 s) and renewed every third of a lease while a delivery is held
 (``renew``, run by the scheduler), so that what a dead worker held is sent again by another
