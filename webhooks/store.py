@@ -77,16 +77,18 @@ def claim_due(
 ) -> list[Claim]:
     """Lease up to ``limit`` due deliveries and return them, skipping the endpoints in
     ``exclude_endpoints`` (those this worker already has enough of): the oldest due of the
-    endpoints in good standing first, and only when fewer than ``limit`` of those are due, the
-    oldest due of the endpoints failing now (whose last attempt failed: ``failing_since``),
-    at most ``failing_limit`` of them (None: up to ``limit``). So a receiver that fails or
-    hangs never stands between the others and their deliveries, whichever worker claims."""
+    endpoints in good standing first (up to ``limit - failing_limit``), then the oldest due of
+    the endpoints failing now (whose last attempt failed: ``failing_since``), at most
+    ``failing_limit`` of them (None: only when fewer than ``limit`` others are due). So a
+    receiver that fails or hangs never stands between the others and their deliveries,
+    whichever worker claims, and its own still go out, a few a claim, however busy the others."""
     lease_until = now + lease
     failing = select(endpoints_t.c.id).where(endpoints_t.c.failing_since.is_not(None))
+    reserved = 0 if failing_limit is None else max(0, min(failing_limit, limit - 1))
     rows = _lease(
         conn,
         now=now,
-        limit=limit,
+        limit=limit - reserved,
         lease_until=lease_until,
         exclude_endpoints=exclude_endpoints,
         endpoints=deliveries_t.c.endpoint_id.not_in(failing),
