@@ -76,6 +76,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="py-spy's samples of the first host from the storm's start, collapsed, to this file",
     )
+    p.add_argument(
+        "--hosts-tree",
+        type=Path,
+        default=None,
+        help="run the hosts from another checkout of ours (before/after; same schema)",
+    )
     p.add_argument("--logs", type=Path, default=None, help="keep the hosts' logs here")
     p.add_argument("--receivers", default=None, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -258,7 +264,9 @@ def seed(db: Database, a: argparse.Namespace, urls: dict[str, str]) -> datetime:
 
 
 @contextlib.contextmanager
-def hosts(url: str, count: int, log_dir: Path) -> Iterator[list[servers.Server]]:
+def hosts(
+    url: str, count: int, log_dir: Path, tree: Path | None = None
+) -> Iterator[list[servers.Server]]:
     """``count`` ``serve`` processes with their jobs on the database (on SQLite: one and a
     ``worker``)."""
     env = {"CALENDAR_WEBHOOK_ALLOW_LOCAL": "1"}
@@ -270,7 +278,9 @@ def hosts(url: str, count: int, log_dir: Path) -> Iterator[list[servers.Server]]
                 continue
             running.append(
                 stack.enter_context(
-                    servers.ours(url, log_dir=log_dir, name=f"host{n}", env=env, webhooks=True)
+                    servers.ours(
+                        url, log_dir=log_dir, name=f"host{n}", env=env, webhooks=True, tree=tree
+                    )
                 )
             )
         yield running
@@ -282,7 +292,9 @@ def worker(url: str, log_dir: Path, env: dict[str, str]) -> Iterator[servers.Ser
     full = {**os.environ, "CALENDAR_DATABASE_URL": url, **env}
     cmd = [servers._bin("calendar-service"), "worker"]
     with log_path.open("wb") as log:
-        proc = subprocess.Popen(cmd, env=full, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            cmd, env=full, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             yield servers.Server("worker", 0, proc, log_path)
         finally:
@@ -349,7 +361,7 @@ def main(argv: list[str] | None = None) -> None:
         bench_database(url) as (_config, db),
     ):
         start = seed(db, a, urls)
-        with hosts(url, a.hosts, a.logs or Path(tmp)) as running:
+        with hosts(url, a.hosts, a.logs or Path(tmp), a.hosts_tree) as running:
             wait = max(0.0, start.timestamp() - time.time())
             spy = None
             if a.profile is not None:

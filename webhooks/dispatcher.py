@@ -15,8 +15,9 @@ the pace its attempts go (from ``per_endpoint`` to ``endpoint_most``, 256; ``per
 endpoint_backlog``, 64, before its first answer), and only ``failing_cap`` (4) while its last
 attempt failed; endpoints at their mark are left out of the next claims. Claims
 (``store.claim_due``) take the deliveries of endpoints in good standing first and those of
-failing endpoints (``failing_since``: on every worker alike) ``failing_cap`` a claim. So a receiver that hangs or fails holds up only its own deliveries, never another
-owner's nor the next claim, and a burst to a quick receiver is claimed in a few transactions.
+failing endpoints (``failing_since``: on every worker alike) ``failing_cap`` a claim. So a
+receiver that hangs or fails holds up only its own deliveries, never another owner's nor the
+next claim, and a burst to a quick receiver is claimed in a few transactions.
 
 A time trigger's body gets its ``late`` at its first attempt's send (``_stamped``:
 ``triggers.firing.stamp_late``, by the injected clock), recorded with the attempt, so a retry
