@@ -5,15 +5,23 @@ room for (``max_in_flight``), starts one task per delivery and returns at once; 
 one attempt through the shared ``http11.WebhookClient`` and records it.
 
 Each receiver (an origin: scheme, host and port) gets at most ``per_origin`` requests at a
-time, as many as the shared client keeps connections to it (``http11.PER_ORIGIN``), so that a
-request waits here, in a queue that costs the same however long it is, never in the client.
-Claims take up to ``batch_size`` (250) at a time, and a worker holds up to ``max_in_flight``
-(1,000) deliveries claimed and not yet recorded: a burst of 5,000 due at once is claimed in
-about twenty transactions, and sending seldom waits for the records of what was sent. Each
-endpoint gets at most ``per_endpoint`` of those, and this worker holds at most
-``endpoint_backlog`` times that many of its deliveries; endpoints at that mark are left out of
-the next claims. So a slow receiver holds up only its own deliveries, never another owner's nor
-the next claim.
+time, as many as the shared client keeps connections to it (``http11.PER_ORIGIN``, 16), so that
+a request waits here, in a queue that costs the same however long it is, never in the client;
+one endpoint gets at most ``per_origin - 1`` of them (and ``per_endpoint``), so that another
+endpoint on the same receiver always has one while this one's go unanswered. Claims take up to
+``batch_size`` (250) at a time, and a worker holds up to ``max_in_flight`` (1,000) deliveries
+claimed and not yet recorded. Of one endpoint it holds about ``held_seconds`` (2 s) of work at
+the pace its attempts go (from ``per_endpoint`` to ``endpoint_most``, 256; ``per_endpoint *
+endpoint_backlog``, 64, before its first answer), and only ``failing_cap`` (4) while its last
+attempt failed; endpoints at their mark are left out of the next claims. Claims
+(``store.claim_due``) take the deliveries of endpoints in good standing first and those of
+failing endpoints (``failing_since``: on every worker alike) ``failing_cap`` a claim. So a
+receiver that hangs or fails holds up only its own deliveries, never another owner's nor the
+next claim, and a burst to a quick receiver is claimed in a few transactions.
+
+A time trigger's body gets its ``late`` at its first attempt's send (``_stamped``:
+``triggers.firing.stamp_late``, by the injected clock), recorded with the attempt, so a retry
+sends the same bytes.
 
 Leases are short (15 s) and renewed every third of a lease while a delivery is held
 (``renew``, run by the scheduler), so that what a dead worker held is sent again by another
@@ -43,6 +51,7 @@ from calendar_service import webhook_targets
 from calendar_service.config import Config
 from calendar_service.db import Database
 from calendar_service.timeutil import format_utc, utcnow
+from calendar_service.triggers import firing
 from webhooks import http11, sender, store
 from webhooks.http11 import WebhookClient
 
@@ -68,6 +77,9 @@ class Dispatcher:
         max_in_flight: int = 1000,
         per_endpoint: int = 16,
         endpoint_backlog: int = 4,
+        endpoint_most: int = 256,
+        held_seconds: float = 2.0,
+        failing_cap: int = 4,
         per_origin: int = http11.PER_ORIGIN,
         lease: timedelta = DEFAULT_LEASE,
     ) -> None:
@@ -84,8 +96,13 @@ class Dispatcher:
         self.resolver = resolver
         self.batch_size = batch_size
         self.max_in_flight = max_in_flight
-        self.per_endpoint = per_endpoint
+        # An endpoint's requests at a time: never all of its receiver's, so that another
+        # endpoint on the same receiver always has one while this one's go unanswered.
+        self.per_endpoint = max(1, min(per_endpoint, per_origin - 1))
         self.endpoint_cap = per_endpoint * endpoint_backlog
+        self.endpoint_most = max(self.endpoint_cap, endpoint_most)
+        self.held_seconds = held_seconds
+        self.failing_cap = max(1, failing_cap)
         self.per_origin = per_origin
         # While deliveries are held, a claim waits for this much room: a full worker whose
         # deliveries finish one at a time claimed one at a time, a transaction a delivery.
@@ -96,6 +113,9 @@ class Dispatcher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._held: Counter[str] = Counter()  # endpoint id → deliveries claimed, not done
+        self._failing: set[str] = set()  # endpoints held whose last attempt failed
+        self._pace: dict[str, float] = {}  # endpoint held → its attempts' seconds (average)
+        self._at_cap: set[str] = set()  # endpoints left out of a claim, or given back
         self._to_record: list[
             tuple[store.Claim, sender.AttemptResult, asyncio.Future[store.Outcome]]
         ] = []
@@ -167,18 +187,23 @@ class Dispatcher:
                     self._starved = True  # finishing deliveries wake us up again
                     break
                 want = min(room, self.batch_size)
-                full = [e for e, n in self._held.items() if n >= self.endpoint_cap]
+                full = [e for e, n in self._held.items() if n >= self._cap(e)]
+                self._at_cap.update(full)
                 claims = await self.db.run(
                     store.claim_due,
                     now=self.now(),
                     limit=want,
                     lease=self.lease,
                     exclude_endpoints=full,
+                    failing_limit=self.failing_cap,
                 )
                 excess = []
                 for claim in claims:
-                    if self._held[claim.endpoint_id] >= self.endpoint_cap:
+                    if claim.failing:
+                        self._failing.add(claim.endpoint_id)
+                    if self._held[claim.endpoint_id] >= self._cap(claim.endpoint_id):
                         excess.append(claim)
+                        self._at_cap.add(claim.endpoint_id)
                         continue
                     self._held[claim.endpoint_id] += 1
                     self._leases[claim.id] = claim.lease_until
@@ -193,6 +218,19 @@ class Dispatcher:
         finally:
             self._tick_task = None
         return started
+
+    def _cap(self, endpoint: str) -> int:
+        """How many of an endpoint's deliveries this worker may hold: ``failing_cap`` while
+        its last attempt failed; else about ``held_seconds`` of its work at the pace its
+        attempts go (``per_endpoint`` at a time), from ``per_endpoint`` to ``endpoint_most``;
+        ``endpoint_cap`` before its first answer."""
+        if endpoint in self._failing:
+            return self.failing_cap
+        pace = self._pace.get(endpoint)
+        if pace is None:
+            return self.endpoint_cap
+        work = int(self.per_endpoint * self.held_seconds / max(pace, 0.001))
+        return max(self.per_endpoint, min(self.endpoint_most, work))
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -222,7 +260,12 @@ class Dispatcher:
             # for its batch).
             async with slot, origin.slot:
                 try:
-                    result = await self._send(claim)
+                    now = self.now()
+                    claim = _stamped(claim, now)
+                    result = await self._send(claim, now)
+                    seconds = result.duration_ms / 1000
+                    pace = self._pace.get(endpoint)
+                    self._pace[endpoint] = seconds if pace is None else 0.8 * pace + 0.2 * seconds
                 except Exception:  # not network trouble (the sender reports that): a bug
                     logger.exception("webhook delivery %s: the attempt failed", claim.id)
                     return  # its lease runs out and it is sent again
@@ -236,10 +279,16 @@ class Dispatcher:
             if self._held[endpoint] <= 0:
                 del self._held[endpoint]
                 self._slots.pop(endpoint, None)
-            elif self._held[endpoint] == self.endpoint_cap // 2:
+                self._failing.discard(endpoint)  # a claim says again (``Claim.failing``)
+                self._pace.pop(endpoint, None)
+                if endpoint in self._at_cap:
+                    self._at_cap.discard(endpoint)
+                    self._wake_on_loop()
+            elif endpoint in self._at_cap and self._held[endpoint] <= self._cap(endpoint) // 2:
+                self._at_cap.discard(endpoint)
                 self._wake_on_loop()  # room again for this endpoint's waiting deliveries
 
-    async def _send(self, claim: store.Claim) -> sender.AttemptResult:
+    async def _send(self, claim: store.Claim, now: datetime) -> sender.AttemptResult:
         return await sender.attempt(
             self.client,
             url=claim.url,
@@ -249,7 +298,7 @@ class Dispatcher:
             seed_header=self.config.signature_header,
             allow_local=self.config.webhook_allow_local,
             deadline=self.config.webhook_timeout_seconds,
-            now=self.now(),
+            now=now,
             resolver=self.resolver,
         )
 
@@ -261,6 +310,11 @@ class Dispatcher:
             logger.exception("webhook delivery %s: the attempt could not be recorded", claim.id)
             return
         _log(claim, result, outcome)
+        if outcome.status != "lost" and claim.endpoint_id in self._held:
+            if result.ok:
+                self._failing.discard(claim.endpoint_id)
+            else:
+                self._failing.add(claim.endpoint_id)
         if outcome.next_attempt_at is not None:
             self._wake_at(outcome.next_attempt_at)
 
@@ -369,6 +423,17 @@ class Dispatcher:
         if self._tasks:
             logger.warning("%d webhook attempts cut short by shutdown", len(self._tasks))
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def _stamped(claim: store.Claim, now: datetime) -> store.Claim:
+    """A time trigger's first attempt, its body's ``late`` set for a send at ``now``
+    (``firing.stamp_late``; recorded with the attempt, so a retry sends the same body)."""
+    if claim.attempts or claim.stamped:
+        return claim
+    body = firing.stamp_late(claim.payload, now)
+    if body is None:
+        return claim
+    return dataclasses.replace(claim, payload=body, stamped=True)
 
 
 @dataclasses.dataclass(slots=True)

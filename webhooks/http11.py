@@ -41,7 +41,7 @@ import httpx
 from calendar_service.webhook_targets import Target
 
 USER_AGENT = "calendar-service-webhooks/1"
-PER_ORIGIN = 8
+PER_ORIGIN = 16  # a burst to a quick receiver goes as fast as its round trips allow
 IDLE_CLOSE_SECONDS = 4.0  # under common receivers' keep-alive (uvicorn 5 s): fewer stale reuses
 MAX_HEAD = 64 * 1024  # bytes of status line and headers before the answer is given up
 URL_CACHE = 4096  # URLs whose request line and Host header are kept

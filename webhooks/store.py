@@ -54,6 +54,8 @@ class Claim:
     lease_until: datetime
     payload: str = field(repr=False)
     secrets: tuple[str, ...] = field(repr=False)
+    failing: bool = False  # its endpoint's last attempt had failed when it was claimed
+    stamped: bool = False  # ``payload`` was stamped at its send (a time trigger's ``late``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,34 +74,38 @@ def claim_due(
     limit: int,
     lease: timedelta,
     exclude_endpoints: Sequence[str] = (),
+    failing_limit: int | None = None,
 ) -> list[Claim]:
-    """Lease up to ``limit`` due deliveries (oldest due first) and return them, skipping the
-    endpoints in ``exclude_endpoints`` (those this worker already has enough of)."""
-    due = select(deliveries_t.c.id).where(
-        deliveries_t.c.status.in_(OPEN_STATUSES),
-        deliveries_t.c.next_attempt_at <= now,
-        or_(deliveries_t.c.lease_until.is_(None), deliveries_t.c.lease_until < now),
-    )
-    if exclude_endpoints:
-        due = due.where(deliveries_t.c.endpoint_id.not_in(exclude_endpoints))
-    due = (
-        due.order_by(deliveries_t.c.next_attempt_at)
-        .limit(limit)
-        .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has one writer anyway
-    )
+    """Lease up to ``limit`` due deliveries and return them, skipping the endpoints in
+    ``exclude_endpoints`` (those this worker already has enough of): the oldest due of the
+    endpoints in good standing first (up to ``limit - failing_limit``), then the oldest due of
+    the endpoints failing now (whose last attempt failed: ``failing_since``), at most
+    ``failing_limit`` of them (None: only when fewer than ``limit`` others are due). So a
+    receiver that fails or hangs never stands between the others and their deliveries,
+    whichever worker claims, and its own still go out, a few a claim, however busy the others."""
     lease_until = now + lease
-    rows = conn.execute(
-        update(deliveries_t)
-        .where(deliveries_t.c.id.in_(due))
-        .values(lease_until=lease_until)
-        .returning(
-            deliveries_t.c.id,
-            deliveries_t.c.user_id,
-            deliveries_t.c.endpoint_id,
-            deliveries_t.c.payload,
-            deliveries_t.c.attempts,
+    failing = select(endpoints_t.c.id).where(endpoints_t.c.failing_since.is_not(None))
+    reserved = 0 if failing_limit is None else max(0, min(failing_limit, limit - 1))
+    rows = _lease(
+        conn,
+        now=now,
+        limit=limit - reserved,
+        lease_until=lease_until,
+        exclude_endpoints=exclude_endpoints,
+        endpoints=deliveries_t.c.endpoint_id.not_in(failing),
+    )
+    room = limit - len(rows)
+    if failing_limit is not None:
+        room = min(room, failing_limit)
+    if room > 0:
+        rows += _lease(
+            conn,
+            now=now,
+            limit=room,
+            lease_until=lease_until,
+            exclude_endpoints=exclude_endpoints,
+            endpoints=deliveries_t.c.endpoint_id.in_(failing),
         )
-    ).all()
     if not rows:
         return []
     endpoints = {
@@ -126,6 +132,7 @@ def claim_due(
                 lease_until=lease_until,
                 payload=row.payload,
                 secrets=tuple(signing_secrets(endpoint, now=now)),
+                failing=endpoint.failing_since is not None,
             )
         )
     for why, ids in stranded.items():
@@ -135,6 +142,46 @@ def claim_due(
             .values(status="failed", lease_until=None, last_error=why, completed_at=now)
         )
     return claims
+
+
+def _lease(
+    conn: Connection,
+    *,
+    now: datetime,
+    limit: int,
+    lease_until: datetime,
+    exclude_endpoints: Sequence[str],
+    endpoints: Any,
+) -> list[Any]:
+    """Lease up to ``limit`` due deliveries of the ``endpoints`` chosen (a condition on the
+    delivery's endpoint), the oldest due first, none another worker holds."""
+    due = select(deliveries_t.c.id).where(
+        deliveries_t.c.status.in_(OPEN_STATUSES),
+        deliveries_t.c.next_attempt_at <= now,
+        or_(deliveries_t.c.lease_until.is_(None), deliveries_t.c.lease_until < now),
+        endpoints,
+    )
+    if exclude_endpoints:
+        due = due.where(deliveries_t.c.endpoint_id.not_in(exclude_endpoints))
+    due = (
+        due.order_by(deliveries_t.c.next_attempt_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has one writer anyway
+    )
+    return list(
+        conn.execute(
+            update(deliveries_t)
+            .where(deliveries_t.c.id.in_(due))
+            .values(lease_until=lease_until)
+            .returning(
+                deliveries_t.c.id,
+                deliveries_t.c.user_id,
+                deliveries_t.c.endpoint_id,
+                deliveries_t.c.payload,
+                deliveries_t.c.attempts,
+            )
+        ).all()
+    )
 
 
 # The endpoints with their keys (a subscription's: revoked, expiry), in one statement.
@@ -306,6 +353,15 @@ def record_attempts(
         decisions.append((status, next_attempt_at, endpoint))
     if rows:
         conn.execute(_UPDATE_DELIVERY, rows)
+    # A body stamped at its first attempt's send is the body from then on: a retry sends the
+    # same bytes (Standard Webhooks), its ``late`` saying when the first was sent.
+    stamped = [
+        {"b_id": claim.id, "b_payload": claim.payload}
+        for (claim, _), decision in zip(items, decisions, strict=True)
+        if claim.stamped and decision is not None
+    ]
+    if stamped:
+        conn.execute(_UPDATE_PAYLOAD, stamped)
     _disable_exhausted(conn, exhausted)
     for endpoint_id, endpoint in endpoints.items():
         if endpoint.failing_since != endpoint.was_failing_since:
@@ -344,6 +400,13 @@ _UPDATE_DELIVERY = (
         completed_at=bindparam("b_completed"),
         lease_until=None,
     )
+)
+
+
+_UPDATE_PAYLOAD = (
+    update(deliveries_t)
+    .where(deliveries_t.c.id == bindparam("b_id"))
+    .values(payload=bindparam("b_payload"))
 )
 
 

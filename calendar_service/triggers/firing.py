@@ -15,7 +15,9 @@ it fires and reaches the event's calendar (and the subscription's ``calendarIds`
 endpoint's delivery is recorded failed (it can be re-sent once enabled, as a change's); a
 skipped row's deliveries are recorded ``skipped``, never sent: the owner sees them counted in
 the deliveries. ``data``: ``{event, minutesBefore, scheduledFor, late}`` (``late``: whole
-seconds after ``scheduledFor``, 0 when on time). A row's body is encoded once for all its
+seconds from ``scheduledFor`` to the first attempt's send, 0 when on time: written here for the
+firing's instant, and set again by the dispatcher when it sends the first attempt,
+``stamp_late``). A row's body is encoded once for all its
 endpoints, each delivery's id (and the body's ``id``) made as a change's are
 (``outbox.record_change``: the owner's the message id, a subscription's that, a dot and 13
 characters of its own id), and the rows are inserted in batches of ``BATCH``.
@@ -23,6 +25,7 @@ characters of its own id), and the rows are inserted in batches of ``BATCH``.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,6 +53,25 @@ TYPES = {"starting": STARTING, "ended": ENDED}
 ENDED_KIND = "ended"
 _ID_AT = len('{"id":"')  # where a payload's message id starts (``outbox.build_payload``)
 _PAYLOAD_START = '{"id":"'
+
+
+_LATE_AT_END = re.compile(r'"scheduledFor":"([^"]+)","late":(\d+)\}\}\Z')
+"""How a trigger's body ends (``data``'s last two fields, then the body's end): its due instant
+and ``late``. Nothing else in a body can read so: a quote inside a JSON string is escaped."""
+
+
+def stamp_late(payload: str, sent: datetime) -> str | None:
+    """A time trigger's body with ``late`` set for a first attempt sent at ``sent``: the whole
+    seconds from ``scheduledFor`` to ``sent`` (0 when on time). None when ``payload`` is not a
+    time trigger's, or already says so."""
+    found = _LATE_AT_END.search(payload, max(0, len(payload) - 96))
+    if found is None:
+        return None
+    due = datetime.fromisoformat(found[1].replace("Z", "+00:00"))
+    late = str(max(0, int((sent - due).total_seconds())))
+    if late == found[2]:
+        return None
+    return f"{payload[: found.start(2)]}{late}}}}}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,3 +120,14 @@ def test_the_hostile_phase_times_each_request_with_healthz_beside_it_and_stops_b
     ]
     assert all(r["status"] == 200 and r["seconds"] is not None for r in requests), requests
     assert rule["peak_rss_mb"] > 0
+
+
+@pytest.mark.long
+def test_the_storm_benchmark_sends_every_trigger_to_the_healthy_receiver_at_a_tiny_size(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "storm.json"
+    run_bench("bench.storm", "--tiny", "--database-url", "sqlite", "--json", str(out))
+    figures = json.loads(out.read_text())
+    assert figures["healthy"]["deliveries"] == 60
+    assert figures["healthy"]["during"]["hanging_connections"] > 0

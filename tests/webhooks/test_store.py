@@ -273,3 +273,27 @@ async def test_a_worker_renews_the_lease_of_a_delivery_it_is_still_sending(
     await client.aclose()
     found = delivery(quiet_db, owner, deliveries(quiet_db, owner)[0]["id"])
     assert found["status"] == "succeeded" and found["attempts"] == 1
+
+
+def test_deliveries_to_an_endpoint_failing_now_are_claimed_after_the_others_due_a_few_a_claim(
+    quiet_db: Database, plain_receiver: Receiver
+) -> None:
+    failing, _ = due_deliveries(quiet_db, plain_receiver.url(), count=10)  # older, but failing
+    _, now = due_deliveries(quiet_db, plain_receiver.url(), count=10)
+    quiet_db.call(
+        lambda conn: conn.execute(
+            webhook_config.endpoints_t.update()
+            .where(webhook_config.endpoints_t.c.user_id == failing.id)
+            .values(failing_since=now - timedelta(minutes=5))
+        )
+    )
+    claimed = []
+    for _ in range(2):
+        claims = quiet_db.call(store.claim_due, now=now, limit=8, lease=LEASE, failing_limit=2)
+        claimed.append(sorted((c.user_id == failing.id, c.failing) for c in claims))
+    # Each claim: the failing endpoint's (older) at most 2, the others' the rest.
+    assert claimed[0] == [(False, False)] * 6 + [(True, True)] * 2
+    assert claimed[1] == [(False, False)] * 4 + [(True, True)] * 2
+    # With nothing else due, still at most 2 of the failing endpoint's a claim.
+    rest = quiet_db.call(store.claim_due, now=now, limit=8, lease=LEASE, failing_limit=2)
+    assert [c.user_id for c in rest] == [failing.id] * 2
