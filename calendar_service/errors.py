@@ -38,7 +38,10 @@ answered as an opaque 500.
     ├── WebhookDisabled         409     webhook_disabled
     ├── SyncTokenExpired        410     sync_token_expired
     ├── DavRefused              403     dav_precondition (CalDAV: a precondition the RFCs name)
-    │   └── DavStale            412     dav_precondition_failed (If-Match, If-None-Match)
+    │   ├── DavStale            412     dav_precondition_failed (If-Match, If-None-Match)
+    │   ├── DavNotAllowed       405     dav_not_allowed (MKCALENDAR where something is)
+    │   ├── DavConflict         409     dav_conflict (MKCALENDAR outside the calendar home)
+    │   └── DavBadName          400     dav_bad_name (a name no object can have)
     ├── SignInLocked            429     sign_in_locked (CalDAV Basic: too many wrong passwords)
     ├── PayloadTooLarge         413     payload_too_large
     ├── UnsupportedMediaType    415     unsupported_media_type

@@ -77,7 +77,7 @@ class Database(GroupCommit):
         workers = 1 if config.is_sqlite else POSTGRES_POOL_SIZE
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="db")
         # ``/healthz``'s own connection and thread (not SQLite's: it pings inline).
-        self._pinger = None if self.inline else Pinger(self.engine)
+        self._pinger = None if config.is_sqlite else Pinger(self.engine)
         # SQLite: resolved when the long write running on a thread (``run_off_loop``) ends;
         # the loop's calls wait for it, and so does the next such write.
         self._long_write: asyncio.Future[None] | None = None
