@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The tests' node packages, pinned in package-lock.json: the feed's two JavaScript readers
-# (ical.js, node-ical; tests/ical/test_feed_readers.py) and the OpenAPI linters. Only the test
+# (ical.js, node-ical; tests/rest/ical/test_feed_readers.py) and the OpenAPI linters. Only the test
 # and lint targets need them (make run does not); without npm, nothing is installed here.
 node_modules/.package-lock.json: package-lock.json
 	if command -v npm >/dev/null 2>&1; then npm ci --ignore-scripts --no-audit --no-fund --loglevel=error; fi

@@ -128,10 +128,10 @@ def _app_password(url: str, calendar_id: str) -> str:
 
     from sqlalchemy import select
 
-    from calendar_service import keys
-    from calendar_service.config import Config
-    from calendar_service.db import Database
-    from calendar_service.models.calendars import calendars_t
+    from calendar_service.access import keys
+    from calendar_service.platform.config import Config
+    from calendar_service.platform.db import Database
+    from calendar_service.platform.models.calendars import calendars_t
 
     db = Database(Config(database_url=url))
     try:

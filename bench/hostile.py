@@ -37,11 +37,12 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from bench import servers
-from calendar_service import calendars, keys, users
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.migrate import upgrade
-from calendar_service.timeutil import utcnow
+from calendar_service.calendar import calendars
+from calendar_service.access import keys, owners as users
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.platform.migrate import upgrade
+from calendar_service.platform.timeutil import utcnow
 
 QUARTERS = "BYHOUR=" + ",".join(map(str, range(24))) + ";BYMINUTE=0,15,30,45"
 RULES = {

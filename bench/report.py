@@ -185,7 +185,7 @@ def summarise_profile(raw: Path, top: int = 25) -> str:
 
 
 def _short(frame: str) -> str:
-    # "list_events (calendar_service/events/listing.py:42)" -> "list_events (listing.py)"
+    # "list_events (calendar_service/calendar/events/listing.py:42)" -> "list_events (listing.py)"
     name, _, where = frame.partition(" (")
     file = where.split(":", 1)[0].rsplit("/", 1)[-1]
     return f"{name} ({file})" if file else name

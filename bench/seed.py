@@ -95,7 +95,7 @@ def _events_per_calendar(rows: int) -> int:
 
 def _event_rows(rows: int, calendar_ids: list[str], now: datetime):  # type: ignore[no-untyped-def]
     """Event values in the reference's order and random sequence, ``BATCH`` at a time."""
-    from calendar_service.ids import new_id
+    from calendar_service.platform.ids import new_id
 
     rnd = random.Random(42)
     span = WEEKS * 7 * 86400
@@ -132,9 +132,9 @@ def _series(conn, user_id: str, calendar_ids: list[str], count: int, now: dateti
     own create (so they are stored exactly as a client's would be): each starts in the first
     week of the events' span, on a weekday, at a quarter hour between 08:00 and 17:45, 30 min to
     3 h long; so every one-week window of the list meets every series of its calendar once."""
-    from calendar_service.events import create_event
-    from calendar_service.keys import owner_principal
-    from calendar_service.models import EventCreate, WebhookDelivery
+    from calendar_service.calendar.events import create_event
+    from calendar_service.access.keys import owner_principal
+    from calendar_service.platform.models import EventCreate, WebhookDelivery
 
     rnd = random.Random(7)
     principal = owner_principal(user_id)
@@ -177,15 +177,16 @@ def _reset_database(url: str) -> None:
 def seed_ours(url: str, rows: int, meta_path: Path, *, series: int = 0, log=print) -> Seeded:  # type: ignore[no-untyped-def]
     """Seed (or reuse) our database at ``url`` with ``rows`` events in the reference shape,
     and ``series`` weekly series spread evenly over its calendars (``_series``)."""
-    from calendar_service import calendars, keys, users
-    from calendar_service.config import Config
-    from calendar_service.db import Database
-    from calendar_service.events import events_t
-    from calendar_service.events.search import PARTS
-    from calendar_service.ids import new_id
-    from calendar_service.migrate import upgrade
-    from calendar_service.models import WebhookEndpoint
-    from calendar_service.timeutil import utcnow
+    from calendar_service.calendar import calendars
+    from calendar_service.access import keys, owners as users
+    from calendar_service.platform.config import Config
+    from calendar_service.platform.db import Database
+    from calendar_service.calendar.events import events_t
+    from calendar_service.calendar.events.search import PARTS
+    from calendar_service.platform.ids import new_id
+    from calendar_service.platform.migrate import upgrade
+    from calendar_service.platform.models import WebhookEndpoint
+    from calendar_service.platform.timeutil import utcnow
 
     fp = fingerprint()
     if meta_path.exists():
@@ -300,7 +301,7 @@ def _alive(url: str, meta: Seeded) -> bool:
     """The cached database is still there and still holds the bench keys."""
     if url.startswith("sqlite") and not Path(url.split("///", 1)[1]).exists():
         return False
-    from calendar_service.keys import hash_secret, keys_t
+    from calendar_service.access.keys import hash_secret, keys_t
 
     engine = create_engine(url)
     try:

@@ -34,13 +34,14 @@ from sqlalchemy import insert
 
 from bench import servers
 from bench.hostile import Prober, database
-from calendar_service import calendars, keys, users
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.events import events_t
-from calendar_service.ids import new_id
-from calendar_service.migrate import upgrade
-from calendar_service.timeutil import utcnow
+from calendar_service.calendar import calendars
+from calendar_service.access import keys, owners as users
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.calendar.events import events_t
+from calendar_service.platform.ids import new_id
+from calendar_service.platform.migrate import upgrade
+from calendar_service.platform.timeutil import utcnow
 
 EVENTS = "/api/v1/calendar/events"
 DEFAULT_ADMIN = "postgresql+psycopg://root@127.0.0.1:5432/postgres"

@@ -55,14 +55,16 @@ import uvloop
 from sqlalchemy import func, insert, select, update
 
 from bench.webhooks import bench_database, percentile, read_body
-from calendar_service import calendars, events, keys, subscriptions, users, webhook_targets
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.events import events_t
-from calendar_service.ids import new_id
-from calendar_service.models import EventCreate, deliveries_t
-from calendar_service.timeutil import utcnow
-from calendar_service.triggers.tables import plan_t
+from calendar_service.calendar import calendars, events
+from calendar_service.access import keys, owners as users
+from calendar_service.delivery import subscriptions, webhook_targets
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.calendar.events import events_t
+from calendar_service.platform.ids import new_id
+from calendar_service.platform.models import EventCreate, deliveries_t
+from calendar_service.platform.timeutil import utcnow
+from calendar_service.delivery.triggers.tables import plan_t
 from webhooks.scheduler import delivery_job
 from webhooks.triggers import run_tick
 

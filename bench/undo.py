@@ -25,14 +25,14 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from bench import servers
-from calendar_service import keys, users
-from calendar_service.changes.record import default_via
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.events import undo_jobs
-from calendar_service.events.create import create_event_from_input
-from calendar_service.migrate import upgrade
-from calendar_service.timeutil import utcnow
+from calendar_service.access import keys, owners as users
+from calendar_service.journal.change_record import default_via
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.governance import undo_jobs
+from calendar_service.calendar.events.create import create_event_from_input
+from calendar_service.platform.migrate import upgrade
+from calendar_service.platform.timeutil import utcnow
 
 PASSWORD = "correct horse battery 1"
 

@@ -39,12 +39,14 @@ import httpx
 import uvloop
 from sqlalchemy import func, select, text
 
-from calendar_service import events, users, webhook_config, webhook_targets
-from calendar_service.config import Config, parse_retry_schedule
-from calendar_service.db import Database
-from calendar_service.migrate import upgrade
-from calendar_service.models import EventCreate, deliveries_t
-from calendar_service.timeutil import utcnow
+from calendar_service.calendar import events
+from calendar_service.access import owners as users
+from calendar_service.delivery import webhook_settings as webhook_config, webhook_targets
+from calendar_service.platform.config import Config, parse_retry_schedule
+from calendar_service.platform.db import Database
+from calendar_service.platform.migrate import upgrade
+from calendar_service.platform.models import EventCreate, deliveries_t
+from calendar_service.platform.timeutil import utcnow
 from webhooks.scheduler import delivery_job
 
 

@@ -8,7 +8,7 @@
 /settings/...               the owner's account settings pages (calendar_service.account)
 /ical/<token>.ics           a calendar's iCalendar subscription feed (calendar_service.rest.feed)
 /.well-known/caldav, /caldav/...
-                            CalDAV for the owner's calendar apps (calendar_service.rest.caldav)
+                            CalDAV for the owner's calendar apps (calendar_service.dav.routes)
 /healthz                    liveness + database check
 """
 
@@ -32,12 +32,13 @@ from calendar_service.asgi.boundary import ErrorBoundary
 from calendar_service.asgi.context import RequestIdMiddleware, Services, services
 from calendar_service.asgi.methods import AnswerOptions
 from calendar_service.asgi.responses import JSONResponse
-from calendar_service.config import Config
-from calendar_service.db import Database
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
 from calendar_service.jobs import housekeeping_job
-from calendar_service.logs import configure_logging
-from calendar_service.ratelimit import RateLimiter
-from calendar_service.rest import caldav, feed, invitations, openapi, routes, subscriptions
+from calendar_service.platform.logs import configure_logging
+from calendar_service.access.ratelimit import RateLimiter
+from calendar_service.dav import routes as caldav
+from calendar_service.rest import feed, invitations, openapi, routes, subscriptions
 from calendar_service.rest.errors import HANDLERS, unexpected_error
 from mcp_tools.http import MCP_PATH, mcp_http
 from mcp_tools.oauth import oauth_server
@@ -149,7 +150,7 @@ def create_app(
 def app_from_env() -> Starlette:
     """The uvicorn factory used by ``calendar-service serve`` (one call per worker process).
 
-    It applies the service's logging (``calendar_service.logs``) in the process it runs in, at
+    It applies the service's logging (``calendar_service.platform.logs``) in the process it runs in, at
     ``CALENDAR_LOG_LEVEL`` (which ``serve --log-level`` sets)."""
     configure_logging(os.environ.get("CALENDAR_LOG_LEVEL", "info"))
     config = Config.from_env()

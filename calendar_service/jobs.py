@@ -23,11 +23,11 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from sqlalchemy import Connection
 
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.db.transactions import atomic
-from calendar_service.maintenance import purge_expired
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.platform.db.transactions import atomic
+from calendar_service.operations.retention import purge_expired
+from calendar_service.platform.timeutil import utcnow
 
 HOUSEKEEPING_JOB_ID = "housekeeping"
 HOUSEKEEPING_INTERVAL = timedelta(hours=1)

@@ -22,8 +22,8 @@ from calendar_service import __version__
 from calendar_service.asgi.context import MAX_BODY, Services, read_body
 from calendar_service.asgi.middleware import HttpMiddleware
 from calendar_service.asgi.responses import error_response
-from calendar_service.errors import PayloadTooLarge
-from calendar_service.logs import root_logger_kept
+from calendar_service.platform.errors import PayloadTooLarge
+from calendar_service.platform.logs import root_logger_kept
 from mcp_tools.auth import KeyAuth, http_caller, origin_of
 from mcp_tools.server import Backend, build_server
 from mcp_tools.strict_json import refused_duplicate_keys

@@ -4,7 +4,7 @@ The protocol is the MCP SDK's (``mcp.server.auth``): its handlers for RFC 8414 m
 authorization (code + PKCE S256 only), the token endpoint, RFC 7591 registration and RFC 7009
 revocation, and RFC 9728 protected resource metadata. What is ours:
 
-- ``CalendarAuthProvider``, the SDK's provider protocol over ``calendar_service.oauth`` (hashes
+- ``CalendarAuthProvider``, the SDK's provider protocol over ``calendar_service.access.oauth`` (hashes
   only; a grant is an API key row of kind ``app``); authorization requests go to the owner's
   consent page (``/settings/connect/<id>``), which answers the client with ``code``, ``state``
   and ``iss`` (RFC 9207);
@@ -78,17 +78,17 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, request_response
 from starlette.types import ASGIApp
 
-from calendar_service import oauth
+from calendar_service.access import oauth
 from calendar_service.asgi.context import Services, call_context
-from calendar_service.gateway import revoke_by_app
-from calendar_service.keys import (
+from calendar_service.operations.gateway import revoke_by_app
+from calendar_service.access.keys import (
     FREEBUSY_SCOPE,
     READ_SCOPE,
     REVOKED_BY_APP,
     WRITE_SCOPE,
     hash_secret,
 )
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.timeutil import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ def _same_resource(given: str, resource: str) -> bool:
 
 
 class CalendarAuthProvider(OAuthAuthorizationServerProvider[Code, Refresh, Access]):
-    """The SDK's provider protocol, stored in our tables (``calendar_service.oauth``)."""
+    """The SDK's provider protocol, stored in our tables (``calendar_service.access.oauth``)."""
 
     def __init__(
         self,

@@ -4,7 +4,7 @@ Every tool call goes through ``gateway.perform``, exactly like a REST request: t
 authorized (revoked or expired keys are refused at once), the rate budget is spent, the
 operation's permission is checked, the core function runs, and the call is recorded in the key's
 history with transport ``mcp`` and the tool name as operation. The tools hold no rule of their
-own: each is a row of ``TOOLS``, naming its operation (``calendar_service.operations``), how it
+own: each is a row of ``TOOLS``, naming its operation (``calendar_service.operations.catalog``), how it
 is shown, how its arguments become the operation's and its result the tool's.
 
 How a call identifies itself (which key, which request) depends on the transport, so it is
@@ -29,19 +29,21 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
-from calendar_service import idempotency, operations, service_secrets
-from calendar_service.changes.shapes import ChangeList
-from calendar_service.db import Database
-from calendar_service.errors import CalendarError, FieldError, ValidationFailed
-from calendar_service.events.shapes import dumps
-from calendar_service.gateway import CallContext, finished, perform
-from calendar_service.inputs import parse_flag, parse_model, parse_partial
-from calendar_service.keys import WRITE, Principal
-from calendar_service.mail.invitations import MailPolicy
-from calendar_service.models import EventPublic, EventUpdate, FreeBusyPublic, FreeTimePublic
-from calendar_service.operations import Operation
-from calendar_service.ratelimit import RateLimiter
-from calendar_service.timeutil import utcnow
+from calendar_service.access import idempotency
+from calendar_service.operations import catalog as operations
+from calendar_service.platform import service_secrets
+from calendar_service.governance.change_shapes import ChangeList
+from calendar_service.platform.db import Database
+from calendar_service.platform.errors import CalendarError, FieldError, ValidationFailed
+from calendar_service.calendar.events.shapes import dumps
+from calendar_service.operations.gateway import CallContext, finished, perform
+from calendar_service.platform.inputs import parse_flag, parse_model, parse_partial
+from calendar_service.access.keys import WRITE, Principal
+from calendar_service.journal.invitations import MailPolicy
+from calendar_service.platform.models import EventPublic, EventUpdate, FreeBusyPublic, FreeTimePublic
+from calendar_service.operations.catalog import Operation
+from calendar_service.access.ratelimit import RateLimiter
+from calendar_service.platform.timeutil import utcnow
 from mcp_tools import shapes
 from mcp_tools.errors import error_result, tool_errors
 from mcp_tools.shapes import SEND_UPDATES

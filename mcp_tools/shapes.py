@@ -14,14 +14,14 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
 from pydantic.alias_generators import to_camel
 
-from calendar_service.availability import DAYS
-from calendar_service.changes.shapes import ChangePublic
-from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
-from calendar_service.events.existing import SCOPES
-from calendar_service.events.search import QUERY_MAX
-from calendar_service.idempotency import ARGUMENT as IDEMPOTENCY_ARGUMENT
-from calendar_service.idempotency import MAX_KEY_LENGTH
-from calendar_service.models import (
+from calendar_service.calendar.availability import DAYS
+from calendar_service.governance.change_shapes import ChangePublic
+from calendar_service.calendar.events import DEFAULT_LIMIT, MAX_LIMIT
+from calendar_service.calendar.events.existing import SCOPES
+from calendar_service.calendar.events.search import QUERY_MAX
+from calendar_service.access.idempotency import ARGUMENT as IDEMPOTENCY_ARGUMENT
+from calendar_service.access.idempotency import MAX_KEY_LENGTH
+from calendar_service.platform.models import (
     EventCreate,
     EventList,
     EventPublic,
@@ -29,7 +29,7 @@ from calendar_service.models import (
     FreeBusyQuery,
     FreeTimeQuery,
 )
-from calendar_service.schema_patterns import TITLE_PATTERN, TOOL_BOUND_PATTERN
+from calendar_service.platform.schema_patterns import TITLE_PATTERN, TOOL_BOUND_PATTERN
 
 _BOUND_DOC = (
     "RFC 3339 date-time (2026-03-02T00:00:00+01:00) or a date (its midnight); without an "

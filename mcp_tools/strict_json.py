@@ -14,7 +14,7 @@ import orjson
 from mcp_types import PARSE_ERROR
 from starlette.types import Send
 
-from calendar_service.inputs import duplicate_keys
+from calendar_service.platform.inputs import duplicate_keys
 
 
 async def refused_duplicate_keys(body: bytes, send: Send) -> bool:

@@ -5,5 +5,5 @@
     env.py       Alembic's environment: batch mode for SQLite's ALTER TABLE limits
 
 A migration imports nothing of the live code (``tests/core/test_layering.py`` checks), so
-editing a model never changes an old migration. ``calendar_service.migrate`` runs them.
+editing a model never changes an old migration. ``calendar_service.platform.migrate`` runs them.
 """

@@ -22,11 +22,11 @@ import httpx
 import pytest
 from argon2 import PasswordHasher
 
-from calendar_service import users
+from calendar_service.access import owners as users
 from calendar_service.app import create_app
-from calendar_service.config import Config, parse_retry_schedule
-from calendar_service.db import Database
-from calendar_service.logs import stop_logging
+from calendar_service.platform.config import Config, parse_retry_schedule
+from calendar_service.platform.db import Database
+from calendar_service.platform.logs import stop_logging
 from tests import support
 from tests.support import (
     POSTGRES_ADMIN_URL,

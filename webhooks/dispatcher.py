@@ -47,11 +47,11 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from calendar_service import webhook_targets
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.timeutil import format_utc, utcnow
-from calendar_service.triggers import firing
+from calendar_service.delivery import webhook_targets
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.platform.timeutil import format_utc, utcnow
+from calendar_service.delivery.triggers import firing
 from webhooks import http11, sender, store
 from webhooks.http11 import WebhookClient
 

@@ -14,7 +14,7 @@ import ssl
 
 import httpx
 
-from calendar_service.errors import CalendarError
+from calendar_service.platform.errors import CalendarError
 from webhooks import guard
 from webhooks.transport import make_httpx_client
 

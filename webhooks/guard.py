@@ -1,7 +1,7 @@
 """The SSRF guard at send time: the target checked again, the connection pinned to it.
 
 The rules (which URLs and addresses a webhook may go to) are the core's
-(``calendar_service.webhook_targets``); the settings page and the CLI apply them when the owner
+(``calendar_service.delivery.webhook_targets``); the settings page and the CLI apply them when the owner
 sets the webhook, and ``check_target`` here applies them again before every attempt, resolving
 the host off the event loop. The addresses it returns are *pinned* (``pinned``) so that the
 connection goes to exactly those addresses, never to a second DNS answer (no DNS-rebinding
@@ -20,8 +20,8 @@ from typing import Any
 
 import httpcore
 
-from calendar_service import webhook_targets
-from calendar_service.webhook_targets import IPAddress, Resolve, Target
+from calendar_service.delivery import webhook_targets
+from calendar_service.delivery.webhook_targets import IPAddress, Resolve, Target
 
 _IP_CHECKS = 4096
 _ip_checked: dict[tuple[str, bool], Target] = {}

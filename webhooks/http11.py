@@ -38,7 +38,7 @@ from typing import Any, cast
 import httptools
 import httpx
 
-from calendar_service.webhook_targets import Target
+from calendar_service.delivery.webhook_targets import Target
 
 USER_AGENT = "calendar-service-webhooks/1"
 PER_ORIGIN = 16  # a burst to a quick receiver goes as fast as its round trips allow

@@ -24,8 +24,8 @@ from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from calendar_service.config import Config
-from calendar_service.db import Database
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
 from webhooks.dispatcher import Dispatcher
 from webhooks.http11 import WebhookClient
 from webhooks.listener import listen

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from calendar_service import webhook_targets
-from calendar_service.errors import WebhookTargetRefused
+from calendar_service.delivery import webhook_targets
+from calendar_service.platform.errors import WebhookTargetRefused
 from webhooks import guard, signing
 from webhooks.http11 import RequestFailed, WebhookClient
 

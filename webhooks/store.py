@@ -26,10 +26,10 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
 
-from calendar_service import keys
-from calendar_service.models import keys_t
-from calendar_service.timeutil import format_utc
-from calendar_service.webhook_config import (
+from calendar_service.access import keys
+from calendar_service.platform.models import keys_t
+from calendar_service.platform.timeutil import format_utc
+from calendar_service.delivery.webhook_settings import (
     OPEN_STATUSES,
     attempts_t,
     deliveries_t,

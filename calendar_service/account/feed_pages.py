@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import calendars, reminders
+from calendar_service.calendar import calendars, reminders
 from calendar_service.account.web import (
     FormPage,
     account,
@@ -23,10 +23,10 @@ from calendar_service.account.web import (
     render,
     see_other,
 )
-from calendar_service.errors import ValidationFailed
-from calendar_service.ical import feeds
-from calendar_service.owner_sessions import OwnerSessionInfo
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.errors import ValidationFailed
+from calendar_service.interop.ical import feeds
+from calendar_service.access.owner_sessions import OwnerSessionInfo
+from calendar_service.platform.timeutil import utcnow
 
 NOTICES = {
     "feed-revoked": "The feed is revoked: its address now answers 404.",

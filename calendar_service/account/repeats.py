@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from calendar_service.recurrence import rules
+from calendar_service.calendar.recurrence import rules
 
 FREQUENCIES = {  # the form's choices: the core's FREQ (rules.FREQUENCIES), and their names
     "DAILY": "Every day",

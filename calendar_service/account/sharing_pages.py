@@ -8,11 +8,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import sharing
+from calendar_service.calendar import sharing
 from calendar_service.account.web import account, form, owner_page, see_other
-from calendar_service.errors import ValidationFailed
-from calendar_service.owner_sessions import OwnerSessionInfo
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.errors import ValidationFailed
+from calendar_service.access.owner_sessions import OwnerSessionInfo
+from calendar_service.platform.timeutil import utcnow
 
 NOTICES = {
     "shared": "Shared: they may now count your busy times when they look for a time.",

@@ -3,7 +3,7 @@
 The sign-in form has no session yet, so its CSRF token rides in a short-lived signed cookie of
 its own and must match the form's (a double-submit token): another site cannot sign a browser
 in to the attacker's account. Failed attempts are throttled per email and per client address
-(``calendar_service.signin``); the message says when to try again.
+(``calendar_service.access.signin``); the message says when to try again.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import owner_sessions, users
+from calendar_service.access import owner_sessions, owners as users
 from calendar_service.account.web import (
     SESSION_COOKIE,
     SIGN_IN_COOKIE,
@@ -34,9 +34,9 @@ from calendar_service.account.web import (
     see_other,
     tokens_match,
 )
-from calendar_service.owner_sessions import OwnerSessionInfo
-from calendar_service.signin import Lockout, begin_attempt, complete_attempt
-from calendar_service.timeutil import utcnow
+from calendar_service.access.owner_sessions import OwnerSessionInfo
+from calendar_service.access.signin import Lockout, begin_attempt, complete_attempt
+from calendar_service.platform.timeutil import utcnow
 
 SIGN_IN_FORM_LIFETIME = 3600
 

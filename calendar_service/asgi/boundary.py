@@ -25,7 +25,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from calendar_service.asgi.middleware import HttpMiddleware
-from calendar_service.logs import WITHHOLD_EXCEPTION_TEXT
+from calendar_service.platform.logs import WITHHOLD_EXCEPTION_TEXT
 
 log = logging.getLogger("calendar_service.asgi")
 

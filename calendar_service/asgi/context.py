@@ -13,22 +13,22 @@ from urllib.parse import unquote
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message, Receive, Scope, Send
 
-from calendar_service import owner_sessions
+from calendar_service.access import owner_sessions
 from calendar_service.asgi.middleware import HttpMiddleware
-from calendar_service.background import UndoJobs
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.errors import (
+from calendar_service.governance.undo_runner import UndoJobs
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.platform.errors import (
     CalendarError,
     DuplicateHeader,
     MalformedKey,
     PayloadTooLarge,
     UnsupportedMediaType,
 )
-from calendar_service.gateway import CallContext, refuse
-from calendar_service.ids import new_id
-from calendar_service.ratelimit import RateLimiter
-from calendar_service.timeutil import utcnow
+from calendar_service.operations.gateway import CallContext, refuse
+from calendar_service.platform.ids import new_id
+from calendar_service.access.ratelimit import RateLimiter
+from calendar_service.platform.timeutil import utcnow
 
 MAX_BODY = 1024 * 1024
 KEY_PARAMETERS = ("api_key", "access_token", "key", "token", "apikey", "api-key")

@@ -18,10 +18,10 @@ import typer
 
 from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run, usage
 from calendar_service.cli.owners import check_key_id
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.timeutil import utcnow
 
 if TYPE_CHECKING:
-    from calendar_service.db import Database
+    from calendar_service.platform.db import Database
 
 changes_app = typer.Typer(
     help="The change log: every change to an event, who made it; undo.",
@@ -68,8 +68,8 @@ def changes_list(
     as_json: JsonFlag = False,
 ) -> None:
     """The owner's changes, newest first: what each did, who made it and through what."""
-    from calendar_service import keys
-    from calendar_service.changes.reading import list_changes
+    from calendar_service.access import keys
+    from calendar_service.governance.change_list import list_changes
 
     key = None if key is None else check_key_id(key)
 
@@ -114,13 +114,13 @@ def changes_undo(
 ) -> None:
     """Undo one change (its id), or every change a key or connected app made since a time
     (--key and --since), newest first; what cannot be undone is listed with its reason."""
-    from calendar_service import keys
-    from calendar_service.changes.reading import owner_of
-    from calendar_service.changes.record import Via
-    from calendar_service.changes.table import OWNER
-    from calendar_service.db import rolled_back
-    from calendar_service.events import undo_jobs
-    from calendar_service.events.undo import undo_change, undo_changes_of
+    from calendar_service.access import keys
+    from calendar_service.governance.change_list import owner_of
+    from calendar_service.journal.change_record import Via
+    from calendar_service.journal.change_table import OWNER
+    from calendar_service.platform.db import rolled_back
+    from calendar_service.governance import undo_jobs
+    from calendar_service.governance.undo import undo_change, undo_changes_of
 
     if (change_id is None) == (key is None):
         _usage("give a change id, or --key KEY_ID with --since")
@@ -185,7 +185,7 @@ def _run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run the undo job ``job`` (just begun) to its end, a batch (a transaction) at a time, its
     progress on standard error; what it undid and refused, as ``undo_changes_of`` says it."""
     from calendar_service.cli.common import open_database
-    from calendar_service.events import undo_jobs
+    from calendar_service.governance import undo_jobs
 
     def progress(job: dict[str, Any]) -> None:
         typer.echo(
@@ -224,9 +224,9 @@ def _run_to_end(
     out."""
     import time
 
-    from calendar_service import background
-    from calendar_service.events import undo_jobs
-    from calendar_service.ids import new_id
+    from calendar_service.governance import undo_runner as background
+    from calendar_service.governance import undo_jobs
+    from calendar_service.platform.ids import new_id
 
     runner = new_id("run")
     try:
@@ -248,7 +248,7 @@ def _run_to_end(
 
 
 def _maybe_rolled_back(conn: Any, dry_run: bool) -> Any:
-    from calendar_service.db import rolled_back
+    from calendar_service.platform.db import rolled_back
 
     return rolled_back(conn) if dry_run else contextlib.nullcontext()
 

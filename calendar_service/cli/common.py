@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 from typer.core import TyperGroup
 
-from calendar_service.config import Config
-from calendar_service.errors import CalendarError, ValidationFailed
+from calendar_service.platform.config import Config
+from calendar_service.platform.errors import CalendarError, ValidationFailed
 
 if TYPE_CHECKING:
-    from calendar_service.db import Database
+    from calendar_service.platform.db import Database
 
 T = TypeVar("T")
 
@@ -41,8 +41,8 @@ UserOption = Annotated[str, typer.Option("--user", help="Owner email.")]
 
 def open_database(config: Config | None = None) -> Database:
     """The configured database, migrated to the latest schema."""
-    from calendar_service.db import Database
-    from calendar_service.migrate import upgrade
+    from calendar_service.platform.db import Database
+    from calendar_service.platform.migrate import upgrade
 
     config = config or Config.from_env()
     db = Database(config)
@@ -63,7 +63,7 @@ def run(fn: Callable[..., T], /, **kwargs: Any) -> T:
 
 def owner_id(conn: Any, email: str) -> str:
     """The id of the owner with this email (NotFound when there is none)."""
-    from calendar_service import users
+    from calendar_service.access import owners as users
 
     return str(users.get_user_by_email(conn, email=email)["id"])
 

@@ -9,8 +9,8 @@ import typer
 
 from calendar_service.cli.common import JsonFlag, emit, run
 from calendar_service.cli.serve import base_url_for
-from calendar_service.errors import CalendarError
-from calendar_service.timeutil import format_utc, utcnow
+from calendar_service.platform.errors import CalendarError
+from calendar_service.platform.timeutil import format_utc, utcnow
 
 DEMO_PASSWORD = "demo-password"  # noqa: S105 - printed for the local demo owner only
 DEMO_KEY_NAME = "demo key"  # each ``demo`` run revokes the active keys so named
@@ -27,7 +27,7 @@ def demo(
     Secrets are stored hashed, so an earlier demo key cannot be printed again: each run revokes
     the owner's earlier demo keys (named "demo key …") and issues a new one, so that one demo
     key at most is live. The owner's other keys are left alone."""
-    from calendar_service import keys, users
+    from calendar_service.access import keys, owners as users
 
     now = utcnow()
 

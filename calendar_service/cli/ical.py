@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
-from calendar_service.errors import FieldError, NotFound, ValidationFailed
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.errors import FieldError, NotFound, ValidationFailed
+from calendar_service.platform.timeutil import utcnow
 
 feeds_app = typer.Typer(
     help="iCalendar subscription feeds: a calendar's events in Google Calendar, Apple "
@@ -30,8 +30,8 @@ def feeds_create(
 
     The URL starts with CALENDAR_BASE_URL when set, else with the address 'serve' last
     served this database on; with neither, nothing is made and the error says so."""
-    from calendar_service import served_address
-    from calendar_service.ical import feeds
+    from calendar_service.platform import served_address
+    from calendar_service.interop.ical import feeds
 
     configured = os.environ.get("CALENDAR_BASE_URL")
 
@@ -54,7 +54,7 @@ def feeds_create(
 @feeds_app.command("list")
 def feeds_list(user: UserOption, as_json: JsonFlag = False) -> None:
     """List an owner's feeds (never their URLs: only the token's first characters)."""
-    from calendar_service.ical import feeds
+    from calendar_service.interop.ical import feeds
 
     items = run(lambda conn: feeds.list_feeds(conn, user_id=owner_id(conn, user)))
 
@@ -88,7 +88,7 @@ def feeds_revoke(
     as_json: JsonFlag = False,
 ) -> None:
     """Revoke a feed: its URL answers 404 from the next fetch on."""
-    from calendar_service.ical import feeds
+    from calendar_service.interop.ical import feeds
 
     def work(conn: Any) -> dict[str, Any]:
         try:
@@ -110,7 +110,7 @@ def feeds_fetches(
     as_json: JsonFlag = False,
 ) -> None:
     """A feed's fetch history, newest first."""
-    from calendar_service.ical import feeds
+    from calendar_service.interop.ical import feeds
 
     def work(conn: Any) -> list[dict[str, Any]]:
         try:
@@ -147,7 +147,7 @@ def feeds_reminder(
 ) -> None:
     """The owner's default reminder, which every feed carries as an alarm (VALARM) on each
     event: calendar apps subscribed to a feed alert that long before it starts."""
-    from calendar_service import reminders
+    from calendar_service.calendar import reminders
 
     def work(conn: Any) -> int | None:
         user_id = owner_id(conn, user)
@@ -174,9 +174,9 @@ def import_file(
 ) -> None:
     """Import an .ics file's events into a calendar. Idempotent by UID: importing the same file
     again changes nothing; what could not be imported, or only in part, is listed."""
-    from calendar_service.ical.importing import import_events
-    from calendar_service.ical.reading import MAX_BYTES
-    from calendar_service.keys import owner_principal
+    from calendar_service.interop.ical.importing import import_events
+    from calendar_service.interop.ical.reading import MAX_BYTES
+    from calendar_service.access.keys import owner_principal
 
     try:
         with file.open("rb") as handle:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.timeutil import utcnow
 
 mail_app = typer.Typer(
     help="The invitations your events sent: list.",
@@ -25,7 +25,7 @@ def mail_list(
     as_json: JsonFlag = False,
 ) -> None:
     """The owner's messages, newest first: recipient, method, status and attempts."""
-    from calendar_service.mail import outbox
+    from calendar_service.delivery.mail import sending as outbox
 
     items = run(
         lambda conn: outbox.list_mail(
@@ -47,7 +47,7 @@ def mail_list(
 def inbound_mail(as_json: JsonFlag = False) -> None:
     """Apply an iMIP REPLY (an attendee's answer) read from standard input, as a mail server
     pipes it (at most 10 MB)."""
-    from calendar_service.mail import replies
+    from calendar_service.delivery.mail import replies
 
     raw = sys.stdin.buffer.read(replies.MAX_INBOUND_BYTES + 1)
     result: dict[str, Any] = run(replies.apply_inbound, raw=raw, now=utcnow())

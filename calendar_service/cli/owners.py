@@ -18,8 +18,8 @@ from calendar_service.cli.common import (
     run,
     usage,
 )
-from calendar_service.errors import DefaultCalendarKept, FieldError, NotFound, ValidationFailed
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.errors import DefaultCalendarKept, FieldError, NotFound, ValidationFailed
+from calendar_service.platform.timeutil import utcnow
 
 users_app = typer.Typer(
     help="Owners (the people whose calendars these are).",
@@ -56,7 +56,7 @@ def users_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create an owner, with their default calendar 'Личное'."""
-    from calendar_service import users
+    from calendar_service.access import owners as users
 
     user = run(users.create_user, email=email, password=password, now=utcnow(), time_zone=time_zone)
     emit(
@@ -74,7 +74,7 @@ def users_set_password(
     as_json: JsonFlag = False,
 ) -> None:
     """Set an owner's sign-in password."""
-    from calendar_service import users
+    from calendar_service.access import owners as users
 
     user = run(users.set_password, email=email, password=password)
     emit(user, as_json, f"password set for {user['email']}")
@@ -93,7 +93,7 @@ def calendars_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create a calendar for an owner."""
-    from calendar_service import calendars as calendars_core
+    from calendar_service.calendar import calendars as calendars_core
 
     def work(conn: Any) -> dict[str, Any]:
         return calendars_core.create_calendar(
@@ -115,7 +115,7 @@ def calendars_list(
     as_json: JsonFlag = False,
 ) -> None:
     """List an owner's calendars."""
-    from calendar_service import calendars as calendars_core
+    from calendar_service.calendar import calendars as calendars_core
 
     def work(conn: Any) -> list[dict[str, Any]]:
         rows = calendars_core.list_owner_calendars(conn, user_id=owner_id(conn, user))
@@ -151,7 +151,7 @@ def calendars_update(
     as_json: JsonFlag = False,
 ) -> None:
     """Rename a calendar, change its time zone or its colour."""
-    from calendar_service import calendar_changes
+    from calendar_service.calendar import calendar_edits as calendar_changes
 
     def work(conn: Any) -> dict[str, Any]:
         return calendar_changes.update_calendar(
@@ -194,7 +194,7 @@ def calendars_delete(
 
     Never the default calendar. Asks first unless --yes (which is needed without a terminal).
     """
-    from calendar_service import calendar_changes
+    from calendar_service.calendar import calendar_edits as calendar_changes
 
     db = open_database()
     try:
@@ -316,7 +316,7 @@ def keys_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create an API key. Its secret is printed once and never stored."""
-    from calendar_service import keys
+    from calendar_service.access import keys
 
     now = utcnow()
 
@@ -370,7 +370,7 @@ def keys_list(
     as_json: JsonFlag = False,
 ) -> None:
     """List an owner's keys (never their secrets)."""
-    from calendar_service import keys
+    from calendar_service.access import keys
 
     items = run(lambda conn: keys.list_keys(conn, user_id=owner_id(conn, user), now=utcnow()))
 
@@ -390,7 +390,7 @@ def keys_list(
 def check_key_id(value: str) -> str:
     """``value`` as a key id; a secret (or its prefix) given instead is refused without being
     repeated: it goes nowhere, not even into the error message."""
-    from calendar_service.keys import SECRET_PREFIX
+    from calendar_service.access.keys import SECRET_PREFIX
 
     if value.strip().startswith(SECRET_PREFIX):
         usage(
@@ -409,7 +409,7 @@ def keys_update(
 ) -> None:
     """Change which of a key's (or connected app's) writes wait for your approval, from its
     next request on."""
-    from calendar_service import keys
+    from calendar_service.access import keys
 
     key_id = check_key_id(key_id)
     record = run(
@@ -429,7 +429,7 @@ def keys_revoke(
     as_json: JsonFlag = False,
 ) -> None:
     """Revoke a key: it is refused from the next request on."""
-    from calendar_service import keys
+    from calendar_service.access import keys
 
     key_id = check_key_id(key_id)
 
@@ -460,7 +460,7 @@ def calls(
     as_json: JsonFlag = False,
 ) -> None:
     """A key's call history, newest first."""
-    from calendar_service import history, keys
+    from calendar_service.access import call_history as history, keys
 
     key_id = check_key_id(key_id)
 

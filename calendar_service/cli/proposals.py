@@ -14,8 +14,8 @@ import typer
 
 from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
 from calendar_service.cli.owners import check_key_id
-from calendar_service.errors import FieldError, NotFound, ValidationFailed
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.errors import FieldError, NotFound, ValidationFailed
+from calendar_service.platform.timeutil import utcnow
 
 proposals_app = typer.Typer(
     help="Writes that wait for your approval: list, approve, reject.",
@@ -52,8 +52,8 @@ def proposals_list(
     as_json: JsonFlag = False,
 ) -> None:
     """The owner's proposals, newest first."""
-    from calendar_service.changes import proposals
-    from calendar_service.keys import get_key
+    from calendar_service.governance import proposals
+    from calendar_service.access.keys import get_key
 
     key = None if key is None else check_key_id(key)
     if status is not None and status not in proposals.STATUSES:
@@ -81,7 +81,7 @@ def proposals_list(
 
 
 def _owner(conn: Any, user: str | None, proposal_id: str) -> str:
-    from calendar_service.changes import proposals
+    from calendar_service.governance import proposals
 
     if user is None:
         return proposals.owner_of(conn, proposal_id=proposal_id)
@@ -100,8 +100,8 @@ def proposals_approve(
 ) -> None:
     """Approve a pending proposal: the change is made now, if the event is still as it was
     (else it fails: exit 1)."""
-    from calendar_service.changes import proposals
-    from calendar_service.events.approving import approve
+    from calendar_service.governance import proposals
+    from calendar_service.governance.approving import approve
 
     def work(conn: Any) -> dict[str, Any]:
         owner = _owner(conn, user, proposal_id)
@@ -119,7 +119,7 @@ def proposals_reject(
     proposal_id: ProposalArgument, user: OwnerOption = None, as_json: JsonFlag = False
 ) -> None:
     """Reject a pending proposal: nothing is changed."""
-    from calendar_service.changes import proposals
+    from calendar_service.governance import proposals
 
     def work(conn: Any) -> dict[str, Any]:
         owner = _owner(conn, user, proposal_id)

@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 
 from calendar_service.cli.common import open_database
-from calendar_service.config import Config, served_base_url
-from calendar_service.logs import configure_logging
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.config import Config, served_base_url
+from calendar_service.platform.logs import configure_logging
+from calendar_service.platform.timeutil import utcnow
 
 
 def base_url_for(host: str, port: int, *, tls: bool = False) -> str:
@@ -38,7 +38,7 @@ def serve(
     recorded in the database, where the commands that print links (feeds create) find it."""
     import uvicorn
 
-    from calendar_service import served_address
+    from calendar_service.platform import served_address
 
     # This process's logging, and (through the environment) each server process's, where the
     # app factory applies it: uvicorn installs none of its own (log_config=None).

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service import webhook_targets
+from calendar_service.delivery import webhook_targets
 from calendar_service.cli.common import (
     JsonFlag,
     UserOption,
@@ -19,9 +19,9 @@ from calendar_service.cli.common import (
     run,
     usage,
 )
-from calendar_service.config import Config
-from calendar_service.logs import configure_logging
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.config import Config
+from calendar_service.platform.logs import configure_logging
+from calendar_service.platform.timeutil import utcnow
 
 webhook_app = typer.Typer(
     help="The owner's webhook: signed notifications of every event change.",
@@ -72,8 +72,8 @@ def webhook_set(
     CALENDAR_WEBHOOK_ALLOW_LOCAL=1). Setting it again issues a new secret; the old one keeps
     signing beside it for 24 hours. Its time triggers stay as they were unless
     --minutes-before or --ended says otherwise."""
-    from calendar_service import webhook_config
-    from calendar_service.triggers.kinds import parse_offsets
+    from calendar_service.delivery import webhook_settings as webhook_config
+    from calendar_service.delivery.triggers.kinds import parse_offsets
 
     config = Config.from_env()
     target = webhook_targets.check_endpoint_url(
@@ -112,7 +112,7 @@ def webhook_set(
 @webhook_app.command("show")
 def webhook_show(user: UserOption, as_json: JsonFlag = False) -> None:
     """Show the owner's webhook (never its secret)."""
-    from calendar_service import webhook_config
+    from calendar_service.delivery import webhook_settings as webhook_config
 
     endpoint = run(lambda conn: webhook_config.get_endpoint(conn, user_id=owner_id(conn, user)))
 
@@ -132,7 +132,7 @@ def webhook_show(user: UserOption, as_json: JsonFlag = False) -> None:
 @webhook_app.command("rotate")
 def webhook_rotate(user: UserOption, as_json: JsonFlag = False) -> None:
     """Issue a new signing secret (shown once); the old one keeps signing for 24 hours."""
-    from calendar_service import webhook_config
+    from calendar_service.delivery import webhook_settings as webhook_config
 
     endpoint, secret = run(
         lambda conn: webhook_config.rotate_secret(conn, user_id=owner_id(conn, user), now=utcnow())
@@ -149,7 +149,7 @@ def webhook_enable(
     as_json: JsonFlag = False,
 ) -> None:
     """Enable a webhook that was disabled (after 410 Gone or days of failures)."""
-    from calendar_service import webhook_config
+    from calendar_service.delivery import webhook_settings as webhook_config
 
     endpoint = run(
         lambda conn: webhook_config.enable_endpoint(
@@ -176,7 +176,7 @@ def webhook_deliveries(
     as_json: JsonFlag = False,
 ) -> None:
     """The webhook's deliveries, newest first (or one, with its attempts, with --id)."""
-    from calendar_service import webhook_config
+    from calendar_service.delivery import webhook_settings as webhook_config
 
     def work(conn: Any) -> dict[str, Any]:
         user_id = owner_id(conn, user)
@@ -209,7 +209,7 @@ def webhook_redeliver(
     as_json: JsonFlag = False,
 ) -> None:
     """Send a delivery again (same webhook-id), or every failed one with --failed."""
-    from calendar_service import webhook_config
+    from calendar_service.delivery import webhook_settings as webhook_config
 
     if (delivery_id is None) == (not failed):
         usage("give a delivery id (evt_…) or --failed, not both")
@@ -244,7 +244,7 @@ def worker(
 
     For deployments with many server processes started with `serve --no-webhooks`; several
     workers may share one PostgreSQL database."""
-    configure_logging(log_level)  # the service's logging, as in serve (calendar_service.logs)
+    configure_logging(log_level)  # the service's logging, as in serve (calendar_service.platform.logs)
     db = None
     try:
         config = Config.from_env()

@@ -13,7 +13,7 @@ from starlette.responses import Response
 from calendar_service.asgi.context import request_id, services
 from calendar_service.asgi.methods import allow_header
 from calendar_service.asgi.responses import error_response, problem
-from calendar_service.errors import CalendarError
+from calendar_service.platform.errors import CalendarError
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 400: "bad_request"}
 

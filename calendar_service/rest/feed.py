@@ -16,8 +16,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service.asgi.context import services
-from calendar_service.ical.feeds import FEED_PATH, RenderedFeeds, fetch_feed
-from calendar_service.timeutil import utcnow
+from calendar_service.interop.ical.feeds import FEED_PATH, RenderedFeeds, fetch_feed
+from calendar_service.platform.timeutil import utcnow
 
 MEDIA_TYPE = "text/calendar; charset=utf-8"
 _HEADERS = {

@@ -28,18 +28,18 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import service_secrets
+from calendar_service.platform import service_secrets
 from calendar_service.asgi.context import bearer_token, service_key, services
-from calendar_service.errors import (
+from calendar_service.platform.errors import (
     CalendarError,
     MissingKey,
     NotFound,
     PayloadTooLarge,
     UnknownKey,
 )
-from calendar_service.mail import replies
-from calendar_service.mail.links import REPLY_PATH, RESPONSES, read_token
-from calendar_service.timeutil import utcnow
+from calendar_service.delivery.mail import replies
+from calendar_service.journal.reply_links import REPLY_PATH, RESPONSES, read_token
+from calendar_service.platform.timeutil import utcnow
 
 INBOUND_PATH = "/api/v1/inbound/mail"
 _WORDS = {"accepted": "Yes, I'll attend", "tentative": "Maybe", "declined": "No, I won't attend"}

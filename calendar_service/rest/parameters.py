@@ -16,8 +16,8 @@ import difflib
 from collections.abc import Iterable
 from typing import Any
 
-from calendar_service import operations
-from calendar_service.errors import FieldError, UnknownParameter
+from calendar_service.operations import catalog as operations
+from calendar_service.platform.errors import FieldError, UnknownParameter
 
 _PARAMETER = "#/components/parameters/{}"
 _NAME_MOST = 100  # characters of an unknown name repeated in the answer

@@ -1,6 +1,6 @@
 """``/api/v1/calendar/events`` and ``/api/v1/calendar/changes``: thin handlers over the core's
 operations, through ``gateway.perform``: each picks its operation
-(``calendar_service.operations``) and translates the request into its arguments and its result
+(``calendar_service.operations.catalog``) and translates the request into its arguments and its result
 into the answer; the key, its permission and scope, the rate limit and the call history are
 the core's. Every write answers with its change's id (``Calendar-Change-Id``) and takes
 ``?dryRun=true``; a write that waits for the owner's approval answers 202 with its proposal
@@ -18,7 +18,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service import idempotency, operations, service_secrets
+from calendar_service.access import idempotency
+from calendar_service.operations import catalog as operations
+from calendar_service.platform import service_secrets
 from calendar_service.asgi.context import (
     Query,
     bearer_token,
@@ -30,23 +32,23 @@ from calendar_service.asgi.context import (
     services,
 )
 from calendar_service.asgi.responses import Encoded
-from calendar_service.errors import (
+from calendar_service.platform.errors import (
     CalendarError,
     KeyInUrl,
     PayloadTooLarge,
     UnsupportedMediaType,
     ValidationFailed,
 )
-from calendar_service.events.shapes import dumps
-from calendar_service.gateway import Arguments, Outcome, finished, may_perform, perform
-from calendar_service.ical.reading import MAX_BYTES as MAX_ICS_BYTES
-from calendar_service.ical.reading import ReadFile, read_file
-from calendar_service.inputs import NUL, nul_errors, parse_flag, parse_json_body
-from calendar_service.keys import WRITE
-from calendar_service.mail.invitations import MailPolicy
-from calendar_service.operations import Operation
+from calendar_service.calendar.events.shapes import dumps
+from calendar_service.operations.gateway import Arguments, Outcome, finished, may_perform, perform
+from calendar_service.interop.ical.reading import MAX_BYTES as MAX_ICS_BYTES
+from calendar_service.interop.ical.reading import ReadFile, read_file
+from calendar_service.platform.inputs import NUL, nul_errors, parse_flag, parse_json_body
+from calendar_service.access.keys import WRITE
+from calendar_service.journal.invitations import MailPolicy
+from calendar_service.operations.catalog import Operation
 from calendar_service.rest import parameters
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.timeutil import utcnow
 
 EVENTS_PATH = "/api/v1/calendar/events"
 FREE_BUSY_PATH = "/api/v1/calendar/freeBusy"

@@ -24,7 +24,7 @@ import httpx
 import pytest
 from argon2 import PasswordHasher
 
-from calendar_service import users
+from calendar_service.access import owners as users
 from tests.conftest import make_config
 from tests.support import Factory, Owner, RunningServer, own_server
 

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from starlette.routing import Route
 
-from calendar_service import keys
+from calendar_service.access import keys
 from calendar_service.account import account_routes
 from tests.account.conftest import Settings, signed_in
 from tests.support import Factory, RunningServer, bearer

@@ -16,11 +16,11 @@ import httpx
 from playwright.sync_api import expect
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
-from calendar_service import webhook_config
-from calendar_service.config import Config
-from calendar_service.history import CallRecord, record_call
-from calendar_service.models import DEFAULT_CALENDAR_NAME as DEFAULT_NAME
-from calendar_service.timeutil import utcnow
+from calendar_service.delivery import webhook_settings as webhook_config
+from calendar_service.platform.config import Config
+from calendar_service.access.call_history import CallRecord, record_call
+from calendar_service.platform.models import DEFAULT_CALENDAR_NAME as DEFAULT_NAME
+from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import browser_sign_in, nav, receiver, screenshot
 from tests.support import Factory, Owner, RunningServer, bearer, wait_for
 

@@ -8,10 +8,10 @@ import httpx
 import orjson
 from sqlalchemy import insert, select
 
-from calendar_service import keys
-from calendar_service.ids import new_id
-from calendar_service.models import deliveries_t, endpoints_t
-from calendar_service.timeutil import utcnow
+from calendar_service.access import keys
+from calendar_service.platform.ids import new_id
+from calendar_service.platform.models import deliveries_t, endpoints_t
+from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import Settings, event_form, text_of
 from tests.support import Factory, bearer
 

@@ -31,9 +31,9 @@ from mcp.shared.auth import (
 from playwright.sync_api import expect
 from pydantic import AnyUrl
 
-from calendar_service import history, keys
-from calendar_service.db import Database
-from calendar_service.timeutil import utcnow
+from calendar_service.access import call_history as history, keys
+from calendar_service.platform.db import Database
+from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import screenshot
 from tests.mcp_tools.clients import structured
 from tests.rest.conftest import event_body

@@ -9,9 +9,9 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from calendar_service import keys
-from calendar_service.db import Database
-from calendar_service.timeutil import utcnow
+from calendar_service.access import keys
+from calendar_service.platform.db import Database
+from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import csrf_from, text_of
 from tests.mcp_tools.oauth_flow import Flow, query_of
 from tests.support import Factory, RunningServer

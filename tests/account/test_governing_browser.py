@@ -14,7 +14,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import browser_sign_in, nav, screenshot
 from tests.rest.conftest import create_event
 from tests.support import Factory, Owner, RunningServer, bearer

@@ -11,10 +11,10 @@ from typing import Any
 
 import httpx
 
-from calendar_service import keys
-from calendar_service.changes import proposals
-from calendar_service.changes.table import changes_t
-from calendar_service.timeutil import utcnow
+from calendar_service.access import keys
+from calendar_service.governance import proposals
+from calendar_service.journal.change_table import changes_t
+from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import Settings, text_of
 from tests.rest.conftest import EVENTS, create_event
 from tests.support import Factory, bearer, wait_for
@@ -89,7 +89,7 @@ def test_rejecting_on_the_pending_page_changes_nothing_and_a_failed_approval_say
 
 
 def _owner_renames(conn: Any, *, user_id: str, event_id: str, title: str) -> None:
-    from calendar_service.events import update_event
+    from calendar_service.calendar.events import update_event
 
     update_event(
         conn,

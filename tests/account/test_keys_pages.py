@@ -8,8 +8,8 @@ from datetime import timedelta
 import httpx
 from sqlalchemy import update
 
-from calendar_service import keys
-from calendar_service.timeutil import utcnow
+from calendar_service.access import keys
+from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import Settings
 from tests.support import Factory, bearer, delete_all
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from calendar_service import owner_sessions, signin, users
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.timeutil import utcnow
+from calendar_service.access import owner_sessions, signin, owners as users
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import Settings, csrf_from, post_sign_in, sign_in, signed_in
 from tests.conftest import make_config
 from tests.support import Factory, Owner, RunningServer, make_tls, own_server

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 from playwright.sync_api import expect
 
-from calendar_service import webhook_config
-from calendar_service.db import Database
+from calendar_service.delivery import webhook_settings as webhook_config
+from calendar_service.platform.db import Database
 from tests.account.conftest import Settings, browser_sign_in, receiver, screenshot
 from tests.support import Factory, Owner, bearer, wait_for
 from tests.webhooks.support import set_webhook

@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from calendar_service import signin
-from calendar_service.config import Config
+from calendar_service.access import signin
+from calendar_service.platform.config import Config
 from tests.account.conftest import csrf_from
 from tests.support import Factory, RunningServer, own_server
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from calendar_service import webhook_config
-from calendar_service.timeutil import utcnow
+from calendar_service.delivery import webhook_settings as webhook_config
+from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import Settings, signed_in
 from tests.support import Factory, RunningServer
 

@@ -21,7 +21,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from calendar_service.cli import app
-from calendar_service.config import Config
+from calendar_service.platform.config import Config
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import uuid
 
 import httpx
 
-from calendar_service.config import Config
+from calendar_service.platform.config import Config
 from tests.cli.support import cli, cli_json
 from tests.rest.conftest import EVENTS
 from tests.support import RunningServer, bearer

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from calendar_service.config import Config
+from calendar_service.platform.config import Config
 from tests.cli.test_cli import cli, cli_json
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import bearer

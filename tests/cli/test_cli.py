@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from calendar_service.config import Config
+from calendar_service.platform.config import Config
 from tests.cli.support import cli, cli_json
 from tests.rest.conftest import EVENTS
 from tests.support import bearer

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from calendar_service.config import Config
+from calendar_service.platform.config import Config
 from tests.cli.support import cli, cli_json
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import bearer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from calendar_service.config import Config
+from calendar_service.platform.config import Config
 from tests.cli.support import cli, cli_json
 
 

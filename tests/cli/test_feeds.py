@@ -10,9 +10,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from calendar_service.config import Config
+from calendar_service.platform.config import Config
 from tests.cli.support import Ran, cli, cli_json, run_cli
-from tests.ical.support import fetch, parsed
+from tests.rest.ical.support import fetch, parsed
 from tests.support import RunningServer, free_port, fresh_database_url, serve_env, serving
 
 

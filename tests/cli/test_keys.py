@@ -8,8 +8,8 @@ from datetime import UTC, date, datetime, timedelta
 import httpx
 import pytest
 
-from calendar_service.config import Config
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.config import Config
+from calendar_service.platform.timeutil import utcnow
 from tests.cli.support import cli, cli_json
 from tests.rest.conftest import EVENTS
 from tests.support import bearer

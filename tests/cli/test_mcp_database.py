@@ -9,9 +9,9 @@ from pathlib import Path
 
 from sqlalchemy import make_url
 
-from calendar_service import keys
-from calendar_service.config import Config
-from calendar_service.db import Database
+from calendar_service.access import keys
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
 
 
 def _mcp(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,7 @@ import uuid
 
 import httpx
 
-from calendar_service.config import Config
+from calendar_service.platform.config import Config
 from tests.cli.test_cli import cli, cli_json
 from tests.rest.conftest import EVENTS, create_event, event_body
 from tests.support import bearer

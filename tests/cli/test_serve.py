@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from calendar_service.config import Config
+from calendar_service.platform.config import Config
 from tests.cli.support import run_cli
 from tests.mcp_tools.clients import INITIALIZE, JSON_RPC_HEADERS
 from tests.rest.conftest import EVENTS, event_body

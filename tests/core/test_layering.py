@@ -31,7 +31,7 @@ from alembic.migration import MigrationContext
 from packaging.requirements import Requirement
 from sqlmodel import SQLModel
 
-from calendar_service.db import Database
+from calendar_service.platform.db import Database
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = "tests/core/test_layering.py"
@@ -44,48 +44,48 @@ LAYERS: dict[str, frozenset[str]] = {
     "core": frozenset(
         {
             "calendar_service/__init__.py",
-            "calendar_service/availability.py",
-            "calendar_service/background.py",
-            "calendar_service/caldav/",
-            "calendar_service/calendar_changes.py",
-            "calendar_service/calendars.py",
-            "calendar_service/changes/",
-            "calendar_service/config.py",
-            "calendar_service/db/",
+            "calendar_service/calendar/availability.py",
+            "calendar_service/governance/undo_runner.py",
+            "calendar_service/interop/caldav/",
+            "calendar_service/calendar/calendar_edits.py",
+            "calendar_service/calendar/calendars.py",
+            "calendar_service/governance/",
+            "calendar_service/platform/config.py",
+            "calendar_service/platform/db/",
             "calendar_service/emails.py",
-            "calendar_service/errors.py",
-            "calendar_service/events/",
-            "calendar_service/gateway.py",
-            "calendar_service/history.py",
-            "calendar_service/ical/",
-            "calendar_service/idempotency.py",
-            "calendar_service/ids.py",
-            "calendar_service/inputs.py",
-            "calendar_service/keys.py",
-            "calendar_service/later.py",
-            "calendar_service/logs.py",
-            "calendar_service/mail/",
-            "calendar_service/maintenance.py",
-            "calendar_service/migrate.py",
-            "calendar_service/models/",
-            "calendar_service/oauth.py",
-            "calendar_service/operations.py",
-            "calendar_service/outbox.py",
-            "calendar_service/owner_sessions.py",
-            "calendar_service/ratelimit.py",
-            "calendar_service/recurrence/",
-            "calendar_service/reminders.py",
-            "calendar_service/schema_patterns.py",
-            "calendar_service/served_address.py",
-            "calendar_service/service_secrets.py",
-            "calendar_service/sharing.py",
-            "calendar_service/signin.py",
-            "calendar_service/subscriptions.py",
-            "calendar_service/timeutil.py",
-            "calendar_service/triggers/",
-            "calendar_service/users.py",
-            "calendar_service/webhook_config.py",
-            "calendar_service/webhook_targets.py",
+            "calendar_service/platform/errors.py",
+            "calendar_service/calendar/events/",
+            "calendar_service/operations/gateway.py",
+            "calendar_service/access/call_history.py",
+            "calendar_service/interop/ical/",
+            "calendar_service/access/idempotency.py",
+            "calendar_service/platform/ids.py",
+            "calendar_service/platform/inputs.py",
+            "calendar_service/access/keys.py",
+            "calendar_service/platform/deferred.py",
+            "calendar_service/platform/logs.py",
+            "calendar_service/delivery/mail/",
+            "calendar_service/operations/retention.py",
+            "calendar_service/platform/migrate.py",
+            "calendar_service/platform/models/",
+            "calendar_service/access/oauth.py",
+            "calendar_service/operations/catalog.py",
+            "calendar_service/journal/webhook_outbox.py",
+            "calendar_service/access/owner_sessions.py",
+            "calendar_service/access/ratelimit.py",
+            "calendar_service/calendar/recurrence/",
+            "calendar_service/calendar/reminders.py",
+            "calendar_service/platform/schema_patterns.py",
+            "calendar_service/platform/served_address.py",
+            "calendar_service/platform/service_secrets.py",
+            "calendar_service/calendar/sharing.py",
+            "calendar_service/access/signin.py",
+            "calendar_service/delivery/subscriptions.py",
+            "calendar_service/platform/timeutil.py",
+            "calendar_service/delivery/triggers/",
+            "calendar_service/access/owners.py",
+            "calendar_service/delivery/webhook_settings.py",
+            "calendar_service/delivery/webhook_targets.py",
         }
     ),
     "migrations": frozenset({"migrations/", "migrations/versions/"}),
@@ -244,7 +244,7 @@ def _our_files() -> list[str]:
 
 
 def _layer(path: str) -> str | None:
-    """The layer of one of our files (``calendar_service/errors.py``) or folders
+    """The layer of one of our files (``calendar_service/platform/errors.py``) or folders
     (``webhooks/``), or None when no layer names it."""
     for layer, names in LAYERS.items():
         if path in names:
@@ -440,10 +440,10 @@ def test_the_core_may_use_no_library_it_does_not_name_nor_the_standard_librarys_
 
 
 def test_a_migration_imports_nothing_of_the_live_code() -> None:
-    planted = "import sqlmodel\nfrom calendar_service.models import UTCDateTime\n"
+    planted = "import sqlmodel\nfrom calendar_service.platform.models import UTCDateTime\n"
     assert _offences(planted, "migrations.versions.0099_planted", "migrations") == [
-        "calendar_service.models (the migrations layer may not import the core layer)",
-        "calendar_service.models.UTCDateTime (the migrations layer may not import the core layer)",
+        "calendar_service.platform.models (the migrations layer may not import the core layer)",
+        "calendar_service.platform.models.UTCDateTime (the migrations layer may not import the core layer)",
         "sqlmodel (a migrations module imports no third-party package but alembic, sqlalchemy; "
         f"see LIBRARIES in {HERE})",
     ]
@@ -451,9 +451,9 @@ def test_a_migration_imports_nothing_of_the_live_code() -> None:
 
 def test_a_new_folder_or_core_module_has_no_layer_until_named() -> None:
     assert _layer("calendar_service/reports/__init__.py") is None
-    assert _layer("calendar_service/events/drafts/__init__.py") is None
+    assert _layer("calendar_service/calendar/events/drafts/__init__.py") is None
     assert _layer("calendar_service/reports.py") is None
-    assert _layer("calendar_service/events/drafts.py") == "core"
+    assert _layer("calendar_service/calendar/events/drafts.py") == "core"
     assert _layer("webhooks/retry.py") == "webhooks"
 
 

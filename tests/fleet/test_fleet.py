@@ -41,7 +41,7 @@ from typing import Any
 
 import pytest
 
-from calendar_service.ratelimit import default_batch, most_held
+from calendar_service.access.ratelimit import default_batch, most_held
 from tests.fleet.hosts import Fleet, missing_requirements, start_postgres
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from calendar_service import history
-from calendar_service.db import Database
+from calendar_service.access import call_history as history
+from calendar_service.platform.db import Database
 from tests.mcp_tools.clients import MODES, connect, text_of
 from tests.rest.conftest import event_body
 from tests.support import Factory, RunningServer

@@ -12,10 +12,10 @@ import httpx
 import pytest
 from sqlalchemy import delete, select, update
 
-from calendar_service import history, keys, oauth
-from calendar_service.db import Database
-from calendar_service.models import calls_t, oauth_authorizations_t, oauth_tokens_t
-from calendar_service.timeutil import utcnow
+from calendar_service.access import call_history as history, keys, oauth
+from calendar_service.platform.db import Database
+from calendar_service.platform.models import calls_t, oauth_authorizations_t, oauth_tokens_t
+from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import csrf_from
 from tests.mcp_tools.oauth_flow import REDIRECT_URI, Flow, query_of
 from tests.support import Factory, RunningServer, bearer

@@ -15,9 +15,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from calendar_service import keys
-from calendar_service.db import Database
-from calendar_service.timeutil import utcnow
+from calendar_service.access import keys
+from calendar_service.platform.db import Database
+from calendar_service.platform.timeutil import utcnow
 from tests.conftest import make_config
 from tests.mcp_tools.oauth_flow import REDIRECT_URI, Flow
 from tests.support import Factory, RunningServer, make_tls, own_server, run_server

@@ -8,8 +8,8 @@ import json
 import httpx
 import pytest
 
-from calendar_service.events.approving import approve
-from calendar_service.timeutil import utcnow
+from calendar_service.governance.approving import approve
+from calendar_service.platform.timeutil import utcnow
 from tests.mcp_tools.clients import MODES, connect, text_of
 from tests.rest.conftest import EVENTS, create_event
 from tests.support import Factory, RunningServer, bearer

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from calendar_service import history
+from calendar_service.access import call_history as history
 from calendar_service.app import create_app
-from calendar_service.db import Database
+from calendar_service.platform.db import Database
 from tests.conftest import make_config
 from tests.mcp_tools.clients import connect, text_of
 from tests.support import Factory, run_server

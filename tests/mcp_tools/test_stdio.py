@@ -10,11 +10,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 from typer.testing import CliRunner
 
-from calendar_service import history, keys
+from calendar_service.access import call_history as history, keys
 from calendar_service.cli import app
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.platform.timeutil import utcnow
 from tests.mcp_tools.clients import MODES, structured, text_of
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, bearer

@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp_types import Tool
 
-from calendar_service.errors import CalendarError
+from calendar_service.platform.errors import CalendarError
 from tests.mcp_tools.clients import MODES, connect, text_of
 from tests.support import Factory, RunningServer
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from calendar_service.db import Database
+from calendar_service.platform.db import Database
 from tests.rest.conftest import EVENTS
 from tests.support import Factory, Owner, bearer
 from tests.webhooks.support import set_webhook

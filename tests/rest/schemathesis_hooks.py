@@ -32,8 +32,8 @@ import httpx
 import schemathesis
 from schemathesis import Case, HookContext, Response
 
-from calendar_service.schema_patterns import ALL_DAY_PATTERN, DATE_TIME_PATTERN
-from calendar_service.timeutil import MAX_YEAR, MIN_YEAR, parse_date_time, parse_day
+from calendar_service.platform.schema_patterns import ALL_DAY_PATTERN, DATE_TIME_PATTERN
+from calendar_service.platform.timeutil import MAX_YEAR, MIN_YEAR, parse_date_time, parse_day
 
 CALENDARS: list[tuple[str, str]] = [
     (str(cid), str(name)) for cid, name in json.loads(os.environ["CALENDAR_FUZZ_CALENDARS"])

@@ -7,9 +7,9 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from calendar_service import history, keys
-from calendar_service.db import Database
-from calendar_service.timeutil import utcnow
+from calendar_service.access import call_history as history, keys
+from calendar_service.platform.db import Database
+from calendar_service.platform.timeutil import utcnow
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, bearer
 

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from calendar_service.db import Database
+from calendar_service.platform.db import Database
 from tests.rest.conftest import EVENTS
 from tests.rest.recurrence_support import Cal, calendar_in, create, watch
 from tests.support import Factory, RunningServer, bearer, queued
@@ -614,8 +614,8 @@ def test_no_slot_overlaps_busy_time_or_leaves_working_hours_across_the_spring_ch
 def test_find_free_time_counts_attendees_who_share_their_free_busy_and_names_the_others(
     api: httpx.Client, factory: Factory
 ) -> None:
-    from calendar_service import sharing
-    from calendar_service.timeutil import utcnow
+    from calendar_service.calendar import sharing
+    from calendar_service.platform.timeutil import utcnow
 
     asking, ana, bob = factory.owner(), factory.owner(), factory.owner()
     factory.db.call(sharing.share, user_id=ana.id, email=asking.email.upper(), now=utcnow())

@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 
-from calendar_service import history, keys
-from calendar_service.changes.reading import list_changes
-from calendar_service.config import Config
+from calendar_service.access import call_history as history, keys
+from calendar_service.governance.change_list import list_changes
+from calendar_service.platform.config import Config
 from tests.account.conftest import event_form, signed_in
 from tests.cli.test_cli import cli_json
 from tests.mcp_tools.clients import connect

@@ -9,9 +9,9 @@ import httpx
 import orjson
 from sqlalchemy import func, select
 
-from calendar_service import history
-from calendar_service.changes.table import changes_t
-from calendar_service.models import deliveries_t, event_sync_t, events_t, records_t
+from calendar_service.access import call_history as history
+from calendar_service.journal.change_table import changes_t
+from calendar_service.platform.models import deliveries_t, event_sync_t, events_t, records_t
 from tests.rest.conftest import EVENTS, create_event, event_body
 from tests.support import Factory, Owner, bearer
 
@@ -58,9 +58,9 @@ def counts(factory: Factory, owner: Owner) -> dict[str, int]:
 
 def with_webhook(factory: Factory, owner: Owner) -> None:
     """An active webhook endpoint, so that every change queues a delivery."""
-    from calendar_service.ids import new_id
-    from calendar_service.models import endpoints_t
-    from calendar_service.timeutil import utcnow
+    from calendar_service.platform.ids import new_id
+    from calendar_service.platform.models import endpoints_t
+    from calendar_service.platform.timeutil import utcnow
 
     def add(conn: Any) -> None:
         now = utcnow()

@@ -9,9 +9,9 @@ import httpx
 import pytest
 from sqlalchemy import Connection, text
 
-from calendar_service import calendar_changes
-from calendar_service.db import Database
-from calendar_service.timeutil import utcnow
+from calendar_service.calendar import calendar_edits as calendar_changes
+from calendar_service.platform.db import Database
+from calendar_service.platform.timeutil import utcnow
 from tests.rest.conftest import EVENTS, create_event, event_body, with_work
 from tests.support import Factory, bearer, wait_for
 

@@ -18,9 +18,9 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from calendar_service import history
+from calendar_service.access import call_history as history
 from calendar_service.app import create_app
-from calendar_service.db import Database
+from calendar_service.platform.db import Database
 from tests.account.conftest import signed_in
 from tests.conftest import make_config
 from tests.mcp_tools.clients import JSON_RPC_HEADERS

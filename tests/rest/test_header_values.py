@@ -9,10 +9,10 @@ import re
 import httpx
 import pytest
 
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.models import DEFAULT_CALENDAR_NAME
-from tests.ical.support import ICS, IMPORT, fetch, make_feed
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.platform.models import DEFAULT_CALENDAR_NAME
+from tests.rest.ical.support import ICS, IMPORT, fetch, make_feed
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, bearer
 

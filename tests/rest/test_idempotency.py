@@ -8,7 +8,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from calendar_service.db import Database
+from calendar_service.platform.db import Database
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, bearer
 

@@ -9,7 +9,7 @@ import json
 import httpx
 import pytest
 
-from calendar_service import history
+from calendar_service.access import call_history as history
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, bearer
 

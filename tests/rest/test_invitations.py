@@ -25,12 +25,12 @@ import pytest
 from aiosmtpd.controller import Controller
 from icalendar import Calendar
 
-from calendar_service import keys
+from calendar_service.access import keys
 from calendar_service.app import create_app
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.mail import outbox
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.delivery.mail import sending as outbox
+from calendar_service.platform.timeutil import utcnow
 from tests.conftest import make_config
 from tests.rest.test_changes import with_webhook
 from tests.support import (
@@ -896,7 +896,7 @@ def test_the_cli_makes_inviting_keys_lists_mail_and_takes_a_reply_on_stdin(env: 
 
 
 def test_a_feed_carries_the_organizer_and_the_attendees(env: Env) -> None:
-    from calendar_service.ical.feeds import create_feed
+    from calendar_service.interop.ical.feeds import create_feed
 
     owner = env.factory.owner()
     secret = env.key(owner)

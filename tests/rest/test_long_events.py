@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 import httpx
 from sqlalchemy import Connection, insert, update
 
-from calendar_service.calendars import calendars_t
-from calendar_service.db import Database
-from calendar_service.events import events_t
-from calendar_service.ids import new_id
+from calendar_service.calendar.calendars import calendars_t
+from calendar_service.platform.db import Database
+from calendar_service.calendar.events import events_t
+from calendar_service.platform.ids import new_id
 from tests.account.conftest import signed_in, text_of
 from tests.mcp_tools.clients import connect, structured
 from tests.rest.conftest import EVENTS, create_event, event_body

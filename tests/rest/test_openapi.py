@@ -12,10 +12,10 @@ import jsonschema
 import pytest
 from openapi_spec_validator import validate
 
-from calendar_service import calendars
-from calendar_service.models import EventCreate, EventUpdate
-from calendar_service.timeutil import utcnow
-from calendar_service.triggers.kinds import EVENT_TYPES
+from calendar_service.calendar import calendars
+from calendar_service.platform.models import EventCreate, EventUpdate
+from calendar_service.platform.timeutil import utcnow
+from calendar_service.delivery.triggers.kinds import EVENT_TYPES
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, RunningServer, bearer
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import httpx
 
-from calendar_service import history
-from calendar_service.config import Config
-from calendar_service.db import Database
-from tests.ical.support import fetch, make_feed
+from calendar_service.access import call_history as history
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from tests.rest.ical.support import fetch, make_feed
 from tests.rest.conftest import EVENTS, create_event, event_body
 from tests.support import Factory, bearer
 

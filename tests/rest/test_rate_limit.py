@@ -6,10 +6,10 @@ import dataclasses
 
 import httpx
 
-from calendar_service import history
+from calendar_service.access import call_history as history
 from calendar_service.app import create_app
-from calendar_service.config import Config
-from calendar_service.db import Database
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
 from tests.rest.conftest import EVENTS
 from tests.support import Factory, bearer, run_server
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from calendar_service.db import Database
+from calendar_service.platform.db import Database
 from tests.rest.conftest import EVENTS
 from tests.rest.recurrence_support import Cal, calendar_in, create, listed, watch
 from tests.support import Factory, RunningServer, bearer, queued

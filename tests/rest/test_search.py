@@ -14,16 +14,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from sqlalchemy import insert, text
 
-from calendar_service import events, keys
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.db.engine import POSTGRES_POOL_SIZE
-from calendar_service.events import events_t
-from calendar_service.events.approving import approve
-from calendar_service.ids import new_id
-from calendar_service.models import EventCreate
-from calendar_service.timeutil import utcnow
-from tests.core.events.test_search import HOSTILE
+from calendar_service.calendar import events
+from calendar_service.access import keys
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.platform.db.engine import POSTGRES_POOL_SIZE
+from calendar_service.calendar.events import events_t
+from calendar_service.governance.approving import approve
+from calendar_service.platform.ids import new_id
+from calendar_service.platform.models import EventCreate
+from calendar_service.platform.timeutil import utcnow
+from tests.core.calendar.events.test_search import HOSTILE
 from tests.rest.conftest import EVENTS, create_event, with_work
 from tests.support import Factory, bearer, own_server, wait_for
 

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from calendar_service.config import Config
+from calendar_service.platform.config import Config
 from tests.rest.conftest import EVENTS
 from tests.support import (
     Factory,

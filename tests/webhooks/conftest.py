@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from calendar_service.app import create_app
-from calendar_service.config import Config, parse_retry_schedule
-from calendar_service.db import Database
+from calendar_service.platform.config import Config, parse_retry_schedule
+from calendar_service.platform.db import Database
 from tests.conftest import make_config
 from tests.support import (
     RunningServer,

@@ -15,10 +15,11 @@ from typing import Any, NamedTuple
 from starlette.types import Receive, Scope, Send
 
 from bench.webhooks import read_body
-from calendar_service import users, webhook_config, webhook_targets
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.timeutil import utcnow
+from calendar_service.access import owners as users
+from calendar_service.delivery import webhook_settings as webhook_config, webhook_targets
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory, Owner, wait_for
 from webhooks.dispatcher import Dispatcher
 from webhooks.scheduler import delivery_job

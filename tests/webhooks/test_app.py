@@ -7,7 +7,7 @@ import hmac
 
 import httpx
 
-from calendar_service.db import Database
+from calendar_service.platform.db import Database
 from tests.support import bearer, wait_for
 from tests.webhooks.support import Receiver, subscriber
 

@@ -9,11 +9,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from calendar_service import outbox
+from calendar_service.journal import webhook_outbox as outbox
 from calendar_service.cli import app
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.timeutil import utcnow
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory, Owner, bearer, wait_for
 from tests.webhooks.support import Receiver, delivery, make_owner
 

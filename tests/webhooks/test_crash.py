@@ -16,7 +16,7 @@ import httpx
 import pytest
 from standardwebhooks import Webhook
 
-from calendar_service.db import Database
+from calendar_service.platform.db import Database
 from tests.support import (
     SERVER_START,
     TLSFiles,

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 from standardwebhooks import Webhook
 
-from calendar_service import webhook_config
-from calendar_service.db import Database
-from calendar_service.timeutil import utcnow
+from calendar_service.delivery import webhook_settings as webhook_config
+from calendar_service.platform.db import Database
+from calendar_service.platform.timeutil import utcnow
 from tests.support import bearer, wait_for
 from tests.webhooks.conftest import HOOKS_DEADLINE
 from tests.webhooks.support import (

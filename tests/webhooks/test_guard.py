@@ -1,6 +1,6 @@
 """The SSRF guard at send time: an attempt is checked again, and goes where the check looked.
 
-Which targets are refused is the core's rule (tests/core/test_webhook_targets.py). No test here
+Which targets are refused is the core's rule (tests/core/delivery/test_webhook_targets.py). No test here
 sends traffic anywhere but 127.0.0.1: refusals happen before any connection, and names are
 resolved by injected resolvers."""
 
@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from calendar_service import webhook_targets
-from calendar_service.errors import WebhookTargetRefused
-from calendar_service.timeutil import utcnow
+from calendar_service.delivery import webhook_targets
+from calendar_service.platform.errors import WebhookTargetRefused
+from calendar_service.platform.timeutil import utcnow
 from tests.support import TLSFiles
 from tests.webhooks.support import Receiver, Reply
 from webhooks import guard, sender

@@ -8,8 +8,8 @@ import ipaddress
 
 import pytest
 
-from calendar_service import webhook_targets
-from calendar_service.timeutil import utcnow
+from calendar_service.delivery import webhook_targets
+from calendar_service.platform.timeutil import utcnow
 from tests.support import TLSFiles
 from tests.webhooks.support import Receiver, Reply
 from webhooks import sender

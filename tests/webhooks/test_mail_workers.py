@@ -22,14 +22,14 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 
-from calendar_service import keys
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.events import create_event_from_input
-from calendar_service.keys import authorize, key_row_by_id
-from calendar_service.mail import outbox
-from calendar_service.mail.invitations import MailPolicy
-from calendar_service.timeutil import utcnow
+from calendar_service.access import keys
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.calendar.events import create_event_from_input
+from calendar_service.access.keys import authorize, key_row_by_id
+from calendar_service.delivery.mail import sending as outbox
+from calendar_service.journal.invitations import MailPolicy
+from calendar_service.platform.timeutil import utcnow
 from tests.conftest import make_config
 from tests.support import (
     Factory,

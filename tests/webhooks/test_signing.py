@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
-from calendar_service.webhook_config import new_secret
+from calendar_service.delivery.webhook_settings import new_secret
 from webhooks.signing import signature_headers
 
 BODY = '{"id":"evt_1","type":"calendar.event.created","data":{"event":{"title":"Zoé"}}}'.encode()

@@ -7,10 +7,12 @@ import dataclasses
 import random
 from datetime import UTC, datetime, timedelta
 
-from calendar_service import events, outbox, webhook_config
-from calendar_service.db import Database
-from calendar_service.models import EventCreate
-from calendar_service.timeutil import utcnow
+from calendar_service.calendar import events
+from calendar_service.journal import webhook_outbox as outbox
+from calendar_service.delivery import webhook_settings as webhook_config
+from calendar_service.platform.db import Database
+from calendar_service.platform.models import EventCreate
+from calendar_service.platform.timeutil import utcnow
 from tests.support import Owner
 from tests.webhooks.support import Receiver, deliveries, delivery, make_owner, set_webhook
 from webhooks import store

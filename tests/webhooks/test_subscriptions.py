@@ -12,11 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
-from calendar_service import events, keys, subscriptions, webhook_config, webhook_targets
-from calendar_service.config import Config
-from calendar_service.db import Database
-from calendar_service.models import EventCreate
-from calendar_service.timeutil import utcnow
+from calendar_service.calendar import events
+from calendar_service.access import keys
+from calendar_service.delivery import subscriptions, webhook_settings as webhook_config, webhook_targets
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.platform.models import EventCreate
+from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory, bearer, own_server, wait_for
 from tests.webhooks.support import Receiver, make_owner, set_webhook
 from tests.webhooks.test_delivery import verify_both

@@ -9,10 +9,10 @@ from collections import Counter
 import pytest
 from sqlalchemy import text
 
-from calendar_service import events
-from calendar_service.db import Database
-from calendar_service.models import EventCreate
-from calendar_service.timeutil import utcnow
+from calendar_service.calendar import events
+from calendar_service.platform.db import Database
+from calendar_service.platform.models import EventCreate
+from calendar_service.platform.timeutil import utcnow
 from tests.support import wait_for
 from tests.webhooks.support import Receiver, deliveries, make_owner, running_job, set_webhook
 from webhooks.http11 import WebhookClient

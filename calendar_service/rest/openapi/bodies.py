@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from calendar_service.models.calendars import DEFAULT_CALENDAR_NAME
-from calendar_service.models.events import TITLE_MAX
-from calendar_service.schema_patterns import (
+from calendar_service.platform.models.calendars import DEFAULT_CALENDAR_NAME
+from calendar_service.platform.models.events import TITLE_MAX
+from calendar_service.platform.schema_patterns import (
     ALL_DAY_PATTERN,
     DATE_OR_DATE_TIME_PATTERN,
     DATE_TIME_PATTERN,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from calendar_service import operations
+from calendar_service.operations import catalog as operations
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import create_examples
 from calendar_service.rest.openapi.refs import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from calendar_service.asgi.responses import PROBLEM_TYPE
-from calendar_service.models.calendars import DEFAULT_CALENDAR_NAME
+from calendar_service.platform.models.calendars import DEFAULT_CALENDAR_NAME
 
 CALENDAR_EXAMPLE = {
     "id": "cal_3bT0hJk2mQ9xR4vW8yZ1aC",

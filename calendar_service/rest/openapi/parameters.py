@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from calendar_service.calendars import MAX_CHOSEN
-from calendar_service.events import DEFAULT_LIMIT, MAX_LIMIT
-from calendar_service.events.search import QUERY_MAX
-from calendar_service.idempotency import MAX_KEY_LENGTH
-from calendar_service.models.calendars import DEFAULT_CALENDAR_NAME
+from calendar_service.calendar.calendars import MAX_CHOSEN
+from calendar_service.calendar.events import DEFAULT_LIMIT, MAX_LIMIT
+from calendar_service.calendar.events.search import QUERY_MAX
+from calendar_service.access.idempotency import MAX_KEY_LENGTH
+from calendar_service.platform.models.calendars import DEFAULT_CALENDAR_NAME
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
-from calendar_service.schema_patterns import (
+from calendar_service.platform.schema_patterns import (
     BOUND_PATTERN,
     IDEMPOTENCY_KEY_PATTERN,
     RANGE_DOC,

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from calendar_service.models.calendars import CalendarPublic
-from calendar_service.models.events import (
+from calendar_service.platform.models.calendars import CalendarPublic
+from calendar_service.platform.models.events import (
     Attendee,
     CancelledEvent,
     EventCreate,
@@ -20,7 +20,7 @@ from calendar_service.models.events import (
     EventUpdate,
     Organizer,
 )
-from calendar_service.models.problems import Problem
+from calendar_service.platform.models.problems import Problem
 from calendar_service.rest.openapi import availability
 from calendar_service.rest.openapi.bodies import event_create, event_update
 from calendar_service.rest.openapi.examples import (

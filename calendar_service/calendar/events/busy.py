@@ -1,0 +1,244 @@
+"""What takes time in calendars: for ``calendar_service.calendar.availability`` (free/busy, finding a
+time) and ``ifFree`` on create (``conflicts``).
+
+Busy time is what the list shows, from the same window query (``queries.busy_statement``,
+``queries.series_statement``): single events and changed occurrences, and the occurrences of
+series (``busy_occurrences``), cancelled occurrences left out; ``transparent``
+events are free. All-day events are busy for their whole local days in their calendar's zone
+(they are stored as those midnights). Zero-length events take no time.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from calendar_service.calendar.calendars import CalendarRow
+from calendar_service.calendar.events.chunks import (
+    PLANS,
+    SHARE_FLOOR,
+    MustExpand,
+    Plan,
+    Series,
+    skipped_starts,
+)
+from calendar_service.calendar.events.queries import (
+    busy_statement,
+    series_rows,
+    window_floor,
+    window_series,
+)
+from calendar_service.access.keys import READ, WRITE, Principal
+from calendar_service.platform.deferred import Later, finish
+from calendar_service.platform.models.calendars import calendars_t
+from calendar_service.platform.models.columns import to_db
+from calendar_service.calendar.recurrence import READ_BUDGET, Budget
+from calendar_service.platform.timeutil import EARLIEST, LATEST, format_in, utc_text, zone
+
+BUDGET = 4 * READ_BUDGET
+"""Work units one availability request may spend expanding series (a window is at most 92
+days, where a list page stops when it is full)."""
+
+Busy = tuple[str, str, str, str, str]
+"""What takes time: calendar id, start and end (stored UTC text), event id, title."""
+
+
+def busy_of(
+    conn: Connection, *, user_id: str, calendars: Sequence[Any], low: datetime, high: datetime
+) -> list[Busy]:
+    """Everything that takes time in ``calendars`` (rows with ``id``, ``time_zone``,
+    ``max_event_seconds``) and overlaps ``[low, high)``: opaque single events and changed
+    occurrences, and occurrences of opaque series, in no order."""
+    return finish(busy_later(conn, user_id=user_id, calendars=calendars, low=low, high=high))
+
+
+def busy_later(
+    conn: Connection, *, user_id: str, calendars: Sequence[Any], low: datetime, high: datetime
+) -> list[Busy] | Later:
+    """``busy_of``, or a ``Later`` that gives it without the database when series must be
+    expanded (for the availability operations, whose fronts run it off the event loop)."""
+    if not calendars:
+        return []
+    dialect = conn.dialect.name
+    size = 1 << max(len(calendars) - 1, 0).bit_length()  # a few statement shapes only
+    params: dict[str, Any] = {
+        f"calendar_{i}": calendars[i].id if i < len(calendars) else None for i in range(size)
+    }
+    longest = max(c.max_event_seconds for c in calendars)
+    window = {
+        "low": to_db(low, dialect),
+        "low_floor": to_db(window_floor(low, longest), dialect),
+        "high": to_db(high, dialect),
+    }
+    found: list[Busy] = [
+        (r[0], r[1], r[2], r[3], r[4])
+        for r in busy_statement(size).all(conn, **params, **window)
+        if r[2] > r[1]  # zero-length events take no time
+    ]
+    # The list's search for series in the window (from memory while a calendar's series are
+    # unchanged); when it asks the database for all the owner's calendars, only ours count.
+    one = len(calendars) == 1
+    scope = {"calendar_id": calendars[0].id} if one else {"user_id": user_id}
+    keys = window_series(
+        conn,
+        calendars,
+        shape=(one, True, True, False),
+        params={**window, **scope},
+        texts=(utc_text(low), utc_text(high), None),
+    )
+    wanted = {c.id for c in calendars}
+    keys = [k for k in keys if k[1] in wanted]
+    if not keys:
+        return found
+    occurrences = busy_occurrences(
+        keys,
+        calendars,
+        load=lambda ids: series_rows(conn, ids),
+        low=low,
+        high=high,
+        budget=BUDGET,
+        later=True,
+    )
+
+    def all_of(occurrences: list[Busy]) -> list[Busy]:
+        return found + [b for b in occurrences if b[2] > b[1]]
+
+    return occurrences.then(all_of) if isinstance(occurrences, Later) else all_of(occurrences)
+
+
+def conflicts(
+    conn: Connection,
+    *,
+    principal: Principal,
+    calendar: Any,
+    start: datetime,
+    end: datetime,
+) -> list[dict[str, Any]]:
+    """The opaque events and occurrences of ``calendar`` overlapping ``[start, end)``, in time
+    order (times in the calendar's zone; ids and titles only for keys that may read them).
+    On PostgreSQL the calendar's row is locked first (``FOR NO KEY UPDATE``: plain inserts of
+    events, whose foreign key only shares the row's key, do not wait for it), so that two such
+    checks of one calendar (and the inserts that follow them) run one after the other; SQLite
+    has one writer."""
+    if end <= start:
+        return []  # a zero-length event takes no time
+    # Read again, locked: what the check relies on (the longest event, the series' version)
+    # is then what the last booking before this one committed.
+    query = select(calendars_t.c.max_event_seconds, calendars_t.c.series_version).where(
+        calendars_t.c.id == calendar.id
+    )
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update(key_share=True)
+    longest, version = conn.execute(query).one()
+    locked = CalendarRow(
+        calendar.id,
+        calendar.name,
+        calendar.time_zone,
+        bool(calendar.is_default),
+        longest,
+        version,
+    )
+    items = busy_of(conn, user_id=principal.user_id, calendars=[locked], low=start, high=end)
+    tz = zone(calendar.time_zone)
+    readable = principal.permission in (READ, WRITE)
+    found = []
+    for _, s, e, event_id, title in sorted(items, key=lambda b: (b[1], b[3])):
+        item: dict[str, Any] = {"startsAt": format_in(s, tz), "endsAt": format_in(e, tz)}
+        if readable:
+            item["id"], item["title"] = event_id, title
+        found.append(item)
+    return found
+
+
+def busy_occurrences(
+    series_keys: Sequence[Any],
+    calendars: Sequence[Any],
+    *,
+    load: Callable[[Sequence[str]], list[Any]],
+    low: datetime,
+    high: datetime,
+    budget: int,
+    later: bool = False,
+) -> list[Busy] | Later:
+    """Every occurrence of the opaque series among ``series_keys`` (``queries.SERIES_KEYS``)
+    that overlaps ``[low, high)``, in no order and without paging (for
+    ``busy_later``), read through the same chunk cache as the list (``events.chunks``). The
+    original starts of a series' exceptions are left out: a changed occurrence is a row of
+    the window query, a cancelled one takes no time.
+
+    The series share ``budget`` equally (at least ``SHARE_FLOOR`` each); a series whose
+    share runs out is busy from the instant it paused at to ``high``: time that may be taken
+    is never shown as free. ``later``: when series must be expanded (chunks not kept), a
+    ``Later`` that finds them without the database (as ``occurrences.page_with_series``)."""
+    by_calendar = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
+    plans = [
+        p
+        for p in PLANS.of(series_keys, by_calendar, load)
+        if p.template["transparency"] == "opaque"
+    ]
+    if not plans:
+        return []
+    found = functools.partial(
+        _busy_entries, plans, skipped_starts(series_keys), low=low, high=high, budget=budget
+    )
+    if not later:
+        return found(may_expand=True)
+    try:
+        return found(may_expand=False)
+    except MustExpand:
+        return Later(functools.partial(found, may_expand=True))
+
+
+def _busy_entries(
+    plans: list[Plan],
+    skipped: dict[str, set[str]],
+    *,
+    low: datetime,
+    high: datetime,
+    budget: int,
+    may_expand: bool,
+) -> list[Busy]:
+    """``busy_occurrences`` once the plans are known (no database)."""
+    share = max(budget // len(plans), SHARE_FLOOR)
+    low_text, high_text = utc_text(low), utc_text(high)
+    found: list[Busy] = []
+    for plan in plans:
+        calendar_id, title = plan.template["calendarId"], plan.template["title"]
+        skip = skipped.get(plan.id, ())
+        series = Series(
+            plan,
+            since=EARLIEST,
+            low=None,
+            high_text=None,
+            budget=Budget(share),
+            may_expand=may_expand,
+        )
+        first = max(low - plan.longest, EARLIEST)
+        first_text = utc_text(first)
+        index = max(0, (first - plan.anchor) // plan.step)
+        while True:
+            chunk_start = plan.anchor + index * plan.step
+            if chunk_start >= high or chunk_start > LATEST:
+                break
+            if plan.ends is not None and chunk_start >= plan.ends:
+                break
+            chunk = series.whole_chunk(chunk_start, index)
+            entries = series.partial if chunk is None else chunk[1]
+            for entry in entries:
+                start_text, end_text = entry[0], entry[1]
+                if start_text < first_text or start_text >= high_text or end_text <= low_text:
+                    continue
+                if start_text not in skip:
+                    found.append(
+                        (calendar_id, start_text, end_text, f"{plan.id}_{entry[2]}", title)
+                    )
+            if chunk is None:
+                paused = series.paused or low
+                found.append((calendar_id, utc_text(max(paused, low)), high_text, plan.id, title))
+                break
+            index += 1
+    return found

@@ -1,0 +1,430 @@
+"""CalDAV over HTTP: ``/.well-known/caldav`` and everything under ``/caldav/``.
+
+Each request signs in with HTTP Basic (the owner's email and an app password:
+``caldav.access``; in the operation's own transaction, ``access.signed_in``, unless it brings
+a body larger than ``_PARSE_INLINE`` or is a PUT), then runs its operation
+(``operations.CALDAV_*``) through ``gateway.perform`` like any REST call: the key's
+permission and calendar scope, its rate budget and its call history (transport ``caldav``).
+What a request brings that cannot be taken (too large, not XML, not iCalendar, ``Depth:
+infinity``) is refused once the key is known, so that the refusal is in its history. XML
+bodies are parsed, and iCalendar read, off the event loop when they are large. Header values
+are fixed texts or digests: never a caller's or a calendar's text, which goes in the
+``DAV:error`` body only.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any
+from xml.etree.ElementTree import Element
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import Receive, Scope, Send
+
+from calendar_service.calendar import calendar_edits as calendar_changes
+from calendar_service.operations import catalog as operations
+from calendar_service.platform import service_secrets
+from calendar_service.asgi.context import (
+    Services,
+    call_context,
+    read_body,
+    service_key,
+    services,
+    session_secret,
+)
+from calendar_service.interop.caldav import access, objects, xml
+from calendar_service.interop.caldav.resources import ROOT, parse_path
+from calendar_service.interop.caldav.writing import object_exists
+from calendar_service.platform.errors import (
+    AuthError,
+    CalendarError,
+    DavNotAllowed,
+    DavRefused,
+    DuplicateHeader,
+    InsufficientScope,
+    MissingKey,
+    PayloadTooLarge,
+    RateLimited,
+    SignInLocked,
+    WrongAppPassword,
+)
+from calendar_service.operations.gateway import Arguments, Outcome, finished, perform
+from calendar_service.interop.ical.feeds import etag_matches
+from calendar_service.interop.ical.reading import ReadFile, read_file
+from calendar_service.access.keys import WRITE, Principal
+from calendar_service.operations.catalog import Operation
+from calendar_service.platform.timeutil import utcnow
+
+WELL_KNOWN = "/.well-known/caldav"
+DAV_CLASSES = "1, 3, calendar-access"
+ALLOW = "OPTIONS, GET, HEAD, PUT, DELETE, PROPFIND, PROPPATCH, REPORT, MKCALENDAR"
+XML_MEDIA_TYPE = "application/xml; charset=utf-8"
+ICS_MEDIA_TYPE = "text/calendar"
+_PARSE_INLINE = 16 * 1024  # bodies up to this are parsed on the loop (microseconds)
+
+
+async def _pepper(request: Request, svc: Services) -> str:
+    """The session-signing secret, which keys the sign-in throttle's buckets (as the
+    settings pages' sign-in does), read once per app."""
+    state = request.app.state
+    pepper: str | None = getattr(state, "caldav_pepper", None)
+    if pepper is None:
+        pepper = state.caldav_pepper = await session_secret(svc)
+    return pepper
+
+
+def _credentials(request: Request) -> tuple[str, str]:
+    """The email and secret of ``Authorization: Basic``."""
+    values = [v for k, v in request.scope["headers"] if k == b"authorization"]
+    if len(values) > 1:
+        raise DuplicateHeader("Authorization", len(values))
+    if not values or not values[0].strip():
+        raise MissingKey()
+    scheme, _, encoded = values[0].decode("latin-1").strip().partition(" ")
+    if scheme.lower() != "basic":
+        raise WrongAppPassword()
+    try:
+        decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise WrongAppPassword() from None
+    email, sep, secret = decoded.partition(":")
+    if not sep or not email.strip() or not secret:
+        raise WrongAppPassword()
+    return email.strip(), secret
+
+
+def _client_addr(request: Request) -> str | None:
+    client = request.scope.get("client")
+    return client[0] if client else None
+
+
+async def _sign_in(request: Request, svc: Services) -> Principal:
+    email, secret = _credentials(request)
+    return await svc.db.run_connected(
+        access.sign_in,
+        email=email,
+        secret=secret,
+        pepper=await _pepper(request, svc),
+        client_addr=_client_addr(request),
+        now=utcnow(),
+    )
+
+
+async def _perform(
+    request: Request,
+    svc: Services,
+    principal: Principal | None,
+    op: Operation,
+    args: Arguments,
+    *,
+    refused: CalendarError | None = None,
+    status: int | None = None,
+) -> Outcome[Any]:
+    """``op`` through ``gateway.perform``; without a ``principal``, signed in within the
+    same transaction (``access.signed_in``), or the long way (``_sign_in``) when that lets
+    the request not in."""
+    options: dict[str, Any] = {
+        "ctx": call_context(request, op.name, "caldav"),
+        "op": op,
+        "args": args,
+        "refused": refused,
+        "limiter": svc.limiter,
+        "status": status,
+        "proposal_ttl": svc.config.proposal_ttl,
+    }
+    outcome: Outcome[Any]
+    if principal is None:
+        email, secret = _credentials(request)
+        try:
+            outcome = await svc.db.run_grouped(
+                access.signed_in,
+                email=email,
+                secret=secret,
+                pepper=await _pepper(request, svc),
+                client_addr=_client_addr(request),
+                now=utcnow(),
+                then=functools.partial(_performed, options=options),
+            )
+            return await finished(outcome)
+        except access.SignInNeeded:
+            principal = await _sign_in(request, svc)  # refused there, or let in after all
+    outcome = await svc.db.run_grouped(_performed, principal, options=options)
+    return await finished(outcome)
+
+
+def _performed(conn: Any, principal: Principal, *, options: dict[str, Any]) -> Outcome[Any]:
+    return perform(conn, principal=principal, **options)
+
+
+def _headers(outcome: Outcome[Any], **more: str) -> dict[str, str]:
+    headers = {"Cache-Control": "no-store"}
+    if outcome.rate is not None:
+        headers.update((k.decode(), v.decode()) for k, v in outcome.rate.raw_headers())
+    headers.update(more)
+    return headers
+
+
+async def _xml_body(request: Request) -> tuple[Element | None, CalendarError | None]:
+    """The request's XML document, or why it is refused (recorded with the key)."""
+    try:
+        raw = await read_body(request.receive, limit=xml.MAX_BODY)
+    except PayloadTooLarge:
+        return None, PayloadTooLarge(
+            f"The XML body is larger than {xml.MAX_BODY // 1024} KiB: ask for less."
+        )
+    try:
+        if len(raw) > _PARSE_INLINE:
+            return await run_in_threadpool(xml.parse, raw), None
+        return xml.parse(raw), None
+    except CalendarError as exc:
+        return None, exc
+
+
+def _multistatus(outcome: Outcome[Any]) -> Response:
+    return Response(outcome.value, 207, _headers(outcome), media_type=XML_MEDIA_TYPE)
+
+
+async def propfind(request: Request, svc: Services, principal: Principal | None) -> Response:
+    body, refused = await _xml_body(request)
+    depth = (request.headers.get("depth") or "infinity").strip().lower()
+    if depth not in ("0", "1") and refused is None:
+        refused = DavRefused(
+            "PROPFIND takes Depth 0 or 1 (infinity is refused, as RFC 4918 allows).",
+            xml.d("propfind-finite-depth"),
+        )
+    args = {
+        "path": request.scope["path"],
+        "depth": depth,
+        "body": body,
+        "token_key": await service_key(request, service_secrets.page_token_key),
+    }
+    outcome = await _perform(
+        request, svc, principal, operations.CALDAV_PROPFIND, args, refused=refused
+    )
+    return _multistatus(outcome)
+
+
+async def proppatch(request: Request, svc: Services, principal: Principal | None) -> Response:
+    body, refused = await _xml_body(request)
+    args = {"path": request.scope["path"], "body": body}
+    outcome = await _perform(
+        request, svc, principal, operations.CALDAV_PROPPATCH, args, refused=refused
+    )
+    return _multistatus(outcome)
+
+
+async def report(request: Request, svc: Services, principal: Principal | None) -> Response:
+    body, refused = await _xml_body(request)
+    args = {
+        "path": request.scope["path"],
+        "body": body,
+        "token_key": await service_key(request, service_secrets.page_token_key),
+    }
+    outcome = await _perform(
+        request, svc, principal, operations.CALDAV_REPORT, args, refused=refused
+    )
+    return _multistatus(outcome)
+
+
+async def get(request: Request, svc: Services, principal: Principal | None) -> Response:
+    outcome = await _perform(
+        request, svc, principal, operations.CALDAV_GET, {"path": request.scope["path"]}
+    )
+    obj, text = outcome.value
+    headers = _headers(outcome, ETag=obj.etag)
+    headers["Last-Modified"] = obj.updated.strftime("%a, %d %b %Y %H:%M:%S GMT")
+    if etag_matches(request.headers.get("if-none-match"), obj.etag):
+        return Response(None, 304, headers)
+    if request.method == "HEAD":
+        headers["Content-Length"] = str(len(text))
+        return Response(None, 200, headers, media_type="text/calendar; charset=utf-8")
+    return Response(text, 200, headers, media_type="text/calendar; charset=utf-8")
+
+
+async def put(request: Request, svc: Services, principal: Principal | None) -> Response:
+    assert principal is not None  # signed in first: what it may write decides the parsing
+    path = request.scope["path"]
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    # What the body cannot be is said once the preconditions hold (``writing.put_object``).
+    problem: CalendarError | None = None
+    raw = b""
+    try:
+        raw = await read_body(request.receive, limit=objects.MAX_OBJECT)
+    except PayloadTooLarge:
+        problem = PayloadTooLarge(
+            f"The calendar object is larger than {objects.MAX_OBJECT // 1024} KiB."
+        )
+    if problem is None and media != ICS_MEDIA_TYPE:
+        problem = DavRefused(
+            f"Send the object as '{ICS_MEDIA_TYPE}'.", xml.c("supported-calendar-data")
+        )
+    parsed: ReadFile | None = None
+    if problem is None and principal.permission == WRITE:  # parsing costs: only for writers
+        try:
+            parsed = await run_in_threadpool(read_file, raw)
+        except CalendarError as exc:
+            problem = DavRefused(exc.message, xml.c("valid-calendar-data"))
+    exists = await svc.db.run(object_exists, principal=principal, path=path)
+    status = 204 if exists else 201
+    if_match = request.headers.get("if-match")
+    if_none_match = request.headers.get("if-none-match")
+
+    def args() -> dict[str, Any]:
+        return {
+            "path": path,
+            "data": parsed,
+            "if_match": if_match,
+            "if_none_match": if_none_match,
+            "now": utcnow(),
+            "problem": problem,
+        }
+
+    outcome = await _perform(request, svc, principal, operations.CALDAV_PUT, args, status=status)
+    return Response(None, outcome.status, _headers(outcome))
+
+
+async def mkcalendar(request: Request, svc: Services, principal: Principal | None) -> Response:
+    """RFC 4791 §5.3.1: a calendar at the path asked (``caldav.writing.make_calendar``)."""
+    body, refused = await _xml_body(request)
+
+    def args() -> dict[str, Any]:
+        return {"path": request.scope["path"], "body": body, "now": utcnow()}
+
+    outcome = await _perform(
+        request, svc, principal, operations.CALDAV_MKCALENDAR, args, refused=refused
+    )
+    return Response(None, outcome.status, _headers(outcome))
+
+
+async def _delete_calendar(
+    request: Request, svc: Services, principal: Principal | None
+) -> Response:
+    """A calendar's DELETE: its first step through ``gateway.perform`` (the key's checks,
+    its history), then the others, each a transaction of its own, as the settings pages
+    delete a calendar."""
+    args = {"path": request.scope["path"], "now": utcnow()}
+    outcome = await _perform(request, svc, principal, operations.CALDAV_DELETE_CALENDAR, args)
+    done = outcome.value["done"]
+    while not done:
+        step = await svc.db.run(
+            calendar_changes.delete_calendar_step,
+            user_id=outcome.principal.user_id,
+            calendar_id=outcome.value["calendarId"],
+            now=utcnow(),
+        )
+        done = step["done"]
+    return Response(None, outcome.status, _headers(outcome))
+
+
+async def delete(request: Request, svc: Services, principal: Principal | None) -> Response:
+    path = request.scope["path"]
+    try:
+        kind = parse_path(path)[0]
+    except CalendarError:  # answered by the operation, once signed in
+        kind = None
+    if kind == "calendar":
+        return await _delete_calendar(request, svc, principal)
+    if_match = request.headers.get("if-match")
+    if_none_match = request.headers.get("if-none-match")
+
+    def args() -> dict[str, Any]:
+        return {"path": path, "if_match": if_match, "if_none_match": if_none_match, "now": utcnow()}
+
+    outcome = await _perform(request, svc, principal, operations.CALDAV_DELETE, args)
+    return Response(None, outcome.status, _headers(outcome))
+
+
+Handler = Callable[[Request, Services, Principal | None], Awaitable[Response]]
+_HANDLERS: dict[str, Handler] = {
+    "PROPFIND": propfind,
+    "PROPPATCH": proppatch,
+    "REPORT": report,
+    "GET": get,
+    "HEAD": get,
+    "PUT": put,
+    "DELETE": delete,
+    "MKCALENDAR": mkcalendar,
+}
+
+
+def _error(exc: CalendarError, svc: Services) -> Response:
+    """A ``CalendarError`` as CalDAV clients read it: its status, a ``DAV:error`` body with
+    the precondition's element (if any) and the message; fixed header values only."""
+    headers = {"Cache-Control": "no-store"}
+    status = exc.status
+    condition = href = None
+    if isinstance(exc, InsufficientScope):
+        status, condition = 403, xml.d("need-privileges")
+    elif isinstance(exc, AuthError):
+        realm = "".join(ch for ch in svc.config.service_name if ch.isalnum() or ch in " -_.")
+        headers["WWW-Authenticate"] = f'Basic realm="{realm}", charset="UTF-8"'
+    elif isinstance(exc, (RateLimited, SignInLocked)):
+        headers["Retry-After"] = str(exc.retry_after)
+    elif isinstance(exc, DavRefused):
+        condition, href = exc.condition, exc.href
+        if isinstance(exc, DavNotAllowed):
+            headers["Allow"] = ALLOW
+    body = xml.error_body(condition, exc.message, href, exc.code)
+    return Response(body, status, headers, media_type=XML_MEDIA_TYPE)
+
+
+class CalDav:
+    """The ASGI app mounted at ``/caldav``: OPTIONS answered without a key (what a client
+    needs to know it is CalDAV), every other method signed in first."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        response = await self.handle(request)
+        await response(scope, receive, send)
+
+    async def handle(self, request: Request) -> Response:
+        method = request.method
+        if method == "OPTIONS":
+            return Response(None, 200, {"DAV": DAV_CLASSES, "Allow": ALLOW})
+        handler = _HANDLERS.get(method)
+        if handler is None:
+            return Response(None, 405, {"Allow": ALLOW, "DAV": DAV_CLASSES})
+        svc = services(request)
+        try:
+            _credentials(request)  # no credentials, or not Basic: 401 before the body is read
+            # A small body is read and parsed before the sign-in, which is then made in the
+            # request's transaction; a larger one (or of no stated length) only once signed in.
+            principal = None
+            length = request.headers.get("content-length")
+            small = "transfer-encoding" not in request.headers and (
+                length is None or (length.isdigit() and int(length) <= _PARSE_INLINE)
+            )
+            if method == "PUT" or not small:
+                principal = await _sign_in(request, svc)
+            return await handler(request, svc, principal)
+        except ClientDisconnect:
+            raise
+        except CalendarError as exc:
+            return _error(exc, svc)
+
+
+async def well_known(request: Request) -> Response:
+    """RFC 6764 §5: the context path, for clients given only the service's address (and a
+    PROPFIND of the root, which some ask instead)."""
+    base = services(request).config.base_url.rstrip("/")
+    return Response(None, 301, {"Location": base + ROOT, "Cache-Control": "no-store"})
+
+
+def routes() -> list[BaseRoute]:
+    methods = ["GET", "HEAD", "POST", "PUT", "DELETE", "PROPFIND", "REPORT"]
+    return [
+        Route(WELL_KNOWN, well_known, methods=methods),
+        Route(WELL_KNOWN + "/", well_known, methods=methods),
+        # Apps given only the host name ask its root for the principal (PROPFIND /).
+        Route("/", well_known, methods=["PROPFIND"]),
+        Mount(ROOT.rstrip("/"), app=CalDav()),
+    ]
+
+
+__all__ = ["ALLOW", "DAV_CLASSES", "WELL_KNOWN", "CalDav", "routes"]

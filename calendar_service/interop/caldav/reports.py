@@ -1,0 +1,524 @@
+"""``REPORT``: ``calendar-query`` (RFC 4791 §7.8, time ranges with and without ``expand``),
+``calendar-multiget`` (§7.9) and ``sync-collection`` (RFC 6578), each on one calendar.
+
+What a report reads is read in its transaction (which events match, their rows); what takes
+CPU (expanding series, writing the objects' text, the XML) is left for after it, off the event
+loop (a ``later.Later``, which ``gateway.finished`` runs on a thread).
+
+- A window with both bounds is matched as the list matches it (``events.list_events``, one
+  page of up to ``MAX_LIMIT`` occurrences, occurrence by occurrence): an object matches when
+  one of its occurrences overlaps the window. Past one page, every series that spans the window
+  is answered (a superset, never fewer). An open window matches by the events' spans
+  (``objects.matching``).
+- ``sync-collection`` reads the same change feed as the list's sync tokens
+  (``events.sync.sync_events``): its token is such a token, for this one calendar.
+- Filters: ``comp-filter``, ``time-range``, and ``prop-filter`` with a ``text-match`` on
+  UID, SUMMARY, DESCRIPTION or LOCATION (what clients look objects up by); any other is
+  refused (403 ``CALDAV:supported-filter``): nothing is answered that the filter would not
+  have kept.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from xml.etree.ElementTree import Element
+
+from sqlalchemy import Connection
+
+from calendar_service.interop.caldav import objects
+from calendar_service.interop.caldav.resources import (
+    SYNC_TOKEN_PREFIX,
+    Place,
+    Wanted,
+    answer,
+    href_path,
+    locate,
+    object_properties,
+    sync_token,
+)
+from calendar_service.interop.caldav.xml import Multistatus, c, d, escape_text
+from calendar_service.calendar.calendars import CalendarRow
+from calendar_service.platform.errors import (
+    BadRequest,
+    CalendarError,
+    DavRefused,
+    SyncTokenExpired,
+    ValidationFailed,
+)
+from calendar_service.calendar.events.listing import list_events_later
+from calendar_service.platform.lru import Lru
+from calendar_service.calendar.event_input import MAX_LIMIT
+from calendar_service.calendar.events.sync import current_position, sync_events
+from calendar_service.interop.ical.export import reminder_of
+from calendar_service.access.keys import Principal
+from calendar_service.platform.deferred import Later, finish
+from calendar_service.calendar.recurrence.ids import split_occurrence_id
+from calendar_service.platform.timeutil import format_utc
+
+MAX_SYNC_PAGES = 40  # of MAX_LIMIT changes each
+MAX_HREFS = 5000  # in one multiget
+
+Window = tuple[datetime | None, datetime | None]
+
+
+def report(
+    conn: Connection,
+    *,
+    principal: Principal,
+    path: str,
+    body: Element | None,
+    token_key: bytes,
+) -> bytes | Later:
+    """The ``multistatus`` answer to the REPORT ``body`` on ``path``, as a ``Later`` when
+    there is work left to do."""
+    if body is None:
+        raise BadRequest(
+            "A REPORT needs a body: calendar-query, calendar-multiget or sync-collection."
+        )
+    place = locate(conn, principal=principal, path=path)
+    kinds: dict[str, Callable[..., bytes | Later]] = {
+        c("calendar-query"): _query,
+        c("calendar-multiget"): _multiget,
+        d("sync-collection"): _sync,
+    }
+    run = kinds.get(body.tag)
+    if run is None:
+        raise DavRefused(
+            "Reports supported: calendar-query, calendar-multiget, sync-collection.",
+            d("supported-report"),
+        )
+    if place.kind != "calendar" or place.calendar is None:
+        raise DavRefused("Ask a calendar collection for this report.", d("supported-report"))
+    return run(conn, principal, place, body, token_key)
+
+
+_UTC_TIME = re.compile(r"[0-9]{8}T[0-9]{6}Z")
+
+
+def _time(value: str | None, what: str) -> datetime | None:
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        if not _UTC_TIME.fullmatch(text):
+            raise ValueError(text)
+        return datetime(
+            int(text[0:4]), int(text[4:6]), int(text[6:8]),
+            int(text[9:11]), int(text[11:13]), int(text[13:15]), tzinfo=UTC,
+        )  # fmt: skip
+    except ValueError:
+        raise DavRefused(
+            f"The {what} must be a UTC date-time such as 20260101T000000Z.", c("valid-filter")
+        ) from None
+
+
+def _range(range_element: Element, what: str) -> Window:
+    low = _time(range_element.get("start"), what)
+    high = _time(range_element.get("end"), what)
+    if low is None and high is None:
+        raise DavRefused(f"The {what} needs a start or an end.", c("valid-filter"))
+    if low is not None and high is not None and high <= low:
+        raise DavRefused(f"The {what} must end after it starts.", c("valid-filter"))
+    return low, high
+
+
+_TEXTS = {"UID": "uid", "SUMMARY": "title", "DESCRIPTION": "description", "LOCATION": "location"}
+_UNSUPPORTED = (
+    "Filters supported: comp-filter, time-range, and text-match on UID, SUMMARY, DESCRIPTION "
+    "and LOCATION."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TextMatch:
+    """A ``prop-filter`` with a ``text-match`` (RFC 4791 §9.7.5): a substring of the
+    property, ``i;ascii-casemap`` (the default) or ``i;octet``; ``negate``: must not hold."""
+
+    field: str  # "uid", or a row's column
+    text: str
+    casemap: bool
+    negate: bool
+
+    def holds(self, obj: objects.DavObject) -> bool:
+        values = [obj.uid] if self.field == "uid" else [getattr(r, self.field) for r in obj.rows]
+        wanted = self.text.lower() if self.casemap else self.text
+        found = any(wanted in (v.lower() if self.casemap else v) for v in values if v is not None)
+        return found != self.negate
+
+
+def _text_match(prop: Element) -> TextMatch:
+    name = (prop.get("name") or "").upper()
+    tests = list(prop)
+    match = tests[0] if len(tests) == 1 else None
+    if name not in _TEXTS or match is None or match.tag != c("text-match"):
+        raise DavRefused(_UNSUPPORTED, c("supported-filter"))
+    collation = match.get("collation") or "i;ascii-casemap"
+    if collation not in ("i;ascii-casemap", "i;octet"):
+        raise DavRefused(
+            "text-match collations supported: i;ascii-casemap, i;octet.",
+            c("supported-collation"),
+        )
+    negate = (match.get("negate-condition") or "no").lower() == "yes"
+    return TextMatch(_TEXTS[name], match.text or "", collation == "i;ascii-casemap", negate)
+
+
+def _filter(body: Element) -> tuple[bool, Window, list[TextMatch]]:
+    """Whether any object can match (a query for to-dos cannot), the window, and the text
+    matches an object must pass."""
+    found = body.find(c("filter"))
+    top = None if found is None else found.find(c("comp-filter"))
+    if (
+        found is None
+        or top is None
+        or len(found) != 1
+        or (top.get("name") or "").upper() != "VCALENDAR"
+    ):
+        raise DavRefused(
+            "A calendar-query's filter is one comp-filter named VCALENDAR.", c("valid-filter")
+        )
+    window: Window = (None, None)
+    texts: list[TextMatch] = []
+    possible = True
+    for inner in top:
+        if inner.tag == c("is-not-defined"):
+            possible = False
+        elif inner.tag != c("comp-filter"):
+            raise DavRefused(_UNSUPPORTED, c("supported-filter"))
+        elif (inner.get("name") or "").upper() != "VEVENT":
+            possible = False  # only events here
+        else:
+            for test in inner:
+                if test.tag == c("time-range"):
+                    window = _range(test, "time-range")
+                elif test.tag == c("is-not-defined"):
+                    possible = False
+                elif test.tag == c("prop-filter"):
+                    texts.append(_text_match(test))
+                else:
+                    raise DavRefused(_UNSUPPORTED, c("supported-filter"))
+    return possible, window, texts
+
+
+def _expand(wanted: Wanted) -> Window | None:
+    data = wanted.calendar_data
+    found = None if data is None else data.find(c("expand"))
+    if found is None:
+        return None
+    low, high = _range(found, "expand")
+    if low is None or high is None:
+        raise DavRefused("expand needs a start and an end.", c("valid-filter"))
+    return low, high
+
+
+def _listed(
+    conn: Connection, principal: Principal, calendar: CalendarRow, window: Window, key: bytes
+) -> dict[str, Any] | Later:
+    """The list's first page of occurrences in ``window`` (both bounds), maybe a ``Later``."""
+    low, high = window
+    assert low is not None and high is not None
+    return list_events_later(
+        conn,
+        principal=principal,
+        time_min=format_utc(low),
+        time_max=format_utc(high),
+        limit=MAX_LIMIT,
+        token_key=key,
+        single_events=True,
+        calendar_ids=[calendar.id],
+    )
+
+
+def _by_object(listed: dict[str, Any]) -> tuple[dict[str, list[dict[str, Any]]], bool]:
+    """The occurrences listed, by the object (event or series) each belongs to; and whether
+    the page was the last."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for event in listed["events"]:
+        found.setdefault(event.get("recurringEventId") or event["id"], []).append(event)
+    return found, "nextPageToken" not in listed
+
+
+def _query(
+    conn: Connection, principal: Principal, place: Place, body: Element, key: bytes
+) -> bytes | Later:
+    calendar = place.calendar
+    assert calendar is not None
+    wanted = Wanted.of_prop(body.find(d("prop")))
+    possible, window, texts = _filter(body)
+    expand = _expand(wanted)
+    if not possible:
+        return Later(lambda: Multistatus().body())
+    low, high = window
+    exact = _listed(conn, principal, calendar, window, key) if low and high else None
+    if isinstance(exact, dict) and "nextPageToken" not in exact and expand is None:
+        return _from_list(conn, place, calendar, exact["events"], wanted, texts)
+    if low is None and high is None:
+        candidates = objects.load_all(conn, calendar=calendar)
+    elif isinstance(exact, dict) and "nextPageToken" not in exact:
+        # The list is whole already (no series to expand): its objects are the answer.
+        candidates = objects.load(conn, calendar=calendar, event_ids=_by_object(exact)[0])
+    else:
+        ids = objects.matching(conn, calendar=calendar, low=low, high=high)
+        candidates = objects.load(conn, calendar=calendar, event_ids=ids)
+    expanding = None
+    if expand is not None:
+        expanding = exact if expand == window else _listed(conn, principal, calendar, expand, key)
+
+    def made() -> bytes:
+        chosen = candidates
+        if exact is not None:
+            listed, last = _by_object(finish(exact))
+            if last:
+                chosen = {k: v for k, v in candidates.items() if k in listed}
+        if texts:
+            chosen = {k: v for k, v in chosen.items() if all(t.holds(v) for t in texts)}
+        occurrences = None
+        if expanding is not None:
+            occurrences, _ = _by_object(finish(expanding))
+        return _answer(place, calendar, chosen.values(), wanted, occurrences)
+
+    return Later(made)
+
+
+# A calendar-query's ``DAV:response`` of an object, by its ETag, the calendar's path and what
+# was asked for: most of a week's objects were answered already, at their version.
+_RESPONSES = Lru(16384, most_weight=64 * 1024 * 1024)
+
+
+def _from_list(
+    conn: Connection,
+    place: Place,
+    calendar: CalendarRow,
+    events: list[dict[str, Any]],
+    wanted: Wanted,
+    texts: Sequence[TextMatch],
+) -> bytes | Later:
+    """A time range's objects from the list's whole page (``events``): each single event
+    answered from its public object (no second read of its row; its response kept by ETag),
+    each series that occurs in the window read with its changed occurrences (``load``, or
+    kept: ``_series_objects``). When every response is kept already (a week asked for
+    before, at the same versions), the answer is put together at once; otherwise what is
+    missing is written later, off the event loop."""
+    singles = [e for e in events if "recurringEventId" not in e]
+    series_ids = {e["recurringEventId"] for e in events if "recurringEventId" in e}
+    reminder = reminder_of(conn, calendar=calendar)
+    uids = objects.uids_of(conn, calendar=calendar, event_ids=[e["id"] for e in singles])
+    series = _series_objects(conn, calendar, series_ids, reminder) if series_ids else []
+    shape = (wanted.names, wanted.allprop, wanted.propname, wanted.calendar_data is not None)
+
+    def made(kept_only: bool = False) -> bytes | None:
+        status = Multistatus()
+        for event in singles:
+            event_id = event["id"]
+            uid, named = uids.get(event_id, (event_id, None))
+            # What its ETag is made of (``objects.listed_etag``), without the digest; and its
+            # name.
+            made_of = (event_id, event["updatedAt"], uid, calendar.time_zone, reminder, named)
+            response: str | None = None
+            if not texts:
+                response = _RESPONSES.get((made_of, place.path, shape))
+            if response is None:
+                if kept_only:
+                    return None
+                etag = objects.listed_etag(uid, event, calendar, reminder)
+                obj = objects.listed(event, uid, calendar, reminder, etag, named)
+                if texts and not all(t.holds(obj) for t in texts):
+                    continue
+                response = _response(place, calendar, obj, wanted, None)
+                _RESPONSES.put((made_of, place.path, shape), response, weight=len(response))
+            status.raw(response)
+        for obj in series:
+            if texts and not all(t.holds(obj) for t in texts):
+                continue
+            response = _RESPONSES.get((obj.etag, place.path, shape))
+            if response is None:
+                if kept_only:
+                    return None
+                response = _response(place, calendar, obj, wanted, None)
+                _RESPONSES.put((obj.etag, place.path, shape), response, weight=len(response))
+            status.raw(response)
+        return status.body()
+
+    at_once = None if texts else made(kept_only=True)
+    return at_once if at_once is not None else Later(made)
+
+
+# A calendar's series objects, by the calendar's series version (``calendars.series_version``,
+# which every write of a series or of a changed occurrence moves, in the write's transaction),
+# its zone and the owner's reminder: a week's series are read once, not at every report.
+_SERIES = Lru(256)
+
+
+def _series_objects(
+    conn: Connection, calendar: CalendarRow, ids: set[str], reminder: int | None
+) -> list[objects.DavObject]:
+    """The objects of the series ``ids`` of ``calendar``, read (``objects.load``) only when
+    not kept for the calendar's current series version."""
+    if calendar.series_version is None:
+        return list(objects.load(conn, calendar=calendar, event_ids=ids).values())
+    key = (calendar.id, calendar.series_version, calendar.time_zone, reminder)
+    kept: dict[str, objects.DavObject] | None = _SERIES.get(key)
+    if kept is None:
+        kept = {}
+        _SERIES.put(key, kept)
+    missing = [i for i in ids if i not in kept]
+    if missing:
+        kept.update(objects.load(conn, calendar=calendar, event_ids=missing))
+    return [kept[i] for i in ids if i in kept]
+
+
+def _response(
+    place: Place,
+    calendar: CalendarRow,
+    obj: objects.DavObject,
+    wanted: Wanted,
+    occurrences: dict[str, list[dict[str, Any]]] | None,
+) -> str:
+    """An object's ``DAV:response`` (with its text, if asked for)."""
+    extra: dict[str, Element | str] = {}
+    if wanted.calendar_data is not None:
+        if occurrences is not None:
+            data = objects.expanded(obj, occurrences.get(obj.event_id, []))
+        else:
+            data = objects.render(obj, calendar)
+        extra[c("calendar-data")] = (
+            f"<cal:calendar-data>{escape_text(data.decode())}</cal:calendar-data>"
+        )
+    status = Multistatus()
+    answer(status, place.path + obj.name, object_properties(obj), wanted, extra)
+    return status.parts[-1]
+
+
+def _answer(
+    place: Place,
+    calendar: CalendarRow,
+    found: Iterable[objects.DavObject],
+    wanted: Wanted,
+    occurrences: dict[str, list[dict[str, Any]]] | None,
+    missing: Sequence[str] = (),
+    token: str | None = None,
+) -> bytes:
+    """The multistatus of ``found`` objects (with their text, if asked for), then
+    ``missing`` hrefs (404) and the sync ``token``."""
+    status = Multistatus()
+    for obj in found:
+        status.raw(_response(place, calendar, obj, wanted, occurrences))
+    for href in missing:
+        status.status(href, 404)
+    if token is not None:
+        status.sync_token(token)
+    return status.body()
+
+
+def _multiget(
+    conn: Connection, principal: Principal, place: Place, body: Element, key: bytes
+) -> Later:
+    calendar = place.calendar
+    assert calendar is not None
+    wanted = Wanted.of_prop(body.find(d("prop")))
+    expand = _expand(wanted)
+    hrefs = [h.text or "" for h in body.findall(d("href"))]
+    if len(hrefs) > MAX_HREFS:
+        raise BadRequest(f"A calendar-multiget names at most {MAX_HREFS} objects.")
+    ids: dict[str, str] = {}  # event id: href asked for
+    missing: list[str] = []
+    for href in hrefs:
+        path = href_path(href)
+        name = path[len(place.path) :] if path.startswith(place.path) else ""
+        named = bool(name) and "/" not in name
+        event_id = objects.event_id_named(conn, calendar=calendar, name=name) if named else None
+        if event_id is None:
+            missing.append(href.strip())
+        else:
+            ids[event_id] = href
+    found = objects.load(conn, calendar=calendar, event_ids=ids)
+    missing += [href.strip() for event_id, href in ids.items() if event_id not in found]
+    expanding = None if expand is None else _listed(conn, principal, calendar, expand, key)
+
+    def made() -> bytes:
+        occurrences = None if expanding is None else _by_object(finish(expanding))[0]
+        return _answer(place, calendar, found.values(), wanted, occurrences, missing)
+
+    return Later(made)
+
+
+def _sync(conn: Connection, principal: Principal, place: Place, body: Element, key: bytes) -> Later:
+    calendar = place.calendar
+    assert calendar is not None
+    wanted = Wanted.of_prop(body.find(d("prop")))
+    given = (body.findtext(d("sync-token")) or "").strip()
+    chosen = [calendar.id]
+    if not given:  # the first sync: everything, and where it stands
+        position = current_position(conn)
+        found = objects.load_all(conn, calendar=calendar)
+        token = sync_token(key, principal, position, calendar)
+        return Later(lambda: _answer(place, calendar, found.values(), wanted, None, [], token))
+    if not given.startswith(SYNC_TOKEN_PREFIX):
+        raise _bad_token()
+    changed: set[str] = set()
+    gone: set[str] = set()
+    try:
+        result = sync_events(
+            conn,
+            principal=principal,
+            sync_token=given[len(SYNC_TOKEN_PREFIX) :],
+            limit=MAX_LIMIT,
+            token_key=key,
+            calendar_ids=chosen,
+        )
+        for _ in range(MAX_SYNC_PAGES):
+            _take(result["events"], changed, gone)
+            if "nextPageToken" not in result:
+                break
+            result = sync_events(
+                conn,
+                principal=principal,
+                sync_token=None,
+                page_token=result["nextPageToken"],
+                limit=MAX_LIMIT,
+                token_key=key,
+                calendar_ids=chosen,
+            )
+        else:
+            raise DavRefused(
+                "Too many changes since this token: sync again without one.",
+                d("number-of-matches-within-limits"),
+            )
+    except (ValidationFailed, SyncTokenExpired):
+        raise _bad_token() from None
+    found = objects.load(conn, calendar=calendar, event_ids=changed)
+    deleted = [i for i in gone if i not in found]
+    uids = objects.uids_of(conn, calendar=calendar, event_ids=deleted)
+    missing = [place.path + objects.name_of(*uids.get(i, (i, None))) for i in sorted(deleted)]
+    token = SYNC_TOKEN_PREFIX + str(result["nextSyncToken"])
+    return Later(lambda: _answer(place, calendar, found.values(), wanted, None, missing, token))
+
+
+def _take(events: list[dict[str, Any]], changed: set[str], gone: set[str]) -> None:
+    """Sort a sync's changes into objects changed and objects gone."""
+    for event in events:
+        series = event.get("recurringEventId")
+        if series:  # an occurrence changed or cancelled: its series' object changed
+            changed.add(series)
+        elif event.get("status") == "cancelled":  # a tombstone
+            split = split_occurrence_id(event["id"])
+            if split is not None:  # a changed occurrence's row, gone with or from its series
+                changed.add(split[0])
+            else:
+                gone.add(event["id"])
+        else:
+            changed.add(event["id"])
+
+
+def _bad_token() -> CalendarError:
+    return DavRefused(
+        "The sync-token is not one this server issued for this calendar and key, or is too "
+        "old: sync again without one.",
+        d("valid-sync-token"),
+    )
+
+
+__all__ = ["report"]

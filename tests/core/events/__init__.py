@@ -1,1 +1,0 @@
-"""Tests of the core's events package (calendar_service/events/), a module a file."""
