@@ -37,8 +37,8 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from bench import servers
+from calendar_service.access import keys
 from calendar_service.calendar import calendars
-from calendar_service.access import keys, owners as users
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.migrate import upgrade
@@ -141,7 +141,7 @@ def _prepare(url: str, names: list[str]) -> dict[str, str]:
         upgrade(db.engine)
         now = utcnow()
         owner = db.call(
-            users.create_user,
+            calendars.create_owner,
             email=f"hostile-{uuid.uuid4().hex[:8]}@example.com",
             password="correct horse 1",
             now=now,

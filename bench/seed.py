@@ -132,8 +132,8 @@ def _series(conn, user_id: str, calendar_ids: list[str], count: int, now: dateti
     own create (so they are stored exactly as a client's would be): each starts in the first
     week of the events' span, on a weekday, at a quarter hour between 08:00 and 17:45, 30 min to
     3 h long; so every one-week window of the list meets every series of its calendar once."""
-    from calendar_service.calendar.events import create_event
     from calendar_service.access.keys import owner_principal
+    from calendar_service.calendar.events import create_event
     from calendar_service.platform.models import EventCreate, WebhookDelivery
 
     rnd = random.Random(7)
@@ -177,12 +177,12 @@ def _reset_database(url: str) -> None:
 def seed_ours(url: str, rows: int, meta_path: Path, *, series: int = 0, log=print) -> Seeded:  # type: ignore[no-untyped-def]
     """Seed (or reuse) our database at ``url`` with ``rows`` events in the reference shape,
     and ``series`` weekly series spread evenly over its calendars (``_series``)."""
+    from calendar_service.access import keys
     from calendar_service.calendar import calendars
-    from calendar_service.access import keys, owners as users
-    from calendar_service.platform.config import Config
-    from calendar_service.platform.db import Database
     from calendar_service.calendar.events import events_t
     from calendar_service.calendar.events.search import PARTS
+    from calendar_service.platform.config import Config
+    from calendar_service.platform.db import Database
     from calendar_service.platform.ids import new_id
     from calendar_service.platform.migrate import upgrade
     from calendar_service.platform.models import WebhookEndpoint
@@ -204,7 +204,7 @@ def seed_ours(url: str, rows: int, meta_path: Path, *, series: int = 0, log=prin
         upgrade(db.engine)
         now = utcnow()
         with db.engine.begin() as conn:
-            owner = users.create_user(conn, email=OWNER_EMAIL, password=None, now=now)
+            owner = calendars.create_owner(conn, email=OWNER_EMAIL, password=None, now=now)
             cal_ids = []
             for n in range(1, _calendar_count(rows) + 1):
                 cal = calendars.create_calendar(

@@ -34,11 +34,11 @@ from sqlalchemy import insert
 
 from bench import servers
 from bench.hostile import Prober, database
+from calendar_service.access import keys
 from calendar_service.calendar import calendars
-from calendar_service.access import keys, owners as users
+from calendar_service.calendar.events import events_t
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
-from calendar_service.calendar.events import events_t
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.migrate import upgrade
 from calendar_service.platform.timeutil import utcnow
@@ -79,7 +79,7 @@ def seed(url: str, count: int, *, analyze: bool = True) -> str:
         vocabulary = [made_up() for _ in range(20_000)]
         base = datetime(2026, 1, 1, tzinfo=UTC)
         with db.engine.begin() as conn:
-            owner = users.create_user(conn, email="short@example.com", password=None, now=now)
+            owner = calendars.create_owner(conn, email="short@example.com", password=None, now=now)
             calendar = calendars.create_calendar(
                 conn, user_id=owner["id"], name="short", time_zone="UTC", now=now
             )

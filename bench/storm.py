@@ -45,15 +45,16 @@ from sqlalchemy import create_engine, func, insert, select, text, update
 
 from bench import servers
 from bench.webhooks import bench_database, percentile, read_body
+from calendar_service.access import keys
+from calendar_service.access import owners as users
 from calendar_service.calendar import calendars
-from calendar_service.access import keys, owners as users
-from calendar_service.delivery import subscriptions, webhook_targets
-from calendar_service.platform.db import Database
 from calendar_service.calendar.events import events_t
+from calendar_service.delivery import subscriptions, webhook_targets
+from calendar_service.delivery.triggers.tables import plan_t
+from calendar_service.platform.db import Database
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.models import deliveries_t
 from calendar_service.platform.timeutil import utcnow
-from calendar_service.delivery.triggers.tables import plan_t
 
 DEFAULT_POSTGRES = "postgresql+psycopg://root@127.0.0.1:5432/test"
 

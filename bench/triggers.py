@@ -55,16 +55,16 @@ import uvloop
 from sqlalchemy import func, insert, select, update
 
 from bench.webhooks import bench_database, percentile, read_body
+from calendar_service.access import keys
 from calendar_service.calendar import calendars, events
-from calendar_service.access import keys, owners as users
+from calendar_service.calendar.events import events_t
 from calendar_service.delivery import subscriptions, webhook_targets
+from calendar_service.delivery.triggers.tables import plan_t
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
-from calendar_service.calendar.events import events_t
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.models import EventCreate, deliveries_t
 from calendar_service.platform.timeutil import utcnow
-from calendar_service.delivery.triggers.tables import plan_t
 from webhooks.scheduler import delivery_job
 from webhooks.triggers import run_tick
 
@@ -166,7 +166,7 @@ def seed(db: Database, a: argparse.Namespace, receiver_url: str, now: datetime) 
     """The owner, calendars, events, series and subscriptions; returns what the runs need."""
     started = time.perf_counter()
     with db.engine.begin() as conn:
-        owner = users.create_user(
+        owner = calendars.create_owner(
             conn, email=f"bench-{uuid.uuid4().hex[:8]}@example.com", password=None, now=now
         )
         cal_ids = [

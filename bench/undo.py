@@ -25,12 +25,13 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from bench import servers
-from calendar_service.access import keys, owners as users
+from calendar_service.access import keys
+from calendar_service.calendar import calendars
+from calendar_service.calendar.events.create import create_event_from_input
+from calendar_service.governance import undo_jobs
 from calendar_service.journal.change_record import default_via
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
-from calendar_service.governance import undo_jobs
-from calendar_service.calendar.events.create import create_event_from_input
 from calendar_service.platform.migrate import upgrade
 from calendar_service.platform.timeutil import utcnow
 
@@ -38,7 +39,7 @@ PASSWORD = "correct horse battery 1"
 
 
 def _seed(db: Database, count: int) -> tuple[str, str]:
-    owner = db.call(users.create_user, email=f"bench-{uuid.uuid4().hex[:8]}@example.com",
+    owner = db.call(calendars.create_owner, email=f"bench-{uuid.uuid4().hex[:8]}@example.com",
                     password=PASSWORD, now=utcnow(), time_zone="UTC")  # fmt: skip
     key, _ = db.call(keys.create_key, user_id=owner["id"], name="Busy agent",
                      permission="write", expires_at=utcnow() + timedelta(days=1),

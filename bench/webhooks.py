@@ -39,9 +39,9 @@ import httpx
 import uvloop
 from sqlalchemy import func, select, text
 
-from calendar_service.calendar import events
-from calendar_service.access import owners as users
-from calendar_service.delivery import webhook_settings as webhook_config, webhook_targets
+from calendar_service.calendar import calendars, events
+from calendar_service.delivery import webhook_settings as webhook_config
+from calendar_service.delivery import webhook_targets
 from calendar_service.platform.config import Config, parse_retry_schedule
 from calendar_service.platform.db import Database
 from calendar_service.platform.migrate import upgrade
@@ -136,7 +136,7 @@ def receiver_process() -> Iterator[str]:
 def make_owner(db: Database, receiver_url: str) -> str:
     """A new owner whose webhook points at the receiver; returns its id."""
     email = f"bench-{uuid.uuid4().hex[:10]}@example.com"
-    user = db.call(users.create_user, email=email, password=None, now=utcnow())
+    user = db.call(calendars.create_owner, email=email, password=None, now=utcnow())
     target = webhook_targets.check_endpoint_url(
         f"{receiver_url}/hook", allow_local=True, resolve=webhook_targets.system_resolve
     )

@@ -27,17 +27,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Mount, Route
 
+from calendar_service.access.ratelimit import RateLimiter
 from calendar_service.account import create_account_app
 from calendar_service.asgi.boundary import ErrorBoundary
 from calendar_service.asgi.context import RequestIdMiddleware, Services, services
 from calendar_service.asgi.methods import AnswerOptions
 from calendar_service.asgi.responses import JSONResponse
+from calendar_service.dav import routes as caldav
+from calendar_service.jobs import housekeeping_job
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
-from calendar_service.jobs import housekeeping_job
 from calendar_service.platform.logs import configure_logging
-from calendar_service.access.ratelimit import RateLimiter
-from calendar_service.dav import routes as caldav
 from calendar_service.rest import feed, invitations, openapi, routes, subscriptions
 from calendar_service.rest.errors import HANDLERS, unexpected_error
 from mcp_tools.http import MCP_PATH, mcp_http

@@ -23,10 +23,10 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from sqlalchemy import Connection
 
+from calendar_service.operations.retention import purge_expired
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.db.transactions import atomic
-from calendar_service.operations.retention import purge_expired
 from calendar_service.platform.timeutil import utcnow
 
 HOUSEKEEPING_JOB_ID = "housekeeping"

@@ -31,6 +31,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from calendar_service.access import oauth
+from calendar_service.access.keys import Principal
 from calendar_service.asgi.context import (
     MAX_BODY,
     Services,
@@ -40,10 +41,9 @@ from calendar_service.asgi.context import (
     record_refusal,
 )
 from calendar_service.asgi.responses import error_response, problem
-from calendar_service.platform.errors import CalendarError, ExpiredKey, KeyInUrl, RevokedKey
 from calendar_service.operations.gateway import CallContext, authenticate, refuse_known
+from calendar_service.platform.errors import CalendarError, ExpiredKey, KeyInUrl, RevokedKey
 from calendar_service.platform.ids import new_id
-from calendar_service.access.keys import Principal
 from calendar_service.platform.timeutil import utcnow
 from mcp_tools.server import TOOLS, Caller
 

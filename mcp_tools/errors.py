@@ -19,7 +19,12 @@ from collections.abc import Iterator
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
-from calendar_service.platform.errors import CalendarError, Conflict, InsufficientScope, ValidationFailed
+from calendar_service.platform.errors import (
+    CalendarError,
+    Conflict,
+    InsufficientScope,
+    ValidationFailed,
+)
 
 log = logging.getLogger("mcp_tools")
 

@@ -79,8 +79,6 @@ from starlette.routing import BaseRoute, Route, request_response
 from starlette.types import ASGIApp
 
 from calendar_service.access import oauth
-from calendar_service.asgi.context import Services, call_context
-from calendar_service.operations.gateway import revoke_by_app
 from calendar_service.access.keys import (
     FREEBUSY_SCOPE,
     READ_SCOPE,
@@ -88,6 +86,8 @@ from calendar_service.access.keys import (
     WRITE_SCOPE,
     hash_secret,
 )
+from calendar_service.asgi.context import Services, call_context
+from calendar_service.operations.gateway import revoke_by_app
 from calendar_service.platform.timeutil import utcnow
 
 log = logging.getLogger(__name__)

@@ -30,19 +30,24 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel
 
 from calendar_service.access import idempotency
-from calendar_service.operations import catalog as operations
-from calendar_service.platform import service_secrets
+from calendar_service.access.keys import WRITE, Principal
+from calendar_service.access.ratelimit import RateLimiter
+from calendar_service.calendar.events.shapes import dumps
 from calendar_service.governance.change_shapes import ChangeList
+from calendar_service.journal.invitations import MailPolicy
+from calendar_service.operations import catalog as operations
+from calendar_service.operations.catalog import Operation
+from calendar_service.operations.gateway import CallContext, finished, perform
+from calendar_service.platform import service_secrets
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import CalendarError, FieldError, ValidationFailed
-from calendar_service.calendar.events.shapes import dumps
-from calendar_service.operations.gateway import CallContext, finished, perform
 from calendar_service.platform.inputs import parse_flag, parse_model, parse_partial
-from calendar_service.access.keys import WRITE, Principal
-from calendar_service.journal.invitations import MailPolicy
-from calendar_service.platform.models import EventPublic, EventUpdate, FreeBusyPublic, FreeTimePublic
-from calendar_service.operations.catalog import Operation
-from calendar_service.access.ratelimit import RateLimiter
+from calendar_service.platform.models import (
+    EventPublic,
+    EventUpdate,
+    FreeBusyPublic,
+    FreeTimePublic,
+)
 from calendar_service.platform.timeutil import utcnow
 from mcp_tools import shapes
 from mcp_tools.errors import error_result, tool_errors

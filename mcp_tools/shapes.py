@@ -14,13 +14,13 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
 from pydantic.alias_generators import to_camel
 
+from calendar_service.access.idempotency import ARGUMENT as IDEMPOTENCY_ARGUMENT
+from calendar_service.access.idempotency import MAX_KEY_LENGTH
 from calendar_service.calendar.availability import DAYS
-from calendar_service.governance.change_shapes import ChangePublic
 from calendar_service.calendar.events import DEFAULT_LIMIT, MAX_LIMIT
 from calendar_service.calendar.events.existing import SCOPES
 from calendar_service.calendar.events.search import QUERY_MAX
-from calendar_service.access.idempotency import ARGUMENT as IDEMPOTENCY_ARGUMENT
-from calendar_service.access.idempotency import MAX_KEY_LENGTH
+from calendar_service.governance.change_shapes import ChangePublic
 from calendar_service.platform.models import (
     EventCreate,
     EventList,

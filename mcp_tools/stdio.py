@@ -18,13 +18,13 @@ from mcp.server.mcpserver import Context
 from sqlalchemy import make_url
 
 from calendar_service import __version__
+from calendar_service.access.keys import Principal
+from calendar_service.access.ratelimit import RateLimiter
+from calendar_service.operations.gateway import CallContext, authenticate
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database, sqlite_path
 from calendar_service.platform.errors import AuthError, ConfigError, UnknownKey
-from calendar_service.operations.gateway import CallContext, authenticate
 from calendar_service.platform.ids import new_id
-from calendar_service.access.keys import Principal
-from calendar_service.access.ratelimit import RateLimiter
 from mcp_tools.server import Backend, Caller, CallerOf, build_server
 
 KEY_VARIABLE = "CALENDAR_API_KEY"

@@ -26,12 +26,13 @@ import uvicorn
 from sqlalchemy import create_engine, select, text
 from starlette.types import ASGIApp
 
-from calendar_service.calendar import calendar_edits as calendar_changes, calendars
-from calendar_service.access import keys, owners as users
+from calendar_service.access import keys
 from calendar_service.app import create_app
+from calendar_service.calendar import calendar_edits as calendar_changes
+from calendar_service.calendar import calendars
+from calendar_service.operations.gateway import CallContext
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
-from calendar_service.operations.gateway import CallContext
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.migrate import upgrade
 from calendar_service.platform.models import deliveries_t
@@ -230,7 +231,11 @@ class Factory:
     def owner(self, *, time_zone: str = "UTC", password: str = "correct horse 1") -> Owner:
         email = f"owner-{uuid.uuid4().hex[:12]}@example.com"
         data = self.db.call(
-            users.create_user, email=email, password=password, now=utcnow(), time_zone=time_zone
+            calendars.create_owner,
+            email=email,
+            password=password,
+            now=utcnow(),
+            time_zone=time_zone,
         )
         return Owner(data["id"], email, data["defaultCalendarId"], password)
 
@@ -373,8 +378,8 @@ def delete_all(db: Database, owner: Owner | None, calendar_id: str, most: int = 
 def changes_of_key(db: Database, owner: Owner, key_id: str, count: int) -> list[str]:
     """``count`` events created by the owner's write key ``key_id`` through the core, in one
     transaction (a change each: a key's work to undo); their ids."""
-    from calendar_service.journal.change_record import default_via
     from calendar_service.calendar.events.create import create_event_from_input
+    from calendar_service.journal.change_record import default_via
 
     def made(conn: Any) -> list[str]:
         key = keys.get_key(conn, user_id=owner.id, key_id=key_id)

@@ -48,10 +48,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from calendar_service.delivery import webhook_targets
+from calendar_service.delivery.triggers import firing
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import format_utc, utcnow
-from calendar_service.delivery.triggers import firing
 from webhooks import http11, sender, store
 from webhooks.http11 import WebhookClient
 

@@ -30,12 +30,12 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
-from calendar_service.platform.config import Config
-from calendar_service.platform.db import Database
-from calendar_service.platform.emails import mail_address
 from calendar_service.delivery.mail import sending as outbox
 from calendar_service.delivery.mail.messages import build
 from calendar_service.journal.mail_queue import RETRYING
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
+from calendar_service.platform.emails import mail_address
 from calendar_service.platform.timeutil import utcnow
 
 logger = logging.getLogger("webhooks.mail")

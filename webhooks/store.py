@@ -27,8 +27,6 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
 
 from calendar_service.access import keys
-from calendar_service.platform.models import keys_t
-from calendar_service.platform.timeutil import format_utc
 from calendar_service.delivery.webhook_settings import (
     OPEN_STATUSES,
     attempts_t,
@@ -37,6 +35,8 @@ from calendar_service.delivery.webhook_settings import (
     endpoints_t,
     signing_secrets,
 )
+from calendar_service.platform.models import keys_t
+from calendar_service.platform.timeutil import format_utc
 from webhooks.sender import ERROR_CHARS, RESPONSE_EXCERPT_CHARS, AttemptResult
 
 JITTER = 0.1

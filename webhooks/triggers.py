@@ -27,10 +27,10 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from calendar_service.delivery.triggers import firing, planner
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database, atomic
 from calendar_service.platform.timeutil import utcnow
-from calendar_service.delivery.triggers import firing, planner
 
 logger = logging.getLogger("webhooks")
 

@@ -22,14 +22,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from sqlalchemy import Connection, delete, insert, select, update
 
-from calendar_service.platform.errors import (
-    ExpiredKey,
-    InvalidAccessToken,
-    NotFound,
-    RevokedKey,
-    ValidationFailed,
-)
-from calendar_service.platform.ids import new_id
 from calendar_service.access.keys import (
     APPROVAL_NONE,
     REVOKED_BY_REUSE,
@@ -40,9 +32,21 @@ from calendar_service.access.keys import (
     key_row_by_id,
     scopes_of,
 )
+from calendar_service.platform.errors import (
+    ExpiredKey,
+    InvalidAccessToken,
+    NotFound,
+    RevokedKey,
+    ValidationFailed,
+)
+from calendar_service.platform.ids import new_id
 from calendar_service.platform.models.columns import from_db
 from calendar_service.platform.models.keys import keys_t
-from calendar_service.platform.models.oauth import oauth_authorizations_t, oauth_clients_t, oauth_tokens_t
+from calendar_service.platform.models.oauth import (
+    oauth_authorizations_t,
+    oauth_clients_t,
+    oauth_tokens_t,
+)
 from calendar_service.platform.timeutil import format_utc
 
 ACCESS_PREFIX = "calat_"

@@ -1,4 +1,5 @@
-"""Owners: the people whose calendars these are. Each gets a default calendar at creation.
+"""Owners: the people whose calendars these are (``calendars.create_owner`` makes one with its
+default calendar).
 
 An owner's email is checked by the one rule for an address (``emails.check_email``) and kept
 wholly in lower case (``normalize_email``), as sign-in finds it."""
@@ -13,11 +14,9 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import Connection, insert, select, update
 
-from calendar_service.calendar.calendars import create_calendar
 from calendar_service.platform.emails import check_email
 from calendar_service.platform.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.platform.ids import new_id
-from calendar_service.platform.models.calendars import DEFAULT_CALENDAR_NAME
 from calendar_service.platform.models.owners import users_t
 
 _hasher = PasswordHasher()  # Argon2id with the library's recommended parameters
@@ -37,15 +36,14 @@ def hash_password(password: str) -> str:
     return _hasher.hash(password)
 
 
-def create_user(
+def add_owner(
     conn: Connection,
     *,
     email: str,
     password: str | None,
     now: datetime,
-    time_zone: str = "UTC",
 ) -> dict[str, Any]:
-    """Create an owner and their default calendar ``Личное``."""
+    """Create an owner (no calendar: ``calendars.create_owner`` makes the default one)."""
     errors: list[FieldError] = []
     checked = check_email(email, "email", errors)
     if checked is None:
@@ -62,15 +60,7 @@ def create_user(
             created_at=now,
         )
     )
-    calendar = create_calendar(
-        conn,
-        user_id=user_id,
-        name=DEFAULT_CALENDAR_NAME,
-        time_zone=time_zone,
-        now=now,
-        is_default=True,
-    )
-    return {"id": user_id, "email": email, "defaultCalendarId": calendar["id"]}
+    return {"id": user_id, "email": email}
 
 
 def get_user_by_email(conn: Connection, *, email: str) -> dict[str, Any]:

@@ -31,7 +31,8 @@ from typing import Literal
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, text
 
-from calendar_service.access import owner_sessions, owners as users
+from calendar_service.access import owner_sessions
+from calendar_service.access import owners as users
 from calendar_service.platform.db import Statement
 from calendar_service.platform.errors import NotFound
 from calendar_service.platform.models.columns import from_db, to_db

@@ -47,6 +47,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account import (
     activity_pages,
     calendar_pages,
@@ -72,7 +73,6 @@ from calendar_service.account.web import (
 )
 from calendar_service.asgi.boundary import ErrorBoundary
 from calendar_service.asgi.context import Services
-from calendar_service.access.owner_sessions import OwnerSessionInfo
 
 
 @owner_page

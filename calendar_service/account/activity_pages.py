@@ -18,18 +18,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service.calendar import calendars
 from calendar_service.access import keys
-from calendar_service.platform import service_secrets
+from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account.changes_view import KINDS, diff, title_of
 from calendar_service.account.web import account, form, owner_page, render, see_other
 from calendar_service.asgi.context import request_id
+from calendar_service.calendar import calendars
 from calendar_service.governance.change_list import list_changes
+from calendar_service.governance.undo import undo_change
 from calendar_service.journal.change_record import Via
 from calendar_service.journal.change_table import OWNER
+from calendar_service.platform import service_secrets
 from calendar_service.platform.errors import ChangedSince, FieldError, ValidationFailed
-from calendar_service.governance.undo import undo_change
-from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.platform.timeutil import utcnow
 
 PAGE_SIZE = 50

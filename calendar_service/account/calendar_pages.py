@@ -26,8 +26,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service.calendar import calendar_edits as calendar_changes, calendars, events, sharing
-from calendar_service.platform import service_secrets
+from calendar_service.access.keys import Principal
+from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account import repeats, sharing_pages
 from calendar_service.account.web import (
     FormPage,
@@ -40,13 +40,14 @@ from calendar_service.account.web import (
     see_other,
 )
 from calendar_service.asgi.context import request_id
+from calendar_service.calendar import calendar_edits as calendar_changes
+from calendar_service.calendar import calendars, events, sharing
+from calendar_service.calendar.events.days import end_after, last_day
+from calendar_service.calendar.recurrence.rules import recurrence_change
 from calendar_service.journal.change_record import Via
 from calendar_service.journal.change_table import OWNER
+from calendar_service.platform import service_secrets
 from calendar_service.platform.errors import DefaultCalendarKept, FieldError, ValidationFailed
-from calendar_service.calendar.events.days import end_after, last_day
-from calendar_service.access.keys import Principal
-from calendar_service.access.owner_sessions import OwnerSessionInfo
-from calendar_service.calendar.recurrence.rules import recurrence_change
 from calendar_service.platform.timeutil import format_utc, utcnow, zone
 
 UPCOMING = 10

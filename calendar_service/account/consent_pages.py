@@ -20,11 +20,11 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service.calendar import calendars
 from calendar_service.access import keys, oauth
-from calendar_service.account.web import CSP, account, field_errors, form, owner_page, render
-from calendar_service.platform.errors import ValidationFailed
 from calendar_service.access.owner_sessions import OwnerSessionInfo
+from calendar_service.account.web import CSP, account, field_errors, form, owner_page, render
+from calendar_service.calendar import calendars
+from calendar_service.platform.errors import ValidationFailed
 from calendar_service.platform.timeutil import utcnow
 
 _FORM_FIELDS = {"expiresAt": "expires", "calendarId": "calendar"}

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service.calendar import calendars, reminders
+from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account.web import (
     FormPage,
     account,
@@ -23,9 +23,9 @@ from calendar_service.account.web import (
     render,
     see_other,
 )
-from calendar_service.platform.errors import ValidationFailed
+from calendar_service.calendar import calendars, reminders
 from calendar_service.interop.ical import feeds
-from calendar_service.access.owner_sessions import OwnerSessionInfo
+from calendar_service.platform.errors import ValidationFailed
 from calendar_service.platform.timeutil import utcnow
 
 NOTICES = {

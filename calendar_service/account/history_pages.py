@@ -18,11 +18,12 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from calendar_service.calendar import calendars
-from calendar_service.access import call_history as history, keys
+from calendar_service.access import call_history as history
+from calendar_service.access import keys
+from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account.chart import daily_chart
 from calendar_service.account.web import account, owner_page, render
-from calendar_service.access.owner_sessions import OwnerSessionInfo
+from calendar_service.calendar import calendars
 from calendar_service.platform.timeutil import utcnow
 
 PAGE_SIZE = 50

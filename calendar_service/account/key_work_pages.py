@@ -22,17 +22,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service.calendar import calendars
 from calendar_service.access import keys
+from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account.changes_view import KINDS, title_of
 from calendar_service.account.web import account, form, owner_page, render, see_other
 from calendar_service.asgi.context import request_id
+from calendar_service.calendar import calendars
+from calendar_service.governance import undo_jobs
 from calendar_service.journal.change_record import Via
 from calendar_service.journal.change_table import OWNER
 from calendar_service.platform.db import atomic
 from calendar_service.platform.errors import NotFound
-from calendar_service.governance import undo_jobs
-from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.platform.timeutil import format_utc, utcnow
 
 # How far back the page undoes: its choices, and "since the key was made".

@@ -10,8 +10,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service.calendar import calendars
 from calendar_service.access import keys
+from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account.web import (
     FormPage,
     account,
@@ -21,8 +21,8 @@ from calendar_service.account.web import (
     owner_view,
     render,
 )
+from calendar_service.calendar import calendars
 from calendar_service.platform.errors import ValidationFailed
-from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.platform.timeutil import utcnow
 
 NOTICES = {

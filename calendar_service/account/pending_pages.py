@@ -18,11 +18,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account.changes_view import KINDS, diff, title_of
 from calendar_service.account.web import account, owner_action, owner_page, render, see_other
 from calendar_service.governance import proposals
 from calendar_service.governance.approving import approve
-from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.platform.timeutil import utcnow
 
 DECIDED_SHOWN = 30

@@ -8,10 +8,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service.calendar import sharing
-from calendar_service.account.web import account, form, owner_page, see_other
-from calendar_service.platform.errors import ValidationFailed
 from calendar_service.access.owner_sessions import OwnerSessionInfo
+from calendar_service.account.web import account, form, owner_page, see_other
+from calendar_service.calendar import sharing
+from calendar_service.platform.errors import ValidationFailed
 from calendar_service.platform.timeutil import utcnow
 
 NOTICES = {

@@ -18,7 +18,10 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service.access import owner_sessions, owners as users
+from calendar_service.access import owner_sessions
+from calendar_service.access import owners as users
+from calendar_service.access.owner_sessions import OwnerSessionInfo
+from calendar_service.access.signin import Lockout, begin_attempt, complete_attempt
 from calendar_service.account.web import (
     SESSION_COOKIE,
     SIGN_IN_COOKIE,
@@ -34,8 +37,6 @@ from calendar_service.account.web import (
     see_other,
     tokens_match,
 )
-from calendar_service.access.owner_sessions import OwnerSessionInfo
-from calendar_service.access.signin import Lockout, begin_attempt, complete_attempt
 from calendar_service.platform.timeutil import utcnow
 
 SIGN_IN_FORM_LIFETIME = 3600

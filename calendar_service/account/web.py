@@ -29,12 +29,12 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from calendar_service.access import owner_sessions
+from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.asgi.context import Services, request_id, session_secret
 from calendar_service.asgi.methods import allow_header
 from calendar_service.asgi.middleware import HttpMiddleware
 from calendar_service.platform.errors import CalendarError, NotFound, ValidationFailed
 from calendar_service.platform.inputs import NUL, nul_errors
-from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.platform.timeutil import utcnow
 
 HERE = Path(__file__).resolve().parent

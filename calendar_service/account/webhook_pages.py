@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service.delivery import subscriptions, webhook_settings as webhook_config, webhook_targets
+from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account.web import (
     account,
     form,
@@ -27,12 +27,13 @@ from calendar_service.account.web import (
     render,
     see_other,
 )
-from calendar_service.platform.errors import NotFound, ValidationFailed, WebhookTargetRefused
+from calendar_service.delivery import subscriptions, webhook_targets
+from calendar_service.delivery import webhook_settings as webhook_config
 from calendar_service.delivery.mail import sending as mail_outbox
-from calendar_service.access.owner_sessions import OwnerSessionInfo
-from calendar_service.platform.timeutil import utcnow
 from calendar_service.delivery.triggers import firing
 from calendar_service.delivery.triggers.kinds import parse_offsets
+from calendar_service.platform.errors import NotFound, ValidationFailed, WebhookTargetRefused
+from calendar_service.platform.timeutil import utcnow
 
 DELIVERIES_SHOWN = 50
 NOTICES = {

@@ -14,8 +14,10 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.types import Message, Receive, Scope, Send
 
 from calendar_service.access import owner_sessions
+from calendar_service.access.ratelimit import RateLimiter
 from calendar_service.asgi.middleware import HttpMiddleware
 from calendar_service.governance.undo_runner import UndoJobs
+from calendar_service.operations.gateway import CallContext, refuse
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import (
@@ -25,9 +27,7 @@ from calendar_service.platform.errors import (
     PayloadTooLarge,
     UnsupportedMediaType,
 )
-from calendar_service.operations.gateway import CallContext, refuse
 from calendar_service.platform.ids import new_id
-from calendar_service.access.ratelimit import RateLimiter
 from calendar_service.platform.timeutil import utcnow
 
 MAX_BODY = 1024 * 1024

@@ -8,7 +8,12 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from calendar_service.platform.errors import AuthError, CalendarError, InsufficientScope, RateLimited
+from calendar_service.platform.errors import (
+    AuthError,
+    CalendarError,
+    InsufficientScope,
+    RateLimited,
+)
 
 PROBLEM_TYPE = "urn:calendar-service:problem:{code}"
 

@@ -1,1 +1,15 @@
-"""To be written."""
+"""Calendars and events: reach, create, change, list, search, sync, recurrence, availability,
+sharing, attendees. May import: platform, access, journal.
+
+- ``calendars``: calendars, what a principal reaches, and ``create_owner`` (an owner with the
+  default calendar);
+- ``calendar_edits``: a calendar changed or deleted, with its change-log rows;
+- ``availability``: free/busy and finding a free time;
+- ``sharing``: an owner's calendars shared with other owners;
+- ``reminders``: an event's reminders as sent, stored and shown;
+- ``attendees``: attendees and organizer, as sent, stored and shown (one email rule);
+- ``page_tokens``: signed page tokens;
+- ``event_input``: list windows, limits, titles and times as callers send them;
+- ``events/``: the events themselves (list, get, create, update, delete, search, sync);
+- ``recurrence/``: recurrence rules, their expansion and occurrence ids.
+"""

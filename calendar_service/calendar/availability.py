@@ -26,13 +26,13 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
+from calendar_service.access.keys import Principal
 from calendar_service.calendar import sharing
 from calendar_service.calendar.calendars import CalendarRow, accessible_calendars
-from calendar_service.platform.errors import FieldError, InsufficientScope, ValidationFailed
-from calendar_service.calendar.events.busy import Busy, busy_later
 from calendar_service.calendar.event_input import parse_untrusted
-from calendar_service.access.keys import Principal
+from calendar_service.calendar.events.busy import Busy, busy_later
 from calendar_service.platform.deferred import Later, finish
+from calendar_service.platform.errors import FieldError, InsufficientScope, ValidationFailed
 from calendar_service.platform.models.availability import FreeBusyQuery, FreeTimeQuery, WorkingHours
 from calendar_service.platform.timeutil import (
     format_in,

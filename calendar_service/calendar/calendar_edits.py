@@ -41,24 +41,29 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, and_, delete, func, or_, select, update
 
+from calendar_service.access.keys import REVOKED_BY_CALENDAR
 from calendar_service.calendar.calendars import (
     CalendarRow,
     calendar_public,
     check_calendar_fields,
     check_color,
 )
-from calendar_service.platform.errors import DefaultCalendarKept, FieldError, NotFound, ValidationFailed
 from calendar_service.calendar.events.queries import EVENT_COLUMNS, bump_longest
 from calendar_service.calendar.events.series import CANCELLED, recurrence_columns
 from calendar_service.calendar.events.shapes import Row, event_public
-from calendar_service.access.keys import REVOKED_BY_CALENDAR
+from calendar_service.calendar.recurrence.rules import naive_local, to_utc
+from calendar_service.journal.webhook_outbox import DELETED, UPDATED, record_change
+from calendar_service.platform.errors import (
+    DefaultCalendarKept,
+    FieldError,
+    NotFound,
+    ValidationFailed,
+)
 from calendar_service.platform.models.calendars import calendars_t
 from calendar_service.platform.models.events import event_sync_t, events_t
 from calendar_service.platform.models.ical import feeds_t, ical_uids_t
 from calendar_service.platform.models.keys import keys_t
 from calendar_service.platform.models.oauth import oauth_authorizations_t
-from calendar_service.journal.webhook_outbox import DELETED, UPDATED, record_change
-from calendar_service.calendar.recurrence.rules import naive_local, to_utc
 from calendar_service.platform.timeutil import zone
 
 DELETE_STEP = 500

@@ -9,12 +9,22 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import ColumnElement, Connection, Select, and_, bindparam, insert, select
 
+from calendar_service.access import owners
+from calendar_service.access.keys import Principal
 from calendar_service.platform.db import Statement
-from calendar_service.platform.errors import FieldError, InsufficientScope, NotFound, ValidationFailed
+from calendar_service.platform.errors import (
+    FieldError,
+    InsufficientScope,
+    NotFound,
+    ValidationFailed,
+)
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.inputs import check_text
-from calendar_service.access.keys import Principal
-from calendar_service.platform.models.calendars import DEFAULT_CALENDAR_NAME, ROW_COLUMNS, calendars_t
+from calendar_service.platform.models.calendars import (
+    DEFAULT_CALENDAR_NAME,
+    ROW_COLUMNS,
+    calendars_t,
+)
 from calendar_service.platform.schema_patterns import COLOR_PATTERN
 from calendar_service.platform.timeutil import is_valid_zone
 
@@ -108,6 +118,27 @@ def create_calendar(
     }
     conn.execute(insert(calendars_t).values(**values))
     return calendar_public(CalendarRow(values["id"], name, time_zone, is_default, 0, color=color))
+
+
+def create_owner(
+    conn: Connection,
+    *,
+    email: str,
+    password: str | None,
+    now: datetime,
+    time_zone: str = "UTC",
+) -> dict[str, Any]:
+    """Create an owner and their default calendar ``Личное``."""
+    owner = owners.add_owner(conn, email=email, password=password, now=now)
+    calendar = create_calendar(
+        conn,
+        user_id=owner["id"],
+        name=DEFAULT_CALENDAR_NAME,
+        time_zone=time_zone,
+        now=now,
+        is_default=True,
+    )
+    return {**owner, "defaultCalendarId": calendar["id"]}
 
 
 def list_owner_calendars(conn: Connection, *, user_id: str) -> list[Any]:

@@ -22,8 +22,8 @@ from typing import Any
 
 import orjson
 
-from calendar_service.platform.errors import FieldError, ValidationFailed
 from calendar_service.access.keys import Principal
+from calendar_service.platform.errors import FieldError, ValidationFailed
 from calendar_service.platform.timeutil import check_instant, from_utc_text, utc_text
 
 _MAC_BYTES = 16

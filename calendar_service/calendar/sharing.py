@@ -15,10 +15,10 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Field, SQLModel
 
+from calendar_service.access.keys import owner_principal
 from calendar_service.calendar.calendars import CalendarRow, accessible_calendars
 from calendar_service.platform.emails import check_email
 from calendar_service.platform.errors import FieldError, ValidationFailed
-from calendar_service.access.keys import owner_principal
 from calendar_service.platform.models import UTCDateTime, users_t
 
 MAX_ASKED = 20  # attendees one findFreeTime may name

@@ -115,12 +115,12 @@ def changes_undo(
     """Undo one change (its id), or every change a key or connected app made since a time
     (--key and --since), newest first; what cannot be undone is listed with its reason."""
     from calendar_service.access import keys
+    from calendar_service.governance import undo_jobs
     from calendar_service.governance.change_list import owner_of
+    from calendar_service.governance.undo import undo_change, undo_changes_of
     from calendar_service.journal.change_record import Via
     from calendar_service.journal.change_table import OWNER
     from calendar_service.platform.db import rolled_back
-    from calendar_service.governance import undo_jobs
-    from calendar_service.governance.undo import undo_change, undo_changes_of
 
     if (change_id is None) == (key is None):
         _usage("give a change id, or --key KEY_ID with --since")
@@ -224,8 +224,8 @@ def _run_to_end(
     out."""
     import time
 
-    from calendar_service.governance import undo_runner as background
     from calendar_service.governance import undo_jobs
+    from calendar_service.governance import undo_runner as background
     from calendar_service.platform.ids import new_id
 
     runner = new_id("run")

@@ -27,7 +27,9 @@ def demo(
     Secrets are stored hashed, so an earlier demo key cannot be printed again: each run revokes
     the owner's earlier demo keys (named "demo key …") and issues a new one, so that one demo
     key at most is live. The owner's other keys are left alone."""
-    from calendar_service.access import keys, owners as users
+    from calendar_service.access import keys
+    from calendar_service.access import owners as users
+    from calendar_service.calendar import calendars
 
     now = utcnow()
 
@@ -36,7 +38,9 @@ def demo(
             owner = users.get_user_by_email(conn, email=email)
             user_id = owner["id"]
         except CalendarError:
-            user_id = users.create_user(conn, email=email, password=DEMO_PASSWORD, now=now)["id"]
+            user_id = calendars.create_owner(conn, email=email, password=DEMO_PASSWORD, now=now)[
+                "id"
+            ]
         earlier = [
             k["id"]
             for k in keys.list_keys(conn, user_id=user_id, now=now)

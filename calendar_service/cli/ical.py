@@ -30,8 +30,8 @@ def feeds_create(
 
     The URL starts with CALENDAR_BASE_URL when set, else with the address 'serve' last
     served this database on; with neither, nothing is made and the error says so."""
-    from calendar_service.platform import served_address
     from calendar_service.interop.ical import feeds
+    from calendar_service.platform import served_address
 
     configured = os.environ.get("CALENDAR_BASE_URL")
 
@@ -174,9 +174,9 @@ def import_file(
 ) -> None:
     """Import an .ics file's events into a calendar. Idempotent by UID: importing the same file
     again changes nothing; what could not be imported, or only in part, is listed."""
+    from calendar_service.access.keys import owner_principal
     from calendar_service.interop.ical.importing import import_events
     from calendar_service.interop.ical.reading import MAX_BYTES
-    from calendar_service.access.keys import owner_principal
 
     try:
         with file.open("rb") as handle:

@@ -18,7 +18,12 @@ from calendar_service.cli.common import (
     run,
     usage,
 )
-from calendar_service.platform.errors import DefaultCalendarKept, FieldError, NotFound, ValidationFailed
+from calendar_service.platform.errors import (
+    DefaultCalendarKept,
+    FieldError,
+    NotFound,
+    ValidationFailed,
+)
 from calendar_service.platform.timeutil import utcnow
 
 users_app = typer.Typer(
@@ -56,9 +61,15 @@ def users_create(
     as_json: JsonFlag = False,
 ) -> None:
     """Create an owner, with their default calendar 'Личное'."""
-    from calendar_service.access import owners as users
+    from calendar_service.calendar import calendars as calendars_core
 
-    user = run(users.create_user, email=email, password=password, now=utcnow(), time_zone=time_zone)
+    user = run(
+        calendars_core.create_owner,
+        email=email,
+        password=password,
+        now=utcnow(),
+        time_zone=time_zone,
+    )
     emit(
         user,
         as_json,
@@ -460,7 +471,8 @@ def calls(
     as_json: JsonFlag = False,
 ) -> None:
     """A key's call history, newest first."""
-    from calendar_service.access import call_history as history, keys
+    from calendar_service.access import call_history as history
+    from calendar_service.access import keys
 
     key_id = check_key_id(key_id)
 

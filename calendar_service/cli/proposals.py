@@ -52,8 +52,8 @@ def proposals_list(
     as_json: JsonFlag = False,
 ) -> None:
     """The owner's proposals, newest first."""
-    from calendar_service.governance import proposals
     from calendar_service.access.keys import get_key
+    from calendar_service.governance import proposals
 
     key = None if key is None else check_key_id(key)
     if status is not None and status not in proposals.STATUSES:

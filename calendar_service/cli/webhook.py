@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service.delivery import webhook_targets
 from calendar_service.cli.common import (
     JsonFlag,
     UserOption,
@@ -19,6 +18,7 @@ from calendar_service.cli.common import (
     run,
     usage,
 )
+from calendar_service.delivery import webhook_targets
 from calendar_service.platform.config import Config
 from calendar_service.platform.logs import configure_logging
 from calendar_service.platform.timeutil import utcnow
@@ -244,7 +244,9 @@ def worker(
 
     For deployments with many server processes started with `serve --no-webhooks`; several
     workers may share one PostgreSQL database."""
-    configure_logging(log_level)  # the service's logging, as in serve (calendar_service.platform.logs)
+    configure_logging(
+        log_level
+    )  # the service's logging, as in serve (calendar_service.platform.logs)
     db = None
     try:
         config = Config.from_env()

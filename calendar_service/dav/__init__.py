@@ -1,1 +1,6 @@
-"""To be written."""
+"""The CalDAV protocol front: ``/.well-known/caldav`` and ``/caldav/`` over HTTP (``routes``).
+May import: the core, asgi.
+
+- ``routes``: the handlers, each through ``gateway.perform`` (the resources are
+  ``interop.caldav``'s).
+"""

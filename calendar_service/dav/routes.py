@@ -27,9 +27,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
-from calendar_service.calendar import calendar_edits as calendar_changes
-from calendar_service.operations import catalog as operations
-from calendar_service.platform import service_secrets
+from calendar_service.access.keys import WRITE, Principal
 from calendar_service.asgi.context import (
     Services,
     call_context,
@@ -38,9 +36,16 @@ from calendar_service.asgi.context import (
     services,
     session_secret,
 )
+from calendar_service.calendar import calendar_edits as calendar_changes
 from calendar_service.interop.caldav import access, objects, xml
 from calendar_service.interop.caldav.resources import ROOT, parse_path
 from calendar_service.interop.caldav.writing import object_exists
+from calendar_service.interop.ical.feeds import etag_matches
+from calendar_service.interop.ical.reading import ReadFile, read_file
+from calendar_service.operations import catalog as operations
+from calendar_service.operations.catalog import Operation
+from calendar_service.operations.gateway import Arguments, Outcome, finished, perform
+from calendar_service.platform import service_secrets
 from calendar_service.platform.errors import (
     AuthError,
     CalendarError,
@@ -54,11 +59,6 @@ from calendar_service.platform.errors import (
     SignInLocked,
     WrongAppPassword,
 )
-from calendar_service.operations.gateway import Arguments, Outcome, finished, perform
-from calendar_service.interop.ical.feeds import etag_matches
-from calendar_service.interop.ical.reading import ReadFile, read_file
-from calendar_service.access.keys import WRITE, Principal
-from calendar_service.operations.catalog import Operation
 from calendar_service.platform.timeutil import utcnow
 
 WELL_KNOWN = "/.well-known/caldav"

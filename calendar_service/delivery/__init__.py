@@ -1,1 +1,10 @@
-"""To be written."""
+"""What leaves the service: the owner's webhook endpoint and its targets, a key's subscriptions,
+time triggers, invitation mail and its replies. May import: platform, access, journal,
+calendar, interop. ``webhooks/`` (beside this package) sends what it queues.
+
+- ``webhook_targets``: which URLs and addresses a webhook may go to;
+- ``webhook_settings``: the owner's webhook endpoint, its secret and its state;
+- ``subscriptions``: a key's webhook subscriptions;
+- ``triggers/``: time triggers (an event starting, ending, minutes before);
+- ``mail/``: invitation mail sent and its replies received.
+"""

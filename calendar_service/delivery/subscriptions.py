@@ -28,21 +28,9 @@ from pydantic.alias_generators import to_camel
 from sqlalchemy import Connection, func, insert, select, update
 
 from calendar_service.access import keys
-from calendar_service.delivery import webhook_settings as webhook_config
-from calendar_service.calendar.calendars import accessible_calendars
-from calendar_service.platform.errors import (
-    FieldError,
-    NotFound,
-    SubscriptionLimit,
-    ValidationFailed,
-    WebhookDisabled,
-)
-from calendar_service.platform.ids import new_id
-from calendar_service.platform.inputs import check_text, parse_partial
 from calendar_service.access.keys import Principal
-from calendar_service.platform.models import deliveries_t, endpoints_t, keys_t
-from calendar_service.journal.webhook_outbox import enqueue
-from calendar_service.platform.timeutil import format_utc
+from calendar_service.calendar.calendars import accessible_calendars
+from calendar_service.delivery import webhook_settings as webhook_config
 from calendar_service.delivery.triggers.kinds import (
     CHANGE_TYPES,
     DEFAULT_OFFSETS,
@@ -58,10 +46,22 @@ from calendar_service.delivery.triggers.kinds import (
     loaded,
 )
 from calendar_service.delivery.webhook_targets import Target, check_url_shape
+from calendar_service.journal.webhook_outbox import enqueue
+from calendar_service.platform.errors import (
+    FieldError,
+    NotFound,
+    SubscriptionLimit,
+    ValidationFailed,
+    WebhookDisabled,
+)
+from calendar_service.platform.ids import new_id
+from calendar_service.platform.inputs import check_text, parse_partial
+from calendar_service.platform.models import deliveries_t, endpoints_t, keys_t
+from calendar_service.platform.models.webhooks import ENDPOINT_DELETED as DELETED
+from calendar_service.platform.timeutil import format_utc
 
 MOST_PER_KEY = 25
 CALENDARS_MOST = 50
-DELETED = "deleted"
 
 
 class _Input(BaseModel):

@@ -25,13 +25,13 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, or_, select, update
 
+from calendar_service.delivery.triggers import kinds
+from calendar_service.delivery.webhook_targets import Target, check_url_shape
+from calendar_service.journal.webhook_outbox import enqueue, notify_committed
 from calendar_service.platform.errors import FieldError, NotFound, ValidationFailed, WebhookDisabled
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.models.webhooks import attempts_t, deliveries_t, endpoints_t
-from calendar_service.journal.webhook_outbox import enqueue, notify_committed
 from calendar_service.platform.timeutil import format_utc
-from calendar_service.delivery.triggers import kinds
-from calendar_service.delivery.webhook_targets import Target, check_url_shape
 
 ROTATION_OVERLAP = timedelta(hours=24)
 DELIVERY_STATUSES = ("pending", "retrying", "succeeded", "failed", "skipped")

@@ -23,21 +23,21 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, insert, select, update
 
+from calendar_service.access.keys import Principal, owner_principal
 from calendar_service.calendar.calendars import get_calendar_row
-from calendar_service.governance.proposals import APPROVED, FAILED, decide, pending_row
-from calendar_service.governance.change_list import change_row
-from calendar_service.journal.change_record import Unit, Via, record, same_content
-from calendar_service.journal.change_table import CREATED, KEY, OWNER, changes_t
-from calendar_service.platform.errors import Conflict, NotFound
 from calendar_service.calendar.events.changelog import read_rows
 from calendar_service.calendar.events.create import check_free
 from calendar_service.calendar.events.queries import events_t
-from calendar_service.governance.restoring import notify_restored, restore_rows, shown_event
 from calendar_service.calendar.events.series import lock_series
-from calendar_service.access.keys import Principal, owner_principal
-from calendar_service.platform.models import ical_uids_t, users_t
+from calendar_service.governance.change_list import change_row
+from calendar_service.governance.proposals import APPROVED, FAILED, decide, pending_row
+from calendar_service.governance.restoring import notify_restored, restore_rows, shown_event
+from calendar_service.journal.change_record import Unit, Via, record, same_content
+from calendar_service.journal.change_table import CREATED, KEY, OWNER, changes_t
 from calendar_service.journal.webhook_outbox import CREATED as CREATED_HOOK
 from calendar_service.journal.webhook_outbox import record_change
+from calendar_service.platform.errors import Conflict, NotFound
+from calendar_service.platform.models import ical_uids_t, users_t
 from calendar_service.platform.timeutil import from_utc_text, zone
 
 

@@ -16,12 +16,17 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, Select, and_, or_, select
 
-from calendar_service.journal.change_record import instant_of
-from calendar_service.journal.change_table import APP, ATTENDEE, KEY, OWNER, changes_t
-from calendar_service.platform.errors import FieldError, InsufficientScope, NotFound, ValidationFailed
+from calendar_service.access.keys import Principal
 from calendar_service.calendar.event_input import parse_list_params
 from calendar_service.calendar.page_tokens import bad_page_token, signed, verified
-from calendar_service.access.keys import Principal
+from calendar_service.journal.change_record import instant_of
+from calendar_service.journal.change_table import APP, ATTENDEE, KEY, OWNER, changes_t
+from calendar_service.platform.errors import (
+    FieldError,
+    InsufficientScope,
+    NotFound,
+    ValidationFailed,
+)
 from calendar_service.platform.models import keys_t, users_t
 from calendar_service.platform.timeutil import format_utc, from_utc_text, utc_text
 

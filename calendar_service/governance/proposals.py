@@ -39,14 +39,14 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
+from calendar_service.access.keys import APPROVAL_ALL, APPROVAL_DESTRUCTIVE, Principal
+from calendar_service.calendar.events.changelog import read_rows
 from calendar_service.journal.change_record import OWNER_KEY_ID, Unit, Via, instant_of
 from calendar_service.journal.change_table import APP, DELETED, UPDATED, changes_t
-from calendar_service.platform.errors import NotFound, ProposalNotPending
-from calendar_service.calendar.events.changelog import read_rows
-from calendar_service.platform.ids import new_id
-from calendar_service.access.keys import APPROVAL_ALL, APPROVAL_DESTRUCTIVE, Principal
-from calendar_service.platform.models import UTCDateTime, ical_uids_t, keys_t
 from calendar_service.journal.webhook_outbox import record_notification
+from calendar_service.platform.errors import NotFound, ProposalNotPending
+from calendar_service.platform.ids import new_id
+from calendar_service.platform.models import UTCDateTime, ical_uids_t, keys_t
 from calendar_service.platform.timeutil import format_utc
 
 PENDING = "pending"

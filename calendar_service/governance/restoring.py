@@ -14,14 +14,14 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, update
 
+from calendar_service.access.keys import Principal
 from calendar_service.calendar.calendars import CalendarRow
-from calendar_service.journal.change_record import EVENT_FIELDS, same_content
-from calendar_service.platform.errors import NotFound
 from calendar_service.calendar.events.existing import get_event
 from calendar_service.calendar.events.queries import bump_longest, events_t
-from calendar_service.access.keys import Principal
-from calendar_service.platform.models import UTCDateTime
+from calendar_service.journal.change_record import EVENT_FIELDS, same_content
 from calendar_service.journal.webhook_outbox import CREATED, DELETED, UPDATED, record_change
+from calendar_service.platform.errors import NotFound
+from calendar_service.platform.models import UTCDateTime
 from calendar_service.platform.timeutil import from_utc_text
 
 _DATE_TIMES = tuple(c.name for c in events_t.c if isinstance(c.type, UTCDateTime))

@@ -23,22 +23,22 @@ import orjson
 from sqlalchemy import Connection, Select, or_, select
 
 from calendar_service.access import keys
+from calendar_service.access.keys import Principal, owner_principal
 from calendar_service.calendar.calendars import CalendarRow, get_calendar_row
+from calendar_service.calendar.events.changelog import read_rows
+from calendar_service.calendar.events.series import lock_series
 from calendar_service.governance.change_list import (
     change_public,
     change_row,
     change_rows_by_seq,
     since_instant,
 )
+from calendar_service.governance.restoring import notify_restored, restore_rows, shown_event
 from calendar_service.journal.change_record import Unit, Via, default_via, record, same_content
 from calendar_service.journal.change_table import CREATED, DELETED, UPDATED, changes_t
-from calendar_service.platform.errors import AlreadyUndone, CalendarError, ChangedSince, NotFound
-from calendar_service.calendar.events.changelog import read_rows
-from calendar_service.governance.restoring import notify_restored, restore_rows, shown_event
-from calendar_service.calendar.events.series import lock_series
-from calendar_service.access.keys import Principal, owner_principal
 from calendar_service.journal.webhook_outbox import DELETED as DELETED_HOOK
 from calendar_service.journal.webhook_outbox import record_change
+from calendar_service.platform.errors import AlreadyUndone, CalendarError, ChangedSince, NotFound
 from calendar_service.platform.timeutil import format_utc
 
 _LATER_NAMED = 10  # later changes named in a refusal

@@ -45,9 +45,9 @@ from sqlmodel import Field, SQLModel
 
 from calendar_service.access import keys
 from calendar_service.governance.change_list import change_public, change_rows_by_seq, since_instant
+from calendar_service.governance.undo import key_changes, undo_row
 from calendar_service.journal.change_record import Via
 from calendar_service.platform.errors import CalendarError, NotFound
-from calendar_service.governance.undo import key_changes, undo_row
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.models import UTCDateTime
 from calendar_service.platform.timeutil import format_utc, utcnow

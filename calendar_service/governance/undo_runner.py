@@ -24,9 +24,9 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from calendar_service.governance import undo_jobs
 from calendar_service.platform.db import Database
 from calendar_service.platform.db.transactions import atomic
-from calendar_service.governance import undo_jobs
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.timeutil import utcnow
 

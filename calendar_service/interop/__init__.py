@@ -1,1 +1,7 @@
-"""To be written."""
+"""Other calendar formats: iCalendar feeds and imports (``ical/``), CalDAV resources
+(``caldav/``; the HTTP protocol front is ``dav/``). May import: platform, access, journal,
+calendar.
+
+- ``ical/``: iCalendar (RFC 5545) export, feeds and imports;
+- ``caldav/``: CalDAV's resources, reports and writes, without HTTP.
+"""

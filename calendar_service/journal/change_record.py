@@ -23,9 +23,9 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, bindparam, delete, insert, select
 
+from calendar_service.access.keys import Principal
 from calendar_service.journal.change_table import CREATED, KEY, OWNER, changes_t
 from calendar_service.platform.db import Statement
-from calendar_service.access.keys import Principal
 from calendar_service.platform.models import UTCDateTime, events_t, to_db, users_t
 from calendar_service.platform.timeutil import format_utc, utc_text
 

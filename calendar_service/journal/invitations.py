@@ -32,6 +32,10 @@ from sqlalchemy import Connection, func, select, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from calendar_service.access.keys import Principal
+from calendar_service.journal.mail_queue import CANCEL, PENDING, REQUEST, mail_t
+from calendar_service.journal.reply_links import reply_links
+from calendar_service.journal.webhook_outbox import notify_committed
 from calendar_service.platform.config import Config
 from calendar_service.platform.errors import (
     FieldError,
@@ -41,10 +45,6 @@ from calendar_service.platform.errors import (
     ValidationFailed,
 )
 from calendar_service.platform.ids import new_id
-from calendar_service.access.keys import Principal
-from calendar_service.journal.reply_links import reply_links
-from calendar_service.journal.mail_queue import CANCEL, PENDING, REQUEST, mail_t
-from calendar_service.journal.webhook_outbox import notify_committed
 
 SEND_UPDATES = ("all", "none")
 # What makes a change worth an invitation again (as the public event shows it).

@@ -19,15 +19,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from calendar_service.access.keys import FREEBUSY, READ, WRITE, Permission
 from calendar_service.calendar import availability, events
 from calendar_service.delivery import subscriptions
-from calendar_service.interop.caldav import reports, resources, writing
+from calendar_service.governance.change_list import list_changes
 from calendar_service.governance.dry_run import dry_answer, dry_import_answer
 from calendar_service.governance.proposals import get_proposal
-from calendar_service.governance.change_list import list_changes
 from calendar_service.governance.undo import undo_change
+from calendar_service.interop.caldav import reports, resources, writing
 from calendar_service.interop.ical.importing import import_events
-from calendar_service.access.keys import FREEBUSY, READ, WRITE, Permission
 
 Needs = Permission
 """What a key must be allowed (``keys.Permission``): ``READ`` (read and write keys),

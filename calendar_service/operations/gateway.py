@@ -25,16 +25,16 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Connection
 
 from calendar_service.access import idempotency, oauth
-from calendar_service.governance import proposals
-from calendar_service.journal.change_record import Via
-from calendar_service.platform.config import DEFAULT_PROPOSAL_TTL
-from calendar_service.platform.db.transactions import atomic, rolled_back, tentative
-from calendar_service.platform.errors import CalendarError, RateLimited
 from calendar_service.access.call_history import CallRecord, record_call
 from calendar_service.access.keys import READ, REVOKED_BY_APP, WRITE, Principal, authorize, identify
-from calendar_service.platform.deferred import Later
-from calendar_service.operations.catalog import Operation
 from calendar_service.access.ratelimit import LeaseNeeded, RateLimiter, RateState
+from calendar_service.governance import proposals
+from calendar_service.journal.change_record import Via
+from calendar_service.operations.catalog import Operation
+from calendar_service.platform.config import DEFAULT_PROPOSAL_TTL
+from calendar_service.platform.db.transactions import atomic, rolled_back, tentative
+from calendar_service.platform.deferred import Later
+from calendar_service.platform.errors import CalendarError, RateLimited
 from calendar_service.platform.timeutil import utcnow
 
 T = TypeVar("T")

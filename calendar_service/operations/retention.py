@@ -9,14 +9,15 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection
 
-from calendar_service.access import call_history as history, idempotency, oauth, ratelimit
-from calendar_service.governance import proposals
-from calendar_service.journal import change_record as change_log
+from calendar_service.access import call_history as history
+from calendar_service.access import idempotency, oauth, ratelimit
 from calendar_service.calendar.events.search import merge_search_index
 from calendar_service.calendar.events.sync import DEFAULT_RETENTION_DAYS, purge_changes
+from calendar_service.delivery.triggers.firing import purge_fired
+from calendar_service.governance import proposals
 from calendar_service.governance.undo_jobs import purge_undo_jobs
 from calendar_service.interop.ical import feeds
-from calendar_service.delivery.triggers.firing import purge_fired
+from calendar_service.journal import change_record as change_log
 
 
 def purge_expired(

@@ -29,6 +29,8 @@ from calendar_service.platform.timeutil import MAX_OFFSET, MAX_YEAR, MIN_YEAR
 # time in the first or last year is inside the range depends on its offset or the calendar's
 # zone, which the descriptions say.
 MAX_OFFSET_HOURS = int(MAX_OFFSET.total_seconds()) // 3600
+MAX_LINE = 1000
+"""Characters in one recurrence line (the ``maxLength`` of each line of ``recurrence``)."""
 
 
 def _digits_between(low: int, high: int) -> str:

@@ -6,6 +6,5 @@ parameters.py  each operation's query parameters, declared once (routes and docu
 errors.py      the one translation of ``CalendarError`` into RFC 9457 problems
 feed.py        ``GET /ical/<token>.ics``, a calendar's subscription feed
 invitations.py the reply links' page and ``POST /api/v1/inbound/mail`` (iMIP replies)
-caldav.py      ``/.well-known/caldav`` and ``/caldav/``: CalDAV for the owner's calendar apps
 openapi/       the OpenAPI 3.1.0 document, from the handlers' own models, by part
 """

@@ -28,8 +28,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service.platform import service_secrets
 from calendar_service.asgi.context import bearer_token, service_key, services
+from calendar_service.delivery.mail import replies
+from calendar_service.journal.reply_links import REPLY_PATH, RESPONSES, read_token
+from calendar_service.platform import service_secrets
 from calendar_service.platform.errors import (
     CalendarError,
     MissingKey,
@@ -37,8 +39,6 @@ from calendar_service.platform.errors import (
     PayloadTooLarge,
     UnknownKey,
 )
-from calendar_service.delivery.mail import replies
-from calendar_service.journal.reply_links import REPLY_PATH, RESPONSES, read_token
 from calendar_service.platform.timeutil import utcnow
 
 INBOUND_PATH = "/api/v1/inbound/mail"

@@ -19,8 +19,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service.access import idempotency
-from calendar_service.operations import catalog as operations
-from calendar_service.platform import service_secrets
+from calendar_service.access.keys import WRITE
 from calendar_service.asgi.context import (
     Query,
     bearer_token,
@@ -32,6 +31,14 @@ from calendar_service.asgi.context import (
     services,
 )
 from calendar_service.asgi.responses import Encoded
+from calendar_service.calendar.events.shapes import dumps
+from calendar_service.interop.ical.reading import MAX_BYTES as MAX_ICS_BYTES
+from calendar_service.interop.ical.reading import ReadFile, read_file
+from calendar_service.journal.invitations import MailPolicy
+from calendar_service.operations import catalog as operations
+from calendar_service.operations.catalog import Operation
+from calendar_service.operations.gateway import Arguments, Outcome, finished, may_perform, perform
+from calendar_service.platform import service_secrets
 from calendar_service.platform.errors import (
     CalendarError,
     KeyInUrl,
@@ -39,16 +46,9 @@ from calendar_service.platform.errors import (
     UnsupportedMediaType,
     ValidationFailed,
 )
-from calendar_service.calendar.events.shapes import dumps
-from calendar_service.operations.gateway import Arguments, Outcome, finished, may_perform, perform
-from calendar_service.interop.ical.reading import MAX_BYTES as MAX_ICS_BYTES
-from calendar_service.interop.ical.reading import ReadFile, read_file
 from calendar_service.platform.inputs import NUL, nul_errors, parse_flag, parse_json_body
-from calendar_service.access.keys import WRITE
-from calendar_service.journal.invitations import MailPolicy
-from calendar_service.operations.catalog import Operation
-from calendar_service.rest import parameters
 from calendar_service.platform.timeutil import utcnow
+from calendar_service.rest import parameters
 
 EVENTS_PATH = "/api/v1/calendar/events"
 FREE_BUSY_PATH = "/api/v1/calendar/freeBusy"

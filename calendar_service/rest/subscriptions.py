@@ -14,15 +14,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from calendar_service.operations import catalog as operations
-from calendar_service.delivery import webhook_targets
 from calendar_service.asgi.context import bearer_token, services
-from calendar_service.platform.errors import CalendarError
-from calendar_service.operations.gateway import may_perform
-from calendar_service.platform.inputs import parse_json_body
-from calendar_service.rest.routes import _body, _perform, _respond
-from calendar_service.platform.timeutil import utcnow
+from calendar_service.delivery import webhook_targets
 from calendar_service.delivery.webhook_targets import Target
+from calendar_service.operations import catalog as operations
+from calendar_service.operations.gateway import may_perform
+from calendar_service.platform.errors import CalendarError
+from calendar_service.platform.inputs import parse_json_body
+from calendar_service.platform.timeutil import utcnow
+from calendar_service.rest.routes import _body, _perform, _respond
 
 SUBSCRIPTIONS_PATH = "/api/v1/webhooks/subscriptions"
 

@@ -16,9 +16,9 @@ import httpx
 from playwright.sync_api import expect
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 
+from calendar_service.access.call_history import CallRecord, record_call
 from calendar_service.delivery import webhook_settings as webhook_config
 from calendar_service.platform.config import Config
-from calendar_service.access.call_history import CallRecord, record_call
 from calendar_service.platform.models import DEFAULT_CALENDAR_NAME as DEFAULT_NAME
 from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import browser_sign_in, nav, receiver, screenshot

@@ -31,7 +31,8 @@ from mcp.shared.auth import (
 from playwright.sync_api import expect
 from pydantic import AnyUrl
 
-from calendar_service.access import call_history as history, keys
+from calendar_service.access import call_history as history
+from calendar_service.access import keys
 from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import screenshot

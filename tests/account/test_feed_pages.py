@@ -10,8 +10,8 @@ import httpx
 from icalendar import Calendar
 
 from tests.account.conftest import Settings, browser_sign_in, nav, signed_in
-from tests.rest.ical.support import fetch
 from tests.rest.conftest import EVENTS
+from tests.rest.ical.support import fetch
 from tests.support import Factory, Owner, RunningServer, bearer, delete_all
 
 

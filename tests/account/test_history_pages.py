@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from calendar_service.access import call_history as history
+from calendar_service.access.call_history import CallRecord, record_call
 from calendar_service.account import history_pages
 from calendar_service.platform.db import Database
-from calendar_service.access.call_history import CallRecord, record_call
 from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import Settings
 from tests.support import Factory

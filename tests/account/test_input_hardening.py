@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from calendar_service.calendar import calendars
 from calendar_service.access import keys
+from calendar_service.calendar import calendars
 from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import Settings, csrf_from, text_of
 from tests.support import Factory, Owner, RunningServer

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 
 import httpx
 
-from calendar_service.platform.db import Database
 from calendar_service.governance import undo_jobs
+from calendar_service.platform.db import Database
 from tests.account.conftest import Settings, csrf_from, sign_in, text_of
 from tests.support import SERVER_START, Factory, changes_of_key, free_port, serve_env, wait_for
 

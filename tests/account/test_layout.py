@@ -19,8 +19,8 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import expect
 
 from calendar_service.access import keys
-from calendar_service.delivery import webhook_settings as webhook_config
 from calendar_service.access.call_history import CallRecord, record_call
+from calendar_service.delivery import webhook_settings as webhook_config
 from calendar_service.platform.timeutil import utcnow
 from tests.account.conftest import receiver, screenshot
 from tests.support import Factory, Owner, RunningServer, bearer, wait_for

@@ -11,8 +11,8 @@ import orjson
 import pytest
 from playwright.sync_api import expect
 
-from calendar_service.delivery import webhook_settings as webhook_config
 from calendar_service.account.repeats import describe
+from calendar_service.delivery import webhook_settings as webhook_config
 from tests.account.conftest import Settings, browser_sign_in, event_form, screenshot, text_of
 from tests.support import Factory, Owner, bearer
 

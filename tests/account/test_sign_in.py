@@ -10,7 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from calendar_service.access import owner_sessions, signin, owners as users
+from calendar_service.access import owner_sessions, signin
+from calendar_service.access import owners as users
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import utcnow

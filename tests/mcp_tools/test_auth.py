@@ -9,7 +9,8 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from sqlalchemy import event
 
-from calendar_service.access import call_history as history, keys
+from calendar_service.access import call_history as history
+from calendar_service.access import keys
 from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import utcnow
 from tests.mcp_tools.clients import INITIALIZE, JSON_RPC_HEADERS, MODES, connect, text_of

@@ -7,8 +7,8 @@ import logging
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
-from calendar_service.platform.errors import FieldError, NotFound, RateLimited, ValidationFailed
 from calendar_service.access.keys import Principal
+from calendar_service.platform.errors import FieldError, NotFound, RateLimited, ValidationFailed
 from calendar_service.platform.timeutil import utcnow
 from mcp_tools.errors import tool_errors
 from tests.mcp_tools.clients import MODES, connect, text_of, writer_and_reader

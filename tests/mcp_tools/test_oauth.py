@@ -12,7 +12,8 @@ import httpx
 import pytest
 from sqlalchemy import delete, select, update
 
-from calendar_service.access import call_history as history, keys, oauth
+from calendar_service.access import call_history as history
+from calendar_service.access import keys, oauth
 from calendar_service.platform.db import Database
 from calendar_service.platform.models import calls_t, oauth_authorizations_t, oauth_tokens_t
 from calendar_service.platform.timeutil import utcnow

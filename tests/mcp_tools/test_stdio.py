@@ -10,7 +10,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from typer.testing import CliRunner
 
-from calendar_service.access import call_history as history, keys
+from calendar_service.access import call_history as history
+from calendar_service.access import keys
 from calendar_service.cli import app
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database

@@ -7,9 +7,9 @@ import json
 import httpx
 from sqlalchemy import Connection, insert, select
 
+from calendar_service.journal.webhook_outbox import deliveries_t, endpoints_t
 from calendar_service.platform.db import Database
 from calendar_service.platform.ids import new_id
-from calendar_service.journal.webhook_outbox import deliveries_t, endpoints_t
 from calendar_service.platform.timeutil import utcnow
 from tests.mcp_tools.clients import connect, structured
 from tests.rest.conftest import EVENTS, event_body

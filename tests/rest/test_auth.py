@@ -7,7 +7,8 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from calendar_service.access import call_history as history, keys
+from calendar_service.access import call_history as history
+from calendar_service.access import keys
 from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import utcnow
 from tests.rest.conftest import EVENTS, event_body

@@ -12,7 +12,8 @@ from typing import Any
 
 import httpx
 
-from calendar_service.access import call_history as history, keys
+from calendar_service.access import call_history as history
+from calendar_service.access import keys
 from calendar_service.governance.change_list import list_changes
 from calendar_service.platform.config import Config
 from tests.account.conftest import event_form, signed_in

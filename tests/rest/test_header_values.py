@@ -12,8 +12,8 @@ import pytest
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.models import DEFAULT_CALENDAR_NAME
-from tests.rest.ical.support import ICS, IMPORT, fetch, make_feed
 from tests.rest.conftest import EVENTS, event_body
+from tests.rest.ical.support import ICS, IMPORT, fetch, make_feed
 from tests.support import Factory, bearer
 
 FREE_BUSY = "/api/v1/calendar/freeBusy"

@@ -27,9 +27,9 @@ from icalendar import Calendar
 
 from calendar_service.access import keys
 from calendar_service.app import create_app
+from calendar_service.delivery.mail import sending as outbox
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
-from calendar_service.delivery.mail import sending as outbox
 from calendar_service.platform.timeutil import utcnow
 from tests.conftest import make_config
 from tests.rest.test_changes import with_webhook

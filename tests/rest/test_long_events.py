@@ -10,8 +10,8 @@ import httpx
 from sqlalchemy import Connection, insert, update
 
 from calendar_service.calendar.calendars import calendars_t
-from calendar_service.platform.db import Database
 from calendar_service.calendar.events import events_t
+from calendar_service.platform.db import Database
 from calendar_service.platform.ids import new_id
 from tests.account.conftest import signed_in, text_of
 from tests.mcp_tools.clients import connect, structured

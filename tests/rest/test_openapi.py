@@ -13,9 +13,9 @@ import pytest
 from openapi_spec_validator import validate
 
 from calendar_service.calendar import calendars
+from calendar_service.delivery.triggers.kinds import EVENT_TYPES
 from calendar_service.platform.models import EventCreate, EventUpdate
 from calendar_service.platform.timeutil import utcnow
-from calendar_service.delivery.triggers.kinds import EVENT_TYPES
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, RunningServer, bearer
 

@@ -13,12 +13,12 @@ import pytest
 from sqlalchemy import func, select
 
 from calendar_service.access import keys
-from calendar_service.governance import proposals
-from calendar_service.journal.change_table import changes_t
-from calendar_service.platform.errors import NotFound, ProposalNotPending, ValidationFailed
 from calendar_service.calendar.events import update_event
+from calendar_service.governance import proposals
 from calendar_service.governance.approving import approve
+from calendar_service.journal.change_table import changes_t
 from calendar_service.operations.retention import purge_expired
+from calendar_service.platform.errors import NotFound, ProposalNotPending, ValidationFailed
 from calendar_service.platform.models import deliveries_t
 from calendar_service.platform.timeutil import utcnow
 from tests.rest.conftest import EVENTS, create_event, event_body

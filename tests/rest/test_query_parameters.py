@@ -12,8 +12,8 @@ import httpx
 from calendar_service.access import call_history as history
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
-from tests.rest.ical.support import fetch, make_feed
 from tests.rest.conftest import EVENTS, create_event, event_body
+from tests.rest.ical.support import fetch, make_feed
 from tests.support import Factory, bearer
 
 WINDOW = {"timeMin": "2026-03-01T00:00:00Z", "timeMax": "2026-04-01T00:00:00Z"}

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from sqlalchemy import insert, text
 
-from calendar_service.calendar import events
 from calendar_service.access import keys
+from calendar_service.calendar import events
+from calendar_service.calendar.events import events_t
+from calendar_service.governance.approving import approve
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.db.engine import POSTGRES_POOL_SIZE
-from calendar_service.calendar.events import events_t
-from calendar_service.governance.approving import approve
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.models import EventCreate
 from calendar_service.platform.timeutil import utcnow

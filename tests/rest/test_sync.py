@@ -14,12 +14,12 @@ from typing import Any
 
 import httpx
 
-from calendar_service.calendar import calendar_edits as calendar_changes
 from calendar_service.access import call_history as history
+from calendar_service.access.keys import Principal
+from calendar_service.calendar import calendar_edits as calendar_changes
+from calendar_service.calendar.events import sync
 from calendar_service.platform import service_secrets
 from calendar_service.platform.db import Database
-from calendar_service.calendar.events import sync
-from calendar_service.access.keys import Principal
 from calendar_service.platform.timeutil import utcnow
 from tests.rest.conftest import EVENTS, create_event, with_work
 from tests.rest.recurrence_support import watch

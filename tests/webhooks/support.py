@@ -15,8 +15,9 @@ from typing import Any, NamedTuple
 from starlette.types import Receive, Scope, Send
 
 from bench.webhooks import read_body
-from calendar_service.access import owners as users
-from calendar_service.delivery import webhook_settings as webhook_config, webhook_targets
+from calendar_service.calendar import calendars
+from calendar_service.delivery import webhook_settings as webhook_config
+from calendar_service.delivery import webhook_targets
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import utcnow
@@ -115,7 +116,7 @@ def deliveries(db: Database, owner: Owner, limit: int = 50) -> list[dict[str, ob
 def make_owner(db: Database) -> Owner:
     """An owner without a password (hashing one costs a quarter of a second)."""
     email = f"hooks-{uuid.uuid4().hex[:12]}@example.com"
-    data = db.call(users.create_user, email=email, password=None, now=utcnow())
+    data = db.call(calendars.create_owner, email=email, password=None, now=utcnow())
     return Owner(data["id"], email, data["defaultCalendarId"], "")
 
 

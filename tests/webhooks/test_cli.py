@@ -9,8 +9,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from calendar_service.journal import webhook_outbox as outbox
 from calendar_service.cli import app
+from calendar_service.journal import webhook_outbox as outbox
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import utcnow

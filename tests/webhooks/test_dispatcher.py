@@ -16,13 +16,13 @@ from starlette.types import Receive, Scope, Send
 
 from bench.webhooks import read_body
 from calendar_service.calendar import events
-from calendar_service.journal import webhook_outbox as outbox
 from calendar_service.delivery import webhook_settings as webhook_config
+from calendar_service.delivery.triggers import firing, planner
+from calendar_service.delivery.webhook_settings import deliveries_t
+from calendar_service.journal import webhook_outbox as outbox
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.models import EventCreate
-from calendar_service.delivery.triggers import firing, planner
-from calendar_service.delivery.webhook_settings import deliveries_t
 from tests.support import (
     POSTGRES_ADMIN_URL,
     fresh_database_url,

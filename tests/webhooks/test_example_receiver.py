@@ -12,8 +12,8 @@ from types import ModuleType
 import httpx
 import pytest
 
-from calendar_service.platform.db import Database
 from calendar_service.delivery.webhook_settings import new_secret
+from calendar_service.platform.db import Database
 from tests.support import bearer, wait_for
 from tests.webhooks.support import deliveries, subscriber
 from webhooks.signing import signature_headers

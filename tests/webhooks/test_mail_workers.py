@@ -23,12 +23,12 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from calendar_service.access import keys
-from calendar_service.platform.config import Config
-from calendar_service.platform.db import Database
-from calendar_service.calendar.events import create_event_from_input
 from calendar_service.access.keys import authorize, key_row_by_id
+from calendar_service.calendar.events import create_event_from_input
 from calendar_service.delivery.mail import sending as outbox
 from calendar_service.journal.invitations import MailPolicy
+from calendar_service.platform.config import Config
+from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import utcnow
 from tests.conftest import make_config
 from tests.support import (

@@ -8,8 +8,8 @@ import random
 from datetime import UTC, datetime, timedelta
 
 from calendar_service.calendar import events
-from calendar_service.journal import webhook_outbox as outbox
 from calendar_service.delivery import webhook_settings as webhook_config
+from calendar_service.journal import webhook_outbox as outbox
 from calendar_service.platform.db import Database
 from calendar_service.platform.models import EventCreate
 from calendar_service.platform.timeutil import utcnow

@@ -12,9 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from calendar_service.calendar import events
 from calendar_service.access import keys
-from calendar_service.delivery import subscriptions, webhook_settings as webhook_config, webhook_targets
+from calendar_service.calendar import events
+from calendar_service.delivery import subscriptions, webhook_targets
+from calendar_service.delivery import webhook_settings as webhook_config
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.models import EventCreate

@@ -12,13 +12,14 @@ from typing import Any
 import orjson
 from sqlalchemy import select
 
-from calendar_service.calendar import events
 from calendar_service.access import keys
-from calendar_service.delivery import subscriptions, webhook_settings as webhook_config, webhook_targets
-from calendar_service.platform.db import Database
-from calendar_service.platform.models import EventCreate, EventUpdate, deliveries_t
+from calendar_service.calendar import events
+from calendar_service.delivery import subscriptions, webhook_targets
+from calendar_service.delivery import webhook_settings as webhook_config
 from calendar_service.delivery.triggers import firing, planner
 from calendar_service.delivery.triggers.tables import plan_t
+from calendar_service.platform.db import Database
+from calendar_service.platform.models import EventCreate, EventUpdate, deliveries_t
 from tests.support import Factory, Owner
 from tests.webhooks.support import make_owner
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
+from calendar_service.access.keys import READ, WRITE, Principal
 from calendar_service.calendar.calendars import CalendarRow
 from calendar_service.calendar.events.chunks import (
     PLANS,
@@ -32,11 +33,10 @@ from calendar_service.calendar.events.queries import (
     window_floor,
     window_series,
 )
-from calendar_service.access.keys import READ, WRITE, Principal
+from calendar_service.calendar.recurrence import READ_BUDGET, Budget
 from calendar_service.platform.deferred import Later, finish
 from calendar_service.platform.models.calendars import calendars_t
 from calendar_service.platform.models.columns import to_db
-from calendar_service.calendar.recurrence import READ_BUDGET, Budget
 from calendar_service.platform.timeutil import EARLIEST, LATEST, format_in, utc_text, zone
 
 BUDGET = 4 * READ_BUDGET

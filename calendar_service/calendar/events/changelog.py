@@ -17,11 +17,11 @@ from typing import Any
 
 from sqlalchemy import Connection, or_, select
 
-from calendar_service.journal.change_record import CREATED_UNIT, Unit, Via, plain, record
-from calendar_service.journal.change_table import CREATED
 from calendar_service.calendar.events.queries import EVENT_COLUMNS, events_t
 from calendar_service.calendar.events.series import rule_of, times_of
 from calendar_service.calendar.recurrence import WRITE_BUDGET, Budget, Paused, expand
+from calendar_service.journal.change_record import CREATED_UNIT, Unit, Via, plain, record
+from calendar_service.journal.change_table import CREATED
 
 
 def read_rows(conn: Connection, ids: Sequence[str], series: Sequence[str]) -> list[dict[str, Any]]:

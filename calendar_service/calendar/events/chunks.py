@@ -28,7 +28,6 @@ from typing import Any
 
 import orjson
 
-from calendar_service.platform.lru import Lru
 from calendar_service.calendar.events.series import length_of
 from calendar_service.calendar.events.shapes import Row, event_fields
 from calendar_service.calendar.recurrence import (
@@ -41,7 +40,15 @@ from calendar_service.calendar.recurrence import (
     occurrence_stamp,
     stored_rule,
 )
-from calendar_service.platform.timeutil import EARLIEST, LATEST, format_in, from_utc_text, utc_text, zone
+from calendar_service.platform.lru import Lru
+from calendar_service.platform.timeutil import (
+    EARLIEST,
+    LATEST,
+    format_in,
+    from_utc_text,
+    utc_text,
+    zone,
+)
 
 SHARE_FLOOR = 200
 """Work units each series of a page may spend however many there are (about 100 days of a

@@ -14,11 +14,9 @@ from typing import Any
 from sqlalchemy import Connection
 
 from calendar_service.access import idempotency
+from calendar_service.access.keys import Principal
+from calendar_service.calendar.attendees import check_attendees, encode, organizer_of
 from calendar_service.calendar.calendars import resolve_target
-from calendar_service.journal.change_record import Via, created_change_id, default_via
-from calendar_service.platform.errors import Conflict, FieldError, ValidationFailed
-from calendar_service.calendar.events.busy import conflicts
-from calendar_service.calendar.events.changelog import log_created
 from calendar_service.calendar.event_input import (
     check_time_zone,
     check_title,
@@ -26,17 +24,19 @@ from calendar_service.calendar.event_input import (
     parse_untrusted,
     resolve_times,
 )
-from calendar_service.calendar.attendees import check_attendees, encode, organizer_of
+from calendar_service.calendar.events.busy import conflicts
+from calendar_service.calendar.events.changelog import log_created
 from calendar_service.calendar.events.queries import INSERT, owner_email
 from calendar_service.calendar.events.series import CONFIRMED, NOT_A_SERIES, recurrence_columns
 from calendar_service.calendar.events.shapes import Row
 from calendar_service.calendar.events.writes import after_write
-from calendar_service.platform.ids import new_id
-from calendar_service.access.keys import Principal
 from calendar_service.journal import invitations
+from calendar_service.journal.change_record import Via, created_change_id, default_via
 from calendar_service.journal.invitations import MailPolicy
-from calendar_service.platform.models import EventCreate, to_db
 from calendar_service.journal.webhook_outbox import CREATED
+from calendar_service.platform.errors import Conflict, FieldError, ValidationFailed
+from calendar_service.platform.ids import new_id
+from calendar_service.platform.models import EventCreate, to_db
 from calendar_service.platform.timeutil import format_in, zone
 
 

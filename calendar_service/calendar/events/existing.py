@@ -27,10 +27,15 @@ from sqlalchemy import Connection, delete, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from calendar_service.journal import change_table as change
-from calendar_service.journal.change_record import Via, default_via, plain
-from calendar_service.platform.errors import FieldError, ValidationFailed
-from calendar_service.calendar.events.changelog import Edit, occurrences_from
+from calendar_service.access.keys import Principal
+from calendar_service.calendar.attendees import (
+    bumped,
+    check_attendees,
+    decode,
+    encode,
+    organizer_of,
+    sequence_of,
+)
 from calendar_service.calendar.event_input import (
     camel,
     check_time_zone,
@@ -40,14 +45,7 @@ from calendar_service.calendar.event_input import (
     parse_untrusted,
     resolve_times,
 )
-from calendar_service.calendar.attendees import (
-    bumped,
-    check_attendees,
-    decode,
-    encode,
-    organizer_of,
-    sequence_of,
-)
+from calendar_service.calendar.events.changelog import Edit, occurrences_from
 from calendar_service.calendar.events.queries import INSERT, events_t, owner_email
 from calendar_service.calendar.events.series import (
     CANCELLED,
@@ -67,13 +65,15 @@ from calendar_service.calendar.events.series import (
 )
 from calendar_service.calendar.events.shapes import Row, event_public
 from calendar_service.calendar.events.writes import after_write
-from calendar_service.platform.ids import new_id
-from calendar_service.access.keys import Principal
-from calendar_service.journal import invitations
-from calendar_service.journal.invitations import MailPolicy
-from calendar_service.platform.models import EventUpdate, UTCDateTime, to_db
-from calendar_service.journal.webhook_outbox import CREATED, DELETED, UPDATED
 from calendar_service.calendar.recurrence import count_before, dates_split, with_count, with_until
+from calendar_service.journal import change_table as change
+from calendar_service.journal import invitations
+from calendar_service.journal.change_record import Via, default_via, plain
+from calendar_service.journal.invitations import MailPolicy
+from calendar_service.journal.webhook_outbox import CREATED, DELETED, UPDATED
+from calendar_service.platform.errors import FieldError, ValidationFailed
+from calendar_service.platform.ids import new_id
+from calendar_service.platform.models import EventUpdate, UTCDateTime, to_db
 
 SCOPES = ("this", "following", "all")
 

@@ -36,15 +36,15 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from calendar_service.access.keys import Principal
 from calendar_service.calendar.calendars import (
     CalendarRow,
     accessible_calendars,
     calendar_public,
     chosen_calendars,
 )
-from calendar_service.platform.errors import FieldError, ValidationFailed
-from calendar_service.calendar.events.occurrences import Page, page_with_series
 from calendar_service.calendar.event_input import parse_list_params, parse_single_events
+from calendar_service.calendar.events.occurrences import Page, page_with_series
 from calendar_service.calendar.events.queries import (
     SEARCH_SERIES,
     SEARCH_WINDOW,
@@ -77,8 +77,8 @@ from calendar_service.calendar.page_tokens import (
     encode_token,
     token_query,
 )
-from calendar_service.access.keys import Principal
 from calendar_service.platform.deferred import Later, finish
+from calendar_service.platform.errors import FieldError, ValidationFailed
 from calendar_service.platform.models import to_db
 from calendar_service.platform.timeutil import format_in, utc_text, utcnow, zone
 

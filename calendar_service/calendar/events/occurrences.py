@@ -47,10 +47,10 @@ from calendar_service.calendar.events.chunks import (
     sized,
     skipped_starts,
 )
-from calendar_service.platform.lru import Lru
 from calendar_service.calendar.events.shapes import Prepared, Row, event_public, events_public
-from calendar_service.platform.deferred import Later
 from calendar_service.calendar.recurrence import READ_BUDGET, Budget
+from calendar_service.platform.deferred import Later
+from calendar_service.platform.lru import Lru
 from calendar_service.platform.timeutil import EARLIEST, LATEST, from_utc_text, utc_text, zone
 
 # A merged item: (start as stored UTC text, id, kind, what to show). Items sort as tuples, in

@@ -34,13 +34,19 @@ from sqlalchemy import (
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
+from calendar_service.access.keys import Principal
 from calendar_service.calendar.calendars import CalendarRow, calendars_t, within_reach
+from calendar_service.calendar.events.search import matched_condition, search_matches
 from calendar_service.platform.db import Statement
 from calendar_service.platform.errors import NotFound
 from calendar_service.platform.lru import Lru
-from calendar_service.calendar.events.search import matched_condition, search_matches
-from calendar_service.access.keys import Principal
-from calendar_service.platform.models import SERIES_ROWS, UTCDateTime, events_t, users_t, utc_text_of
+from calendar_service.platform.models import (
+    SERIES_ROWS,
+    UTCDateTime,
+    events_t,
+    users_t,
+    utc_text_of,
+)
 
 EVENT_COLUMNS = (
     events_t.c.id,

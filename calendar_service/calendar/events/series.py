@@ -19,11 +19,10 @@ from typing import Any, Literal
 import orjson
 from sqlalchemy import Connection, delete, select
 
+from calendar_service.access.keys import Principal
 from calendar_service.calendar.calendars import CalendarRow
-from calendar_service.platform.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.calendar.events.queries import EVENT_COLUMNS, events_t, load_in_scope
 from calendar_service.calendar.events.shapes import Row, occurrence_public
-from calendar_service.access.keys import Principal
 from calendar_service.calendar.recurrence import (
     Rule,
     SeriesTimes,
@@ -36,6 +35,7 @@ from calendar_service.calendar.recurrence import (
     stored_rule,
     summarize,
 )
+from calendar_service.platform.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.platform.timeutil import localize, zone
 
 CANCELLED = "cancelled"

@@ -35,16 +35,20 @@ from typing import Any, NamedTuple
 import orjson
 from sqlalchemy import Connection, and_, delete, or_, select, text
 
-from calendar_service.calendar.calendars import accessible_calendars, calendar_public, chosen_calendars
-from calendar_service.platform.db import Statement
-from calendar_service.platform.errors import FieldError, SyncTokenExpired, ValidationFailed
-from calendar_service.platform.lru import Lru
+from calendar_service.access.keys import Principal
+from calendar_service.calendar.calendars import (
+    accessible_calendars,
+    calendar_public,
+    chosen_calendars,
+)
 from calendar_service.calendar.event_input import parse_list_params
 from calendar_service.calendar.events.queries import EVENT_COLUMNS
 from calendar_service.calendar.events.series import CANCELLED
 from calendar_service.calendar.events.shapes import event_public
 from calendar_service.calendar.page_tokens import signed, verified
-from calendar_service.access.keys import Principal
+from calendar_service.platform.db import Statement
+from calendar_service.platform.errors import FieldError, SyncTokenExpired, ValidationFailed
+from calendar_service.platform.lru import Lru
 from calendar_service.platform.models.events import event_sync_t, events_t, sync_clock_t
 from calendar_service.platform.timeutil import format_in, utcnow, zone
 

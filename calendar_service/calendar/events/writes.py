@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from calendar_service.access.keys import Principal
 from calendar_service.calendar.events.queries import bump_longest
 from calendar_service.calendar.events.shapes import event_public
-from calendar_service.access.keys import Principal
 from calendar_service.journal.webhook_outbox import record_change
 
 

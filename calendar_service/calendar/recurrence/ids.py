@@ -6,7 +6,13 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, time, tzinfo
 
-from calendar_service.calendar.recurrence.rules import DATE, DATE_TIME, date_of, date_time_of, to_utc
+from calendar_service.calendar.recurrence.rules import (
+    DATE,
+    DATE_TIME,
+    date_of,
+    date_time_of,
+    to_utc,
+)
 
 _STAMP = re.compile(r"^\d{8}(T\d{6}Z)?$")
 

@@ -20,11 +20,17 @@ from typing import Any
 from dateutil import rrule as _rrule
 
 from calendar_service.platform.errors import FieldError, ValidationFailed
-from calendar_service.platform.timeutil import EARLIEST, LATEST, check_instant, is_valid_zone, localize, zone
+from calendar_service.platform.schema_patterns import MAX_LINE
+from calendar_service.platform.timeutil import (
+    EARLIEST,
+    LATEST,
+    check_instant,
+    is_valid_zone,
+    localize,
+    zone,
+)
 
 FIELD = "recurrence"
-MAX_LINE = 1000
-"""Characters in one recurrence line."""
 MAX_DATES = 1000
 """EXDATE and RDATE values in one series, together."""
 MAX_TIMES_PER_DAY = 96

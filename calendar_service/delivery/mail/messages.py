@@ -35,10 +35,10 @@ from zoneinfo import ZoneInfo
 
 from icalendar import Calendar, Event, Timezone, vRecur, vText
 
-from calendar_service.platform.emails import mail_address
 from calendar_service.interop.ical.people import add_attendees
 from calendar_service.journal.invitations import one_line, subject_of
 from calendar_service.journal.mail_queue import CANCEL
+from calendar_service.platform.emails import mail_address
 
 PRODID = "-//calendar-service//iMIP//EN"
 _RESPONSE_WORDS = {"accepted": "Yes", "tentative": "Maybe", "declined": "No"}

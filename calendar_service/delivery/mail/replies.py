@@ -41,19 +41,19 @@ import orjson
 from icalendar import Calendar
 from sqlalchemy import Connection, select, update
 
-from calendar_service.journal.change_record import Via
-from calendar_service.journal.change_table import ATTENDEE
-from calendar_service.journal.change_table import UPDATED as CHANGE_UPDATED
-from calendar_service.platform.errors import InboundMailRefused, PayloadTooLarge
-from calendar_service.calendar.events.changelog import Edit
+from calendar_service.access.keys import Principal, owner_principal
 from calendar_service.calendar.attendees import decode
+from calendar_service.calendar.events.changelog import Edit
 from calendar_service.calendar.events.queries import load_in_scope
 from calendar_service.calendar.events.shapes import Row, event_public
 from calendar_service.calendar.events.writes import after_write
-from calendar_service.access.keys import Principal, owner_principal
+from calendar_service.journal.change_record import Via
+from calendar_service.journal.change_table import ATTENDEE
+from calendar_service.journal.change_table import UPDATED as CHANGE_UPDATED
 from calendar_service.journal.reply_links import RESPONSES, read_token
-from calendar_service.platform.models import calendars_t, events_t
 from calendar_service.journal.webhook_outbox import UPDATED
+from calendar_service.platform.errors import InboundMailRefused, PayloadTooLarge
+from calendar_service.platform.models import calendars_t, events_t
 from calendar_service.platform.timeutil import zone
 
 MAX_INBOUND_BYTES = 10 * 1024 * 1024

@@ -36,13 +36,13 @@ import orjson
 from sqlalchemy import Connection, case, delete, func, select, update
 
 from calendar_service.access import keys
-from calendar_service.platform.ids import new_id
-from calendar_service.platform.models import calendars_t, deliveries_t, endpoints_t, keys_t
-from calendar_service.journal.webhook_outbox import DISABLED_ERROR, build_payload, notify_committed
-from calendar_service.delivery.subscriptions import DELETED
-from calendar_service.platform.timeutil import format_utc
 from calendar_service.delivery.triggers.kinds import ENDED, STARTING, loaded, wanted_triggers
 from calendar_service.delivery.triggers.tables import FIRED, PLANNED, SKIPPED, plan_t
+from calendar_service.journal.webhook_outbox import DISABLED_ERROR, build_payload, notify_committed
+from calendar_service.platform.ids import new_id
+from calendar_service.platform.models import calendars_t, deliveries_t, endpoints_t, keys_t
+from calendar_service.platform.models.webhooks import ENDPOINT_DELETED as DELETED
+from calendar_service.platform.timeutil import format_utc
 
 KEPT = timedelta(days=2)
 """How long fired and skipped rows are kept after they fell due (a re-plan within it keeps

@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from calendar_service.platform.errors import FieldError
 from calendar_service.journal.webhook_outbox import CREATED, DELETED, UPDATED
+from calendar_service.platform.errors import FieldError
 
 STARTING = "calendar.event.starting"
 ENDED = "calendar.event.ended"

@@ -23,8 +23,15 @@ from sqlalchemy import Connection, and_, or_, select
 from calendar_service.calendar.events.queries import EVENT_COLUMNS
 from calendar_service.calendar.events.series import CANCELLED, length_of, rule_of, times_of
 from calendar_service.calendar.events.shapes import event_public, occurrence_public
+from calendar_service.calendar.recurrence import (
+    WRITE_BUDGET,
+    Budget,
+    Paused,
+    end_of,
+    expand,
+    occurrence_id,
+)
 from calendar_service.platform.models import events_t, from_db
-from calendar_service.calendar.recurrence import WRITE_BUDGET, Budget, Paused, end_of, expand, occurrence_id
 from calendar_service.platform.timeutil import zone
 
 logger = logging.getLogger("calendar_service.delivery.triggers")

@@ -40,8 +40,6 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from calendar_service.calendar.events.queries import EVENT_COLUMNS
 from calendar_service.calendar.events.sync import Position, current_position
-from calendar_service.platform.models import calendars_t, endpoints_t, event_sync_t, events_t, keys_t
-from calendar_service.delivery.subscriptions import DELETED
 from calendar_service.delivery.triggers.kinds import wanted_triggers
 from calendar_service.delivery.triggers.occurrences import (
     Calendar,
@@ -51,6 +49,14 @@ from calendar_service.delivery.triggers.occurrences import (
     of_event,
 )
 from calendar_service.delivery.triggers.tables import PLANNED, plan_t, state_t, trigger_users_t
+from calendar_service.platform.models import (
+    calendars_t,
+    endpoints_t,
+    event_sync_t,
+    events_t,
+    keys_t,
+)
+from calendar_service.platform.models.webhooks import ENDPOINT_DELETED as DELETED
 
 HORIZON = timedelta(hours=24)
 """How far ahead the plan reaches (due times)."""

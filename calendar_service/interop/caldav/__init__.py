@@ -1,5 +1,5 @@
 """CalDAV (RFC 4791, RFC 6578 sync, RFC 6764 discovery) for the owner's calendar apps: the
-protocol's core, without HTTP (``rest.caldav`` serves it), every read and write through the
+protocol's core, without HTTP (``dav.routes`` serves it), every read and write through the
 same core functions as REST and MCP (``operations``: ``CALDAV_*``, run by
 ``gateway.perform``).
 

@@ -23,11 +23,12 @@ from typing import TypeVar
 
 from sqlalchemy import Connection, bindparam, select
 
-from calendar_service.access import signin, owners as users
+from calendar_service.access import owners as users
+from calendar_service.access import signin
+from calendar_service.access.keys import KeyRow, Principal, authorize, identify
 from calendar_service.platform.db import Statement
 from calendar_service.platform.db.transactions import atomic
 from calendar_service.platform.errors import AuthError, SignInLocked, WrongAppPassword
-from calendar_service.access.keys import KeyRow, Principal, authorize, identify
 from calendar_service.platform.models.keys import keys_t
 from calendar_service.platform.models.owners import users_t
 

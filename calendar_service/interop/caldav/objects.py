@@ -37,13 +37,13 @@ from icalendar import Calendar, Event, Timezone
 from sqlalchemy import BindParameter, Connection, bindparam, or_, select, text, update
 
 from calendar_service.calendar.calendars import CalendarRow
-from calendar_service.platform.db import Statement
-from calendar_service.platform.errors import DavBadName
-from calendar_service.platform.lru import Lru
 from calendar_service.calendar.events.queries import EVENT_COLUMNS, window_floor
 from calendar_service.interop.ical.export import FeedContent, reminder_of, render_calendar
 from calendar_service.interop.ical.text import row_vevent
+from calendar_service.platform.db import Statement
+from calendar_service.platform.errors import DavBadName
 from calendar_service.platform.inputs import NUL
+from calendar_service.platform.lru import Lru
 from calendar_service.platform.models.columns import UTCDateTime, from_db
 from calendar_service.platform.models.events import events_t
 from calendar_service.platform.models.ical import ical_uids_t

@@ -29,6 +29,12 @@ from xml.etree.ElementTree import Element
 
 from sqlalchemy import Connection
 
+from calendar_service.access.keys import Principal
+from calendar_service.calendar.calendars import CalendarRow
+from calendar_service.calendar.event_input import MAX_LIMIT
+from calendar_service.calendar.events.listing import list_events_later
+from calendar_service.calendar.events.sync import current_position, sync_events
+from calendar_service.calendar.recurrence.ids import split_occurrence_id
 from calendar_service.interop.caldav import objects
 from calendar_service.interop.caldav.resources import (
     SYNC_TOKEN_PREFIX,
@@ -41,7 +47,8 @@ from calendar_service.interop.caldav.resources import (
     sync_token,
 )
 from calendar_service.interop.caldav.xml import Multistatus, c, d, escape_text
-from calendar_service.calendar.calendars import CalendarRow
+from calendar_service.interop.ical.export import reminder_of
+from calendar_service.platform.deferred import Later, finish
 from calendar_service.platform.errors import (
     BadRequest,
     CalendarError,
@@ -49,14 +56,7 @@ from calendar_service.platform.errors import (
     SyncTokenExpired,
     ValidationFailed,
 )
-from calendar_service.calendar.events.listing import list_events_later
 from calendar_service.platform.lru import Lru
-from calendar_service.calendar.event_input import MAX_LIMIT
-from calendar_service.calendar.events.sync import current_position, sync_events
-from calendar_service.interop.ical.export import reminder_of
-from calendar_service.access.keys import Principal
-from calendar_service.platform.deferred import Later, finish
-from calendar_service.calendar.recurrence.ids import split_occurrence_id
 from calendar_service.platform.timeutil import format_utc
 
 MAX_SYNC_PAGES = 40  # of MAX_LIMIT changes each

@@ -28,6 +28,9 @@ from xml.etree.ElementTree import Element
 from icalendar import Calendar, Timezone
 from sqlalchemy import Connection, func, or_, select
 
+from calendar_service.access.keys import WRITE, Principal
+from calendar_service.calendar.calendars import CalendarRow, accessible_calendars
+from calendar_service.calendar.events.sync import Position, current_position, encode_sync_token
 from calendar_service.interop.caldav import objects
 from calendar_service.interop.caldav.xml import (
     APPLE,
@@ -39,11 +42,8 @@ from calendar_service.interop.caldav.xml import (
     element,
     qn,
 )
-from calendar_service.calendar.calendars import CalendarRow, accessible_calendars
-from calendar_service.platform.errors import BadRequest, DavBadName, DavRefused, NotFound
-from calendar_service.calendar.events.sync import Position, current_position, encode_sync_token
-from calendar_service.access.keys import WRITE, Principal
 from calendar_service.platform.deferred import Later
+from calendar_service.platform.errors import BadRequest, DavBadName, DavRefused, NotFound
 from calendar_service.platform.models.calendars import calendars_t
 from calendar_service.platform.models.events import event_sync_t
 from calendar_service.platform.models.owners import users_t

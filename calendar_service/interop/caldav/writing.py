@@ -38,7 +38,11 @@ from xml.etree.ElementTree import Element
 
 from sqlalchemy import Connection, insert, select, update
 
+from calendar_service.access.keys import Principal
 from calendar_service.calendar import calendars
+from calendar_service.calendar.calendar_edits import delete_calendar_step
+from calendar_service.calendar.events.existing import delete_event
+from calendar_service.governance import proposals
 from calendar_service.interop.caldav import objects
 from calendar_service.interop.caldav.resources import (
     calendar_named,
@@ -48,8 +52,8 @@ from calendar_service.interop.caldav.resources import (
     parse_path,
 )
 from calendar_service.interop.caldav.xml import c, d
-from calendar_service.calendar.calendar_edits import delete_calendar_step
-from calendar_service.governance import proposals
+from calendar_service.interop.ical.importing import import_events
+from calendar_service.interop.ical.reading import ReadFile
 from calendar_service.journal.change_record import Via
 from calendar_service.platform.errors import (
     BadRequest,
@@ -61,10 +65,6 @@ from calendar_service.platform.errors import (
     NotFound,
     ValidationFailed,
 )
-from calendar_service.calendar.events.existing import delete_event
-from calendar_service.interop.ical.importing import import_events
-from calendar_service.interop.ical.reading import ReadFile
-from calendar_service.access.keys import Principal
 from calendar_service.platform.models.ical import ical_uids_t
 from calendar_service.platform.models.owners import users_t
 from calendar_service.platform.timeutil import is_valid_zone

@@ -20,14 +20,14 @@ from typing import Any
 
 import orjson
 
-from calendar_service.platform.errors import FieldError, ValidationFailed
-from calendar_service.calendar.event_input import check_title, resolve_times
 from calendar_service.calendar.attendees import MAX_ATTENDEES, check_attendees
+from calendar_service.calendar.event_input import check_title, resolve_times
 from calendar_service.calendar.events.series import recurrence_columns
 from calendar_service.calendar.events.shapes import zone_name
-from calendar_service.interop.ical.reading import Fields, Moment, Planned
-from calendar_service.platform.inputs import check_text
 from calendar_service.calendar.recurrence import SeriesTimes, occurs_at, stored_rule
+from calendar_service.interop.ical.reading import Fields, Moment, Planned
+from calendar_service.platform.errors import FieldError, ValidationFailed
+from calendar_service.platform.inputs import check_text
 from calendar_service.platform.timeutil import format_utc, is_valid_zone, localize, midnight, zone
 
 _PER_LINE = 40  # EXDATE/RDATE values per line (a line stays under the core's 1,000 characters)

@@ -41,10 +41,11 @@ from icalendar import (
 from sqlalchemy import Connection, and_, bindparam, or_, select
 
 from calendar_service.calendar.calendars import CalendarRow
-from calendar_service.platform.db import Statement
 from calendar_service.calendar.events.queries import EVENT_COLUMNS
 from calendar_service.calendar.events.series import times_of, zone_of
 from calendar_service.calendar.events.shapes import zone_name
+from calendar_service.calendar.recurrence import stored_rule
+from calendar_service.calendar.reminders import reminders_t
 from calendar_service.interop.ical.edges import (
     edge_starts,
     fixed_form,
@@ -56,12 +57,11 @@ from calendar_service.interop.ical.edges import (
 )
 from calendar_service.interop.ical.people import add_people
 from calendar_service.interop.ical.text import row_vevent
+from calendar_service.platform.db import Statement
 from calendar_service.platform.models.calendars import calendars_t
 from calendar_service.platform.models.columns import from_db, utc_text_of
 from calendar_service.platform.models.events import events_t
 from calendar_service.platform.models.ical import ical_uids_t
-from calendar_service.calendar.recurrence import stored_rule
-from calendar_service.calendar.reminders import reminders_t
 from calendar_service.platform.timeutil import localize, zone
 
 FEED_HISTORY = timedelta(days=365)

@@ -26,10 +26,9 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select, update
 
-from calendar_service.calendar.calendars import CalendarRow, get_calendar_row
-from calendar_service.platform.db import Database
-from calendar_service.platform.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.access.call_history import client_columns
+from calendar_service.access.keys import owned_calendar
+from calendar_service.calendar.calendars import CalendarRow, get_calendar_row
 from calendar_service.interop.ical.export import (
     FeedContent,
     Rendered,
@@ -37,9 +36,10 @@ from calendar_service.interop.ical.export import (
     render_calendar,
     version_of,
 )
+from calendar_service.platform.db import Database
+from calendar_service.platform.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.platform.ids import new_id, random_base62
 from calendar_service.platform.inputs import check_text
-from calendar_service.access.keys import owned_calendar
 from calendar_service.platform.models.calendars import calendars_t
 from calendar_service.platform.models.ical import feeds_t, fetches_t
 from calendar_service.platform.timeutil import format_utc

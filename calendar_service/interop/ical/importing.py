@@ -34,27 +34,32 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, text
 
+from calendar_service.access.keys import Principal
+from calendar_service.calendar.attendees import decode
 from calendar_service.calendar.calendars import CalendarRow, resolve_target
-from calendar_service.journal.change_record import Via, default_via
-from calendar_service.journal.change_table import CREATED as CREATED_CHANGE
-from calendar_service.journal.change_table import UPDATED as UPDATED_CHANGE
-from calendar_service.platform.errors import ValidationFailed
 from calendar_service.calendar.events.changelog import Edit
 from calendar_service.calendar.events.create import create_event
 from calendar_service.calendar.events.existing import update_event
-from calendar_service.calendar.attendees import decode
 from calendar_service.calendar.events.queries import EVENT_COLUMNS
 from calendar_service.calendar.events.series import delete_exceptions
 from calendar_service.calendar.events.shapes import Row, event_public
 from calendar_service.calendar.events.writes import after_write
+from calendar_service.calendar.recurrence import occurrence_id
 from calendar_service.interop.ical.desired import Desired, Report, wanted_events
 from calendar_service.interop.ical.reading import ReadFile, read_file
-from calendar_service.platform.inputs import NUL, check_text
-from calendar_service.access.keys import Principal
-from calendar_service.platform.models.events import AttendeeInput, EventCreate, EventUpdate, events_t
-from calendar_service.platform.models.ical import ical_uids_t
+from calendar_service.journal.change_record import Via, default_via
+from calendar_service.journal.change_table import CREATED as CREATED_CHANGE
+from calendar_service.journal.change_table import UPDATED as UPDATED_CHANGE
 from calendar_service.journal.webhook_outbox import UPDATED
-from calendar_service.calendar.recurrence import occurrence_id
+from calendar_service.platform.errors import ValidationFailed
+from calendar_service.platform.inputs import NUL, check_text
+from calendar_service.platform.models.events import (
+    AttendeeInput,
+    EventCreate,
+    EventUpdate,
+    events_t,
+)
+from calendar_service.platform.models.ical import ical_uids_t
 from calendar_service.platform.timeutil import zone
 
 IMPORT_TRANSPORT = "import"

@@ -9,8 +9,8 @@ from typing import Any
 
 from icalendar import Event, vCalAddress
 
-from calendar_service.platform.emails import mail_address
 from calendar_service.calendar.attendees import decode
+from calendar_service.platform.emails import mail_address
 
 _PARTSTATS = {
     "needsAction": "NEEDS-ACTION",

@@ -35,8 +35,8 @@ from icalendar import Calendar, Component
 from icalendar.error import GloballyUniqueTZIDGuessed
 from icalendar.parser.ical.calendar import CalendarIcalParser
 
-from calendar_service.platform.errors import InvalidICalendar, PayloadTooLarge
 from calendar_service.interop.ical.zones import FileZones, Work, ZoneRefused, resolve_tzid
+from calendar_service.platform.errors import InvalidICalendar, PayloadTooLarge
 
 # icalendar warns when it reads "/vendor/…/Europe/Berlin" as Europe/Berlin: so do we, on
 # purpose (``resolve_tzid``); the warning would only put the caller's text in the logs.

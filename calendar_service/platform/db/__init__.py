@@ -9,7 +9,7 @@ One concept per module:
                   ``Group``: one shared by the calls of a group commit
 ``statement``     ``Statement``: the statements every request runs, compiled once, run on the driver
 ``database``      ``Database``: runs core calls for the async fronts (inline on SQLite)
-``kept``          the connection each calling thread keeps between calls
+``thread_connections`` the connection each calling thread keeps between calls
 ``group``         SQLite's group commit (``Database.run_grouped``) and what a rerun asks of a call
 ``checkpoint``    SQLite's WAL checkpoints, on a thread of their own
 ``channels``      the keys of the notes left on a connection's ``info``

@@ -18,7 +18,7 @@ from sqlmodel import Field, SQLModel
 from calendar_service.platform.models.calendars import DEFAULT_CALENDAR_NAME, CalendarPublic
 from calendar_service.platform.models.columns import table_of, utc_field
 from calendar_service.platform.models.wire import INPUT_TIME, Input, Wire
-from calendar_service.calendar.recurrence import MAX_LINE
+from calendar_service.platform.schema_patterns import MAX_LINE
 from calendar_service.platform.timeutil import RANGE_TEXT
 
 TITLE_MAX = 300

@@ -10,6 +10,8 @@ from sqlmodel import Field, SQLModel
 from calendar_service.platform.models.columns import table_of, utc_field
 
 OWNER_ENDPOINT = text("key_id IS NULL")
+# An endpoint's status: ``active``, ``disabled``, ``deleted``.
+ENDPOINT_DELETED = "deleted"
 """The owner's own endpoint among ``webhook_endpoints`` (the others are keys' subscriptions)."""
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from calendar_service.operations import catalog as operations
 from calendar_service.calendar.availability import (
     DAYS,
     DEFAULT_SLOTS,
@@ -15,11 +14,12 @@ from calendar_service.calendar.availability import (
     MAX_SLOTS,
     MAX_WINDOW,
 )
+from calendar_service.operations import catalog as operations
 from calendar_service.platform.models import availability as shapes
+from calendar_service.platform.schema_patterns import BOUND_PATTERN, RANGE_DOC, TEXT_PATTERN
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.refs import OK_HEADERS, RATE_DOC, json_content, ref_headers
 from calendar_service.rest.openapi.responses import errors
-from calendar_service.platform.schema_patterns import BOUND_PATTERN, RANGE_DOC, TEXT_PATTERN
 
 TAG = "Availability"
 # Local clock times: 00:00 to 23:59, and 24:00 for an end.

@@ -8,9 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from calendar_service.operations import catalog as operations
-from calendar_service.governance.change_shapes import Actor, ChangeList, ChangePublic
 from calendar_service.calendar.events import DEFAULT_LIMIT, MAX_LIMIT
+from calendar_service.governance.change_shapes import Actor, ChangeList, ChangePublic
+from calendar_service.operations import catalog as operations
+from calendar_service.platform.schema_patterns import BOUND_PATTERN, TEXT_PATTERN
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE, problem_example
 from calendar_service.rest.openapi.refs import (
@@ -24,7 +25,6 @@ from calendar_service.rest.openapi.refs import (
 )
 from calendar_service.rest.openapi.responses import errors, problem_response
 from calendar_service.rest.routes import CHANGE_ID_HEADER, CHANGES_PATH
-from calendar_service.platform.schema_patterns import BOUND_PATTERN, TEXT_PATTERN
 
 TAG = "Changes"
 TAG_DOC = {

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from calendar_service.operations import catalog as operations
 from calendar_service.interop.ical.reading import MAX_BYTES, MAX_EVENTS
+from calendar_service.operations import catalog as operations
+from calendar_service.platform.schema_patterns import TEXT_PATTERN
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.events import TAG
 from calendar_service.rest.openapi.examples import problem_example
@@ -23,7 +24,6 @@ from calendar_service.rest.openapi.refs import (
 )
 from calendar_service.rest.openapi.responses import errors, problem_response
 from calendar_service.rest.routes import ICS_MEDIA_TYPE, IMPORT_PATH
-from calendar_service.platform.schema_patterns import TEXT_PATTERN
 
 _MIB = MAX_BYTES // (1024 * 1024)
 # The headers its answer declares: those of every answer but Cache-Control.

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from calendar_service.access.idempotency import MAX_KEY_LENGTH
 from calendar_service.calendar.calendars import MAX_CHOSEN
 from calendar_service.calendar.events import DEFAULT_LIMIT, MAX_LIMIT
 from calendar_service.calendar.events.search import QUERY_MAX
-from calendar_service.access.idempotency import MAX_KEY_LENGTH
 from calendar_service.platform.models.calendars import DEFAULT_CALENDAR_NAME
-from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
 from calendar_service.platform.schema_patterns import (
     BOUND_PATTERN,
     IDEMPOTENCY_KEY_PATTERN,
@@ -21,6 +20,7 @@ from calendar_service.platform.schema_patterns import (
     TEXT_PATTERN,
     TITLE_PATTERN,
 )
+from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
 
 _BOUND_DOC = (
     " A date-time (offset optional: without one it is read in the time zone of the key's "

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from calendar_service.operations import catalog as operations
 from calendar_service.governance.change_shapes import ProposalPublic
+from calendar_service.operations import catalog as operations
+from calendar_service.platform.schema_patterns import TEXT_PATTERN
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
 from calendar_service.rest.openapi.refs import (
@@ -20,7 +21,6 @@ from calendar_service.rest.openapi.refs import (
 )
 from calendar_service.rest.openapi.responses import errors
 from calendar_service.rest.routes import PROPOSALS_PATH
-from calendar_service.platform.schema_patterns import TEXT_PATTERN
 
 TAG = "Changes"
 _PROPOSAL_ID = "prop_3Jk9Lm2Np4Qr6St8Uv0Wx2Yz"

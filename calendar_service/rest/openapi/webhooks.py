@@ -8,8 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from calendar_service.operations import catalog as operations
 from calendar_service.delivery import subscriptions
+from calendar_service.delivery.triggers.kinds import CHANGE_TYPES, ENDED, STARTING
+from calendar_service.operations import catalog as operations
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
 from calendar_service.rest.openapi.refs import (
@@ -22,7 +23,6 @@ from calendar_service.rest.openapi.refs import (
 )
 from calendar_service.rest.openapi.responses import errors
 from calendar_service.rest.subscriptions import SUBSCRIPTIONS_PATH
-from calendar_service.delivery.triggers.kinds import CHANGE_TYPES, ENDED, STARTING
 
 TAG = "Webhooks"
 TAG_DOC = {

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import update
 
 from calendar_service.access import keys
+from calendar_service.access.call_history import CallRecord, record_call
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import (
     ExpiredKey,
@@ -25,7 +26,6 @@ from calendar_service.platform.errors import (
     UnknownKey,
     ValidationFailed,
 )
-from calendar_service.access.call_history import CallRecord, record_call
 from calendar_service.platform.ids import ALPHABET
 from calendar_service.platform.models import keys_t
 from calendar_service.platform.timeutil import format_utc, utcnow
@@ -334,8 +334,8 @@ def test_a_secrets_checksum_is_its_bodys_crc32_in_six_base62_digits() -> None:
     import random
     import zlib
 
-    from calendar_service.platform.ids import base62
     from calendar_service.access.keys import _checksum
+    from calendar_service.platform.ids import base62
 
     draw = random.Random(31)
     for _ in range(2000):

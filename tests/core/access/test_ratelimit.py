@@ -14,11 +14,6 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import select
 
-from calendar_service.platform.db import Database
-from calendar_service.platform.errors import RateLimited
-from calendar_service.platform.ids import new_id
-from calendar_service.operations.retention import purge_expired
-from calendar_service.platform.models import rate_buckets_t
 from calendar_service.access.ratelimit import (
     IDLE_SECONDS,
     LeaseNeeded,
@@ -26,6 +21,11 @@ from calendar_service.access.ratelimit import (
     RateState,
     most_held,
 )
+from calendar_service.operations.retention import purge_expired
+from calendar_service.platform.db import Database
+from calendar_service.platform.errors import RateLimited
+from calendar_service.platform.ids import new_id
+from calendar_service.platform.models import rate_buckets_t
 
 T0 = 1_000_000.0  # a Unix time; only differences matter
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from calendar_service.access import owner_sessions, signin, owners as users
+from calendar_service.access import owner_sessions, signin
+from calendar_service.access import owners as users
 from calendar_service.platform.db import Database
 from calendar_service.platform.models import failures_t
 from calendar_service.platform.timeutil import utcnow

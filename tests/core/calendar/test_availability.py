@@ -10,20 +10,21 @@ from typing import Any
 
 import pytest
 
-from calendar_service.calendar import availability, events
-from calendar_service.operations import gateway, catalog as operations
 from calendar_service.access import keys
+from calendar_service.access.keys import Principal
+from calendar_service.calendar import availability, events
 from calendar_service.calendar.availability import Hours, merged
 from calendar_service.calendar.calendars import get_calendar_row
-from calendar_service.platform.db import Database
-from calendar_service.platform.errors import InsufficientScope, ValidationFailed
 from calendar_service.calendar.events.busy import BUDGET as BUSY_BUDGET
 from calendar_service.calendar.events.busy import conflicts
-from calendar_service.access.keys import Principal
-from calendar_service.platform.deferred import Later, finish
-from calendar_service.platform.models import EventCreate
 from calendar_service.calendar.recurrence import measured
 from calendar_service.calendar.recurrence.expansion import READ_INSTANCE_UNITS
+from calendar_service.operations import catalog as operations
+from calendar_service.operations import gateway
+from calendar_service.platform.db import Database
+from calendar_service.platform.deferred import Later, finish
+from calendar_service.platform.errors import InsufficientScope, ValidationFailed
+from calendar_service.platform.models import EventCreate
 from calendar_service.platform.timeutil import utc_text, utcnow, zone
 from tests.support import Factory, Owner, call_context
 

@@ -9,8 +9,11 @@ from typing import Any
 import pytest
 from sqlalchemy import delete
 
-from calendar_service.calendar import calendar_edits as calendar_changes, calendars, events
 from calendar_service.access import keys
+from calendar_service.access.keys import Principal
+from calendar_service.calendar import calendar_edits as calendar_changes
+from calendar_service.calendar import calendars, events
+from calendar_service.interop.ical import feeds
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import (
     CalendarError,
@@ -19,8 +22,6 @@ from calendar_service.platform.errors import (
     RevokedKey,
     ValidationFailed,
 )
-from calendar_service.interop.ical import feeds
-from calendar_service.access.keys import Principal
 from calendar_service.platform.models import DEFAULT_CALENDAR_NAME, calendars_t
 from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory, Owner, delete_all, queued

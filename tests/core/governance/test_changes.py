@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, func, select
 
-from calendar_service.calendar import events
 from calendar_service.access import keys
+from calendar_service.calendar import events
 from calendar_service.governance.change_list import get_change, list_changes
+from calendar_service.governance.undo import undo_change
+from calendar_service.interop.ical.importing import import_events
 from calendar_service.journal.change_record import Via, instant_of, new_change_id
 from calendar_service.journal.change_table import changes_t
+from calendar_service.operations.retention import purge_expired
 from calendar_service.platform.db import Database, rolled_back
 from calendar_service.platform.db.channels import OUTBOX_DIRTY
 from calendar_service.platform.errors import ChangedSince, NotFound
-from calendar_service.governance.undo import undo_change
-from calendar_service.interop.ical.importing import import_events
-from calendar_service.operations.retention import purge_expired
 from calendar_service.platform.models import EventCreate, events_t, keys_t
 from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory

@@ -8,11 +8,11 @@ from typing import Any
 from sqlalchemy import text
 
 from calendar_service.access import keys
+from calendar_service.calendar.events.existing import update_event
+from calendar_service.governance import undo_jobs
 from calendar_service.journal.change_record import Via
 from calendar_service.journal.change_table import OWNER
 from calendar_service.platform.db import Database
-from calendar_service.governance import undo_jobs
-from calendar_service.calendar.events.existing import update_event
 from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory, changes_of_key
 

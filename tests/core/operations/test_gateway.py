@@ -12,9 +12,14 @@ from typing import Any, NamedTuple
 import pytest
 from sqlalchemy import Connection, func, select
 
+from calendar_service.access import call_history as history
+from calendar_service.access import keys
+from calendar_service.access.keys import Principal
+from calendar_service.access.ratelimit import RateLimiter
 from calendar_service.calendar import events
-from calendar_service.operations import gateway, catalog as operations
-from calendar_service.access import call_history as history, keys
+from calendar_service.operations import catalog as operations
+from calendar_service.operations import gateway
+from calendar_service.operations.gateway import CallContext, Outcome
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import (
     AuthError,
@@ -27,10 +32,7 @@ from calendar_service.platform.errors import (
     RevokedKey,
     UnknownKey,
 )
-from calendar_service.operations.gateway import CallContext, Outcome
-from calendar_service.access.keys import Principal
 from calendar_service.platform.models import EventCreate, calls_t, rate_buckets_t
-from calendar_service.access.ratelimit import RateLimiter
 from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory, Owner, call_context
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from calendar_service.access import call_history as history
-from calendar_service.platform.db import Database
 from calendar_service.access.call_history import CallRecord, record_call
 from calendar_service.operations.retention import purge_expired
+from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from calendar_service.calendar import sharing
 from calendar_service.access import owners as users
+from calendar_service.calendar import sharing
+from calendar_service.calendar.attendees import check_attendees
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import FieldError, ValidationFailed
-from calendar_service.calendar.attendees import check_attendees
 from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory
 

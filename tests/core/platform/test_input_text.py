@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from calendar_service.calendar import calendars
-from calendar_service.access import owners as users
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import ValidationFailed
 from calendar_service.platform.inputs import NUL_MESSAGE
@@ -16,7 +15,7 @@ from tests.support import Factory
 
 def test_an_owner_email_with_a_nul_character_is_refused(db: Database) -> None:
     with pytest.raises(ValidationFailed) as caught:
-        db.call(users.create_user, email="a\x00b@example.com", password=None, now=utcnow())
+        db.call(calendars.create_owner, email="a\x00b@example.com", password=None, now=utcnow())
     assert caught.value.errors == [{"field": "email", "message": NUL_MESSAGE}]
 
 

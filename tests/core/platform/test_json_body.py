@@ -7,7 +7,12 @@ import json
 import pytest
 
 from calendar_service.platform.errors import ValidationFailed
-from calendar_service.platform.inputs import DUPLICATE_MESSAGE, NUL_MESSAGE, parse_json_body, parse_model
+from calendar_service.platform.inputs import (
+    DUPLICATE_MESSAGE,
+    NUL_MESSAGE,
+    parse_json_body,
+    parse_model,
+)
 from calendar_service.platform.models import EventCreate
 
 

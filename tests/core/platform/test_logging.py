@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from calendar_service.access.ratelimit import RateLimiter
 from calendar_service.asgi.context import Services
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
@@ -19,7 +20,6 @@ from calendar_service.platform.logs import (
     configure_logging,
     stop_logging,
 )
-from calendar_service.access.ratelimit import RateLimiter
 from mcp_tools.http import mcp_http
 
 

@@ -12,9 +12,9 @@ import httpx
 import recurring_ical_events
 from icalendar import Calendar
 
+from calendar_service.interop.ical import feeds
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
-from calendar_service.interop.ical import feeds
 from calendar_service.platform.timeutil import utcnow
 from tests.rest.recurrence_support import Cal, listed
 from tests.support import Owner

@@ -10,17 +10,18 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
-from calendar_service.calendar import calendar_edits as calendar_changes, reminders
 from calendar_service.asgi.boundary import loggable_path
+from calendar_service.calendar import calendar_edits as calendar_changes
+from calendar_service.calendar import reminders
+from calendar_service.interop.ical import feeds
+from calendar_service.operations.retention import purge_expired
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import NotFound, ValidationFailed
-from calendar_service.interop.ical import feeds
-from calendar_service.operations.retention import purge_expired
 from calendar_service.platform.models import events_t, feeds_t, fetches_t
 from calendar_service.platform.timeutil import utcnow
-from tests.rest.ical.support import ICS, IMPORT, fetch, make_feed, parsed
 from tests.rest.conftest import EVENTS
+from tests.rest.ical.support import ICS, IMPORT, fetch, make_feed, parsed
 from tests.rest.recurrence_support import calendar_in, create, listed
 from tests.support import Factory, RunningServer
 

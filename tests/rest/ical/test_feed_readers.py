@@ -16,6 +16,7 @@ from icalendar import Calendar
 
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
+from tests.rest.conftest import EVENTS
 from tests.rest.ical.support import (
     ICS,
     IMPORT,
@@ -25,7 +26,6 @@ from tests.rest.ical.support import (
     listed_occurrences,
     make_feed,
 )
-from tests.rest.conftest import EVENTS
 from tests.rest.recurrence_support import Cal, calendar_in, create, listed
 from tests.support import Factory
 

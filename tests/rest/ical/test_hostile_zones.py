@@ -11,7 +11,13 @@ import pytest
 from icalendar.timezone import tzp
 
 from calendar_service.interop.ical.reading import read_file
-from calendar_service.interop.ical.zones import MAX_ZONE_WORK, FileZones, Work, ZoneRefused, read_vtimezone
+from calendar_service.interop.ical.zones import (
+    MAX_ZONE_WORK,
+    FileZones,
+    Work,
+    ZoneRefused,
+    read_vtimezone,
+)
 from tests.rest.ical.hostile_zones import CORPUS, SECONDLY
 from tests.rest.ical.support import ICS, IMPORT
 from tests.rest.recurrence_support import calendar_in, listed

@@ -10,8 +10,8 @@ from sqlalchemy import select
 from calendar_service.platform.db import Database
 from calendar_service.platform.inputs import NUL_MESSAGE
 from calendar_service.platform.models import ical_uids_t
-from tests.rest.ical.support import ICS, IMPORT
 from tests.rest.conftest import EVENTS
+from tests.rest.ical.support import ICS, IMPORT
 from tests.rest.recurrence_support import Cal, calendar_in, listed
 from tests.support import Factory
 

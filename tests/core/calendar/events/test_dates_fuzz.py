@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from calendar_service.access.keys import Principal
 from calendar_service.calendar import events
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import ValidationFailed
-from calendar_service.access.keys import Principal
 from calendar_service.platform.models import EventCreate
 from calendar_service.platform.timeutil import (
     EARLIEST,

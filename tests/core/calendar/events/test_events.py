@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from calendar_service.calendar import events
-from calendar_service.operations import gateway, catalog as operations
 from calendar_service.access import keys
+from calendar_service.access.keys import Principal
+from calendar_service.calendar import events
+from calendar_service.operations import catalog as operations
+from calendar_service.operations import gateway
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import (
     IdempotencyMismatch,
@@ -19,8 +21,12 @@ from calendar_service.platform.errors import (
     NotFound,
     ValidationFailed,
 )
-from calendar_service.access.keys import Principal
-from calendar_service.platform.models import DEFAULT_CALENDAR_NAME, TITLE_MAX, EventCreate, EventUpdate
+from calendar_service.platform.models import (
+    DEFAULT_CALENDAR_NAME,
+    TITLE_MAX,
+    EventCreate,
+    EventUpdate,
+)
 from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory, Owner, call_context
 

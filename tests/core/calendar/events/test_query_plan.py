@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlalchemy import event, text
 
-from calendar_service.calendar import availability, events
-from calendar_service.platform.db import Database
 from calendar_service.access.call_history import purge_calls
 from calendar_service.access.keys import Principal
+from calendar_service.calendar import availability, events
+from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory
 

@@ -15,9 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Connection, text
 
+from calendar_service.access.keys import Principal
 from calendar_service.calendar import events
-from calendar_service.platform.db import Database
-from calendar_service.platform.errors import ValidationFailed
 from calendar_service.calendar.events.search import (
     FOLDED,
     KEY_MASK,
@@ -32,8 +31,9 @@ from calendar_service.calendar.events.search import (
     write_pending_words,
 )
 from calendar_service.interop.ical.importing import import_events
-from calendar_service.access.keys import Principal
 from calendar_service.operations.retention import purge_expired
+from calendar_service.platform.db import Database
+from calendar_service.platform.errors import ValidationFailed
 from calendar_service.platform.models import EventCreate, EventUpdate
 from calendar_service.platform.timeutil import format_utc, utcnow
 from tests.core.calendar.events.test_events import TOKEN_KEY, create, principal_for

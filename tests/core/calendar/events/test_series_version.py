@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, text, update
 
+from calendar_service.access.keys import Principal
 from calendar_service.calendar import events
-from calendar_service.platform.db import Database
 from calendar_service.calendar.events import queries
 from calendar_service.calendar.events.queries import events_t
-from calendar_service.access.keys import Principal
+from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory
 

@@ -12,10 +12,10 @@ from typing import Any
 import orjson
 import pytest
 
-from calendar_service.calendar import events
-from calendar_service.platform.db import Database
-from calendar_service.calendar.events.shapes import Prepared, dumps
 from calendar_service.access.keys import Principal
+from calendar_service.calendar import events
+from calendar_service.calendar.events.shapes import Prepared, dumps
+from calendar_service.platform.db import Database
 from calendar_service.platform.models import EventCreate
 from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory

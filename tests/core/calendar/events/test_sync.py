@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, text, update
 
+from calendar_service.access.keys import Principal
 from calendar_service.calendar import events
+from calendar_service.calendar.events import sync
+from calendar_service.interop.ical import importing
+from calendar_service.operations.retention import purge_expired
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database, atomic
 from calendar_service.platform.errors import SyncTokenExpired, ValidationFailed
-from calendar_service.calendar.events import sync
-from calendar_service.interop.ical import importing
-from calendar_service.access.keys import Principal
-from calendar_service.operations.retention import purge_expired
 from calendar_service.platform.models import event_sync_t
 from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory

@@ -11,14 +11,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, text
 
-from calendar_service.calendar import events
-from calendar_service.operations import catalog as operations
-from calendar_service.platform.db import Database
-from calendar_service.platform.errors import ValidationFailed
-from calendar_service.calendar.events.queries import series_statement
 from calendar_service.access.keys import Principal
-from calendar_service.platform.deferred import Later
-from calendar_service.platform.models import to_db
+from calendar_service.calendar import events
+from calendar_service.calendar.events.queries import series_statement
 from calendar_service.calendar.recurrence import (
     READ_BUDGET,
     Budget,
@@ -33,6 +28,11 @@ from calendar_service.calendar.recurrence import (
     stored_rule,
     summarize,
 )
+from calendar_service.operations import catalog as operations
+from calendar_service.platform.db import Database
+from calendar_service.platform.deferred import Later
+from calendar_service.platform.errors import ValidationFailed
+from calendar_service.platform.models import to_db
 from calendar_service.platform.timeutil import utcnow, zone
 from tests.core.calendar.events.test_query_plan import list_plan, plan_of
 from tests.support import Factory

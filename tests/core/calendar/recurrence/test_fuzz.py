@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from calendar_service.access.keys import Principal
 from calendar_service.calendar import events
+from calendar_service.calendar.recurrence import READ_MOST_INSTANCES, READ_MOST_PERIODS, measured
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import ValidationFailed
-from calendar_service.access.keys import Principal
-from calendar_service.calendar.recurrence import READ_MOST_INSTANCES, READ_MOST_PERIODS, measured
 from calendar_service.platform.timeutil import EARLIEST, LATEST, utcnow
 from tests.support import Factory
 

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from calendar_service.platform.errors import FieldError
 from calendar_service.calendar.events.series import recurrence_columns
+from calendar_service.platform.errors import FieldError
 from calendar_service.platform.timeutil import zone
 
 START = datetime(2026, 3, 2, 8, 30, tzinfo=UTC)

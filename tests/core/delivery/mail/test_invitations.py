@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from icalendar import Calendar
 
-from calendar_service.platform.emails import mail_address
-from calendar_service.platform.errors import FieldError
 from calendar_service.calendar.attendees import check_attendees
-from calendar_service.journal.invitations import plan
-from calendar_service.journal.reply_links import make_token, read_token, reply_links
 from calendar_service.delivery.mail.messages import build
 from calendar_service.delivery.mail.replies import when_words
+from calendar_service.journal.invitations import plan
+from calendar_service.journal.reply_links import make_token, read_token, reply_links
+from calendar_service.platform.emails import mail_address
+from calendar_service.platform.errors import FieldError
 
 NOW = datetime(2027, 3, 1, 12, 0, tzinfo=UTC)
 ORGANIZER = {"email": "owner@example.com", "name": "owner@example.com"}

@@ -8,9 +8,9 @@ import asyncio
 
 import pytest
 
+from calendar_service.interop.ical import feeds
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import NotFound
-from calendar_service.interop.ical import feeds
 from calendar_service.platform.timeutil import utcnow
 from tests.support import Factory
 

@@ -12,8 +12,6 @@ from alembic import command
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import IntegrityError
 
-from calendar_service.platform.config import Config
-from calendar_service.platform.db.engine import SEARCH_WORDS_AT, make_engine
 from calendar_service.calendar.events.search import (
     KEY_MASK,
     PARTS,
@@ -21,6 +19,8 @@ from calendar_service.calendar.events.search import (
     key_range,
     write_pending_words,
 )
+from calendar_service.platform.config import Config
+from calendar_service.platform.db.engine import SEARCH_WORDS_AT, make_engine
 from calendar_service.platform.migrate import alembic_config
 from tests.support import fresh_database_url
 
