@@ -1,7 +1,7 @@
 """Send the mail outbox: invitations over SMTP (``CALENDAR_SMTP_URL``).
 
 ``MailJob.tick`` is a scheduled job's body (``scheduler.delivery_job`` runs it beside the
-webhook deliveries when SMTP is set): it claims due messages (``mail.outbox.claim_due``:
+webhook deliveries when SMTP is set): it claims due messages (``delivery.mail.sending.claim_due``:
 a lease, ``FOR UPDATE SKIP LOCKED`` on PostgreSQL), makes each into its RFC 5322 text
 (``mail.messages.build``) and sends it with the standard library's ``smtplib``, on a thread,
 one at a time; the lease is renewed while a slow server takes its time. Each attempt is

@@ -2,7 +2,7 @@
 
 The same key with the same request within 24 h returns the first response; with a different
 request, 422; while the first is still in flight, 409. A create that waits for the owner's
-approval (``changes.proposals``) is stored as its proposal (status 202, ``{proposalId}``): a
+approval (``governance.proposals``) is stored as its proposal (status 202, ``{proposalId}``): a
 retry with the same key answers that proposal as it is then, and proposes nothing new.
 
 The lookup, the work and the stored response share one transaction, so a durable 201 always

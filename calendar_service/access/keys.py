@@ -64,7 +64,7 @@ _SCOPES = {
 }
 
 
-# Which of a key's (or connected app's) writes wait for the owner (``changes.proposals``):
+# Which of a key's (or connected app's) writes wait for the owner (``governance.proposals``):
 # none; updates and deletes (creates go through); every write.
 APPROVAL_NONE = "none"
 APPROVAL_DESTRUCTIVE = "destructive"

@@ -2,8 +2,8 @@
 calendar, event and time (from one day to another, both included, UTC), each with its
 before/after view and an *Undo* button.
 
-The list and the undo are the core's (``changes.reading.list_changes``,
-``events.undo.undo_change``), called as the owner in person: an undo made here is the owner's
+The list and the undo are the core's (``governance.change_list.list_changes``,
+``governance.undo.undo_change``), called as the owner in person: an undo made here is the owner's
 change, through ``settings``. An event's own history is this page filtered by it
 (``?event=ID``), linked from the event's page.
 """

@@ -2,7 +2,7 @@
 ``approval``), and undoing what it did since a time, revoking it in the same click.
 
 ``/keys/{id}/undo`` shows what undoing the key's changes since a time undoes (counted, the
-newest listed: ``events.undo_jobs.preview_undo``, no dry run) and offers to revoke the key
+newest listed: ``governance.undo_jobs.preview_undo``, no dry run) and offers to revoke the key
 with it; its POST revokes the key (if asked) and begins the job (``start_undo_job``), in one
 transaction, and answers at once with a 303 to the job's page, ``/keys/{id}/undo/{job}``.
 This process runs the job (``background.UndoJobs``), as the owner through ``settings``, a

@@ -2,8 +2,8 @@
 made with ``approval`` ``destructive`` or ``all``), each with the event before and after and
 *Approve* / *Reject*; below, those decided lately.
 
-Deciding is the core's (``events.approving.approve``, ``changes.proposals.reject``), called as
-the owner in person through ``settings``: an approval makes exactly the change shown, if the
+Deciding is the core's (``governance.approving.approve``, ``governance.proposals.reject``), called
+as the owner in person through ``settings``: an approval makes exactly the change shown, if the
 event is still as it was (else the proposal fails, and the page says why).
 """
 

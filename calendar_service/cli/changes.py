@@ -3,7 +3,7 @@
 The owner acts in person here (``keys.owner_principal``): an undo is a change whose actor is
 the owner and whose transport is ``cli``. ``--dry-run`` runs the undo and rolls it back
 (``db.rolled_back``), to show what it would do. Undoing a key's work (``--key``) is an undo
-job (``events.undo_jobs``), run here to its end a batch (a short transaction) at a time, its
+job (``governance.undo_jobs``), run here to its end a batch (a short transaction) at a time, its
 progress on standard error; a job the command did not finish (killed) is finished by the
 service (``background.UndoJobs``).
 """

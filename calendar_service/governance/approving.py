@@ -1,13 +1,13 @@
-"""Approving a proposal (``changes.proposals``): the write a key asked for, made when the owner
+"""Approving a proposal (``governance.proposals``): the write a key asked for, made when the owner
 says so, exactly as the owner saw it.
 
 The proposal keeps the rows the write would have touched, before and after
-(``changes.record.Unit``). Approving checks that they are still as they were before (field for
-field but ``updated_at``: ``same_content``); if any is not, nothing is applied and the
+(``journal.change_record.Unit``). Approving checks that they are still as they were before (field
+for field but ``updated_at``: ``same_content``); if any is not, nothing is applied and the
 proposal is ``failed``, saying why (the owner sees the event as it is now and may ask the key
 again). Otherwise the rows are made what the write would have made (as an undo restores
-them: ``events.restoring``), each change recorded with its webhook: its actor the key that asked,
-its transport where the owner approved it (``settings``, ``cli``), its ``requestId`` the
+them: ``governance.restoring``), each change recorded with its webhook: its actor the key that
+asked, its transport where the owner approved it (``settings``, ``cli``), its ``requestId`` the
 key's request (in the key's call history, answered 202), with ``proposalId`` and
 ``approvedBy`` (the owner). An event the approval creates is created at the approval; an
 import's UIDs are recorded as the import would have (one imported since under the same UID is

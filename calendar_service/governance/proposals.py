@@ -8,7 +8,7 @@ what it does: the gateway (``gateway.perform``) makes the write in a savepoint
 (``items_of``), undoes the write and keeps a proposal instead (``propose``): the caller gets
 202 and the proposal, the owner's webhook ``calendar.proposal.created``.
 
-A proposal is pending until the owner approves it (``events.approving.approve``: the change
+A proposal is pending until the owner approves it (``governance.approving.approve``: the change
 is made then, only if the event is still as it was), rejects it (``reject``), or it expires
 (``expires_at``, ``CALENDAR_PROPOSAL_TTL`` after it was made: read as expired at once, written
 so by the housekeeping job, ``expire``). Decided proposals are kept as long as the call
@@ -128,7 +128,7 @@ def items_of(
     conn: Connection, *, user_id: str, made: Sequence[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """What applying the changes ``made`` needs, read before the write is undone: each as the
-    API shows it, with the rows it touched before and after (``changes.record.Unit``), the
+    API shows it, with the rows it touched before and after (``journal.change_record.Unit``), the
     series it started, if any, and the iCalendar UIDs an import recorded for its events
     (``uids``: importing the same file again then finds them)."""
     ids = [change["id"] for change in made]
@@ -190,7 +190,7 @@ def propose(
     ``calendar.proposal.created`` for the owner's webhook. Returns the proposal.
 
     ``if_free``: the write (a create) asked for its time to be free (``ifFree``); the approval
-    checks that again (``events.approving``)."""
+    checks that again (``governance.approving``)."""
     if if_free:
         items = [{**items[0], "ifFree": True}, *items[1:]]
     first = items[0]

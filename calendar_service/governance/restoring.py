@@ -1,8 +1,8 @@
-"""Putting a unit of rows back as they should be: what an undo (``events.undo``) and an approval
-(``events.approving``) both do once they have decided to.
+"""Putting a unit of rows back as they should be: what an undo (``governance.undo``) and an approval
+(``governance.approving``) both do once they have decided to.
 
-``restore_rows`` makes the rows a change touched (``changes.record.Unit``) what they should be
-(an undo: as before the change; an approval: as the write would have made them), each written
+``restore_rows`` makes the rows a change touched (``journal.change_record.Unit``) what they should
+be (an undo: as before the change; an approval: as the write would have made them), each written
 row with ``updated_at`` now; ``notify_restored`` queues the webhook that says so, as for any
 change; ``shown_event`` reads an event as a get shows it, or ``None``.
 """
@@ -34,7 +34,7 @@ def restore_rows(
     wanted: list[dict[str, Any]],
     now: datetime,
 ) -> None:
-    """Make the unit's rows ``wanted`` (plain rows, ``changes.record.plain``) from
+    """Make the unit's rows ``wanted`` (plain rows, ``journal.change_record.plain``) from
     ``current``: rows that were not there go, rows that were come back, rows that differ take
     the wanted values; each written row with ``updated_at`` now."""
     now_rows = {r["id"]: r for r in current}

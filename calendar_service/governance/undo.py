@@ -1,6 +1,6 @@
-"""Undoing a change: the rows it touched put back as they were before it (``changes.record.Unit``),
-as a change of its own (``undoes``), with its webhook, and the undone change marked
-(``undone_by``).
+"""Undoing a change: the rows it touched put back as they were before it
+(``journal.change_record.Unit``), as a change of its own (``undoes``), with its webhook, and the
+undone change marked (``undone_by``).
 
 An undo restores every field of every row the change touched (a deleted event or series comes
 back with its id, its changed and cancelled occurrences and their ids), but ``updated_at``,
@@ -69,7 +69,7 @@ def undo_row(
     force: bool = False,
     via: Via | None = None,
 ) -> dict[str, Any]:
-    """``undo_change`` of a change's row already read (``changes.reading``), returning the
+    """``undo_change`` of a change's row already read (``governance.change_list``), returning the
     undo as ``record`` does (no read of it after: ``undo_jobs`` undoes thousands)."""
     if row.undone_by is not None:
         raise AlreadyUndone(row.id, row.undone_by)

@@ -5,7 +5,7 @@ and writes down, in one transaction, which changes the job undoes: every change 
 (or connected app) since a time and still in force, newest first, one ``undo_job_items`` row
 each (its ``position`` in that order and the change's ``seq``). Nothing is undone yet.
 
-``undo_batch`` then undoes the next ``size`` of them (``events.undo.undo_row``, never forced),
+``undo_batch`` then undoes the next ``size`` of them (``governance.undo.undo_row``, never forced),
 each read by its primary key, so the work of a change is the same whatever its place in the
 job; it writes each one's outcome (``undone``, or ``refused`` with its code and reason) and
 the job's progress, in the caller's transaction: one short transaction a batch, so that other
@@ -72,7 +72,7 @@ class UndoJob(SQLModel, table=True):
     user_id: str = Field(max_length=40)  # the owner
     key_id: str = Field(max_length=40)  # whose work is undone
     since: datetime | None = Field(default=None, sa_column=Column(UTCDateTime(), nullable=True))
-    # Who undoes (``changes.record.Via``): the owner, through ``settings`` or ``cli``.
+    # Who undoes (``journal.change_record.Via``): the owner, through ``settings`` or ``cli``.
     actor_type: str = Field(max_length=16)
     actor_id: str | None = Field(default=None, max_length=40)
     transport: str = Field(max_length=16)

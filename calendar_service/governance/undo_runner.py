@@ -1,4 +1,5 @@
-"""``UndoJobs``: the undo jobs (``events.undo_jobs``) a serving process runs, off the event loop.
+"""``UndoJobs``: the undo jobs (``governance.undo_jobs``) a serving process runs, off the event
+loop.
 
 The settings pages start a job and hand it here (``start``); the app's lifespan enters
 ``running`` once, which also takes up the jobs no live runner holds (left by a process that

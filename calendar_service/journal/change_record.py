@@ -43,7 +43,7 @@ class Via:
     run's answer); ``replayed``, the change of the first request when an ``Idempotency-Key``
     replays it. One ``Via`` per call (a rerun makes a new one).
 
-    For a write that may wait for the owner (``changes.proposals``): ``if_free``, the write
+    For a write that may wait for the owner (``governance.proposals``): ``if_free``, the write
     asked for its time to be free (``ifFree``: an approval checks it again); ``idempotency``,
     the ``Idempotency-Key`` record it would store (the gateway stores the proposal under it
     instead); ``replayed_proposal``, the proposal the first request with that key made."""
@@ -150,7 +150,7 @@ CREATED_UNIT = '{"ids":["%s"],"series":["%s"],"before":[],"after":null}'
 """A create's unit (``%`` its event's id twice, which holds no character JSON escapes): every
 create writes one, so it is written out by hand, and keeps no row: the row a create wrote is
 the event its change's ``after`` shows, and an undo compares it so
-(``events.undo``)."""
+(``governance.undo``)."""
 
 
 # ---------------------------------------------------------------------------------------------

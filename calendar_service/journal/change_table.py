@@ -34,7 +34,7 @@ TRANSPORTS = ("rest", "mcp", "caldav", "settings", "cli", "import", "link")
 
 
 class Change(SQLModel, table=True):
-    """One change to an event (``changes.record``)."""
+    """One change to an event (``journal.change_record``)."""
 
     __tablename__ = "changes"
     # One secondary index: every create writes a row. The lists, the purge and the look-up

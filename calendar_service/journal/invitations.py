@@ -95,7 +95,7 @@ def queue(
     made: Sequence[dict[str, Any]],
     now: datetime,
 ) -> int:
-    """Queue what the changes ``made`` (as ``changes.record`` returns them) tell their
+    """Queue what the changes ``made`` (as ``journal.change_record`` returns them) tell their
     attendees; the number of messages queued."""
     rows: list[dict[str, Any]] = []
     for change in made:

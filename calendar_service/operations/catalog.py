@@ -67,7 +67,7 @@ class Operation:
     returning a ``later.Later`` (the list does, for series to expand): the fronts run it on a
     thread (``gateway.finished``).
 
-    A write (``needs`` ``write``) takes ``via`` too (``changes.record.Via``: who makes its
+    A write (``needs`` ``write``) takes ``via`` too (``journal.change_record.Via``: who makes its
     change, through what) and records its change with it; ``dry`` makes a dry run's answer of
     what it returned and the changes it recorded before they were rolled back.
     """
@@ -99,7 +99,7 @@ LIST_SUBSCRIPTIONS = Operation("listSubscriptions", READ, subscriptions.list_sub
 UNSUBSCRIBE = Operation("deleteSubscription", READ, subscriptions.delete_subscription, status=204)
 TEST_SUBSCRIPTION = Operation("testSubscription", READ, subscriptions.send_samples, status=202)
 
-# CalDAV (``rest.caldav``): the calendar apps' requests, each a call in the key's history
+# CalDAV (``dav.routes``): the calendar apps' requests, each a call in the key's history
 # (transport ``caldav``). Not REST operations: no OpenAPI entry, no MCP tool.
 CALDAV_PROPFIND = Operation("caldavPropfind", READ, resources.propfind, status=207)
 CALDAV_PROPPATCH = Operation("caldavProppatch", READ, resources.proppatch, status=207)

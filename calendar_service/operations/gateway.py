@@ -151,7 +151,7 @@ def perform(
     the call is recorded as a dry run.
 
     A write of a key whose writes may wait for the owner (``Principal.approval``) is made in
-    a savepoint (``db.tentative``); if its change waits (``changes.proposals.waits``), it is
+    a savepoint (``db.tentative``); if its change waits (``governance.proposals.waits``), it is
     undone and kept as a proposal, which is the answer, with status 202 (``Outcome.proposal_id``;
     ``proposal_ttl``: how long it waits). A dry run says whether it would wait
     (``awaitsApproval``)."""

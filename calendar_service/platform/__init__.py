@@ -7,7 +7,7 @@ the tables. May import: nothing of ours (and ``migrations`` for the schema upgra
 - ``ids``: identifiers, a type prefix and a time-ordered base62 tail;
 - ``logs``: the service's logging, one configuration for every entry point;
 - ``deferred``: ``Later``, CPU work of an operation deferred past its transaction (``finish``);
-- ``lookalikes``: look-alike email domains (labels that mix scripts);
+- ``emails``: the one rule for an email address (owners, attendees, shares, imports);
 - ``inputs``: untrusted JSON turned into the public input models, every bad field named;
 - ``schema_patterns``: what the core accepts, as the patterns and limits its schemas publish;
 - ``lru``: a bounded, thread-safe LRU (what the list keeps between requests);

@@ -49,7 +49,7 @@ def page_token_key(conn: Connection, *, now: datetime) -> bytes:
 
 
 def reply_link_key(conn: Connection, *, now: datetime) -> bytes:
-    """The HMAC key of invitations' reply links (``mail.links``): derived from a secret of
+    """The HMAC key of invitations' reply links (``journal.reply_links``): derived from a secret of
     its own."""
     secret = kept_secret(conn, name=REPLY_LINK_SECRET_NAME, now=now)
     return hmac.new(secret.encode(), b"calendar-service.reply-link", hashlib.sha256).digest()

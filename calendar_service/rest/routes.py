@@ -204,7 +204,7 @@ async def _body(request: Request) -> tuple[bytes, CalendarError | None]:
 
 
 async def _mail(request: Request) -> dict[str, Any]:
-    """``sendUpdates`` and what sending takes (``mail.invitations``), when it is given."""
+    """``sendUpdates`` and what sending takes (``journal.invitations``), when it is given."""
     if b"sendUpdates" not in request.scope["query_string"]:  # the hot path: none
         return {}
     send = request.query_params.get("sendUpdates")

@@ -14,7 +14,8 @@ or template engine: of third-party packages, only the libraries ``LIBRARIES`` na
 packages installed with the service and its test and bench extras. The migrations import
 only the standard library, Alembic and SQLAlchemy (live code can never change an old
 migration). No module imports one that imports it back, not even inside a function or for
-type checking only.
+type checking only, and no package one that imports it back, directly or around a circle.
+The core's packages stand on floors (``CORE_FLOORS``): each imports only lower ones.
 """
 
 from __future__ import annotations
@@ -44,59 +45,47 @@ LAYERS: dict[str, frozenset[str]] = {
     "core": frozenset(
         {
             "calendar_service/__init__.py",
-            "calendar_service/calendar/availability.py",
-            "calendar_service/governance/undo_runner.py",
-            "calendar_service/interop/caldav/",
-            "calendar_service/calendar/calendar_edits.py",
-            "calendar_service/calendar/calendars.py",
-            "calendar_service/governance/",
-            "calendar_service/platform/config.py",
+            "calendar_service/platform/",
             "calendar_service/platform/db/",
-            "calendar_service/emails.py",
-            "calendar_service/platform/errors.py",
-            "calendar_service/calendar/events/",
-            "calendar_service/operations/gateway.py",
-            "calendar_service/access/call_history.py",
-            "calendar_service/interop/ical/",
-            "calendar_service/access/idempotency.py",
-            "calendar_service/platform/ids.py",
-            "calendar_service/platform/inputs.py",
-            "calendar_service/access/keys.py",
-            "calendar_service/platform/deferred.py",
-            "calendar_service/platform/logs.py",
-            "calendar_service/delivery/mail/",
-            "calendar_service/operations/retention.py",
-            "calendar_service/platform/migrate.py",
             "calendar_service/platform/models/",
-            "calendar_service/access/oauth.py",
-            "calendar_service/operations/catalog.py",
-            "calendar_service/journal/webhook_outbox.py",
-            "calendar_service/access/owner_sessions.py",
-            "calendar_service/access/ratelimit.py",
+            "calendar_service/access/",
+            "calendar_service/journal/",
+            "calendar_service/calendar/",
+            "calendar_service/calendar/events/",
             "calendar_service/calendar/recurrence/",
-            "calendar_service/calendar/reminders.py",
-            "calendar_service/platform/schema_patterns.py",
-            "calendar_service/platform/served_address.py",
-            "calendar_service/platform/service_secrets.py",
-            "calendar_service/calendar/sharing.py",
-            "calendar_service/access/signin.py",
-            "calendar_service/delivery/subscriptions.py",
-            "calendar_service/platform/timeutil.py",
+            "calendar_service/governance/",
+            "calendar_service/interop/",
+            "calendar_service/interop/ical/",
+            "calendar_service/interop/caldav/",
+            "calendar_service/delivery/",
             "calendar_service/delivery/triggers/",
-            "calendar_service/access/owners.py",
-            "calendar_service/delivery/webhook_settings.py",
-            "calendar_service/delivery/webhook_targets.py",
+            "calendar_service/delivery/mail/",
+            "calendar_service/operations/",
         }
     ),
     "migrations": frozenset({"migrations/", "migrations/versions/"}),
     "plumbing": frozenset({"calendar_service/asgi/"}),
     "rest": frozenset({"calendar_service/rest/", "calendar_service/rest/openapi/"}),
+    "dav": frozenset({"calendar_service/dav/"}),
     "account": frozenset({"calendar_service/account/"}),
     "mcp": frozenset({"mcp_tools/"}),
     "webhooks": frozenset({"webhooks/"}),
     "jobs": frozenset({"calendar_service/jobs.py"}),
     "cli": frozenset({"calendar_service/cli/"}),
     "app": frozenset({"calendar_service/app.py"}),
+}
+
+# The core's packages by floor, lowest first: a package imports only packages on lower
+# floors (two on the same floor never import each other). docs/architecture.md draws them.
+CORE_FLOORS = {
+    "platform": 1,
+    "access": 2,
+    "journal": 3,
+    "calendar": 4,
+    "governance": 5,
+    "interop": 5,
+    "delivery": 6,
+    "operations": 7,
 }
 
 # Folders whose modules are named one by one (they hold more than one layer).
@@ -217,6 +206,7 @@ ALLOWED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "core": (frozenset({"migrations"}), frozenset()),
     "plumbing": (frozenset({"core"}), frozenset({"starlette"})),
     "rest": (frozenset({"core", "plumbing"}), frozenset({"starlette"})),
+    "dav": (frozenset({"core", "plumbing"}), frozenset({"starlette"})),
     "account": (frozenset({"core", "plumbing"}), frozenset({"starlette", "jinja2", "anyio"})),
     "mcp": (
         frozenset({"core", "plumbing"}),
@@ -229,7 +219,7 @@ ALLOWED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "jobs": (frozenset({"core"}), frozenset({"apscheduler"})),
     "cli": (frozenset({"core", "webhooks", "jobs", "mcp", "app"}), FRAMEWORKS),
     "app": (
-        frozenset({"core", "plumbing", "rest", "account", "mcp", "webhooks", "jobs"}),
+        frozenset({"core", "plumbing", "rest", "dav", "account", "mcp", "webhooks", "jobs"}),
         FRAMEWORKS,
     ),
 }
@@ -405,6 +395,67 @@ def test_no_module_of_ours_imports_one_that_imports_it_back() -> None:
     assert not cycles, "These import each other:\n" + "\n".join(sorted(cycles))
 
 
+def _package_of(path: str) -> str:
+    """The top-level package a file of ours is in: a folder directly under
+    ``calendar_service/`` (``calendar_service/calendar/``), a module there on its own
+    (``calendar_service/app.py``), or ``mcp_tools/``, ``webhooks/``, ``migrations/``."""
+    parts = path.split("/")
+    if parts[0] == "calendar_service" and len(parts) > 2:
+        return f"calendar_service/{parts[1]}/"
+    if parts[0] == "calendar_service":
+        return path
+    return f"{parts[0]}/"
+
+
+def test_no_package_imports_one_that_imports_it_back() -> None:
+    """Between the top-level packages (``calendar_service``'s folders, ``mcp_tools``,
+    ``webhooks``, ``migrations``), directly or around a circle: every import counts, inside
+    functions too."""
+    graph: dict[str, set[str]] = {}
+    for path in _our_files():
+        package = _package_of(path)
+        graph.setdefault(package, set())
+        for target in _imported_files(path):
+            if _package_of(target) != package:
+                graph[package].add(_package_of(target))
+    for targets in list(graph.values()):
+        for target in targets:
+            graph.setdefault(target, set())
+    reach = {package: _reached(graph, package) for package in graph}
+    loops = {
+        " ⇄ ".join(sorted({package} | {p for p in reach[package] if package in reach[p]}))
+        for package in graph
+        if package in reach[package]
+    }
+    assert not loops, "These packages import each other:\n" + "\n".join(sorted(loops))
+
+
+def test_every_core_folder_has_a_floor() -> None:
+    named = {
+        name.split("/")[1] for name in LAYERS["core"] if name.endswith("/") and name.count("/") == 2
+    }
+    assert named == set(CORE_FLOORS), f"name each core folder in CORE_FLOORS in {HERE}"
+
+
+def test_each_core_package_imports_only_the_floors_below_it() -> None:
+    upward = []
+    for path in _our_files():
+        parts = path.split("/")
+        if parts[0] != "calendar_service" or len(parts) < 3 or parts[1] not in CORE_FLOORS:
+            continue
+        floor = CORE_FLOORS[parts[1]]
+        for target in sorted(_imported_files(path)):
+            there = target.split("/")
+            if len(there) < 3 or there[1] not in CORE_FLOORS or there[1] == parts[1]:
+                continue
+            if CORE_FLOORS[there[1]] >= floor:
+                upward.append(
+                    f"{path} (floor {floor}, {parts[1]}) imports {target} "
+                    f"(floor {CORE_FLOORS[there[1]]}, {there[1]})"
+                )
+    assert not upward, "A core package imports only lower floors:\n" + "\n".join(upward)
+
+
 def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
     """Every file that ``start`` imports, directly or through others."""
     reached: set[str] = set()
@@ -443,7 +494,8 @@ def test_a_migration_imports_nothing_of_the_live_code() -> None:
     planted = "import sqlmodel\nfrom calendar_service.platform.models import UTCDateTime\n"
     assert _offences(planted, "migrations.versions.0099_planted", "migrations") == [
         "calendar_service.platform.models (the migrations layer may not import the core layer)",
-        "calendar_service.platform.models.UTCDateTime (the migrations layer may not import the core layer)",
+        "calendar_service.platform.models.UTCDateTime "
+        "(the migrations layer may not import the core layer)",
         "sqlmodel (a migrations module imports no third-party package but alembic, sqlalchemy; "
         f"see LIBRARIES in {HERE})",
     ]

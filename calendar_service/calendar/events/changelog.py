@@ -1,6 +1,6 @@
 """What a change of events writes to the change log (``changes``): one change per write, in its
-transaction, with the unit of rows it touched (``changes.record.Unit``) as they were before and
-after, and the event as the API showed it.
+transaction, with the unit of rows it touched (``journal.change_record.Unit``) as they were before
+and after, and the event as the API showed it.
 
 ``Edit`` is a change in the making: made with the unit's rows before (read, or taken from what
 the caller already holds), finished once everything is written: the rows after are read, and

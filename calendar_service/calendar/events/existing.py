@@ -188,7 +188,7 @@ def update_event(
     bad field, of type or of value, reported at once (``prior_errors``: those a front found
     first). The change is recorded as made ``via`` (unless ``logged`` is false: an import
     records each event once it is whole). ``send_updates="all"``: the attendees hear of it
-    (``mail.invitations``, with ``mail``)."""
+    (``journal.invitations``, with ``mail``)."""
     if invitations.parse_send_updates(send_updates) and logged:
         policy = invitations.check(principal, mail)
         via = via or default_via(principal)
@@ -584,7 +584,7 @@ def delete_event(
     (``scope=this``) or end a series before one (``scope=following``). The webhook carries
     what was deleted or cancelled as it was (``deleted``), or the shortened series
     (``updated``); the change is recorded as made ``via``. ``send_updates="all"``: the
-    attendees get a cancellation (``mail.invitations``, with ``mail``)."""
+    attendees get a cancellation (``journal.invitations``, with ``mail``)."""
     if invitations.parse_send_updates(send_updates):
         policy = invitations.check(principal, mail)
         via = via or default_via(principal)

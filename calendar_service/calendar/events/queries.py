@@ -88,7 +88,7 @@ _NEWLINE: Any = literal_column("'\n'")  # a line break, in the SQL text
 # Python object) was most of what they cost (docs/performance.md, "The list"). A
 # ``CASE`` costs SQLite next to nothing; building text (``||``, ``replace``) costs it about
 # what a value fetched does, so the fields every row has stay columns of their own.
-# An event with attendees has its people (``events.people``: JSON, which holds no raw line
+# An event with attendees has its people (``calendar.attendees``: JSON, which holds no raw line
 # break) after a line break at the end.
 LIST_EXTRA = case(
     (

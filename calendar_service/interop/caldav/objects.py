@@ -178,7 +178,7 @@ class ListedRow:
         self.updated_at = _instant(event["updatedAt"])
         self.transparency = event["transparency"]
         self.attendees = None
-        if "attendees" in event:  # as stored (``events.people``)
+        if "attendees" in event:  # as stored (``calendar.attendees``)
             people = {k: event.get(k) for k in ("organizer", "attendees", "sequence")}
             self.attendees = orjson.dumps(people).decode()
 

@@ -22,7 +22,7 @@ _PARTSTATS = {
 
 def add_people(vevent: Event, stored: str | None) -> None:
     """An event's ``ORGANIZER`` and ``ATTENDEE`` lines (RFC 5545 3.8.4.3, 3.8.4.1) from its
-    ``attendees`` column (``events.people``): ``CN`` the name, ``PARTSTAT`` the response,
+    ``attendees`` column (``calendar.attendees``): ``CN`` the name, ``PARTSTAT`` the response,
     ``ROLE`` ``REQ-PARTICIPANT`` or ``OPT-PARTICIPANT``, ``RSVP=TRUE`` while it waits for
     one. The parameters are quoted by ``icalendar``: a name cannot break the line."""
     people = decode(stored)

@@ -177,7 +177,7 @@ class Tentative:
 def tentative(conn: Connection) -> Iterator[Tentative]:
     """Run the block inside the open transaction in a savepoint, kept unless the block calls
     ``discard()`` (or fails): a write that may have to wait for the owner's approval is made,
-    looked at, and then kept or undone (``changes.proposals``). Undone, it is as after
+    looked at, and then kept or undone (``governance.proposals``). Undone, it is as after
     ``rolled_back`` (its webhook wake-up forgotten; nothing read after it wrote may be kept in
     memory)."""
     dirty = conn.info.get(OUTBOX_DIRTY)

@@ -42,7 +42,7 @@ class ApiKey(SQLModel, table=True):
     kind: str = Field(
         default="key", sa_column=Column(String(8), nullable=False, server_default="key")
     )
-    # Which of its writes wait for the owner (``changes.proposals``): "none" | "destructive"
+    # Which of its writes wait for the owner (``governance.proposals``): "none" | "destructive"
     # (updates and deletes) | "all".
     approval: str = Field(
         default="none", sa_column=Column(String(16), nullable=False, server_default="none")

@@ -1,4 +1,4 @@
-"""Undoing a key's work as a job (``events.undo_jobs``): a batch at a time, each change's
+"""Undoing a key's work as a job (``governance.undo_jobs``): a batch at a time, each change's
 outcome kept, and the work of a change the same at the job's end as at its start."""
 
 from __future__ import annotations
