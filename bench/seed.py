@@ -76,8 +76,8 @@ class Seeded:
 def fingerprint() -> str:
     """Changes whenever the schema, the storage types or this seeder change."""
     digest = hashlib.sha256()
-    files = sorted((ROOT / "calendar_service" / "models").glob("*.py"))
-    files.append(ROOT / "calendar_service" / "timeutil.py")
+    files = sorted((ROOT / "calendar_service" / "platform" / "models").glob("*.py"))
+    files.append(ROOT / "calendar_service" / "platform" / "timeutil.py")
     files.append(Path(__file__))
     files += sorted((ROOT / "migrations" / "versions").glob("*.py"))
     for path in files:
