@@ -46,7 +46,6 @@ from sqlalchemy import create_engine, func, insert, select, text, update
 from bench import servers
 from bench.webhooks import bench_database, percentile, read_body
 from calendar_service.access import keys
-from calendar_service.access import owners as users
 from calendar_service.calendar import calendars
 from calendar_service.calendar.events import events_t
 from calendar_service.delivery import subscriptions, webhook_targets
@@ -211,7 +210,7 @@ def seed(db: Database, a: argparse.Namespace, urls: dict[str, str]) -> datetime:
     now = utcnow()
     start = (now + timedelta(seconds=a.lead)).replace(microsecond=0)
     with db.engine.begin() as conn:
-        owner = users.create_user(
+        owner = calendars.create_owner(
             conn, email=f"storm-{uuid.uuid4().hex[:8]}@example.com", password=None, now=now
         )
         cal = calendars.create_calendar(

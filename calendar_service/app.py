@@ -150,8 +150,8 @@ def create_app(
 def app_from_env() -> Starlette:
     """The uvicorn factory used by ``calendar-service serve`` (one call per worker process).
 
-    It applies the service's logging (``calendar_service.platform.logs``) in the process it runs in, at
-    ``CALENDAR_LOG_LEVEL`` (which ``serve --log-level`` sets)."""
+    It applies the service's logging (``calendar_service.platform.logs``) in the process it runs in,
+    at ``CALENDAR_LOG_LEVEL`` (which ``serve --log-level`` sets)."""
     configure_logging(os.environ.get("CALENDAR_LOG_LEVEL", "info"))
     config = Config.from_env()
     run_webhooks = os.environ.get("CALENDAR_RUN_WEBHOOKS", "1") != "0"

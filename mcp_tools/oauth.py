@@ -4,8 +4,8 @@ The protocol is the MCP SDK's (``mcp.server.auth``): its handlers for RFC 8414 m
 authorization (code + PKCE S256 only), the token endpoint, RFC 7591 registration and RFC 7009
 revocation, and RFC 9728 protected resource metadata. What is ours:
 
-- ``CalendarAuthProvider``, the SDK's provider protocol over ``calendar_service.access.oauth`` (hashes
-  only; a grant is an API key row of kind ``app``); authorization requests go to the owner's
+- ``CalendarAuthProvider``, the SDK's provider protocol over ``calendar_service.access.oauth``
+  (hashes only; a grant is an API key row of kind ``app``); authorization requests go to the owner's
   consent page (``/settings/connect/<id>``), which answers the client with ``code``, ``state``
   and ``iss`` (RFC 9207);
 - ``HashedClientAuthenticator``: the SDK's client authentication, comparing the SHA-256 of the

@@ -4,8 +4,8 @@ Every tool call goes through ``gateway.perform``, exactly like a REST request: t
 authorized (revoked or expired keys are refused at once), the rate budget is spent, the
 operation's permission is checked, the core function runs, and the call is recorded in the key's
 history with transport ``mcp`` and the tool name as operation. The tools hold no rule of their
-own: each is a row of ``TOOLS``, naming its operation (``calendar_service.operations.catalog``), how it
-is shown, how its arguments become the operation's and its result the tool's.
+own: each is a row of ``TOOLS``, naming its operation (``calendar_service.operations.catalog``), how
+it is shown, how its arguments become the operation's and its result the tool's.
 
 How a call identifies itself (which key, which request) depends on the transport, so it is
 given as ``Backend.caller_of``: the HTTP front passes the principal its ASGI wrapper verified

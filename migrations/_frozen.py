@@ -5,10 +5,10 @@ SQLModel's): editing a model, or upgrading a library, must never change what an 
 creates. ``tests/core/test_layering.py`` holds the migrations to the standard library, Alembic,
 SQLAlchemy and this module.
 
-``UTCDateTime`` is the DDL of ``calendar_service.platform.models.columns.UTCDateTime``: ``timestamptz`` on
-PostgreSQL, text on SQLite. The migrations only create and alter columns with it (those that
-move data read and write the stored text through plain ``sa.String`` columns), so only its
-choice of column type is kept here, not its conversion of values. SQLModel's ``AutoString``,
+``UTCDateTime`` is the DDL of ``calendar_service.platform.models.columns.UTCDateTime``:
+``timestamptz`` on PostgreSQL, text on SQLite. The migrations only create and alter columns with it
+(those that move data read and write the stored text through plain ``sa.String`` columns), so only
+its choice of column type is kept here, not its conversion of values. SQLModel's ``AutoString``,
 which the models' string columns use, is written ``sa.String`` in the migrations: it is the
 same type on SQLite and PostgreSQL (it differs only on MySQL, where a length is required).
 """

@@ -2,7 +2,8 @@
 
 It imports no live code, as no migration does (``migrations._frozen``). Autogenerate compares
 the database with the metadata its caller passes in ``config.attributes["target_metadata"]``
-(``SQLModel.metadata``, once ``calendar_service.platform.models`` is imported); upgrading needs none.
+(``SQLModel.metadata``, once ``calendar_service.platform.models`` is imported); upgrading needs
+none.
 """
 
 from __future__ import annotations

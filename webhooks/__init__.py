@@ -13,6 +13,6 @@
     mail.py        the mail outbox's job: invitations sent over SMTP (smtplib, on a thread)
     scheduler.py   the APScheduler jobs run by ``serve`` and by ``calendar-service worker``
 
-The core (``calendar_service.journal.webhook_outbox``) writes a delivery row in the same transaction as each
-change; this package is the only code that sends anything.
+The core (``calendar_service.journal.webhook_outbox``) writes a delivery row in the same transaction
+as each change; this package is the only code that sends anything.
 """

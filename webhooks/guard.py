@@ -1,8 +1,8 @@
 """The SSRF guard at send time: the target checked again, the connection pinned to it.
 
 The rules (which URLs and addresses a webhook may go to) are the core's
-(``calendar_service.delivery.webhook_targets``); the settings page and the CLI apply them when the owner
-sets the webhook, and ``check_target`` here applies them again before every attempt, resolving
+(``calendar_service.delivery.webhook_targets``); the settings page and the CLI apply them when the
+owner sets the webhook, and ``check_target`` here applies them again before every attempt, resolving
 the host off the event loop. The addresses it returns are *pinned* (``pinned``) so that the
 connection goes to exactly those addresses, never to a second DNS answer (no DNS-rebinding
 window). ``PinnedBackend`` is the httpcore network backend that honours the pins: the URL keeps

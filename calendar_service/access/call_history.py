@@ -165,7 +165,8 @@ def purge_calls(conn: Connection, *, now: datetime, keep_days: int) -> int:
     """Delete history older than the retention period; returns how many rows went.
 
     Key by key, through the (key_id, at) index: calls has no index on ``at`` alone, which
-    would cost every request one more index write (tests/core/calendar/events/test_query_plan.py)."""
+    would cost every request one more index write
+    (tests/core/calendar/events/test_query_plan.py)."""
     result = conn.execute(
         delete(calls_t).where(
             calls_t.c.key_id.in_(select(keys_t.c.id).scalar_subquery()),

@@ -25,7 +25,8 @@ from elsewhere. See docs/settings.md for the decisions behind sessions, CSRF and
 
     web.py            the pages' plumbing: templates, cookies, the signed-in owner, CSRF, errors
     signin.py         signing in and out (the throttle and the sessions are the core's:
-                      ``calendar_service.access.signin``, ``calendar_service.access.owner_sessions``)
+                      ``calendar_service.access.signin``,
+                      ``calendar_service.access.owner_sessions``)
     keys_pages.py     the API keys: list, create, revoke
     key_work_pages.py a key's approval setting, and undoing its work since a time
     pending_pages.py  the writes that wait for the owner's approval: approve, reject

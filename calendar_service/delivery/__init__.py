@@ -1,6 +1,6 @@
 """What leaves the service: the owner's webhook endpoint and its targets, a key's subscriptions,
 time triggers, invitation mail and its replies. May import: platform, access, journal,
-calendar, interop. ``webhooks/`` (beside this package) sends what it queues.
+calendar, governance, interop. ``webhooks/`` (beside this package) sends what it queues.
 
 - ``webhook_targets``: which URLs and addresses a webhook may go to;
 - ``webhook_settings``: the owner's webhook endpoint, its secret and its state;

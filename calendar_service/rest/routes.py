@@ -1,7 +1,7 @@
 """``/api/v1/calendar/events`` and ``/api/v1/calendar/changes``: thin handlers over the core's
 operations, through ``gateway.perform``: each picks its operation
-(``calendar_service.operations.catalog``) and translates the request into its arguments and its result
-into the answer; the key, its permission and scope, the rate limit and the call history are
+(``calendar_service.operations.catalog``) and translates the request into its arguments and its
+result into the answer; the key, its permission and scope, the rate limit and the call history are
 the core's. Every write answers with its change's id (``Calendar-Change-Id``) and takes
 ``?dryRun=true``; a write that waits for the owner's approval answers 202 with its proposal
 (``Location``: ``/api/v1/calendar/proposals/{id}``, which the key polls)."""

@@ -83,9 +83,9 @@ CORE_FLOORS = {
     "journal": 3,
     "calendar": 4,
     "governance": 5,
-    "interop": 5,
-    "delivery": 6,
-    "operations": 7,
+    "interop": 6,
+    "delivery": 7,
+    "operations": 8,
 }
 
 # Folders whose modules are named one by one (they hold more than one layer).

@@ -1,7 +1,7 @@
 """The SSRF guard at send time: an attempt is checked again, and goes where the check looked.
 
-Which targets are refused is the core's rule (tests/core/delivery/test_webhook_targets.py). No test here
-sends traffic anywhere but 127.0.0.1: refusals happen before any connection, and names are
+Which targets are refused is the core's rule (tests/core/delivery/test_webhook_targets.py). No test
+here sends traffic anywhere but 127.0.0.1: refusals happen before any connection, and names are
 resolved by injected resolvers."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""What takes time in calendars: for ``calendar_service.calendar.availability`` (free/busy, finding a
-time) and ``ifFree`` on create (``conflicts``).
+"""What takes time in calendars: for ``calendar_service.calendar.availability`` (free/busy, finding
+a time) and ``ifFree`` on create (``conflicts``).
 
 Busy time is what the list shows, from the same window query (``queries.busy_statement``,
 ``queries.series_statement``): single events and changed occurrences, and the occurrences of

@@ -358,6 +358,6 @@ def _window_page(
 
 def list_events_later(conn: Connection, **options: Any) -> dict[str, Any] | Later:
     """``list_events`` for the fronts (``operations.LIST``): a page that needs series
-    expanded is a ``Later`` (``calendar_service.platform.deferred``), made once the transaction is over
-    and off the event loop; one read from memory is made at once."""
+    expanded is a ``Later`` (``calendar_service.platform.deferred``), made once the transaction is
+    over and off the event loop; one read from memory is made at once."""
     return _list_events(conn, later=True, **options)

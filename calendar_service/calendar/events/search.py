@@ -37,10 +37,10 @@ entries of the index:
 
 Both fold the text of the event and the words the same way, so that one word is one token on
 each (an email's ``@`` and dots separate words: ``ana@example.com`` is ``ana``, ``example``,
-``com``): ``tests/core/calendar/events/test_search.py`` runs one table of queries on both and expects
-the same events. What is searched is the migrations' (the triggers' and ``calendar_search_vector``'s
-text, and a rebuild); here only the PostgreSQL condition names the vector's columns, and
-SQLite's keys and parts are made as 0021's triggers make them.
+``com``): ``tests/core/calendar/events/test_search.py`` runs one table of queries on both and
+expects the same events. What is searched is the migrations' (the triggers' and
+``calendar_search_vector``'s text, and a rebuild); here only the PostgreSQL condition names the
+vector's columns, and SQLite's keys and parts are made as 0021's triggers make them.
 """
 
 from __future__ import annotations

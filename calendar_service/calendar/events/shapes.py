@@ -3,8 +3,8 @@
 ``event_public`` formats any row with attributes: a fetched one, or what a write just stored
 (a dict, through ``Row``), so that a created or changed event reads exactly as a later get or
 list shows it. ``events_public`` is the list's hot loop: it formats the window query's driver
-rows without an object or a call per row. Keep the two in step (tests/core/calendar/events/test_shapes.py
-compares them).
+rows without an object or a call per row. Keep the two in step
+(tests/core/calendar/events/test_shapes.py compares them).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ bytes: the same properties in the order ``icalendar`` writes them (``SUMMARY``, 
 ``DTEND``, ``DTSTAMP``, ``UID``, ``SEQUENCE``, then the others by name), TEXT escaped as
 RFC 5545 3.3.11 says and lines folded at 75 octets as ``icalendar`` folds them (never inside
 an escape), times in the calendar's zone (``TZID=``), in UTC (``Z``) or as dates
-(``VALUE=DATE``). ``tests/core/interop/ical/test_text_writer.py`` holds the two writers to the same bytes.
+(``VALUE=DATE``). ``tests/core/interop/ical/test_text_writer.py`` holds the two writers to the same
+bytes.
 
 What it does not write, ``single_vevent`` answers ``None`` for, and the caller renders with
 ``export`` as before: a local time that occurs twice (the autumn fold, written at a fixed

@@ -1,5 +1,6 @@
 """Availability's public shapes: the free/busy and free-time questions and their answers,
-and the busy times a create with ``ifFree`` conflicts with (see ``calendar_service.calendar.availability``).
+and the busy times a create with ``ifFree`` conflicts with (see
+``calendar_service.calendar.availability``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The OAuth core (``calendar_service.access.oauth``) on its own, without the MCP SDK: a request answered
-once, a code used once (its reuse revokes the grant made from it), a refresh token rotated (its
-reuse revokes the grant), an access token bound to its resource, and the purge of leftovers."""
+"""The OAuth core (``calendar_service.access.oauth``) on its own, without the MCP SDK: a request
+answered once, a code used once (its reuse revokes the grant made from it), a refresh token rotated
+(its reuse revokes the grant), an access token bound to its resource, and the purge of leftovers."""
 
 from __future__ import annotations
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from calendar_service.access import owners as users
-from calendar_service.calendar import sharing
+from calendar_service.calendar import calendars, sharing
 from calendar_service.calendar.attendees import check_attendees
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import FieldError, ValidationFailed
@@ -61,7 +60,7 @@ class _Made(Exception):
 
 def _owner(db: Database, address: str) -> tuple[str | None, list[str]]:
     def make(conn: Any) -> None:
-        raise _Made(users.create_user(conn, email=address, password=None, now=utcnow()))
+        raise _Made(calendars.create_owner(conn, email=address, password=None, now=utcnow()))
 
     try:
         db.call(make)
@@ -106,7 +105,7 @@ def test_an_owner_an_attendee_and_a_share_answer_the_same_on_an_address(
 
 def test_a_refused_address_says_why_naming_the_field_as_sent(db: Database) -> None:
     with pytest.raises(ValidationFailed) as caught:
-        db.call(users.create_user, email="ana@example.com.", password=None, now=utcnow())
+        db.call(calendars.create_owner, email="ana@example.com.", password=None, now=utcnow())
     assert caught.value.errors == [
         {
             "field": "email",

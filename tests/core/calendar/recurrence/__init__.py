@@ -1,2 +1,2 @@
-"""Tests of the core's recurrence package (calendar_service/calendar/recurrence/): rules, their lines,
-bounded expansion."""
+"""Tests of the core's recurrence package (calendar_service/calendar/recurrence/): rules, their
+lines, bounded expansion."""
