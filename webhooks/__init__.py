@@ -6,8 +6,8 @@
     transport.py   the clients: the webhook client, and httpx pinned by the guard (documents)
     sender.py      one attempt over the shared webhook client
     documents.py   fetching a document from an outsider's URL through the same guard (OAuth)
-    store.py       claim due deliveries (leases, SKIP LOCKED), record attempts, retries
-    dispatcher.py  claim, send concurrently, record; woken on commit
+    dispatcher.py  claim, send concurrently, record (the core's ``delivery.deliveries``); woken
+                   on commit
     listener.py    woken by commits on other processes and hosts (PostgreSQL LISTEN/NOTIFY)
     triggers.py    the time triggers' job: plan, then fire what fell due (the core's work)
     mail.py        the mail outbox's job: invitations sent over SMTP (smtplib, on a thread)

@@ -14,7 +14,7 @@ claimed and not yet recorded. Of one endpoint it holds about ``held_seconds`` (2
 the pace its attempts go (from ``per_endpoint`` to ``endpoint_most``, 256; ``per_endpoint *
 endpoint_backlog``, 64, before its first answer), and only ``failing_cap`` (4) while its last
 attempt failed; endpoints at their mark are left out of the next claims. Claims
-(``store.claim_due``) take the deliveries of endpoints in good standing first and those of
+(``deliveries.claim_due``) take the deliveries of endpoints in good standing first and those of
 failing endpoints (``failing_since``: on every worker alike) ``failing_cap`` a claim. So a
 receiver that hangs or fails holds up only its own deliveries, never another owner's nor the
 next claim, and a burst to a quick receiver is claimed in a few transactions.
@@ -47,12 +47,12 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from calendar_service.delivery import webhook_targets
+from calendar_service.delivery import deliveries, webhook_targets
 from calendar_service.delivery.triggers import firing
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import format_utc, utcnow
-from webhooks import http11, sender, store
+from webhooks import http11, sender
 from webhooks.http11 import WebhookClient
 
 logger = logging.getLogger("webhooks")
@@ -117,7 +117,7 @@ class Dispatcher:
         self._pace: dict[str, float] = {}  # endpoint held → its attempts' seconds (average)
         self._at_cap: set[str] = set()  # endpoints left out of a claim, or given back
         self._to_record: list[
-            tuple[store.Claim, sender.AttemptResult, asyncio.Future[store.Outcome]]
+            tuple[deliveries.Claim, sender.AttemptResult, asyncio.Future[deliveries.Outcome]]
         ] = []
         self._recorder: asyncio.Task[None] | None = None  # held so it is not collected
         self._recording = False
@@ -190,7 +190,7 @@ class Dispatcher:
                 full = [e for e, n in self._held.items() if n >= self._cap(e)]
                 self._at_cap.update(full)
                 claims = await self.db.run(
-                    store.claim_due,
+                    deliveries.claim_due,
                     now=self.now(),
                     limit=want,
                     lease=self.lease,
@@ -209,7 +209,7 @@ class Dispatcher:
                     self._leases[claim.id] = claim.lease_until
                     self._spawn(self._deliver(claim))
                 if excess:
-                    await self.db.run(store.release, claims=excess)
+                    await self.db.run(deliveries.release, claims=excess)
                 started += len(claims) - len(excess)
                 if len(claims) < want and not self._again:
                     break
@@ -244,7 +244,7 @@ class Dispatcher:
             self._starved = False
             self._wake_on_loop()
 
-    async def _deliver(self, claim: store.Claim) -> None:
+    async def _deliver(self, claim: deliveries.Claim) -> None:
         endpoint = claim.endpoint_id
         slot = self._slots.get(endpoint)
         if slot is None:
@@ -288,7 +288,7 @@ class Dispatcher:
                 self._at_cap.discard(endpoint)
                 self._wake_on_loop()  # room again for this endpoint's waiting deliveries
 
-    async def _send(self, claim: store.Claim, now: datetime) -> sender.AttemptResult:
+    async def _send(self, claim: deliveries.Claim, now: datetime) -> sender.AttemptResult:
         return await sender.attempt(
             self.client,
             url=claim.url,
@@ -302,7 +302,7 @@ class Dispatcher:
             resolver=self.resolver,
         )
 
-    async def _finish(self, claim: store.Claim, result: sender.AttemptResult) -> None:
+    async def _finish(self, claim: deliveries.Claim, result: sender.AttemptResult) -> None:
         try:
             outcome = await self._record(claim, result)
         except Exception:
@@ -318,11 +318,13 @@ class Dispatcher:
         if outcome.next_attempt_at is not None:
             self._wake_at(outcome.next_attempt_at)
 
-    async def _record(self, claim: store.Claim, result: sender.AttemptResult) -> store.Outcome:
+    async def _record(
+        self, claim: deliveries.Claim, result: sender.AttemptResult
+    ) -> deliveries.Outcome:
         """Record an attempt together with the others that finish within a few milliseconds:
         one transaction for the lot (the request has been sent; only its record waits)."""
         loop = asyncio.get_running_loop()
-        done: asyncio.Future[store.Outcome] = loop.create_future()
+        done: asyncio.Future[deliveries.Outcome] = loop.create_future()
         self._to_record.append((claim, result, done))
         if not self._recording:
             self._recording = True
@@ -340,7 +342,7 @@ class Dispatcher:
                     async with self._lease_turn:  # the leases as renewed last
                         items = [(self._renewed(claim), result) for claim, result, _ in batch]
                         outcomes = await self.db.run(
-                            store.record_attempts,
+                            deliveries.record_attempts,
                             items=items,
                             now=self.now(),
                             schedule=self.config.webhook_retry_schedule,
@@ -366,7 +368,7 @@ class Dispatcher:
         """Seconds between lease renewals: a third of a lease."""
         return self.lease.total_seconds() / 3
 
-    def _renewed(self, claim: store.Claim) -> store.Claim:
+    def _renewed(self, claim: deliveries.Claim) -> deliveries.Claim:
         lease_until = self._leases.get(claim.id, claim.lease_until)
         if lease_until == claim.lease_until:
             return claim
@@ -383,7 +385,7 @@ class Dispatcher:
                 return 0
             try:
                 lease_until = self.now() + self.lease
-                renewed = await self.db.run(store.renew, held=held, lease_until=lease_until)
+                renewed = await self.db.run(deliveries.renew, held=held, lease_until=lease_until)
             except Exception:
                 logger.exception("renewing webhook leases failed; trying again shortly")
                 return 0
@@ -425,7 +427,7 @@ class Dispatcher:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
 
-def _stamped(claim: store.Claim, now: datetime) -> store.Claim:
+def _stamped(claim: deliveries.Claim, now: datetime) -> deliveries.Claim:
     """A time trigger's first attempt, its body's ``late`` set for a send at ``now``
     (``firing.stamp_late``; recorded with the attempt, so a retry sends the same body)."""
     if claim.attempts or claim.stamped:
@@ -460,7 +462,9 @@ def _origin_of(url: str) -> tuple[str, str, int | None]:
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def _log(claim: store.Claim, result: sender.AttemptResult, outcome: store.Outcome) -> None:
+def _log(
+    claim: deliveries.Claim, result: sender.AttemptResult, outcome: deliveries.Outcome
+) -> None:
     # Ids, status codes and short errors only: never a URL, a body or a secret.
     if outcome.status == "succeeded":
         logger.debug("webhook delivery %s: delivered (%s)", claim.id, result.status_code)

@@ -11,34 +11,19 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from calendar_service.delivery import webhook_targets
+from calendar_service.delivery.deliveries import (
+    ERROR_CHARS,
+    RESPONSE_EXCERPT_CHARS,
+    AttemptResult,
+)
 from calendar_service.platform.errors import WebhookTargetRefused
 from webhooks import guard, signing
 from webhooks.http11 import RequestFailed, WebhookClient
 
-RESPONSE_EXCERPT_CHARS = 1000
-ERROR_CHARS = 500
 _EXCERPT_BYTES = RESPONSE_EXCERPT_CHARS * 4  # enough for the excerpt in any UTF-8 text
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptResult:
-    """What one attempt did: ``status_code`` None means no HTTP answer (see ``error``)."""
-
-    at: datetime
-    duration_ms: float
-    status_code: int | None = None
-    response_excerpt: str | None = None
-    error: str | None = None
-    retry_after: float | None = None
-
-    @property
-    def ok(self) -> bool:
-        """A 2xx answer."""
-        return self.status_code is not None and 200 <= self.status_code < 300
 
 
 async def attempt(

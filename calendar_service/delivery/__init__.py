@@ -5,6 +5,8 @@ calendar, governance, interop. ``webhooks/`` (beside this package) sends what it
 - ``webhook_targets``: which URLs and addresses a webhook may go to;
 - ``webhook_settings``: the owner's webhook endpoint, its secret and its state;
 - ``subscriptions``: a key's webhook subscriptions;
+- ``deliveries``: the webhook delivery state machine (claims, leases, attempts, retries), which
+  ``webhooks/`` drives;
 - ``triggers/``: time triggers (an event starting, ending, minutes before);
 - ``mail/``: invitation mail sent and its replies received.
 """

@@ -10,7 +10,7 @@ Reach: a subscription receives only what its key reaches (a one-calendar key: th
 narrowed to ``calendarIds`` if given; the change types are queued by ``outbox.record_change``,
 the time triggers by ``triggers.firing``, both checking the key in the same statement, so a
 revoked or expired key's subscriptions get nothing queued once that committed (and what was
-queued before is failed instead of sent: ``webhooks.store``). The owner sees and deletes every
+queued before is failed instead of sent: ``delivery.deliveries``). The owner sees and deletes every
 subscription (``owner_subscriptions``, the settings page). At most ``MOST_PER_KEY`` a key.
 A deleted subscription keeps its row (status ``deleted``, no secret) for its deliveries'
 history; it is sent nothing more.

@@ -8,6 +8,7 @@ import random
 from datetime import UTC, datetime, timedelta
 
 from calendar_service.calendar import events
+from calendar_service.delivery import deliveries as store
 from calendar_service.delivery import webhook_settings as webhook_config
 from calendar_service.journal import webhook_outbox as outbox
 from calendar_service.platform.db import Database
@@ -15,7 +16,6 @@ from calendar_service.platform.models import EventCreate
 from calendar_service.platform.timeutil import utcnow
 from tests.support import Owner
 from tests.webhooks.support import Receiver, deliveries, delivery, make_owner, set_webhook
-from webhooks import store
 from webhooks.dispatcher import Dispatcher
 from webhooks.sender import AttemptResult, parse_retry_after
 from webhooks.transport import make_client

@@ -1,7 +1,7 @@
 """The mail outbox's state machine in SQL: claim due messages, record each attempt; and the
 owner's view of it.
 
-Claiming works as for webhook deliveries (``webhooks.store``): a short *lease* set in the
+Claiming works as for webhook deliveries (``delivery.deliveries``): a short *lease* set in the
 future, skipped by other workers until it passes (on PostgreSQL the claim also locks the rows
 it picks, ``FOR UPDATE SKIP LOCKED``, so two processes never claim one message; on SQLite the
 single writer does). An outcome is written only while the row still carries the claim's lease.

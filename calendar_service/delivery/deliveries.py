@@ -1,4 +1,5 @@
-"""The delivery state machine in SQL: claim due deliveries, record each attempt.
+"""The webhook delivery state machine in SQL: claim due deliveries, record each attempt
+(``AttemptResult``, what the sender in ``webhooks/`` reports of one).
 
 Claiming takes a *lease*: ``lease_until`` is set in the future and the row is skipped by other
 workers until it passes; the worker renews it (``renew``) while it holds the delivery, so a
@@ -37,7 +38,28 @@ from calendar_service.delivery.webhook_settings import (
 )
 from calendar_service.platform.models import keys_t
 from calendar_service.platform.timeutil import format_utc
-from webhooks.sender import ERROR_CHARS, RESPONSE_EXCERPT_CHARS, AttemptResult
+
+# What an attempt keeps of the answer: its first characters, and of an error its message.
+RESPONSE_EXCERPT_CHARS = 1000
+ERROR_CHARS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    """What one attempt did: ``status_code`` None means no HTTP answer (see ``error``)."""
+
+    at: datetime
+    duration_ms: float
+    status_code: int | None = None
+    response_excerpt: str | None = None
+    error: str | None = None
+    retry_after: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        """A 2xx answer."""
+        return self.status_code is not None and 200 <= self.status_code < 300
+
 
 JITTER = 0.1
 
