@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import create_engine, text
 
 from bench import servers
 from calendar_service.access import keys
@@ -122,16 +121,8 @@ def database(admin_url: str | None) -> Iterator[str]:
         with tempfile.TemporaryDirectory(prefix="bench-hostile-") as directory:
             yield f"sqlite:///{directory}/hostile.db"
         return
-    name = f"calendar_hostile_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"{admin_url.rsplit('/', 1)[0]}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with servers.postgres_database(admin_url, "calendar_hostile") as url:
+        yield url
 
 
 def _prepare(url: str, names: list[str]) -> dict[str, str]:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,24 @@ HOST = "127.0.0.1"
 REFERENCE = ROOT / "bench" / "reference"
 """The hand-written minimum (``minimal_app.py``) and its seeder (``seed_db.py``): a copy kept in
 the repository (its README says where it came from)."""
+
+
+@contextlib.contextmanager
+def postgres_database(admin_url: str, prefix: str) -> Iterator[str]:
+    """The URL of a new, empty database ``<prefix>_<8 hex>`` on the PostgreSQL server of
+    ``admin_url``, dropped afterwards."""
+    from sqlalchemy import create_engine, text
+
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield f"{admin_url.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 def free_port() -> int:

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import create_engine, func, insert, select, text, update
+from sqlalchemy import func, insert, select, update
 
 from bench import servers
 from bench.webhooks import bench_database, percentile, read_body
@@ -193,16 +193,8 @@ def fresh_database(url: str, directory: Path) -> Iterator[str]:
     if url == "sqlite":
         yield f"sqlite:///{directory / 'storm.db'}"
         return
-    name = f"bench_storm_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield f"{url.rsplit('/', 1)[0]}/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with servers.postgres_database(url, "bench_storm") as made:
+        yield made
 
 
 def seed(db: Database, a: argparse.Namespace, urls: dict[str, str]) -> datetime:

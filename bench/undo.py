@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import create_engine, text
 
 from bench import servers
 from calendar_service.access import keys
@@ -105,16 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--postgres-admin-url")
     args = parser.parse_args(argv)
     if args.postgres_admin_url:
-        name = f"bench_undo_{uuid.uuid4().hex[:8]}"
-        admin = create_engine(args.postgres_admin_url, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        try:
-            url = f"{args.postgres_admin_url.rsplit('/', 1)[0]}/{name}"
+        with servers.postgres_database(args.postgres_admin_url, "bench_undo") as url:
             print(json.dumps({"database": "postgresql", **run(url, args.changes)}))
-        finally:
-            with admin.connect() as conn:
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         return
     with tempfile.TemporaryDirectory() as directory:
         url = f"sqlite:///{directory}/undo.db"
