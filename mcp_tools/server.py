@@ -51,6 +51,7 @@ from calendar_service.platform.models import (
 from calendar_service.platform.timeutil import utcnow
 from mcp_tools import shapes
 from mcp_tools.errors import error_result, tool_errors
+from mcp_tools.per_key import PermissionOf, ToolsPerKey
 from mcp_tools.shapes import SEND_UPDATES
 
 
@@ -73,6 +74,8 @@ class Backend:
     db: Database
     limiter: RateLimiter | None
     caller_of: CallerOf
+    # The calling key's permission, for the tools ``tools/list`` shows it (``per_key``).
+    permission_of: PermissionOf
     # The page-token key, read (or made) once: service_secrets.page_token_key.
     _token_key: list[bytes] = field(default_factory=list, init=False, repr=False)
     _link_key: list[bytes] = field(default_factory=list, init=False, repr=False)
@@ -292,9 +295,11 @@ FREE_TIME_EXAMPLES = (
 
 
 def build_server(backend: Backend, *, name: str = "calendar", version: str = "") -> MCPServer:
-    """The MCP server with the ten calendar tools, acting through ``backend``."""
+    """The MCP server with the calendar tools, acting through ``backend``; ``tools/list``
+    shows each caller the tools its key may call (``per_key``)."""
     # log_level: MCPServer configures the root logger if nothing else has; WARNING keeps the
     # SDK's per-call INFO lines (which quote tool error texts) out of the logs.
+    per_key = ToolsPerKey({spec.op.name: spec.needs for spec in TOOLS}, backend.permission_of)
     return MCPServer(
         name,
         title="Calendar",
@@ -302,6 +307,7 @@ def build_server(backend: Backend, *, name: str = "calendar", version: str = "")
         version=version,
         tools=[_tool(backend, spec) for spec in TOOLS],
         log_level="WARNING",
+        middleware=[per_key],
     )
 
 
@@ -326,6 +332,13 @@ class ToolSpec:
     token_key: bool = False  # whether the operation takes the page-token key
     outline: bool = False  # the output schema's outline only (``shapes.outline_output``)
     mail: bool = False  # whether it takes sendUpdates (and so the mail policy)
+
+    @property
+    def needs(self) -> str:
+        """The permission the tool needs (read, write, freebusy): its operation's, declared
+        once in ``operations.catalog``. ``tools/list`` shows the tool only to keys that have
+        it (``per_key``); a call is checked by ``gateway.perform`` all the same."""
+        return self.op.needs
 
 
 def _tool(backend: Backend, spec: ToolSpec) -> Tool:

@@ -79,7 +79,7 @@ def starts(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
 async def test_the_published_schemas_and_descriptions_carry_recurrence_and_scope(
     server: RunningServer, factory: Factory
 ) -> None:
-    _, secret = factory.key(factory.owner(), permission="read")
+    _, secret = factory.key(factory.owner())
     async with connect(server.url, secret) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
 

@@ -63,7 +63,7 @@ def test_the_format_checker_checks_date_times() -> None:
 async def test_dates_and_times_without_an_offset_pass_every_tools_schema_as_the_server_takes_them(
     server: RunningServer, factory: Factory, mode: str
 ) -> None:
-    _, secret = factory.key(factory.owner(), permission="read")
+    _, secret = factory.key(factory.owner())
     tools = await _tools(server, secret, mode)
     for name, (fields, required) in TIMES.items():
         validator = _validator(tools[name].input_schema)
@@ -156,7 +156,7 @@ def _codes(error: type[CalendarError] = CalendarError) -> Iterator[str]:
 async def test_every_argument_a_tools_text_names_is_one_of_its_arguments_and_each_is_described(
     server: RunningServer, factory: Factory
 ) -> None:
-    _, secret = factory.key(factory.owner(), permission="read")
+    _, secret = factory.key(factory.owner())
     tools = await _tools(server, secret)
     arguments = {name: dict(_properties(tool.input_schema)) for name, tool in tools.items()}
     codes = set(_codes())
@@ -184,7 +184,7 @@ async def test_tools_list_stays_within_ten_thousand_tokens(
 ) -> None:
     # Every connected model reads the whole list in every conversation. About four characters
     # make a token in English text and JSON, so 40,000 characters is about 10,000 tokens.
-    _, secret = factory.key(factory.owner(), permission="read")
+    _, secret = factory.key(factory.owner())
     tools = await _tools(server, secret)
     listed = json.dumps(
         [tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in tools.values()],

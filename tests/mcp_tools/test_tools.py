@@ -27,7 +27,7 @@ TOOLS = {
 async def test_the_server_lists_ten_tools_with_schemas_and_honest_annotations(
     server: RunningServer, factory: Factory, mode: str
 ) -> None:
-    _, secret = factory.key(factory.owner(), permission="read")
+    _, secret = factory.key(factory.owner())
     async with connect(server.url, secret, mode=mode) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(tools) == TOOLS
