@@ -19,7 +19,7 @@ the change it made; a write of a key whose writes wait for the owner's approval 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -39,7 +39,12 @@ from calendar_service.operations.catalog import Operation
 from calendar_service.operations.gateway import CallContext, finished, perform
 from calendar_service.platform import service_secrets
 from calendar_service.platform.db import Database
-from calendar_service.platform.errors import CalendarError, FieldError, ValidationFailed
+from calendar_service.platform.errors import (
+    CalendarError,
+    FieldError,
+    NotFound,
+    ValidationFailed,
+)
 from calendar_service.platform.inputs import parse_flag, parse_model, parse_partial
 from calendar_service.platform.models import (
     EventUpdate,
@@ -50,6 +55,7 @@ from mcp_tools.errors import error_result, tool_errors
 from mcp_tools.per_key import PermissionOf, ToolsPerKey
 from mcp_tools.portable import portable
 from mcp_tools.shapes import SEND_UPDATES
+from mcp_tools.teach import taught
 from mcp_tools.texts import (
     ARGUMENT_DOCS,
     CREATE_DOC,
@@ -190,8 +196,11 @@ class ToolSpec:
 def _tool(backend: Backend, spec: ToolSpec) -> Tool:
     writes = spec.op.needs == WRITE
 
+    accepted = list(input_schema(spec)["properties"])  # named in refusals (``teach``)
+
     async def call(ctx: Context) -> CallToolResult:
         arguments = _arguments(ctx)
+        sent = dict(arguments)
         extra: dict[str, Any] = {}
         if spec.token_key:  # the lists: their page and sync tokens, how long syncs are kept
             extra["token_key"] = await backend.token_key()
@@ -213,6 +222,8 @@ def _tool(backend: Backend, spec: ToolSpec) -> Tool:
             lambda: {**_parsed(spec, arguments), **extra},
             dry_run=dry_run,
             refused=refused,
+            sent=sent,
+            accepted=accepted,
         )
 
     # The function takes only the Context and reads the raw arguments itself (see
@@ -284,6 +295,8 @@ async def _run(
     *,
     dry_run: bool = False,
     refused: CalendarError | None = None,
+    sent: Mapping[str, Any] | None = None,
+    accepted: Sequence[str] = (),
 ) -> CallToolResult:
     """Perform the tool's operation as the caller; its result (a write's with its
     ``changeId``, or a dry run's answer), or its error returned as an ``isError`` result
@@ -309,9 +322,11 @@ async def _run(
                 )
                 outcome = await finished(outcome)  # what it left for after the transaction
             except ValidationFailed as exc:
-                if not spec.renames or isinstance(exc, _ArgumentsRefused):
-                    raise
-                raise _renamed(exc, spec.renames) from None
+                if spec.renames and not isinstance(exc, _ArgumentsRefused):
+                    exc = _renamed(exc, spec.renames)
+                raise taught(exc, tool=operation, arguments=sent or {}, accepted=accepted) from None
+            except NotFound as exc:
+                raise taught(exc, tool=operation, arguments=sent or {}, accepted=accepted) from None
     except ToolError as exc:
         return error_result(exc)
     value = outcome.value

@@ -171,7 +171,7 @@ async def test_validation_errors_name_every_bad_field(
         "- title: must be at most 300 characters",
         "- startsAt: must be an RFC 3339 date-time",
         "- endsAt: must be a string",
-        "- startAt: is not a known field",
+        "- startAt: is not an argument of createCalendarEvent. Did you mean `startsAt`?",
         "- idempotencyKey: must be a string",
     ):
         assert line in text
