@@ -51,6 +51,10 @@ from calendar_service.platform.models import (
 )
 from calendar_service.platform.timeutil import utcnow
 from mcp_tools import shapes
+from mcp_tools.detail import ARGUMENT as DETAIL
+from mcp_tools.detail import FULL, summarized
+from mcp_tools.detail import SCHEMA as DETAIL_SCHEMA
+from mcp_tools.detail import parse as parse_detail
 from mcp_tools.errors import error_result, tool_errors
 from mcp_tools.per_key import PermissionOf, ToolsPerKey
 from mcp_tools.portable import portable
@@ -184,6 +188,8 @@ class ToolSpec:
     # other optional argument is published without its null branch: omitting it leaves it unset.
     nulls: frozenset[str] = frozenset()
     mail: bool = False  # whether it takes sendUpdates (and so the mail policy)
+    # Whether it lists events, each a summary unless ``detail: "full"`` (``mcp_tools.detail``).
+    lists_events: bool = False
 
     @property
     def needs(self) -> str:
@@ -209,7 +215,12 @@ def _tool(backend: Backend, spec: ToolSpec) -> Tool:
         if spec.mail and SEND_UPDATES in arguments:  # invitations: checked by the core
             extra["send_updates"] = arguments.pop(SEND_UPDATES)
             extra["mail"] = await backend.mail_policy()
-        dry_run, refused = False, None
+        dry_run, refused, detail = False, None, FULL
+        if spec.lists_events:
+            try:
+                detail = parse_detail(arguments.pop(DETAIL, None))
+            except CalendarError as exc:
+                refused = exc
         if writes:
             try:
                 dry_run = parse_flag("dryRun", arguments.pop("dryRun", None))
@@ -224,6 +235,7 @@ def _tool(backend: Backend, spec: ToolSpec) -> Tool:
             refused=refused,
             sent=sent,
             accepted=accepted,
+            detail=detail,
         )
 
     # The function takes only the Context and reads the raw arguments itself (see
@@ -252,6 +264,8 @@ def input_schema(spec: ToolSpec) -> dict[str, Any]:
     """The tool's input schema as published: portable (``portable``), and an optional
     argument's null branch only where null means something (``ToolSpec.nulls``)."""
     schema = spec.schema()
+    if spec.lists_events:
+        schema["properties"][DETAIL] = dict(DETAIL_SCHEMA)
     for name, prop in schema["properties"].items():
         if name not in spec.nulls:
             prop = _not_null(prop)
@@ -297,6 +311,7 @@ async def _run(
     refused: CalendarError | None = None,
     sent: Mapping[str, Any] | None = None,
     accepted: Sequence[str] = (),
+    detail: str = FULL,
 ) -> CallToolResult:
     """Perform the tool's operation as the caller; its result (a write's with its
     ``changeId``, or a dry run's answer), or its error returned as an ``isError`` result
@@ -329,7 +344,7 @@ async def _run(
                 raise taught(exc, tool=operation, arguments=sent or {}, accepted=accepted) from None
     except ToolError as exc:
         return error_result(exc)
-    value = outcome.value
+    value = summarized(outcome.value, detail)
     if outcome.proposal_id is not None:
         value = shapes.awaiting(value)
     elif spec.op.needs == WRITE and not dry_run:
@@ -469,10 +484,10 @@ TOOLS = (
     #        output schema      annotations  arguments     result       options
     ToolSpec(operations.LIST,   "List calendar events",    LIST_DOC,    shapes.list_schema,
              shapes.PAGE_OUTPUT, _READS,     _list_args,   examples=LIST_EXAMPLES,
-             token_key=True),
+             token_key=True, lists_events=True),
     ToolSpec(operations.SEARCH, "Search calendar events",  SEARCH_DOC,  shapes.search_schema,
              shapes.SEARCH_OUTPUT, _READS,   _search_args, examples=SEARCH_EXAMPLES,
-             renames={"q": "query"}, token_key=True),
+             renames={"q": "query"}, token_key=True, lists_events=True),
     ToolSpec(operations.CREATE, "Create a calendar event", CREATE_DOC,  shapes.create_schema,
              shapes.WRITE_OUTPUT, _CREATES, _create_args,
              _first,  # (event, replayed)

@@ -55,7 +55,7 @@ async def refused(client: Client, tool: str, arguments: dict[str, Any]) -> str:
 async def listed(client: Client, **arguments: Any) -> list[dict[str, Any]]:
     """Every event of the window, following the page tokens."""
     events: list[dict[str, Any]] = []
-    query = dict(arguments)
+    query = {"detail": "full", **arguments}  # every field, to compare with REST and get
     for _ in range(1_000):
         page = await call(client, "listCalendarEvents", query)
         events.extend(page["events"])

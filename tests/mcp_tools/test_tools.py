@@ -61,6 +61,7 @@ async def test_the_server_lists_ten_tools_with_schemas_and_honest_annotations(
         "singleEvents",
         "syncToken",
         "calendarIds",
+        "detail",
     }
     assert listing["limit"]["maximum"] == 2500
     assert tools["updateCalendarEvent"].input_schema["required"] == ["eventId"]
@@ -104,7 +105,7 @@ async def test_an_event_created_over_mcp_is_seen_by_rest_and_the_reverse(
             startsAt="2026-03-02T11:00:00Z",
             endsAt="2026-03-02T12:00:00Z",
         )
-        page = structured(await client.call_tool("listCalendarEvents", {}))
+        page = structured(await client.call_tool("listCalendarEvents", {"detail": "full"}))
 
     assert [e["title"] for e in page["events"]] == ["From MCP", "From REST"]
     assert page["events"][1] == from_rest

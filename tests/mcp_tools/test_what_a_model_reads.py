@@ -11,14 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
 from calendar_service.platform.config import Config
 from mcp_tools.portable import violations
-from tests.mcp_tools.clients import connect, structured
-from tests.rest.conftest import event_body
-from tests.support import Factory, RunningServer
+from tests.mcp_tools.clients import connect, structured, text_of
+from tests.rest.conftest import EVENTS, event_body
+from tests.support import Factory, RunningServer, bearer
 
 ROOT = Path(__file__).resolve().parents[2]
 INSPECTOR = ROOT / "node_modules" / ".bin" / "mcp-inspector"
@@ -127,3 +128,53 @@ async def test_the_trimmed_output_schemas_accept_real_answers_with_more_fields(
     assert "createdAt" in created and dry["dryRun"] is True
     assert page["events"] and one["id"] == created["id"]
     assert changes["changes"] and "calendars" in busy and gone["deleted"] is True
+
+
+SUMMARY_BUDGET = 480  # characters of compact JSON: about 120 tokens
+
+
+async def test_a_listed_event_is_a_summary_by_default_and_detail_full_gives_rests_event(
+    server: RunningServer, factory: Factory, api: httpx.Client
+) -> None:
+    _, secret = factory.key(factory.owner())
+    body = event_body(
+        title="Quarterly planning with the whole product team",
+        description="Agenda: " + "roadmap, hiring, budget; " * 20,
+        location="Room 4.12, Main building",
+        attendees=[{"email": "ana@example.com", "name": "Ana"}],
+        recurrence=["RRULE:FREQ=WEEKLY;COUNT=3"],
+    )
+    window = {"timeMin": body["startsAt"][:10], "timeMax": "2100-01-01"}
+    async with connect(server.url, secret) as client:
+        created = structured(await client.call_tool("createCalendarEvent", body))
+        page = structured(await client.call_tool("listCalendarEvents", window))
+        full = structured(
+            await client.call_tool("listCalendarEvents", {**window, "detail": "full"})
+        )
+        found = structured(
+            await client.call_tool("searchCalendarEvents", {"query": "planning", **window})
+        )
+        refused = await client.call_tool("listCalendarEvents", {"detail": "all"})
+    rest = api.get(EVENTS, params=window, headers=bearer(secret)).json()
+    first = page["events"][0]
+    size = len(json.dumps(first, separators=(",", ":")))
+    print(
+        f"\na listed event: {size} characters (full: "
+        f"{len(json.dumps(full['events'][0], separators=(',', ':')))})"
+    )
+    assert size <= SUMMARY_BUDGET
+    assert set(first) == {
+        "id",
+        "calendarId",
+        "title",
+        "startsAt",
+        "endsAt",
+        "location",
+        "recurringEventId",
+    }
+    assert first["recurringEventId"] == created["id"]
+    assert full["events"] == rest["events"]  # every field, as REST answers (unchanged)
+    assert "description" in rest["events"][0] and "attendees" in rest["events"][0]
+    assert [e["id"] for e in found["events"]] == [e["id"] for e in page["events"]]
+    assert "description" not in found["events"][0]
+    assert refused.is_error and '- detail: must be "summary"' in text_of(refused)
