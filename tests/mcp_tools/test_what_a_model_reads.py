@@ -78,27 +78,34 @@ def test_the_checker_finds_what_the_subset_leaves_out() -> None:
     ]
 
 
-def test_mcp_inspector_strict_reports_nothing(config: Config, factory: Factory) -> None:
-    # The Inspector's CLI drives the stdio server as a client would and lints every tool
-    # schema (``--strict``: each portability problem on stderr, exit 6 on an error).
+def _inspect(target: list[str], env: dict[str, str] | None = None) -> None:
+    """MCP Inspector's CLI lists the tools as a client would and lints every tool schema
+    (``--strict``: each portability problem on stderr, exit 6 on an error): nothing."""
     node = shutil.which("node")
     assert node is not None and INSPECTOR.exists(), "run `make node` (npm ci) first"
-    _, secret = factory.key(factory.owner())
-    env = {
-        **os.environ,
-        "CALENDAR_DATABASE_URL": config.database_url,
-        "CALENDAR_API_KEY": secret,
-    }
-    command = [str(INSPECTOR), "--cli", "--method", "tools/list", "--strict"]
-    command += ["-e", f"CALENDAR_DATABASE_URL={config.database_url}"]
-    command += ["-e", f"CALENDAR_API_KEY={secret}"]
-    command += [str(Path(sys.executable)), "-m", "calendar_service.cli", "mcp"]
+    command = [str(INSPECTOR), "--cli", "--method", "tools/list", "--strict", *target]
     done = subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["tools"], done.stdout[:500]
+    assert len(json.loads(done.stdout)["tools"]) >= 10, done.stdout[:500]
     assert done.stderr.strip() == "", done.stderr
+
+
+def test_mcp_inspector_strict_reports_nothing_over_stdio(config: Config, factory: Factory) -> None:
+    _, secret = factory.key(factory.owner())
+    variables = {"CALENDAR_DATABASE_URL": config.database_url, "CALENDAR_API_KEY": secret}
+    target = [arg for name, value in variables.items() for arg in ("-e", f"{name}={value}")]
+    target += [sys.executable, "-m", "calendar_service.cli", "mcp"]
+    _inspect(target, env={**os.environ, **variables})
+
+
+def test_mcp_inspector_strict_reports_nothing_over_http(
+    server: RunningServer, factory: Factory
+) -> None:
+    _, secret = factory.key(factory.owner())
+    header = f"Authorization: Bearer {secret}"
+    _inspect([f"{server.url}/mcp", "--transport", "http", "--header", header])
 
 
 @pytest.mark.parametrize("recurring", [False, True])
