@@ -3,7 +3,7 @@
 ``serve`` enters ``delivery_job`` in the app's lifespan (unless ``--no-webhooks``);
 ``calendar-service worker`` runs it alone (``run_worker``). The same scheduler renews the leases
 of the deliveries this worker holds (every third of a lease, ``Dispatcher.renew``). Both enter
-the housekeeping job (``calendar_service.jobs``) beside it. The job polls every
+the housekeeping job (``webhooks.housekeeping``) beside it. The job polls every
 ``poll_interval`` seconds (to pick up retries that fell due and expired leases) and is also run at
 once whenever this process commits a change that queued a delivery (``Database.on_outbox_commit``
 points at ``Dispatcher.wake``) and, on PostgreSQL, whenever any process on any host does
