@@ -27,7 +27,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
-from calendar_service.access.keys import WRITE, Principal
+from calendar_service.access.keys import Principal
 from calendar_service.asgi.context import (
     Services,
     call_context,
@@ -39,12 +39,11 @@ from calendar_service.asgi.context import (
 from calendar_service.calendar import calendar_edits as calendar_changes
 from calendar_service.interop.caldav import access, objects, xml
 from calendar_service.interop.caldav.resources import ROOT, parse_path
-from calendar_service.interop.caldav.writing import object_exists
 from calendar_service.interop.ical.feeds import etag_matches
 from calendar_service.interop.ical.reading import ReadFile, read_file
 from calendar_service.operations import catalog as operations
 from calendar_service.operations.catalog import Operation
-from calendar_service.operations.gateway import Arguments, Outcome, finished, perform
+from calendar_service.operations.gateway import Arguments, Outcome, finished, perform, permits
 from calendar_service.platform import service_secrets
 from calendar_service.platform.errors import (
     AuthError,
@@ -124,7 +123,6 @@ async def _perform(
     args: Arguments,
     *,
     refused: CalendarError | None = None,
-    status: int | None = None,
 ) -> Outcome[Any]:
     """``op`` through ``gateway.perform``; without a ``principal``, signed in within the
     same transaction (``access.signed_in``), or the long way (``_sign_in``) when that lets
@@ -135,7 +133,6 @@ async def _perform(
         "args": args,
         "refused": refused,
         "limiter": svc.limiter,
-        "status": status,
         "proposal_ttl": svc.config.proposal_ttl,
     }
     outcome: Outcome[Any]
@@ -265,13 +262,11 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
             f"Send the object as '{ICS_MEDIA_TYPE}'.", xml.c("supported-calendar-data")
         )
     parsed: ReadFile | None = None
-    if problem is None and principal.permission == WRITE:  # parsing costs: only for writers
+    if problem is None and permits(principal, operations.CALDAV_PUT):  # parsing costs
         try:
             parsed = await run_in_threadpool(read_file, raw)
         except CalendarError as exc:
             problem = DavRefused(exc.message, xml.c("valid-calendar-data"))
-    exists = await svc.db.run(object_exists, principal=principal, path=path)
-    status = 204 if exists else 201
     if_match = request.headers.get("if-match")
     if_none_match = request.headers.get("if-none-match")
 
@@ -285,7 +280,8 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
             "problem": problem,
         }
 
-    outcome = await _perform(request, svc, principal, operations.CALDAV_PUT, args, status=status)
+    # Created (201) or replaced (204): the answer of the PUT's one transaction.
+    outcome = await _perform(request, svc, principal, operations.CALDAV_PUT, args)
     return Response(None, outcome.status, _headers(outcome))
 
 
