@@ -37,6 +37,7 @@ from calendar_service.asgi.context import (
     session_secret,
 )
 from calendar_service.calendar import calendar_edits as calendar_changes
+from calendar_service.dav import documents
 from calendar_service.interop.caldav import access, objects, xml
 from calendar_service.interop.caldav.resources import ROOT, parse_path
 from calendar_service.interop.ical.feeds import etag_matches
@@ -170,15 +171,15 @@ def _headers(outcome: Outcome[Any], **more: str) -> dict[str, str]:
 async def _xml_body(request: Request) -> tuple[Element | None, CalendarError | None]:
     """The request's XML document, or why it is refused (recorded with the key)."""
     try:
-        raw = await read_body(request.receive, limit=xml.MAX_BODY)
+        raw = await read_body(request.receive, limit=documents.MAX_BODY)
     except PayloadTooLarge:
         return None, PayloadTooLarge(
-            f"The XML body is larger than {xml.MAX_BODY // 1024} KiB: ask for less."
+            f"The XML body is larger than {documents.MAX_BODY // 1024} KiB: ask for less."
         )
     try:
         if len(raw) > _PARSE_INLINE:
-            return await run_in_threadpool(xml.parse, raw), None
-        return xml.parse(raw), None
+            return await run_in_threadpool(documents.parse, raw), None
+        return documents.parse(raw), None
     except CalendarError as exc:
         return None, exc
 
@@ -366,7 +367,7 @@ def _error(exc: CalendarError, svc: Services) -> Response:
         condition, href = exc.condition, exc.href
         if isinstance(exc, DavNotAllowed):
             headers["Allow"] = ALLOW
-    body = xml.error_body(condition, exc.message, href, exc.code)
+    body = documents.error_body(condition, exc.message, href, exc.code)
     return Response(body, status, headers, media_type=XML_MEDIA_TYPE)
 
 
