@@ -184,7 +184,19 @@ async def _xml_body(request: Request) -> tuple[Element | None, CalendarError | N
         return None, exc
 
 
-def _multistatus(outcome: Outcome[Any]) -> Response:
+async def _multistatus(
+    request: Request,
+    svc: Services,
+    principal: Principal | None,
+    op: Operation,
+    read: tuple[Element | None, CalendarError | None],
+    **args: Any,
+) -> Response:
+    """``op`` on the request's path with its XML body (``read``: the body, or why it is
+    refused), answered with the core's multistatus."""
+    body, refused = read
+    args = {"path": request.scope["path"], "body": body, **args}
+    outcome = await _perform(request, svc, principal, op, args, refused=refused)
     return Response(outcome.value, 207, _headers(outcome), media_type=XML_MEDIA_TYPE)
 
 
@@ -196,38 +208,29 @@ async def propfind(request: Request, svc: Services, principal: Principal | None)
             "PROPFIND takes Depth 0 or 1 (infinity is refused, as RFC 4918 allows).",
             xml.d("propfind-finite-depth"),
         )
-    args = {
-        "path": request.scope["path"],
-        "depth": depth,
-        "body": body,
-        "token_key": await service_key(request, service_secrets.page_token_key),
-    }
-    outcome = await _perform(
-        request, svc, principal, operations.CALDAV_PROPFIND, args, refused=refused
+    token_key = await service_key(request, service_secrets.page_token_key)
+    return await _multistatus(
+        request,
+        svc,
+        principal,
+        operations.CALDAV_PROPFIND,
+        (body, refused),
+        depth=depth,
+        token_key=token_key,
     )
-    return _multistatus(outcome)
 
 
 async def proppatch(request: Request, svc: Services, principal: Principal | None) -> Response:
-    body, refused = await _xml_body(request)
-    args = {"path": request.scope["path"], "body": body}
-    outcome = await _perform(
-        request, svc, principal, operations.CALDAV_PROPPATCH, args, refused=refused
-    )
-    return _multistatus(outcome)
+    read = await _xml_body(request)
+    return await _multistatus(request, svc, principal, operations.CALDAV_PROPPATCH, read)
 
 
 async def report(request: Request, svc: Services, principal: Principal | None) -> Response:
-    body, refused = await _xml_body(request)
-    args = {
-        "path": request.scope["path"],
-        "body": body,
-        "token_key": await service_key(request, service_secrets.page_token_key),
-    }
-    outcome = await _perform(
-        request, svc, principal, operations.CALDAV_REPORT, args, refused=refused
+    read = await _xml_body(request)
+    token_key = await service_key(request, service_secrets.page_token_key)
+    return await _multistatus(
+        request, svc, principal, operations.CALDAV_REPORT, read, token_key=token_key
     )
-    return _multistatus(outcome)
 
 
 async def get(request: Request, svc: Services, principal: Principal | None) -> Response:
