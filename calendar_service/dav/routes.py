@@ -104,16 +104,15 @@ def _client_addr(request: Request) -> str | None:
     return client[0] if client else None
 
 
-async def _sign_in(request: Request, svc: Services) -> Principal:
+async def _asked(request: Request, svc: Services) -> access.BasicSignIn:
     email, secret = _credentials(request)
-    return await svc.db.run_connected(
-        access.sign_in,
-        email=email,
-        secret=secret,
-        pepper=await _pepper(request, svc),
-        client_addr=_client_addr(request),
-        now=utcnow(),
-    )
+    pepper = await _pepper(request, svc)
+    return access.BasicSignIn(email, secret, pepper, _client_addr(request))
+
+
+async def _sign_in(request: Request, svc: Services) -> Principal:
+    asked = await _asked(request, svc)
+    return await svc.db.run_connected(access.sign_in, asked=asked, now=utcnow())
 
 
 async def _perform(
@@ -138,14 +137,11 @@ async def _perform(
     }
     outcome: Outcome[Any]
     if principal is None:
-        email, secret = _credentials(request)
+        asked = await _asked(request, svc)
         try:
             outcome = await svc.db.run_grouped(
                 access.signed_in,
-                email=email,
-                secret=secret,
-                pepper=await _pepper(request, svc),
-                client_addr=_client_addr(request),
+                asked=asked,
                 now=utcnow(),
                 then=functools.partial(_performed, options=options),
             )
