@@ -1,4 +1,4 @@
-"""The MCP server: ten calendar tools over the same core operations as the REST API.
+"""The MCP server: eleven calendar tools over the same core operations as the REST API.
 
 Every tool call goes through ``gateway.perform``, exactly like a REST request: the key is
 authorized (revoked or expired keys are refused at once), the rate budget is spent, the
@@ -47,6 +47,7 @@ from calendar_service.platform.models import (
     EventUpdate,
     FreeBusyPublic,
     FreeTimePublic,
+    SchedulingRulesPublic,
 )
 from calendar_service.platform.timeutil import utcnow
 from mcp_tools import shapes
@@ -244,6 +245,13 @@ durationMinutes when shorter) of local time; consecutive slots overlap, so pick 
 it safely while others may book too, call createCalendarEvent with ifFree: true.
 """
 
+RULES_DOC = """\
+The owner's rules for agents (working hours, buffers, meetings a day, focus time, no-meeting
+days, notice, how far ahead, longest meeting) and whether they bind this key. Call it before
+proposing times; findFreeTime already offers only times that keep them, and a write that breaks
+them is refused (rule_violation, with suggestions) or waits for the owner.
+"""
+
 LIST_CHANGES_DOC = """\
 What was changed in the calendars this key reaches, newest first: each change's kind, the event
 before and after, who made it (actor) and how. To review what was done, or find a change to
@@ -292,7 +300,7 @@ FREE_TIME_EXAMPLES = (
 
 
 def build_server(backend: Backend, *, name: str = "calendar", version: str = "") -> MCPServer:
-    """The MCP server with the ten calendar tools, acting through ``backend``."""
+    """The MCP server with the eleven calendar tools, acting through ``backend``."""
     # log_level: MCPServer configures the root logger if nothing else has; WARNING keeps the
     # SDK's per-call INFO lines (which quote tool error texts) out of the logs.
     return MCPServer(
@@ -595,6 +603,9 @@ TOOLS = (
              shapes.free_time_schema,
              FreeTimePublic,    _READS,      _availability_args,
              examples=FREE_TIME_EXAMPLES),
+    ToolSpec(operations.GET_RULES, "The owner's rules",  RULES_DOC,
+             shapes.no_arguments_schema,
+             SchedulingRulesPublic, _READS,  lambda _: {}),
     ToolSpec(operations.LIST_CHANGES, "List changes",     LIST_CHANGES_DOC,
              shapes.changes_schema,
              ChangeList,        _READS,      _changes_args, examples=CHANGES_EXAMPLES,

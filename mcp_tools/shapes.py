@@ -186,6 +186,12 @@ class DryRun(BaseModel):
     )
     new_series: dict[str, Any] | None = None
     undoes: str | None = None
+    rule_violations: list[dict[str, str]] | None = PydanticField(
+        default=None, description="The owner's rules it would break: [{rule, message}]."
+    )
+    suggestions: list[dict[str, str]] | None = PydanticField(
+        default=None, description="With ruleViolations: times that keep the rules."
+    )
 
 
 class ChangeUndone(ChangePublic):
@@ -295,6 +301,10 @@ def with_dry_run(schema: dict[str, Any]) -> dict[str, Any]:
     """A write tool's input schema, with ``dryRun``."""
     schema["properties"]["dryRun"] = DRY_RUN
     return schema
+
+
+def no_arguments_schema() -> dict[str, Any]:
+    return {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 def changes_schema() -> dict[str, Any]:

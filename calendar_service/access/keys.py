@@ -16,7 +16,7 @@ import zlib
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Final, Literal, NamedTuple
 
-from sqlalchemy import Connection, and_, bindparam, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, false, insert, select, update
 
 from calendar_service.access import call_history as history
 from calendar_service.platform.db import Statement
@@ -70,6 +70,11 @@ APPROVAL_NONE = "none"
 APPROVAL_DESTRUCTIVE = "destructive"
 APPROVAL_ALL = "all"
 APPROVALS = (APPROVAL_NONE, APPROVAL_DESTRUCTIVE, APPROVAL_ALL)
+
+# Whether the owner's rules for agents bind a key's writes (``api_keys.rules``).
+RULES_BOUND = "bound"
+RULES_EXEMPT = "exempt"
+RULES_CHOICES = (RULES_BOUND, RULES_EXEMPT)
 
 
 # Who or what revoked a key (``api_keys.revoked_by``; ``errors.RevokedKey`` words each).
@@ -258,6 +263,9 @@ class Principal(NamedTuple):
     calendar: tuple[Any, ...] | None = None
     approval: str = APPROVAL_NONE  # which of its writes wait for the owner (APPROVALS)
     may_invite: bool = False  # whether it may send email invitations (sendUpdates=all)
+    # Whether the owner's rules for agents bind its writes (``calendar.rules``): not for a key
+    # made ``--rules exempt``, an app password (the owner's own device) or the owner in person.
+    rules_bound: bool = False
 
     @property
     def scopes(self) -> tuple[str, ...]:
@@ -325,11 +333,17 @@ class KeyRow(NamedTuple):
     calendar: tuple[Any, ...] | None
     approval: str = APPROVAL_NONE
     may_invite: bool = False
+    rules_bound: bool = True
 
 
 # Read on every request, straight from the driver (see db.Statement); never cached.
 _KEY_WITH_CALENDAR = select(
-    *_VERIFY_COLUMNS, *ROW_COLUMNS, keys_t.c.approval, keys_t.c.may_invite
+    *_VERIFY_COLUMNS,
+    *ROW_COLUMNS,
+    keys_t.c.approval,
+    keys_t.c.may_invite,
+    # Bound by the owner's rules: a key not made exempt that is not an app password.
+    and_(keys_t.c.rules != RULES_EXEMPT, keys_t.c.app_password == false()),
 ).select_from(
     keys_t.outerjoin(
         calendars_t,
@@ -356,6 +370,7 @@ def _key_row(found: Any) -> KeyRow:
         None if found[8] is None else (*found[8:11], bool(found[11]), *found[12:15]),
         found[15],
         bool(found[16]),
+        bool(found[17]),
     )
 
 
@@ -424,6 +439,7 @@ def authorize(row: KeyRow, *, now: datetime, app: bool = False) -> Principal:
         row.calendar,
         row.approval,
         row.may_invite,
+        row.rules_bound,
     )
 
 
@@ -483,10 +499,12 @@ def create_key(
     approval: str = APPROVAL_NONE,
     may_invite: bool = False,
     app_password: bool = False,
+    rules: str = RULES_BOUND,
 ) -> tuple[dict[str, Any], str]:
     """Issue a key (``approval``: which of its writes wait for the owner; ``may_invite``:
     whether it may send email invitations; ``app_password``: it may sign a calendar app in over
-    CalDAV, with HTTP Basic). Returns its public record and the secret (shown once, never
+    CalDAV, with HTTP Basic; ``rules``: ``exempt`` for a key the owner's rules for agents do not
+    bind). Returns its public record and the secret (shown once, never
     stored)."""
     name = (name or "").strip()
     errors = check_text("name", name)
@@ -501,6 +519,8 @@ def create_key(
         now=now,
         approval=approval,
     )
+    if rules not in RULES_CHOICES:
+        errors.append(FieldError("rules", f"must be one of {', '.join(RULES_CHOICES)}"))
     if errors:
         raise ValidationFailed(errors)
     secret = generate_secret()
@@ -518,6 +538,7 @@ def create_key(
         "approval": approval,
         "may_invite": bool(may_invite),
         "app_password": bool(app_password),
+        "rules": rules,
     }
     conn.execute(insert(keys_t).values(**values))
     return key_public(values, now=now), secret
@@ -547,6 +568,7 @@ def key_public(row: Any, *, now: datetime, last_used_at: datetime | None = None)
         "approval": row.get("approval") or APPROVAL_NONE,
         "mayInvite": bool(row.get("may_invite")),  # it may send email invitations
         "appPassword": bool(row.get("app_password")),  # signs a calendar app in (CalDAV)
+        "rules": row.get("rules") or RULES_BOUND,  # "exempt": the owner's rules do not bind it
     }
 
 

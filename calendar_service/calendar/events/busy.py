@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from calendar_service.access.keys import READ, WRITE, Principal
-from calendar_service.calendar.calendars import CalendarRow
+from calendar_service.calendar.calendars import CalendarRow, list_owner_calendars
 from calendar_service.calendar.events.chunks import (
     PLANS,
     SHARE_FLOOR,
@@ -48,16 +48,47 @@ Busy = tuple[str, str, str, str, str]
 
 
 def busy_of(
-    conn: Connection, *, user_id: str, calendars: Sequence[Any], low: datetime, high: datetime
+    conn: Connection,
+    *,
+    user_id: str,
+    calendars: Sequence[Any],
+    low: datetime,
+    high: datetime,
+    timed: bool = False,
 ) -> list[Busy]:
     """Everything that takes time in ``calendars`` (rows with ``id``, ``time_zone``,
     ``max_event_seconds``) and overlaps ``[low, high)``: opaque single events and changed
-    occurrences, and occurrences of opaque series, in no order."""
-    return finish(busy_later(conn, user_id=user_id, calendars=calendars, low=low, high=high))
+    occurrences, and occurrences of opaque series, in no order. ``timed``: all-day events
+    left out (``meetings_of``)."""
+    found = busy_later(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=timed)
+    return finish(found)
+
+
+def meetings_of(conn: Connection, *, user_id: str, low: datetime, high: datetime) -> list[Busy]:
+    """The owner's meetings that overlap ``[low, high)``, in no order: what the owner's rules
+    for agents count (``calendar.rule_check``), in every calendar of the owner: events that
+    are neither all-day nor transparent (free), cancelled occurrences left out. The one read
+    of busy time the rules make.
+
+    It runs after the write it checks, in the same transaction, which may yet be rolled back
+    (a refusal, a dry run): the calendars' ``series_version`` is left unread, so that the
+    series found are not kept in memory (``queries.window_series``) under a version that the
+    rollback takes back and a later write numbers again."""
+    calendars = [
+        CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4], None, r[6])
+        for r in list_owner_calendars(conn, user_id=user_id)
+    ]
+    return busy_of(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=True)
 
 
 def busy_later(
-    conn: Connection, *, user_id: str, calendars: Sequence[Any], low: datetime, high: datetime
+    conn: Connection,
+    *,
+    user_id: str,
+    calendars: Sequence[Any],
+    low: datetime,
+    high: datetime,
+    timed: bool = False,
 ) -> list[Busy] | Later:
     """``busy_of``, or a ``Later`` that gives it without the database when series must be
     expanded (for the availability operations, whose fronts run it off the event loop)."""
@@ -76,7 +107,7 @@ def busy_later(
     }
     found: list[Busy] = [
         (r[0], r[1], r[2], r[3], r[4])
-        for r in busy_statement(size).all(conn, **params, **window)
+        for r in busy_statement(size, timed).all(conn, **params, **window)
         if r[2] > r[1]  # zero-length events take no time
     ]
     # The list's search for series in the window (from memory while a calendar's series are
@@ -102,6 +133,7 @@ def busy_later(
         high=high,
         budget=BUDGET,
         later=True,
+        timed=timed,
     )
 
     def all_of(occurrences: list[Busy]) -> list[Busy]:
@@ -163,6 +195,7 @@ def busy_occurrences(
     high: datetime,
     budget: int,
     later: bool = False,
+    timed: bool = False,
 ) -> list[Busy] | Later:
     """Every occurrence of the opaque series among ``series_keys`` (``queries.SERIES_KEYS``)
     that overlaps ``[low, high)``, in no order and without paging (for
@@ -178,7 +211,7 @@ def busy_occurrences(
     plans = [
         p
         for p in PLANS.of(series_keys, by_calendar, load)
-        if p.template["transparency"] == "opaque"
+        if p.template["transparency"] == "opaque" and not (timed and p.rule.all_day)
     ]
     if not plans:
         return []
