@@ -605,7 +605,7 @@ TOOLS = (
              examples=FREE_TIME_EXAMPLES),
     ToolSpec(operations.GET_RULES, "The owner's rules",  RULES_DOC,
              shapes.no_arguments_schema,
-             SchedulingRulesPublic, _READS,  lambda _: {}),
+             SchedulingRulesPublic, _READS,  lambda _: {}, examples=({},)),
     ToolSpec(operations.LIST_CHANGES, "List changes",     LIST_CHANGES_DOC,
              shapes.changes_schema,
              ChangeList,        _READS,      _changes_args, examples=CHANGES_EXAMPLES,
