@@ -441,10 +441,13 @@ _AWAITING_RESULT = {
 
 def awaiting(proposal: dict[str, Any]) -> dict[str, Any]:
     """A write tool's result when the write waits for the owner's approval."""
+    broken = "".join(f" {e['message']}" for e in proposal.get("ruleViolations", ()))
+    because = f" It breaks the owner's rules for agents:{broken}" if broken else ""
     return {
         "awaitsApproval": True,
         "message": f"Not done yet: the owner must approve this change (proposal "
-        f"{proposal['id']}, until {proposal['expiresAt']}). Tell the person; do not retry.",
+        f"{proposal['id']}, until {proposal['expiresAt']}).{because} Tell the person; do not "
+        "retry.",
         "proposal": proposal,
     }
 
