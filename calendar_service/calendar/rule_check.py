@@ -8,9 +8,9 @@ meeting (neither all-day nor transparent), checks each rule against the owner's 
 every calendar (``events.busy.meetings_of``, the one read of busy time the rules make), in
 the event's calendar's zone. A series is checked occurrence by occurrence from its first
 occurrence not past up to the horizon after it (``maxDaysAhead``, 90 days when unset), at most
-``MAX_OCCURRENCES`` of them. A write
-whose owner has no rules, or by a principal they do not bind, costs one read by the owner's
-id at most (none for the owner in person).
+``MAX_OCCURRENCES`` of them. Whether the owner has set any rule is read with the key
+(``Principal.rules``): a write whose owner has none, or by a principal they do not bind, reads
+nothing more.
 
 ``broken`` is the rules' verdict on one time (pure: no database), ``suggestions`` the nearest
 times of the same length that pass, ``slot_filter`` what ``findFreeTime`` keeps.
@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from calendar_service.access.keys import Principal
+from calendar_service.access.keys import RULES_SET, Principal
 from calendar_service.calendar.calendars import get_calendar_row
 from calendar_service.calendar.events.busy import Busy, meetings_of
 from calendar_service.calendar.rules import WEEKDAYS, Rules, rules_of
@@ -343,7 +343,7 @@ def check_write(
     caller's transaction), for ``principal``; ``None`` when they do not bind it, the owner has
     none, or the write breaks none. Suggestions are given for the first event that breaks
     them (for a series, times for its first occurrence)."""
-    if not principal.rules_bound:
+    if principal.rules != RULES_SET:  # not bound, or no rule set (read with the key)
         return None
     events = _to_check(made)
     if not events:
@@ -485,7 +485,7 @@ def slot_filter(
     """For ``findFreeTime`` (and a scheduling link's slots): whether a meeting at
     ``[start, end)`` within ``[low, high)`` would keep the rules that bind ``principal``
     (``tz``: the zone of the calendar it would go in); ``None`` when no rule binds it."""
-    if not principal.rules_bound:
+    if principal.rules != RULES_SET:
         return None
     rules = rules_of(conn, user_id=principal.user_id)
     if rules is None:

@@ -102,7 +102,7 @@ def _asker(conn: Connection, row: Any) -> Principal:
         key.calendar,
         key.approval,
         key.may_invite,
-        key.rules_bound,
+        key.rules,
     )
 
 

@@ -26,7 +26,15 @@ from sqlalchemy import Connection
 
 from calendar_service.access import idempotency, oauth
 from calendar_service.access.call_history import CallRecord, record_call
-from calendar_service.access.keys import READ, REVOKED_BY_APP, WRITE, Principal, authorize, identify
+from calendar_service.access.keys import (
+    READ,
+    REVOKED_BY_APP,
+    RULES_SET,
+    WRITE,
+    Principal,
+    authorize,
+    identify,
+)
 from calendar_service.access.ratelimit import LeaseNeeded, RateLimiter, RateState
 from calendar_service.calendar.rule_check import check_write
 from calendar_service.governance import proposals
@@ -237,7 +245,7 @@ def _perform(
                     value = _present(done, present)
             else:
                 value = op.run(conn, principal=principal, **kwargs)
-                if via is not None and via.made:
+                if via is not None and via.made and principal.rules == RULES_SET:
                     _keep_rules(conn, principal, via, rate)
                 if present is not None:
                     value = value.then(present) if isinstance(value, Later) else present(value)
