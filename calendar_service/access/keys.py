@@ -16,7 +16,19 @@ import zlib
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Final, Literal, NamedTuple
 
-from sqlalchemy import Connection, and_, bindparam, case, exists, insert, or_, select, true, update
+from sqlalchemy import (
+    Connection,
+    and_,
+    bindparam,
+    case,
+    func,
+    insert,
+    null,
+    or_,
+    select,
+    true,
+    update,
+)
 
 from calendar_service.access import call_history as history
 from calendar_service.platform.db import Statement
@@ -76,7 +88,6 @@ APPROVALS = (APPROVAL_NONE, APPROVAL_DESTRUCTIVE, APPROVAL_ALL)
 RULES_BOUND = "bound"
 RULES_EXEMPT = "exempt"
 RULES_CHOICES = (RULES_BOUND, RULES_EXEMPT)
-RULES_NONE, RULES_UNSET, RULES_SET = 0, 1, 2  # Principal.rules
 
 
 # Who or what revoked a key (``api_keys.revoked_by``; ``errors.RevokedKey`` words each).
@@ -265,16 +276,16 @@ class Principal(NamedTuple):
     calendar: tuple[Any, ...] | None = None
     approval: str = APPROVAL_NONE  # which of its writes wait for the owner (APPROVALS)
     may_invite: bool = False  # whether it may send email invitations (sendUpdates=all)
-    # Whether the owner's rules for agents bind its writes (``calendar.rules``), read with the
-    # key: ``RULES_NONE`` for a key made ``--rules exempt``, an app password (the owner's own
-    # device) or the owner in person; ``RULES_UNSET`` for a key they would bind while its owner
-    # has set none (a write then reads nothing more); ``RULES_SET`` when they bind it.
-    rules: int = 0
+    # The owner's rules for agents that bind its writes (``calendar.rules``), read with the
+    # key: ``None`` for a key made ``--rules exempt``, an app password (the owner's own device)
+    # or the owner in person; ``""`` for a key they would bind while its owner has set none (a
+    # write then reads nothing more); else the rules as stored (JSON).
+    rules: str | None = None
 
     @property
     def rules_bound(self) -> bool:
         """Whether the owner's rules, when set, bind this principal's writes."""
-        return self.rules != RULES_NONE
+        return self.rules is not None
 
     @property
     def scopes(self) -> tuple[str, ...]:
@@ -342,7 +353,7 @@ class KeyRow(NamedTuple):
     calendar: tuple[Any, ...] | None
     approval: str = APPROVAL_NONE
     may_invite: bool = False
-    rules: int = 0  # Principal.rules
+    rules: str | None = None  # Principal.rules
 
 
 # Read on every request, straight from the driver (see db.Statement); never cached.
@@ -352,11 +363,13 @@ _KEY_WITH_CALENDAR = select(
     keys_t.c.approval,
     keys_t.c.may_invite,
     # Principal.rules: bound by the owner's rules (a key not made exempt that is not an app
-    # password), and whether the owner has set any (an index probe in the same statement).
+    # password), and the rules the owner set, if any (an index probe in the same statement).
     case(
-        (or_(keys_t.c.rules == RULES_EXEMPT, keys_t.c.app_password == true()), RULES_NONE),
-        (exists().where(rules_t.c.user_id == keys_t.c.user_id), RULES_SET),
-        else_=RULES_UNSET,
+        (or_(keys_t.c.rules == RULES_EXEMPT, keys_t.c.app_password == true()), null()),
+        else_=func.coalesce(
+            select(rules_t.c.rules).where(rules_t.c.user_id == keys_t.c.user_id).scalar_subquery(),
+            "",
+        ),
     ),
 ).select_from(
     keys_t.outerjoin(
@@ -384,7 +397,7 @@ def _key_row(found: Any) -> KeyRow:
         None if found[8] is None else (*found[8:11], bool(found[11]), *found[12:15]),
         found[15],
         bool(found[16]),
-        int(found[17]),
+        found[17],
     )
 
 

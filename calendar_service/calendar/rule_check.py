@@ -19,6 +19,7 @@ times of the same length that pass, ``slot_filter`` what ``findFreeTime`` keeps.
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
@@ -26,9 +27,9 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from calendar_service.access.keys import RULES_SET, Principal
-from calendar_service.calendar.calendars import get_calendar_row
-from calendar_service.calendar.events.busy import Busy, meetings_of
+from calendar_service.access.keys import Principal
+from calendar_service.calendar.calendars import CalendarRow
+from calendar_service.calendar.events.busy import Busy, meetings_of, owner_calendars
 from calendar_service.calendar.rules import WEEKDAYS, Rules, rules_of
 from calendar_service.journal.change_table import CREATED, UPDATED
 from calendar_service.platform.timeutil import format_in, localize, zone
@@ -84,6 +85,7 @@ def _instant(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone(UTC)
 
 
+@functools.lru_cache(maxsize=8192)
 def _at(day: date, clock: timedelta, tz: tzinfo) -> datetime:
     """``clock`` (00:00 to 24:00) on the local ``day``, in UTC (a wall time in a spring gap
     moves forward by the gap; 24:00 is the next midnight)."""
@@ -134,8 +136,10 @@ def broken(
     of a series (``maxDaysAhead`` binds its first one only)."""
     found: list[tuple[str, str]] = []
     days = _days(start, end, tz)
-    local = start.astimezone(tz)
-    when = f"{local:%Y-%m-%d %H:%M} ({getattr(tz, 'key', 'UTC')})"
+
+    def when() -> str:
+        return f"{start.astimezone(tz):%Y-%m-%d %H:%M} ({getattr(tz, 'key', 'UTC')})"
+
     if rules.hours is not None and not _within_hours(rules, tz, start, end):
         day = days[0]
         spans = rules.hours.get(day.weekday(), ())
@@ -143,7 +147,7 @@ def broken(
         found.append(
             (
                 "workingHours",
-                f"{when} to {end.astimezone(tz):%H:%M} is outside the owner's working hours"
+                f"{when()} to {end.astimezone(tz):%H:%M} is outside the owner's working hours"
                 + (
                     f" on {_DAY_NAMES[day.weekday()]}s ({hours})."
                     if hours
@@ -159,7 +163,7 @@ def broken(
             found.append(
                 (
                     "bufferMinutes",
-                    f"{when} leaves less than {buffer} minutes between it and the meeting "
+                    f"{when()} leaves less than {buffer} minutes between it and the meeting "
                     f"{format_in(s, tz)} to {format_in(e, tz)}; the owner keeps {buffer} "
                     "minutes free before and after each meeting.",
                 )
@@ -213,7 +217,7 @@ def broken(
         found.append(
             (
                 "minNoticeMinutes",
-                f"{when} is less than {notice} minutes from now; the owner wants at least "
+                f"{when()} is less than {notice} minutes from now; the owner wants at least "
                 f"{notice} minutes' notice.",
             )
         )
@@ -225,7 +229,7 @@ def broken(
         found.append(
             (
                 "maxDaysAhead",
-                f"{when} is more than {rules.max_days_ahead} days ahead; the owner allows "
+                f"{when()} is more than {rules.max_days_ahead} days ahead; the owner allows "
                 f"booking up to {rules.max_days_ahead} days ahead.",
             )
         )
@@ -244,16 +248,26 @@ def broken(
 def _within_hours(rules: Rules, tz: tzinfo, start: datetime, end: datetime) -> bool:
     """Whether ``[start, end)`` lies within the working hours (those of consecutive days
     joined: a meeting may cross midnight only from one working span into the next)."""
-    assert rules.hours is not None
     first = start.astimezone(tz).date() - timedelta(days=1)
     last = end.astimezone(tz).date()
-    spans = []
+    spans: list[Span] = []
     day = first
     while day <= last:
-        for a, b in rules.hours.get(day.weekday(), ()):
-            spans.append((_at(day, a, tz), _at(day, b, tz)))
+        spans.extend(_working_spans(rules, day, tz))
         day += timedelta(days=1)
     return any(s <= start and end <= e for s, e in _union(spans))
+
+
+def _working_spans(rules: Rules, day: date, tz: tzinfo) -> list[Span]:
+    """The working hours of the local ``day``, as instants (worked out once per rules)."""
+    key = ("hours", day, tz)
+    found: list[Span] | None = rules.memo.get(key)
+    if found is None:
+        assert rules.hours is not None
+        found = [(_at(day, a, tz), _at(day, b, tz)) for a, b in rules.hours.get(day.weekday(), ())]
+        if len(rules.memo) < 4096:
+            rules.memo[key] = found
+    return found
 
 
 def _focus_broken(
@@ -299,7 +313,25 @@ def passes(
     meetings: Meetings,
     skip: str | None = None,
 ) -> bool:
-    """Whether a meeting at ``[start, end)`` would keep every rule."""
+    """Whether a meeting at ``[start, end)`` would keep every rule: ``broken`` says none, the
+    rules that need no counting tried first (``findFreeTime`` asks of many times)."""
+    if rules.max_duration is not None and end - start > rules.max_duration:
+        return False
+    if rules.min_notice is not None and start < now + rules.min_notice:
+        return False
+    if rules.max_days_ahead is not None and start > now + timedelta(days=rules.max_days_ahead):
+        return False
+    if rules.no_meeting_days and any(
+        d.weekday() in rules.no_meeting_days for d in _days(start, end, tz)
+    ):
+        return False
+    if rules.hours is not None and not _within_hours(rules, tz, start, end):
+        return False
+    buffer = rules.buffer
+    if buffer is not None and meetings.overlapping(start - buffer, end + buffer, skip):
+        return False
+    if rules.max_meetings is None and rules.max_minutes is None and rules.focus is None:
+        return True
     return not broken(rules, tz, start, end, now=now, meetings=meetings, skip=skip)
 
 
@@ -343,18 +375,17 @@ def check_write(
     caller's transaction), for ``principal``; ``None`` when they do not bind it, the owner has
     none, or the write breaks none. Suggestions are given for the first event that breaks
     them (for a series, times for its first occurrence)."""
-    if principal.rules != RULES_SET:  # not bound, or no rule set (read with the key)
+    rules = rules_of(principal)  # read with the key
+    if rules is None:
         return None
     events = _to_check(made)
     if not events:
         return None
-    rules = rules_of(conn, user_id=principal.user_id)
-    if rules is None:
-        return None
     verdict = Verdict(rules)
     seen: set[str] = set()
+    calendars = owner_calendars(conn, user_id=principal.user_id)
     for event in events:
-        errors, first = _check_event(conn, principal, rules, event, now)
+        errors, first = _check_event(conn, principal, calendars, rules, event, now)
         for rule, message in errors:
             if rule not in seen:
                 seen.add(rule)
@@ -363,6 +394,7 @@ def check_write(
             verdict.suggestions = suggestions(
                 conn,
                 principal=principal,
+                calendars=calendars,
                 rules=rules,
                 tz=first[2],
                 span=first[:2],
@@ -372,30 +404,32 @@ def check_write(
     return verdict if verdict.errors else None
 
 
-def _tz_of(conn: Connection, principal: Principal, calendar_id: str) -> tzinfo:
-    if principal.calendar is not None and principal.calendar[0] == calendar_id:
-        return zone(principal.calendar[2])
-    return zone(get_calendar_row(conn, calendar_id=calendar_id).time_zone)
-
-
 def _check_event(
-    conn: Connection, principal: Principal, rules: Rules, event: dict[str, Any], now: datetime
+    conn: Connection,
+    principal: Principal,
+    calendars: Sequence[CalendarRow],
+    rules: Rules,
+    event: dict[str, Any],
+    now: datetime,
 ) -> tuple[list[tuple[str, str]], tuple[datetime, datetime, tzinfo] | None]:
     """The rules ``event`` breaks (each once, with the occurrence that breaks it first), and
     the time the suggestions replace: the event's, or its series' first breaking one."""
-    tz = _tz_of(conn, principal, event["calendarId"])
+    tz = zone(next(c.time_zone for c in calendars if c.id == event["calendarId"]))
+    user_id = principal.user_id
     start, end = _instant(event["startsAt"]), _instant(event["endsAt"])
     slack = timedelta(days=2) + (rules.buffer or timedelta(0))
     if not event.get("recurrence"):
         meetings = Meetings(
-            meetings_of(conn, user_id=principal.user_id, low=start - slack, high=end + slack)
+            meetings_of(
+                conn, user_id=user_id, low=start - slack, high=end + slack, calendars=calendars
+            )
         )
         found = broken(rules, tz, start, end, now=now, meetings=meetings, skip=event["id"])
         return found, (start, end, tz)
     low = max(now, start) - (end - start)
     high = max(now, start) + rules.horizon
     meetings = Meetings(
-        meetings_of(conn, user_id=principal.user_id, low=low - slack, high=high + slack)
+        meetings_of(conn, user_id=user_id, low=low - slack, high=high + slack, calendars=calendars)
     )
     prefix = event["id"] + "_"
     own = [m for m in meetings.items if m[2].startswith(prefix) and low < m[1] and m[0] < high]
@@ -428,6 +462,7 @@ def suggestions(
     conn: Connection,
     *,
     principal: Principal,
+    calendars: Sequence[CalendarRow],
     rules: Rules,
     tz: tzinfo,
     span: tuple[datetime, datetime],
@@ -441,7 +476,13 @@ def suggestions(
     length = end - start
     reach = SUGGESTION_REACH + timedelta(days=2) + (rules.buffer or timedelta(0))
     meetings = Meetings(
-        meetings_of(conn, user_id=principal.user_id, low=start - reach, high=end + reach)
+        meetings_of(
+            conn,
+            user_id=principal.user_id,
+            low=start - reach,
+            high=end + reach,
+            calendars=calendars,
+        )
     )
     base = _quarter(start, tz)
     found: list[datetime] = []
@@ -485,9 +526,7 @@ def slot_filter(
     """For ``findFreeTime`` (and a scheduling link's slots): whether a meeting at
     ``[start, end)`` within ``[low, high)`` would keep the rules that bind ``principal``
     (``tz``: the zone of the calendar it would go in); ``None`` when no rule binds it."""
-    if principal.rules != RULES_SET:
-        return None
-    rules = rules_of(conn, user_id=principal.user_id)
+    rules = rules_of(principal)
     if rules is None:
         return None
     slack = timedelta(days=2) + (rules.buffer or timedelta(0))

@@ -14,8 +14,9 @@ clears them; events already there stand, the next write to them is checked);
 
 from __future__ import annotations
 
+import functools
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -60,7 +61,7 @@ _KNOWN = (*RULE_NAMES, "onViolation")
 Clock = timedelta  # a wall-clock time as the time since the local midnight (00:00 to 24:00)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Rules:
     """The rules read for evaluation (``rule_check``): each ``None`` when unset."""
 
@@ -75,6 +76,8 @@ class Rules:
     max_days_ahead: int | None
     max_duration: timedelta | None
     on_violation: str
+    # What ``rule_check`` works out once for a day and zone: its working spans.
+    memo: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def horizon(self) -> timedelta:
@@ -269,12 +272,16 @@ def stored_rules(conn: Connection, *, user_id: str) -> dict[str, Any]:
     return shown
 
 
-def rules_of(conn: Connection, *, user_id: str) -> Rules | None:
-    """The owner's rules for a check (one read by the owner's id), ``None`` when none is set."""
-    found = _READ.first(conn, user_id=user_id)
-    if found is None:
-        return None
-    return parsed(orjson.loads(found[0]))
+def rules_of(principal: Principal) -> Rules | None:
+    """The rules that bind ``principal``'s writes, read with its key (``Principal.rules``),
+    ``None`` when none does."""
+    return _parsed_text(principal.rules) if principal.rules else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_text(text: str) -> Rules:
+    """Stored rules read once per process for each text (a ``Rules`` is never changed)."""
+    return parsed(orjson.loads(text))
 
 
 def set_rules(conn: Connection, *, user_id: str, value: Any, now: datetime) -> dict[str, Any]:

@@ -29,7 +29,6 @@ from calendar_service.access.call_history import CallRecord, record_call
 from calendar_service.access.keys import (
     READ,
     REVOKED_BY_APP,
-    RULES_SET,
     WRITE,
     Principal,
     authorize,
@@ -245,7 +244,7 @@ def _perform(
                     value = _present(done, present)
             else:
                 value = op.run(conn, principal=principal, **kwargs)
-                if via is not None and via.made and principal.rules == RULES_SET:
+                if via is not None and via.made and principal.rules:  # rules bind it
                     _keep_rules(conn, principal, via, rate)
                 if present is not None:
                     value = value.then(present) if isinstance(value, Later) else present(value)

@@ -64,21 +64,35 @@ def busy_of(
     return finish(found)
 
 
-def meetings_of(conn: Connection, *, user_id: str, low: datetime, high: datetime) -> list[Busy]:
+def meetings_of(
+    conn: Connection,
+    *,
+    user_id: str,
+    low: datetime,
+    high: datetime,
+    calendars: Sequence[CalendarRow] | None = None,
+) -> list[Busy]:
     """The owner's meetings that overlap ``[low, high)``, in no order: what the owner's rules
     for agents count (``calendar.rule_check``), in every calendar of the owner: events that
     are neither all-day nor transparent (free), cancelled occurrences left out. The one read
-    of busy time the rules make.
+    of busy time the rules make (``calendars``: ``owner_calendars``, when read already).
 
     It runs after the write it checks, in the same transaction, which may yet be rolled back
     (a refusal, a dry run): the calendars' ``series_version`` is left unread, so that the
     series found are not kept in memory (``queries.window_series``) under a version that the
     rollback takes back and a later write numbers again."""
-    calendars = [
+    if calendars is None:
+        calendars = owner_calendars(conn, user_id=user_id)
+    return busy_of(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=True)
+
+
+def owner_calendars(conn: Connection, *, user_id: str) -> list[CalendarRow]:
+    """Every calendar of the owner, for ``meetings_of`` (its ``calendars``: read once for
+    several reads of meetings)."""
+    return [
         CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4], None, r[6])
         for r in list_owner_calendars(conn, user_id=user_id)
     ]
-    return busy_of(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=True)
 
 
 def busy_later(
