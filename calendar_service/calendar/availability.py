@@ -325,7 +325,7 @@ def find_free_time_later(
     length = timedelta(minutes=duration)
     # The owner's rules for agents that bind this key, in the zone of the calendar it books in.
     target_tz = zone(calendars[0].time_zone) if calendars else tz
-    keeps = slot_filter(conn, principal=principal, tz=target_tz, low=low, high=high, now=utcnow())
+    rules = slot_filter(conn, principal=principal, tz=target_tz, low=low, high=high, now=utcnow())
     known: list[tuple[str, str, list[CalendarRow]]] = []
     unknown: list[str] = []
     if asked:
@@ -334,12 +334,14 @@ def find_free_time_later(
     def answer(items: list[Busy]) -> dict[str, Any]:
         busy = merged(items, low, high)
         free: Iterable[tuple[datetime, datetime]] = _free(busy, low, high)
+        if rules is not None:  # only where a meeting may be at all
+            free = rules.clip(free)
         if hours is not None:
             free = _within_hours(free, hours, tz, (low, high))
         slots = []
         for start in _starts(free, length, tz):
             end = start + length
-            if keeps is not None and not keeps(start, end):
+            if rules is not None and not rules.keeps(start, end):
                 continue
             slots.append({"startsAt": format_in(start, tz), "endsAt": format_in(end, tz)})
             if len(slots) == limit:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
@@ -514,6 +514,63 @@ def _quarter(instant: datetime, tz: tzinfo) -> datetime:
     )
 
 
+@dataclass(slots=True)
+class SlotFilter:
+    """What ``findFreeTime`` keeps of its free time under the rules binding the key:
+    ``clip`` cuts free intervals to the times a meeting may lie in at all (working hours, not
+    on a no-meeting day, after the notice, within the days ahead), ``keeps`` says whether a
+    meeting at ``[start, end)`` keeps every rule."""
+
+    rules: Rules
+    tz: tzinfo
+    now: datetime
+    meetings: Meetings
+
+    def keeps(self, start: datetime, end: datetime) -> bool:
+        return passes(self.rules, self.tz, start, end, now=self.now, meetings=self.meetings)
+
+    def clip(self, free: Iterable[Span]) -> list[Span]:
+        rules, tz = self.rules, self.tz
+        floor = self.now + rules.min_notice if rules.min_notice is not None else None
+        ceiling = None
+        if rules.max_days_ahead is not None:
+            ceiling = self.now + timedelta(days=rules.max_days_ahead)
+        out: list[Span] = []
+        for start, end in free:
+            if floor is not None:
+                start = max(start, floor)
+            if ceiling is not None:
+                end = min(end, ceiling + DAY)  # a meeting starts by then, lasts a day at most
+            if start >= end:
+                continue
+            if rules.hours is None and not rules.no_meeting_days:
+                out.append((start, end))
+                continue
+            for a, b in _allowed(rules, tz, start, end):
+                if max(a, start) < min(b, end):
+                    out.append((max(a, start), min(b, end)))
+        return out
+
+
+DAY = timedelta(days=1)
+
+
+def _allowed(rules: Rules, tz: tzinfo, low: datetime, high: datetime) -> list[Span]:
+    """The spans of ``[low, high)`` a meeting may lie in by working hours and no-meeting
+    days (joined across midnight), on the local days they touch."""
+    day = low.astimezone(tz).date() - DAY
+    last = high.astimezone(tz).date()
+    spans: list[Span] = []
+    while day <= last:
+        if day.weekday() not in rules.no_meeting_days:
+            if rules.hours is None:
+                spans.append((_at(day, timedelta(0), tz), _at(day, DAY, tz)))
+            else:
+                spans.extend(_working_spans(rules, day, tz))
+        day += DAY
+    return _union(spans)
+
+
 def slot_filter(
     conn: Connection,
     *,
@@ -522,10 +579,10 @@ def slot_filter(
     low: datetime,
     high: datetime,
     now: datetime,
-) -> Callable[[datetime, datetime], bool] | None:
-    """For ``findFreeTime`` (and a scheduling link's slots): whether a meeting at
-    ``[start, end)`` within ``[low, high)`` would keep the rules that bind ``principal``
-    (``tz``: the zone of the calendar it would go in); ``None`` when no rule binds it."""
+) -> SlotFilter | None:
+    """For ``findFreeTime`` (and a scheduling link's slots): what keeps the rules that bind
+    ``principal`` within ``[low, high)`` (``tz``: the zone of the calendar it would go in);
+    ``None`` when no rule binds it."""
     rules = rules_of(principal)
     if rules is None:
         return None
@@ -534,15 +591,13 @@ def slot_filter(
         meetings_of(conn, user_id=principal.user_id, low=low - slack, high=high + slack)
     )
 
-    def keeps(start: datetime, end: datetime) -> bool:
-        return passes(rules, tz, start, end, now=now, meetings=meetings)
-
-    return keeps
+    return SlotFilter(rules, tz, now, meetings)
 
 
 __all__ = [
     "MAX_OCCURRENCES",
     "Meetings",
+    "SlotFilter",
     "Verdict",
     "broken",
     "check_write",

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from calendar_service.access.keys import READ, WRITE, Principal
-from calendar_service.calendar.calendars import CalendarRow, list_owner_calendars
+from calendar_service.calendar.calendars import CalendarRow, every_calendar
 from calendar_service.calendar.events.chunks import (
     PLANS,
     SHARE_FLOOR,
@@ -89,10 +89,7 @@ def meetings_of(
 def owner_calendars(conn: Connection, *, user_id: str) -> list[CalendarRow]:
     """Every calendar of the owner, for ``meetings_of`` (its ``calendars``: read once for
     several reads of meetings)."""
-    return [
-        CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4], None, r[6])
-        for r in list_owner_calendars(conn, user_id=user_id)
-    ]
+    return every_calendar(conn, user_id=user_id)
 
 
 def busy_later(
