@@ -37,6 +37,7 @@ from calendar_service.platform.timeutil import format_in, localize, zone
 MAX_OCCURRENCES = 400
 """Occurrences of one series a check looks at, at most (a daily series over 90 days is 90)."""
 SUGGESTIONS = 3
+DAY = timedelta(days=1)
 SUGGESTION_STEP = timedelta(minutes=15)
 SUGGESTION_REACH = timedelta(days=14)
 """How far before and after the time asked the suggestions are looked for."""
@@ -182,10 +183,7 @@ def broken(
             )
     if rules.max_minutes is not None:
         for day in days:
-            low, high = _at(day, timedelta(0), tz), _at(day, timedelta(days=1), tz)
-            busy = [*meetings.overlapping(low, high, skip), (start, end)]
-            taken = sum(((min(e, high) - max(s, low)) for s, e in _union(busy)), start=timedelta(0))
-            minutes = int(taken.total_seconds() // 60)
+            minutes = _minutes_on(day, tz, start, end, meetings, skip)
             if minutes > rules.max_minutes:
                 found.append(
                     (
@@ -330,9 +328,30 @@ def passes(
     buffer = rules.buffer
     if buffer is not None and meetings.overlapping(start - buffer, end + buffer, skip):
         return False
-    if rules.max_meetings is None and rules.max_minutes is None and rules.focus is None:
-        return True
-    return not broken(rules, tz, start, end, now=now, meetings=meetings, skip=skip)
+    days = _days(start, end, tz)
+    if rules.max_meetings is not None:
+        low, high = _at(days[0], timedelta(0), tz), _at(days[0], DAY, tz)
+        if meetings.starting(low, high, skip) + 1 > rules.max_meetings:
+            return False
+    if rules.max_minutes is not None:
+        for day in days:
+            if _minutes_on(day, tz, start, end, meetings, skip) > rules.max_minutes:
+                return False
+    if rules.focus is not None:
+        for day in days:
+            if _focus_broken(rules, tz, day, start, end, meetings, skip) is not None:
+                return False
+    return True
+
+
+def _minutes_on(
+    day: date, tz: tzinfo, start: datetime, end: datetime, meetings: Meetings, skip: str | None
+) -> int:
+    """Minutes of meetings on the local ``day`` with one at ``[start, end)`` (overlaps once)."""
+    low, high = _at(day, timedelta(0), tz), _at(day, DAY, tz)
+    busy = [*meetings.overlapping(low, high, skip), (start, end)]
+    taken = sum(((min(e, high) - max(s, low)) for s, e in _union(busy)), start=timedelta(0))
+    return int(taken.total_seconds() // 60)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -550,9 +569,6 @@ class SlotFilter:
                 if max(a, start) < min(b, end):
                     out.append((max(a, start), min(b, end)))
         return out
-
-
-DAY = timedelta(days=1)
 
 
 def _allowed(rules: Rules, tz: tzinfo, low: datetime, high: datetime) -> list[Span]:
