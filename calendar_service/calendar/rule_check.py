@@ -598,15 +598,17 @@ def slot_filter(
 ) -> SlotFilter | None:
     """For ``findFreeTime`` (and a scheduling link's slots): what keeps the rules that bind
     ``principal`` within ``[low, high)`` (``tz``: the zone of the calendar it would go in);
-    ``None`` when no rule binds it."""
+    ``None`` when no rule binds it. Only in a transaction that has written nothing yet (its
+    series may be read from memory, under versions no rollback takes back)."""
     rules = rules_of(principal)
     if rules is None:
         return None
     slack = timedelta(days=2) + (rules.buffer or timedelta(0))
+    user_id = principal.user_id
+    calendars = owner_calendars(conn, user_id=user_id, before_writes=True)  # a read: no write
     meetings = Meetings(
-        meetings_of(conn, user_id=principal.user_id, low=low - slack, high=high + slack)
+        meetings_of(conn, user_id=user_id, low=low - slack, high=high + slack, calendars=calendars)
     )
-
     return SlotFilter(rules, tz, now, meetings)
 
 

@@ -86,10 +86,13 @@ def meetings_of(
     return busy_of(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=True)
 
 
-def owner_calendars(conn: Connection, *, user_id: str) -> list[CalendarRow]:
+def owner_calendars(
+    conn: Connection, *, user_id: str, before_writes: bool = False
+) -> list[CalendarRow]:
     """Every calendar of the owner, for ``meetings_of`` (its ``calendars``: read once for
-    several reads of meetings)."""
-    return every_calendar(conn, user_id=user_id)
+    several reads of meetings); ``before_writes``: for a transaction that has written nothing
+    (``findFreeTime``), whose series may then be read from memory."""
+    return every_calendar(conn, user_id=user_id, versions=before_writes)
 
 
 def busy_later(
