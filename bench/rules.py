@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> None:
                 now=utcnow(),
             )
         db.close()
-        days = _weekdays(date.today() + timedelta(days=2), args.requests)
+        laps = args.rounds // len(SLOTS) + 1  # each lap of the slots on days of its own
+        days = _weekdays(date.today() + timedelta(days=2), args.requests * laps)
         app = app_from_env()
         cpu: dict[tuple[str, str], list[float]] = {}
         statuses: Counter[int] = Counter()
@@ -129,8 +130,11 @@ def main(argv: list[str] | None = None) -> None:
             lifespan = runner.run(_started(app))
             for round_ in range(args.rounds + 1):  # the first round warms up
                 work = {
-                    "create": _creates(days, round_ % len(SLOTS)),
-                    "findFreeTime": _free_times(days, args.free_time),
+                    "create": _creates(
+                        days[(round_ // len(SLOTS)) * args.requests :][: args.requests],
+                        round_ % len(SLOTS),
+                    ),
+                    "findFreeTime": _free_times(days[: args.requests], args.free_time),
                 }
                 for kind, batch in work.items():
                     for name in ("with", "without"):
