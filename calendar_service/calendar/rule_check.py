@@ -417,7 +417,7 @@ def check_write(
                 rules=rules,
                 tz=first[2],
                 span=first[:2],
-                skip=event["id"],
+                skip=first[3],
                 now=now,
             )
     return verdict if verdict.errors else None
@@ -430,7 +430,7 @@ def _check_event(
     rules: Rules,
     event: dict[str, Any],
     now: datetime,
-) -> tuple[list[tuple[str, str]], tuple[datetime, datetime, tzinfo] | None]:
+) -> tuple[list[tuple[str, str]], tuple[datetime, datetime, tzinfo, str] | None]:
     """The rules ``event`` breaks (each once, with the occurrence that breaks it first), and
     the time the suggestions replace: the event's, or its series' first breaking one."""
     tz = zone(next(c.time_zone for c in calendars if c.id == event["calendarId"]))
@@ -444,7 +444,7 @@ def _check_event(
             )
         )
         found = broken(rules, tz, start, end, now=now, meetings=meetings, skip=event["id"])
-        return found, (start, end, tz)
+        return found, (start, end, tz, event["id"])
     low = max(now, start) - (end - start)
     high = max(now, start) + rules.horizon
     meetings = Meetings(
@@ -453,7 +453,7 @@ def _check_event(
     prefix = event["id"] + "_"
     own = [m for m in meetings.items if m[2].startswith(prefix) and low < m[1] and m[0] < high]
     errors: list[tuple[str, str]] = []
-    first: tuple[datetime, datetime, tzinfo] | None = None
+    first: tuple[datetime, datetime, tzinfo, str] | None = None
     seen: set[str] = set()
     if rules.max_days_ahead is not None and start > now + rules.horizon:
         days = rules.max_days_ahead
@@ -465,7 +465,7 @@ def _check_event(
             )
         )
         seen.add("maxDaysAhead")
-        first = (start, end, tz)
+        first = (start, end, tz, own[0][2] if own else event["id"])
     for s, e, occurrence_id in own[:MAX_OCCURRENCES]:
         found = broken(rules, tz, s, e, now=now, meetings=meetings, skip=occurrence_id, series=True)
         for rule, message in found:
@@ -473,7 +473,7 @@ def _check_event(
                 seen.add(rule)
                 errors.append((rule, f"The occurrence at {format_in(s, tz)}: {message}"))
                 if first is None:
-                    first = (s, e, tz)
+                    first = (s, e, tz, occurrence_id)
     return errors, first
 
 

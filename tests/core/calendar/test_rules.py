@@ -570,3 +570,22 @@ def test_set_replaces_the_rules_and_an_empty_object_clears_them(
     assert db.call(stored_rules, user_id=owner.id) == {"maxDaysAhead": 5, "onViolation": "refuse"}
     db.call(set_rules, user_id=owner.id, value={}, now=utcnow())
     assert db.call(stored_rules, user_id=owner.id) == {"onViolation": "refuse"}
+
+
+async def test_a_series_that_breaks_a_rule_gets_times_for_its_first_such_occurrence(
+    db: Database, factory: Factory
+) -> None:
+    s = setup(db, factory, CASES[1])  # 15 minutes around meetings; one on Monday 10-11
+    m = monday()
+    series = {
+        "title": "Daily",
+        "recurrence": ["RRULE:FREQ=DAILY;COUNT=2"],
+        **body(span(m, "10:30", "11:00")),
+    }
+    with pytest.raises(RuleViolation) as refused:
+        await perform(s, operations.CREATE, {"body": series, "now": utcnow()})
+    assert [e["rule"] for e in refused.value.errors] == ["bufferMinutes"]
+    assert "The occurrence at" in refused.value.errors[0]["message"]
+    first = refused.value.suggestions[0]
+    moved = {**series, "startsAt": first["startsAt"], "endsAt": first["endsAt"]}
+    assert (await perform(s, operations.CREATE, {"body": moved, "now": utcnow()})).status == 201
