@@ -23,6 +23,7 @@ from calendar_service.platform.errors import (
     CalendarError,
     Conflict,
     InsufficientScope,
+    RuleViolation,
     ValidationFailed,
 )
 
@@ -36,6 +37,9 @@ def describe(exc: CalendarError) -> str:
         lines.append(f"Missing permission: {exc.required_scope}.")
     if isinstance(exc, ValidationFailed):
         lines.extend(f"- {item['field']}: {item['message']}" for item in exc.errors)
+    if isinstance(exc, RuleViolation):
+        lines.extend(f"- {item['rule']}: {item['message']}" for item in exc.errors)
+        lines.extend(f"- try {item['startsAt']} to {item['endsAt']}" for item in exc.suggestions)
     if isinstance(exc, Conflict):
         lines.extend(
             f"- busy {item['startsAt']} to {item['endsAt']}"

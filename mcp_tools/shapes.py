@@ -236,6 +236,10 @@ def with_dry_run(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def no_arguments_schema() -> dict[str, Any]:
+    return {"type": "object", "properties": {}, "additionalProperties": False}
+
+
 def changes_schema() -> dict[str, Any]:
     return _clean(ChangesArguments.model_json_schema(by_alias=True), plain=True)
 
@@ -356,10 +360,13 @@ def _ids(prop: dict[str, Any]) -> dict[str, Any]:
 
 def awaiting(proposal: dict[str, Any]) -> dict[str, Any]:
     """A write tool's result when the write waits for the owner's approval."""
+    broken = "".join(f" {e['message']}" for e in proposal.get("ruleViolations", ()))
+    because = f" It breaks the owner's rules for agents:{broken}" if broken else ""
     return {
         "awaitsApproval": True,
         "message": f"Not done yet: the owner must approve this change (proposal "
-        f"{proposal['id']}, until {proposal['expiresAt']}). Tell the person; do not retry.",
+        f"{proposal['id']}, until {proposal['expiresAt']}).{because} Tell the person; do not "
+        "retry.",
         "proposal": proposal,
     }
 
@@ -438,6 +445,11 @@ FREE_TIME_OUTPUT = {
     "type": "object",
     "properties": {"timeZone": _S, "slots": _SLOTS},
     "required": ["slots"],
+}
+RULES_OUTPUT = {
+    "type": "object",
+    "properties": {"rules": _OBJECT, "bindsThisKey": _B},
+    "required": ["rules", "bindsThisKey"],
 }
 _CHANGE_FIELDS: dict[str, Any] = {"id": _S, "at": _S, "kind": _S, "eventId": _S}
 CHANGES_OUTPUT = {

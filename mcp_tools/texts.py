@@ -85,6 +85,13 @@ find a time for a meeting. Returns `slots` (startsAt, endsAt), earliest first, e
 they overlap, so pick one, and book it with createCalendarEvent and ifFree: true.
 """
 
+RULES_DOC = """\
+The owner's rules for agents (working hours, buffers, meetings a day, focus time, no-meeting
+days, notice, how far ahead, longest meeting) and whether they bind this key. findFreeTime
+already keeps them; a write that breaks them is refused (rule_violation, with suggestions) or
+waits for the owner.
+"""
+
 LIST_CHANGES_DOC = """\
 What was changed in the reachable calendars, newest first: each change's id, kind, event and
 who made it. Use it to review what was done or find a change to undo.

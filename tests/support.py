@@ -266,6 +266,7 @@ class Factory:
         approval: str = "none",
         app_password: bool = False,
         may_invite: bool = False,
+        rules: str = "bound",
     ) -> tuple[dict[str, Any], str]:
         """``keys.create_key`` as of ``now`` (default: the present), the key expiring a day
         later unless ``expires_at`` says otherwise; returns (the key's record, secret)."""
@@ -281,6 +282,7 @@ class Factory:
             approval=approval,
             app_password=app_password,
             may_invite=may_invite,
+            rules=rules,
         )
 
 

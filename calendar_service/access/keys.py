@@ -16,7 +16,19 @@ import zlib
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Final, Literal, NamedTuple
 
-from sqlalchemy import Connection, and_, bindparam, insert, select, update
+from sqlalchemy import (
+    Connection,
+    and_,
+    bindparam,
+    case,
+    func,
+    insert,
+    null,
+    or_,
+    select,
+    true,
+    update,
+)
 
 from calendar_service.access import call_history as history
 from calendar_service.platform.db import Statement
@@ -36,6 +48,7 @@ from calendar_service.platform.inputs import check_text
 from calendar_service.platform.models.calendars import ROW_COLUMNS, calendars_t
 from calendar_service.platform.models.columns import from_db
 from calendar_service.platform.models.keys import keys_t
+from calendar_service.platform.models.rules import rules_t
 from calendar_service.platform.timeutil import format_utc, parse_date_time
 
 SECRET_PREFIX = "calsk_"  # noqa: S105 - a public prefix, not a secret
@@ -70,6 +83,11 @@ APPROVAL_NONE = "none"
 APPROVAL_DESTRUCTIVE = "destructive"
 APPROVAL_ALL = "all"
 APPROVALS = (APPROVAL_NONE, APPROVAL_DESTRUCTIVE, APPROVAL_ALL)
+
+# Whether the owner's rules for agents bind a key's writes (``api_keys.rules``).
+RULES_BOUND = "bound"
+RULES_EXEMPT = "exempt"
+RULES_CHOICES = (RULES_BOUND, RULES_EXEMPT)
 
 
 # Who or what revoked a key (``api_keys.revoked_by``; ``errors.RevokedKey`` words each).
@@ -258,6 +276,16 @@ class Principal(NamedTuple):
     calendar: tuple[Any, ...] | None = None
     approval: str = APPROVAL_NONE  # which of its writes wait for the owner (APPROVALS)
     may_invite: bool = False  # whether it may send email invitations (sendUpdates=all)
+    # The owner's rules for agents that bind its writes (``calendar.rules``), read with the
+    # key: ``None`` for a key made ``--rules exempt``, an app password (the owner's own device)
+    # or the owner in person; ``""`` for a key they would bind while its owner has set none (a
+    # write then reads nothing more); else the rules as stored (JSON).
+    rules: str | None = None
+
+    @property
+    def rules_bound(self) -> bool:
+        """Whether the owner's rules, when set, bind this principal's writes."""
+        return self.rules is not None
 
     @property
     def scopes(self) -> tuple[str, ...]:
@@ -336,11 +364,24 @@ class KeyRow(NamedTuple):
     calendar: tuple[Any, ...] | None
     approval: str = APPROVAL_NONE
     may_invite: bool = False
+    rules: str | None = None  # Principal.rules
 
 
 # Read on every request, straight from the driver (see db.Statement); never cached.
 _KEY_WITH_CALENDAR = select(
-    *_VERIFY_COLUMNS, *ROW_COLUMNS, keys_t.c.approval, keys_t.c.may_invite
+    *_VERIFY_COLUMNS,
+    *ROW_COLUMNS,
+    keys_t.c.approval,
+    keys_t.c.may_invite,
+    # Principal.rules: bound by the owner's rules (a key not made exempt that is not an app
+    # password), and the rules the owner set, if any (an index probe in the same statement).
+    case(
+        (or_(keys_t.c.rules == RULES_EXEMPT, keys_t.c.app_password == true()), null()),
+        else_=func.coalesce(
+            select(rules_t.c.rules).where(rules_t.c.user_id == keys_t.c.user_id).scalar_subquery(),
+            "",
+        ),
+    ),
 ).select_from(
     keys_t.outerjoin(
         calendars_t,
@@ -367,6 +408,7 @@ def _key_row(found: Any) -> KeyRow:
         None if found[8] is None else (*found[8:11], bool(found[11]), *found[12:15]),
         found[15],
         bool(found[16]),
+        found[17],
     )
 
 
@@ -435,6 +477,7 @@ def authorize(row: KeyRow, *, now: datetime, app: bool = False) -> Principal:
         row.calendar,
         row.approval,
         row.may_invite,
+        row.rules,
     )
 
 
@@ -494,10 +537,12 @@ def create_key(
     approval: str = APPROVAL_NONE,
     may_invite: bool = False,
     app_password: bool = False,
+    rules: str = RULES_BOUND,
 ) -> tuple[dict[str, Any], str]:
     """Issue a key (``approval``: which of its writes wait for the owner; ``may_invite``:
     whether it may send email invitations; ``app_password``: it may sign a calendar app in over
-    CalDAV, with HTTP Basic). Returns its public record and the secret (shown once, never
+    CalDAV, with HTTP Basic; ``rules``: ``exempt`` for a key the owner's rules for agents do not
+    bind). Returns its public record and the secret (shown once, never
     stored)."""
     name = (name or "").strip()
     errors = check_text("name", name)
@@ -512,6 +557,8 @@ def create_key(
         now=now,
         approval=approval,
     )
+    if rules not in RULES_CHOICES:
+        errors.append(FieldError("rules", f"must be one of {', '.join(RULES_CHOICES)}"))
     if errors:
         raise ValidationFailed(errors)
     secret = generate_secret()
@@ -529,6 +576,7 @@ def create_key(
         "approval": approval,
         "may_invite": bool(may_invite),
         "app_password": bool(app_password),
+        "rules": rules,
     }
     conn.execute(insert(keys_t).values(**values))
     return key_public(values, now=now), secret
@@ -558,6 +606,7 @@ def key_public(row: Any, *, now: datetime, last_used_at: datetime | None = None)
         "approval": row.get("approval") or APPROVAL_NONE,
         "mayInvite": bool(row.get("may_invite")),  # it may send email invitations
         "appPassword": bool(row.get("app_password")),  # signs a calendar app in (CalDAV)
+        "rules": row.get("rules") or RULES_BOUND,  # "exempt": the owner's rules do not bind it
     }
 
 

@@ -10,6 +10,7 @@ may import the core and the plumbing (``asgi``), no other front.
     /settings/keys/{id}/approval         POST which of the key's writes wait for the owner
     /settings/keys/{id}/undo             GET what undoing its work does, POST revoke and undo
     /settings/pending                    GET writes waiting for approval, POST approve/reject
+    /settings/rules                      GET the owner's rules for agents, POST save them
     /settings/activity                   GET every change (filters), POST undo one
     /settings/webhook...                 the webhook, its secret and its deliveries
     /settings/calendars                  GET calendars + upcoming events, POST new calendar
@@ -31,6 +32,7 @@ from elsewhere. See docs/settings.md for the decisions behind sessions, CSRF and
     keys_pages.py     the API keys: list, create, revoke
     key_work_pages.py a key's approval setting, and undoing its work since a time
     pending_pages.py  the writes that wait for the owner's approval: approve, reject
+    rules_pages.py    the owner's rules for agents, and the keys they do not bind
     activity_pages.py every change, with ``changes_view.py``'s before/after view, and undo
     history_pages.py  a key's call history, with ``chart.py``'s calls per day (inline SVG)
     webhook_pages.py  the webhook, its secret, test events and deliveries
@@ -59,6 +61,7 @@ from calendar_service.account import (
     key_work_pages,
     keys_pages,
     pending_pages,
+    rules_pages,
     sharing_pages,
     signin,
     webhook_pages,
@@ -90,6 +93,7 @@ def account_routes() -> list[BaseRoute]:
         *keys_pages.routes(),
         *key_work_pages.routes(),
         *pending_pages.routes(),
+        *rules_pages.routes(),
         *activity_pages.routes(),
         *history_pages.routes(),
         *webhook_pages.routes(),

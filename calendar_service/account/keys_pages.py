@@ -83,6 +83,7 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
             "calendar",
             "approval",
             "may_invite",
+            "rules",
         )
     }
     values["app_password"] = "yes" if data.get("app_password") else ""
@@ -102,6 +103,7 @@ async def create_key(request: Request, owner: OwnerSessionInfo) -> Response:
             approval=values["approval"] or keys.APPROVAL_NONE,
             may_invite=values["may_invite"] == "yes",
             app_password=bool(values["app_password"]),
+            rules=values["rules"] or keys.RULES_BOUND,
         )
     except ValidationFailed as exc:
         return await PAGE.show(request, owner, values=values, refused=exc)

@@ -28,8 +28,8 @@ from calendar_service.platform.timeutil import utcnow
 DECIDED_SHOWN = 30
 NOTICES = {
     "approved": "Approved: the change is made, as it was proposed.",
-    "failed": "Not made: the event changed since the change was proposed (see below). The key "
-    "may propose it again.",
+    "failed": "Not made: the event changed since the change was proposed, or it breaks your "
+    "rules for agents now (see below). The key may propose it again.",
     "rejected": "Rejected: nothing was changed.",
 }
 

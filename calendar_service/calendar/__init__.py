@@ -5,6 +5,8 @@ sharing, attendees. May import: platform, access, journal.
   default calendar);
 - ``calendar_edits``: a calendar changed or deleted, with its change-log rows;
 - ``availability``: free/busy and finding a free time;
+- ``rules``: the owner's rules for agents, checked as sent, stored and read;
+- ``rule_check``: the one check of a key's write against them, suggestions, findFreeTime's filter;
 - ``sharing``: an owner's calendars shared with other owners;
 - ``reminders``: an event's reminders as sent, stored and shown;
 - ``attendees``: attendees and organizer, as sent, stored and shown (one email rule);

@@ -13,6 +13,10 @@ and clipped to the window.
 Every query starts from what the key reaches (``calendars.accessible_calendars``): an id
 outside it is a 401 ``insufficient_scope`` for a one-calendar key (which may not learn what
 else exists) and a 400 naming ``calendarIds`` for an unknown id of an all-calendars key.
+
+``find_free_time`` offers only the slots that keep the owner's rules for agents binding the
+key (``rule_check.slot_filter``, in the zone of the first calendar asked, where it would book);
+``query_free_busy`` is a statement of fact and ignores them.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from calendar_service.calendar import sharing
 from calendar_service.calendar.calendars import CalendarRow, accessible_calendars
 from calendar_service.calendar.event_input import parse_untrusted
 from calendar_service.calendar.events.busy import Busy, busy_later
+from calendar_service.calendar.rule_check import slot_filter
 from calendar_service.platform.deferred import Later, finish
 from calendar_service.platform.errors import FieldError, InsufficientScope, ValidationFailed
 from calendar_service.platform.models.availability import FreeBusyQuery, FreeTimeQuery, WorkingHours
@@ -42,6 +47,7 @@ from calendar_service.platform.timeutil import (
     parse_date_time,
     parse_day,
     utc_text,
+    utcnow,
     zone,
 )
 
@@ -317,6 +323,9 @@ def find_free_time_later(
         raise ValidationFailed(errors)
     low, high = window
     length = timedelta(minutes=duration)
+    # The owner's rules for agents that bind this key, in the zone of the calendar it books in.
+    target_tz = zone(calendars[0].time_zone) if calendars else tz
+    rules = slot_filter(conn, principal=principal, tz=target_tz, low=low, high=high, now=utcnow())
     known: list[tuple[str, str, list[CalendarRow]]] = []
     unknown: list[str] = []
     if asked:
@@ -325,11 +334,15 @@ def find_free_time_later(
     def answer(items: list[Busy]) -> dict[str, Any]:
         busy = merged(items, low, high)
         free: Iterable[tuple[datetime, datetime]] = _free(busy, low, high)
+        if rules is not None:  # only where a meeting may be at all
+            free = rules.clip(free)
         if hours is not None:
             free = _within_hours(free, hours, tz, (low, high))
         slots = []
         for start in _starts(free, length, tz):
             end = start + length
+            if rules is not None and not rules.keeps(start, end):
+                continue
             slots.append({"startsAt": format_in(start, tz), "endsAt": format_in(end, tz)})
             if len(slots) == limit:
                 break

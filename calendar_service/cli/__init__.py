@@ -15,6 +15,7 @@ command, is translated into a message (with ``--json``, one JSON object: ``code`
     ical.py     feeds …, import
     changes.py  changes list, changes undo
     proposals.py proposals list, approve, reject (writes that wait for the owner)
+    rules.py    rules show, rules set (the owner's rules for agents)
     mail.py     mail list (the invitations sent), inbound-mail (an iMIP reply on stdin)
     demo.py     demo
 """
@@ -23,7 +24,17 @@ from __future__ import annotations
 
 import typer
 
-from calendar_service.cli import changes, demo, ical, mail, owners, proposals, serve, webhook
+from calendar_service.cli import (
+    changes,
+    demo,
+    ical,
+    mail,
+    owners,
+    proposals,
+    rules,
+    serve,
+    webhook,
+)
 from calendar_service.cli.common import Commands
 
 app = typer.Typer(
@@ -43,6 +54,7 @@ app.add_typer(webhook.webhook_app, name="webhook")
 app.add_typer(ical.feeds_app, name="feeds")
 app.add_typer(changes.changes_app, name="changes")
 app.add_typer(proposals.proposals_app, name="proposals")
+app.add_typer(rules.rules_app, name="rules")
 app.add_typer(mail.mail_app, name="mail")
 app.command()(serve.serve)
 app.command()(webhook.worker)

@@ -324,6 +324,13 @@ def keys_create(
             "in over CalDAV with your email and this secret.",
         ),
     ] = False,
+    rules: Annotated[
+        str,
+        typer.Option(
+            help="Whether your rules for agents (rules show|set) bind its writes: bound "
+            "(default) or exempt."
+        ),
+    ] = "bound",
     as_json: JsonFlag = False,
 ) -> None:
     """Create an API key. Its secret is printed once and never stored."""
@@ -350,6 +357,7 @@ def keys_create(
             approval=approval,
             may_invite=may_invite,
             app_password=app_password,
+            rules=rules,
         )
 
     record, secret = run(work)
@@ -361,6 +369,8 @@ def keys_create(
         waits = "" if approval == keys.APPROVAL_NONE else f", {approval} writes wait for you"
         if may_invite:
             waits += ", may send invitations"
+        if record["rules"] == keys.RULES_EXEMPT:
+            waits += ", exempt from your rules"
         typer.echo(
             f"created key {record['id']} ({record['permission']}, {scope}, "
             f"expires {record['expiresAt']}, {_from_now(expires, now)}{waits})"
@@ -390,6 +400,8 @@ def keys_list(
         prefix = "(connected app)" if k["kind"] == "app" else f"{k['prefix']}…"
         used = f"last used {k['lastUsedAt']}" if k["lastUsedAt"] else "never used"
         waits = "" if k["approval"] == keys.APPROVAL_NONE else f"  {k['approval']} writes wait"
+        if k["rules"] == keys.RULES_EXEMPT:
+            waits += "  exempt from rules"
         return (
             f"{k['id']}  {prefix}  {k['name']}  {k['permission']}  {scope}  "
             f"{k['state']}  expires {k['expiresAt']}  {used}{waits}"

@@ -12,7 +12,10 @@ key's request (in the key's call history, answered 202), with ``proposalId`` and
 ``approvedBy`` (the owner). An event the approval creates is created at the approval; an
 import's UIDs are recorded as the import would have (one imported since under the same UID is
 a conflict too). A create that asked for a free time (``ifFree``) is checked again: a busy
-event made since in that time fails it as a conflict, naming the overlap.
+event made since in that time fails it as a conflict, naming the overlap. The owner's rules
+for agents bind an approval as the key's own write (``calendar.rule_check``): one that breaks
+them now fails (``rule_violation``, naming them), but for a proposal made because it broke
+them (``onViolation: ask``), whose approval is the owner's yes.
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, insert, select, update
 
-from calendar_service.access.keys import Principal, owner_principal
+from calendar_service.access.keys import Principal, key_row_by_id, owner_principal
 from calendar_service.calendar.calendars import get_calendar_row
 from calendar_service.calendar.events.changelog import read_rows
 from calendar_service.calendar.events.create import check_free
 from calendar_service.calendar.events.queries import events_t
 from calendar_service.calendar.events.series import lock_series
+from calendar_service.calendar.rule_check import check_write
 from calendar_service.governance.change_list import change_row
 from calendar_service.governance.proposals import APPROVED, FAILED, decide, pending_row
 from calendar_service.governance.restoring import notify_restored, restore_rows, shown_event
@@ -36,6 +40,7 @@ from calendar_service.journal.change_record import Unit, Via, record, same_conte
 from calendar_service.journal.change_table import CREATED, KEY, OWNER, changes_t
 from calendar_service.journal.webhook_outbox import CREATED as CREATED_HOOK
 from calendar_service.journal.webhook_outbox import record_change
+from calendar_service.platform.db.transactions import tentative
 from calendar_service.platform.errors import Conflict, NotFound
 from calendar_service.platform.models import ical_uids_t, users_t
 from calendar_service.platform.timeutil import from_utc_text, zone
@@ -61,12 +66,44 @@ def approve(
     via = Via(KEY, row.key_id, transport, row.request_id)
     email = conn.execute(select(users_t.c.email).where(users_t.c.id == user_id)).scalar()
     approved_by = {"type": OWNER, "id": user_id, "name": email or OWNER}
-    made = [
-        _apply(conn, owner, via, item, unit, now, {"proposalId": row.id, "approvedBy": approved_by})
-        for item, unit in zip(items, units, strict=True)
-    ]
+    detail = {"proposalId": row.id, "approvedBy": approved_by}
+    with tentative(conn) as trial:
+        made = [
+            _apply(conn, owner, via, item, unit, now, detail)
+            for item, unit in zip(items, units, strict=True)
+        ]
+        verdict = None
+        if not items[0].get("ruleViolations"):  # else the owner says yes to what it breaks
+            verdict = check_write(conn, principal=_asker(conn, row), made=via.made, now=now)
+        if verdict is not None:
+            trial.discard()
+    if verdict is not None:
+        broken: dict[str, Any] = {
+            "code": "rule_violation",
+            "reason": "It breaks the owner's rules for agents now: "
+            + " ".join(e["message"] for e in verdict.errors),
+            "ruleViolations": verdict.errors,
+        }
+        return decide(conn, row=row, status=FAILED, now=now, transport=transport, outcome=broken)
     outcome: dict[str, Any] = {"changeIds": made}
     return decide(conn, row=row, status=APPROVED, now=now, transport=transport, outcome=outcome)
+
+
+def _asker(conn: Connection, row: Any) -> Principal:
+    """The key that made the proposal ``row``, as the owner's rules see it (whether they bind
+    it), whatever its state now."""
+    key = key_row_by_id(conn, key_id=row.key_id)
+    return Principal(
+        key.id,
+        key.user_id,
+        key.permission,
+        key.calendar_id,
+        key.expires_at,
+        key.calendar,
+        key.approval,
+        key.may_invite,
+        key.rules,
+    )
 
 
 def _items(row: Any) -> list[dict[str, Any]]:

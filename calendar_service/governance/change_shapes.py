@@ -128,5 +128,13 @@ class ProposalPublic(_Wire):
     change_ids: list[str] | None = PydanticField(
         default=None, description="Approved: the changes made (listChanges shows them)."
     )
-    code: str | None = PydanticField(default=None, description="Failed: why (conflict).")
+    rule_violations: list[dict[str, str]] | None = PydanticField(
+        default=None,
+        description="The owner's rules for agents it breaks ({rule, message}): it waits "
+        "because the owner asked to decide such writes (onViolation: ask); or, failed with "
+        "code rule_violation, the rules it broke when approved.",
+    )
+    code: str | None = PydanticField(
+        default=None, description="Failed: why (conflict, rule_violation)."
+    )
     reason: str | None = PydanticField(default=None, description="Failed: why, in words.")

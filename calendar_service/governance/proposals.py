@@ -184,15 +184,20 @@ def propose(
     now: datetime,
     ttl: timedelta,
     if_free: bool = False,
+    rule_violations: Sequence[dict[str, str]] = (),
 ) -> dict[str, Any]:
     """Keep the write that waits (``items``: ``items_of`` the changes it would have made) as a
     pending proposal of the key ``principal``, expiring ``ttl`` from ``now``; queue
     ``calendar.proposal.created`` for the owner's webhook. Returns the proposal.
 
     ``if_free``: the write (a create) asked for its time to be free (``ifFree``); the approval
-    checks that again (``governance.approving``)."""
+    checks that again (``governance.approving``). ``rule_violations``: the owner's rules for
+    agents it breaks (``calendar.rule_check``; ``onViolation: ask``), shown with it: approving
+    it is the owner's yes to them."""
     if if_free:
         items = [{**items[0], "ifFree": True}, *items[1:]]
+    if rule_violations:
+        items = [{**items[0], "ruleViolations": list(rule_violations)}, *items[1:]]
     first = items[0]
     proposal_id = new_id("prop")
     conn.execute(
@@ -271,6 +276,8 @@ def proposal_public(row: Any, *, now: datetime) -> dict[str, Any]:
         proposal["changes"] = [_item_public(item) for item in items]
     else:
         proposal.update(items[0]["detail"])
+    if items[0].get("ruleViolations"):  # the owner's rules it breaks: the owner decides
+        proposal["ruleViolations"] = items[0]["ruleViolations"]
     if status == EXPIRED:
         proposal["decidedAt"] = format_utc(row.decided_at or row.expires_at)
     elif row.decided_at is not None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calendar_service.access.keys import FREEBUSY, READ, WRITE, Permission
-from calendar_service.calendar import availability, events
+from calendar_service.calendar import availability, events, rules
 from calendar_service.delivery import subscriptions
 from calendar_service.governance.change_list import list_changes
 from calendar_service.governance.dry_run import dry_answer, dry_import_answer
@@ -95,6 +95,7 @@ GET_PROPOSAL = Operation("getProposal", READ, get_proposal)
 
 FREE_BUSY = Operation("queryFreeBusy", FREEBUSY, availability.query_free_busy_later)
 FREE_TIME = Operation("findFreeTime", FREEBUSY, availability.find_free_time_later)
+GET_RULES = Operation("getSchedulingRules", FREEBUSY, rules.rules_public)
 
 SUBSCRIBE = Operation("createSubscription", READ, subscriptions.create_subscription, status=201)
 LIST_SUBSCRIPTIONS = Operation("listSubscriptions", READ, subscriptions.list_subscriptions)
@@ -126,6 +127,7 @@ OPERATIONS = (
     IMPORT,
     FREE_BUSY,
     FREE_TIME,
+    GET_RULES,
     SUBSCRIBE,
     LIST_SUBSCRIPTIONS,
     UNSUBSCRIBE,
@@ -150,6 +152,7 @@ __all__ = [
     "FREE_TIME",
     "GET",
     "GET_PROPOSAL",
+    "GET_RULES",
     "IMPORT",
     "LIST",
     "LIST_CHANGES",

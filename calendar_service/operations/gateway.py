@@ -26,15 +26,23 @@ from sqlalchemy import Connection
 
 from calendar_service.access import idempotency, oauth
 from calendar_service.access.call_history import CallRecord, record_call
-from calendar_service.access.keys import READ, REVOKED_BY_APP, WRITE, Principal, authorize, identify
+from calendar_service.access.keys import (
+    READ,
+    REVOKED_BY_APP,
+    WRITE,
+    Principal,
+    authorize,
+    identify,
+)
 from calendar_service.access.ratelimit import LeaseNeeded, RateLimiter, RateState
+from calendar_service.calendar.rule_check import check_write
 from calendar_service.governance import proposals
 from calendar_service.journal.change_record import Via
 from calendar_service.operations.catalog import Operation
 from calendar_service.platform.config import DEFAULT_PROPOSAL_TTL
 from calendar_service.platform.db.transactions import atomic, rolled_back, tentative
 from calendar_service.platform.deferred import Later
-from calendar_service.platform.errors import CalendarError, RateLimited
+from calendar_service.platform.errors import CalendarError, RateLimited, RuleViolation
 from calendar_service.platform.timeutil import utcnow
 
 T = TypeVar("T")
@@ -169,13 +177,19 @@ def perform(
         dry_run=dry_run,
         proposal_ttl=proposal_ttl,
     )
-    try:
-        outcome = _perform(conn, spent=None, **options)
-    except LeaseNeeded as needed:
-        assert limiter is not None  # only the limiter raises it
-        with atomic(conn):
-            spent = limiter.lease(conn, key_id=needed.key_id, now=time.time())
-        return _perform(conn, spent=spent, **options)
+    spent: RateState | RateLimited | None = None
+    ask = False
+    while True:
+        try:
+            outcome = _perform(conn, spent=spent, ask=ask, **options)
+            break
+        except LeaseNeeded as needed:
+            assert limiter is not None and spent is None  # only the limiter raises it, once
+            with atomic(conn):
+                spent = limiter.lease(conn, key_id=needed.key_id, now=time.time())
+        except _AskOwner as asked:  # the owner's rules say ask: again, as a proposal
+            assert not ask
+            ask, spent = True, asked.rate
     if outcome.rate is not None and outcome.rate.refill and limiter is not None:
         with atomic(conn):  # the next batch, before the allowance runs out
             limiter.lease_ahead(conn, key_id=outcome.principal.key_id, now=time.time())
@@ -198,9 +212,11 @@ def _perform(
     spent: RateState | RateLimited | None,
     dry_run: bool,
     proposal_ttl: timedelta,
+    ask: bool = False,
 ) -> Outcome[T]:
     """``perform``'s one run; ``spent``: the key's budget already spent by a lease (or its
-    refusal), instead of ``limiter.take``."""
+    refusal), instead of ``limiter.take``; ``ask``: the write breaks the owner's rules for
+    agents, who asked to decide such writes (``_AskOwner``): it is made a proposal."""
     key_id: str | None = None if principal is None else principal.key_id
     via: Via | None = None
     proposal: dict[str, Any] | None = None
@@ -221,7 +237,7 @@ def _perform(
                 kwargs = {**kwargs, "via": via}
             if dry_run and via is not None:
                 value, status = _dry_run(conn, principal, op, kwargs, via), 200
-            elif via is not None and proposals.may_wait(principal.approval):
+            elif via is not None and (ask or proposals.may_wait(principal.approval)):
                 done, proposal = _proposed(conn, principal, op, kwargs, via, proposal_ttl)
                 if proposal is not None:
                     value, status = proposal, 202
@@ -229,6 +245,8 @@ def _perform(
                     value = _present(done, present)
             else:
                 value = op.run(conn, principal=principal, **kwargs)
+                if via is not None and via.made and principal.rules:  # rules bind it
+                    _keep_rules(conn, principal, via, rate)
                 if present is not None:
                     value = value.then(present) if isinstance(value, Later) else present(value)
             if via is not None and via.replayed_proposal is not None and not dry_run:
@@ -244,8 +262,8 @@ def _perform(
         proposal_id = None if proposal is None else proposal["id"]
         replayed = via is not None and via.replayed_proposal is not None
         return Outcome(status, value, principal, rate, change_id, proposal_id, replayed)
-    except LeaseNeeded:
-        raise  # before any write (``perform`` leases and comes back): nothing to record
+    except (LeaseNeeded, _AskOwner):
+        raise  # ``perform`` comes back (a lease; a proposal): nothing to record yet
     except CalendarError as exc:
         if key_id is not None:
             with atomic(conn):
@@ -266,13 +284,38 @@ def _dry_run(
     would wait for the owner."""
     with rolled_back(conn):
         done = op.run(conn, principal=principal, **kwargs)
+        verdict = check_write(conn, principal=principal, made=via.made, now=utcnow())
     if via.replayed_proposal is not None:
         value = _dry_replayed(conn, principal, via.replayed_proposal)
     else:
         value = op.dry(done, via.made)
-    if proposals.waits(principal.approval, via.made):
+    if verdict is not None:
+        value = {**value, "ruleViolations": verdict.errors, "suggestions": verdict.suggestions}
+    if proposals.waits(principal.approval, via.made) or (verdict is not None and verdict.asks):
         value = {**value, "awaitsApproval": True}
     return value
+
+
+class _AskOwner(Exception):
+    """A write breaks the owner's rules for agents, whose ``onViolation`` is ``ask``: its
+    transaction is given up and ``perform`` runs it again as a proposal (``rate``: the key's
+    budget the first run spent)."""
+
+    def __init__(self, rate: RateState | None) -> None:
+        super().__init__("ask the owner")
+        self.rate = rate
+
+
+def _keep_rules(conn: Connection, principal: Principal, via: Via, rate: RateState | None) -> None:
+    """After a write (not one that may wait: ``_proposed`` checks those): refuse it with 409
+    ``rule_violation`` if it breaks the owner's rules for agents (``calendar.rule_check``, the
+    one check), or give it up for a proposal (``_AskOwner``) if the owner asked to decide."""
+    verdict = check_write(conn, principal=principal, made=via.made, now=utcnow())
+    if verdict is None:
+        return
+    if verdict.asks:
+        raise _AskOwner(rate)
+    raise RuleViolation(verdict.errors, verdict.suggestions)
 
 
 def _proposed(
@@ -286,9 +329,15 @@ def _proposed(
     """Make the write in a savepoint: if its change waits for the owner, undo it and keep a
     proposal: ``(None, the proposal)``; else keep it: ``(its result, None)``."""
     items: list[dict[str, Any]] = []
+    broken: list[dict[str, str]] = []
     with tentative(conn) as trial:
         done = op.run(conn, principal=principal, **kwargs)
-        if proposals.waits(principal.approval, via.made):
+        verdict = check_write(conn, principal=principal, made=via.made, now=utcnow())
+        if verdict is not None and not verdict.asks:
+            raise RuleViolation(verdict.errors, verdict.suggestions)
+        if verdict is not None:
+            broken = verdict.errors
+        if broken or proposals.waits(principal.approval, via.made):
             items = proposals.items_of(conn, user_id=principal.user_id, made=via.made)
             trial.discard()
     if not trial.discarded:
@@ -304,6 +353,7 @@ def _proposed(
         now=now,
         ttl=ttl,
         if_free=via.if_free,
+        rule_violations=broken,
     )
     if via.idempotency is not None:  # a retry with the same key gets this proposal
         idempotency.store_proposal(conn, via.idempotency, proposal_id=proposal["id"], now=now)

@@ -31,6 +31,7 @@ answered as an opaque 500.
     ├── NotFound                404     not_found
     ├── Conflict                409     conflict (ifFree: the time is taken), with conflicts=[…]
     │   └── ChangedSince        409     conflict (an undo: the event changed since), changes=[…]
+    ├── RuleViolation           409     rule_violation (the owner's rules), errors=[{rule, message}]
     ├── AlreadyUndone           409     already_undone (an undo of a change undone before)
     ├── ProposalNotPending      409     proposal_not_pending (approved, rejected, expired…)
     ├── DefaultCalendarKept     409     default_calendar (the default calendar is not deleted)
@@ -343,6 +344,36 @@ class Conflict(CalendarError):
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "conflicts": list(self.conflicts)}
+
+
+class RuleViolation(CalendarError):
+    """A key's write that breaks the owner's rules for agents (``calendar.rules``), whose
+    ``onViolation`` is ``refuse``: ``errors`` names each rule broken (``{rule, message}``,
+    ``rule`` as in the rules object), ``suggestions`` up to 3 nearest times of the same length
+    that pass every rule (``{startsAt, endsAt}``)."""
+
+    code = "rule_violation"
+    status = 409
+    title = "Against the owner's rules"
+
+    def __init__(
+        self, errors: list[dict[str, str]], suggestions: list[dict[str, str]] | None = None
+    ) -> None:
+        rules = ", ".join(dict.fromkeys(e["rule"] for e in errors))
+        first = errors[0]["message"] if errors else ""
+        super().__init__(
+            f"The owner's rules for agents refuse this time ({rules}): {first} "
+            "Pick one of the suggestions, or ask findFreeTime for times that keep the rules."
+        )
+        self.errors = errors
+        self.suggestions = suggestions or []
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **super().to_dict(),
+            "errors": list(self.errors),
+            "suggestions": list(self.suggestions),
+        }
 
 
 class ChangedSince(Conflict):

@@ -61,6 +61,7 @@ QUERY: dict[str, dict[str, str]] = {
     },
     operations.UNDO_CHANGE.name: {"force": "force", "dryRun": "dryRun"},
     operations.GET_PROPOSAL.name: {},
+    operations.GET_RULES.name: {},
 }
 
 

@@ -56,6 +56,7 @@ FREE_TIME_PATH = "/api/v1/calendar/freeTime"
 IMPORT_PATH = EVENTS_PATH + "/import"
 CHANGES_PATH = "/api/v1/calendar/changes"
 PROPOSALS_PATH = "/api/v1/calendar/proposals"
+RULES_PATH = "/api/v1/calendar/rules"
 ICS_MEDIA_TYPE = "text/calendar"
 CHANGE_ID_HEADER = "Calendar-Change-Id"
 
@@ -385,6 +386,11 @@ async def get_proposal(request: Request) -> Response:
     return _respond(outcome, outcome.value)
 
 
+async def get_scheduling_rules(request: Request) -> Response:
+    outcome = await _perform(request, operations.GET_RULES, {})
+    return _respond(outcome, outcome.value)
+
+
 _ALL_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 
@@ -402,4 +408,5 @@ def routes() -> list[BaseRoute]:
         Route(CHANGES_PATH, list_changes, methods=["GET"]),
         Route(CHANGES_PATH + "/{change_id}/undo", undo_change, methods=["POST"]),
         Route(PROPOSALS_PATH + "/{proposal_id}", get_proposal, methods=["GET"]),
+        Route(RULES_PATH, get_scheduling_rules, methods=["GET"]),
     ]

@@ -221,6 +221,14 @@ def _event_form_with_errors(tab: Any, seeded: Seeded) -> None:
     expect(tab.locator(".field-error").first).to_be_visible()
 
 
+def _rules_with_errors(tab: Any, seeded: Seeded) -> None:
+    tab.goto("/settings/rules")
+    tab.get_by_label("Book meetings only within these hours").check()
+    tab.get_by_label("Monday").first.fill("17:00-09:00")
+    tab.get_by_role("button", name="Save the rules").click()
+    expect(tab.locator(".field-error").first).to_be_visible()
+
+
 def _webhook_secret(tab: Any, seeded: Seeded) -> None:
     tab.goto("/settings/webhook")
     tab.get_by_role("button", name="Rotate the signing secret").click()
@@ -261,6 +269,8 @@ PAGES: dict[str, Callable[[Any, Seeded], None]] = {
     "event-form-errors": _event_form_with_errors,
     "event-delete": _goto("/settings/events/{event}/delete"),
     "pending": _goto("/settings/pending"),
+    "rules": _goto("/settings/rules"),
+    "rules-form-errors": _rules_with_errors,
     "activity": _goto("/settings/activity"),
     "activity-of-an-event": _goto("/settings/activity?event={event}"),
     "activity-filtered": _goto("/settings/activity?key={key}&since=2020-01-01&until=2090-12-31"),
@@ -425,7 +435,15 @@ def test_every_box_that_scrolls_is_reachable_by_keyboard_and_named(shown: Shown)
 
 # The pages where the owner governs what keys did (issue 26): every axe-core rule, not only
 # the keyboard's, at each width.
-GOVERNING = ["pending", "activity", "activity-of-an-event", "activity-filtered", "key-undo"]
+GOVERNING = [
+    "pending",
+    "activity",
+    "activity-of-an-event",
+    "activity-filtered",
+    "key-undo",
+    "rules",
+    "rules-form-errors",
+]
 
 
 @pytest.mark.parametrize("width", WIDTHS, ids=[f"{w}px" for w in WIDTHS])

@@ -33,19 +33,22 @@ class Ran:
     stderr: str
 
 
-def run_cli(env: dict[str, str | None], *args: str, check: bool = True) -> Ran:
+def run_cli(
+    env: dict[str, str | None], *args: str, check: bool = True, stdin: str | None = None
+) -> Ran:
     """``calendar-service ARGS`` with ``env`` over this process's environment (``None``: the
-    variable unset); with ``check``, it must exit 0."""
-    result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
+    variable unset), ``stdin`` its standard input; with ``check``, it must exit 0."""
+    result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False, input=stdin)
     ran = Ran(result.exit_code, result.stdout, result.stderr)
     if check:
         assert ran.returncode == 0, ran.stderr
     return ran
 
 
-def cli(config: Config, *args: str, check: bool = True) -> Ran:
+def cli(config: Config, *args: str, check: bool = True, stdin: str | None = None) -> Ran:
     """``calendar-service ARGS`` on ``config``'s database."""
-    return run_cli({"CALENDAR_DATABASE_URL": config.database_url}, *args, check=check)
+    env: dict[str, str | None] = {"CALENDAR_DATABASE_URL": config.database_url}
+    return run_cli(env, *args, check=check, stdin=stdin)
 
 
 def cli_json(config: Config, *args: str) -> dict[str, Any]:

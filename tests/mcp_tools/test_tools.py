@@ -1,4 +1,4 @@
-"""The ten tools over real streamable HTTP, with the official client in both protocol modes."""
+"""The eleven tools over real streamable HTTP, with the official client in both protocol modes."""
 
 from __future__ import annotations
 
@@ -20,11 +20,12 @@ TOOLS = {
     "findFreeTime",
     "listChanges",
     "undoChange",
+    "getSchedulingRules",
 }
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_the_server_lists_ten_tools_with_schemas_and_honest_annotations(
+async def test_the_server_lists_eleven_tools_with_schemas_and_honest_annotations(
     server: RunningServer, factory: Factory, mode: str
 ) -> None:
     _, secret = factory.key(factory.owner())

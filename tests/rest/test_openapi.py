@@ -35,6 +35,7 @@ OPERATIONS = {
     "listChanges": ("/calendar/changes", "get"),
     "undoChange": ("/calendar/changes/{changeId}/undo", "post"),
     "getProposal": ("/calendar/proposals/{proposalId}", "get"),
+    "getSchedulingRules": ("/calendar/rules", "get"),
 }
 ITEM = "/calendar/events/{eventId}"
 
@@ -138,7 +139,7 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
         path = OPERATIONS[operation_id][0]
         tag = (
             "Availability"
-            if path.endswith(("Time", "Busy"))
+            if path.endswith(("Time", "Busy", "/rules"))
             else "Webhooks"
             if path.startswith("/webhooks/")
             else "Changes"
@@ -160,7 +161,7 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
         ("getCalendarEvent", {"200", "400", "401", "404", "429", "500"}),
         (
             "updateCalendarEvent",
-            {"200", "202", "400", "401", "403", "404", "413", "415", "429", "500"},
+            {"200", "202", "400", "401", "403", "404", "409", "413", "415", "429", "500"},
         ),
         ("deleteCalendarEvent", {"200", "202", "204", "400", "401", "403", "404", "429", "500"}),
         ("queryFreeBusy", {"200", "400", "401", "413", "415", "429", "500"}),
@@ -172,6 +173,7 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
         ("listChanges", {"200", "400", "401", "429", "500"}),
         ("undoChange", {"200", "202", "400", "401", "404", "409", "429", "500"}),
         ("getProposal", {"200", "400", "401", "404", "429", "500"}),
+        ("getSchedulingRules", {"200", "400", "401", "429", "500"}),
     ],
 )
 def test_every_operation_documents_each_status_it_answers_errors_as_problem_json(

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from calendar_service.access.keys import READ, WRITE, Principal
-from calendar_service.calendar.calendars import CalendarRow
+from calendar_service.calendar.calendars import CalendarRow, every_calendar
 from calendar_service.calendar.events.chunks import (
     PLANS,
     SHARE_FLOOR,
@@ -48,16 +48,61 @@ Busy = tuple[str, str, str, str, str]
 
 
 def busy_of(
-    conn: Connection, *, user_id: str, calendars: Sequence[Any], low: datetime, high: datetime
+    conn: Connection,
+    *,
+    user_id: str,
+    calendars: Sequence[Any],
+    low: datetime,
+    high: datetime,
+    timed: bool = False,
 ) -> list[Busy]:
     """Everything that takes time in ``calendars`` (rows with ``id``, ``time_zone``,
     ``max_event_seconds``) and overlaps ``[low, high)``: opaque single events and changed
-    occurrences, and occurrences of opaque series, in no order."""
-    return finish(busy_later(conn, user_id=user_id, calendars=calendars, low=low, high=high))
+    occurrences, and occurrences of opaque series, in no order. ``timed``: all-day events
+    left out (``meetings_of``)."""
+    found = busy_later(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=timed)
+    return finish(found)
+
+
+def meetings_of(
+    conn: Connection,
+    *,
+    user_id: str,
+    low: datetime,
+    high: datetime,
+    calendars: Sequence[CalendarRow] | None = None,
+) -> list[Busy]:
+    """The owner's meetings that overlap ``[low, high)``, in no order: what the owner's rules
+    for agents count (``calendar.rule_check``), in every calendar of the owner: events that
+    are neither all-day nor transparent (free), cancelled occurrences left out. The one read
+    of busy time the rules make (``calendars``: ``owner_calendars``, when read already).
+
+    It runs after the write it checks, in the same transaction, which may yet be rolled back
+    (a refusal, a dry run): the calendars' ``series_version`` is left unread, so that the
+    series found are not kept in memory (``queries.window_series``) under a version that the
+    rollback takes back and a later write numbers again."""
+    if calendars is None:
+        calendars = owner_calendars(conn, user_id=user_id)
+    return busy_of(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=True)
+
+
+def owner_calendars(
+    conn: Connection, *, user_id: str, before_writes: bool = False
+) -> list[CalendarRow]:
+    """Every calendar of the owner, for ``meetings_of`` (its ``calendars``: read once for
+    several reads of meetings); ``before_writes``: for a transaction that has written nothing
+    (``findFreeTime``), whose series may then be read from memory."""
+    return every_calendar(conn, user_id=user_id, versions=before_writes)
 
 
 def busy_later(
-    conn: Connection, *, user_id: str, calendars: Sequence[Any], low: datetime, high: datetime
+    conn: Connection,
+    *,
+    user_id: str,
+    calendars: Sequence[Any],
+    low: datetime,
+    high: datetime,
+    timed: bool = False,
 ) -> list[Busy] | Later:
     """``busy_of``, or a ``Later`` that gives it without the database when series must be
     expanded (for the availability operations, whose fronts run it off the event loop)."""
@@ -76,7 +121,7 @@ def busy_later(
     }
     found: list[Busy] = [
         (r[0], r[1], r[2], r[3], r[4])
-        for r in busy_statement(size).all(conn, **params, **window)
+        for r in busy_statement(size, timed).all(conn, **params, **window)
         if r[2] > r[1]  # zero-length events take no time
     ]
     # The list's search for series in the window (from memory while a calendar's series are
@@ -102,6 +147,7 @@ def busy_later(
         high=high,
         budget=BUDGET,
         later=True,
+        timed=timed,
     )
 
     def all_of(occurrences: list[Busy]) -> list[Busy]:
@@ -163,6 +209,7 @@ def busy_occurrences(
     high: datetime,
     budget: int,
     later: bool = False,
+    timed: bool = False,
 ) -> list[Busy] | Later:
     """Every occurrence of the opaque series among ``series_keys`` (``queries.SERIES_KEYS``)
     that overlaps ``[low, high)``, in no order and without paging (for
@@ -178,7 +225,7 @@ def busy_occurrences(
     plans = [
         p
         for p in PLANS.of(series_keys, by_calendar, load)
-        if p.template["transparency"] == "opaque"
+        if p.template["transparency"] == "opaque" and not (timed and p.rule.all_day)
     ]
     if not plans:
         return []

@@ -222,13 +222,16 @@ _BUSY_COLUMNS = (
 
 
 @functools.cache
-def busy_statement(calendars: int) -> Statement:
+def busy_statement(calendars: int, timed: bool = False) -> Statement:
     """The window query (``_in_window``, both bounds) of ``calendars`` calendars
-    (``calendar_0``...), opaque rows only: what is busy, for ``availability``. In no order."""
+    (``calendar_0``...), opaque rows only: what is busy, for ``availability``. In no order.
+    ``timed``: not all-day events either (meetings, for the owner's rules)."""
     ids: list[BindParameter[Any]] = [bindparam(f"calendar_{i}") for i in range(calendars)]
     query = select(*_BUSY_COLUMNS).where(
         events_t.c.calendar_id.in_(ids), events_t.c.transparency == "opaque"
     )
+    if timed:
+        query = query.where(~events_t.c.all_day)
     return Statement(_in_window(query, low=True, high=True))
 
 

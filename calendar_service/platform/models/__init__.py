@@ -17,6 +17,7 @@ the fronts cannot drift. Hot paths read and write the tables with SQLAlchemy Cor
 - ``webhooks``: the owner's endpoint, the outbox of deliveries, their attempts;
 - ``ical``: feeds, their fetches, the UIDs of imported events;
 - ``availability``: the free/busy and free-time questions and answers;
+- ``rules``: the owner's rules for agents;
 - ``problems``: RFC 9457 problem details.
 
 Importing the package defines every table (``SQLModel.metadata``). It re-exports each public
@@ -95,6 +96,11 @@ from calendar_service.platform.models.owners import (
     users_t,
 )
 from calendar_service.platform.models.problems import FieldErrorPublic, Problem
+from calendar_service.platform.models.rules import (
+    SchedulingRules,
+    SchedulingRulesPublic,
+    rules_t,
+)
 from calendar_service.platform.models.service import ServiceSecret, secrets_t
 from calendar_service.platform.models.webhooks import (
     WebhookAttempt,
@@ -139,6 +145,8 @@ __all__: Sequence[str] = (
     "OwnerSession",
     "Problem",
     "RateBucket",
+    "SchedulingRules",
+    "SchedulingRulesPublic",
     "ServiceSecret",
     "SignInFailure",
     "SyncClock",
@@ -166,6 +174,7 @@ __all__: Sequence[str] = (
     "oauth_tokens_t",
     "rate_buckets_t",
     "records_t",
+    "rules_t",
     "secrets_t",
     "sessions_t",
     "sync_clock_t",

@@ -51,6 +51,11 @@ class ApiKey(SQLModel, table=True):
     may_invite: bool = Field(
         default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
     )
+    # Whether the owner's rules for agents bind its writes (``calendar.rules``): "bound" |
+    # "exempt" (migration 0029).
+    rules: str = Field(
+        default="bound", sa_column=Column(String(8), nullable=False, server_default="bound")
+    )
     # An app password: the key signs a calendar app in with HTTP Basic (CalDAV), the owner's
     # email as the user name and the secret as the password. Only such keys are taken there.
     app_password: bool = Field(

@@ -15,6 +15,7 @@ ical.py          the import operation, its query parameters and the report's sch
 webhooks.py      the Webhooks operations (a key's subscriptions), and the deliveries' payloads
 changes.py       the change log's operations (list, undo), the dry run, the change's header
 proposals.py     a write that waits for the owner (202, the proposal) and getProposal
+rules.py         getSchedulingRules, the rules' schema, 409 rule_violation on the writes
 schemas.py       the component schemas, from the models, named as the API names them
 bodies.py        the Events bodies' schemas: what the core checks beyond types
 parameters.py    the parameter components (which operation takes which: ``rest/parameters.py``)

@@ -194,9 +194,9 @@ def _free_time() -> dict[str, Any]:
         "for durationMinutes, within workingHours if given, found and shown in timeZone "
         "(default: the first calendar's). Slots start every 15 minutes of local time (every "
         "durationMinutes when shorter), counted from local midnight; they may overlap one "
-        "another. Working hours are wall-clock times, so they hold on the days DST changes."
-        + _KEYS_DOC
-        + RATE_DOC,
+        "another. Working hours are wall-clock times, so they hold on the days DST changes. Only "
+        "slots that keep the owner's rules for agents binding the key are offered "
+        "(getSchedulingRules); queryFreeBusy ignores them." + _KEYS_DOC + RATE_DOC,
         "requestBody": {
             "required": True,
             "content": json_content(

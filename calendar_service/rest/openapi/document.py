@@ -11,7 +11,15 @@ from starlette.routing import BaseRoute, Route
 
 from calendar_service.asgi.context import services
 from calendar_service.asgi.responses import JSONResponse
-from calendar_service.rest.openapi import availability, changes, events, ical, proposals, webhooks
+from calendar_service.rest.openapi import (
+    availability,
+    changes,
+    events,
+    ical,
+    proposals,
+    rules,
+    webhooks,
+)
 from calendar_service.rest.openapi.headers import headers
 from calendar_service.rest.openapi.parameters import parameters
 from calendar_service.rest.openapi.responses import responses
@@ -27,10 +35,18 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         **dict([ical.path()]),
         **changes.paths(),
         **proposals.paths(),
+        **rules.paths(),
     }
-    component_schemas = {**schemas(), **ical.schemas(), **changes.schemas(), **proposals.schemas()}
+    component_schemas = {
+        **schemas(),
+        **ical.schemas(),
+        **changes.schemas(),
+        **proposals.schemas(),
+        **rules.schemas(),
+    }
     changes.adjust(paths, component_schemas)
     proposals.adjust(paths, component_schemas)
+    rules.adjust(paths, component_schemas)
     paths.update(webhooks.paths())
     component_schemas.update(webhooks.schemas())
     return {

@@ -169,4 +169,5 @@ _DOC_NAMES = {
     "CalendarPublic": "Calendar",
     "EventPublic": "Event",
     "FieldErrorPublic": "FieldError",
+    "RuleErrorPublic": "RuleError",
 }

@@ -816,3 +816,51 @@ def test_0027_keeps_the_names_apps_make_caldav_calendars_under_and_goes_back(
         with engine.connect() as conn:
             assert conn.execute(text("SELECT dav_name FROM calendars")).all() == [(None,)] * 3
         engine.dispose()
+
+
+def test_0029_binds_the_keys_there_by_the_owners_rules_and_goes_back(tmp_path: Path) -> None:
+    """On either backend: the keys there before 0029 are bound by the owner's rules (none
+    set), the rules are kept one row per owner, and the downgrade drops both (the keys stay)."""
+    with fresh_database_url(tmp_path) as url:
+        engine = make_engine(Config(database_url=url))
+        migrate = _migrator(url, engine)
+        migrate(command.upgrade, "0027")
+        at = "2026-03-02T08:30:00.000000Z"
+        with engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
+                {"at": at},
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO api_keys (id, user_id, name, prefix, secret_hash, permission, "
+                    "created_at, expires_at) VALUES ('key_1', 'usr_1', 'agent', 'calsk_ab', "
+                    "'hash', 'write', :at, :at)"
+                ),
+                {"at": at},
+            )
+        migrate(command.upgrade, "0029")
+        with engine.begin() as conn:
+            assert conn.execute(text("SELECT rules FROM api_keys")).all() == [("bound",)]
+            conn.execute(
+                text(
+                    "INSERT INTO scheduling_rules (user_id, rules, updated_at) "
+                    "VALUES ('usr_1', '{\"bufferMinutes\": 10}', :at)"
+                ),
+                {"at": at},
+            )
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO scheduling_rules (user_id, rules, updated_at) "
+                    "VALUES ('usr_1', '{}', :at)"
+                ),
+                {"at": at},
+            )
+        migrate(command.downgrade, "0027")
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM api_keys")).scalar() == 1
+        migrate(command.upgrade, "head")
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT rules FROM api_keys")).all() == [("bound",)]
+        engine.dispose()
