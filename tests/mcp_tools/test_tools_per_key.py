@@ -16,7 +16,7 @@ from tests.mcp_tools.test_stdio import _stdio
 from tests.rest.conftest import event_body
 from tests.support import Factory, RunningServer
 
-AVAILABILITY = {"queryFreeBusy", "findFreeTime"}
+AVAILABILITY = {"queryFreeBusy", "findFreeTime", "getSchedulingRules"}  # rules: to plan a time
 READS = {
     "listCalendarEvents",
     "searchCalendarEvents",
