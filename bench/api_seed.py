@@ -50,15 +50,15 @@ def fingerprint() -> str:
     return "api-" + digest.hexdigest()[:12]
 
 
-def pristine(rows: int) -> Path:
+def pristine(rows: int, directory: Path = DB_DIR) -> Path:
     """Where the built database of ``rows`` events is kept."""
-    return DB_DIR / f"ours-api-{rows}.db"
+    return directory / f"ours-api-{rows}.db"
 
 
-def seeded(rows: int, *, log: Any = print) -> seed.Seeded:
-    """The built database of ``rows`` events (building it first, in a process of its own, if
-    it is missing or its fingerprint changed)."""
-    path = pristine(rows)
+def seeded(rows: int, *, directory: Path = DB_DIR, log: Any = print) -> seed.Seeded:
+    """The built database of ``rows`` events in ``directory`` (building it first, in a process
+    of its own, if it is missing or its fingerprint changed)."""
+    path = pristine(rows, directory)
     meta_path = path.with_suffix(".json")
     if meta_path.exists():
         meta = seed.Seeded(**json.loads(meta_path.read_text()))
@@ -144,7 +144,10 @@ def _owner(url: str, rows: int) -> tuple[str, list[str], dict[str, str]]:
                 ("read", "read", cal_ids[0]),
             ):
                 _, secrets[name] = keys.create_key(
-                    conn, name=f"bench {name}", permission=permission, calendar_id=calendar_id,
+                    conn,
+                    name=f"bench {name}",
+                    permission=permission,
+                    calendar_id=calendar_id,
                     **common,
                 )
             conn.execute(
@@ -194,9 +197,7 @@ def _create_through_api(rows: int, cal_ids: list[str], secret: str, log: Any) ->
         made = 0
         for first in range(0, len(requests), CHUNK):
             chunk = requests[first : first + CHUNK]
-            statuses = runner.run(
-                inprocess.drive(app, chunk, secret, CONCURRENCY, idempotent=True)
-            )
+            statuses = runner.run(inprocess.drive(app, chunk, secret, CONCURRENCY, idempotent=True))
             if set(statuses) != {201}:
                 raise SystemExit(f"creating through the API: unexpected statuses {statuses}")
             made += len(chunk)

@@ -348,9 +348,7 @@ def _owners_target(
 # the default, never deleted, is not.
 _OWNERS = select(*ROW_COLUMNS).where(calendars_t.c.user_id == bindparam("owner"))
 _OWNERS_BY_ID = Statement(
-    _OWNERS.where(calendars_t.c.id == bindparam("value")).with_for_update(
-        read=True, key_share=True
-    )
+    _OWNERS.where(calendars_t.c.id == bindparam("value")).with_for_update(read=True, key_share=True)
 )
 _OWNERS_BY_NAME = Statement(
     _OWNERS.where(calendars_t.c.name == bindparam("value")).with_for_update(
