@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import fcntl
 import hashlib
 import json
 import os
@@ -60,18 +61,21 @@ def seeded(rows: int, *, directory: Path = DB_DIR, log: Any = print) -> seed.See
     of its own, if it is missing or its fingerprint changed)."""
     path = pristine(rows, directory)
     meta_path = path.with_suffix(".json")
-    if meta_path.exists():
-        meta = seed.Seeded(**json.loads(meta_path.read_text()))
-        if meta.fingerprint == fingerprint() and meta.rows == rows and path.exists():
-            return meta
-    log(f"building {rows:,} events through the API into {path} ...")
-    subprocess.run(
-        [sys.executable, "-m", "bench.api_seed", f"--rows={rows}", f"--db={path}"],
-        cwd=ROOT,
-        check=True,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
-    )
-    return seed.Seeded(**json.loads(meta_path.read_text()))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.with_suffix(".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time; the others then reuse it
+        if meta_path.exists():
+            meta = seed.Seeded(**json.loads(meta_path.read_text()))
+            if meta.fingerprint == fingerprint() and meta.rows == rows and path.exists():
+                return meta
+        log(f"building {rows:,} events through the API into {path} ...")
+        subprocess.run(
+            [sys.executable, "-m", "bench.api_seed", f"--rows={rows}", f"--db={path}"],
+            cwd=ROOT,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": "0"},
+        )
+        return seed.Seeded(**json.loads(meta_path.read_text()))
 
 
 def build(path: Path, rows: int, *, log: Any = print) -> seed.Seeded:
