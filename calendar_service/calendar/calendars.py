@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Connection, and_, bindparam, insert, select
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, insert, select, true
 
 from calendar_service.access import owners
 from calendar_service.access.keys import Principal
@@ -355,7 +355,8 @@ _OWNERS_BY_NAME = Statement(
         read=True, key_share=True
     )
 )
-_DEFAULT = Statement(_OWNERS.where(calendars_t.c.is_default.is_(True)))
+# ``= true``, not ``IS TRUE``: PostgreSQL searches an index on ``=`` only.
+_DEFAULT = Statement(_OWNERS.where(calendars_t.c.is_default == true()))
 
 
 def _row(found: Any) -> CalendarRow | None:
