@@ -7,7 +7,10 @@
    httptools, one worker each) and alternates them, round by round, under the same bounded load
    (wrk -t2 -c32 where installed, else the bundled asyncio generator): list with a one-calendar
    read key and random one-week windows, then create. Prints req/s, p50, p99 and the ratio of
-   each round, and the median ratio.
+   each round, and the median ratio. ``asrun``: create as people run it, through an
+   all-calendars write key into the default calendar, on a database built through the API
+   (``bench/api_seed.py``: every create's call history, change, sync entry, idempotency
+   record, search words and delivery), and the list of that database.
 3. The rest of the picture: list at 10k, 100k and 1M events; PostgreSQL with one and with two
    server processes; webhooks (``bench/webhooks.py``) when present; the list with weekly series
    beside the events; search (``q``, two words, a one-year window) beside the one-week list,
@@ -34,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from bench import hostile, load, report, seed, servers
+from bench import api_seed, hostile, load, report, seed, servers
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -64,7 +67,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--series", type=int, default=1000, help="weekly series, series phase")
     p.add_argument(
         "--only",
-        default="main,series,search,freetime,scale,modes,ratelimit,postgres,webhooks,hostile",
+        default="main,asrun,series,search,freetime,scale,modes,ratelimit,postgres,webhooks,hostile",
         help="phases to run",
     )
     p.add_argument("--out", type=Path, default=RESULTS, help="where raw results go")
@@ -333,6 +336,37 @@ class Bench:
                     f"p50 {s['ours']['p50_ms']} p99 {s['ours']['p99_ms']} ms; minimum "
                     f"{s['minimum']['rps']:,.0f} req/s p50 {s['minimum']['p50_ms']} "
                     f"p99 {s['minimum']['p99_ms']} ms)"
+                )
+        return summary
+
+    def asrun_phase(self) -> dict[str, Any]:
+        """Create as people run it (issue 41): ours on the database built through the API
+        (``bench.api_seed``), creating through the all-calendars write key that built it into
+        the default calendar, against the minimum on its own database; and the list of that
+        database's default calendar with a read key of it."""
+        a = self.args
+        rows = a.events
+        self.log(
+            f"== create as people run it: {rows:,} events built through the API, "
+            f"all-calendars write key, {a.rounds} rounds of {a.duration:g}s"
+        )
+        meta = api_seed.seeded(rows, directory=self.dbdir, log=self.log)
+        work = self.work / f"ours-api-{rows}.db"
+        _copy_sqlite(api_seed.pristine(rows, self.dbdir), work)
+        base_db = self.minimum_db(rows)
+        summary = {}
+        with (
+            servers.ours(f"sqlite:///{work}", log_dir=self.logs) as o,
+            servers.reference(base_db, log_dir=self.logs) as b,
+        ):
+            # The list first: the creates add to the calendar it reads (as main's do).
+            for kind, token in (("list", meta.read_secret), ("create", meta.write_secret)):
+                pairs = self.alternate(kind, o, token, b, a.rounds, phase="asrun", events=rows)
+                summary[kind] = s = report.pair_summary(pairs)
+                self.log(
+                    f" {kind} as run: median ratio {s['rps_ratio']:.2f} x req/s, "
+                    f"p99 {s['p99_ratio']:.2f} x  (ours {s['ours']['rps']:,.0f} req/s; "
+                    f"minimum {s['minimum']['rps']:,.0f} req/s)"
                 )
         return summary
 
@@ -749,6 +783,8 @@ class Bench:
                 return 0
         if "main" in phases:
             summary["main"] = self.main_phase()
+        if "asrun" in phases:
+            summary["asrun"] = self.asrun_phase()
         if "before" in phases and a.before_tree is not None:
             summary["before"] = self.before_phase()
         if "scale" in phases and a.scale_sizes.strip():
@@ -844,7 +880,9 @@ def _chart_data(summary: dict[str, Any]) -> dict[str, Any]:
 
 def summary_text(s: dict[str, Any]) -> str:
     out = ["== summary (medians over rounds)"]
-    for kind, m in (s.get("main") or {}).items():
+    runs = [(kind, m) for kind, m in (s.get("main") or {}).items()]
+    runs += [(f"{kind} as run", m) for kind, m in (s.get("asrun") or {}).items()]
+    for kind, m in runs:
         out.append(
             f"{kind:<7} ours {m['ours']['rps']:>7,.0f} req/s p50 {m['ours']['p50_ms']:>6.2f} "
             f"p99 {m['ours']['p99_ms']:>6.2f} ms | minimum {m['minimum']['rps']:>7,.0f} req/s "

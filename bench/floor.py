@@ -1,19 +1,26 @@
 """``python -m bench.floor``: instructions per list and per create, and the guard on them.
 
-The benchmark's two requests (``bench.inprocess``'s: a one-week window with the one-calendar
+The benchmark's requests (``bench.inprocess``'s: a one-week window with the one-calendar
 read key; a one-hour event with the write key, its outbox row and its call-history row), driven
-through our ASGI app in one process under ``valgrind --tool=callgrind``. Callgrind collects only
-inside ``sys.call_tracing`` (``--toggle-collect``), which wraps the measured requests alone, in
-this thread alone: the start-up, the seeding, the warm-up requests and the WAL checkpointer's
-thread are not counted. Each kind is its own dump (``--dump-after``). What is counted is
-user-space instructions, which other work on the machine does not move; the run is made
+through our ASGI app in one process under ``valgrind --tool=callgrind``, on two shapes: the
+bulk-seeded database (``bench.seed``: ``list`` and ``create``, a one-calendar write key) and
+the database built through the API (``bench.api_seed``: ``create_api``, a create through the
+all-calendars write key that built it, into the default calendar; ``create_api_one``, for
+comparison and not guarded, the same through a write key of the default calendar alone).
+Callgrind collects only inside ``sys.call_tracing`` (``--toggle-collect``), which wraps the
+measured requests alone, in this thread alone: the start-up, the seeding, the warm-up requests
+and the WAL checkpointer's thread are not counted. Each kind is its own dump
+(``--dump-after``). What is counted is user-space instructions, which other work on the
+machine does not move; the run is made
 repeatable by a fixed seed for the requests, ``PYTHONHASHSEED=0``, one request at a time, and a
 warm-up that fills every cache and crosses a rate-limit lease (so that the measured requests
 hold exactly one lease ahead per ``LEASE_EVERY`` of them).
 
 ``--check`` compares the counts with ``bench/budget.json`` and fails past ``tolerance`` (+5 %);
-``make test`` (``scripts/test``) and ``make bench-guard`` run it on a small database in well
-under a minute. ``--events 100000 --requests 300`` counts the benchmark's own shape.
+``make test`` (``scripts/test``) and ``make bench-guard`` run it: the bulk shape on a small
+database (10,000 events), the API-built one at the benchmark's size (100,000 events; built
+once in about two minutes and kept while the schema is unchanged), in about two minutes.
+``--events 100000 --requests 300`` counts the bulk benchmark's own shape.
 
 ``--inclusive MODULE:NAME[,...]`` (analysis) also counts the instructions spent inside Python
 functions (or ``Class.method``, or an attribute of an object such as ``operations:LIST.run``;
@@ -47,15 +54,34 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET = ROOT / "bench" / "budget.json"
 DB_DIR = ROOT / "bench" / "results" / "db"
-KINDS = ("list", "create")
+GUARDED = ("list", "create", "create_api")  # the kinds bench/budget.json holds
+KINDS = (*GUARDED, "create_api_one")
+# Each kind's database (bulk: bench.seed; api: bench.api_seed) and the key it sends.
+_SHAPE = {"list": "bulk", "create": "bulk", "create_api": "api", "create_api_one": "api"}
+_SECRET = {
+    "list": "read_secret",
+    "create": "write_secret",  # one-calendar key (bench.seed)
+    "create_api": "write_secret",  # all-calendars key (bench.api_seed)
+    "create_api_one": "one_calendar_write_secret",
+}
 LEASE_EVERY = 100  # the bench's limiter leases 100 tokens at a time (1e9 a minute)
-GUARD = {"events": 10_000, "warmup": 250, "requests": 100}
+GUARD = {"events": 10_000, "api_events": 100_000, "warmup": 250, "requests": 100}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.floor", description=__doc__.split("\n")[0])
-    p.add_argument("--kind", choices=(*KINDS, "both"), default="both")
+    p.add_argument(
+        "--kind",
+        default="both",
+        help=f"comma-separated among {', '.join(KINDS)}; 'both' (the default): the guarded ones",
+    )
     p.add_argument("--events", type=int, default=GUARD["events"])
+    p.add_argument(
+        "--api-events",
+        type=int,
+        default=GUARD["api_events"],
+        help="events of the database built through the API (create_api, create_api_one)",
+    )
     p.add_argument("--warmup", type=int, default=GUARD["warmup"])
     p.add_argument("--requests", type=int, default=GUARD["requests"])
     p.add_argument(
@@ -68,7 +94,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", action="store_true", help="print the counts as JSON")
     p.add_argument("--keep", type=Path, help="keep callgrind's files there (callgrind_annotate)")
     p.add_argument("--inside", type=Path, help=argparse.SUPPRESS)  # the run under valgrind
-    return p.parse_args(argv)
+    a = p.parse_args(argv)
+    a.kinds = GUARDED if a.kind == "both" else tuple(k.strip() for k in a.kind.split(","))
+    unknown = set(a.kinds) - set(KINDS)
+    if unknown:
+        p.error(f"--kind: unknown {', '.join(sorted(unknown))}; choose among {', '.join(KINDS)}")
+    return a
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -82,10 +113,12 @@ def main(argv: list[str] | None = None) -> None:
         budget = json.loads(a.budget.read_text())
         shape = budget["shape"]
         a.events, a.warmup, a.requests = shape["events"], shape["warmup"], shape["requests"]
-        a.kind = "both"
+        a.api_events = shape["api_events"]
+        a.kinds = GUARDED
     counts = count(
-        kinds=KINDS if a.kind == "both" else (a.kind,),
+        kinds=a.kinds,
         events=a.events,
+        api_events=a.api_events,
         warmup=a.warmup,
         requests=a.requests,
         inclusive=a.inclusive,
@@ -94,9 +127,9 @@ def main(argv: list[str] | None = None) -> None:
     if a.json:
         print(json.dumps(counts, indent=1))
     for kind, found in counts.items():
-        print(f"{kind:6s} {found['instructions']:>11,} instructions per request", flush=True)
+        print(f"{kind:14s} {found['instructions']:>11,} instructions per request", flush=True)
         for spec, inside in found.get("inclusive", {}).items():
-            print(f"{'':6s} {inside:>11,} of them in {spec}", flush=True)
+            print(f"{'':14s} {inside:>11,} of them in {spec}", flush=True)
     if a.check:
         problems, notes = compare(counts, budget)
         if budget.get("environment") not in (None, environment()):
@@ -145,14 +178,33 @@ def count(
     events: int,
     warmup: int,
     requests: int,
+    api_events: int = GUARD["api_events"],
     inclusive: str | None = None,
     keep: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Instructions per request by kind (and, given ``inclusive``, those inside it), from one
-    run of this module under callgrind."""
+    run of this module under callgrind per database shape."""
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
-    meta = _seeded(events)
+    found: dict[str, dict[str, Any]] = {}
+    for shape in ("bulk", "api"):
+        these = tuple(k for k in kinds if _SHAPE[k] == shape)
+        if these:
+            meta = _seeded(events) if shape == "bulk" else _built(api_events)
+            kept = None if keep is None else keep / shape
+            found.update(_count(these, meta, warmup, requests, inclusive, kept))
+    return {kind: found[kind] for kind in kinds}
+
+
+def _count(
+    kinds: tuple[str, ...],
+    meta: Path,
+    warmup: int,
+    requests: int,
+    inclusive: str | None,
+    keep: Path | None,
+) -> dict[str, dict[str, Any]]:
+    """``count`` on one database (``meta``): one run under callgrind, a dump per kind."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         cmd = [
@@ -168,10 +220,9 @@ def count(
             "-m",
             "bench.floor",
             f"--inside={meta}",
-            f"--events={events}",
             f"--warmup={warmup}",
             f"--requests={requests}",
-            f"--kind={'both' if len(kinds) == 2 else kinds[0]}",
+            f"--kind={','.join(kinds)}",
         ]
         if inclusive:
             cmd.append(f"--inclusive={inclusive}")
@@ -204,6 +255,14 @@ def _seeded(events: int) -> Path:
     meta = pristine.with_suffix(".json")
     seed.seed_ours(f"sqlite:///{pristine}", events, meta, log=_stderr)
     return meta
+
+
+def _built(events: int) -> Path:
+    """The metadata file of the database built through the API (building it first if needed)."""
+    from bench import api_seed
+
+    api_seed.seeded(events, log=_stderr)
+    return api_seed.pristine(events).with_suffix(".json")
 
 
 def _total(dump: Path) -> int:
@@ -239,8 +298,8 @@ def _stderr(text: str) -> None:
 
 def _serve_measured(a: argparse.Namespace) -> None:
     """Warm up and serve each kind's measured requests inside ``sys.call_tracing`` (the only
-    code callgrind counts), list first: creates then add to another calendar than the read
-    key's."""
+    code callgrind counts), in ``KINDS`` order (list first: creates then add to another
+    calendar than the read key's)."""
     import uvloop
 
     from bench import inprocess, load, seed
@@ -261,12 +320,12 @@ def _serve_measured(a: argparse.Namespace) -> None:
     from calendar_service.cli.asgi_app import app_from_env
 
     app = app_from_env()
-    kinds = KINDS if a.kind == "both" else (a.kind,)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         lifespan = runner.run(inprocess._started(app))
-        for kind in kinds:
-            token = meta.read_secret if kind == "list" else meta.write_secret
-            batch = inprocess.requests(load.Workload.ours(kind, token), a.warmup + a.requests)
+        for kind in a.kinds:
+            token = getattr(meta, _SECRET[kind])
+            work = load.Workload.ours("list" if kind == "list" else "create", token)
+            batch = inprocess.requests(work, a.warmup + a.requests)
             statuses = runner.run(inprocess.drive(app, batch[: a.warmup], token))
             _instrumentation("on")
             measured = inprocess.drive(app, batch[a.warmup :], token)

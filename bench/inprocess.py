@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import hashlib
 import os
 import random
 import re
@@ -94,18 +95,31 @@ def _iso(t: Any) -> str:
 
 
 async def drive(
-    app: ASGIApp, batch: list[Request], token: str, concurrency: int = 1
+    app: ASGIApp,
+    batch: list[Request],
+    token: str,
+    concurrency: int = 1,
+    *,
+    idempotent: bool = False,
 ) -> Counter[int]:
     """Serve ``batch`` through ``app``, ``concurrency`` requests at a time (as many clients
-    each waiting for its answer before sending the next); the response statuses."""
+    each waiting for its answer before sending the next); the response statuses.
+    ``idempotent``: each request with a body sends an ``Idempotency-Key`` (its body's digest),
+    as an agent retrying safely does."""
     statuses: Counter[int] = Counter()
     pending = iter(batch)
-    await asyncio.gather(*(_client(app, pending, token, statuses) for _ in range(concurrency)))
+    await asyncio.gather(
+        *(_client(app, pending, token, statuses, idempotent) for _ in range(concurrency))
+    )
     return statuses
 
 
 async def _client(
-    app: ASGIApp, pending: Iterator[Request], token: str, statuses: Counter[int]
+    app: ASGIApp,
+    pending: Iterator[Request],
+    token: str,
+    statuses: Counter[int],
+    idempotent: bool = False,
 ) -> None:
     for method, path, query, body in pending:
         headers = [
@@ -118,6 +132,8 @@ async def _client(
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
             ]
+            if idempotent:
+                headers.append((b"idempotency-key", hashlib.sha256(body).hexdigest()[:32].encode()))
         scope = {
             "type": "http",
             "asgi": {"version": "3.0"},

@@ -210,6 +210,8 @@ def markdown(s: dict[str, Any]) -> str:
 
     for kind, m in (s.get("main") or {}).items():
         out.append(row(f"{kind}, {s.get('events', 0):,} events", m))
+    for kind, m in (s.get("asrun") or {}).items():
+        out.append(row(f"{kind} as run (built through the API, all-calendars key)", m))
     for size, m in (s.get("scale") or {}).items():
         if size != "spread":
             out.append(row(f"list, {int(size):,} events", m))

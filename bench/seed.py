@@ -71,6 +71,9 @@ class Seeded:
     fingerprint: str
     seconds: float = 0.0
     series: int = 0  # weekly series beside the events (the recurrence shape)
+    # A write key of the read key's calendar alone (``bench.api_seed``'s databases; its
+    # ``write_secret`` reaches every calendar).
+    one_calendar_write_secret: str = ""
 
 
 def fingerprint() -> str:

@@ -18,7 +18,6 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-import psycopg
 from sqlalchemy.engine import make_url
 
 logger = logging.getLogger("webhooks")
@@ -43,6 +42,8 @@ async def listen(
     """Call ``wake`` for every notification on ``CHANNEL`` until cancelled (see module doc).
 
     ``connected`` is called each time the LISTEN is in place (tests wait on it)."""
+    import psycopg  # here: a server on SQLite never loads it (some 50 ms of its start-up)
+
     delay = retry
     while True:
         try:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Connection, Select, and_, bindparam, insert, select
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, insert, select, true
 
 from calendar_service.access import owners
 from calendar_service.access.keys import Principal
@@ -323,11 +323,11 @@ def _owners_target(
     by_id = by_name = None
     errors: list[FieldError] = []
     if calendar_id is not None:
-        by_id = _owners_locked(conn, owner, calendars_t.c.id == calendar_id)
+        by_id = _row(_OWNERS_BY_ID.first(conn, owner=owner, value=calendar_id))
         if by_id is None:
             errors.append(FieldError("calendarId", f"no calendar with id {calendar_id!r}"))
     if calendar_name is not None:
-        by_name = _owners_locked(conn, owner, calendars_t.c.name == calendar_name.strip())
+        by_name = _row(_OWNERS_BY_NAME.first(conn, owner=owner, value=calendar_name.strip()))
         if by_name is None:
             errors.append(FieldError("calendar", f"no calendar named {calendar_name!r}"))
     if errors:
@@ -345,11 +345,7 @@ def _owners_target(
         )
     target = by_id or by_name
     if target is None:
-        target = conn.execute(
-            select(*ROW_COLUMNS).where(
-                calendars_t.c.user_id == owner, calendars_t.c.is_default.is_(True)
-            )
-        ).first()
+        target = _row(_DEFAULT.first(conn, owner=owner))
         if target is None:
             raise ValidationFailed(
                 [FieldError("calendar", f"no default calendar {DEFAULT_CALENDAR_NAME!r}")]
@@ -357,17 +353,29 @@ def _owners_target(
     return target
 
 
-def _owners_locked(conn: Connection, owner: str, condition: Any) -> Any:
-    """The owner's calendar row that ``condition`` picks, locked (``_locked``), or ``None``."""
-    query = select(*ROW_COLUMNS).where(calendars_t.c.user_id == owner, condition)
-    return conn.execute(_locked(conn, query)).first()
+# ``_owners_target``'s reads: an all-calendars key's every create runs one of them. Compiled
+# once (``db.Statement``): through Core, the default calendar's read cost a create about as
+# much as the rest of its work in Python (650k of 2,110k instructions; docs/performance.md,
+# "Create"). The calendar named is read ``FOR KEY SHARE`` on PostgreSQL (``resolve_target``);
+# the default, never deleted, is not.
+_OWNERS = select(*ROW_COLUMNS).where(calendars_t.c.user_id == bindparam("owner"))
+_OWNERS_BY_ID = Statement(
+    _OWNERS.where(calendars_t.c.id == bindparam("value")).with_for_update(read=True, key_share=True)
+)
+_OWNERS_BY_NAME = Statement(
+    _OWNERS.where(calendars_t.c.name == bindparam("value")).with_for_update(
+        read=True, key_share=True
+    )
+)
+# ``= true``, not ``IS TRUE``: PostgreSQL searches an index on ``=`` only.
+_DEFAULT = Statement(_OWNERS.where(calendars_t.c.is_default == true()))
 
 
-def _locked(conn: Connection, query: Select[Any]) -> Select[Any]:
-    """``query`` of calendars rows, ``FOR KEY SHARE`` on PostgreSQL (``resolve_target``)."""
-    if conn.dialect.name == "postgresql":
-        return query.with_for_update(read=True, key_share=True)
-    return query
+def _row(found: Any) -> CalendarRow | None:
+    """A ``ROW_COLUMNS`` row as the driver gives it, as a ``CalendarRow``."""
+    if found is None:
+        return None
+    return CalendarRow(found[0], found[1], found[2], bool(found[3]), *found[4:7])
 
 
 def _own_calendar(

@@ -9,7 +9,6 @@ import typer
 
 from calendar_service.cli.common import open_database
 from calendar_service.platform.config import Config, served_base_url
-from calendar_service.platform.logs import configure_logging
 from calendar_service.platform.timeutil import utcnow
 
 
@@ -39,6 +38,7 @@ def serve(
     import uvicorn
 
     from calendar_service.platform import served_address
+    from calendar_service.platform.logs import configure_logging
 
     # This process's logging, and (through the environment) each server process's, where the
     # app factory applies it: uvicorn installs none of its own (log_config=None).
@@ -80,6 +80,7 @@ def migrate() -> None:
 
 def mcp() -> None:
     """Serve the MCP tools over stdio, acting with the key in CALENDAR_API_KEY."""
+    from calendar_service.platform.logs import configure_logging
     from mcp_tools import stdio
 
     configure_logging("warning")  # to stderr (stdout is the protocol's), warnings and errors

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import signal
 from typing import Annotated, Any
 
 import typer
@@ -18,9 +15,7 @@ from calendar_service.cli.common import (
     run,
     usage,
 )
-from calendar_service.delivery import webhook_targets
 from calendar_service.platform.config import Config
-from calendar_service.platform.logs import configure_logging
 from calendar_service.platform.timeutil import utcnow
 
 webhook_app = typer.Typer(
@@ -73,6 +68,7 @@ def webhook_set(
     signing beside it for 24 hours. Its time triggers stay as they were unless
     --minutes-before or --ended says otherwise."""
     from calendar_service.delivery import webhook_settings as webhook_config
+    from calendar_service.delivery import webhook_targets
     from calendar_service.delivery.triggers.kinds import parse_offsets
 
     config = Config.from_env()
@@ -244,6 +240,10 @@ def worker(
 
     For deployments with many server processes started with `serve --no-webhooks`; several
     workers may share one PostgreSQL database."""
+    import asyncio
+
+    from calendar_service.platform.logs import configure_logging
+
     configure_logging(
         log_level
     )  # the service's logging, as in serve (calendar_service.platform.logs)
@@ -258,6 +258,10 @@ def worker(
 
 
 async def _work_until_signalled(config: Config, db: Any, poll_interval: float) -> None:
+    import asyncio
+    import logging
+    import signal
+
     from webhooks.housekeeping import housekeeping_job
     from webhooks.scheduler import run_worker
 

@@ -45,7 +45,7 @@ def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
     tmp_path: Path,
 ) -> None:
     # Every phase a plain `python -m bench` runs on SQLite but the hostile one (its own test).
-    phases = "main,series,search,freetime,modes,ratelimit"
+    phases = "main,asrun,series,search,freetime,modes,ratelimit"
     proc = run_bench(
         "bench", "--tiny", "--only", phases, "--loadgen", "python", "--out", str(tmp_path)
     )
@@ -53,6 +53,10 @@ def test_a_tiny_benchmark_run_measures_ours_and_the_minimum_without_errors(
     summary = json.loads((tmp_path / "latest.json").read_text())["summary"]
     for kind in ("list", "create"):
         result = summary["main"][kind]
+        assert result["errors"] == 0, result
+        assert result["ours"]["rps"] > 0 and result["minimum"]["rps"] > 0
+    for kind in ("list", "create"):  # on the database built through the API (bench.api_seed)
+        result = summary["asrun"][kind]
         assert result["errors"] == 0, result
         assert result["ours"]["rps"] > 0 and result["minimum"]["rps"] > 0
     search = summary["search"]["sqlite"]  # two words over a year, beside the one-week list

@@ -28,6 +28,8 @@ class Calendar(SQLModel, table=True):
             sqlite_where=text("dav_name IS NOT NULL"),
             postgresql_where=text("dav_name IS NOT NULL"),
         ),
+        # The owner's default calendar in one step (an all-calendars key's create; 0031).
+        Index("ix_calendars_user_default", "user_id", "is_default"),
     )
 
     id: str = Field(primary_key=True, max_length=40)

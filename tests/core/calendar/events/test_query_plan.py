@@ -122,3 +122,38 @@ def test_the_busy_time_query_searches_the_same_index_as_the_list(
         ),
     )
     assert_searches_the_window_index(db, plan)
+
+
+def test_an_all_calendars_create_finds_the_default_calendar_by_its_index(
+    db: Database, factory: Factory
+) -> None:
+    """A create through a key of all the owner's calendars that names none goes to the
+    default, read through ``ix_calendars_user_default`` (owner, is_default), not by visiting
+    each of the owner's calendars (migration 0031)."""
+    owner = factory.owner()
+    for n in range(3):
+        factory.calendar(owner, name=f"other {n}")
+    key_id, _ = factory.key(owner)  # all calendars
+    principal = Principal(key_id, owner.id, "write", None, utcnow())
+    created: list[dict[str, Any]] = []
+    plan = plan_of(
+        db,
+        lambda statement: "FROM calendars" in statement and "is_default" in statement,
+        lambda: created.append(
+            db.call(
+                events.create_event_from_input,
+                principal=principal,
+                body={
+                    "title": "t",
+                    "startsAt": "2026-03-02T09:00:00Z",
+                    "endsAt": "2026-03-02T10:00:00Z",
+                },
+                now=utcnow(),
+            )[0]
+        ),
+    )
+    assert created[0]["calendarId"] == owner.default_calendar_id
+    if db.engine.dialect.name == "sqlite":
+        assert "USING INDEX ix_calendars_user_default (user_id=? AND is_default=?)" in plan, plan
+    else:  # the tables are tiny and unanalysed: either index on the owner may be chosen
+        assert "Index Scan using ix_calendars_user_" in plan, plan

@@ -126,3 +126,25 @@ def test_a_listener_added_after_a_connection_was_kept_sees_its_compiled_statemen
         statement.all(conn, id="usr_nobody")
         conn.rollback()
     assert seen == [statement.sql(db.engine.dialect)[0]]
+
+
+def test_none_and_bool_are_bound_by_the_driver_as_null_and_integers(db: Database) -> None:
+    """``engine.py`` registers ``sqlite3`` adapters for None and bool (a cheaper way to what
+    ``sqlite3`` did without them); what is stored stays the same, on both databases."""
+    from sqlalchemy import literal_column, select
+
+    from calendar_service.platform.db import Statement
+
+    types = Statement(
+        select(
+            literal_column("1").label("one"),
+            bindparam("nothing", type_=None),
+            bindparam("yes"),
+            bindparam("no"),
+        )
+    )
+    with db.engine.connect() as conn:
+        _, nothing, yes, no = types.first(conn, nothing=None, yes=True, no=False)
+        conn.rollback()
+    assert nothing is None
+    assert (yes, no) in ((1, 0), (True, False))  # SQLite: integers; PostgreSQL: booleans
