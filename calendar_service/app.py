@@ -1,6 +1,7 @@
 """``create_app(config)``: assembles the fronts and owns the lifespan.
 
-/api/v1/...                 REST (calendar_service.rest)
+/api/v1/...                 REST (calendar_service.rest; /api/v1/book/...: a scheduling link's
+                            public API, calendar_service.rest.links)
 /api/openapi.json           OpenAPI 3.1.0 (also /.well-known/openapi.json)
 /mcp                        MCP tools over streamable HTTP (mcp_tools)
 /.well-known/oauth-*, /authorize, /token, /register, /revoke
@@ -38,7 +39,7 @@ from calendar_service.jobs import housekeeping_job
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.logs import configure_logging
-from calendar_service.rest import feed, invitations, openapi, routes, subscriptions
+from calendar_service.rest import feed, invitations, links, openapi, routes, subscriptions
 from calendar_service.rest.errors import HANDLERS, unexpected_error
 from mcp_tools.http import MCP_PATH, mcp_http
 from mcp_tools.oauth import oauth_server
@@ -122,6 +123,7 @@ def create_app(
         routes=[
             *routes.routes(),
             *subscriptions.routes(),
+            *links.routes(),
             *openapi.routes(),
             *feed.routes(),
             *invitations.routes(),

@@ -5,6 +5,8 @@ sharing, attendees. May import: platform, access, journal.
   default calendar);
 - ``calendar_edits``: a calendar changed or deleted, with its change-log rows;
 - ``availability``: free/busy and finding a free time;
+- ``links``: scheduling links a key makes (create, list, delete; the owner's view);
+- ``booking``: a guest's slots, booking, reschedule and cancel through a link;
 - ``sharing``: an owner's calendars shared with other owners;
 - ``reminders``: an event's reminders as sent, stored and shown;
 - ``attendees``: attendees and organizer, as sent, stored and shown (one email rule);
