@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
@@ -29,7 +29,14 @@ from calendar_service.platform.ids import new_id
 from calendar_service.platform.inputs import check_text
 from calendar_service.platform.models import calendars_t, keys_t
 from calendar_service.platform.models.links import links_t
-from calendar_service.platform.timeutil import format_in, format_utc, parse_date_time, zone
+from calendar_service.platform.timeutil import (
+    format_in,
+    format_utc,
+    midnight,
+    parse_date_time,
+    parse_day,
+    zone,
+)
 
 TOKEN_BYTES = 24  # 192 bits
 BOOK_PATH = "/book/"
@@ -95,8 +102,11 @@ def _instant(value: Any, field: str, tz: Any, errors: list[FieldError]) -> datet
     if not isinstance(value, str) or check_text(field, value):
         errors.append(FieldError(field, "must be an RFC 3339 date-time"))
         return None
+    text = value.strip()
     try:
-        return parse_date_time(value.strip(), tz)
+        if len(text) == 10:  # a date: its midnight in the calendar's zone
+            return midnight(parse_day(text, tz), tz).astimezone(UTC)
+        return parse_date_time(text, tz)
     except ValueError as exc:
         errors.append(FieldError(field, str(exc)))
         return None

@@ -20,6 +20,7 @@ TOOLS = {
     "findFreeTime",
     "listChanges",
     "undoChange",
+    "createSchedulingLink",
 }
 
 
