@@ -7,6 +7,7 @@
 /.well-known/oauth-*, /authorize, /token, /register, /revoke
                             OAuth 2.1 for remote MCP (mcp_tools.oauth; consent: /settings/connect)
 /settings/...               the owner's account settings pages (calendar_service.account)
+/book/...                   a scheduling link's public page (calendar_service.account.booking_pages)
 /ical/<token>.ics           a calendar's iCalendar subscription feed (calendar_service.rest.feed)
 /.well-known/caldav, /caldav/...
                             CalDAV for the owner's calendar apps (calendar_service.dav.routes)
@@ -30,6 +31,7 @@ from starlette.routing import Mount, Route
 
 from calendar_service.access.ratelimit import RateLimiter
 from calendar_service.account import create_account_app
+from calendar_service.account.booking_pages import create_booking_app
 from calendar_service.asgi.boundary import ErrorBoundary
 from calendar_service.asgi.context import RequestIdMiddleware, Services, services
 from calendar_service.asgi.methods import AnswerOptions
@@ -130,6 +132,7 @@ def create_app(
             *caldav.routes(),
             Route("/healthz", healthz, methods=["GET"]),
             Mount("/settings", app=create_account_app(svc)),
+            Mount("/book", app=create_booking_app(svc)),
             Route(MCP_PATH, mcp.endpoint),
             *(auth.routes if auth else []),
         ],

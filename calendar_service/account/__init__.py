@@ -37,6 +37,7 @@ from elsewhere. See docs/settings.md for the decisions behind sessions, CSRF and
     sharing_pages.py  sharing the owner's free/busy with other owners (on the calendars page)
     feed_pages.py     a calendar's iCalendar subscription feeds
     consent_pages.py  OAuth consent for remote MCP: the owner allows or denies an app
+    booking_pages.py  a scheduling link's public page, mounted at ``/book`` (no sign-in)
 """
 
 from __future__ import annotations

@@ -548,3 +548,31 @@ def reschedule_booking(
             "endsAt": format_in(end, link.tz),
         }
     }
+
+
+def managed_slots(
+    conn: Connection,
+    *,
+    manage_token: str,
+    now: datetime,
+    time_min: Any = None,
+    time_max: Any = None,
+    time_zone: Any = None,
+) -> dict[str, Any] | Later:
+    """The slots a booking may be moved to (its link's, whether or not a use is left)."""
+    link = managed(conn, manage_token=manage_token, now=now).link
+    return slots_of(conn, link, now=now, time_min=time_min, time_max=time_max, time_zone=time_zone)
+
+
+def link_facts(conn: Connection, *, token: str, now: datetime) -> dict[str, Any]:
+    """What a link's page shows above its slots: its title, description, length and window."""
+    row = open_link(conn, token=token, now=now).row
+    return {
+        "title": row.title,
+        "description": row.description,
+        "durationMinutes": row.duration_minutes,
+        "timeMin": row.time_min,
+        "timeMax": row.time_max,
+        "guestName": row.guest_name,
+        "guestEmail": row.guest_email,
+    }
