@@ -190,3 +190,25 @@ def test_each_link_and_address_has_a_budget(tmp_path: Path) -> None:
                 limited = api.get("/api/v1/book/" + other.rsplit("/", 1)[1] + "/slots")
                 assert limited.status_code == 429
                 assert limited.json()["code"] == "rate_limited"
+
+
+def test_the_owner_sees_and_revokes_every_link(
+    settings: Any, api: httpx.Client, factory: Factory, guest: httpx.Client
+) -> None:
+    _, secret = factory.key(settings.owner, name="Assistant")
+    path = make_link(api, secret, title="Coffee chat")
+    page = settings.get("/links")
+    assert page.status_code == 200
+    text = text_of(page.text)
+    assert "Coffee chat" in text and "Assistant" in text and "1 of 1" in text
+    link_id = re.search(r"/settings/links/(link_[A-Za-z0-9]+)/revoke", page.text)
+    assert link_id
+    revoked = settings.post(f"/links/{link_id.group(1)}/revoke")
+    assert revoked.status_code == 303
+    assert "Link revoked" in text_of(settings.client.get(revoked.headers["location"]).text)
+    assert guest.get(path).status_code == 410
+    # Another owner's link is not this owner's to see or revoke.
+    other = factory.owner()
+    _, theirs = factory.key(other)
+    make_link(api, theirs, title="Not yours")
+    assert "Not yours" not in settings.get("/links").text
