@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from zoneinfo import ZoneInfo
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest

@@ -18,7 +18,8 @@ from calendar_service.platform.db import Database
 from calendar_service.platform.models import deliveries_t, endpoints_t
 from calendar_service.platform.models.links import links_t
 from calendar_service.platform.timeutil import utcnow
-from tests.support import Factory, Owner, RunningServer, bearer
+from tests.conftest import make_config
+from tests.support import Factory, Owner, RunningServer, bearer, own_server
 from tests.webhooks.support import set_webhook
 
 LINKS = "/api/v1/calendar/schedulingLinks"
@@ -388,3 +389,50 @@ def test_two_guests_on_one_slot_make_one_booking(server: RunningServer, factory:
         lost = next(a for a in answers if a.status_code == 409).json()
         assert lost["code"] == "slot_taken"
         assert start not in [s["startsAt"] for s in lost["slots"]]
+
+
+def _race(urls: list[str], path: str, bodies: list[dict[str, Any]]) -> list[httpx.Response]:
+    """POST ``bodies[i]`` to ``urls[i]`` + ``path`` at once; the answers in that order."""
+    answers: list[httpx.Response | None] = [None] * len(urls)
+    barrier = threading.Barrier(len(urls))
+
+    def post(i: int) -> None:
+        with httpx.Client(base_url=urls[i], timeout=30) as client:
+            barrier.wait(timeout=10)
+            answers[i] = client.post(path, json=bodies[i])
+
+    threads = [threading.Thread(target=post, args=(i,)) for i in range(len(urls))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert all(a is not None for a in answers)
+    return [a for a in answers if a is not None]
+
+
+def test_two_hosts_keep_uses_and_slots_exact(database_url: str, factory: Factory) -> None:
+    config = make_config(database_url)
+    owner = factory.owner()
+    _, secret = factory.key(owner)
+    with own_server(config) as one, own_server(config) as two:
+        urls = [one.url, two.url]
+        with httpx.Client(base_url=one.url, timeout=30) as api:
+            for round_ in range(3):
+                # One use left, two guests on two hosts, two different slots: one booking.
+                token = token_of(make_link(api, secret, hours=8))
+                slots = api.get(f"/api/v1/book/{token}/slots").json()["slots"]
+                bodies = [guest(slots[0]["startsAt"]), guest(slots[8]["startsAt"])]
+                answers = _race(urls, f"/api/v1/book/{token}", bodies)
+                assert sorted(a.status_code for a in answers) == [201, 410], round_
+                listed = api.get(LINKS, headers=bearer(secret)).json()["schedulingLinks"]
+                assert listed[0]["usesLeft"] == 0
+                # Uses to spare, one slot, two hosts: one booking, the other sees fresh slots.
+                token = token_of(make_link(api, secret, hours=8, uses=5))
+                free = api.get(f"/api/v1/book/{token}/slots").json()["slots"]
+                assert len(free) > 16, (round_, free)
+                slot = free[len(free) - 1 - round_]
+                answers = _race(urls, f"/api/v1/book/{token}", [guest(slot["startsAt"])] * 2)
+                assert sorted(a.status_code for a in answers) == [201, 409], round_
+                lost = next(a for a in answers if a.status_code == 409).json()
+                assert lost["code"] == "slot_taken"
+                assert slot["startsAt"] not in [s["startsAt"] for s in lost["slots"]]
