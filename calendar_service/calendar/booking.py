@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection, insert, or_, select, update
 
 from calendar_service.access.keys import APPROVAL_NONE, Principal, authorize, key_row_by_id
@@ -28,6 +29,7 @@ from calendar_service.calendar.events.existing import delete_event, get_event
 from calendar_service.calendar.links import check_guest_name, new_token, token_hash
 from calendar_service.journal.change_table import GUEST
 from calendar_service.journal.invitations import MailPolicy
+from calendar_service.journal.mail_queue import PENDING, mail_t
 from calendar_service.journal.webhook_outbox import BOOKING_CREATED, enqueue
 from calendar_service.platform.deferred import Later
 from calendar_service.platform.emails import check_email
@@ -372,8 +374,24 @@ def book(
         "endsAt": format_in(start + timedelta(minutes=link.row.duration_minutes), link.tz),
         "manageUrl": f"{base_url}{MANAGE_PATH}{manage}",
     }
+    _mail_manage_link(conn, event_id=event["id"], email=email, url=booking["manageUrl"])
     _notify(conn, link, booking, event, guest={"name": name, "email": email}, now=now)
     return {"booking": booking}
+
+
+def _mail_manage_link(conn: Connection, *, event_id: str, email: str, url: str) -> None:
+    """The guest's invitation, queued by the create, carries their manage link too."""
+    m = mail_t.c
+    for row in conn.execute(
+        select(m.id, m.payload).where(
+            m.event_id == event_id, m.recipient == email, m.status == PENDING
+        )
+    ).all():
+        payload = orjson.loads(row.payload)
+        payload["manage"] = url
+        conn.execute(
+            update(mail_t).where(m.id == row.id).values(payload=orjson.dumps(payload).decode())
+        )
 
 
 def _notify(

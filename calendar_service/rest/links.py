@@ -66,14 +66,21 @@ async def done(value: Any) -> Any:
     return value
 
 
+def _query(request: Request, known: tuple[str, ...]) -> Query:
+    """The query parameters, any other than ``known`` refused (400 ``unknown_parameter``)."""
+    query = Query(request.scope["query_string"])
+    unknown = sorted(set(query.last) - set(known))
+    if unknown:
+        takes = ", ".join(known) if known else "none"
+        advice = f"is not a parameter of this operation, which takes {takes}"
+        raise UnknownParameter([FieldError(name[:100], advice) for name in unknown])
+    return query
+
+
 async def link_slots(request: Request) -> Response:
     token = request.path_params["token"]
     await spend_budget(request, token)
-    query = Query(request.scope["query_string"])
-    unknown = sorted(set(query.last) - set(SLOT_PARAMETERS))
-    if unknown:
-        advice = "is not a parameter of this operation: it takes timeMin, timeMax and timeZone"
-        raise UnknownParameter([FieldError(name[:100], advice) for name in unknown])
+    query = _query(request, SLOT_PARAMETERS)
     found = await services(request).db.run(
         booking.link_slots,
         token=token,
@@ -88,6 +95,7 @@ async def link_slots(request: Request) -> Response:
 async def book(request: Request) -> Response:
     token = request.path_params["token"]
     await spend_budget(request, token)
+    _query(request, ())
     raw, refused = await _body(request)
     if refused is not None:
         raise refused
@@ -107,6 +115,7 @@ async def book(request: Request) -> Response:
 async def get_booking(request: Request) -> Response:
     token = request.path_params["token"]
     await spend_budget(request, token)
+    _query(request, ())
     found = await services(request).db.run(booking.booking_public, manage_token=token, now=utcnow())
     return _json(found)
 
@@ -114,6 +123,7 @@ async def get_booking(request: Request) -> Response:
 async def cancel_booking(request: Request) -> Response:
     token = request.path_params["token"]
     await spend_budget(request, token)
+    _query(request, ())
     mail = await mail_policy(request)
 
     def args() -> dict[str, Any]:
@@ -129,6 +139,7 @@ async def cancel_booking(request: Request) -> Response:
 async def reschedule_booking(request: Request) -> Response:
     token = request.path_params["token"]
     await spend_budget(request, token)
+    _query(request, ())
     raw, refused = await _body(request)
     if refused is not None:
         raise refused
