@@ -71,11 +71,17 @@ class OpenLink:
     zone_name: str
 
 
+# A link with its calendar's zone (``None`` when the calendar is gone), in one read.
+_LINK = select(links_t, calendars_t.c.time_zone.label("zone")).select_from(
+    links_t.outerjoin(calendars_t, calendars_t.c.id == links_t.c.calendar_id)
+)
+
+
 def _row_of_token(conn: Connection, token: str) -> Any:
     if not isinstance(token, str) or not token or len(token) > TOKEN_MOST:
         return None
     hashed = token_hash(token)
-    row = conn.execute(select(links_t).where(links_t.c.token_hash == hashed)).first()
+    row = conn.execute(_LINK.where(links_t.c.token_hash == hashed)).first()
     if row is None or not hmac.compare_digest(row.token_hash, hashed):
         return None
     return row
@@ -104,12 +110,9 @@ def _opened(conn: Connection, row: Any, now: datetime, *, using: bool) -> OpenLi
             "This scheduling link is paused: its bookings would now wait for the owner's "
             "approval. Ask whoever sent it for a new one."
         )
-    name = conn.execute(
-        select(calendars_t.c.time_zone).where(calendars_t.c.id == row.calendar_id)
-    ).scalar()
-    if name is None:
+    if row.zone is None:
         raise LinkGone("This scheduling link's calendar was deleted.")
-    return OpenLink(row, principal, zone(name), name)
+    return OpenLink(row, principal, zone(row.zone), row.zone)
 
 
 def open_link(conn: Connection, *, token: str, now: datetime, using: bool = True) -> OpenLink:
@@ -460,7 +463,7 @@ def managed(conn: Connection, *, manage_token: str, now: datetime) -> Managed:
         raise NotFound("There is no booking at this address: check the link you were sent.")
     if row.cancelled_at is not None:
         raise LinkGone("This booking was cancelled.")
-    link_row = conn.execute(select(links_t).where(links_t.c.id == row.link_id)).one()
+    link_row = conn.execute(_LINK.where(links_t.c.id == row.link_id)).one()
     return Managed(row, _opened(conn, link_row, now, using=False))
 
 
