@@ -187,6 +187,9 @@ def link_slots(
     """``GET /api/v1/book/{token}/slots``: ``{title, durationMinutes, timeZone, slots}``, the
     slots in ``time_zone`` (default: the link's calendar's), a ``Later`` when series must be
     expanded (off the event loop, after the transaction)."""
+    if time_zone is not None and not (isinstance(time_zone, str) and is_valid_zone(time_zone)):
+        message = "must be an IANA time zone such as Europe/Berlin"
+        raise ValidationFailed([FieldError("timeZone", message)])
     link = open_link(conn, token=token, now=now)
     return slots_of(conn, link, now=now, time_min=time_min, time_max=time_max, time_zone=time_zone)
 
@@ -240,6 +243,13 @@ def _offered(conn: Connection, link: OpenLink, start: datetime, now: datetime) -
     }
     slots = find_free_time(conn, principal=link.principal, body=body)["slots"]
     return bool(slots) and parse_date_time(slots[0]["startsAt"], UTC) == start
+
+
+def check_booking(body: Any) -> None:
+    """A booking's body checked before its link is read (every bad field named, whatever
+    became of the link): ``{startsAt, name, email}``, ``startsAt`` read in UTC here (the
+    booking reads it again in the calendar's zone)."""
+    _guest(body, UTC)
 
 
 def _guest(body: Any, tz: tzinfo) -> tuple[str, str, datetime]:

@@ -99,11 +99,12 @@ async def book(request: Request) -> Response:
     raw, refused = await _body(request)
     if refused is not None:
         raise refused
+    body = parse_json_body(raw)
+    booking.check_booking(body)  # a bad body is a 400 whatever became of the link
     base = services(request).config.base_url
     mail = await mail_policy(request)
 
     def args() -> dict[str, Any]:
-        body = parse_json_body(raw)
         return {"token": token, "body": body, "now": utcnow(), "base_url": base, "mail": mail}
 
     outcome = await guest_write(

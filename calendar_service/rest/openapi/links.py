@@ -114,6 +114,13 @@ def _create() -> dict[str, Any]:
                 "description": "The link, with its url (shown this once).",
                 "headers": ref_headers(*OK_HEADERS),
                 "content": json_content("SchedulingLink", example=LINK_EXAMPLE),
+                "links": {
+                    "DeleteSchedulingLink": {
+                        "operationId": operations.DELETE_LINK.name,
+                        "description": "Stop the link.",
+                        "parameters": {"linkId": "$response.body#/id"},
+                    }
+                },
             },
             **errors(),
         },
