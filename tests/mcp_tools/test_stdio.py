@@ -49,7 +49,7 @@ async def test_the_stdio_server_acts_with_its_key_and_rechecks_it_on_every_call(
         db.call(keys.revoke_key, user_id=None, key_id=key_id, now=utcnow())
         refused = await client.call_tool("listCalendarEvents", {})
 
-    assert "createCalendarEvent" in names and len(names) == 10
+    assert "createCalendarEvent" in names and len(names) == 11
     assert created["startsAt"] == "2026-03-02T09:00:00+09:00"
     assert page["now"].endswith("+09:00")
     assert [e["id"] for e in page["events"]] == [created["id"]]
