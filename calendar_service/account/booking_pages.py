@@ -230,7 +230,10 @@ async def link_page(request: Request) -> Response:
         return await _gone_or_error(request, exc)
 
 
-async def book_slot(request: Request) -> Response:
+async def _slot_form(request: Request, *, manage: bool) -> Response:
+    """A slot picked on the page: booked (``manage``: the booking moved to it), then the
+    confirmation page; a stale form, a bad field or a time taken meanwhile: the page again,
+    saying so, with the fresh slots."""
     token = request.path_params["token"]
     values: dict[str, str] = {}
     try:
@@ -238,48 +241,51 @@ async def book_slot(request: Request) -> Response:
         values = await _checked_form(request)
         base = services(request).config.base_url
         mail = await mail_policy(request)
-        body = {
-            "startsAt": values.get("slot") or None,
-            "name": values.get("name", ""),
-            "email": values.get("email", ""),
-        }
+        body = {"startsAt": values.get("slot") or None}
+        if manage:
+            op, path, key = operations.RESCHEDULE_BOOKING, "/book/manage/{token}/reschedule", {}
+        else:
+            body.update(name=values.get("name", ""), email=values.get("email", ""))
+            op, path, key = operations.BOOK, "/book/{token}", {"base_url": base}
 
         def args() -> dict[str, Any]:
-            return {"token": token, "body": body, "now": utcnow(), "base_url": base, "mail": mail}
+            named = {"manage_token" if manage else "token": token}
+            return {**named, **key, "body": body, "now": utcnow(), "mail": mail}
 
-        outcome = await guest_write(
-            request, operations.BOOK, token=token, manage=False, path="/book/{token}", args=args
-        )
+        outcome = await guest_write(request, op, token=token, manage=manage, path=path, args=args)
     except _FormExpired:
+        expired = "This form expired or did not come from this page. Pick your time again."
         return await _slots_page(
-            request,
-            token,
-            manage=False,
-            status=403,
-            values=values,
-            error="This form expired or did not come from this page. Pick your time again.",
+            request, token, manage=manage, status=403, values=values, error=expired
         )
     except ValidationFailed as exc:
+        fix = "Please pick a new time." if manage else "Please correct the fields marked below."
         return await _slots_page(
             request,
             token,
-            manage=False,
+            manage=manage,
             status=400,
             values=values,
-            error="Please correct the fields marked below.",
+            error=fix,
             errors=_field_errors(exc),
         )
     except SlotTaken as exc:
         return await _slots_page(
-            request, token, manage=False, status=409, values=values, error=exc.message
+            request, token, manage=manage, status=409, values=values, error=exc.message
         )
     except CalendarError as exc:
         return await _gone_or_error(request, exc)
-    manage_url: str = outcome.value["booking"]["manageUrl"]
-    manage_token = manage_url.rsplit("/", 1)[1]
+    if manage:
+        done, where = "moved", token
+    else:
+        done, where = "booked", outcome.value["booking"]["manageUrl"].rsplit("/", 1)[1]
     zone_name = values.get("timeZone", "")
-    query = f"?booked=1&timeZone={quote(zone_name)}" if is_valid_zone(zone_name) else "?booked=1"
-    return RedirectResponse(f"/book/manage/{manage_token}{query}", 303)
+    query = f"?{done}=1&timeZone={quote(zone_name)}" if is_valid_zone(zone_name) else f"?{done}=1"
+    return RedirectResponse(f"/book/manage/{where}{query}", 303)
+
+
+async def book_slot(request: Request) -> Response:
+    return await _slot_form(request, manage=False)
 
 
 async def manage_page(request: Request) -> Response:
@@ -292,53 +298,7 @@ async def manage_page(request: Request) -> Response:
 
 
 async def reschedule(request: Request) -> Response:
-    token = request.path_params["token"]
-    values: dict[str, str] = {}
-    try:
-        await spend_budget(request, token)
-        values = await _checked_form(request)
-        mail = await mail_policy(request)
-        body = {"startsAt": values.get("slot") or None}
-
-        def args() -> dict[str, Any]:
-            return {"manage_token": token, "body": body, "now": utcnow(), "mail": mail}
-
-        await guest_write(
-            request,
-            operations.RESCHEDULE_BOOKING,
-            token=token,
-            manage=True,
-            path="/book/manage/{token}/reschedule",
-            args=args,
-        )
-    except _FormExpired:
-        return await _slots_page(
-            request,
-            token,
-            manage=True,
-            status=403,
-            values=values,
-            error="This form expired or did not come from this page. Pick your time again.",
-        )
-    except ValidationFailed as exc:
-        return await _slots_page(
-            request,
-            token,
-            manage=True,
-            status=400,
-            values=values,
-            error="Please pick a new time.",
-            errors=_field_errors(exc),
-        )
-    except SlotTaken as exc:
-        return await _slots_page(
-            request, token, manage=True, status=409, values=values, error=exc.message
-        )
-    except CalendarError as exc:
-        return await _gone_or_error(request, exc)
-    zone_name = values.get("timeZone", "")
-    query = f"?moved=1&timeZone={quote(zone_name)}" if is_valid_zone(zone_name) else "?moved=1"
-    return RedirectResponse(f"/book/manage/{token}{query}", 303)
+    return await _slot_form(request, manage=True)
 
 
 async def cancel(request: Request) -> Response:
