@@ -19,6 +19,7 @@ from calendar_service.platform.models import deliveries_t, endpoints_t
 from calendar_service.platform.models.links import links_t
 from calendar_service.platform.timeutil import utcnow
 from tests.conftest import make_config
+from tests.dav.support import app_account, dav, propfind, responses
 from tests.support import Factory, Owner, RunningServer, bearer, own_server
 from tests.webhooks.support import set_webhook
 
@@ -436,3 +437,19 @@ def test_two_hosts_keep_uses_and_slots_exact(database_url: str, factory: Factory
                 lost = next(a for a in answers if a.status_code == 409).json()
                 assert lost["code"] == "slot_taken"
                 assert slot["startsAt"] not in [s["startsAt"] for s in lost["slots"]]
+
+
+def test_sync_and_caldav_see_a_booking(api: httpx.Client, factory: Factory) -> None:
+    app = app_account(factory)
+    _, secret = factory.key(app.owner)
+    before = api.get(EVENTS, headers=bearer(secret)).json()["nextSyncToken"]
+    token = token_of(make_link(api, secret))
+    start = api.get(f"/api/v1/book/{token}/slots").json()["slots"][0]["startsAt"]
+    booked = api.post(f"/api/v1/book/{token}", json=guest(start)).json()["booking"]
+    synced = api.get(EVENTS, params={"syncToken": before}, headers=bearer(secret)).json()
+    assert [e["id"] for e in synced["events"]] == [booked["eventId"]]
+    listing = propfind(api, app, app.calendar(), "<d:getetag/>", depth="1")
+    hrefs = [href for href in responses(listing) if href.endswith(".ics")]
+    assert len(hrefs) == 1
+    ics = dav(api, app, "GET", hrefs[0])
+    assert ics.status_code == 200 and "dana@example.com" in ics.text.lower()
