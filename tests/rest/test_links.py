@@ -12,7 +12,8 @@ import httpx
 import orjson
 from sqlalchemy import select
 
-from calendar_service.access import keys
+from calendar_service.access import call_history, keys
+from calendar_service.asgi.boundary import loggable_path
 from calendar_service.delivery import subscriptions, webhook_targets
 from calendar_service.platform.db import Database
 from calendar_service.platform.models import deliveries_t, endpoints_t
@@ -177,7 +178,7 @@ def test_a_booking_is_one_event_made_by_the_guest_through_the_link(
     api: httpx.Client, factory: Factory, db: Database
 ) -> None:
     owner = factory.owner()
-    _key_id, secret = factory.key(owner)
+    key_id, secret = factory.key(owner)
     link = make_link(api, secret)
     token = token_of(link)
     first = api.get(f"/api/v1/book/{token}/slots").json()["slots"][0]
@@ -193,6 +194,12 @@ def test_a_booking_is_one_event_made_by_the_guest_through_the_link(
     assert changes[0]["actor"] == {"type": "guest", "id": link["id"], "name": "guest"}
     assert changes[0]["transport"] == "link"
     assert changes[0]["eventId"] == booked["eventId"]
+    # In the key's call history, under the path's template: never the token.
+    calls = db.call(call_history.list_calls, key_id=key_id)
+    booking_call = next(c for c in calls if c["operation"] == "bookSchedulingLink")
+    assert booking_call["transport"] == "link" and booking_call["status"] == 201
+    assert booking_call["path"] == "/api/v1/book/{token}"
+    assert all(token not in str(c) for c in calls)
     # Used up: uses defaults to 1.
     again = api.post(f"/api/v1/book/{token}", json=guest(first["startsAt"]))
     assert again.status_code == 410 and again.json()["code"] == "link_gone"
@@ -453,3 +460,10 @@ def test_sync_and_caldav_see_a_booking(api: httpx.Client, factory: Factory) -> N
     assert len(hrefs) == 1
     ics = dav(api, app, "GET", hrefs[0])
     assert ics.status_code == 200 and "dana@example.com" in ics.text.lower()
+
+
+def test_a_link_s_token_is_never_a_logged_path() -> None:
+    for path in ("/book/{}", "/book/manage/{}/cancel", "/api/v1/book/{}/slots"):
+        secret = "3q2Fv8Lk0pZ7mN4sR1tW9xY6bC5dE8gH"
+        assert secret not in loggable_path(path.format(secret))
+        assert "<token>" in loggable_path(path.format(secret))
