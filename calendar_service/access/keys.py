@@ -327,10 +327,12 @@ class KeyRow(NamedTuple):
     may_invite: bool = False
 
 
+KEY_COLUMNS = (*_VERIFY_COLUMNS, *ROW_COLUMNS, keys_t.c.approval, keys_t.c.may_invite)
+"""What a key row is read from, first in a statement (``key_row_of``), with ``keys_t`` outer
+joined to ``calendars_t`` on the key's calendar and owner."""
+
 # Read on every request, straight from the driver (see db.Statement); never cached.
-_KEY_WITH_CALENDAR = select(
-    *_VERIFY_COLUMNS, *ROW_COLUMNS, keys_t.c.approval, keys_t.c.may_invite
-).select_from(
+_KEY_WITH_CALENDAR = select(*KEY_COLUMNS).select_from(
     keys_t.outerjoin(
         calendars_t,
         and_(calendars_t.c.id == keys_t.c.calendar_id, calendars_t.c.user_id == keys_t.c.user_id),
@@ -357,6 +359,12 @@ def _key_row(found: Any) -> KeyRow:
         found[15],
         bool(found[16]),
     )
+
+
+def key_row_of(found: Any) -> KeyRow:
+    """The key row of a result whose first columns are ``KEY_COLUMNS`` (a statement that reads
+    the key with something else, such as a scheduling link)."""
+    return _key_row(found)
 
 
 def key_row_by_id(conn: Connection, *, key_id: str) -> KeyRow:
