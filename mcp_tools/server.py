@@ -49,6 +49,7 @@ from calendar_service.platform.inputs import parse_flag, parse_model, parse_part
 from calendar_service.platform.models import (
     EventUpdate,
 )
+from calendar_service.platform.models.links import SchedulingLinkCreated
 from calendar_service.platform.timeutil import utcnow
 from mcp_tools import shapes
 from mcp_tools.detail import ARGUMENT as DETAIL
@@ -68,6 +69,7 @@ from mcp_tools.texts import (
     FREE_TIME_DOC,
     GET_DOC,
     INSTRUCTIONS,
+    LINK_DOC,
     LIST_CHANGES_DOC,
     LIST_DOC,
     RULES_DOC,
@@ -137,6 +139,14 @@ UPDATE_EXAMPLES = (
 DELETE_EXAMPLES = ({"eventId": _OCCURRENCE, "scope": "following"},)
 FREE_BUSY_EXAMPLES = ({"timeMin": "2026-03-02", "timeMax": "2026-03-07"},)
 CHANGES_EXAMPLES = ({"since": "2026-03-02"},)
+LINK_EXAMPLES = (
+    {
+        "title": "Intro call",
+        "durationMinutes": 30,
+        "timeMin": "2030-03-04",
+        "timeMax": "2030-03-09",
+    },
+)
 UNDO_EXAMPLES = ({"changeId": "chg_0661336e20f305d9796bc95f60de67"},)
 FREE_TIME_EXAMPLES = (
     {
@@ -213,6 +223,8 @@ def _tool(backend: Backend, spec: ToolSpec) -> Tool:
             extra["token_key"] = await backend.token_key()
             if spec.op is operations.LIST:
                 extra["sync_retention_days"] = backend.db.config.sync_retention_days
+        if spec.op is operations.CREATE_LINK:  # the link's url
+            extra["base_url"] = backend.db.config.base_url
         if spec.mail and SEND_UPDATES in arguments:  # invitations: checked by the core
             extra["send_updates"] = arguments.pop(SEND_UPDATES)
             extra["mail"] = await backend.mail_policy()
@@ -454,6 +466,10 @@ def _availability_args(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"body": dict(arguments)}
 
 
+def _link_args(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"body": dict(arguments), "now": utcnow()}
+
+
 def _first(result: tuple[Any, ...]) -> Any:
     return result[0]
 
@@ -521,5 +537,7 @@ TOOLS = (
     ToolSpec(operations.UNDO_CHANGE, "Undo a change",     UNDO_DOC,    shapes.undo_schema,
              shapes.UNDO_OUTPUT, _UNDOES,   _undo_args,
              examples=UNDO_EXAMPLES),
+    ToolSpec(operations.CREATE_LINK, "Make a scheduling link", LINK_DOC, shapes.link_schema,
+             SchedulingLinkCreated, _CREATES, _link_args, examples=LINK_EXAMPLES),
 )
 # fmt: on

@@ -26,6 +26,7 @@ from calendar_service.platform.models import (
     FreeBusyQuery,
     FreeTimeQuery,
 )
+from calendar_service.platform.models.links import SchedulingLinkCreate
 from calendar_service.platform.schema_patterns import TITLE_PATTERN, TOOL_BOUND_PATTERN
 from mcp_tools.portable import nullable, portable
 
@@ -242,6 +243,16 @@ def no_arguments_schema() -> dict[str, Any]:
 
 def changes_schema() -> dict[str, Any]:
     return _clean(ChangesArguments.model_json_schema(by_alias=True), plain=True)
+
+
+def link_schema() -> dict[str, Any]:
+    full = SchedulingLinkCreate.model_json_schema(by_alias=True)
+    schema = _clean(full, plain=True)
+    guest = _clean(full["$defs"]["GuestInput"], plain=True)
+    schema["properties"]["guest"] = {**guest, "description": "Who it is for."}
+    for name in ("timeMin", "timeMax", "expiresAt"):  # described instead: a date or date-time
+        schema["properties"][name].pop("pattern", None)
+    return schema
 
 
 def undo_schema() -> dict[str, Any]:

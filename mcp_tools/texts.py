@@ -92,6 +92,11 @@ already keeps them; a write that breaks them is refused (rule_violation, with su
 waits for the owner.
 """
 
+LINK_DOC = """\
+A link for someone not on this service to pick one of your free slots and book it (an event,
+them as attendee). Send them the url.
+"""
+
 LIST_CHANGES_DOC = """\
 What was changed in the reachable calendars, newest first: each change's id, kind, event and
 who made it. Use it to review what was done or find a change to undo.

@@ -367,8 +367,7 @@ class KeyRow(NamedTuple):
     rules: str | None = None  # Principal.rules
 
 
-# Read on every request, straight from the driver (see db.Statement); never cached.
-_KEY_WITH_CALENDAR = select(
+KEY_COLUMNS = (
     *_VERIFY_COLUMNS,
     *ROW_COLUMNS,
     keys_t.c.approval,
@@ -382,7 +381,12 @@ _KEY_WITH_CALENDAR = select(
             "",
         ),
     ),
-).select_from(
+)
+"""What a key row is read from, first in a statement (``key_row_of``), with ``keys_t`` outer
+joined to ``calendars_t`` on the key's calendar and owner."""
+
+# Read on every request, straight from the driver (see db.Statement); never cached.
+_KEY_WITH_CALENDAR = select(*KEY_COLUMNS).select_from(
     keys_t.outerjoin(
         calendars_t,
         and_(calendars_t.c.id == keys_t.c.calendar_id, calendars_t.c.user_id == keys_t.c.user_id),
@@ -410,6 +414,12 @@ def _key_row(found: Any) -> KeyRow:
         bool(found[16]),
         found[17],
     )
+
+
+def key_row_of(found: Any) -> KeyRow:
+    """The key row of a result whose first columns are ``KEY_COLUMNS`` (a statement that reads
+    the key with something else, such as a scheduling link)."""
+    return _key_row(found)
 
 
 def key_row_by_id(conn: Connection, *, key_id: str) -> KeyRow:

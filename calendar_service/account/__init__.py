@@ -19,6 +19,8 @@ may import the core and the plumbing (``asgi``), no other front.
     /settings/feeds                      GET feeds + create form, POST create (URL shown once)
     /settings/feeds/{id}                 GET the feed's fetch history
     /settings/feeds/{id}/revoke          GET confirmation, POST revoke
+    /settings/links                      GET every scheduling link of the owner's keys
+    /settings/links/{id}/revoke          POST revoke one (its page stops at once)
     /settings/connect/{id}               GET an app's OAuth request, POST allow or deny (mcp)
     /settings/static/...                 this app's CSS, icon and copy-button script (public)
 
@@ -40,6 +42,8 @@ from elsewhere. See docs/settings.md for the decisions behind sessions, CSRF and
     sharing_pages.py  sharing the owner's free/busy with other owners (on the calendars page)
     feed_pages.py     a calendar's iCalendar subscription feeds
     consent_pages.py  OAuth consent for remote MCP: the owner allows or denies an app
+    links_pages.py    the owner's scheduling links: list, revoke
+    booking_pages.py  a scheduling link's public page, mounted at ``/book`` (no sign-in)
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ from calendar_service.account import (
     history_pages,
     key_work_pages,
     keys_pages,
+    links_pages,
     pending_pages,
     rules_pages,
     sharing_pages,
@@ -100,6 +105,7 @@ def account_routes() -> list[BaseRoute]:
         *calendar_pages.routes(),
         *sharing_pages.routes(),
         *feed_pages.routes(),
+        *links_pages.routes(),
         *consent_pages.routes(),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]

@@ -37,11 +37,14 @@ def _request_id(scope: Scope) -> str:
 
 
 _FEED_TOKEN = re.compile(r"^/ical/[^/]*")
+# A scheduling link's token and a booking's manage token (page and API): their only secret.
+_BOOK_TOKEN = re.compile(r"^(/api/v1)?/book/(manage/)?[^/]*")
 
 
 def loggable_path(path: str) -> str:
     """The path as it may be logged: a feed's token (``/ical/<token>.ics``, the feed's only
-    credential) is left out."""
+    credential) and a scheduling link's or booking's token (``/book/<token>``) are left out."""
+    path = _BOOK_TOKEN.sub(lambda m: f"{m.group(1) or ''}/book/{m.group(2) or ''}<token>", path)
     return _FEED_TOKEN.sub("/ical/<token>", path)
 
 

@@ -44,9 +44,12 @@ class Services:
     limiter: RateLimiter
     # This process's runner of undo jobs (the settings pages' *Undo work*), run by the lifespan.
     undo_jobs: UndoJobs = field(init=False)
+    # Scheduling links' public page and API: a budget per link and per client address.
+    guest_limiter: RateLimiter = field(init=False)
 
     def __post_init__(self) -> None:
         self.undo_jobs = UndoJobs(self.db)
+        self.guest_limiter = RateLimiter(*self.config.booking_rate_limit)
 
 
 def services(request: Request) -> Services:

@@ -7,6 +7,8 @@ sharing, attendees. May import: platform, access, journal.
 - ``availability``: free/busy and finding a free time;
 - ``rules``: the owner's rules for agents, checked as sent, stored and read;
 - ``rule_check``: the one check of a key's write against them, suggestions, findFreeTime's filter;
+- ``links``: scheduling links a key makes (create, list, delete; the owner's view);
+- ``booking``: a guest's slots, booking, reschedule and cancel through a link;
 - ``sharing``: an owner's calendars shared with other owners;
 - ``reminders``: an event's reminders as sent, stored and shown;
 - ``attendees``: attendees and organizer, as sent, stored and shown (one email rule);

@@ -289,15 +289,20 @@ def _whole(value: Any, field: str, low: int, high: int, errors: list[FieldError]
     return None
 
 
-def find_free_time(conn: Connection, *, principal: Principal, body: Any) -> dict[str, Any]:
+def find_free_time(
+    conn: Connection, *, principal: Principal, body: Any, most: int | None = None
+) -> dict[str, Any]:
     """``FreeTimePublic``: start times, earliest first, where every calendar asked for is
     free for ``durationMinutes``, within the working hours if given, in ``timeZone`` (default:
-    the first calendar's). See docs/availability.md for the grid and the DST rules."""
-    return finish(find_free_time_later(conn, principal=principal, body=body))
+    the first calendar's). See docs/availability.md for the grid and the DST rules.
+
+    ``most``: for the core's own callers (a scheduling link's page), every slot up to that
+    many when ``body`` has no ``limit``."""
+    return finish(find_free_time_later(conn, principal=principal, body=body, most=most))
 
 
 def find_free_time_later(
-    conn: Connection, *, principal: Principal, body: Any
+    conn: Connection, *, principal: Principal, body: Any, most: int | None = None
 ) -> dict[str, Any] | Later:
     """``find_free_time`` for the fronts (``operations.FREE_TIME``): a ``Later`` when series
     must be expanded, made off the event loop after the transaction."""
@@ -313,7 +318,7 @@ def find_free_time_later(
         if "durationMinutes" in bad
         else _whole(data.duration_minutes, "durationMinutes", 1, MAX_DURATION, errors)
     )
-    limit = DEFAULT_SLOTS
+    limit = DEFAULT_SLOTS if most is None else most
     if data.limit is not None and "limit" not in bad:
         limit = _whole(data.limit, "limit", 1, MAX_SLOTS, errors) or DEFAULT_SLOTS
     hours = _hours(data.working_hours, errors, bad)

@@ -1,12 +1,14 @@
 """The ASGI application ``serve`` runs: ``create_app(config)`` assembles the fronts and owns the
 lifespan; ``app_from_env`` is uvicorn's factory (``calendar_service.cli.asgi_app:app_from_env``).
 
-/api/v1/...                 REST (calendar_service.rest)
+/api/v1/...                 REST (calendar_service.rest; /api/v1/book/...: a scheduling link's
+                            public API, calendar_service.rest.links)
 /api/openapi.json           OpenAPI 3.1.0 (also /.well-known/openapi.json)
 /mcp                        MCP tools over streamable HTTP (mcp_tools)
 /.well-known/oauth-*, /authorize, /token, /register, /revoke
                             OAuth 2.1 for remote MCP (mcp_tools.oauth; consent: /settings/connect)
 /settings/...               the owner's account settings pages (calendar_service.account)
+/book/...                   a scheduling link's public page (calendar_service.account.booking_pages)
 /ical/<token>.ics           a calendar's iCalendar subscription feed (calendar_service.rest.feed)
 /.well-known/caldav, /caldav/...
                             CalDAV for the owner's calendar apps (calendar_service.dav.routes)
@@ -30,6 +32,7 @@ from starlette.routing import Mount, Route
 
 from calendar_service.access.ratelimit import RateLimiter
 from calendar_service.account import create_account_app
+from calendar_service.account.booking_pages import create_booking_app
 from calendar_service.asgi.boundary import ErrorBoundary
 from calendar_service.asgi.context import RequestIdMiddleware, Services, services
 from calendar_service.asgi.methods import AnswerOptions
@@ -38,7 +41,7 @@ from calendar_service.dav import routes as caldav
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.logs import configure_logging
-from calendar_service.rest import feed, invitations, openapi, routes, subscriptions
+from calendar_service.rest import feed, invitations, links, openapi, routes, subscriptions
 from calendar_service.rest.errors import HANDLERS, unexpected_error
 from mcp_tools.http import MCP_PATH, mcp_http
 from mcp_tools.oauth import oauth_server
@@ -123,12 +126,14 @@ def create_app(
         routes=[
             *routes.routes(),
             *subscriptions.routes(),
+            *links.routes(),
             *openapi.routes(),
             *feed.routes(),
             *invitations.routes(),
             *caldav.routes(),
             Route("/healthz", healthz, methods=["GET"]),
             Mount("/settings", app=create_account_app(svc)),
+            Mount("/book", app=create_booking_app(svc)),
             Route(MCP_PATH, mcp.endpoint),
             *(auth.routes if auth else []),
         ],

@@ -20,7 +20,7 @@ from calendar_service.access.keys import Principal
 from calendar_service.calendar.event_input import parse_list_params
 from calendar_service.calendar.page_tokens import bad_page_token, signed, verified
 from calendar_service.journal.change_record import instant_of
-from calendar_service.journal.change_table import APP, ATTENDEE, KEY, OWNER, changes_t
+from calendar_service.journal.change_table import APP, ATTENDEE, GUEST, KEY, OWNER, changes_t
 from calendar_service.platform.errors import (
     FieldError,
     InsufficientScope,
@@ -87,6 +87,8 @@ def _actor(row: Any) -> dict[str, Any]:
     if row.actor_type == ATTENDEE and row.detail is not None:  # named by their reply
         reply = orjson.loads(row.detail).get("reply") or {}
         return {"type": ATTENDEE, "name": str(reply.get("email") or ATTENDEE)}
+    if row.actor_type == GUEST:  # a booking through a scheduling link (its id)
+        return {"type": GUEST, "id": row.actor_id, "name": "guest"}
     return {"type": row.actor_type, "name": row.actor_type}
 
 

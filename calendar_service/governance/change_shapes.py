@@ -18,9 +18,10 @@ class _Wire(BaseModel):
 
 
 class Actor(_Wire):
-    type: Literal["key", "app", "owner", "system", "attendee"] = PydanticField(
+    type: Literal["key", "app", "owner", "system", "attendee", "guest"] = PydanticField(
         description="key: an API key; app: a connected app (OAuth); owner: the owner in "
-        "person (settings pages, CLI); attendee: an attendee's reply to an invitation."
+        "person (settings pages, CLI); attendee: an attendee's reply to an invitation; guest: "
+        "a person booking through a scheduling link (id: the link's)."
     )
     id: str | None = PydanticField(default=None, description="The key's (or the owner's) id.")
     name: str = PydanticField(
@@ -44,7 +45,10 @@ class ChangePublic(_Wire):
     calendar_id: str
     actor: Actor
     transport: Literal["rest", "mcp", "caldav", "settings", "cli", "import", "link"] = (
-        PydanticField(description="caldav: a calendar app; link: an attendee's reply link.")
+        PydanticField(
+            description="caldav: a calendar app; link: an attendee's reply link, or a "
+            "scheduling link's booking."
+        )
     )
     request_id: str | None = PydanticField(
         default=None, description="The request's id, as in the key's call history."

@@ -28,6 +28,7 @@ APP = "app"
 OWNER = "owner"
 SYSTEM = "system"
 ATTENDEE = "attendee"  # an attendee's reply to an invitation (``mail.replies``)
+GUEST = "guest"  # a guest booking through a scheduling link (``calendar.booking``)
 
 # Through what (``transport``): an import is ``import`` whoever made it (REST or the CLI).
 TRANSPORTS = ("rest", "mcp", "caldav", "settings", "cli", "import", "link")

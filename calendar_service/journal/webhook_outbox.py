@@ -140,6 +140,7 @@ def _insert_delivery(conn: Connection, values: dict[str, Any]) -> None:
 CREATED = "calendar.event.created"
 UPDATED = "calendar.event.updated"
 DELETED = "calendar.event.deleted"
+BOOKING_CREATED = "calendar.booking.created"  # a guest booked through a scheduling link
 
 
 def build_payload(*, message_id: str, event_type: str, now: datetime, data: dict[str, Any]) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calendar_service.access.keys import FREEBUSY, READ, WRITE, Permission
-from calendar_service.calendar import availability, events, rules
+from calendar_service.calendar import availability, booking, events, links, rules
 from calendar_service.delivery import subscriptions
 from calendar_service.governance.change_list import list_changes
 from calendar_service.governance.dry_run import dry_answer, dry_import_answer
@@ -102,6 +102,15 @@ LIST_SUBSCRIPTIONS = Operation("listSubscriptions", READ, subscriptions.list_sub
 UNSUBSCRIBE = Operation("deleteSubscription", READ, subscriptions.delete_subscription, status=204)
 TEST_SUBSCRIPTION = Operation("testSubscription", READ, subscriptions.send_samples, status=202)
 
+CREATE_LINK = Operation("createSchedulingLink", WRITE, links.create_link, status=201)
+LIST_LINKS = Operation("listSchedulingLinks", WRITE, links.list_links)
+DELETE_LINK = Operation("deleteSchedulingLink", WRITE, links.delete_link, status=204)
+# A guest's booking through a link (``rest.links``): the link's key's write, in its history
+# (transport ``link``), made by the guest; no MCP tool.
+BOOK = Operation("bookSchedulingLink", WRITE, booking.book, status=201)
+CANCEL_BOOKING = Operation("cancelBooking", WRITE, booking.cancel_booking)
+RESCHEDULE_BOOKING = Operation("rescheduleBooking", WRITE, booking.reschedule_booking)
+
 # CalDAV (``dav.routes``): the calendar apps' requests, each a call in the key's history
 # (transport ``caldav``). Not REST operations: no OpenAPI entry, no MCP tool.
 CALDAV_PROPFIND = Operation("caldavPropfind", READ, resources.propfind, status=207)
@@ -135,9 +144,14 @@ OPERATIONS = (
     LIST_CHANGES,
     UNDO_CHANGE,
     GET_PROPOSAL,
+    CREATE_LINK,
+    LIST_LINKS,
+    DELETE_LINK,
+    BOOK,
 )
 
 __all__ = [
+    "BOOK",
     "CALDAV_DELETE",
     "CALDAV_DELETE_CALENDAR",
     "CALDAV_GET",
@@ -146,8 +160,11 @@ __all__ = [
     "CALDAV_PROPPATCH",
     "CALDAV_PUT",
     "CALDAV_REPORT",
+    "CANCEL_BOOKING",
     "CREATE",
+    "CREATE_LINK",
     "DELETE",
+    "DELETE_LINK",
     "FREE_BUSY",
     "FREE_TIME",
     "GET",
@@ -156,8 +173,10 @@ __all__ = [
     "IMPORT",
     "LIST",
     "LIST_CHANGES",
+    "LIST_LINKS",
     "LIST_SUBSCRIPTIONS",
     "OPERATIONS",
+    "RESCHEDULE_BOOKING",
     "SEARCH",
     "SUBSCRIBE",
     "TEST_SUBSCRIPTION",

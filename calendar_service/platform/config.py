@@ -74,6 +74,8 @@ class Config:
     )
     webhook_timeout_seconds: float = 10.0
     rate_limit: tuple[int, int] = (600, 60)
+    # A scheduling link's public page and API: requests per link and per client address.
+    booking_rate_limit: tuple[int, int] = (120, 60)
     call_history_days: int = 90
     sync_retention_days: int = 30
     api_key: str | None = None
@@ -149,6 +151,9 @@ class Config:
                 env.get("CALENDAR_WEBHOOK_RETRY_SCHEDULE", DEFAULT_RETRY_SCHEDULE)
             ),
             rate_limit=parse_rate_limit(env.get("CALENDAR_RATE_LIMIT", "600/minute")),
+            booking_rate_limit=parse_rate_limit(
+                env.get("CALENDAR_BOOKING_RATE_LIMIT", "120/minute")
+            ),
             call_history_days=int(days),
             sync_retention_days=int(sync_days),
             api_key=env.get("CALENDAR_API_KEY") or None,

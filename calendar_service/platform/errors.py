@@ -37,7 +37,9 @@ answered as an opaque 500.
     ├── DefaultCalendarKept     409     default_calendar (the default calendar is not deleted)
     ├── IdempotencyInFlight     409     idempotency_in_flight
     ├── WebhookDisabled         409     webhook_disabled
+    ├── SlotTaken               409     slot_taken (a link's slot no longer free), slots=[…]
     ├── SyncTokenExpired        410     sync_token_expired
+    ├── LinkGone                410     link_gone (a scheduling link used up, expired or revoked)
     ├── DavRefused              403     dav_precondition (CalDAV: a precondition the RFCs name)
     │   ├── DavStale            412     dav_precondition_failed (If-Match, If-None-Match)
     │   ├── DavNotAllowed       405     dav_not_allowed (MKCALENDAR where something is)
@@ -451,6 +453,31 @@ class WebhookDisabled(CalendarError):
     code = "webhook_disabled"
     status = 409
     title = "Webhook disabled"
+
+
+class SlotTaken(CalendarError):
+    """A scheduling link's booking of a time that is no longer free (taken by another guest or
+    a meeting made meanwhile, or outside the link's window): ``slots``, the free ones now."""
+
+    code = "slot_taken"
+    status = 409
+    title = "Slot taken"
+
+    def __init__(self, message: str, slots: list[dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.slots = slots
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "slots": list(self.slots)}
+
+
+class LinkGone(CalendarError):
+    """A scheduling link (or a booking's manage link) that was used up, expired, revoked, or
+    whose key was revoked: it takes no more bookings."""
+
+    code = "link_gone"
+    status = 410
+    title = "Link no longer valid"
 
 
 class SyncTokenExpired(CalendarError):

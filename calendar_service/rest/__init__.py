@@ -3,6 +3,8 @@ and the plumbing (``asgi``), no other front.
 
 routes.py      the ``/api/v1`` handlers, each through ``gateway.perform``
 subscriptions.py  ``/api/v1/webhooks/subscriptions``: a key's webhook subscriptions
+links.py       scheduling links: the key's (``/api/v1/calendar/schedulingLinks``) and the
+               public booking API (``/api/v1/book/...``)
 parameters.py  each operation's query parameters, declared once (routes and document)
 errors.py      the one translation of ``CalendarError`` into RFC 9457 problems
 feed.py        ``GET /ical/<token>.ics``, a calendar's subscription feed

@@ -1,7 +1,7 @@
 """calendars_default_by_owner: the owner's default calendar found by an index
 
 Revision ID: 0031
-Revises: 0029
+Revises: 0030
 Create Date: 2026-12-07 20:00:00
 
 A create through a key of all the owner's calendars that names no calendar goes to the
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0031"
-down_revision: str | None = "0029"
+down_revision: str | None = "0030"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -135,3 +135,16 @@ def test_the_storm_benchmark_sends_every_trigger_to_the_healthy_receiver_at_a_ti
     figures = json.loads(out.read_text())
     assert figures["healthy"]["deliveries"] == 60
     assert figures["healthy"]["during"]["hanging_connections"] > 0
+
+
+def test_the_link_benchmark_computes_the_same_slots_as_find_free_time_at_a_tiny_size() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.links", "--events", "20", "--rounds", "1", "--repeat", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "page / findFreeTime" in done.stdout

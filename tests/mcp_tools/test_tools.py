@@ -21,6 +21,7 @@ TOOLS = {
     "listChanges",
     "undoChange",
     "getSchedulingRules",
+    "createSchedulingLink",
 }
 
 

@@ -50,6 +50,10 @@ SUBSCRIBE = "POST /webhooks/subscriptions"
 HOOK_URL = "http://127.0.0.1:9/fuzz"
 KEPT_SUBSCRIPTIONS = 20
 CHANGES = "GET /calendar/changes"
+LINK = "POST /calendar/schedulingLinks"
+SLOTS = "GET /book/{token}/slots"
+BOOK = "POST /book/{token}"
+KEPT_LINKS = 80  # a key has at most 100 links in force: older ones are deleted (``_room``)
 
 # nextPageToken -> (timeMin, timeMax, singleEvents, calendarIds) of the query that returned it
 _page_tokens: dict[str, tuple[Any, Any, Any, Any]] = {}
@@ -139,6 +143,65 @@ def before_call(context: HookContext, case: Case, kwargs: dict[str, Any]) -> Non
         _room_to_subscribe()
     elif operation == CHANGES and isinstance(case.query, dict):
         _realistic_changes_query(case.query)
+    elif operation == LINK and isinstance(case.body, dict):
+        _realistic_link(case.body)
+        _room_for_links()
+    elif operation in (SLOTS, BOOK):
+        _realistic_booking(case)
+
+
+def _realistic_booking(case: Case) -> None:
+    """The test's link (a made-up token is a 404), a real zone and dates for the slots, and a
+    guest's one-line name and real address for a booking (its time may be taken: 409)."""
+    case.path_parameters = {
+        **(case.path_parameters or {}),
+        "token": os.environ["CALENDAR_FUZZ_LINK"],
+    }
+    if isinstance(case.query, dict):
+        if "timeZone" in case.query:
+            case.query["timeZone"] = os.environ["CALENDAR_FUZZ_TIME_ZONE"]
+        for n, name in enumerate(("timeMin", "timeMax")):
+            if name in case.query:
+                case.query[name] = (date.today() + timedelta(days=n * 3)).isoformat()
+    if isinstance(case.body, dict):
+        tomorrow = date.today() + timedelta(days=1)
+        case.body["startsAt"] = f"{tomorrow.isoformat()}T{9 + len(str(case.body)) % 8:02d}:00Z"
+        case.body["name"] = "Dana Scully"
+        case.body["email"] = "dana@example.com"
+
+
+def _realistic_link(body: dict[str, Any]) -> None:
+    """A window from tomorrow that holds one slot, a calendar that exists, an expiry ahead,
+    a guest's real address and a one-line name (the schema says types and lengths only)."""
+    tomorrow = date.today() + timedelta(days=1)
+    minutes = body.get("durationMinutes")
+    days = 1 + (minutes if isinstance(minutes, int) else 0) // 1440
+    body["timeMin"] = tomorrow.isoformat()
+    body["timeMax"] = (tomorrow + timedelta(days=days + 1)).isoformat()
+    if body.get("calendarId") is not None:
+        body["calendarId"] = CALENDARS[0][0]
+    if body.get("expiresAt") is not None:
+        body["expiresAt"] = (tomorrow + timedelta(days=days)).isoformat()
+    guest = body.get("guest")
+    if isinstance(guest, dict):
+        if guest.get("email") is not None:
+            guest["email"] = "guest@example.com"
+        if guest.get("name") is not None:
+            guest["name"] = "Dana Scully"
+    for name in ("title", "description"):
+        value = body.get(name)
+        if isinstance(value, str):  # one line of text, not blank
+            body[name] = "".join(c for c in value if c.isprintable() and c not in "<>") or "x"
+
+
+def _room_for_links() -> None:
+    """Delete the key's oldest links while it has ``KEPT_LINKS`` or more."""
+    base = os.environ["CALENDAR_FUZZ_BASE"]
+    headers = {"Authorization": f"Bearer {os.environ['CALENDAR_FUZZ_KEY']}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+        found = client.get("/calendar/schedulingLinks").json()["schedulingLinks"]
+        for old in found[KEPT_LINKS - 1 :]:
+            client.delete(f"/calendar/schedulingLinks/{old['id']}")
 
 
 def _realistic_attendees(body: dict[str, Any]) -> None:

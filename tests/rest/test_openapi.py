@@ -36,6 +36,11 @@ OPERATIONS = {
     "undoChange": ("/calendar/changes/{changeId}/undo", "post"),
     "getProposal": ("/calendar/proposals/{proposalId}", "get"),
     "getSchedulingRules": ("/calendar/rules", "get"),
+    "createSchedulingLink": ("/calendar/schedulingLinks", "post"),
+    "listSchedulingLinks": ("/calendar/schedulingLinks", "get"),
+    "deleteSchedulingLink": ("/calendar/schedulingLinks/{linkId}", "delete"),
+    "listBookingSlots": ("/book/{token}/slots", "get"),
+    "bookSchedulingLink": ("/book/{token}", "post"),
 }
 ITEM = "/calendar/events/{eventId}"
 
@@ -114,7 +119,13 @@ def test_the_document_names_its_license_contact_and_tags(doc: dict[str, Any]) ->
     assert info["license"] == {"name": "MIT", "url": "https://opensource.org/license/mit"}
     assert info["contact"]["name"] and info["contact"]["url"]
     assert info["description"]
-    assert [tag["name"] for tag in doc["tags"]] == ["Availability", "Changes", "Events", "Webhooks"]
+    assert [tag["name"] for tag in doc["tags"]] == [
+        "Availability",
+        "Changes",
+        "Events",
+        "Scheduling links",
+        "Webhooks",
+    ]
     assert all(tag["description"] for tag in doc["tags"])
 
 
@@ -144,6 +155,8 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
             if path.startswith("/webhooks/")
             else "Changes"
             if path.startswith(("/calendar/changes", "/calendar/proposals"))
+            else "Scheduling links"
+            if path.startswith(("/calendar/schedulingLinks", "/book/"))
             else "Events"
         )
         assert op["tags"] == [tag]
@@ -174,6 +187,9 @@ def test_every_operation_has_its_id_a_tag_a_description_and_bearer_auth(
         ("undoChange", {"200", "202", "400", "401", "404", "409", "429", "500"}),
         ("getProposal", {"200", "400", "401", "404", "429", "500"}),
         ("getSchedulingRules", {"200", "400", "401", "429", "500"}),
+        ("createSchedulingLink", {"201", "400", "401", "429", "500"}),
+        ("listSchedulingLinks", {"200", "400", "401", "429", "500"}),
+        ("deleteSchedulingLink", {"204", "400", "401", "404", "429", "500"}),
     ],
 )
 def test_every_operation_documents_each_status_it_answers_errors_as_problem_json(

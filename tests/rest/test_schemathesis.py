@@ -22,8 +22,10 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.support import Factory, RunningServer
@@ -172,6 +174,15 @@ def _config(max_examples: int, cache: Path) -> dict[str, object]:
                 },
             },
             {
+                # The fuzzing link takes 100 bookings: past them, 410 link_gone by design.
+                "include-operation-id": "bookSchedulingLink",
+                "checks": {
+                    "positive_data_acceptance": {
+                        "expected-statuses": ["2xx", "404", "409", "410", "429", "5xx"]
+                    }
+                },
+            },
+            {
                 # The import takes an .ics body (the hooks make generated ones real files) and
                 # links to nothing: it is fuzzed in the other phases, not in the stateful one.
                 "include-operation-id": "importCalendarEvents",
@@ -221,6 +232,20 @@ def test_schemathesis_finds_nothing_wrong_with_the_api_or_its_document(
     owner = factory.owner(time_zone=TIME_ZONE)
     second = factory.calendar(owner, name="Работа", time_zone=TIME_ZONE)
     _, secret = factory.key(owner, permission="write")
+    day = datetime.now(UTC).date() + timedelta(days=1)
+    link = httpx.post(
+        f"{server.url}/api/v1/calendar/schedulingLinks",
+        json={
+            "title": "Fuzzed",
+            "durationMinutes": 30,
+            "timeMin": day.isoformat(),
+            "timeMax": (day + timedelta(days=7)).isoformat(),
+            "uses": 100,
+        },
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=30,
+    )
+    assert link.status_code == 201, link.text
     config_file = tmp_path / "schemathesis.toml"
     config_file.write_text(_toml(_config(MAX_EXAMPLES, tmp_path / "cache")), encoding="utf-8")
     env = {
@@ -231,6 +256,7 @@ def test_schemathesis_finds_nothing_wrong_with_the_api_or_its_document(
         ),
         "CALENDAR_FUZZ_TIME_ZONE": TIME_ZONE,
         "CALENDAR_FUZZ_BASE": f"{server.url}/api/v1",
+        "CALENDAR_FUZZ_LINK": link.json()["url"].rsplit("/", 1)[1],
         "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
     }
     command = [
@@ -254,7 +280,7 @@ def test_schemathesis_finds_nothing_wrong_with_the_api_or_its_document(
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    assert "Tested: 15" in output and "API Links" in output, output  # every phase ran
+    assert "Tested: 20" in output and "API Links" in output, output  # every phase ran
     if "Missing test data" in output:  # getProposal's 404s only (see _config)
         listed = output.split("Missing test data", 1)[1].split("💡", 1)[0]
         named = [line.strip() for line in listed.splitlines() if line.strip().startswith("- ")]

@@ -150,11 +150,16 @@ def _texts(payload: dict[str, Any], organizer: str) -> tuple[str, str]:
     if event.get("description"):
         lines += ["", str(event["description"])]
     links: dict[str, str] = payload.get("links") or {}
+    manage = payload.get("manage")  # a scheduling link's booking: the guest's own page
     plain = list(lines)
     if links:
         plain += ["", "Going?"] + [f"  {_RESPONSE_WORDS[r]}: {u}" for r, u in links.items()]
+    if manage:
+        plain += ["", f"Reschedule or cancel: {manage}"]
     esc = html.escape
     body = "".join(f"<p>{esc(line)}</p>" if line else "" for line in lines)
+    if manage:
+        body += f'<p><a href="{esc(str(manage), quote=True)}">Reschedule or cancel</a></p>'
     if links:
         body += (
             "<p>Going? "

@@ -15,15 +15,17 @@ from typing import Any
 
 import orjson
 
-from calendar_service.journal.webhook_outbox import CREATED, DELETED, UPDATED
+from calendar_service.journal.webhook_outbox import BOOKING_CREATED, CREATED, DELETED, UPDATED
 from calendar_service.platform.errors import FieldError
 
 STARTING = "calendar.event.starting"
 ENDED = "calendar.event.ended"
 CHANGE_TYPES = (CREATED, UPDATED, DELETED)
 TIME_TYPES = (STARTING, ENDED)
-EVENT_TYPES = (*CHANGE_TYPES, *TIME_TYPES)
-"""Every type an endpoint may ask for (``webhook.test`` is sent on request only)."""
+EVENT_TYPES = (*CHANGE_TYPES, *TIME_TYPES, BOOKING_CREATED)
+"""Every type an endpoint may ask for (``webhook.test`` is sent on request only;
+``calendar.booking.created`` goes to the owner's endpoint and the link's key's
+subscriptions only: ``calendar.booking``)."""
 
 KIND_OF = {STARTING: "starting", ENDED: "ended"}
 TYPE_OF = {kind: event_type for event_type, kind in KIND_OF.items()}

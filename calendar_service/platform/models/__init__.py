@@ -16,6 +16,7 @@ the fronts cannot drift. Hot paths read and write the tables with SQLAlchemy Cor
 - ``events``: an event's table and shapes, and the tables incremental sync reads;
 - ``webhooks``: the owner's endpoint, the outbox of deliveries, their attempts;
 - ``ical``: feeds, their fetches, the UIDs of imported events;
+- ``links``: scheduling links and the bookings made through them;
 - ``availability``: the free/busy and free-time questions and answers;
 - ``rules``: the owner's rules for agents;
 - ``problems``: RFC 9457 problem details.
@@ -79,6 +80,12 @@ from calendar_service.platform.models.keys import (
     rate_buckets_t,
     records_t,
 )
+from calendar_service.platform.models.links import (
+    LinkBooking,
+    SchedulingLink,
+    bookings_t,
+    links_t,
+)
 from calendar_service.platform.models.oauth import (
     OAuthAuthorization,
     OAuthClient,
@@ -139,12 +146,14 @@ __all__: Sequence[str] = (
     "IcalUid",
     "IdempotencyRecord",
     "Interval",
+    "LinkBooking",
     "OAuthAuthorization",
     "OAuthClient",
     "OAuthToken",
     "OwnerSession",
     "Problem",
     "RateBucket",
+    "SchedulingLink",
     "SchedulingRules",
     "SchedulingRulesPublic",
     "ServiceSecret",
@@ -157,6 +166,7 @@ __all__: Sequence[str] = (
     "WebhookEndpoint",
     "WorkingHours",
     "attempts_t",
+    "bookings_t",
     "calendars_t",
     "calls_t",
     "deliveries_t",
@@ -169,6 +179,7 @@ __all__: Sequence[str] = (
     "from_db",
     "ical_uids_t",
     "keys_t",
+    "links_t",
     "oauth_authorizations_t",
     "oauth_clients_t",
     "oauth_tokens_t",

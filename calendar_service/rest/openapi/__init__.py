@@ -14,6 +14,7 @@ availability.py  the Availability operations (free/busy, free time), their schem
 ical.py          the import operation, its query parameters and the report's schema
 webhooks.py      the Webhooks operations (a key's subscriptions), and the deliveries' payloads
 changes.py       the change log's operations (list, undo), the dry run, the change's header
+links.py         the Scheduling links operations: the key's, and the public booking API
 proposals.py     a write that waits for the owner (202, the proposal) and getProposal
 rules.py         getSchedulingRules, the rules' schema, 409 rule_violation on the writes
 schemas.py       the component schemas, from the models, named as the API names them

@@ -16,6 +16,7 @@ from calendar_service.rest.openapi import (
     changes,
     events,
     ical,
+    links,
     proposals,
     rules,
     webhooks,
@@ -49,6 +50,8 @@ def build_openapi(base_url: str) -> dict[str, Any]:
     rules.adjust(paths, component_schemas)
     paths.update(webhooks.paths())
     component_schemas.update(webhooks.schemas())
+    paths.update(links.paths())
+    component_schemas.update(links.schemas())
     return {
         "openapi": "3.1.0",
         "info": {
@@ -56,7 +59,8 @@ def build_openapi(base_url: str) -> dict[str, Any]:
             "version": API_VERSION,
             "summary": "Calendar events for machines, with scoped API keys.",
             "description": "List, create, read, change and delete calendar events, import "
-            "iCalendar files, and subscribe to webhooks (changes, events starting and ended), "
+            "iCalendar files, hand people scheduling links to book a time, and subscribe to "
+            "webhooks (changes, events starting and ended, bookings), "
             "with a scoped API key (`Authorization: Bearer <API_KEY>`). "
             "Errors are RFC 9457 problem details (`application/problem+json`) with a "
             "machine-readable `code`. Methods not listed for a path are answered with 405 and "
@@ -66,7 +70,13 @@ def build_openapi(base_url: str) -> dict[str, Any]:
         },
         "servers": [{"url": f"{base_url}/api/v1"}],
         "security": [{"bearerAuth": []}],
-        "tags": [availability.TAG_DOC, changes.TAG_DOC, events.TAG_DOC, webhooks.TAG_DOC],
+        "tags": [
+            availability.TAG_DOC,
+            changes.TAG_DOC,
+            events.TAG_DOC,
+            links.TAG_DOC,
+            webhooks.TAG_DOC,
+        ],
         "paths": paths,
         "webhooks": webhooks.webhooks(),
         "components": {
@@ -78,7 +88,7 @@ def build_openapi(base_url: str) -> dict[str, Any]:
                 **proposals.parameters(),
             },
             "headers": {**headers(), **changes.headers()},
-            "responses": responses(),
+            "responses": {**responses(), **links.responses()},
             "securitySchemes": {
                 "bearerAuth": {
                     "type": "http",

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from calendar_service.delivery import subscriptions
 from calendar_service.delivery.triggers.kinds import CHANGE_TYPES, ENDED, STARTING
+from calendar_service.journal.webhook_outbox import BOOKING_CREATED
 from calendar_service.operations import catalog as operations
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
@@ -289,7 +290,32 @@ def _payload_schemas() -> dict[str, Any]:
         },
         "required": ["event", "minutesBefore", "scheduledFor", "late"],
     }
+    booking = {
+        "type": "object",
+        "properties": {
+            "booking": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "description": "bk_…"},
+                    "linkId": {"type": "string"},
+                    "eventId": {"type": "string"},
+                    "startsAt": {"type": "string", "format": "date-time"},
+                    "endsAt": {"type": "string", "format": "date-time"},
+                    "guest": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string"}, "email": {"type": "string"}},
+                        "required": ["name", "email"],
+                    },
+                },
+                "required": ["id", "linkId", "eventId", "startsAt", "endsAt", "guest"],
+            },
+            "event": {"$ref": SCHEMA.format("Event")},
+        },
+        "required": ["booking", "event"],
+    }
     return {
+        "WebhookBookingData": booking,
+        "WebhookBooking": _envelope("WebhookBookingData", [BOOKING_CREATED]),
         "WebhookChangeData": change,
         "WebhookTimeData": timed,
         "WebhookChange": _envelope("WebhookChangeData", list(CHANGE_TYPES)),
@@ -317,6 +343,9 @@ _DESCRIPTIONS = {
     STARTING: "An event or an occurrence of a series starts in minutesBefore minutes (once "
     "for each value of minutesBefore).",
     ENDED: "An event or an occurrence of a series has ended.",
+    BOOKING_CREATED: "A guest booked a time through a scheduling link (to the owner's webhook "
+    "and the link's key's subscriptions that take it): the booking (never its manageUrl) and "
+    "its event.",
 }
 
 
@@ -335,6 +364,8 @@ def webhooks() -> dict[str, Any]:
     found = {}
     for event_type, description in _DESCRIPTIONS.items():
         envelope = "WebhookTime" if event_type in (STARTING, ENDED) else "WebhookChange"
+        if event_type == BOOKING_CREATED:
+            envelope = "WebhookBooking"
         found[event_type] = {
             "post": {
                 "operationId": _operation_id(event_type),
