@@ -16,6 +16,7 @@ from calendar_service.cli import app
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import utcnow
+from mcp_tools.server import TOOLS
 from tests.mcp_tools.clients import MODES, structured, text_of
 from tests.rest.conftest import EVENTS, event_body
 from tests.support import Factory, bearer
@@ -49,7 +50,7 @@ async def test_the_stdio_server_acts_with_its_key_and_rechecks_it_on_every_call(
         db.call(keys.revoke_key, user_id=None, key_id=key_id, now=utcnow())
         refused = await client.call_tool("listCalendarEvents", {})
 
-    assert "createCalendarEvent" in names and len(names) == 11
+    assert "createCalendarEvent" in names and names == {spec.op.name for spec in TOOLS}
     assert created["startsAt"] == "2026-03-02T09:00:00+09:00"
     assert page["now"].endswith("+09:00")
     assert [e["id"] for e in page["events"]] == [created["id"]]
@@ -66,7 +67,8 @@ async def test_the_stdio_server_acts_with_its_key_and_rechecks_it_on_every_call(
     assert calls[0]["userAgent"]  # the client's name and version
 
 
-def test_the_stdio_server_refuses_to_start_without_a_key(config: Config) -> None:
+def test_the_stdio_server_refuses_to_start_without_a_key(config: Config, db: Database) -> None:
+    # db: the database exists (a missing SQLite file is refused first, for its own reason).
     env = {"CALENDAR_DATABASE_URL": config.database_url, "CALENDAR_API_KEY": ""}
     result = CliRunner().invoke(app, ["mcp"], env=env)
     assert result.exit_code == 1
