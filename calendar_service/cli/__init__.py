@@ -11,6 +11,7 @@ command, is translated into a message (with ``--json``, one JSON object: ``code`
     owners.py   users, calendars, keys, calls
     webhook.py  webhook …, worker
     ical.py     feeds …, import
+    connections.py connections add-ics, add-caldav, list, sync, remove
     changes.py  changes list, changes undo
     proposals.py proposals list, approve, reject (writes that wait for the owner)
     mail.py     mail list (the invitations sent), inbound-mail (an iMIP reply on stdin)
@@ -21,7 +22,17 @@ from __future__ import annotations
 
 import typer
 
-from calendar_service.cli import changes, demo, ical, mail, owners, proposals, serve, webhook
+from calendar_service.cli import (
+    changes,
+    connections,
+    demo,
+    ical,
+    mail,
+    owners,
+    proposals,
+    serve,
+    webhook,
+)
 from calendar_service.cli.common import Commands
 
 app = typer.Typer(
@@ -42,6 +53,7 @@ app.add_typer(ical.feeds_app, name="feeds")
 app.add_typer(changes.changes_app, name="changes")
 app.add_typer(proposals.proposals_app, name="proposals")
 app.add_typer(mail.mail_app, name="mail")
+app.add_typer(connections.connections_app, name="connections")
 app.command()(serve.serve)
 app.command()(webhook.worker)
 app.command()(serve.migrate)

@@ -180,6 +180,7 @@ LIBRARIES: dict[str, frozenset[str]] = {
         {
             "alembic",
             "argon2",
+            "cryptography",
             "dateutil",
             "email_validator",
             "defusedxml",

@@ -1,5 +1,6 @@
 """What takes time in calendars: for ``calendar_service.calendar.availability`` (free/busy, finding
-a time) and ``ifFree`` on create (``conflicts``).
+a time) and ``ifFree`` on create (``conflicts``, which counts the owner's connected calendars
+too, ``calendar.connected``).
 
 Busy time is what the list shows, from the same window query (``queries.busy_statement``,
 ``queries.series_statement``): single events and changed occurrences, and the occurrences of
@@ -19,6 +20,7 @@ from sqlalchemy import Connection, select
 
 from calendar_service.access.keys import READ, WRITE, Principal
 from calendar_service.calendar.calendars import CalendarRow
+from calendar_service.calendar.connected import busy_of_owner
 from calendar_service.calendar.events.chunks import (
     PLANS,
     SHARE_FLOOR,
@@ -143,12 +145,14 @@ def conflicts(
         version,
     )
     items = busy_of(conn, user_id=principal.user_id, calendars=[locked], low=start, high=end)
+    # The owner's connected calendars count too (``calendar.connected``): times only.
+    items += busy_of_owner(conn, user_id=principal.user_id, low=start, high=end)
     tz = zone(calendar.time_zone)
     readable = principal.permission in (READ, WRITE)
     found = []
     for _, s, e, event_id, title in sorted(items, key=lambda b: (b[1], b[3])):
         item: dict[str, Any] = {"startsAt": format_in(s, tz), "endsAt": format_in(e, tz)}
-        if readable:
+        if readable and event_id:
             item["id"], item["title"] = event_id, title
         found.append(item)
     return found

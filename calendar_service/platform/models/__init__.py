@@ -16,6 +16,7 @@ the fronts cannot drift. Hot paths read and write the tables with SQLAlchemy Cor
 - ``events``: an event's table and shapes, and the tables incremental sync reads;
 - ``webhooks``: the owner's endpoint, the outbox of deliveries, their attempts;
 - ``ical``: feeds, their fetches, the UIDs of imported events;
+- ``connections``: connected calendars, their objects and busy time;
 - ``availability``: the free/busy and free-time questions and answers;
 - ``problems``: RFC 9457 problem details.
 
@@ -44,6 +45,12 @@ from calendar_service.platform.models.calendars import (
     calendars_t,
 )
 from calendar_service.platform.models.columns import UTCDateTime, from_db, to_db, utc_text_of
+from calendar_service.platform.models.connections import (
+    Source,
+    connection_busy_t,
+    connection_objects_t,
+    connections_t,
+)
 from calendar_service.platform.models.events import (
     SERIES_ROWS,
     TITLE_MAX,
@@ -141,6 +148,7 @@ __all__: Sequence[str] = (
     "RateBucket",
     "ServiceSecret",
     "SignInFailure",
+    "Source",
     "SyncClock",
     "UTCDateTime",
     "User",
@@ -151,6 +159,9 @@ __all__: Sequence[str] = (
     "attempts_t",
     "calendars_t",
     "calls_t",
+    "connection_busy_t",
+    "connection_objects_t",
+    "connections_t",
     "deliveries_t",
     "endpoints_t",
     "event_sync_t",
