@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
-from socketserver import ThreadingMixIn
 
 import httpx
 
@@ -55,7 +55,7 @@ def ics_server(body: bytes) -> Iterator[IcsServer]:
     modified = formatdate(1_700_000_000, usegmt=True)
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             state.seen.append(
                 Seen("GET", self.path, {k.lower(): v for k, v in self.headers.items()})
             )

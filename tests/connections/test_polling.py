@@ -3,6 +3,7 @@ xandikos) by the real app's worker, and counted by queryFreeBusy, findFreeTime a
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,7 +17,7 @@ from calendar_service.app import create_app
 from calendar_service.delivery import connections as store
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
-from calendar_service.platform.models.connections import connection_busy_t, connections_t
+from calendar_service.platform.models.connections import connection_busy_t
 from calendar_service.platform.sealed import sealing_key
 from calendar_service.platform.timeutil import utcnow
 from tests.conftest import make_config
@@ -24,12 +25,12 @@ from tests.connections.sources import (
     PASSWORD,
     USER,
     DavServer,
-    IcsServer,
     ics_server,
     radicale_server,
     xandikos_server,
 )
 from tests.support import Factory, Owner, RunningServer, bearer, run_server, wait_for
+from webhooks.connections import discover
 
 FREE_BUSY = "/api/v1/calendar/freeBusy"
 FREE_TIME = "/api/v1/calendar/freeTime"
@@ -167,3 +168,154 @@ def test_an_ics_source_is_busy_time_and_an_unchanged_one_costs_one_304_and_no_co
                 what="the move to be seen",
             )
         db.call(store.remove_connection, user_id=owner.id, connection_id=connection_id)
+
+
+def add_caldav(db: Database, config: Config, owner: Owner, server: DavServer) -> list[str]:
+    found = asyncio.run(discover(server.url, username=USER, password=PASSWORD, allow_local=True))
+    assert [f.url for f in found] == [server.calendar_url]
+
+    def work(conn: Any) -> list[dict[str, Any]]:
+        key = sealing_key(conn, configured=config.connection_key, now=utcnow())
+        return store.add_caldav(
+            conn,
+            user_id=owner.id,
+            url=server.url,
+            username=USER,
+            password=PASSWORD,
+            calendars=[store.Picked(f.url, f.name) for f in found],
+            visibility="busy",
+            key=key,
+            now=utcnow(),
+        )
+
+    return [c["id"] for c in db.call(work)]
+
+
+def test_a_radicale_meeting_added_moved_and_deleted_is_seen_within_a_poll_by_sync_collection(
+    live: tuple[Config, Database, RunningServer], factory: Factory, tmp_path: Path
+) -> None:
+    config, db, running = live
+    owner = factory.owner()
+    _, secret = factory.key(owner, permission="freebusy")
+    start = day(3).replace(hour=9)
+    with (
+        radicale_server(tmp_path) as radicale,
+        httpx.Client(base_url=running.url, timeout=30) as client,
+    ):
+        [connection_id] = add_caldav(db, config, owner, radicale)
+        first = synced_after(db, owner, connection_id, None)
+        assert first["status"] == "ok", first
+        assert first["name"] == "Work" and first["events"] == 0
+
+        def busy() -> list[tuple[datetime, datetime]]:
+            found = free_busy(client, secret, day(1), day(6))
+            return [(utc(s), utc(e)) for s, e in connected_busy(found, connection_id)]
+
+        radicale.put("m.ics", calendar(vevent("m", start, start + timedelta(minutes=30))))
+        wait_for(lambda: busy() == [(start, start + timedelta(minutes=30))], what="the add")
+        moved = start + timedelta(hours=5)
+        radicale.put("m.ics", calendar(vevent("m", moved, moved + timedelta(minutes=30))))
+        wait_for(lambda: busy() == [(moved, moved + timedelta(minutes=30))], what="the move")
+        radicale.delete("m.ics")
+        wait_for(lambda: busy() == [], what="the delete")
+        # Each change was found by sync-collection from the last token, and only the changed
+        # object read (calendar-multiget).
+        reports = radicale.reports()
+        syncs = [r for r in reports if b"sync-collection" in r]
+        assert len(syncs) >= 4
+        assert any(b"<d:sync-token>http" in r for r in syncs)  # from a token, not from scratch
+        assert any(b"calendar-multiget" in r and b"m.ics" in r for r in reports)
+        assert connection(db, owner, connection_id)["status"] == "ok"
+
+
+BERLIN_SERIES = (
+    "BEGIN:VEVENT\r\nUID:series\r\nDTSTAMP:20260101T000000Z\r\n"
+    "DTSTART;TZID=Europe/Berlin:20270315T090000\r\nDTEND;TZID=Europe/Berlin:20270315T100000\r\n"
+    "RRULE:FREQ=WEEKLY;COUNT=4\r\nEXDATE;TZID=Europe/Berlin:20270322T090000\r\n"
+    "SUMMARY:Standup\r\nEND:VEVENT\r\n"
+    "BEGIN:VEVENT\r\nUID:series\r\nDTSTAMP:20260101T000000Z\r\n"
+    "RECURRENCE-ID;TZID=Europe/Berlin:20270329T090000\r\n"
+    "DTSTART;TZID=Europe/Berlin:20270329T130000\r\nDTEND;TZID=Europe/Berlin:20270329T140000\r\n"
+    "SUMMARY:Standup (moved)\r\nEND:VEVENT\r\n"
+)
+
+
+def test_find_free_time_never_offers_a_radicale_only_series_occurrence_across_dst(
+    live: tuple[Config, Database, RunningServer], factory: Factory, tmp_path: Path
+) -> None:
+    config, db, running = live
+    owner = factory.owner(time_zone="Europe/Berlin")
+    _, secret = factory.key(owner)
+    with (
+        radicale_server(tmp_path) as radicale,
+        httpx.Client(base_url=running.url, timeout=30) as client,
+    ):
+        radicale.put("series.ics", calendar(BERLIN_SERIES))
+        [connection_id] = add_caldav(db, config, owner, radicale)
+        assert synced_after(db, owner, connection_id, None)["status"] == "ok"
+        low, high = datetime(2027, 3, 14, tzinfo=UTC), datetime(2027, 4, 10, tzinfo=UTC)
+        found = free_busy(client, secret, low, high)
+        expected = [
+            (datetime(2027, 3, 15, 8, tzinfo=UTC), datetime(2027, 3, 15, 9, tzinfo=UTC)),  # CET
+            (datetime(2027, 3, 29, 11, tzinfo=UTC), datetime(2027, 3, 29, 12, tzinfo=UTC)),  # moved
+            (datetime(2027, 4, 5, 7, tzinfo=UTC), datetime(2027, 4, 5, 8, tzinfo=UTC)),  # CEST
+        ]
+        assert [(utc(s), utc(e)) for s, e in connected_busy(found, connection_id)] == expected
+        slots: list[tuple[datetime, datetime]] = []
+        days = (("03-15", "+01:00"), ("03-22", "+01:00"), ("03-29", "+02:00"), ("04-05", "+02:00"))
+        for day_text, offset in days:
+            answer = client.post(
+                FREE_TIME,
+                json={
+                    "timeMin": f"2027-{day_text}T07:00:00{offset}",
+                    "timeMax": f"2027-{day_text}T16:00:00{offset}",
+                    "durationMinutes": 60,
+                    "timeZone": "Europe/Berlin",
+                    "limit": 100,
+                },
+                headers=bearer(secret),
+            )
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["sources"][0]["id"] == connection_id
+            slots += [(utc(s["startsAt"]), utc(s["endsAt"])) for s in answer.json()["slots"]]
+        for start, end in slots:
+            assert not any(start < b_end and b_start < end for b_start, b_end in expected)
+        # The cancelled and the moved-away occurrences are free (09:00 local).
+        assert (datetime(2027, 3, 22, 8, tzinfo=UTC), datetime(2027, 3, 22, 9, tzinfo=UTC)) in slots
+        assert (datetime(2027, 3, 29, 7, tzinfo=UTC), datetime(2027, 3, 29, 8, tzinfo=UTC)) in slots
+        # A booking with ifFree over a Radicale-only meeting is refused, titles never shown.
+        clash = client.post(
+            "/api/v1/calendar/events",
+            json={
+                "title": "new",
+                "startsAt": "2027-04-05T09:30:00+02:00",
+                "endsAt": "2027-04-05T10:30:00+02:00",
+                "ifFree": True,
+            },
+            headers=bearer(secret),
+        )
+        assert clash.status_code == 409, clash.text
+        assert clash.json()["conflicts"] == [
+            {"startsAt": "2027-04-05T09:00:00+02:00", "endsAt": "2027-04-05T10:00:00+02:00"}
+        ]
+        assert "Standup" not in clash.text
+
+
+def test_xandikos_is_discovered_and_polled(
+    live: tuple[Config, Database, RunningServer], factory: Factory, tmp_path: Path
+) -> None:
+    config, db, running = live
+    owner = factory.owner()
+    _, secret = factory.key(owner, permission="read")
+    start = day(2).replace(hour=15)
+    with (
+        xandikos_server(tmp_path) as xandikos,
+        httpx.Client(base_url=running.url, timeout=30) as client,
+    ):
+        xandikos.put("x.ics", calendar(vevent("x", start, start + timedelta(hours=2))))
+        [connection_id] = add_caldav(db, config, owner, xandikos)
+        assert synced_after(db, owner, connection_id, None)["status"] == "ok"
+        found = free_busy(client, secret, day(1), day(4))
+        assert [(utc(s), utc(e)) for s, e in connected_busy(found, connection_id)] == [
+            (start, start + timedelta(hours=2))
+        ]
