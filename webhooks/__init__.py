@@ -11,6 +11,7 @@
     listener.py    woken by commits on other processes and hosts (PostgreSQL LISTEN/NOTIFY)
     triggers.py    the time triggers' job: plan, then fire what fell due (the core's work)
     mail.py        the mail outbox's job: invitations sent over SMTP (smtplib, on a thread)
+    connections.py the connected calendars' poller (ics, CalDAV) and CalDAV discovery
     scheduler.py   the APScheduler jobs run by ``serve`` and by ``calendar-service worker``
 
 The core (``calendar_service.journal.webhook_outbox``) writes a delivery row in the same transaction

@@ -5,6 +5,8 @@ sharing, attendees. May import: platform, access, journal.
   default calendar);
 - ``calendar_edits``: a calendar changed or deleted, with its change-log rows;
 - ``availability``: free/busy and finding a free time;
+- ``connected``: the owner's connected calendars as availability counts them (busy time,
+  freshness);
 - ``sharing``: an owner's calendars shared with other owners;
 - ``reminders``: an event's reminders as sent, stored and shown;
 - ``attendees``: attendees and organizer, as sent, stored and shown (one email rule);

@@ -485,6 +485,7 @@ def test_the_core_may_use_no_library_it_does_not_name_nor_the_standard_librarys_
     planted = "import requests_oauthlib\nimport urllib.request\nimport zoneinfo\n"
     assert _offences(planted, "calendar_service.planted", "core") == [
         "requests_oauthlib (a core module imports no third-party package but alembic, argon2, "
+        "cryptography, "
         "dateutil, defusedxml, email_validator, icalendar, idna, orjson, pydantic, regex, "
         f"sqlalchemy, sqlmodel; see LIBRARIES in {HERE})",
         "urllib.request (a core module does no HTTP)",

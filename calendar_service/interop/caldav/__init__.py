@@ -10,6 +10,7 @@ same core functions as REST and MCP (``operations``: ``CALDAV_*``, run by
   text (``ical.export``), expanded occurrences;
 - ``resources``: the paths (principal, calendar home, calendars, objects), their properties,
   ``PROPFIND``, ``GET``, ``PROPPATCH``;
+- ``remote``: CalDAV as a client speaks it to another server (connected calendars);
 - ``reports``: ``calendar-query``, ``calendar-multiget``, ``sync-collection``;
 - ``writing``: ``PUT`` (an import of one object: ``ical.importing``) and ``DELETE``, with
   their preconditions; ``MKCALENDAR`` and a calendar's ``DELETE`` (``calendars``,
