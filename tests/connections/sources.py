@@ -40,6 +40,8 @@ class IcsServer:
     status: int = 200
     seen: list[Seen] = field(default_factory=list)
     version: int = 1
+    # Called at each GET before it is answered (in the server's thread): a test may hold it.
+    on_get: Any = None
 
     def set(self, body: bytes) -> None:
         self.body, self.version = body, self.version + 1
@@ -59,6 +61,8 @@ def ics_server(body: bytes) -> Iterator[IcsServer]:
             state.seen.append(
                 Seen("GET", self.path, {k.lower(): v for k, v in self.headers.items()})
             )
+            if state.on_get is not None:
+                state.on_get()
             if state.status != 200:
                 self.send_response(state.status)
                 self.send_header("content-length", "0")
