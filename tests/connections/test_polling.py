@@ -4,6 +4,7 @@ xandikos) by the real app's worker, and counted by queryFreeBusy, findFreeTime a
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -29,6 +30,7 @@ from tests.connections.sources import (
     radicale_server,
     xandikos_server,
 )
+from tests.mcp_tools.clients import MODES, connect, structured
 from tests.support import Factory, Owner, RunningServer, bearer, run_server, wait_for
 from webhooks.connections import discover
 
@@ -319,3 +321,61 @@ def test_xandikos_is_discovered_and_polled(
         assert [(utc(s), utc(e)) for s, e in connected_busy(found, connection_id)] == [
             (start, start + timedelta(hours=2))
         ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_mcp_query_free_busy_and_find_free_time_count_a_connected_calendar(
+    live: tuple[Config, Database, RunningServer], factory: Factory, mode: str
+) -> None:
+    config, db, running = live
+    owner = factory.owner()
+    _, secret = factory.key(owner, permission="freebusy")
+    start = day(2).replace(hour=10)
+    with ics_server(calendar(vevent("a", start, start + timedelta(hours=1))).encode()) as source:
+        connection_id = add_ics(db, config, owner, source.url, name="Outlook")
+        await asyncio.to_thread(synced_after, db, owner, connection_id, None)
+        window = {"timeMin": start.isoformat(), "timeMax": (start + timedelta(hours=2)).isoformat()}
+        async with connect(running.url, secret, mode=mode) as client:
+            busy = structured(await client.call_tool("queryFreeBusy", window))
+            free = structured(
+                await client.call_tool("findFreeTime", {**window, "durationMinutes": 60})
+            )
+    assert connected_busy(busy, connection_id) == [
+        (
+            start.isoformat().replace("+00:00", "Z"),
+            (start + timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
+        )
+    ]
+    assert (
+        [s["name"] for s in busy["sources"]] == ["Outlook"] == [s["name"] for s in free["sources"]]
+    )
+    assert [utc(s["startsAt"]) for s in free["slots"]] == [start + timedelta(hours=1)]
+
+
+def test_healthz_answers_while_a_large_source_is_read(
+    live: tuple[Config, Database, RunningServer], factory: Factory
+) -> None:
+    config, db, running = live
+    owner = factory.owner()
+    base = day(2).replace(hour=6)
+    events = [
+        vevent(f"e{i}", base + timedelta(minutes=7 * i), base + timedelta(minutes=7 * i + 5),
+               extra="RRULE:FREQ=WEEKLY;COUNT=20\r\n" if i % 10 == 0 else "")
+        for i in range(5000)
+    ]  # fmt: skip
+    started = threading.Event()
+    with ics_server(calendar(*events).encode()) as source:
+        source.on_get = started.set
+        connection_id = add_ics(db, config, owner, source.url)
+        answered_during = 0
+        with httpx.Client(base_url=running.url, timeout=30) as client:
+            while True:
+                synced = connection(db, owner, connection_id)["status"] != "pending"
+                health = client.get("/healthz")
+                assert health.status_code == 200
+                if synced:
+                    break
+                answered_during += started.is_set()
+        found = connection(db, owner, connection_id)
+        assert found["status"] == "ok" and found["events"] == 5000
+        assert answered_during >= 1
