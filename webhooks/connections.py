@@ -87,6 +87,7 @@ class Remote:
         self.allow_local = allow_local
         self.auth = httpx.BasicAuth(username, password) if username and password else None
         self.client = make_httpx_client(verify=verify, connections=2)
+        self.requests = 0
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -106,6 +107,7 @@ class Remote:
             except WebhookTargetRefused as exc:
                 raise PollFailed(str(exc).replace("The webhook host", "The host")) from None
             host = target.host
+            self.requests += 1
             try:
                 with guard.pinned(target):
                     fetched = await self._send(method, url, headers, body, limit)
@@ -251,6 +253,7 @@ class ConnectionPoller:
         self._running: set[asyncio.Task[None]] = set()
         self._ticking = False
         self.polls = 0
+        self.requests = 0  # sent by this poller's polls (benchmarks)
 
     async def key(self) -> bytes:
         if self._key is None:
@@ -358,6 +361,7 @@ class ConnectionPoller:
         try:
             fetched = await client.request("GET", job.url, headers=headers)
         finally:
+            self.requests += client.requests
             await client.close()
         if fetched.status == 304 and job.has_copy:
             await self.db.run(
@@ -390,6 +394,7 @@ class ConnectionPoller:
         try:
             await self._caldav(client, job, every)
         finally:
+            self.requests += client.requests
             await client.close()
 
     async def _caldav(self, client: Remote, job: store.PollJob, every: timedelta) -> None:
