@@ -165,7 +165,8 @@ def caldav_poll(directory: Path, log: Any) -> dict[str, Any]:
     folder = directory / "radicale"
     proc = subprocess.Popen(
         [sys.executable, "-m", "radicale", "--storage-filesystem-folder", str(folder),
-         "--server-hosts", f"127.0.0.1:{port}", "--auth-type", "none", "--logging-level", "warning"],
+         "--server-hosts", f"127.0.0.1:{port}", "--auth-type", "none",
+         "--logging-level", "warning"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}/"
@@ -219,7 +220,8 @@ def caldav_poll(directory: Path, log: Any) -> dict[str, Any]:
             }
             shown = db.call(store.get_connection, user_id=None, connection_id=added["id"])
             log(
-                f"caldav poll ({name}): {figures[name]}, status {shown['status']}, {shown['events']} events"
+                f"caldav poll ({name}): {figures[name]}, status {shown['status']}, "
+                f"{shown['events']} events"
             )
         db.close()
         return figures
