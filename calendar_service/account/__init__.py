@@ -17,6 +17,8 @@
     /settings/feeds                      GET feeds + create form, POST create (URL shown once)
     /settings/feeds/{id}                 GET the feed's fetch history
     /settings/feeds/{id}/revoke          GET confirmation, POST revoke
+    /settings/connections                GET connected calendars + add form, POST add an address
+    /settings/connections/{id}/sync|remove  POST read it now, or remove it
     /settings/connect/{id}               GET an app's OAuth request, POST allow or deny (mcp)
     /settings/static/...                 this app's CSS, icon and copy-button script (public)
 
@@ -36,6 +38,7 @@ from elsewhere. See docs/settings.md for the decisions behind sessions, CSRF and
     calendar_pages.py the calendars and the event form, with ``repeats.py`` for a series' rule
     sharing_pages.py  sharing the owner's free/busy with other owners (on the calendars page)
     feed_pages.py     a calendar's iCalendar subscription feeds
+    connection_pages.py connected calendars: add an address, status, sync now, remove
     consent_pages.py  OAuth consent for remote MCP: the owner allows or denies an app
 """
 
@@ -52,6 +55,7 @@ from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account import (
     activity_pages,
     calendar_pages,
+    connection_pages,
     consent_pages,
     feed_pages,
     history_pages,
@@ -92,6 +96,7 @@ def account_routes() -> list[BaseRoute]:
         *activity_pages.routes(),
         *history_pages.routes(),
         *webhook_pages.routes(),
+        *connection_pages.routes(),
         *calendar_pages.routes(),
         *sharing_pages.routes(),
         *feed_pages.routes(),
