@@ -419,6 +419,7 @@ class ConnectionPoller:
             )
         if synced.status in (401, 404, 410) or synced.status >= 500:
             raise refusal(synced.status, "caldav")
+        # ``full``: every object is read again (a first read, or the horizon moving on).
         full = token is None
         if synced.status == 207:
             status = _multistatus(synced.body)
@@ -443,11 +444,19 @@ class ConnectionPoller:
             members = {
                 a.href: a.text("{DAV:}getetag") for a in listed if not remote.same_path(a.href, url)
             }
-            removed, new_token, full = [], None, True
+            # The listing is complete: what it no longer holds is gone.
+            removed, new_token = [h for h in job.objects if h not in members], None
+            full = job.full or not job.has_copy
         wanted = [
             h for h, etag in members.items() if full or etag is None or job.objects.get(h) != etag
         ]
-        if not full and not wanted and not removed and new_token == job.sync_token:
+        if (
+            not full
+            and not wanted
+            and not removed
+            and new_token == job.sync_token
+            and (ctag == job.ctag)
+        ):
             await self.db.run(
                 store.record_unchanged, job=job, owner=self.owner, now=utcnow(), every=every
             )

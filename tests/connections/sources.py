@@ -129,7 +129,9 @@ class DavServer:
 
 
 @contextmanager
-def radicale_server(directory: Path) -> Iterator[DavServer]:
+def radicale_server(directory: Path, *, sync_collection: bool = True) -> Iterator[DavServer]:
+    """Radicale with its requests recorded; ``sync_collection=False``: a server that does not
+    offer it (its REPORTs refused 403, as servers without RFC 6578 answer)."""
     import radicale
     from radicale import config as radicale_config
 
@@ -160,6 +162,9 @@ def radicale_server(directory: Path) -> Iterator[DavServer]:
         environ["wsgi.input"] = io.BytesIO(body)
         headers = {k[5:].lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
         seen.append(Seen(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), headers, body))
+        if not sync_collection and b"sync-collection" in body:
+            start_response("403 Forbidden", [("content-length", "0")])
+            return [b""]
         return app(environ, start_response)
 
     server = make_server("127.0.0.1", 0, recorded, server_class=_Threading, handler_class=_Quiet)

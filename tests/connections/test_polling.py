@@ -379,3 +379,91 @@ def test_healthz_answers_while_a_large_source_is_read(
         found = connection(db, owner, connection_id)
         assert found["status"] == "ok" and found["events"] == 5000
         assert answered_during >= 1
+
+
+def test_a_server_without_sync_collection_is_read_by_ctag_and_etags(
+    live: tuple[Config, Database, RunningServer], factory: Factory, tmp_path: Path
+) -> None:
+    config, db, running = live
+    owner = factory.owner()
+    _, secret = factory.key(owner, permission="freebusy")
+    start = day(3).replace(hour=9)
+    with (
+        radicale_server(tmp_path, sync_collection=False) as radicale,
+        httpx.Client(base_url=running.url, timeout=30) as client,
+    ):
+        radicale.put("keep.ics", calendar(vevent("keep", start, start + timedelta(minutes=15))))
+        [connection_id] = add_caldav(db, config, owner, radicale)
+        assert synced_after(db, owner, connection_id, None)["status"] == "ok"
+
+        def busy() -> list[datetime]:
+            found = free_busy(client, secret, day(1), day(6))
+            return [utc(s) for s, _ in connected_busy(found, connection_id)]
+
+        assert busy() == [start]
+        later = start + timedelta(hours=2)
+        radicale.put("m.ics", calendar(vevent("m", later, later + timedelta(minutes=30))))
+        wait_for(lambda: busy() == [start, later], what="the add")
+        radicale.delete("m.ics")
+        wait_for(lambda: busy() == [start], what="the delete")
+        propfinds = [s for s in radicale.seen if s.method == "PROPFIND"]
+        assert any(b"getctag" in s.body for s in propfinds)
+        assert any(b"getetag" in s.body and s.headers.get("depth") == "1" for s in propfinds)
+        # Only the changed object was read again: keep.ics once, at the first read.
+        multigets = [r for r in radicale.reports() if b"calendar-multiget" in r]
+        assert sum(b"keep.ics" in r for r in multigets) == 1
+        assert connection(db, owner, connection_id)["events"] == 1
+
+
+def test_keys_of_every_reach_count_the_owners_connected_calendars_and_no_one_elses(
+    live: tuple[Config, Database, RunningServer], factory: Factory
+) -> None:
+    config, db, running = live
+    owner, other = factory.owner(), factory.owner()
+    _, one_calendar = factory.key(owner, permission="read", calendar_id=owner.default_calendar_id)
+    _, all_calendars = factory.key(owner, permission="freebusy")
+    start = day(2).replace(hour=10)
+    hour = (start, start + timedelta(hours=1))
+    with (
+        ics_server(calendar(vevent("a", *hour)).encode()) as source,
+        httpx.Client(base_url=running.url, timeout=30) as client,
+    ):
+        mine = add_ics(db, config, owner, source.url, name="Mine")
+        theirs = add_ics(db, config, other, source.url, name="Theirs")
+        synced_after(db, owner, mine, None)
+        synced_after(db, other, theirs, None)
+        low, high = start - timedelta(hours=1), start + timedelta(hours=3)
+        for secret in (one_calendar, all_calendars):
+            found = free_busy(client, secret, low, high)
+            assert [c["id"] for c in found["calendars"]][-1] == mine
+            assert [s["id"] for s in found["sources"]] == [mine]
+            only = free_busy(client, secret, low, high, calendarIds=[mine])
+            assert [c["id"] for c in only["calendars"]] == [mine]
+            own = free_busy(client, secret, low, high, calendarIds=[owner.default_calendar_id])
+            assert [c["id"] for c in own["calendars"]] == [owner.default_calendar_id]
+            assert own["sources"] == []
+            # findFreeTime counts the connected calendar whatever calendarIds says.
+            answer = client.post(
+                FREE_TIME,
+                json={
+                    "timeMin": low.isoformat(),
+                    "timeMax": high.isoformat(),
+                    "durationMinutes": 60,
+                    "calendarIds": [owner.default_calendar_id],
+                },
+                headers=bearer(secret),
+            )
+            assert answer.status_code == 200, answer.text
+            slots = [utc(s["startsAt"]) for s in answer.json()["slots"]]
+            assert slots and all(
+                not (s < hour[1] and hour[0] < s + timedelta(hours=1)) for s in slots
+            )
+        # Another owner's connected calendar is not this key's to name.
+        refused = client.post(
+            FREE_BUSY,
+            json={"timeMin": low.isoformat(), "timeMax": high.isoformat(), "calendarIds": [theirs]},
+            headers=bearer(all_calendars),
+        )
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["errors"][0]["field"] == "calendarIds"
+        assert theirs not in str(free_busy(client, all_calendars, low, high))
