@@ -310,15 +310,17 @@ def set_visibility(
 
 
 def remove_connection(conn: Connection, *, user_id: str | None, connection_id: str) -> None:
-    """Remove the connection, its sealed secrets and its copy (busy time and objects)."""
+    """Remove the connection, its sealed secrets and its copy (busy time and objects). The
+    connection's row goes first: a poll recording meanwhile holds it locked (``_held``), so
+    this waits for that poll and then deletes what it wrote too."""
     _row(conn, user_id, connection_id)
+    conn.execute(delete(connections_t).where(connections_t.c.id == connection_id))
     conn.execute(
         delete(connection_busy_t).where(connection_busy_t.c.connection_id == connection_id)
     )
     conn.execute(
         delete(connection_objects_t).where(connection_objects_t.c.connection_id == connection_id)
     )
-    conn.execute(delete(connections_t).where(connections_t.c.id == connection_id))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,12 +427,14 @@ def claim_due(
 
 
 def _held(conn: Connection, connection_id: str, owner: str) -> Any:
-    """The connection's row if this poller still holds its lease (else None: drop the work)."""
-    return conn.execute(
-        select(connections_t).where(
-            connections_t.c.id == connection_id, connections_t.c.lease_owner == owner
-        )
-    ).first()
+    """The connection's row if this poller still holds its lease (else None: drop the work),
+    locked on PostgreSQL until the poll's transaction ends (``remove_connection`` waits)."""
+    query = select(connections_t).where(
+        connections_t.c.id == connection_id, connections_t.c.lease_owner == owner
+    )
+    if conn.dialect.name == "postgresql":
+        query = query.with_for_update()
+    return conn.execute(query).first()
 
 
 def _done_values(conn: Connection, now: datetime, every: timedelta) -> dict[str, Any]:
