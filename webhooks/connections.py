@@ -127,6 +127,11 @@ class Remote:
             return fetched
         raise PollFailed(f"more than {MAX_REDIRECTS} redirects: check the address")
 
+    async def dav(self, method: str, url: str, *, depth: str, body: bytes) -> Fetched:
+        """A WebDAV request (PROPFIND, REPORT) with an XML body."""
+        headers = {"depth": depth, "content-type": "application/xml; charset=utf-8"}
+        return await self.request(method, url, headers=headers, body=body, limit=MAX_XML_BODY)
+
     async def _send(
         self, method: str, url: str, headers: dict[str, str] | None, body: bytes | None, limit: int
     ) -> Fetched:
@@ -188,14 +193,13 @@ async def discover(
             principal = await _href_prop(client, root, "d:current-user-principal")
         principal = principal or url
         home = await _href_prop(client, principal, "c:calendar-home-set") or principal
-        found = await client.request(
+        found = await client.dav(
             "PROPFIND",
             home,
-            headers={"depth": "1", "content-type": "application/xml; charset=utf-8"},
+            depth="1",
             body=remote.propfind_body(
                 "d:resourcetype", "d:displayname", "c:supported-calendar-component-set"
             ),
-            limit=MAX_XML_BODY,
         )
         if found.status != 207:
             raise refusal(found.status, "caldav")
@@ -205,13 +209,7 @@ async def discover(
 
 
 async def _href_prop(client: Remote, url: str, prop: str) -> str | None:
-    found = await client.request(
-        "PROPFIND",
-        url,
-        headers={"depth": "0", "content-type": "application/xml; charset=utf-8"},
-        body=remote.propfind_body(prop),
-        limit=MAX_XML_BODY,
-    )
+    found = await client.dav("PROPFIND", url, depth="0", body=remote.propfind_body(prop))
     if found.status in (401, 403):
         raise refusal(found.status, "caldav")
     if found.status != 207:
@@ -330,7 +328,8 @@ class ConnectionPoller:
             self.polls += 1
 
     async def _failed(self, job: store.PollJob, reason: str, every: timedelta) -> None:
-        logger.info("connected calendar %s failing: %s", job.id, reason)
+        # The reason stays out of the log: it may quote the outsider's text (a line of the file).
+        logger.info("connected calendar %s failing (the reason is on its status)", job.id)
         await self.db.run(
             store.record_failure,
             job=job,
@@ -401,21 +400,11 @@ class ConnectionPoller:
         url = job.collection_url
         assert url is not None
         token = None if job.full or not job.has_copy else job.sync_token
-        synced = await client.request(
-            "REPORT",
-            url,
-            headers={"depth": "0", "content-type": "application/xml; charset=utf-8"},
-            body=remote.sync_collection_body(token),
-            limit=MAX_XML_BODY,
-        )
+        synced = await client.dav("REPORT", url, depth="0", body=remote.sync_collection_body(token))
         if synced.status in (403, 409) and token is not None:  # the token expired: from scratch
             token = None
-            synced = await client.request(
-                "REPORT",
-                url,
-                headers={"depth": "0", "content-type": "application/xml; charset=utf-8"},
-                body=remote.sync_collection_body(None),
-                limit=MAX_XML_BODY,
+            synced = await client.dav(
+                "REPORT", url, depth="0", body=remote.sync_collection_body(None)
             )
         if synced.status in (401, 404, 410) or synced.status >= 500:
             raise refusal(synced.status, "caldav")
@@ -465,13 +454,7 @@ class ConnectionPoller:
         changed: dict[str, tuple[str | None, connected.Busy]] = {}
         for i in range(0, len(wanted), remote.MULTIGET_BATCH):
             batch = wanted[i : i + remote.MULTIGET_BATCH]
-            got = await client.request(
-                "REPORT",
-                url,
-                headers={"depth": "1", "content-type": "application/xml; charset=utf-8"},
-                body=remote.multiget_body(batch),
-                limit=MAX_XML_BODY,
-            )
+            got = await client.dav("REPORT", url, depth="1", body=remote.multiget_body(batch))
             if got.status != 207:
                 raise refusal(got.status, "caldav")
             for answer in _multistatus(got.body).answers:
@@ -496,13 +479,7 @@ class ConnectionPoller:
     async def _propfind(
         self, client: Remote, url: str, depth: str, prop: str
     ) -> list[remote.Answer]:
-        found = await client.request(
-            "PROPFIND",
-            url,
-            headers={"depth": depth, "content-type": "application/xml; charset=utf-8"},
-            body=remote.propfind_body(prop),
-            limit=MAX_XML_BODY,
-        )
+        found = await client.dav("PROPFIND", url, depth=depth, body=remote.propfind_body(prop))
         if found.status != 207:
             raise refusal(found.status, "caldav")
         return _multistatus(found.body).answers

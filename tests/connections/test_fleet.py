@@ -12,14 +12,16 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 from calendar_service.platform.models.connections import connections_t
 from tests.conftest import make_config
 from tests.connections.sources import ics_server
 from tests.connections.test_polling import add_ics, calendar, day, vevent
-from tests.support import Factory, serve_env, wait_for
+from tests.support import Factory, fresh_database_url, migrated_database, serve_env, wait_for
 
 
 @contextmanager
@@ -41,9 +43,19 @@ def worker(database_url: str) -> Iterator[subprocess.Popen[bytes]]:
         proc.wait(timeout=30)
 
 
+@pytest.mark.database
 def test_one_worker_polls_a_connection_at_a_time_and_another_takes_over_after_a_kill(
-    database_url: str, factory: Factory
+    tmp_path: Path,
 ) -> None:
+    # A database of its own: only the two workers poll it.
+    with (
+        fresh_database_url(tmp_path) as database_url,
+        migrated_database(make_config(database_url)) as db,
+    ):
+        _two_workers(database_url, Factory(db))
+
+
+def _two_workers(database_url: str, factory: Factory) -> None:
     db = factory.db
     owner = factory.owner()
     start = day(2).replace(hour=10)

@@ -31,7 +31,16 @@ from tests.connections.sources import (
     xandikos_server,
 )
 from tests.mcp_tools.clients import MODES, connect, structured
-from tests.support import Factory, Owner, RunningServer, bearer, run_server, wait_for
+from tests.support import (
+    Factory,
+    Owner,
+    RunningServer,
+    bearer,
+    fresh_database_url,
+    migrated_database,
+    run_server,
+    wait_for,
+)
 from webhooks.connections import discover
 
 FREE_BUSY = "/api/v1/calendar/freeBusy"
@@ -65,16 +74,20 @@ def calendar(*events: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def live(database_url: str) -> Iterator[tuple[Config, Database, RunningServer]]:
-    """The whole app (its worker polling connected calendars every second) on the test
-    database."""
-    config = make_config(database_url, connection_poll=timedelta(seconds=1))
-    db = Database(config)
-    try:
-        with run_server(create_app(config, db=db)) as running:
+def live(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Config, Database, RunningServer]]:
+    """The whole app (its worker polling connected calendars every second) on a database of
+    its own: no other server's worker polls these connections at another pace."""
+    with fresh_database_url(Path(tmp_path_factory.mktemp("live"))) as url:
+        config = make_config(url, connection_poll=timedelta(seconds=1))
+        with migrated_database(config) as db, run_server(create_app(config, db=db)) as running:
             yield config, db, running
-    finally:
-        db.close()
+
+
+@pytest.fixture
+def factory(live: tuple[Config, Database, RunningServer]) -> Factory:
+    return Factory(live[1])
 
 
 def add_ics(db: Database, config: Config, owner: Owner, url: str, **options: Any) -> str:

@@ -20,7 +20,7 @@ from xml.etree.ElementTree import Element, ParseError
 import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
-from calendar_service.interop.caldav.xml import CALDAV, CS, DAV, escape_text
+from calendar_service.interop.caldav.xml import CALDAV, CS, DAV, escape_text, within_bounds
 
 MAX_ELEMENTS = 1_000_000
 MAX_DEPTH = 32
@@ -88,7 +88,8 @@ def parse_multistatus(body: bytes) -> Multistatus:
         root = SafeET.fromstring(body, forbid_dtd=True)
     except (DefusedXmlException, ParseError, ValueError):
         raise RemoteXMLError("the server's answer is not well-formed XML") from None
-    _bounded(root)
+    if not within_bounds(root, depth=MAX_DEPTH, elements=MAX_ELEMENTS):
+        raise RemoteXMLError("the server's answer is too large or too deeply nested")
     if root.tag != f"{{{DAV}}}multistatus":
         raise RemoteXMLError("the server's answer is not a WebDAV multistatus")
     answers = []
@@ -105,17 +106,6 @@ def parse_multistatus(body: bytes) -> Multistatus:
         answers.append(answer)
     token = root.findtext(f"{{{DAV}}}sync-token")
     return Multistatus(answers, token.strip() if token is not None else None)
-
-
-def _bounded(root: Element) -> None:
-    count = 0
-    stack = [(root, 1)]
-    while stack:
-        element, depth = stack.pop()
-        count += 1
-        if depth > MAX_DEPTH or count > MAX_ELEMENTS:
-            raise RemoteXMLError("the server's answer is too large or too deeply nested")
-        stack.extend((child, depth + 1) for child in element)
 
 
 def href_in(prop: Element | None) -> str | None:

@@ -62,18 +62,26 @@ def parse(body: bytes) -> Element | None:
     return root
 
 
-def _check_bounds(root: Element) -> None:
+def within_bounds(root: Element, *, depth: int, elements: int) -> bool:
+    """Whether the document is nested at most ``depth`` deep with at most ``elements``
+    elements, walked without recursion (and stopped as soon as it is not)."""
     count = 0
     stack = [(root, 1)]
     while stack:
-        element, depth = stack.pop()
+        element, level = stack.pop()
         count += 1
-        if depth > MAX_DEPTH or count > MAX_ELEMENTS:
-            raise BadRequest(
-                f"The XML body is nested deeper than {MAX_DEPTH} elements or has more than "
-                f"{MAX_ELEMENTS}: send a smaller request."
-            )
-        stack.extend((child, depth + 1) for child in element)
+        if level > depth or count > elements:
+            return False
+        stack.extend((child, level + 1) for child in element)
+    return True
+
+
+def _check_bounds(root: Element) -> None:
+    if not within_bounds(root, depth=MAX_DEPTH, elements=MAX_ELEMENTS):
+        raise BadRequest(
+            f"The XML body is nested deeper than {MAX_DEPTH} elements or has more than "
+            f"{MAX_ELEMENTS}: send a smaller request."
+        )
 
 
 def element(name: str, text: str | None = None, *children: Element) -> Element:
