@@ -240,7 +240,7 @@ def _inprocess(
             CALENDAR_RUN_WEBHOOKS="0",
             CALENDAR_RATE_LIMIT="1000000000/minute",
         )
-        from calendar_service.app import app_from_env
+        from calendar_service.cli.asgi_app import app_from_env
 
         app = app_from_env()
 

@@ -32,12 +32,12 @@ from bench import servers
 from calendar_service.access import keys
 from calendar_service.calendar import calendars
 from calendar_service.delivery import connections as store
-from calendar_service.interop.caldav.remote import sync_collection_body
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.migrate import upgrade
 from calendar_service.platform.sealed import sealing_key
 from calendar_service.platform.timeutil import utcnow
+from webhooks.caldav_client import sync_collection_body
 from webhooks.connections import ConnectionPoller, discover
 
 START = datetime(2027, 1, 4, tzinfo=UTC)

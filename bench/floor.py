@@ -258,7 +258,7 @@ def _serve_measured(a: argparse.Namespace) -> None:
     if a.inclusive:
         for spec, (_, trampoline) in zip(a.inclusive.split(","), _TRAMPOLINES, strict=False):
             _wrap(spec, trampoline)
-    from calendar_service.app import app_from_env
+    from calendar_service.cli.asgi_app import app_from_env
 
     app = app_from_env()
     kinds = KINDS if a.kind == "both" else (a.kind,)

@@ -187,7 +187,7 @@ def build(
             CALENDAR_RUN_WEBHOOKS="0",
             CALENDAR_RATE_LIMIT="1000000000/minute",  # the limiter still runs on every request
         )
-        from calendar_service.app import app_from_env
+        from calendar_service.cli.asgi_app import app_from_env
 
         token = meta.read_secret if kind == "list" else meta.write_secret
         return app_from_env(), token, load.Workload.ours(kind, token)

@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 from starlette.applications import Starlette
 
 from calendar_service.access.ratelimit import RateLimiter, RateState
-from calendar_service.app import create_app
+from calendar_service.cli.asgi_app import create_app
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.errors import RateLimited

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import NoReturn
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import orjson
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -219,4 +220,13 @@ def http_caller(ctx: Context, operation: str) -> Caller:
     return Caller(secret=secret, call=call_context(request, operation, "mcp"), principal=principal)
 
 
-__all__ = ["KeyAuth", "http_caller", "origin_of"]
+def http_permission(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The permission of the key ``KeyAuth`` verified for this HTTP request (None: none)."""
+    request = ctx.request
+    if not isinstance(request, Request):  # pragma: no cover - the HTTP transport attaches it
+        return None
+    principal = request.scope.get("state", {}).get(_PRINCIPAL)
+    return principal.permission if isinstance(principal, Principal) else None
+
+
+__all__ = ["KeyAuth", "http_caller", "http_permission", "origin_of"]

@@ -24,7 +24,7 @@ from calendar_service.asgi.middleware import HttpMiddleware
 from calendar_service.asgi.responses import error_response
 from calendar_service.platform.errors import PayloadTooLarge
 from calendar_service.platform.logs import root_logger_kept
-from mcp_tools.auth import KeyAuth, http_caller, origin_of
+from mcp_tools.auth import KeyAuth, http_caller, http_permission, origin_of
 from mcp_tools.server import Backend, build_server
 from mcp_tools.strict_json import refused_duplicate_keys
 
@@ -89,7 +89,12 @@ def mcp_http(
 ) -> McpHttp:
     """The ``/mcp`` endpoint for ``services``: key check, then the SDK's transport. With
     ``oauth_resource`` OAuth access tokens for that resource are accepted too."""
-    backend = Backend(db=services.db, limiter=services.limiter, caller_of=http_caller)
+    backend = Backend(
+        db=services.db,
+        limiter=services.limiter,
+        caller_of=http_caller,
+        permission_of=http_permission,
+    )
     with root_logger_kept():  # the SDK would install its rich handler on the root logger
         server = build_server(backend, name=services.config.service_name, version=__version__)
     # Builds the session manager; the Starlette app it returns is not used. Host/Origin checks

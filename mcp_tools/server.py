@@ -1,4 +1,4 @@
-"""The MCP server: ten calendar tools over the same core operations as the REST API.
+"""The MCP server: the calendar tools over the same core operations as the REST API.
 
 Every tool call goes through ``gateway.perform``, exactly like a REST request: the key is
 authorized (revoked or expired keys are refused at once), the rate budget is spent, the
@@ -12,14 +12,14 @@ given as ``Backend.caller_of``: the HTTP front passes the principal its ASGI wra
 for the request, the stdio front the key it was started with (checked again on every call).
 
 Every write tool takes ``dryRun`` (the operation runs every check and answers the change it
-would make, ``shapes.DryRun``) and its result carries ``changeId``, the change it made; a write
-of a key whose writes wait for the owner's approval answers ``awaitsApproval`` and the
-proposal instead (``shapes.awaiting``).
+would make: ``dryRun``, ``kind``, ``before``, ``after``) and its result carries ``changeId``,
+the change it made; a write of a key whose writes wait for the owner's approval answers
+``awaitsApproval`` and the proposal instead (``shapes.awaiting``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -33,25 +33,47 @@ from calendar_service.access import idempotency
 from calendar_service.access.keys import WRITE, Principal
 from calendar_service.access.ratelimit import RateLimiter
 from calendar_service.calendar.events.shapes import dumps
-from calendar_service.governance.change_shapes import ChangeList
 from calendar_service.journal.invitations import MailPolicy
 from calendar_service.operations import catalog as operations
 from calendar_service.operations.catalog import Operation
 from calendar_service.operations.gateway import CallContext, finished, perform
 from calendar_service.platform import service_secrets
 from calendar_service.platform.db import Database
-from calendar_service.platform.errors import CalendarError, FieldError, ValidationFailed
+from calendar_service.platform.errors import (
+    CalendarError,
+    FieldError,
+    NotFound,
+    ValidationFailed,
+)
 from calendar_service.platform.inputs import parse_flag, parse_model, parse_partial
 from calendar_service.platform.models import (
-    EventPublic,
     EventUpdate,
-    FreeBusyPublic,
-    FreeTimePublic,
 )
 from calendar_service.platform.timeutil import utcnow
 from mcp_tools import shapes
+from mcp_tools.detail import ARGUMENT as DETAIL
+from mcp_tools.detail import FULL, summarized
+from mcp_tools.detail import SCHEMA as DETAIL_SCHEMA
+from mcp_tools.detail import parse as parse_detail
 from mcp_tools.errors import error_result, tool_errors
+from mcp_tools.per_key import PermissionOf, ToolsPerKey
+from mcp_tools.portable import portable
 from mcp_tools.shapes import SEND_UPDATES
+from mcp_tools.teach import taught
+from mcp_tools.texts import (
+    ARGUMENT_DOCS,
+    CREATE_DOC,
+    DELETE_DOC,
+    FREE_BUSY_DOC,
+    FREE_TIME_DOC,
+    GET_DOC,
+    INSTRUCTIONS,
+    LIST_CHANGES_DOC,
+    LIST_DOC,
+    SEARCH_DOC,
+    UNDO_DOC,
+    UPDATE_DOC,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +95,8 @@ class Backend:
     db: Database
     limiter: RateLimiter | None
     caller_of: CallerOf
+    # The calling key's permission, for the tools ``tools/list`` shows it (``per_key``).
+    permission_of: PermissionOf
     # The page-token key, read (or made) once: service_secrets.page_token_key.
     _token_key: list[bytes] = field(default_factory=list, init=False, repr=False)
     _link_key: list[bytes] = field(default_factory=list, init=False, repr=False)
@@ -88,174 +112,6 @@ class Backend:
             self._link_key.append(await self.db.run(service_secrets.reply_link_key, now=utcnow()))
         return MailPolicy.of(self.db.config, self._link_key[0])
 
-
-INSTRUCTIONS = """\
-Tools for one person's calendars, acting with an API key that the person issued. The key decides
-what you can reach: all of the person's calendars or one, read-only or read-and-write.
-Call listCalendarEvents first: it tells you the current time, the calendars you can reach and
-their time zones. Date-times are RFC 3339; write them with an explicit offset
-(2026-03-02T09:30:00+01:00). A date-time without an offset is read in the target calendar's time
-zone. Events come back with times in their calendar's time zone. A recurring event is a series
-(created with `recurrence`); the list gives its occurrences, each with an id of its own.
-To find an event by what it is called, call searchCalendarEvents; never ask the person for an id.
-For "when am I free?" or "find 30 minutes next week" use findFreeTime (or queryFreeBusy for the
-busy times) rather than listing events: they count recurring events, all-day events and events
-marked free correctly, and a free/busy-only key may call nothing else.
-Every write tool takes dryRun: true, which checks everything and answers the change it would
-make without making it, and returns the changeId of the change it made; listChanges shows what
-was changed (by whom, before and after) and undoChange takes a change back. If the owner
-made the key's writes wait for approval, a write answers awaitsApproval: true and a proposal
-id instead: nothing is changed until the owner approves it.
-"""
-
-LIST_DOC = """\
-List the events of the calendars this key can reach, within a time window.
-
-Call it to answer questions about the schedule ("what do I have tomorrow?") and before
-creating an event, to learn the current time and the calendars' time zones. To find free time
-or check whether someone is busy, call findFreeTime or queryFreeBusy instead.
-
-An event is returned when it overlaps [timeMin, timeMax): it ends after timeMin and starts
-before timeMax; either bound may be omitted. Bounds without an offset are read in the time zone
-of the key's calendar (for an all-calendars key, the default calendar).
-
-Returns `now` (the current time, with its offset), `calendars` (id, name, timeZone, isDefault),
-`events` ordered by start, each with times in its calendar's time zone, and `nextPageToken`
-when more events remain: call again with the same window and pageToken set to it (a page may
-hold fewer than `limit` events and still have one).
-
-A recurring series is listed as its occurrences: each carries `recurringEventId` (the series'
-id) and `originalStartsAt`, and its own `id` (<seriesId>_<start>), which getCalendarEvent,
-updateCalendarEvent and deleteCalendarEvent take. With singleEvents false, each series is listed
-once instead, with its `recurrence`.
-
-To keep up with changes instead of listing everything again, keep the `nextSyncToken` of the
-last page and later pass it as syncToken (without timeMin/timeMax): you get only the events
-created, changed or deleted since (deleted ones as {id, status: "cancelled"}), series as
-themselves, and a new nextSyncToken.
-"""
-
-SEARCH_DOC = """\
-Find events by their words (title, description, location). Call it before asking the person
-for an event's id: for "move my dentist appointment" or "when is the call with Ana?", search
-for "dentist" or "call Ana" (the words go in `query`) and act on the id found.
-
-Every word must match, case and accents aside, in any language; the last word may be the start
-of a word ("denti" finds "Dentist"). Without timeMin it searches from now on (give timeMin for
-past events). A recurring series matches by its own words: its occurrences are returned.
-
-Returns what listCalendarEvents returns (`now`, `calendars`, `events` ordered by start,
-`nextPageToken`: pass it back as pageToken with the same arguments).
-"""
-
-CREATE_DOC = """\
-Create an event in one of the person's calendars. Needs a read-and-write key
-(calendar:write).
-
-Give title, startsAt and endsAt. Write date-times with an explicit offset
-(2026-03-02T09:30:00+01:00); without one they are read in the target calendar's time zone.
-For a whole-day event set allDay to true and give dates: endsAt is exclusive, or equal to
-startsAt for a one-day event. The target calendar is calendarId or calendar (its name);
-without either, a one-calendar key writes to its calendar and an all-calendars key to the
-default calendar 'Личное'. A calendar name that does not exist is an error: nothing is created
-silently. Pass an idempotencyKey to make retries safe. Set ifFree to true to book only if the
-time is still free (else a `conflict` error lists what overlaps: pick another slot); set
-transparency to "transparent" for an event that should not block the time (busy by default).
-
-For a recurring event, add `recurrence` (RFC 5545 lines); startsAt/endsAt are the first
-occurrence, and it repeats at that local time in the calendar's time zone:
-- every Monday at 10: ["RRULE:FREQ=WEEKLY;BYDAY=MO"], startsAt a Monday 10:00;
-- every other Tuesday: ["RRULE:FREQ=WEEKLY;INTERVAL=2;BYDAY=TU"], startsAt a Tuesday;
-- a series that ends: add COUNT=10 (ten occurrences) or UNTIL=20261231T235959Z, never both;
-- skip a date: add "EXDATE:20260309T090000Z" (the occurrence's start in UTC).
-FREQ is DAILY, WEEKLY, MONTHLY or YEARLY (MONTHLY;BYDAY=-1FR: last Friday of each month).
-
-Meetings: `attendees` lists people. Always ask your user before inviting anyone:
-sendUpdates "all" emails each an invitation; the default "none" emails nobody.
-
-Returns the created event, with times in its calendar's time zone.
-"""
-
-GET_DOC = """\
-Get one event by its id, if it is in a calendar this key can reach.
-
-A series' id gives the series, with its `recurrence`; an occurrence's id (<seriesId>_<start>,
-as listed) gives that occurrence. Returns the event, with times in its calendar's time zone.
-"""
-
-UPDATE_DOC = """\
-Change some fields of an event; the fields not given stay as they are. Needs a
-read-and-write key (calendar:write).
-
-Give eventId and only the fields to change. Date-times need an explicit offset or are read in
-the event's calendar's time zone; with allDay they are dates. description or location set to
-null clears it. Repeating the same call leaves the event in the same state.
-
-Recurring events: an occurrence's id changes that one meeting only (scope "this", the default;
-moved, it keeps its id); scope "following" changes it and every later one (a new series starts
-there, and is returned); scope "all", or the series' id, changes the whole series (new times of
-an occurrence move every occurrence by as much). `recurrence` is for the series only: a new
-rule drops the changed or cancelled occurrences it no longer produces; null makes the series a
-single event.
-
-`attendees` replaces the list ([] removes everyone). Ask your user before sendUpdates "all":
-attendees are emailed the change (added ones an invitation, removed ones a cancellation).
-
-Returns the event as it is after the change.
-"""
-
-DELETE_DOC = """\
-Delete an event for good. Needs a read-and-write key (calendar:write).
-
-Call it only when the person asked for the event to be removed. Deleting again answers
-not_found. Returns `deleted: true` and the event as it was.
-
-Recurring events: to cancel one meeting, give that occurrence's id (scope "this", the default);
-to cancel it and every later one, add scope "following" (the series ends before it; the result
-carries the shortened series); to delete the whole series, give scope "all" or the series' id.
-sendUpdates "all" emails the attendees a cancellation (ask your user first).
-"""
-
-
-FREE_BUSY_DOC = """\
-When the person's calendars are busy, between timeMin and timeMax (at most 92 days apart).
-
-Use it instead of listing events to answer "am I free on Thursday afternoon?" or "when is Anna
-busy this week?": it merges overlapping meetings, counts every occurrence of recurring events
-and whole all-day events, and leaves out events marked transparent (free) and cancelled
-occurrences. It shows no titles.
-
-Returns, for each calendar, `busy`: [{startsAt, endsAt}] in time order, clipped to the window,
-in that calendar's time zone.
-"""
-
-FREE_TIME_DOC = """\
-Find times when every given calendar is free for durationMinutes (1 to 1440).
-
-Use it to answer "find 30 minutes with nobody booked next week" or before proposing or creating
-a meeting, instead of listing events and working out gaps yourself. Give timeMin and timeMax
-(at most 92 days apart), durationMinutes, and optionally calendarIds (default: all the key can
-reach; a slot must be free in all of them), timeZone (IANA, default: the first calendar's),
-workingHours {start: "09:00", end: "17:00", days: ["MO","TU","WE","TH","FR"]} in that zone
-(wall-clock times, correct on DST-change days), and limit (default 10, at most 100).
-
-Returns `slots`: [{startsAt, endsAt}], earliest first, starting every 15 minutes (or every
-durationMinutes when shorter) of local time; consecutive slots overlap, so pick one. To book
-it safely while others may book too, call createCalendarEvent with ifFree: true.
-"""
-
-LIST_CHANGES_DOC = """\
-What was changed in the calendars this key reaches, newest first: each change's kind, the event
-before and after, who made it (actor) and how. To review what was done, or find a change to
-undo with undoChange. More pages: pass nextPageToken back as pageToken.
-"""
-
-UNDO_DOC = """\
-Undo one change (its changeId, from a write tool or listChanges): the event is put back as it
-was before (a deleted event or series comes back with its id). Needs calendar:write. If the
-event changed since, a `conflict` error names the later changes: undo those first, newest
-first, or set force. Returns the undo, itself a change.
-"""
 
 # Each tool's examples (``examples`` in its input schema): arguments a validating client
 # accepts and the service takes (tests/mcp_tools/test_tool_schemas.py calls each one).
@@ -292,9 +148,11 @@ FREE_TIME_EXAMPLES = (
 
 
 def build_server(backend: Backend, *, name: str = "calendar", version: str = "") -> MCPServer:
-    """The MCP server with the ten calendar tools, acting through ``backend``."""
+    """The MCP server with the calendar tools, acting through ``backend``; ``tools/list``
+    shows each caller the tools its key may call (``per_key``)."""
     # log_level: MCPServer configures the root logger if nothing else has; WARNING keeps the
     # SDK's per-call INFO lines (which quote tool error texts) out of the logs.
+    per_key = ToolsPerKey({spec.op.name: spec.needs for spec in TOOLS}, backend.permission_of)
     return MCPServer(
         name,
         title="Calendar",
@@ -302,6 +160,7 @@ def build_server(backend: Backend, *, name: str = "calendar", version: str = "")
         version=version,
         tools=[_tool(backend, spec) for spec in TOOLS],
         log_level="WARNING",
+        middleware=[per_key],
     )
 
 
@@ -314,8 +173,9 @@ class ToolSpec:
     op: Operation
     title: str
     doc: str
-    schema: Callable[[], dict[str, Any]]  # the input schema published to clients
-    result: type[BaseModel]  # the output schema's model (a write's dry run: shapes.DryRun)
+    schema: Callable[[], dict[str, Any]]  # the input schema (published ``portable``)
+    # The output schema published (``shapes``), or a result model to derive it from.
+    result: dict[str, Any] | type[BaseModel]
     annotations: ToolAnnotations
     args: Callable[[dict[str, Any]], dict[str, Any]]
     present: Callable[[Any], Any] | None = None
@@ -324,15 +184,29 @@ class ToolSpec:
     # arguments' own parsing, ``args``: they name what the caller sent).
     renames: Mapping[str, str] = field(default_factory=dict)
     token_key: bool = False  # whether the operation takes the page-token key
-    outline: bool = False  # the output schema's outline only (``shapes.outline_output``)
+    # The arguments whose null means something (update: null clears a description); every
+    # other optional argument is published without its null branch: omitting it leaves it unset.
+    nulls: frozenset[str] = frozenset()
     mail: bool = False  # whether it takes sendUpdates (and so the mail policy)
+    # Whether it lists events, each a summary unless ``detail: "full"`` (``mcp_tools.detail``).
+    lists_events: bool = False
+
+    @property
+    def needs(self) -> str:
+        """The permission the tool needs (read, write, freebusy): its operation's, declared
+        once in ``operations.catalog``. ``tools/list`` shows the tool only to keys that have
+        it (``per_key``); a call is checked by ``gateway.perform`` all the same."""
+        return self.op.needs
 
 
 def _tool(backend: Backend, spec: ToolSpec) -> Tool:
     writes = spec.op.needs == WRITE
 
+    accepted = list(input_schema(spec)["properties"])  # named in refusals (``teach``)
+
     async def call(ctx: Context) -> CallToolResult:
         arguments = _arguments(ctx)
+        sent = dict(arguments)
         extra: dict[str, Any] = {}
         if spec.token_key:  # the lists: their page and sync tokens, how long syncs are kept
             extra["token_key"] = await backend.token_key()
@@ -341,7 +215,12 @@ def _tool(backend: Backend, spec: ToolSpec) -> Tool:
         if spec.mail and SEND_UPDATES in arguments:  # invitations: checked by the core
             extra["send_updates"] = arguments.pop(SEND_UPDATES)
             extra["mail"] = await backend.mail_policy()
-        dry_run, refused = False, None
+        dry_run, refused, detail = False, None, FULL
+        if spec.lists_events:
+            try:
+                detail = parse_detail(arguments.pop(DETAIL, None))
+            except CalendarError as exc:
+                refused = exc
         if writes:
             try:
                 dry_run = parse_flag("dryRun", arguments.pop("dryRun", None))
@@ -354,12 +233,15 @@ def _tool(backend: Backend, spec: ToolSpec) -> Tool:
             lambda: {**_parsed(spec, arguments), **extra},
             dry_run=dry_run,
             refused=refused,
+            sent=sent,
+            accepted=accepted,
+            detail=detail,
         )
 
     # The function takes only the Context and reads the raw arguments itself (see
     # ``_arguments``), so the SDK accepts any arguments and the core checks them. The schema
     # published to clients is the core models' one; the output schema, the result model's.
-    call.__annotations__ = {"ctx": Context, "return": Annotated[CallToolResult, spec.result]}
+    call.__annotations__ = {"ctx": Context, "return": Annotated[CallToolResult, dict[str, Any]]}
     tool = Tool.from_function(
         call,
         name=spec.op.name,
@@ -367,16 +249,43 @@ def _tool(backend: Backend, spec: ToolSpec) -> Tool:
         description=spec.doc,
         annotations=spec.annotations,
     )
-    tool.parameters = {**spec.schema(), "examples": list(spec.examples)}
-    # Published compact (results are still checked against the model): see compact_output.
+    tool.parameters = input_schema(spec)
+    result = spec.result
     tool.fn_metadata.output_schema = (
-        shapes.outline_output(spec.result, writes=writes)
-        if spec.outline
-        else shapes.output_schema(spec.result, writes=writes)
+        result if isinstance(result, dict) else shapes.output_schema(result)
     )
-    if writes:  # its result, or a dry run's: checked by the published schema alone
-        tool.fn_metadata.output_model = None
+    # The answer is checked by the published schema (validating clients, the tests), which
+    # names what a model uses; the answers carry more (``detail``).
+    tool.fn_metadata.output_model = None
     return tool
+
+
+def input_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The tool's input schema as published: portable (``portable``), and an optional
+    argument's null branch only where null means something (``ToolSpec.nulls``)."""
+    schema = spec.schema()
+    if spec.lists_events:
+        schema["properties"][DETAIL] = dict(DETAIL_SCHEMA)
+    for name, prop in schema["properties"].items():
+        if name not in spec.nulls:
+            prop = _not_null(prop)
+        if name in ARGUMENT_DOCS:
+            prop = {**prop, "description": ARGUMENT_DOCS[name]}
+        schema["properties"][name] = prop
+    return portable(schema)
+
+
+def _not_null(prop: dict[str, Any]) -> dict[str, Any]:
+    kind = prop.get("type")
+    if isinstance(kind, list) and "null" in kind:
+        rest = [t for t in kind if t != "null"]
+        return {**prop, "type": rest[0] if len(rest) == 1 else rest}
+    branches = prop.get("anyOf")
+    if isinstance(branches, list) and {"type": "null"} in branches:
+        kept = [b for b in branches if b != {"type": "null"}]
+        out = {k: v for k, v in prop.items() if k != "anyOf"}
+        return {**kept[0], **out} if len(kept) == 1 else {**out, "anyOf": kept}
+    return prop
 
 
 def _arguments(ctx: Context) -> dict[str, Any]:
@@ -400,6 +309,9 @@ async def _run(
     *,
     dry_run: bool = False,
     refused: CalendarError | None = None,
+    sent: Mapping[str, Any] | None = None,
+    accepted: Sequence[str] = (),
+    detail: str = FULL,
 ) -> CallToolResult:
     """Perform the tool's operation as the caller; its result (a write's with its
     ``changeId``, or a dry run's answer), or its error returned as an ``isError`` result
@@ -425,12 +337,14 @@ async def _run(
                 )
                 outcome = await finished(outcome)  # what it left for after the transaction
             except ValidationFailed as exc:
-                if not spec.renames or isinstance(exc, _ArgumentsRefused):
-                    raise
-                raise _renamed(exc, spec.renames) from None
+                if spec.renames and not isinstance(exc, _ArgumentsRefused):
+                    exc = _renamed(exc, spec.renames)
+                raise taught(exc, tool=operation, arguments=sent or {}, accepted=accepted) from None
+            except NotFound as exc:
+                raise taught(exc, tool=operation, arguments=sent or {}, accepted=accepted) from None
     except ToolError as exc:
         return error_result(exc)
-    value = outcome.value
+    value = summarized(outcome.value, detail)
     if outcome.proposal_id is not None:
         value = shapes.awaiting(value)
     elif spec.op.needs == WRITE and not dry_run:
@@ -567,40 +481,41 @@ _UNDOES = _writes(destructive=True, idempotent=False)
 # fmt: off
 TOOLS = (
     #        operation          title                      doc          input schema
-    #        result model       annotations  arguments     result       options
+    #        output schema      annotations  arguments     result       options
     ToolSpec(operations.LIST,   "List calendar events",    LIST_DOC,    shapes.list_schema,
-             shapes.EventsPage, _READS,      _list_args,   examples=LIST_EXAMPLES,
-             token_key=True),
+             shapes.PAGE_OUTPUT, _READS,     _list_args,   examples=LIST_EXAMPLES,
+             token_key=True, lists_events=True),
     ToolSpec(operations.SEARCH, "Search calendar events",  SEARCH_DOC,  shapes.search_schema,
-             shapes.EventsPage, _READS,      _search_args, examples=SEARCH_EXAMPLES,
-             renames={"q": "query"}, token_key=True, outline=True),
+             shapes.SEARCH_OUTPUT, _READS,   _search_args, examples=SEARCH_EXAMPLES,
+             renames={"q": "query"}, token_key=True, lists_events=True),
     ToolSpec(operations.CREATE, "Create a calendar event", CREATE_DOC,  shapes.create_schema,
-             shapes.EventChanged, _CREATES, _create_args,
+             shapes.WRITE_OUTPUT, _CREATES, _create_args,
              _first,  # (event, replayed)
              examples=CREATE_EXAMPLES, renames={idempotency.HEADER: idempotency.ARGUMENT},
              mail=True),
     ToolSpec(operations.GET,    "Get a calendar event",    GET_DOC,     shapes.event_ref_schema,
-             EventPublic,       _READS,      _event_ref,   examples=GET_EXAMPLES),
+             shapes.EVENT_OUTPUT, _READS,    _event_ref,   examples=GET_EXAMPLES),
     ToolSpec(operations.UPDATE, "Update a calendar event", UPDATE_DOC,  shapes.update_schema,
-             shapes.EventChanged, _CHANGES, _update_args,
-             examples=UPDATE_EXAMPLES, mail=True),
+             shapes.WRITE_OUTPUT, _CHANGES, _update_args,
+             examples=UPDATE_EXAMPLES, mail=True,
+             nulls=frozenset({"description", "location", "recurrence"})),
     ToolSpec(operations.DELETE, "Delete a calendar event", DELETE_DOC,  shapes.delete_schema,
-             shapes.DeletedEvent, _CHANGES, _delete_args, _deleted,
-             examples=DELETE_EXAMPLES, mail=True, outline=True),  # its event: getCalendarEvent's
+             shapes.DELETE_OUTPUT, _CHANGES, _delete_args, _deleted,
+             examples=DELETE_EXAMPLES, mail=True),
     ToolSpec(operations.FREE_BUSY, "When calendars are busy", FREE_BUSY_DOC,
              shapes.free_busy_schema,
-             FreeBusyPublic,    _READS,      _availability_args,
+             shapes.FREE_BUSY_OUTPUT, _READS, _availability_args,
              examples=FREE_BUSY_EXAMPLES),
     ToolSpec(operations.FREE_TIME, "Find free time",     FREE_TIME_DOC,
              shapes.free_time_schema,
-             FreeTimePublic,    _READS,      _availability_args,
+             shapes.FREE_TIME_OUTPUT, _READS, _availability_args,
              examples=FREE_TIME_EXAMPLES),
     ToolSpec(operations.LIST_CHANGES, "List changes",     LIST_CHANGES_DOC,
              shapes.changes_schema,
-             ChangeList,        _READS,      _changes_args, examples=CHANGES_EXAMPLES,
-             token_key=True, outline=True),  # its items: undoChange's result's shape
+             shapes.CHANGES_OUTPUT, _READS,  _changes_args, examples=CHANGES_EXAMPLES,
+             token_key=True),
     ToolSpec(operations.UNDO_CHANGE, "Undo a change",     UNDO_DOC,    shapes.undo_schema,
-             shapes.ChangeUndone, _UNDOES, _undo_args,
+             shapes.UNDO_OUTPUT, _UNDOES,   _undo_args,
              examples=UNDO_EXAMPLES),
 )
 # fmt: on

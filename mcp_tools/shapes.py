@@ -8,7 +8,7 @@ once, in the core's words, and the call is recorded in the key's history like an
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydanticField
@@ -20,16 +20,14 @@ from calendar_service.calendar.availability import DAYS
 from calendar_service.calendar.events import DEFAULT_LIMIT, MAX_LIMIT
 from calendar_service.calendar.events.existing import SCOPES
 from calendar_service.calendar.events.search import QUERY_MAX
-from calendar_service.governance.change_shapes import ChangePublic
 from calendar_service.platform.models import (
     EventCreate,
-    EventList,
-    EventPublic,
     EventUpdate,
     FreeBusyQuery,
     FreeTimeQuery,
 )
 from calendar_service.platform.schema_patterns import TITLE_PATTERN, TOOL_BOUND_PATTERN
+from mcp_tools.portable import nullable, portable
 
 _BOUND_DOC = (
     "RFC 3339 date-time (2026-03-02T00:00:00+01:00) or a date (its midnight); without an "
@@ -135,65 +133,6 @@ class ScopedEventRef(EventRef):
 
 
 # ---------------------------------------------------------------------------------------------
-# Results
-
-
-class EventsPage(EventList):
-    """What ``listCalendarEvents`` returns: ``EventList`` plus the current time."""
-
-    now: str = PydanticField(
-        description="The current time, in the time zone the window's bounds are read in (the "
-        "key's calendar, or the default one for an all-calendars key), with its offset: the "
-        "reference for 'today' and 'tomorrow'.",
-        json_schema_extra={"format": "date-time"},
-    )
-
-
-CHANGE_ID_DOC = "The change made (listChanges, undoChange take it); null: nothing changed."
-
-
-class EventChanged(EventPublic):
-    """A write tool's event, and the change it made."""
-
-    change_id: str | None = PydanticField(default=None, description=CHANGE_ID_DOC)
-
-
-class DeletedEvent(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-    deleted: Literal[True] = True
-    event: EventPublic = PydanticField(
-        description="The event, series or occurrence as it was before deletion; with scope "
-        "following, the series as it is now, ending before that occurrence."
-    )
-    change_id: str | None = PydanticField(default=None, description=CHANGE_ID_DOC)
-
-
-class DryRun(BaseModel):
-    """What a write tool called with ``dryRun: true`` answers: the change it would make."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-    dry_run: Literal[True]
-    kind: Literal["created", "updated", "deleted"] | None = PydanticField(
-        description="null: it would change nothing."
-    )
-    event_id: str
-    before: dict[str, Any] | None = PydanticField(description="The event now (null: none).")
-    after: dict[str, Any] | None = PydanticField(description="The event after (null: gone).")
-    occurrences: int | None = PydanticField(
-        default=None, description="A series edit: how many occurrences (null: endless)."
-    )
-    new_series: dict[str, Any] | None = None
-    undoes: str | None = None
-
-
-class ChangeUndone(ChangePublic):
-    """What ``undoChange`` answers: the undo, a change of its own."""
-
-    change_id: str | None = PydanticField(default=None, description=CHANGE_ID_DOC)
-
-
 class ChangesArguments(_Arguments):
     since: str | None = PydanticField(
         default=None,
@@ -415,20 +354,6 @@ def _ids(prop: dict[str, Any]) -> dict[str, Any]:
     return plain
 
 
-_DRY_RUN_RESULT = {
-    "type": "object",
-    "properties": {"dryRun": {"const": True}},
-    "required": ["dryRun"],
-}
-
-
-_AWAITING_RESULT = {
-    "type": "object",
-    "properties": {"awaitsApproval": {"const": True}},
-    "required": ["awaitsApproval"],
-}
-
-
 def awaiting(proposal: dict[str, Any]) -> dict[str, Any]:
     """A write tool's result when the write waits for the owner's approval."""
     return {
@@ -439,74 +364,103 @@ def awaiting(proposal: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def output_schema(model: type[BaseModel], *, writes: bool) -> dict[str, Any]:
-    """A tool's output schema: its result model's, compact (``compact_output``); a write's,
-    that, a dry run's answer (``DryRun``, told by ``dryRun``) or a write that waits for the
-    owner (``awaiting``, told by ``awaitsApproval``): the tool's text says what it holds."""
-    schema = compact_output(model.model_json_schema(by_alias=True, mode="serialization"))
-    if not writes:
-        return schema
-    defs = schema.pop("$defs", None)
-    union: dict[str, Any] = {
-        "type": "object",
-        "anyOf": [schema, _DRY_RUN_RESULT, _AWAITING_RESULT],
+# ---------------------------------------------------------------------------------------------
+# Output schemas: what a model reads of each answer, in the portable subset (``portable``).
+#
+# Each lists the fields a model uses to act on the answer, none of them required beyond what
+# every answer of the tool carries; the answers carry more (``detail``, docs/mcp.md), which a
+# schema without ``additionalProperties: false`` accepts, so a field added to an answer never
+# breaks a validating client. A write's answer may also be a dry run's (``dryRun``, ``kind``,
+# ``before``, ``after``) or one that waits for the owner (``awaitsApproval``, ``proposal``).
+
+_S: dict[str, Any] = {"type": "string"}
+_B: dict[str, Any] = {"type": "boolean"}
+_OBJECT: dict[str, Any] = {"type": "object"}
+_NS = nullable(_S)
+_SLOTS = {
+    "type": "array",
+    "items": {"type": "object", "properties": {"startsAt": _S, "endsAt": _S}},
+}
+_EVENT_FIELDS: dict[str, Any] = {
+    "id": _S,
+    "calendarId": _S,
+    "title": _S,
+    "startsAt": _S,
+    "endsAt": _S,
+    "allDay": _B,
+    "recurringEventId": _NS,
+    "originalStartsAt": _NS,
+    "recurrence": nullable({"type": "array", "items": _S}),
+}
+EVENT_OUTPUT = {"type": "object", "properties": _EVENT_FIELDS, "required": ["id"]}
+_WRITE_FIELDS: dict[str, Any] = {
+    "changeId": _NS,
+    "dryRun": _B,
+    "kind": _NS,
+    "awaitsApproval": _B,
+    "proposal": _OBJECT,
+}
+PAGE_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "now": _S,
+        "calendars": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"id": _S, "name": _S, "timeZone": _S}},
+        },
+        "events": {"type": "array", "items": EVENT_OUTPUT},
+        "nextPageToken": _NS,
+        "nextSyncToken": _NS,
+    },
+    "required": ["events"],
+}
+SEARCH_OUTPUT = {  # its events: listCalendarEvents' (each shape is read once per list)
+    "type": "object",
+    "properties": {"now": _S, "events": {"type": "array", "items": _OBJECT}, "nextPageToken": _NS},
+    "required": ["events"],
+}
+WRITE_OUTPUT = {"type": "object", "properties": {**_EVENT_FIELDS, **_WRITE_FIELDS}}
+DELETE_OUTPUT = {
+    "type": "object",
+    "properties": {"deleted": _B, "event": _OBJECT, **_WRITE_FIELDS},
+}
+FREE_BUSY_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "calendars": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"id": _S, "name": _S, "busy": _SLOTS}},
+        }
+    },
+    "required": ["calendars"],
+}
+FREE_TIME_OUTPUT = {
+    "type": "object",
+    "properties": {"timeZone": _S, "slots": _SLOTS},
+    "required": ["slots"],
+}
+_CHANGE_FIELDS: dict[str, Any] = {"id": _S, "at": _S, "kind": _S, "eventId": _S}
+CHANGES_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "changes": {"type": "array", "items": {"type": "object", "properties": _CHANGE_FIELDS}},
+        "nextPageToken": _NS,
+    },
+    "required": ["changes"],
+}
+UNDO_OUTPUT = {"type": "object", "properties": {**_CHANGE_FIELDS, **_WRITE_FIELDS}}
+
+
+def output_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """A tool's output schema derived from its result model, for a tool that gives none of its
+    own: the model's fields and their types, portable, without descriptions or ``required``
+    (the answer may be a dry run's or wait for the owner)."""
+    schema = portable(model.model_json_schema(by_alias=True, mode="serialization"))
+    return {"type": "object", "properties": _bare(schema.get("properties", {}))}
+
+
+def _bare(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        name: {k: v for k, v in prop.items() if k != "description"}
+        for name, prop in properties.items()
     }
-    if defs:
-        union["$defs"] = defs
-    return union
-
-
-def outline_output(model: type[BaseModel], *, writes: bool = False) -> dict[str, Any]:
-    """A tool's output schema as an outline: ``output_schema``'s top-level fields, each array's
-    items and each nested object as plain objects, and no ``$defs``. For a tool whose items or
-    object another tool's schema shows (``searchCalendarEvents``' events as
-    ``listCalendarEvents``'; ``listChanges``' changes as ``undoChange``'s result;
-    ``deleteCalendarEvent``'s event as ``getCalendarEvent``'s): ``tools/list`` carries each
-    shape once."""
-    schema = output_schema(model, writes=writes)
-    schema.pop("$defs", None)
-    main = schema["anyOf"][0] if writes else schema
-    for name, prop in main["properties"].items():
-        if "items" in prop:
-            prop["items"] = {"type": "object"}
-        if "$ref" in prop:
-            main["properties"][name] = {"type": "object"}
-    return schema
-
-
-def compact_output(schema: dict[str, Any]) -> dict[str, Any]:
-    """A result model's JSON schema as a tool's output schema: the shape alone. Every connected
-    model reads the list of tools in every conversation, so what the fields mean is said once,
-    in the tool's description and its input schema: no descriptions, no generated titles, an
-    optional field's null branch as a second type (``["string", "null"]``), no ``null``
-    defaults."""
-    out = _compacted(schema)
-    out.setdefault("type", "object")
-    return out
-
-
-def _compacted(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_compacted(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {
-        key: _compacted(value)
-        for key, value in node.items()
-        if not (key in ("title", "description") and isinstance(value, str))
-        and not (key == "default" and value is None)
-        and not (key == "additionalProperties" and value is True)  # JSON Schema's default
-    }
-    branches = out.get("anyOf")
-    if (
-        isinstance(branches, list)
-        and len(branches) == 2
-        and {"type": "null"} in branches
-        and all(isinstance(b, dict) for b in branches)
-    ):
-        other = next(b for b in branches if b != {"type": "null"})
-        if set(other) <= {"type", "format", "items"} and isinstance(other.get("type"), str):
-            del out["anyOf"]
-            out.update(other)
-            out["type"] = [other["type"], "null"]
-    return out

@@ -96,9 +96,12 @@ def stdio_caller(secret: str) -> CallerOf:
 def serve(config: Config, db: Database) -> None:
     """Check the key, then serve the tools on stdin/stdout until the client closes them."""
     secret = (config.api_key or "").strip()
-    check_key(db, secret)
+    permission = check_key(db, secret).permission  # a key's permission never changes
     backend = Backend(
-        db=db, limiter=RateLimiter(*config.rate_limit), caller_of=stdio_caller(secret)
+        db=db,
+        limiter=RateLimiter(*config.rate_limit),
+        caller_of=stdio_caller(secret),
+        permission_of=lambda _: permission,
     )
     server = build_server(backend, name=config.service_name, version=__version__)
     anyio.run(server.run_stdio_async)

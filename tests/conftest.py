@@ -23,7 +23,7 @@ import pytest
 from argon2 import PasswordHasher
 
 from calendar_service.access import owners as users
-from calendar_service.app import create_app
+from calendar_service.cli.asgi_app import create_app
 from calendar_service.platform.config import Config, parse_retry_schedule
 from calendar_service.platform.db import Database
 from calendar_service.platform.logs import stop_logging

@@ -27,9 +27,9 @@ from sqlalchemy import create_engine, select, text
 from starlette.types import ASGIApp
 
 from calendar_service.access import keys
-from calendar_service.app import create_app
 from calendar_service.calendar import calendar_edits as calendar_changes
 from calendar_service.calendar import calendars
+from calendar_service.cli.asgi_app import create_app
 from calendar_service.operations.gateway import CallContext
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database

@@ -38,7 +38,6 @@ import httpx
 from sqlalchemy import Connection, select
 
 from calendar_service.delivery import connections as store
-from calendar_service.interop.caldav import remote
 from calendar_service.interop.ical import connected
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database, atomic
@@ -47,6 +46,7 @@ from calendar_service.platform.ids import new_id
 from calendar_service.platform.models.calendars import calendars_t
 from calendar_service.platform.sealed import sealing_key
 from calendar_service.platform.timeutil import utcnow, zone
+from webhooks import caldav_client as remote
 from webhooks import guard
 from webhooks.transport import make_httpx_client
 

@@ -3,7 +3,7 @@
 ``serve`` enters ``delivery_job`` in the app's lifespan (unless ``--no-webhooks``);
 ``calendar-service worker`` runs it alone (``run_worker``). The same scheduler renews the leases
 of the deliveries this worker holds (every third of a lease, ``Dispatcher.renew``). Both enter
-the housekeeping job (``calendar_service.jobs``) beside it. The job polls every
+the housekeeping job (``webhooks.housekeeping``) beside it. The job polls every
 ``poll_interval`` seconds (to pick up retries that fell due and expired leases) and is also run at
 once whenever this process commits a change that queued a delivery (``Database.on_outbox_commit``
 points at ``Dispatcher.wake``) and, on PostgreSQL, whenever any process on any host does
@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from apscheduler.job import Job
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from calendar_service.platform.config import Config
@@ -65,18 +66,7 @@ async def delivery_job(
     dispatcher = Dispatcher(db, config, http, **dispatcher_options)
     dispatcher.bind()
     scheduler = AsyncIOScheduler(timezone=UTC)
-    job = scheduler.add_job(
-        dispatcher.tick,
-        "interval",
-        seconds=poll_interval,
-        id=JOB_ID,
-        next_run_time=datetime.now(UTC),
-        coalesce=True,
-        # A run while another is under way only asks it to claim once more (see tick), so
-        # overlapping runs are harmless; a low cap would only log "skipped" warnings.
-        max_instances=10,
-        misfire_grace_time=None,
-    )
+    job = _polling(scheduler, dispatcher.tick, poll_interval, JOB_ID)
     dispatcher.kick = lambda: job.modify(next_run_time=datetime.now(UTC))
     scheduler.add_job(
         dispatcher.renew,
@@ -90,30 +80,12 @@ async def delivery_job(
     triggers: TriggerJob | None = None
     if run_triggers:
         triggers = TriggerJob(db, config, wake_deliveries=dispatcher.wake)
-        scheduler.add_job(
-            triggers.tick,
-            "interval",
-            seconds=triggers.poll_interval,
-            id=TRIGGERS_JOB_ID,
-            next_run_time=datetime.now(UTC),
-            coalesce=True,
-            max_instances=10,  # a run during another only asks it to run once more
-            misfire_grace_time=None,
-        )
+        _polling(scheduler, triggers.tick, triggers.poll_interval, TRIGGERS_JOB_ID)
     mail: MailJob | None = None
     if config.mail_configured:  # invitations (webhooks.mail), on the same wake-ups
         mail = MailJob(db, config, **(mail_options or {}))
         mail.bind()
-        mail_job = scheduler.add_job(
-            mail.tick,
-            "interval",
-            seconds=poll_interval,
-            id=MAIL_JOB_ID,
-            next_run_time=datetime.now(UTC),
-            coalesce=True,
-            max_instances=10,  # a run during another only asks it to run once more
-            misfire_grace_time=None,
-        )
+        mail_job = _polling(scheduler, mail.tick, poll_interval, MAIL_JOB_ID)
         mail.kick = lambda: mail_job.modify(next_run_time=datetime.now(UTC))
     poller = ConnectionPoller(db, config, **(connection_options or {}))
     scheduler.add_job(
@@ -150,6 +122,24 @@ async def delivery_job(
         await dispatcher.close(grace=config.webhook_timeout_seconds + 5)
         scheduler.shutdown(wait=False)
         await http.aclose()
+
+
+def _polling(
+    scheduler: AsyncIOScheduler, tick: Callable[[], Awaitable[object]], seconds: float, job_id: str
+) -> Job:
+    """A job that polls: ``tick`` every ``seconds``, the first at once. A run while another is
+    under way only asks it to run once more (each job's ``tick``), so overlapping runs are
+    harmless; a low cap would only log "skipped" warnings."""
+    return scheduler.add_job(
+        tick,
+        "interval",
+        seconds=seconds,
+        id=job_id,
+        next_run_time=datetime.now(UTC),
+        coalesce=True,
+        max_instances=10,
+        misfire_grace_time=None,
+    )
 
 
 async def run_worker(

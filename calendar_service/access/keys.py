@@ -288,6 +288,17 @@ class Principal(NamedTuple):
             )
 
 
+def permits(permission: str, needs: str) -> bool:
+    """Whether a key with ``permission`` may perform what ``needs`` that permission (the rule
+    ``Principal.require_read`` and ``require_write`` enforce; every key may see availability):
+    what the MCP front lists as a key's tools."""
+    if needs == WRITE:
+        return permission == WRITE
+    if needs == READ:
+        return permission in (READ, WRITE)
+    return permission in PERMISSIONS
+
+
 def owner_principal(user_id: str, *, calendar_id: str | None = None) -> Principal:
     """A principal for the owner acting in person (settings page, CLI): full access."""
     return Principal(

@@ -1,4 +1,5 @@
-"""The owner's account settings: server-rendered pages mounted at ``/settings``.
+"""The owner's account settings: server-rendered pages mounted at ``/settings``. A front: it
+may import the core and the plumbing (``asgi``), no other front.
 
     /settings/sign-in                    GET form, POST email + password (throttled)
     /settings/sign-out                   POST

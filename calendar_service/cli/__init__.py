@@ -1,11 +1,13 @@
-"""The ``calendar-service`` command: run the service and manage owners, calendars, keys,
-webhooks and the change log.
+"""The assembly: the ``calendar-service`` command, which runs the service and manages owners,
+calendars, keys, webhooks and the change log, and the ASGI application it serves. It may
+import everything of ours; nothing imports it.
 
 Every command brings the schema up to date first. Commands that print data accept ``--json``
 and then print exactly one JSON object. A core error or a command line refused, from any
 command, is translated into a message (with ``--json``, one JSON object: ``code``, ``message``
 …) and an exit code in one place, the app's group (``common.Commands``).
 
+    asgi_app.py the ASGI application ``serve`` runs: ``create_app(config)``, every front mounted
     common.py   the database, printing, the one error translation
     serve.py    serve, migrate, mcp
     owners.py   users, calendars, keys, calls

@@ -55,7 +55,7 @@ def serve(
     # Through the environment: uvicorn builds the app (Config.from_env) in each worker process.
     os.environ["CALENDAR_BASE_URL"] = base_url
     uvicorn.run(
-        "calendar_service.app:app_from_env",
+        "calendar_service.cli.asgi_app:app_from_env",
         factory=True,
         host=host,
         port=port,

@@ -258,7 +258,7 @@ def worker(
 
 
 async def _work_until_signalled(config: Config, db: Any, poll_interval: float) -> None:
-    from calendar_service.jobs import housekeeping_job
+    from webhooks.housekeeping import housekeeping_job
     from webhooks.scheduler import run_worker
 
     stop = asyncio.Event()

@@ -2,5 +2,7 @@
 May import: the core, asgi.
 
 - ``routes``: the handlers, each through ``gateway.perform`` (the resources are
-  ``interop.caldav``'s).
+  ``interop.caldav``'s);
+- ``documents``: request bodies parsed with ``defusedxml`` within bounds, and the
+  ``DAV:error`` body of a refusal.
 """

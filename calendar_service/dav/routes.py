@@ -27,7 +27,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Receive, Scope, Send
 
-from calendar_service.access.keys import WRITE, Principal
+from calendar_service.access.keys import Principal
 from calendar_service.asgi.context import (
     Services,
     call_context,
@@ -37,14 +37,14 @@ from calendar_service.asgi.context import (
     session_secret,
 )
 from calendar_service.calendar import calendar_edits as calendar_changes
+from calendar_service.dav import documents
 from calendar_service.interop.caldav import access, objects, xml
 from calendar_service.interop.caldav.resources import ROOT, parse_path
-from calendar_service.interop.caldav.writing import object_exists
 from calendar_service.interop.ical.feeds import etag_matches
 from calendar_service.interop.ical.reading import ReadFile, read_file
 from calendar_service.operations import catalog as operations
 from calendar_service.operations.catalog import Operation
-from calendar_service.operations.gateway import Arguments, Outcome, finished, perform
+from calendar_service.operations.gateway import Arguments, Outcome, finished, perform, permits
 from calendar_service.platform import service_secrets
 from calendar_service.platform.errors import (
     AuthError,
@@ -104,16 +104,15 @@ def _client_addr(request: Request) -> str | None:
     return client[0] if client else None
 
 
-async def _sign_in(request: Request, svc: Services) -> Principal:
+async def _asked(request: Request, svc: Services) -> access.BasicSignIn:
     email, secret = _credentials(request)
-    return await svc.db.run_connected(
-        access.sign_in,
-        email=email,
-        secret=secret,
-        pepper=await _pepper(request, svc),
-        client_addr=_client_addr(request),
-        now=utcnow(),
-    )
+    pepper = await _pepper(request, svc)
+    return access.BasicSignIn(email, secret, pepper, _client_addr(request))
+
+
+async def _sign_in(request: Request, svc: Services) -> Principal:
+    asked = await _asked(request, svc)
+    return await svc.db.run_connected(access.sign_in, asked=asked, now=utcnow())
 
 
 async def _perform(
@@ -124,7 +123,6 @@ async def _perform(
     args: Arguments,
     *,
     refused: CalendarError | None = None,
-    status: int | None = None,
 ) -> Outcome[Any]:
     """``op`` through ``gateway.perform``; without a ``principal``, signed in within the
     same transaction (``access.signed_in``), or the long way (``_sign_in``) when that lets
@@ -135,19 +133,15 @@ async def _perform(
         "args": args,
         "refused": refused,
         "limiter": svc.limiter,
-        "status": status,
         "proposal_ttl": svc.config.proposal_ttl,
     }
     outcome: Outcome[Any]
     if principal is None:
-        email, secret = _credentials(request)
+        asked = await _asked(request, svc)
         try:
             outcome = await svc.db.run_grouped(
                 access.signed_in,
-                email=email,
-                secret=secret,
-                pepper=await _pepper(request, svc),
-                client_addr=_client_addr(request),
+                asked=asked,
                 now=utcnow(),
                 then=functools.partial(_performed, options=options),
             )
@@ -173,20 +167,32 @@ def _headers(outcome: Outcome[Any], **more: str) -> dict[str, str]:
 async def _xml_body(request: Request) -> tuple[Element | None, CalendarError | None]:
     """The request's XML document, or why it is refused (recorded with the key)."""
     try:
-        raw = await read_body(request.receive, limit=xml.MAX_BODY)
+        raw = await read_body(request.receive, limit=documents.MAX_BODY)
     except PayloadTooLarge:
         return None, PayloadTooLarge(
-            f"The XML body is larger than {xml.MAX_BODY // 1024} KiB: ask for less."
+            f"The XML body is larger than {documents.MAX_BODY // 1024} KiB: ask for less."
         )
     try:
         if len(raw) > _PARSE_INLINE:
-            return await run_in_threadpool(xml.parse, raw), None
-        return xml.parse(raw), None
+            return await run_in_threadpool(documents.parse, raw), None
+        return documents.parse(raw), None
     except CalendarError as exc:
         return None, exc
 
 
-def _multistatus(outcome: Outcome[Any]) -> Response:
+async def _multistatus(
+    request: Request,
+    svc: Services,
+    principal: Principal | None,
+    op: Operation,
+    read: tuple[Element | None, CalendarError | None],
+    **args: Any,
+) -> Response:
+    """``op`` on the request's path with its XML body (``read``: the body, or why it is
+    refused), answered with the core's multistatus."""
+    body, refused = read
+    args = {"path": request.scope["path"], "body": body, **args}
+    outcome = await _perform(request, svc, principal, op, args, refused=refused)
     return Response(outcome.value, 207, _headers(outcome), media_type=XML_MEDIA_TYPE)
 
 
@@ -198,38 +204,29 @@ async def propfind(request: Request, svc: Services, principal: Principal | None)
             "PROPFIND takes Depth 0 or 1 (infinity is refused, as RFC 4918 allows).",
             xml.d("propfind-finite-depth"),
         )
-    args = {
-        "path": request.scope["path"],
-        "depth": depth,
-        "body": body,
-        "token_key": await service_key(request, service_secrets.page_token_key),
-    }
-    outcome = await _perform(
-        request, svc, principal, operations.CALDAV_PROPFIND, args, refused=refused
+    token_key = await service_key(request, service_secrets.page_token_key)
+    return await _multistatus(
+        request,
+        svc,
+        principal,
+        operations.CALDAV_PROPFIND,
+        (body, refused),
+        depth=depth,
+        token_key=token_key,
     )
-    return _multistatus(outcome)
 
 
 async def proppatch(request: Request, svc: Services, principal: Principal | None) -> Response:
-    body, refused = await _xml_body(request)
-    args = {"path": request.scope["path"], "body": body}
-    outcome = await _perform(
-        request, svc, principal, operations.CALDAV_PROPPATCH, args, refused=refused
-    )
-    return _multistatus(outcome)
+    read = await _xml_body(request)
+    return await _multistatus(request, svc, principal, operations.CALDAV_PROPPATCH, read)
 
 
 async def report(request: Request, svc: Services, principal: Principal | None) -> Response:
-    body, refused = await _xml_body(request)
-    args = {
-        "path": request.scope["path"],
-        "body": body,
-        "token_key": await service_key(request, service_secrets.page_token_key),
-    }
-    outcome = await _perform(
-        request, svc, principal, operations.CALDAV_REPORT, args, refused=refused
+    read = await _xml_body(request)
+    token_key = await service_key(request, service_secrets.page_token_key)
+    return await _multistatus(
+        request, svc, principal, operations.CALDAV_REPORT, read, token_key=token_key
     )
-    return _multistatus(outcome)
 
 
 async def get(request: Request, svc: Services, principal: Principal | None) -> Response:
@@ -265,13 +262,11 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
             f"Send the object as '{ICS_MEDIA_TYPE}'.", xml.c("supported-calendar-data")
         )
     parsed: ReadFile | None = None
-    if problem is None and principal.permission == WRITE:  # parsing costs: only for writers
+    if problem is None and permits(principal, operations.CALDAV_PUT):  # parsing costs
         try:
             parsed = await run_in_threadpool(read_file, raw)
         except CalendarError as exc:
             problem = DavRefused(exc.message, xml.c("valid-calendar-data"))
-    exists = await svc.db.run(object_exists, principal=principal, path=path)
-    status = 204 if exists else 201
     if_match = request.headers.get("if-match")
     if_none_match = request.headers.get("if-none-match")
 
@@ -285,7 +280,8 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
             "problem": problem,
         }
 
-    outcome = await _perform(request, svc, principal, operations.CALDAV_PUT, args, status=status)
+    # Created (201) or replaced (204): the answer of the PUT's one transaction.
+    outcome = await _perform(request, svc, principal, operations.CALDAV_PUT, args)
     return Response(None, outcome.status, _headers(outcome))
 
 
@@ -370,7 +366,7 @@ def _error(exc: CalendarError, svc: Services) -> Response:
         condition, href = exc.condition, exc.href
         if isinstance(exc, DavNotAllowed):
             headers["Allow"] = ALLOW
-    body = xml.error_body(condition, exc.message, href, exc.code)
+    body = documents.error_body(condition, exc.message, href, exc.code)
     return Response(body, status, headers, media_type=XML_MEDIA_TYPE)
 
 

@@ -23,11 +23,10 @@ from sqlalchemy import (
     or_,
     select,
 )
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.functions import FunctionElement
 
 from calendar_service.platform.db import Statement
 from calendar_service.platform.db.channels import OUTBOX_DIRTY
+from calendar_service.platform.db.dialects import dialect_function
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.models.columns import UTCDateTime, to_db
 from calendar_service.platform.models.keys import keys_t
@@ -52,24 +51,15 @@ DISABLED_ERROR = "webhook disabled when the change was made"
 _e, _k = endpoints_t.c, keys_t.c
 
 
-class position_in(FunctionElement[int]):  # lower case: used like a SQL function
-    """Where a text occurs in another (1-based; 0: not in it): SQLite's ``instr``,
-    PostgreSQL's ``strpos``. Not ``LIKE``: a bound pattern makes SQLite prepare the
-    statement again at every run (its LIKE optimization depends on the pattern)."""
-
-    type = Integer()
-    inherit_cache = True
-    name = "position_in"
-
-
-@compiles(position_in)
-def _instr(element: position_in, compiler: Any, **kw: Any) -> str:
-    return f"instr({compiler.process(element.clauses, **kw)})"
-
-
-@compiles(position_in, "postgresql")
-def _strpos(element: position_in, compiler: Any, **kw: Any) -> str:
-    return f"strpos({compiler.process(element.clauses, **kw)})"
+# Not ``LIKE``: a bound pattern makes SQLite prepare the statement again at every run (its
+# LIKE optimization depends on the pattern).
+position_in = dialect_function(  # lower case: used like a SQL function
+    "position_in",
+    Integer(),
+    sqlite="instr({args})",
+    postgresql="strpos({args})",
+    doc="Where a text occurs in another (1-based; 0: not in it).",
+)
 
 
 def _contains(column: Any, name: str) -> Any:

@@ -40,7 +40,8 @@ class Operation:
 
     ``gateway.perform`` runs it inside the transaction it opened, once the key is authorized
     and its permission checked, and before the call is recorded (``status``, unless the front
-    answers with another: REST's delete answers 204).
+    answers with another: REST's delete answers 204; or ``status_of`` the result, where the
+    transaction's own answer decides it: a CalDAV PUT created, 201, or replaced, 204).
 
     An operation may run more than once for one request. Under ``Database.run_grouped`` (how the
     REST and MCP fronts run ``perform``) the calls of one turn of the event loop share one
@@ -77,6 +78,7 @@ class Operation:
     run: Callable[..., Any]
     status: int = 200
     dry: Callable[[Any, Sequence[dict[str, Any]]], Any] = dry_answer
+    status_of: Callable[[Any], int] | None = None
 
 
 LIST = Operation("listCalendarEvents", READ, events.list_events_later)
@@ -105,7 +107,9 @@ CALDAV_PROPFIND = Operation("caldavPropfind", READ, resources.propfind, status=2
 CALDAV_PROPPATCH = Operation("caldavProppatch", READ, resources.proppatch, status=207)
 CALDAV_REPORT = Operation("caldavReport", READ, reports.report, status=207)
 CALDAV_GET = Operation("caldavGet", READ, resources.get_object)
-CALDAV_PUT = Operation("caldavPut", WRITE, writing.put_object, status=204)
+CALDAV_PUT = Operation(
+    "caldavPut", WRITE, writing.put_object, status=204, status_of=writing.put_status
+)
 CALDAV_DELETE = Operation("caldavDelete", WRITE, writing.delete_object, status=204)
 CALDAV_MKCALENDAR = Operation("caldavMkcalendar", WRITE, writing.make_calendar, status=201)
 CALDAV_DELETE_CALENDAR = Operation(

@@ -121,7 +121,8 @@ def perform(
     operation, such as a body too large: raised once the key is known, so that the refusal is
     in its history), ``op.needs``, ``args``, ``op.run``, then ``present`` (the front's answer
     made of the result, inside the transaction; the result itself without it). The call is
-    recorded with ``status``, else ``op.status``. An operation that leaves work for later
+    recorded with ``status``, else ``op.status_of`` the answer, else ``op.status``; the
+    ``Outcome`` carries it. An operation that leaves work for later
     (``later.Later``) gives a ``Later`` that ends with ``present``: the caller completes it
     with ``finished``, off the event loop.
 
@@ -237,7 +238,7 @@ def _perform(
                 )
                 value, status = proposal, 202
             if status is None:
-                status = op.status
+                status = op.status if op.status_of is None else op.status_of(value)
             _record(conn, ctx, principal.key_id, status, dry_run=dry_run)
         change_id = None if via is None or dry_run or proposal else via.change_id
         proposal_id = None if proposal is None else proposal["id"]
@@ -393,16 +394,27 @@ def _require(principal: Principal, op: Operation) -> None:
         principal.require_read()
 
 
+def permits(principal: Principal, op: Operation) -> bool:
+    """Whether ``principal``'s permission covers ``op`` (the one rule ``perform`` applies),
+    for a front that asks before work that costs (CalDAV parses a PUT's body only for a key
+    that may write). ``perform`` still decides, and records."""
+    try:
+        _require(principal, op)
+    except CalendarError:
+        return False
+    return True
+
+
 def may_perform(conn: Connection, *, secret: str | None, op: Operation) -> bool:
     """Whether the key ``secret`` would be let through to ``op`` (known, in force, with the
     permission it needs), told without recording a call or spending its rate budget: a front
     asks before work that costs (parsing an import) that only such a key should have done for
     it. ``perform`` still decides, and records."""
     try:
-        _require(authorize(identify(conn, secret=secret), now=utcnow()), op)
+        principal = authorize(identify(conn, secret=secret), now=utcnow())
     except CalendarError:
         return False
-    return True
+    return permits(principal, op)
 
 
 def authenticate(conn: Connection, *, secret: str | None) -> Principal:

@@ -59,8 +59,12 @@ class CalendarError(Exception):
     code: ClassVar[str] = "error"
     status: ClassVar[int] = 500
     title: ClassVar[str] = "Error"
+    fixed_message: ClassVar[str] = ""
+    """The message of an error that always says the same: raised without one."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str | None = None) -> None:
+        if message is None:
+            message = self.fixed_message
         super().__init__(message)
         self.message = message
 
@@ -177,12 +181,11 @@ class MailNotConfigured(BadRequest):
     code = "mail_not_configured"
     title = "Mail not configured"
 
-    def __init__(self) -> None:
-        super().__init__(
-            "This service sends no email: its operator has not set CALENDAR_SMTP_URL. Nothing "
-            "was changed; send the request again with sendUpdates=none (the default), and "
-            "tell the attendees yourself."
-        )
+    fixed_message = (
+        "This service sends no email: its operator has not set CALENDAR_SMTP_URL. Nothing "
+        "was changed; send the request again with sendUpdates=none (the default), and "
+        "tell the attendees yourself."
+    )
 
 
 class InboundMailRefused(BadRequest):
@@ -199,12 +202,11 @@ class MayNotInvite(CalendarError):
     status = 403
     title = "May not send invitations"
 
-    def __init__(self) -> None:
-        super().__init__(
-            "This API key may not send email invitations (sendUpdates=all): nothing was "
-            "changed. Send the request with sendUpdates=none, or ask the owner for a key made "
-            "with --may-invite (the key page and the consent page offer it)."
-        )
+    fixed_message = (
+        "This API key may not send email invitations (sendUpdates=all): nothing was "
+        "changed. Send the request with sendUpdates=none, or ask the owner for a key made "
+        "with --may-invite (the key page and the consent page offer it)."
+    )
 
 
 class AuthError(CalendarError):
@@ -223,8 +225,7 @@ class MissingKey(AuthError):
     code = "missing_api_key"
     bearer_description = "No API key was sent."
 
-    def __init__(self) -> None:
-        super().__init__("No API key: send 'Authorization: Bearer <API_KEY>'.")
+    fixed_message = "No API key: send 'Authorization: Bearer <API_KEY>'."
 
 
 class MalformedKey(AuthError):
@@ -243,8 +244,7 @@ class UnknownKey(AuthError):
     code = "unknown_api_key"
     bearer_description = "The API key is not known."
 
-    def __init__(self) -> None:
-        super().__init__("The API key is not known to this service.")
+    fixed_message = "The API key is not known to this service."
 
 
 class WrongAppPassword(AuthError):
@@ -254,12 +254,11 @@ class WrongAppPassword(AuthError):
     code = "wrong_app_password"
     bearer_description = "Wrong email or app password."
 
-    def __init__(self) -> None:
-        super().__init__(
-            "Wrong email or app password: sign in with the owner's email and an app password "
-            "(a key created as one: keys create --app-password, or App passwords on the "
-            "settings pages)."
-        )
+    fixed_message = (
+        "Wrong email or app password: sign in with the owner's email and an app password "
+        "(a key created as one: keys create --app-password, or App passwords on the "
+        "settings pages)."
+    )
 
 
 class ExpiredKey(AuthError):
@@ -403,11 +402,10 @@ class DefaultCalendarKept(CalendarError):
     status = 409
     title = "Default calendar"
 
-    def __init__(self) -> None:
-        super().__init__(
-            "The default calendar cannot be deleted: events created without a calendar go "
-            "there. Delete its events one by one, or rename it."
-        )
+    fixed_message = (
+        "The default calendar cannot be deleted: events created without a calendar go "
+        "there. Delete its events one by one, or rename it."
+    )
 
 
 class IdempotencyInFlight(CalendarError):
@@ -415,10 +413,7 @@ class IdempotencyInFlight(CalendarError):
     status = 409
     title = "Request in progress"
 
-    def __init__(self) -> None:
-        super().__init__(
-            "A request with this Idempotency-Key is still being processed; retry shortly."
-        )
+    fixed_message = "A request with this Idempotency-Key is still being processed; retry shortly."
 
 
 class WebhookDisabled(CalendarError):
@@ -527,11 +522,10 @@ class IdempotencyMismatch(CalendarError):
     status = 422
     title = "Idempotency key reused"
 
-    def __init__(self) -> None:
-        super().__init__(
-            "This Idempotency-Key was already used with a different request body; "
-            "use a new key for a new request."
-        )
+    fixed_message = (
+        "This Idempotency-Key was already used with a different request body; "
+        "use a new key for a new request."
+    )
 
 
 class RateLimited(CalendarError):

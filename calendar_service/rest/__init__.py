@@ -1,4 +1,5 @@
-"""The REST front: thin Starlette handlers over the core's operations.
+"""The REST front: thin Starlette handlers over the core's operations. It may import the core
+and the plumbing (``asgi``), no other front.
 
 routes.py      the ``/api/v1`` handlers, each through ``gateway.perform``
 subscriptions.py  ``/api/v1/webhooks/subscriptions``: a key's webhook subscriptions

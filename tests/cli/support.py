@@ -1,6 +1,6 @@
 """The ``calendar-service`` command run in the test's process, on a real database.
 
-``cli`` invokes the same Typer app the console script runs (``calendar_service.cli.app``),
+``cli`` invokes the same Typer app the console script runs (``calendar_service.cli.asgi_app``),
 with typer's ``CliRunner``: the same commands, options, exit codes, standard output and
 standard error, without the second of start-up (Python, then every import) that a process per
 command costs; a test of the CLI makes a dozen. Standard input is not a terminal, as under

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from calendar_service.app import create_app
+from calendar_service.cli.asgi_app import create_app
 from calendar_service.delivery import connections as store
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database

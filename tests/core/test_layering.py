@@ -1,10 +1,11 @@
 """The layers of the house, named module by module and checked on every import; and the
 migrations match the models.
 
-Arrows point one way: the assembly (``app``, the CLI) → the fronts (REST, the settings pages,
-MCP, webhooks, the scheduled jobs) → the HTTP plumbing the web fronts share → the core → the
-migrations. ``LAYERS`` says where everything of ours lives: the core's modules one by one
-(``calendar_service/`` mixes layers), and every folder once. A module or folder that no
+Arrows point one way: the assembly (``cli/``: the command and the ASGI app it serves) → the
+fronts (REST, CalDAV, the settings pages, MCP, webhooks and the scheduled jobs) → the HTTP
+plumbing the web fronts share → the core → the migrations. ``LAYERS`` says where everything
+of ours lives, every folder once (and a module one by one where a folder mixes layers: only
+``calendar_service/``'s ``__init__.py``). A module or folder that no
 layer names fails with a message saying where to name it, and so does a name that is no
 longer there.
 
@@ -70,9 +71,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "account": frozenset({"calendar_service/account/"}),
     "mcp": frozenset({"mcp_tools/"}),
     "webhooks": frozenset({"webhooks/"}),
-    "jobs": frozenset({"calendar_service/jobs.py"}),
     "cli": frozenset({"calendar_service/cli/"}),
-    "app": frozenset({"calendar_service/app.py"}),
 }
 
 # The core's packages by floor, lowest first: a package imports only packages on lower
@@ -190,7 +189,6 @@ LIBRARIES: dict[str, frozenset[str]] = {
             "cryptography",
             "dateutil",
             "email_validator",
-            "defusedxml",
             "icalendar",
             "idna",
             "orjson",
@@ -224,10 +222,8 @@ ALLOWED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
         frozenset({"core"}),
         frozenset({"httpx", "httpcore", "httptools", "sniffio", "apscheduler"}),
     ),
-    "jobs": (frozenset({"core"}), frozenset({"apscheduler"})),
-    "cli": (frozenset({"core", "webhooks", "jobs", "mcp", "app"}), FRAMEWORKS),
-    "app": (
-        frozenset({"core", "plumbing", "rest", "dav", "account", "mcp", "webhooks", "jobs"}),
+    "cli": (
+        frozenset({"core", "plumbing", "rest", "dav", "account", "mcp", "webhooks"}),
         FRAMEWORKS,
     ),
 }
@@ -406,7 +402,7 @@ def test_no_module_of_ours_imports_one_that_imports_it_back() -> None:
 def _package_of(path: str) -> str:
     """The top-level package a file of ours is in: a folder directly under
     ``calendar_service/`` (``calendar_service/calendar/``), a module there on its own
-    (``calendar_service/app.py``), or ``mcp_tools/``, ``webhooks/``, ``migrations/``."""
+    (``calendar_service/__init__.py``), or ``mcp_tools/``, ``webhooks/``, ``migrations/``."""
     parts = path.split("/")
     if parts[0] == "calendar_service" and len(parts) > 2:
         return f"calendar_service/{parts[1]}/"
@@ -493,7 +489,7 @@ def test_the_core_may_use_no_library_it_does_not_name_nor_the_standard_librarys_
     assert _offences(planted, "calendar_service.planted", "core") == [
         "requests_oauthlib (a core module imports no third-party package but alembic, argon2, "
         "cryptography, "
-        "dateutil, defusedxml, email_validator, icalendar, idna, orjson, pydantic, regex, "
+        "dateutil, email_validator, icalendar, idna, orjson, pydantic, regex, "
         f"sqlalchemy, sqlmodel; see LIBRARIES in {HERE})",
         "urllib.request (a core module does no HTTP)",
     ]
@@ -516,6 +512,17 @@ def test_a_new_folder_or_core_module_has_no_layer_until_named() -> None:
     assert _layer("calendar_service/reports.py") is None
     assert _layer("calendar_service/calendar/events/drafts.py") == "core"
     assert _layer("webhooks/retry.py") == "webhooks"
+
+
+def test_the_top_level_is_packages_only_about_a_dozen() -> None:
+    """``calendar_service/`` lists its packages (the core's domains and the fronts) and no
+    loose module: what a newcomer sees first is the map."""
+    top = ROOT / "calendar_service"
+    entries = sorted(p.name for p in top.iterdir() if p.name != "__pycache__")
+    packages = [e for e in entries if (top / e / "__init__.py").is_file()]
+    loose = sorted(set(entries) - set(packages) - {"__init__.py", "py.typed"})
+    assert loose == [], f"loose entries at calendar_service/'s top: {loose}"
+    assert len(packages) <= 13, packages
 
 
 def _normalized(name: str) -> str:

@@ -4,13 +4,15 @@ refused."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import httpx
 
 from calendar_service.platform.db import Database
 from tests.dav.support import App, app_account, dav, error_condition, ics, put
 from tests.rest.conftest import EVENTS
 from tests.rest.recurrence_support import watch
-from tests.support import Factory, bearer, queued
+from tests.support import Factory, RunningServer, bearer, queued
 
 CHANGES = "/api/v1/calendar/changes"
 
@@ -46,6 +48,26 @@ def test_put_creates_an_event_through_the_core(api: httpx.Client, factory: Facto
     assert [c["transport"] for c in changes["changes"]] == ["caldav"]
     got = dav(api, app, "GET", app.calendar() + "dentist-1.ics")
     assert got.status_code == 200 and "UID:dentist-1" in got.text
+
+
+def test_puts_to_one_new_name_at_once_are_one_creation_then_replacements(
+    server: RunningServer, factory: Factory
+) -> None:
+    """Created (201) or replaced (204) is the answer of the PUT's own transaction, not a read
+    before it: of eight PUTs at once to one new name, exactly one created the object."""
+    app, rest = _app_with_rest(factory)
+    path = app.calendar() + "race.ics"
+
+    def write(n: int) -> int:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            return put(client, app, path, ics("race", summary=f"Take {n}")).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        statuses = sorted(pool.map(write, range(8)))
+    assert statuses == [201] + [204] * 7, statuses
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        (event,) = _events(client, rest)
+    assert event["title"].startswith("Take ")
 
 
 def test_put_updates_with_a_matching_etag_and_refuses_a_stale_one(

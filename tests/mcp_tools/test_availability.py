@@ -31,7 +31,7 @@ async def refused(client: Client, tool: str, arguments: dict[str, Any]) -> str:
 async def test_the_tools_publish_their_schemas_and_say_when_to_use_them(
     server: RunningServer, factory: Factory, mode: str
 ) -> None:
-    _, secret = factory.key(factory.owner(), permission="freebusy")
+    _, secret = factory.key(factory.owner())
     async with connect(server.url, secret, mode=mode) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     free_time = tools["findFreeTime"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from calendar_service.access import call_history as history
-from calendar_service.app import create_app
+from calendar_service.cli.asgi_app import create_app
 from calendar_service.platform.db import Database
 from tests.conftest import make_config
 from tests.mcp_tools.clients import connect, text_of

@@ -28,7 +28,7 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str
 async def changes(client: Client, token: str) -> tuple[list[dict[str, Any]], str]:
     """Every page of a sync: its events and the new token."""
     found: list[dict[str, Any]] = []
-    arguments: dict[str, Any] = {"syncToken": token, "limit": 1}
+    arguments: dict[str, Any] = {"syncToken": token, "limit": 1, "detail": "full"}
     for _ in range(100):
         page = await call(client, "listCalendarEvents", arguments)
         assert "now" in page
@@ -47,7 +47,7 @@ async def test_the_list_tool_syncs_each_change_once(
     async with connect(server.url, secret) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         assert "syncToken" in tools["listCalendarEvents"].description
-        first = await call(client, "listCalendarEvents", {"singleEvents": False})
+        first = await call(client, "listCalendarEvents", {"singleEvents": False, "detail": "full"})
         token = first["nextSyncToken"]
         single = await call(
             client,

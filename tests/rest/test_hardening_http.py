@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import text
 
 from calendar_service.access import call_history as history
-from calendar_service.app import create_app
+from calendar_service.cli.asgi_app import create_app
 from calendar_service.platform.db import Database
 from tests.account.conftest import signed_in
 from tests.conftest import make_config

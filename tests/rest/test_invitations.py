@@ -26,7 +26,7 @@ from aiosmtpd.controller import Controller
 from icalendar import Calendar
 
 from calendar_service.access import keys
-from calendar_service.app import create_app
+from calendar_service.cli.asgi_app import create_app
 from calendar_service.delivery.mail import sending as outbox
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database

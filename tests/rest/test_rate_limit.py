@@ -7,7 +7,7 @@ import dataclasses
 import httpx
 
 from calendar_service.access import call_history as history
-from calendar_service.app import create_app
+from calendar_service.cli.asgi_app import create_app
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from tests.rest.conftest import EVENTS

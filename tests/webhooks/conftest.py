@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from calendar_service.app import create_app
+from calendar_service.cli.asgi_app import create_app
 from calendar_service.platform.config import Config, parse_retry_schedule
 from calendar_service.platform.db import Database
 from tests.conftest import make_config

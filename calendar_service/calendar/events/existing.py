@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime, tzinfo
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from sqlalchemy import Connection, delete, update
@@ -205,32 +205,45 @@ def update_event(
         data, errors = parse_untrusted(EventUpdate, body, prior_errors)
     target = load_target(conn, principal=principal, event_id=event_id, for_change=True)
     scope = _scope(scope, target)
+    asked = _Asked(conn, principal, target, data, now, errors)
     log = _Log(conn, principal, target, now, via) if logged else None
     if target.kind != "occurrence":
         if log is not None:
             log.start_row(target.row)
-        result = _update_row(conn, principal, target, data, now, errors)
+        result = _update_row(asked)
         if log is not None:
             log.finish(change.UPDATED, target.row.id, after=result)
         return result
     if scope == "this":
         if log is not None:
             log.start_occurrence()
-        result = _update_occurrence(conn, principal, target, data, now, errors)
+        result = _update_occurrence(asked)
         if log is not None:
             log.finish(change.UPDATED, target.occurrence_id, after=result, of=target.series.id)
         return result
     if log is not None:
         log.start_row(target.series, since=target.original if scope == "following" else None)
     if scope == "following" and target.original != target.series.starts_at:
-        result, ended = _update_following(conn, principal, target, data, now, errors)
+        result, ended = _update_following(asked)
         if log is not None:
             log.finish(change.UPDATED, target.series.id, after=ended, new_series=result)
         return result
-    result = _update_all_from(conn, principal, target, data, now, errors)
+    result = _update_all_from(asked)
     if log is not None:
         log.finish(change.UPDATED, target.series.id, after=result)
     return result
+
+
+class _Asked(NamedTuple):
+    """One update asked for, as each way of making it takes it: the event ``target`` and
+    the fields ``data`` sent (``prior_errors``: those found before)."""
+
+    conn: Connection
+    principal: Principal
+    target: Target
+    data: EventUpdate
+    now: datetime
+    prior_errors: Sequence[FieldError]
 
 
 class _Log:
@@ -292,16 +305,9 @@ class _Log:
         )
 
 
-def _update_row(
-    conn: Connection,
-    principal: Principal,
-    target: Target,
-    data: EventUpdate,
-    now: datetime,
-    prior_errors: Sequence[FieldError],
-    values: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+def _update_row(asked: _Asked, values: dict[str, Any] | None = None) -> dict[str, Any]:
     """A single event or a series changed as a whole (``values``: already worked out)."""
+    conn, principal, target, data, now, prior_errors = asked
     row, tz = target.row, target.tz
     errors: list[FieldError] = list(prior_errors)
     if values is None:
@@ -409,15 +415,9 @@ def _insert(conn: Connection, values: dict[str, Any], *, unless_there: bool = Fa
     return bool(done.rowcount)
 
 
-def _update_occurrence(
-    conn: Connection,
-    principal: Principal,
-    target: Target,
-    data: EventUpdate,
-    now: datetime,
-    prior_errors: Sequence[FieldError],
-) -> dict[str, Any]:
+def _update_occurrence(asked: _Asked) -> dict[str, Any]:
     """One occurrence changed: its exception row, made now if it has none."""
+    conn, principal, target, data, now, prior_errors = asked
     row = target.row if target.row is not None else occurrence_row(target)
     values, errors = _changes(
         row, target.tz, data, prior_errors, _owner(conn, principal), series=target.series
@@ -447,16 +447,10 @@ def _series_target(target: Target) -> Target:
     return Target("series", target.calendar, target.tz, target.series)
 
 
-def _update_all_from(
-    conn: Connection,
-    principal: Principal,
-    target: Target,
-    data: EventUpdate,
-    now: datetime,
-    prior_errors: Sequence[FieldError],
-) -> dict[str, Any]:
+def _update_all_from(asked: _Asked) -> dict[str, Any]:
     """The whole series changed from one of its occurrences: new times of the occurrence move
     the series by as much (local time)."""
+    conn, principal, target, data, _, prior_errors = asked
     series, tz = target.series, target.tz
     values, errors = _changes(
         occurrence_row(target), tz, data, prior_errors, _owner(conn, principal)
@@ -474,20 +468,14 @@ def _update_all_from(
         )
     if errors:
         raise ValidationFailed(errors)
-    return _update_row(conn, principal, _series_target(target), data, now, (), values)
+    return _update_row(asked._replace(target=_series_target(target), prior_errors=()), values)
 
 
-def _update_following(
-    conn: Connection,
-    principal: Principal,
-    target: Target,
-    data: EventUpdate,
-    now: datetime,
-    prior_errors: Sequence[FieldError],
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def _update_following(asked: _Asked) -> tuple[dict[str, Any], dict[str, Any]]:
     """This and the following occurrences changed: the series ends before this one, and a new
     series with the change starts at it. Exceptions from here on are dropped. Returns the new
     series and the one ended."""
+    conn, principal, target, data, now, prior_errors = asked
     series, tz, original = target.series, target.tz, target.original
     assert original is not None
     start_row = occurrence_row(target)

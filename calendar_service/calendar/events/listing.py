@@ -83,7 +83,7 @@ from calendar_service.platform.models import to_db
 from calendar_service.platform.timeutil import format_in, utc_text, utcnow, zone
 
 
-def list_events(
+def list_events_later(
     conn: Connection,
     *,
     principal: Principal,
@@ -98,47 +98,13 @@ def list_events(
     sync_retention_days: int = DEFAULT_RETENTION_DAYS,
     calendar_ids: str | Sequence[str] | None = None,
     q: str | None = None,
-) -> dict[str, Any]:
-    """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``
-    (``_list_events`` says how), made here and now."""
-    return finish(
-        _list_events(
-            conn,
-            principal=principal,
-            time_min=time_min,
-            time_max=time_max,
-            limit=limit,
-            page_token=page_token,
-            token_key=token_key,
-            now=now,
-            single_events=single_events,
-            sync_token=sync_token,
-            sync_retention_days=sync_retention_days,
-            calendar_ids=calendar_ids,
-            q=q,
-            later=False,
-        )
-    )
-
-
-def _list_events(
-    conn: Connection,
-    *,
-    principal: Principal,
-    time_min: str | None = None,
-    time_max: str | None = None,
-    limit: Any = None,
-    page_token: str | None = None,
-    token_key: bytes,
-    now: datetime | None = None,
-    single_events: bool | str | None = True,
-    sync_token: str | None = None,
-    sync_retention_days: int = DEFAULT_RETENTION_DAYS,
-    calendar_ids: str | Sequence[str] | None = None,
-    q: str | None = None,
-    later: bool,
+    later: bool = True,
 ) -> dict[str, Any] | Later:
-    """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``.
+    """``EventList``: the key's calendars and the events overlapping ``[timeMin, timeMax)``;
+    for the fronts (``operations.LIST``), a page that needs series expanded is a ``Later``
+    (``calendar_service.platform.deferred``), made once the transaction is over and off the
+    event loop (one read from memory is made at once). ``later=False`` makes it here and now
+    (``list_events``).
 
     An event overlaps when ``endsAt > timeMin`` (or it starts at/after timeMin, so zero-length
     events at timeMin count) and ``startsAt < timeMax``. Either bound may be omitted (``None``
@@ -356,8 +322,7 @@ def _window_page(
     )
 
 
-def list_events_later(conn: Connection, **options: Any) -> dict[str, Any] | Later:
-    """``list_events`` for the fronts (``operations.LIST``): a page that needs series
-    expanded is a ``Later`` (``calendar_service.platform.deferred``), made once the transaction is
-    over and off the event loop; one read from memory is made at once."""
-    return _list_events(conn, later=True, **options)
+def list_events(conn: Connection, **options: Any) -> dict[str, Any]:
+    """``EventList`` made here and now: ``list_events_later``'s keywords, its answer finished
+    (the settings pages, the CLI, the benchmarks)."""
+    return finish(list_events_later(conn, later=False, **options))

@@ -31,13 +31,12 @@ from sqlalchemy import (
     union_all,
     update,
 )
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.functions import FunctionElement
 
 from calendar_service.access.keys import Principal
 from calendar_service.calendar.calendars import CalendarRow, calendars_t, within_reach
 from calendar_service.calendar.events.search import matched_condition, search_matches
 from calendar_service.platform.db import Statement
+from calendar_service.platform.db.dialects import dialect_function
 from calendar_service.platform.errors import NotFound
 from calendar_service.platform.lru import Lru
 from calendar_service.platform.models import (
@@ -264,22 +263,13 @@ def _in_calendars(query: Any, among: int) -> Any:
     return query.where(events_t.c.calendar_id.in_(owned.scalar_subquery()))
 
 
-class joined_texts(FunctionElement[str]):  # lower case: used like a SQL function
-    """An aggregate: the texts of a group joined with commas (NULL for none)."""
-
-    type = String()
-    inherit_cache = True
-    name = "joined_texts"
-
-
-@compiles(joined_texts)
-def _joined_texts_sqlite(element: joined_texts, compiler: Any, **kw: Any) -> str:
-    return f"group_concat({compiler.process(element.clauses, **kw)}, ',')"
-
-
-@compiles(joined_texts, "postgresql")
-def _joined_texts_postgresql(element: joined_texts, compiler: Any, **kw: Any) -> str:
-    return f"string_agg({compiler.process(element.clauses, **kw)}, ',')"
+joined_texts = dialect_function(  # lower case: used like a SQL function
+    "joined_texts",
+    String(),
+    sqlite="group_concat({args}, ',')",
+    postgresql="string_agg({args}, ',')",
+    doc="An aggregate: the texts of a group joined with commas (NULL for none).",
+)
 
 
 _exception = events_t.alias("exception")

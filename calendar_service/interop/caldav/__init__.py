@@ -3,14 +3,14 @@ protocol's core, without HTTP (``dav.routes`` serves it), every read and write t
 same core functions as REST and MCP (``operations``: ``CALDAV_*``, run by
 ``gateway.perform``).
 
-- ``xml``: request bodies parsed with ``defusedxml`` within bounds; ``multistatus`` answers;
+- ``xml``: the WebDAV and CalDAV names (Clark notation) and the ``multistatus`` answers
+  (reading request bodies and writing ``DAV:error`` is the front's, ``dav.documents``);
 - ``access``: HTTP Basic sign-in with the owner's email and an app password, throttled as
   the sign-in page is;
 - ``objects``: one calendar object per event (a series with its exceptions): names, ETags,
   text (``ical.export``), expanded occurrences;
 - ``resources``: the paths (principal, calendar home, calendars, objects), their properties,
   ``PROPFIND``, ``GET``, ``PROPPATCH``;
-- ``remote``: CalDAV as a client speaks it to another server (connected calendars);
 - ``reports``: ``calendar-query``, ``calendar-multiget``, ``sync-collection``;
 - ``writing``: ``PUT`` (an import of one object: ``ical.importing``) and ``DELETE``, with
   their preconditions; ``MKCALENDAR`` and a calendar's ``DELETE`` (``calendars``,

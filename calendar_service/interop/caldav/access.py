@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
@@ -35,30 +36,51 @@ from calendar_service.platform.models.owners import users_t
 T = TypeVar("T")
 
 
+@dataclass(frozen=True, slots=True)
+class BasicSignIn:
+    """What an app sent to sign in (HTTP Basic: the owner's ``email``, an app password's
+    ``secret``) and from where (``client_addr``); ``pepper``: the session-signing secret the
+    throttle's buckets are keyed with."""
+
+    email: str
+    secret: str
+    pepper: str
+    client_addr: str | None
+
+    def lockout(self, conn: Connection, now: datetime) -> signin.Lockout | None:
+        """The throttle's lockout in force for the email or the address (``signin.check``)."""
+        return signin.check(
+            conn, pepper=self.pepper, email=self.email, client_addr=self.client_addr, now=now
+        )
+
+    def failed(self, conn: Connection, now: datetime) -> signin.Lockout | None:
+        """The attempt counted as a failure (``signin.admit``); the lockout it meets, if any."""
+        locked, _ = signin.admit(
+            conn, pepper=self.pepper, email=self.email, client_addr=self.client_addr, now=now
+        )
+        return locked
+
+
 def sign_in(
     conn: Connection,
     /,
     *,
-    email: str,
-    secret: str,
-    pepper: str,
-    client_addr: str | None,
+    asked: BasicSignIn,
     now: datetime,
 ) -> Principal:
-    """The principal of the app password ``secret`` of the owner ``email``, or raise
-    (``SignInLocked``, ``WrongAppPassword``, or the key's own 401). ``pepper``: the
-    session-signing secret the throttle's buckets are keyed with. Runs its own transactions
-    (``Database.run_connected``)."""
+    """The principal of the app password ``asked.secret`` of the owner ``asked.email``, or
+    raise (``SignInLocked``, ``WrongAppPassword``, or the key's own 401). Runs its own
+    transactions (``Database.run_connected``)."""
     with atomic(conn):
-        lockout = signin.check(conn, pepper=pepper, email=email, client_addr=client_addr, now=now)
+        lockout = asked.lockout(conn, now)
         if lockout is None:
-            row = _app_password(conn, email=email, secret=secret)
+            row = _app_password(conn, asked)
             if row is not None:
                 return authorize(row, now=now)
     if lockout is not None:
         raise SignInLocked(_seconds_until(lockout.retry_at, now))
     with atomic(conn):  # counted as the sign-in page counts it (one step per bucket)
-        locked, _ = signin.admit(conn, pepper=pepper, email=email, client_addr=client_addr, now=now)
+        locked = asked.failed(conn, now)
     if locked is not None:
         raise SignInLocked(_seconds_until(locked.retry_at, now))
     raise WrongAppPassword()
@@ -80,18 +102,15 @@ def admitted(
     conn: Connection,
     /,
     *,
-    email: str,
-    secret: str,
-    pepper: str,
-    client_addr: str | None,
+    asked: BasicSignIn,
     now: datetime,
 ) -> Principal | None:
     """``sign_in``'s way in, reading only: the principal when the throttle locks neither the
-    email nor the address and ``secret`` is a live app password of ``email``; else ``None``
+    email nor the address and the secret is a live app password of the email; else ``None``
     (``sign_in`` then refuses it, and counts what it counts)."""
-    if signin.check(conn, pepper=pepper, email=email, client_addr=client_addr, now=now):
+    if asked.lockout(conn, now):
         return None
-    row = _app_password(conn, email=email, secret=secret)
+    row = _app_password(conn, asked)
     if row is None:
         return None
     try:
@@ -104,10 +123,7 @@ def signed_in(
     conn: Connection,
     /,
     *,
-    email: str,
-    secret: str,
-    pepper: str,
-    client_addr: str | None,
+    asked: BasicSignIn,
     now: datetime,
     then: Callable[[Connection, Principal], T],
 ) -> T:
@@ -115,29 +131,29 @@ def signed_in(
     group commit's, under ``Database.run_grouped``: the sign-in has no transaction of its
     own); ``SignInNeeded``, before anything is written, when it lets none in."""
     with atomic(conn):
-        principal = admitted(
-            conn, email=email, secret=secret, pepper=pepper, client_addr=client_addr, now=now
-        )
+        principal = admitted(conn, asked=asked, now=now)
     if principal is None:
         raise SignInNeeded()
     return then(conn, principal)
 
 
-def _app_password(conn: Connection, *, email: str, secret: str) -> KeyRow | None:
-    """The key row of ``secret`` (any state) if it is an app password of the owner ``email``;
-    ``None`` for a malformed or unknown secret, another kind of key or another owner's."""
+def _app_password(conn: Connection, asked: BasicSignIn) -> KeyRow | None:
+    """The key row of the secret (any state) if it is an app password of the owner the email
+    names; ``None`` for a malformed or unknown secret, another kind of key or another
+    owner's."""
     try:
-        row = identify(conn, secret=secret)
+        row = identify(conn, secret=asked.secret)
     except AuthError:
         return None
     found = _OWNER_OF_KEY.first(conn, key_id=row.id)
     if found is None or not found[1]:
         return None
-    return row if users.normalize_email(found[0]) == users.normalize_email(email) else None
+    same = users.normalize_email(found[0]) == users.normalize_email(asked.email)
+    return row if same else None
 
 
 def _seconds_until(at: datetime, now: datetime) -> int:
     return max(1, math.ceil((at - now).total_seconds()))
 
 
-__all__ = ["SignInNeeded", "admitted", "sign_in", "signed_in"]
+__all__ = ["BasicSignIn", "SignInNeeded", "admitted", "sign_in", "signed_in"]

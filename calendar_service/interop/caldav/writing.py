@@ -46,13 +46,12 @@ from calendar_service.governance import proposals
 from calendar_service.interop.caldav import objects
 from calendar_service.interop.caldav.resources import (
     calendar_named,
-    find_object,
     locate,
     named_object,
     parse_path,
 )
 from calendar_service.interop.caldav.xml import c, d
-from calendar_service.interop.ical.importing import import_events
+from calendar_service.interop.ical.importing import import_events, lock_calendar
 from calendar_service.interop.ical.reading import ReadFile
 from calendar_service.journal.change_record import Via
 from calendar_service.platform.errors import (
@@ -105,8 +104,11 @@ def put_object(
     problem: CalendarError | None = None,
 ) -> dict[str, Any]:
     """Store the object ``data`` (read already, off the event loop) at ``path``; returns
-    ``{created: bool}``. ``problem``: why the front could not read the body (raised once the
-    preconditions hold)."""
+    ``{created: bool}``, the answer of this transaction (``put_status``: 201 or 204).
+    ``problem``: why the front could not read the body (raised once the preconditions hold).
+    On PostgreSQL the calendar's import lock (``importing.lock_calendar``) is taken before
+    the object is read, so that two PUTs to one new name are one creation, then a
+    replacement."""
     place = locate(conn, principal=principal, path=path)
     if place.kind != "object" or place.calendar is None or place.name is None:
         raise DavRefused(
@@ -114,6 +116,7 @@ def put_object(
             c("calendar-collection-location-ok"),
         )
     calendar = place.calendar
+    lock_calendar(conn, calendar.id)
     current = named_object(conn, calendar, place.name)
     check_preconditions(current, if_match, if_none_match)
     if problem is not None:
@@ -196,13 +199,9 @@ def _adopt(conn: Connection, *, calendar_id: str, uid: str) -> None:
         )
 
 
-def object_exists(conn: Connection, *, principal: Principal, path: str) -> bool:
-    """Whether ``path`` names an object this key reaches (a PUT's status: 201 or 204)."""
-    try:
-        find_object(conn, principal=principal, path=path)
-    except CalendarError:
-        return False
-    return True
+def put_status(answer: dict[str, Any]) -> int:
+    """A PUT's status from its transaction's answer: 201 created, 204 replaced."""
+    return 201 if answer["created"] else 204
 
 
 def delete_object(
@@ -359,6 +358,6 @@ __all__ = [
     "delete_calendar",
     "delete_object",
     "make_calendar",
-    "object_exists",
     "put_object",
+    "put_status",
 ]

@@ -1,26 +1,13 @@
-"""WebDAV XML in and out: request bodies parsed with ``defusedxml`` (no DTD, no entities, no
-external references) within bounds, and ``multistatus`` answers built with the standard
-library's ElementTree.
-
-Bounds: the front refuses a body over ``MAX_BODY`` bytes (413) before it is parsed; here a
-document deeper than ``MAX_DEPTH`` or with more than ``MAX_ELEMENTS`` elements is refused
-(400), walked without recursion.
+"""The WebDAV names the resources' properties and preconditions are called by (Clark
+notation: ``d("getetag")``, ``c("calendar-data")``), and the ``multistatus`` answers the
+core writes of them, as text. Reading request bodies and writing ``DAV:error`` bodies is the
+front's (``dav.documents``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from xml.etree.ElementTree import Element, ParseError, SubElement, register_namespace, tostring
-
-import defusedxml.ElementTree as SafeET
-from defusedxml import DefusedXmlException
-
-from calendar_service.platform.errors import BadRequest
-
-MAX_BODY = 1024 * 1024
-"""The largest XML request body (PROPFIND, REPORT): 1 MiB."""
-MAX_DEPTH = 32
-MAX_ELEMENTS = 10_000
+from xml.etree.ElementTree import Element, SubElement, register_namespace
 
 DAV = "DAV:"
 CALDAV = "urn:ietf:params:xml:ns:caldav"
@@ -45,23 +32,6 @@ def c(name: str) -> str:
     return qn(CALDAV, name)
 
 
-def parse(body: bytes) -> Element | None:
-    """The request's XML document (``None`` for an empty body), or ``BadRequest``: not
-    well-formed, a DTD or entity, too deep, too many elements."""
-    if not body.strip():
-        return None
-    try:
-        root = SafeET.fromstring(body, forbid_dtd=True)
-    except DefusedXmlException:
-        raise BadRequest(
-            "The XML body declares a DTD or entities, which are refused: send plain XML."
-        ) from None
-    except (ParseError, ValueError):
-        raise BadRequest("The body is not well-formed XML.") from None
-    _check_bounds(root)
-    return root
-
-
 def within_bounds(root: Element, *, depth: int, elements: int) -> bool:
     """Whether the document is nested at most ``depth`` deep with at most ``elements``
     elements, walked without recursion (and stopped as soon as it is not)."""
@@ -74,14 +44,6 @@ def within_bounds(root: Element, *, depth: int, elements: int) -> bool:
             return False
         stack.extend((child, level + 1) for child in element)
     return True
-
-
-def _check_bounds(root: Element) -> None:
-    if not within_bounds(root, depth=MAX_DEPTH, elements=MAX_ELEMENTS):
-        raise BadRequest(
-            f"The XML body is nested deeper than {MAX_DEPTH} elements or has more than "
-            f"{MAX_ELEMENTS}: send a smaller request."
-        )
 
 
 def element(name: str, text: str | None = None, *children: Element) -> Element:
@@ -97,26 +59,6 @@ def child(parent: Element, name: str, text: str | None = None) -> Element:
     if text is not None:
         made.text = text
     return made
-
-
-def error_body(
-    condition: str | None, message: str, href: str | None = None, code: str | None = None
-) -> bytes:
-    """``DAV:error`` (RFC 4918 §16) with the precondition's element, if any, the message and
-    the error's ``code`` (in our namespace, as sabre/dav does with its own)."""
-    root = Element(d("error"))
-    if condition is not None:
-        cond = child(root, condition)
-        if href is not None:
-            child(cond, d("href"), href)
-    child(root, qn(OURS, "message"), message)
-    if code is not None:
-        child(root, qn(OURS, "code"), code)
-    return document(root)
-
-
-def document(root: Element) -> bytes:
-    return tostring(root, encoding="utf-8", xml_declaration=True)
 
 
 STATUS_TEXT = {

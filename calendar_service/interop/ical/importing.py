@@ -66,6 +66,15 @@ IMPORT_TRANSPORT = "import"
 CONFIRMED = "confirmed"
 
 
+def lock_calendar(conn: Connection, calendar_id: str) -> None:
+    """Imports into one calendar one at a time, until the transaction ends (PostgreSQL; SQLite
+    has one writer): taken by ``import_events``, and before by a CalDAV PUT, which reads the
+    object it replaces first. Taken twice in one transaction, it is held once more."""
+    if conn.dialect.name == "postgresql":
+        lock = int.from_bytes(hashlib.sha256(calendar_id.encode()).digest()[:8], "big", signed=True)
+        conn.execute(text("SELECT pg_advisory_xact_lock(:lock)"), {"lock": lock})
+
+
 def import_events(
     conn: Connection,
     *,
@@ -89,9 +98,7 @@ def import_events(
         conn, principal=principal, calendar_id=calendar_id, calendar_name=calendar_name
     )
     read = data if isinstance(data, ReadFile) else read_file(data, field_name=field_name)
-    if conn.dialect.name == "postgresql":  # two imports into one calendar: one at a time
-        lock = int.from_bytes(hashlib.sha256(calendar.id.encode()).digest()[:8], "big", signed=True)
-        conn.execute(text("SELECT pg_advisory_xact_lock(:lock)"), {"lock": lock})
+    lock_calendar(conn, calendar.id)
     tz = zone(calendar.time_zone)
     known = _Known.load(conn, calendar.id)
     report = Report()
@@ -377,4 +384,4 @@ def _write_occurrences(
         )
 
 
-__all__ = ["Report", "import_events"]
+__all__ = ["Report", "import_events", "lock_calendar"]

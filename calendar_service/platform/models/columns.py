@@ -12,11 +12,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Column, DateTime, String, Table
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
+from calendar_service.platform.db.dialects import dialect_function
 from calendar_service.platform.timeutil import from_utc_text, utc_text
 
 
@@ -57,25 +56,15 @@ def from_db(value: datetime | str) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-class utc_text_of(FunctionElement[str]):  # lower case: used like a SQL function
-    """A ``UTCDateTime`` column as the text SQLite stores (``timeutil.utc_text``), on every
-    backend: PostgreSQL formats it in the query, so hot paths read the same text everywhere
-    and turn it into RFC 3339 by slicing (no datetime objects per value)."""
-
-    type = String()
-    inherit_cache = True
-    name = "utc_text_of"
-
-
-@compiles(utc_text_of)
-def _utc_text_of_stored(element: utc_text_of, compiler: Any, **kw: Any) -> str:
-    return str(compiler.process(element.clauses, **kw))
-
-
-@compiles(utc_text_of, "postgresql")
-def _utc_text_of_postgresql(element: utc_text_of, compiler: Any, **kw: Any) -> str:
-    column = compiler.process(element.clauses, **kw)
-    return f"to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+utc_text_of = dialect_function(  # lower case: used like a SQL function
+    "utc_text_of",
+    String(),
+    sqlite="{args}",
+    postgresql="to_char({args} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
+    doc="A ``UTCDateTime`` column as the text SQLite stores (``timeutil.utc_text``), on every "
+    "backend: PostgreSQL formats it in the query, so hot paths read the same text everywhere "
+    "and turn it into RFC 3339 by slicing (no datetime objects per value).",
+)
 
 
 def utc_field(nullable: bool = False, index: bool = False) -> Any:

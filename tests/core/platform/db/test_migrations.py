@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from alembic import command
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Connection, Engine, create_engine, text
 from sqlalchemy.exc import IntegrityError
 
 from calendar_service.calendar.events.search import (
@@ -25,9 +26,10 @@ from calendar_service.platform.migrate import alembic_config
 from tests.support import fresh_database_url
 
 Step = Callable[[Any, str], None]  # command.upgrade or command.downgrade
+Migrate = Callable[[Step, str], None]
 
 
-def _migrator(url: str, engine: Engine) -> Callable[[Step, str], None]:
+def _migrator(url: str, engine: Engine) -> Migrate:
     """Runs an Alembic step to a revision on ``engine`` (the database at ``url``)."""
     cfg = alembic_config(url)
 
@@ -39,7 +41,39 @@ def _migrator(url: str, engine: Engine) -> Callable[[Step, str], None]:
     return migrate
 
 
-def _sqlite_at(tmp_path: Path, revision: str) -> tuple[Path, Engine, Callable[[Step, str], None]]:
+@contextmanager
+def _database_at(tmp_path: Path, revision: str) -> Iterator[tuple[Engine, Migrate]]:
+    """A fresh database of the backend under test (as the service makes its engine: foreign
+    keys on), migrated up to ``revision``, and what migrates it on."""
+    with fresh_database_url(tmp_path) as url:
+        engine = make_engine(Config(database_url=url))
+        migrate = _migrator(url, engine)
+        migrate(command.upgrade, revision)
+        yield engine, migrate
+
+
+def _owner(conn: Connection, at: str) -> None:
+    """The owner ``usr_1`` (a@x.test), made at ``at``."""
+    conn.execute(
+        text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
+        {"at": at},
+    )
+
+
+def _calendar(conn: Connection, at: str, *, default: bool = True) -> None:
+    """``cal_1``, the owner's calendar "Work" (UTC; its default one unless ``default`` is
+    false), made at ``at``."""
+    conn.execute(
+        text(
+            "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
+            "max_event_seconds, created_at) "
+            "VALUES ('cal_1', 'usr_1', 'Work', 'UTC', :default, 3600, :at)"
+        ),
+        {"at": at, "default": default},
+    )
+
+
+def _sqlite_at(tmp_path: Path, revision: str) -> tuple[Path, Engine, Migrate]:
     """A SQLite file migrated up to ``revision``, its engine, and what migrates it on."""
     path = tmp_path / "old.db"
     url = f"sqlite:///{path}"
@@ -121,10 +155,7 @@ def test_0013_keeps_keys_and_feeds_of_a_deleted_calendar_with_their_history_and_
     """On either backend: after 0013 a calendar that keys and feeds (with calls and fetches)
     name can be deleted and they keep its id; new columns are empty; the downgrade gives the
     keys no calendar and drops the feeds, as before 0013, and the upgrade runs again."""
-    with fresh_database_url(tmp_path) as url:
-        engine = make_engine(Config(database_url=url))  # as the service's: foreign keys on
-        migrate = _migrator(url, engine)
-        migrate(command.upgrade, "0012")
+    with _database_at(tmp_path, "0012") as (engine, migrate):
         at = "2026-03-02T08:30:00.000000Z"
         rows = [
             "INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)",
@@ -171,16 +202,7 @@ def test_0015_keeps_the_owners_endpoint_adds_subscriptions_and_back(tmp_path: Pa
     """On either backend: the owner's endpoint (and its deliveries) stay the owner's (``key_id``
     NULL), still one an owner; a key's subscription may be added beside it; the downgrade drops
     the subscriptions with their deliveries and puts ``UNIQUE (user_id)`` back."""
-    with fresh_database_url(tmp_path) as url:
-        cfg = alembic_config(url)
-        engine = make_engine(Config(database_url=url))
-
-        def migrate(step: Callable[[Any, str], None], revision: str) -> None:
-            with engine.begin() as conn:
-                cfg.attributes["connection"] = conn
-                step(cfg, revision)
-
-        migrate(command.upgrade, "0013")
+    with _database_at(tmp_path, "0013") as (engine, migrate):
         at = "2026-03-02T08:30:00.000000Z"
         endpoint = (
             "INSERT INTO webhook_endpoints (id, user_id, url, secret, status, created_at, "
@@ -193,10 +215,7 @@ def test_0015_keeps_the_owners_endpoint_adds_subscriptions_and_back(tmp_path: Pa
             "'calendar.event.created', '{}', 'succeeded', 1, :at, :at)"
         )
         with engine.begin() as conn:
-            conn.execute(
-                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
-                {"at": at},
-            )
+            _owner(conn, at)
             conn.execute(text(endpoint.format(extra="", values="")), {"id": "whe_1", "at": at})
             conn.execute(text(delivery), {"id": "evt_1", "endpoint": "whe_1", "at": at})
         migrate(command.upgrade, "head")
@@ -274,24 +293,11 @@ def test_0020_indexes_the_attendees_of_the_events_already_there_and_goes_back(
         '[{"email": "ana@example.com", "name": "Ana Lima", "responseStatus": "needsAction"}], '
         '"sequence": 0}'
     )
-    with fresh_database_url(tmp_path) as url:
-        engine = make_engine(Config(database_url=url))
-        migrate = _migrator(url, engine)
-        migrate(command.upgrade, "0019")
+    with _database_at(tmp_path, "0019") as (engine, migrate):
         at = "2026-03-02T08:30:00.000000Z"
         with engine.begin() as conn:
-            conn.execute(
-                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
-                {"at": at},
-            )
-            conn.execute(
-                text(
-                    "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
-                    "max_event_seconds, created_at) "
-                    "VALUES ('cal_1', 'usr_1', 'Work', 'UTC', true, 3600, :at)"
-                ),
-                {"at": at},
-            )
+            _owner(conn, at)
+            _calendar(conn, at)
             for event_id, title, attendees in (
                 ("ev_1", "Review", people),
                 ("ev_2", "Dentist", None),
@@ -343,16 +349,10 @@ def test_0021_keys_the_index_by_calendar_for_the_events_already_there_and_goes_b
     (SQLite: by the range of its search keys; PostgreSQL: by its calendar's words), a change of
     an event's words or calendar follows, a delete removes it, and the downgrade searches as
     0020 did."""
-    with fresh_database_url(tmp_path) as url:
-        engine = make_engine(Config(database_url=url))
-        migrate = _migrator(url, engine)
-        migrate(command.upgrade, "0020")
+    with _database_at(tmp_path, "0020") as (engine, migrate):
         at = "2026-03-02T08:30:00.000000Z"
         with engine.begin() as conn:
-            conn.execute(
-                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
-                {"at": at},
-            )
+            _owner(conn, at)
             for calendar_id, name in (("cal_1", "Work"), ("cal_2", "Home")):
                 conn.execute(
                     text(
@@ -548,10 +548,7 @@ def test_0023_keeps_only_the_exceptions_in_ix_events_recurring_and_goes_back(
     """On either backend: after 0023 ``ix_events_recurring`` is partial (the exceptions only)
     and still chosen for a series' exceptions, ``ix_event_sync_changed_at`` is gone; the
     downgrade brings both back as they were, and the upgrade runs again."""
-    with fresh_database_url(tmp_path) as url:
-        engine = make_engine(Config(database_url=url))
-        migrate = _migrator(url, engine)
-        migrate(command.upgrade, "0023")
+    with _database_at(tmp_path, "0023") as (engine, migrate):
         sqlite = engine.dialect.name == "sqlite"
 
         def indexes() -> dict[str, str]:
@@ -590,24 +587,11 @@ def test_0026_keeps_the_names_apps_give_caldav_objects_and_goes_back(tmp_path: P
     """On either backend: the import records there before 0026 keep their objects at
     ``<UID>.ics`` (no name), a name is kept and found by the partial index, and the downgrade
     drops both (the records stay)."""
-    with fresh_database_url(tmp_path) as url:
-        engine = make_engine(Config(database_url=url))
-        migrate = _migrator(url, engine)
-        migrate(command.upgrade, "0023")
+    with _database_at(tmp_path, "0023") as (engine, migrate):
         at = "2026-03-02T08:30:00.000000Z"
         with engine.begin() as conn:
-            conn.execute(
-                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
-                {"at": at},
-            )
-            conn.execute(
-                text(
-                    "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
-                    "max_event_seconds, created_at) "
-                    "VALUES ('cal_1', 'usr_1', 'Work', 'UTC', true, 3600, :at)"
-                ),
-                {"at": at},
-            )
+            _owner(conn, at)
+            _calendar(conn, at)
             conn.execute(
                 text(
                     "INSERT INTO ical_uids (calendar_id, uid_hash, uid, event_id) "
@@ -673,10 +657,7 @@ def test_0025_indexes_a_sharp_s_and_ligatures_as_their_letters_and_goes_back(
     ``calendar_search_fold`` fold ``ß``, ``ẞ`` and the ligatures), so are the events written
     after it, an update and a delete keep the index whole; the downgrade indexes the text as it
     is again (``straße`` found, ``strasse`` not)."""
-    with fresh_database_url(tmp_path) as url:
-        engine = make_engine(Config(database_url=url))
-        migrate = _migrator(url, engine)
-        migrate(command.upgrade, "0023")
+    with _database_at(tmp_path, "0023") as (engine, migrate):
         at = "2026-03-02T08:30:00.000000Z"
         insert = (
             "INSERT INTO events (id, calendar_id, title, description, starts_at, ends_at, "
@@ -684,18 +665,8 @@ def test_0025_indexes_a_sharp_s_and_ligatures_as_their_letters_and_goes_back(
             "(:id, 'cal_1', :title, :description, :at, :at, false, :at, :at, 'confirmed')"
         )
         with engine.begin() as conn:
-            conn.execute(
-                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
-                {"at": at},
-            )
-            conn.execute(
-                text(
-                    "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
-                    "max_event_seconds, created_at) VALUES ('cal_1', 'usr_1', 'Work', 'UTC', "
-                    "false, 3600, :at)"
-                ),
-                {"at": at},
-            )
+            _owner(conn, at)
+            _calendar(conn, at, default=False)
             conn.execute(
                 text(insert),
                 {"id": "ev_1", "title": "Straße fest", "description": "ﬁsh ﬓ", "at": at},
@@ -775,24 +746,11 @@ def test_0025_indexes_a_sharp_s_and_ligatures_as_their_letters_and_goes_back(
 def test_0025_folds_a_sharp_s_on_a_postgresql_without_unaccent_too(tmp_path: Path) -> None:
     """PostgreSQL without ``unaccent`` (not installed, or not allowed): 0017's ``translate``
     fallback kept ``ß`` and the ligatures; after 0025 ``strasse`` finds "Straße" there too."""
-    with fresh_database_url(tmp_path) as url:
-        engine = make_engine(Config(database_url=url))
-        migrate = _migrator(url, engine)
-        migrate(command.upgrade, "head")
+    with _database_at(tmp_path, "head") as (engine, migrate):
         at = "2026-03-02T08:30:00.000000Z"
         with engine.begin() as conn:
-            conn.execute(
-                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
-                {"at": at},
-            )
-            conn.execute(
-                text(
-                    "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
-                    "max_event_seconds, created_at) VALUES ('cal_1', 'usr_1', 'Work', 'UTC', "
-                    "false, 3600, :at)"
-                ),
-                {"at": at},
-            )
+            _owner(conn, at)
+            _calendar(conn, at, default=False)
             conn.execute(
                 text(
                     "INSERT INTO events (id, calendar_id, title, description, starts_at, "
@@ -825,10 +783,7 @@ def test_0027_keeps_the_names_apps_make_caldav_calendars_under_and_goes_back(
     """On either backend: the calendars there before 0027 have no CalDAV name (served at
     their ids), a name is unique per owner where it is set (two calendars without one are
     fine), and the downgrade drops the column and its index (the calendars stay)."""
-    with fresh_database_url(tmp_path) as url:
-        engine = make_engine(Config(database_url=url))
-        migrate = _migrator(url, engine)
-        migrate(command.upgrade, "0026")
+    with _database_at(tmp_path, "0026") as (engine, migrate):
         at = "2026-03-02T08:30:00.000000Z"
         insert = (
             "INSERT INTO calendars (id, user_id, name, time_zone, is_default, "
@@ -836,10 +791,7 @@ def test_0027_keeps_the_names_apps_make_caldav_calendars_under_and_goes_back(
             ":at{values})"
         )
         with engine.begin() as conn:
-            conn.execute(
-                text("INSERT INTO users (id, email, created_at) VALUES ('usr_1', 'a@x.test', :at)"),
-                {"at": at},
-            )
+            _owner(conn, at)
             for n in (1, 2):
                 conn.execute(
                     text(insert.format(more="", values="")),

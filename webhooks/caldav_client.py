@@ -1,6 +1,6 @@
 """CalDAV as a client speaks it to another server (connected calendars, docs/connections.md):
 the request bodies the poller sends and the ``multistatus`` answers it reads, without HTTP
-(``webhooks.connections`` sends them).
+(``connections`` sends them).
 
 Discovery (RFC 4791 §6, RFC 6764): ``current-user-principal`` of the base URL, the principal's
 ``calendar-home-set``, the home's calendars (``resourcetype`` with ``calendar``, their

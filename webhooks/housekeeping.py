@@ -1,7 +1,7 @@
 """The housekeeping job: an APScheduler interval job running the core's retention purges.
 
 Hourly, on a database thread (a large purge must not hold up the event loop), ``housekeeping`` runs
-``maintenance.purge_expired``: call history, the change log and feeds' fetch history past
+``operations.retention.purge_expired``: call history, the change log and feeds' fetch history past
 ``CALENDAR_CALL_HISTORY_DAYS``, idempotency records past 24 hours, idle rate buckets, the
 changes kept for sync tokens past ``CALENDAR_SYNC_RETENTION_DAYS``, OAuth requests, codes
 and tokens expired a day ago; and it writes as expired the proposals (writes that waited for
@@ -10,7 +10,8 @@ first run is a minute after start.
 
 It runs wherever the webhook delivery job (``webhooks.scheduler``) runs, entered beside it:
 by the app's lifespan in ``serve`` (unless ``--no-webhooks``) and by ``calendar-service
-worker``. Not part of the core, which uses no scheduler: this module only schedules it.
+worker``. A front (the worker's), not the core, which uses no scheduler: this module only
+schedules it.
 """
 
 from __future__ import annotations

@@ -11,12 +11,12 @@ import pytest
 
 from calendar_service.access import call_history as history
 from calendar_service.access.call_history import CallRecord, record_call
-from calendar_service.app import create_app
-from calendar_service.jobs import HOUSEKEEPING_INTERVAL, housekeeping, housekeeping_job
+from calendar_service.cli.asgi_app import create_app
 from calendar_service.platform.db import Database
 from calendar_service.platform.timeutil import utcnow
 from tests.conftest import make_config
 from tests.support import Factory, fresh_database_url, migrated_database, wait_for
+from webhooks.housekeeping import HOUSEKEEPING_INTERVAL, housekeeping, housekeeping_job
 
 
 def _old_call(db: Database, factory: Factory) -> str:

@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from calendar_service.app import GC_YOUNG_THRESHOLD, app_from_env
+from calendar_service.cli.asgi_app import GC_YOUNG_THRESHOLD, app_from_env
 from calendar_service.platform.config import Config
 
 

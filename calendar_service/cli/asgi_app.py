@@ -1,4 +1,5 @@
-"""``create_app(config)``: assembles the fronts and owns the lifespan.
+"""The ASGI application ``serve`` runs: ``create_app(config)`` assembles the fronts and owns the
+lifespan; ``app_from_env`` is uvicorn's factory (``calendar_service.cli.asgi_app:app_from_env``).
 
 /api/v1/...                 REST (calendar_service.rest)
 /api/openapi.json           OpenAPI 3.1.0 (also /.well-known/openapi.json)
@@ -34,7 +35,6 @@ from calendar_service.asgi.context import RequestIdMiddleware, Services, service
 from calendar_service.asgi.methods import AnswerOptions
 from calendar_service.asgi.responses import JSONResponse
 from calendar_service.dav import routes as caldav
-from calendar_service.jobs import housekeeping_job
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.logs import configure_logging
@@ -43,6 +43,7 @@ from calendar_service.rest.errors import HANDLERS, unexpected_error
 from mcp_tools.http import MCP_PATH, mcp_http
 from mcp_tools.oauth import oauth_server
 from webhooks.documents import fetch_document
+from webhooks.housekeeping import housekeeping_job
 from webhooks.http11 import WebhookClient
 from webhooks.scheduler import delivery_job
 
@@ -87,9 +88,9 @@ def create_app(
 
     The lifespan runs the undo jobs (``background.UndoJobs``: the settings pages' *Undo
     work*, and those a killed process left). With ``run_webhooks`` it runs the webhook
-    delivery job too, and the housekeeping job beside it (``jobs``); the delivery job sends
-    through ``webhook_client`` (default: ``webhooks.transport.make_client()``) and closes it
-    at the end. ``freeze_gc`` (the
+    delivery job too, and the housekeeping job beside it (``webhooks.housekeeping``); the
+    delivery job sends through ``webhook_client`` (default:
+    ``webhooks.transport.make_client()``) and closes it at the end. ``freeze_gc`` (the
     server's own app) hides the objects alive after startup from the garbage collector (see
     ``_freeze_startup_objects``)."""
     database = db or Database(config)
