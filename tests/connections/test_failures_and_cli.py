@@ -259,3 +259,25 @@ def test_an_unreachable_host_is_failing_with_a_reason_and_a_hostile_rule_is_left
     assert (
         failing["status"] == "failing" and "could not connect to 127.0.0.1" in failing["lastError"]
     )
+
+
+HOSTILE_ZONE = (
+    "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\n"
+    "BEGIN:VTIMEZONE\r\nTZID:Hostile\r\nBEGIN:STANDARD\r\nDTSTART:16010101T000000\r\n"
+    "RRULE:FREQ=SECONDLY\r\nTZOFFSETFROM:+0100\r\nTZOFFSETTO:+0000\r\nEND:STANDARD\r\n"
+    "BEGIN:DAYLIGHT\r\nDTSTART:16010101T000001\r\nRRULE:FREQ=SECONDLY\r\n"
+    "TZOFFSETFROM:+0000\r\nTZOFFSETTO:+0100\r\nEND:DAYLIGHT\r\nEND:VTIMEZONE\r\n"
+    "BEGIN:VEVENT\r\nUID:z\r\nDTSTAMP:20260101T000000Z\r\nDTSTART;TZID=Hostile:20270105T100000\r\n"
+    "DTEND;TZID=Hostile:20270105T110000\r\nSUMMARY:x\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+)
+
+
+def test_a_hostile_vtimezone_is_read_with_bounded_work_and_its_events_left_out(
+    quiet: tuple[Config, Database],
+) -> None:
+    config, db = quiet
+    owner = Factory(db).owner()
+    with ics_server(HOSTILE_ZONE.encode()) as source:
+        [added] = cli(config, "connections", "add-ics", "--user", owner.email, "--url",
+                      source.url)["connections"]  # fmt: skip
+    assert added["status"] == "ok" and added["events"] == 0
