@@ -76,13 +76,15 @@ FREE_BUSY_DOC = """\
 When the person's calendars are busy between timeMin and timeMax (at most 92 days). Use it
 instead of listing events for "am I free on Thursday?": it merges meetings, counts recurring and
 all-day events and skips events marked free. Returns each calendar's `busy` intervals, no
-titles.
+titles; calendars connected from Google, Outlook and others (ids conn_…) too, with when each
+was last read.
 """
 
 FREE_TIME_DOC = """\
 Find slots of durationMinutes when every calendar is free. Use it instead of listing events to
-find a time for a meeting. Returns `slots` (startsAt, endsAt), earliest first, every 15 minutes;
-they overlap, so pick one, and book it with createCalendarEvent and ifFree: true.
+find a time for a meeting; the person's connected calendars (Google, Outlook...) count too.
+Returns `slots` (startsAt, endsAt), earliest first, every 15 minutes; they overlap, so pick
+one, and book it with createCalendarEvent and ifFree: true.
 """
 
 RULES_DOC = """\

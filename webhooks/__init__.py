@@ -12,6 +12,8 @@ time triggers, housekeeping). A front: it imports the core only.
     listener.py    woken by commits on other processes and hosts (PostgreSQL LISTEN/NOTIFY)
     triggers.py    the time triggers' job: plan, then fire what fell due (the core's work)
     mail.py        the mail outbox's job: invitations sent over SMTP (smtplib, on a thread)
+    connections.py the connected calendars' poller (ics, CalDAV) and CalDAV discovery
+    caldav_client.py CalDAV as a client speaks it: request bodies, multistatus answers read
     scheduler.py   the APScheduler jobs run by ``serve`` and by ``calendar-service worker``
     housekeeping.py the hourly housekeeping job beside them: the core's retention purges
 

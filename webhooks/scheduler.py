@@ -11,7 +11,9 @@ points at ``Dispatcher.wake``) and, on PostgreSQL, whenever any process on any h
 When SMTP is set, the same scheduler sends the mail outbox (``mail.MailJob``: invitations),
 woken by the same commits. The same scheduler runs the time triggers' job
 (``triggers.TriggerJob``: plan, fire what fell due, every second and at the moment the next
-one falls due), which wakes the dispatcher whenever it queues deliveries.
+one falls due), which wakes the dispatcher whenever it queues deliveries. The same scheduler
+polls the owners' connected calendars (``connections.ConnectionPoller``: a lease per
+connection, so one host polls each).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
+from webhooks.connections import TICK_SECONDS, ConnectionPoller
 from webhooks.dispatcher import Dispatcher
 from webhooks.http11 import WebhookClient
 from webhooks.listener import listen
@@ -38,6 +41,7 @@ JOB_ID = "webhook-deliveries"
 RENEW_JOB_ID = "webhook-leases"
 TRIGGERS_JOB_ID = "time-triggers"
 MAIL_JOB_ID = "mail-outbox"
+CONNECTIONS_JOB_ID = "connected-calendars"
 DEFAULT_POLL_SECONDS = 1.0
 
 
@@ -50,6 +54,7 @@ async def delivery_job(
     poll_interval: float = DEFAULT_POLL_SECONDS,
     run_triggers: bool = True,
     mail_options: dict[str, Any] | None = None,
+    connection_options: dict[str, Any] | None = None,
     **dispatcher_options: Any,
 ) -> AsyncIterator[Dispatcher]:
     """Run the delivery job on the running event loop for the duration of the block, and
@@ -82,6 +87,17 @@ async def delivery_job(
         mail.bind()
         mail_job = _polling(scheduler, mail.tick, poll_interval, MAIL_JOB_ID)
         mail.kick = lambda: mail_job.modify(next_run_time=datetime.now(UTC))
+    poller = ConnectionPoller(db, config, **(connection_options or {}))
+    scheduler.add_job(
+        poller.tick,
+        "interval",
+        seconds=TICK_SECONDS,
+        id=CONNECTIONS_JOB_ID,
+        next_run_time=datetime.now(UTC),
+        coalesce=True,
+        max_instances=2,  # a run during another returns at once (``tick``)
+        misfire_grace_time=None,
+    )
     previous_hook = db.on_outbox_commit
     db.on_outbox_commit = dispatcher.wake if mail is None else _both(dispatcher.wake, mail.wake)
     scheduler.start()
@@ -98,6 +114,7 @@ async def delivery_job(
             with contextlib.suppress(asyncio.CancelledError):
                 await listener
         db.on_outbox_commit = previous_hook
+        await poller.close()
         if triggers is not None:
             await triggers.close()
         if mail is not None:

@@ -21,6 +21,8 @@ may import the core and the plumbing (``asgi``), no other front.
     /settings/feeds/{id}/revoke          GET confirmation, POST revoke
     /settings/links                      GET every scheduling link of the owner's keys
     /settings/links/{id}/revoke          POST revoke one (its page stops at once)
+    /settings/connections                GET connected calendars + add form, POST add an address
+    /settings/connections/{id}/sync|remove  POST read it now, or remove it
     /settings/connect/{id}               GET an app's OAuth request, POST allow or deny (mcp)
     /settings/static/...                 this app's CSS, icon and copy-button script (public)
 
@@ -41,6 +43,7 @@ from elsewhere. See docs/settings.md for the decisions behind sessions, CSRF and
     calendar_pages.py the calendars and the event form, with ``repeats.py`` for a series' rule
     sharing_pages.py  sharing the owner's free/busy with other owners (on the calendars page)
     feed_pages.py     a calendar's iCalendar subscription feeds
+    connection_pages.py connected calendars: add an address, status, sync now, remove
     consent_pages.py  OAuth consent for remote MCP: the owner allows or denies an app
     links_pages.py    the owner's scheduling links: list, revoke
     booking_pages.py  a scheduling link's public page, mounted at ``/book`` (no sign-in)
@@ -59,6 +62,7 @@ from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account import (
     activity_pages,
     calendar_pages,
+    connection_pages,
     consent_pages,
     feed_pages,
     history_pages,
@@ -102,6 +106,7 @@ def account_routes() -> list[BaseRoute]:
         *activity_pages.routes(),
         *history_pages.routes(),
         *webhook_pages.routes(),
+        *connection_pages.routes(),
         *calendar_pages.routes(),
         *sharing_pages.routes(),
         *feed_pages.routes(),

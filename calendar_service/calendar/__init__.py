@@ -9,6 +9,8 @@ sharing, attendees. May import: platform, access, journal.
 - ``rule_check``: the one check of a key's write against them, suggestions, findFreeTime's filter;
 - ``links``: scheduling links a key makes (create, list, delete; the owner's view);
 - ``booking``: a guest's slots, booking, reschedule and cancel through a link;
+- ``connected``: the owner's connected calendars as availability counts them (busy time,
+  freshness);
 - ``sharing``: an owner's calendars shared with other owners;
 - ``reminders``: an event's reminders as sent, stored and shown;
 - ``attendees``: attendees and organizer, as sent, stored and shown (one email rule);

@@ -33,6 +33,12 @@ from sqlalchemy import Connection
 from calendar_service.access.keys import Principal
 from calendar_service.calendar import sharing
 from calendar_service.calendar.calendars import CalendarRow, accessible_calendars
+from calendar_service.calendar.connected import (
+    SourceRow,
+    connected_busy,
+    counted_sources,
+    source_public,
+)
 from calendar_service.calendar.event_input import parse_untrusted
 from calendar_service.calendar.events.busy import Busy, busy_later
 from calendar_service.calendar.rule_check import slot_filter
@@ -71,16 +77,32 @@ _Query = TypeVar("_Query", FreeBusyQuery, FreeTimeQuery)
 
 def _asked(
     conn: Connection, principal: Principal, model: type[_Query], body: Any
-) -> tuple[_Query, list[FieldError], set[str], list[CalendarRow], tzinfo]:
+) -> tuple[_Query, list[FieldError], set[str], list[CalendarRow], tzinfo, list[SourceRow]]:
     """A question as read (``body`` as ``model``): its fields, the errors found so far, the
-    fields whose type was wrong (left unread), the calendars asked for, and the first one's
-    zone (bounds without an offset are read in it; UTC without calendars)."""
+    fields whose type was wrong (left unread), the calendars asked for, the first one's
+    zone (bounds without an offset are read in it; UTC without calendars), and the owner's
+    connected calendars asked for (``calendar.connected``: every one that counts for
+    availability without ``calendarIds``, else those whose ``conn_…`` ids it lists)."""
     data, errors = parse_untrusted(model, body, ())
     bad = {e["field"].split(".", 1)[0] for e in errors}
     ids = None if "calendarIds" in bad else data.calendar_ids
+    sources = counted_sources(conn, user_id=principal.user_id)
+    if ids is not None:
+        known = {s.id: s for s in sources}
+        asked = [i for i in dict.fromkeys(ids) if i in known]
+        ids = [i for i in ids if i not in known]
+        sources = [known[i] for i in asked]
+        if asked and not ids:
+            calendars: list[CalendarRow] = []
+            tz: tzinfo = UTC
+            if len(asked) > MAX_CALENDARS:
+                errors.append(
+                    FieldError("calendarIds", f"must list at most {MAX_CALENDARS} calendars")
+                )
+            return data, errors, bad, calendars, tz, sources
     calendars = _calendars(conn, principal, ids, errors)
-    tz: tzinfo = zone(calendars[0].time_zone) if calendars else UTC
-    return data, errors, bad, calendars, tz
+    tz = zone(calendars[0].time_zone) if calendars else UTC
+    return data, errors, bad, calendars, tz, sources
 
 
 def _calendars(
@@ -183,11 +205,13 @@ def query_free_busy_later(
 ) -> dict[str, Any] | Later:
     """``query_free_busy`` for the fronts (``operations.FREE_BUSY``): a ``Later`` when series
     must be expanded, made off the event loop after the transaction."""
-    data, errors, bad, calendars, tz = _asked(conn, principal, FreeBusyQuery, body)
+    data, errors, bad, calendars, tz, sources = _asked(conn, principal, FreeBusyQuery, body)
     window = _window(data.time_min, data.time_max, tz, errors, bad)
     if errors or window is None:
         raise ValidationFailed(errors)
     low, high = window
+    outside = connected_busy(conn, sources=sources, low=low, high=high)
+    now = utcnow()
 
     def answer(items: list[Busy]) -> dict[str, Any]:
         found = []
@@ -198,7 +222,16 @@ def query_free_busy_later(
                 {"startsAt": format_in(s, local), "endsAt": format_in(e, local)} for s, e in spans
             ]
             found.append({"id": c.id, "name": c.name, "busy": busy})
-        return {"timeMin": format_in(low, tz), "timeMax": format_in(high, tz), "calendars": found}
+        for source in sources:  # connected calendars: in the answer's zone
+            spans = merged([b for b in outside if b[0] == source.id], low, high)
+            busy = [{"startsAt": format_in(s, tz), "endsAt": format_in(e, tz)} for s, e in spans]
+            found.append({"id": source.id, "name": source.name, "busy": busy})
+        return {
+            "timeMin": format_in(low, tz),
+            "timeMax": format_in(high, tz),
+            "calendars": found,
+            "sources": [source_public(s, now=now) for s in sources],
+        }
 
     return _answered(conn, principal, calendars, window, answer)
 
@@ -306,7 +339,7 @@ def find_free_time_later(
 ) -> dict[str, Any] | Later:
     """``find_free_time`` for the fronts (``operations.FREE_TIME``): a ``Later`` when series
     must be expanded, made off the event loop after the transaction."""
-    data, errors, bad, calendars, tz = _asked(conn, principal, FreeTimeQuery, body)
+    data, errors, bad, calendars, tz, sources = _asked(conn, principal, FreeTimeQuery, body)
     zone_name = calendars[0].time_zone if calendars else "UTC"
     if data.time_zone is not None and "timeZone" not in bad:
         if is_valid_zone(data.time_zone):
@@ -335,9 +368,17 @@ def find_free_time_later(
     unknown: list[str] = []
     if asked:
         known, unknown = sharing.sharers(conn, viewer_id=principal.user_id, emails=asked)
+    # The owner's connected calendars always count: a slot is free only if the whole day is.
+    if data.calendar_ids is not None and "calendarIds" not in bad:
+        sources = counted_sources(conn, user_id=principal.user_id)
+    outside = connected_busy(conn, sources=sources, low=low, high=high)
+    for _, user_id, _ in known:  # theirs too: never more than the times
+        their_sources = counted_sources(conn, user_id=user_id)
+        outside += connected_busy(conn, sources=their_sources, low=low, high=high)
+    now = utcnow()
 
     def answer(items: list[Busy]) -> dict[str, Any]:
-        busy = merged(items, low, high)
+        busy = merged(items + outside, low, high)
         free: Iterable[tuple[datetime, datetime]] = _free(busy, low, high)
         if rules is not None:  # only where a meeting may be at all
             free = rules.clip(free)
@@ -351,7 +392,11 @@ def find_free_time_later(
             slots.append({"startsAt": format_in(start, tz), "endsAt": format_in(end, tz)})
             if len(slots) == limit:
                 break
-        found: dict[str, Any] = {"timeZone": zone_name, "slots": slots}
+        found: dict[str, Any] = {
+            "timeZone": zone_name,
+            "slots": slots,
+            "sources": [source_public(s, now=now) for s in sources],
+        }
         if asked is not None:
             found["attendeesConsidered"] = [email for email, _, _ in known]
             found["attendeesUnknown"] = unknown

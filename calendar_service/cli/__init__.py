@@ -13,6 +13,7 @@ command, is translated into a message (with ``--json``, one JSON object: ``code`
     owners.py   users, calendars, keys, calls
     webhook.py  webhook …, worker
     ical.py     feeds …, import
+    connections.py connections add-ics, add-caldav, list, sync, remove
     changes.py  changes list, changes undo
     proposals.py proposals list, approve, reject (writes that wait for the owner)
     rules.py    rules show, rules set (the owner's rules for agents)
@@ -26,6 +27,7 @@ import typer
 
 from calendar_service.cli import (
     changes,
+    connections,
     demo,
     ical,
     mail,
@@ -56,6 +58,7 @@ app.add_typer(changes.changes_app, name="changes")
 app.add_typer(proposals.proposals_app, name="proposals")
 app.add_typer(rules.rules_app, name="rules")
 app.add_typer(mail.mail_app, name="mail")
+app.add_typer(connections.connections_app, name="connections")
 app.command()(serve.serve)
 app.command()(webhook.worker)
 app.command()(serve.migrate)

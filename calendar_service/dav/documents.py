@@ -13,7 +13,7 @@ from xml.etree.ElementTree import Element, ParseError, tostring
 import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
-from calendar_service.interop.caldav.xml import OURS, child, d, qn
+from calendar_service.interop.caldav.xml import OURS, child, d, qn, within_bounds
 from calendar_service.platform.errors import BadRequest
 
 MAX_BODY = 1024 * 1024
@@ -40,17 +40,11 @@ def parse(body: bytes) -> Element | None:
 
 
 def _check_bounds(root: Element) -> None:
-    count = 0
-    stack = [(root, 1)]
-    while stack:
-        element, depth = stack.pop()
-        count += 1
-        if depth > MAX_DEPTH or count > MAX_ELEMENTS:
-            raise BadRequest(
-                f"The XML body is nested deeper than {MAX_DEPTH} elements or has more than "
-                f"{MAX_ELEMENTS}: send a smaller request."
-            )
-        stack.extend((inner, depth + 1) for inner in element)
+    if not within_bounds(root, depth=MAX_DEPTH, elements=MAX_ELEMENTS):
+        raise BadRequest(
+            f"The XML body is nested deeper than {MAX_DEPTH} elements or has more than "
+            f"{MAX_ELEMENTS}: send a smaller request."
+        )
 
 
 def error_body(

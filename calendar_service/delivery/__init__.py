@@ -8,5 +8,7 @@ calendar, governance, interop. ``webhooks/`` (beside this package) sends what it
 - ``deliveries``: the webhook delivery state machine (claims, leases, attempts, retries), which
   ``webhooks/`` drives;
 - ``triggers/``: time triggers (an event starting, ending, minutes before);
-- ``mail/``: invitation mail sent and its replies received.
+- ``mail/``: invitation mail sent and its replies received;
+- ``connections``: connected calendars (sources read from outside servers under the same SSRF
+  rules): added, listed, removed, claimed for a poll, what a poll found recorded.
 """

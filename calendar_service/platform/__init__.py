@@ -12,6 +12,7 @@ the tables. May import: nothing of ours (and ``migrations`` for the schema upgra
 - ``schema_patterns``: what the core accepts, as the patterns and limits its schemas publish;
 - ``lru``: a bounded, thread-safe LRU (what the list keeps between requests);
 - ``service_secrets``: secrets the service makes for itself and keeps in the database;
+- ``sealed``: secrets it must use again but never show, sealed with AES-GCM at rest;
 - ``served_address``: the address the service is served on, for commands that print links;
 - ``migrate``: the schema brought up to date with Alembic;
 - ``db/``: the engine, transactions, and running the core's calls for the fronts;

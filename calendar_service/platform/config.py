@@ -95,6 +95,11 @@ class Config:
     mail_from: str = "calendar@localhost"
     invites_per_day: int = 100
     inbound_secret: str | None = None
+    # Connected calendars (docs/connections.md): how often an ``ics`` source is polled
+    # (``caldav`` every minute, or this when shorter), and the key their secrets are sealed
+    # with (None: one the service makes and keeps, ``service_secrets``).
+    connection_poll: timedelta = timedelta(minutes=5)
+    connection_key: str | None = None
 
     @property
     def mail_configured(self) -> bool:
@@ -138,7 +143,12 @@ class Config:
         mail_from = env.get("CALENDAR_MAIL_FROM") or "calendar@localhost"
         if not re.fullmatch(r"[^@\s<>\"]+@[^@\s<>\"]+", mail_from):
             raise ConfigError("CALENDAR_MAIL_FROM must be an address such as calendar@example.com")
+        connection_poll = parse_duration(env.get("CALENDAR_CONNECTION_POLL", "5m"))
+        if not timedelta(seconds=1) <= connection_poll <= timedelta(days=1):
+            raise ConfigError("CALENDAR_CONNECTION_POLL must be from 1s to 1d")
         return cls(
+            connection_poll=connection_poll,
+            connection_key=env.get("CALENDAR_CONNECTION_KEY") or None,
             smtp_url=smtp_url,
             mail_from=mail_from,
             invites_per_day=int(invites),

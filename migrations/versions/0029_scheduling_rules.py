@@ -1,7 +1,7 @@
 """scheduling_rules: the owner's rules for agents, and the keys they do not bind
 
 Revision ID: 0029
-Revises: 0027
+Revises: 0028
 Create Date: 2026-12-07 19:30:00
 
 ``scheduling_rules`` keeps one row per owner who has set rules for agents (working hours,
@@ -24,7 +24,7 @@ from alembic import op
 from migrations._frozen import UTCDateTime
 
 revision: str = "0029"
-down_revision: str | None = "0027"
+down_revision: str | None = "0028"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,5 +1,6 @@
 """What takes time in calendars: for ``calendar_service.calendar.availability`` (free/busy, finding
-a time) and ``ifFree`` on create (``conflicts``).
+a time) and ``ifFree`` on create (``conflicts``, which counts the owner's connected calendars
+too, ``calendar.connected``).
 
 Busy time is what the list shows, from the same window query (``queries.busy_statement``,
 ``queries.series_statement``): single events and changed occurrences, and the occurrences of
@@ -19,6 +20,7 @@ from sqlalchemy import Connection, select
 
 from calendar_service.access.keys import READ, WRITE, Principal
 from calendar_service.calendar.calendars import CalendarRow, every_calendar
+from calendar_service.calendar.connected import busy_of_owner
 from calendar_service.calendar.events.chunks import (
     PLANS,
     SHARE_FLOOR,
@@ -74,7 +76,8 @@ def meetings_of(
 ) -> list[Busy]:
     """The owner's meetings that overlap ``[low, high)``, in no order: what the owner's rules
     for agents count (``calendar.rule_check``), in every calendar of the owner: events that
-    are neither all-day nor transparent (free), cancelled occurrences left out. The one read
+    are neither all-day nor transparent (free), cancelled occurrences left out, and the busy
+    times of the owner's connected calendars. The one read
     of busy time the rules make (``calendars``: ``owner_calendars``, when read already).
 
     It runs after the write it checks, in the same transaction, which may yet be rolled back
@@ -83,7 +86,10 @@ def meetings_of(
     rollback takes back and a later write numbers again."""
     if calendars is None:
         calendars = owner_calendars(conn, user_id=user_id)
-    return busy_of(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=True)
+    found = busy_of(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=True)
+    # The owner's connected calendars count too (``calendar.connected``): their busy times,
+    # all of them (a connected calendar keeps no titles, nor which of its events are all-day).
+    return found + busy_of_owner(conn, user_id=user_id, low=low, high=high)
 
 
 def owner_calendars(
@@ -189,12 +195,14 @@ def conflicts(
         version,
     )
     items = busy_of(conn, user_id=principal.user_id, calendars=[locked], low=start, high=end)
+    # The owner's connected calendars count too (``calendar.connected``): times only.
+    items += busy_of_owner(conn, user_id=principal.user_id, low=start, high=end)
     tz = zone(calendar.time_zone)
     readable = principal.permission in (READ, WRITE)
     found = []
     for _, s, e, event_id, title in sorted(items, key=lambda b: (b[1], b[3])):
         item: dict[str, Any] = {"startsAt": format_in(s, tz), "endsAt": format_in(e, tz)}
-        if readable:
+        if readable and event_id:
             item["id"], item["title"] = event_id, title
         found.append(item)
     return found

@@ -32,6 +32,20 @@ def c(name: str) -> str:
     return qn(CALDAV, name)
 
 
+def within_bounds(root: Element, *, depth: int, elements: int) -> bool:
+    """Whether the document is nested at most ``depth`` deep with at most ``elements``
+    elements, walked without recursion (and stopped as soon as it is not)."""
+    count = 0
+    stack = [(root, 1)]
+    while stack:
+        element, level = stack.pop()
+        count += 1
+        if level > depth or count > elements:
+            return False
+        stack.extend((child, level + 1) for child in element)
+    return True
+
+
 def element(name: str, text: str | None = None, *children: Element) -> Element:
     made = Element(name)
     if text is not None:

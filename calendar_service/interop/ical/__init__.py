@@ -12,6 +12,7 @@
 - ``desired``: what each UID of such a file wants the calendar to hold, checked as the core
   checks it before anything is written (with what is imported only in part said);
 - ``importing``: those written through the events core (outbox included), idempotent by UID;
+- ``connected``: a connected calendar's text read into busy intervals, bounded as an import;
 - ``zones``: a file's TZIDs resolved to IANA zones, or its own VTIMEZONEs read with bounded
   work (never a rule from the file walked without a bound);
 - ``edges``: occurrences next to a DST change written so that every reader reads them alike.

@@ -132,13 +132,20 @@ class ReadFile:
     zone_work: int = 0  # the work its VTIMEZONEs cost (``zones.Work``), at most MAX_ZONE_WORK
 
 
-def check_shape(data: bytes, *, field_name: str = "body") -> None:
+def check_shape(
+    data: bytes,
+    *,
+    field_name: str = "body",
+    max_bytes: int = MAX_BYTES,
+    max_events: int = MAX_EVENTS,
+) -> None:
     """Refuse, before parsing, what is not an iCalendar file or is too big to import: no
     ``BEGIN:VCALENDAR``, a component left open or closed twice, nesting deeper than
-    ``MAX_DEPTH``, more than ``MAX_EVENTS`` VEVENTs, more than ``MAX_BYTES``."""
-    if len(data) > MAX_BYTES:
+    ``MAX_DEPTH``, more than ``max_events`` VEVENTs, more than ``max_bytes`` (a connected
+    calendar's poll passes its own bounds)."""
+    if len(data) > max_bytes:
         raise PayloadTooLarge(
-            f"The file is larger than {MAX_BYTES // (1024 * 1024)} MiB: split it (for example "
+            f"The file is larger than {max_bytes // (1024 * 1024)} MiB: split it (for example "
             "by year) and import the parts one after another."
         )
     stack: list[bytes] = []
@@ -175,9 +182,9 @@ def check_shape(data: bytes, *, field_name: str = "body") -> None:
                 )
             if name == b"VEVENT":
                 events += 1
-                if events > MAX_EVENTS:
+                if events > max_events:
                     raise PayloadTooLarge(
-                        f"The file holds more than {MAX_EVENTS} events: split it (for example "
+                        f"The file holds more than {max_events} events: split it (for example "
                         "by year) and import the parts one after another."
                     )
         elif not stack or stack[-1] != name:
@@ -235,10 +242,16 @@ class _Calendar(Calendar):
         return _Parser(st, cls._get_component_factory(), cls.types_factory)
 
 
-def read_file(data: bytes, *, field_name: str = "body") -> ReadFile:
+def read_file(
+    data: bytes,
+    *,
+    field_name: str = "body",
+    max_bytes: int = MAX_BYTES,
+    max_events: int = MAX_EVENTS,
+) -> ReadFile:
     """The file's UIDs, planned (``InvalidICalendar`` or ``PayloadTooLarge`` for a file
     that cannot be imported at all)."""
-    check_shape(data, field_name=field_name)
+    check_shape(data, field_name=field_name, max_bytes=max_bytes, max_events=max_events)
     try:
         calendars = _Calendar.from_ical(data.removeprefix(b"\xef\xbb\xbf"), multiple=True)
     except Exception as exc:  # the parser's, on input it could not take: a 400, never a 500

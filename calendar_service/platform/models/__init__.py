@@ -17,6 +17,7 @@ the fronts cannot drift. Hot paths read and write the tables with SQLAlchemy Cor
 - ``webhooks``: the owner's endpoint, the outbox of deliveries, their attempts;
 - ``ical``: feeds, their fetches, the UIDs of imported events;
 - ``links``: scheduling links and the bookings made through them;
+- ``connections``: connected calendars, their objects and busy time;
 - ``availability``: the free/busy and free-time questions and answers;
 - ``rules``: the owner's rules for agents;
 - ``problems``: RFC 9457 problem details.
@@ -46,6 +47,12 @@ from calendar_service.platform.models.calendars import (
     calendars_t,
 )
 from calendar_service.platform.models.columns import UTCDateTime, from_db, to_db, utc_text_of
+from calendar_service.platform.models.connections import (
+    Source,
+    connection_busy_t,
+    connection_objects_t,
+    connections_t,
+)
 from calendar_service.platform.models.events import (
     SERIES_ROWS,
     TITLE_MAX,
@@ -158,6 +165,7 @@ __all__: Sequence[str] = (
     "SchedulingRulesPublic",
     "ServiceSecret",
     "SignInFailure",
+    "Source",
     "SyncClock",
     "UTCDateTime",
     "User",
@@ -169,6 +177,9 @@ __all__: Sequence[str] = (
     "bookings_t",
     "calendars_t",
     "calls_t",
+    "connection_busy_t",
+    "connection_objects_t",
+    "connections_t",
     "deliveries_t",
     "endpoints_t",
     "event_sync_t",

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import Field as PydanticField
 
+from calendar_service.platform.models.connections import Source
 from calendar_service.platform.models.wire import INPUT_TIME, Input, Wire
 
 _BOUND_DOC = "RFC 3339 date-time, or a date (that day's midnight). Without an offset it is read in "
@@ -111,10 +112,17 @@ class CalendarBusy(Wire):
     )
 
 
+_SOURCES_DOC = (
+    "The owner's connected calendars counted (docs/connections.md), each with when it was "
+    "last read and whether that is stale (older than three polls)."
+)
+
+
 class FreeBusyPublic(Wire):
     time_min: str = PydanticField(json_schema_extra={"format": "date-time"})
     time_max: str = PydanticField(json_schema_extra={"format": "date-time"})
     calendars: list[CalendarBusy]
+    sources: list[Source] = PydanticField(description=_SOURCES_DOC)
 
 
 class FreeTimePublic(Wire):
@@ -133,6 +141,7 @@ class FreeTimePublic(Wire):
         description="With attendees: those whose time is not known here (no owner of that "
         "address shares their free/busy with you): the slots may not suit them.",
     )
+    sources: list[Source] = PydanticField(description=_SOURCES_DOC)
 
 
 class Conflicting(Wire):
