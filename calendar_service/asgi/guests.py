@@ -14,6 +14,7 @@ from sqlalchemy import Connection
 from starlette.requests import Request
 
 from calendar_service.access.keys import Principal
+from calendar_service.access.ratelimit import RateState
 from calendar_service.asgi.context import header, request_id, service_key, services
 from calendar_service.calendar import booking
 from calendar_service.journal.invitations import MailPolicy
@@ -27,21 +28,22 @@ def _bucket(prefix: str, value: str) -> str:
     return prefix + hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()[:32]
 
 
-def _spend(conn: Connection, *, limiter: Any, buckets: list[str]) -> None:
+def _spend(conn: Connection, *, limiter: Any, buckets: list[str]) -> RateState:
     now = time.time()
-    for bucket in buckets:
-        limiter.spend(conn, key_id=bucket, now=now)
+    states = [limiter.spend(conn, key_id=bucket, now=now) for bucket in buckets]
+    return min(states, key=lambda state: state.remaining)  # the budget nearer its end
 
 
-async def spend_budget(request: Request, token: str) -> None:
+async def spend_budget(request: Request, token: str) -> RateState:
     """Spend one request of the link's budget and of the client address's (429
-    ``rate_limited`` when either is used up)."""
+    ``rate_limited`` when either is used up); what is left of the one nearer its end, for the
+    answer's ``RateLimit-*`` headers."""
     svc = services(request)
     client = request.scope.get("client")
     buckets = [_bucket("gl_", token)]
     if client:
         buckets.append(_bucket("ga_", str(client[0])))
-    await svc.db.run(_spend, limiter=svc.guest_limiter, buckets=buckets)
+    return await svc.db.run(_spend, limiter=svc.guest_limiter, buckets=buckets)
 
 
 def _principal(conn: Connection, *, token: str, manage: bool) -> Principal:

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from calendar_service.access.ratelimit import RateState
 from calendar_service.asgi.context import Query, services
 from calendar_service.asgi.guests import guest_write, mail_policy, spend_budget
 from calendar_service.asgi.responses import Encoded
@@ -55,8 +56,9 @@ async def delete_scheduling_link(request: Request) -> Response:
     return _respond(outcome, None)
 
 
-def _json(value: Any, status: int = 200) -> Response:
-    return Encoded(orjson.dumps(value), status, list(_NO_STORE))
+def _json(value: Any, status: int = 200, rate: RateState | None = None) -> Response:
+    headers = list(_NO_STORE) if rate is None else [*_NO_STORE, *rate.raw_headers()]
+    return Encoded(orjson.dumps(value), status, headers)
 
 
 async def done(value: Any) -> Any:
@@ -79,7 +81,7 @@ def _query(request: Request, known: tuple[str, ...]) -> Query:
 
 async def link_slots(request: Request) -> Response:
     token = request.path_params["token"]
-    await spend_budget(request, token)
+    rate = await spend_budget(request, token)
     query = _query(request, SLOT_PARAMETERS)
     found = await services(request).db.run(
         booking.link_slots,
@@ -89,12 +91,12 @@ async def link_slots(request: Request) -> Response:
         time_max=query.last.get("timeMax"),
         time_zone=query.last.get("timeZone"),
     )
-    return _json(await done(found))
+    return _json(await done(found), rate=rate)
 
 
 async def book(request: Request) -> Response:
     token = request.path_params["token"]
-    await spend_budget(request, token)
+    rate = await spend_budget(request, token)
     _query(request, ())
     raw, refused = await _body(request)
     if refused is not None:
@@ -110,20 +112,20 @@ async def book(request: Request) -> Response:
     outcome = await guest_write(
         request, operations.BOOK, token=token, manage=False, path=BOOK_API + "/{token}", args=args
     )
-    return _json(outcome.value, 201)
+    return _json(outcome.value, 201, rate)
 
 
 async def get_booking(request: Request) -> Response:
     token = request.path_params["token"]
-    await spend_budget(request, token)
+    rate = await spend_budget(request, token)
     _query(request, ())
     found = await services(request).db.run(booking.booking_public, manage_token=token, now=utcnow())
-    return _json(found)
+    return _json(found, rate=rate)
 
 
 async def cancel_booking(request: Request) -> Response:
     token = request.path_params["token"]
-    await spend_budget(request, token)
+    rate = await spend_budget(request, token)
     _query(request, ())
     mail = await mail_policy(request)
 
@@ -134,12 +136,12 @@ async def cancel_booking(request: Request) -> Response:
     outcome = await guest_write(
         request, operations.CANCEL_BOOKING, token=token, manage=True, path=path, args=args
     )
-    return _json(outcome.value)
+    return _json(outcome.value, rate=rate)
 
 
 async def reschedule_booking(request: Request) -> Response:
     token = request.path_params["token"]
-    await spend_budget(request, token)
+    rate = await spend_budget(request, token)
     _query(request, ())
     raw, refused = await _body(request)
     if refused is not None:
@@ -154,7 +156,7 @@ async def reschedule_booking(request: Request) -> Response:
     outcome = await guest_write(
         request, operations.RESCHEDULE_BOOKING, token=token, manage=True, path=path, args=args
     )
-    return _json(outcome.value)
+    return _json(outcome.value, rate=rate)
 
 
 def routes() -> list[BaseRoute]:

@@ -190,6 +190,24 @@ def test_each_link_and_address_has_a_budget(tmp_path: Path) -> None:
                 limited = api.get("/api/v1/book/" + other.rsplit("/", 1)[1] + "/slots")
                 assert limited.status_code == 429
                 assert limited.json()["code"] == "rate_limited"
+                assert int(limited.headers["Retry-After"]) >= 1
+
+
+def test_the_public_api_answers_say_what_is_left_of_the_budget(tmp_path: Path) -> None:
+    with fresh_database_url(tmp_path) as url:
+        config = make_config(url, booking_rate_limit=(5, 60))
+        with migrated_database(config) as db:
+            _, secret = Factory(db).key(Factory(db).owner())
+            with (
+                own_server(config) as server,
+                httpx.Client(base_url=server.url, timeout=30) as api,
+            ):
+                slots = "/api/v1" + make_link(api, secret) + "/slots"
+                answers = [api.get(slots) for _ in range(3)]
+    assert [a.status_code for a in answers] == [200] * 3
+    assert {a.headers["RateLimit-Limit"] for a in answers} == {"5"}
+    # The budget nearer its end (the link's and the address's are spent alike here).
+    assert [int(a.headers["RateLimit-Remaining"]) for a in answers] == [4, 3, 2]
 
 
 def test_the_owner_sees_and_revokes_every_link(

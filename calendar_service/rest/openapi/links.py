@@ -162,9 +162,6 @@ def _delete() -> dict[str, Any]:
     }
 
 
-_GUEST_HEADERS = ("Request-Id", "Cache-Control")
-
-
 def _public_errors(*codes: str) -> dict[str, Any]:
     chosen = {"400", "404", "429", "500", *codes}
     found = {code: value for code, value in errors("404", "409").items() if code in chosen}
@@ -198,7 +195,7 @@ def _slots() -> dict[str, Any]:
         "responses": {
             "200": {
                 "description": "The slots.",
-                "headers": ref_headers(*_GUEST_HEADERS),
+                "headers": ref_headers(*OK_HEADERS),
                 "content": json_content(
                     "BookingSlots",
                     example={
@@ -247,7 +244,7 @@ def _book() -> dict[str, Any]:
         "responses": {
             "201": {
                 "description": "Booked.",
-                "headers": ref_headers(*_GUEST_HEADERS),
+                "headers": ref_headers(*OK_HEADERS),
                 "content": json_content(
                     "BookingCreated",
                     example={
