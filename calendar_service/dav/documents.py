@@ -8,13 +8,17 @@ document deeper than ``MAX_DEPTH`` or with more than ``MAX_ELEMENTS`` elements i
 
 from __future__ import annotations
 
-from xml.etree.ElementTree import Element, ParseError, tostring
+from xml.etree.ElementTree import Element, ParseError, SubElement, register_namespace, tostring
 
 import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
-from calendar_service.interop.caldav.xml import OURS, child, d, qn
+from calendar_service.dav.multistatus import PREFIXES
+from calendar_service.interop.caldav.names import OURS, d, qn
 from calendar_service.platform.errors import BadRequest
+
+for _uri, _prefix in PREFIXES.items():
+    register_namespace(_prefix, _uri)
 
 MAX_BODY = 1024 * 1024
 """The largest XML request body (PROPFIND, REPORT): 1 MiB."""
@@ -67,6 +71,13 @@ def error_body(
     if code is not None:
         child(root, qn(OURS, "code"), code)
     return document(root)
+
+
+def child(parent: Element, name: str, text: str | None = None) -> Element:
+    made = SubElement(parent, name)
+    if text is not None:
+        made.text = text
+    return made
 
 
 def document(root: Element) -> bytes:
