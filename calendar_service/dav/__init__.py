@@ -4,5 +4,6 @@ May import: the core, asgi.
 - ``routes``: the handlers, each through ``gateway.perform`` (the resources are
   ``interop.caldav``'s);
 - ``documents``: request bodies parsed with ``defusedxml`` within bounds, and the
-  ``DAV:error`` body of a refusal.
+  ``DAV:error`` body of a refusal;
+- ``multistatus``: the core's answers (``interop.caldav.names``) written as XML text.
 """

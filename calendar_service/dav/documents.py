@@ -8,13 +8,17 @@ document deeper than ``MAX_DEPTH`` or with more than ``MAX_ELEMENTS`` elements i
 
 from __future__ import annotations
 
-from xml.etree.ElementTree import Element, ParseError, tostring
+from xml.etree.ElementTree import Element, ParseError, SubElement, register_namespace, tostring
 
 import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
-from calendar_service.interop.caldav.xml import OURS, child, d, qn, within_bounds
+from calendar_service.dav.multistatus import PREFIXES
+from calendar_service.interop.caldav.names import OURS, d, qn
 from calendar_service.platform.errors import BadRequest
+
+for _uri, _prefix in PREFIXES.items():
+    register_namespace(_prefix, _uri)
 
 MAX_BODY = 1024 * 1024
 """The largest XML request body (PROPFIND, REPORT): 1 MiB."""
@@ -47,6 +51,21 @@ def _check_bounds(root: Element) -> None:
         )
 
 
+def within_bounds(root: Element, *, depth: int, elements: int) -> bool:
+    """Whether the document is nested at most ``depth`` deep with at most ``elements``
+    elements, walked without recursion (and stopped as soon as it is not): a request body's
+    bounds here, a remote server's answer's in ``webhooks.caldav_client``."""
+    count = 0
+    stack = [(root, 1)]
+    while stack:
+        element, level = stack.pop()
+        count += 1
+        if level > depth or count > elements:
+            return False
+        stack.extend((inner, level + 1) for inner in element)
+    return True
+
+
 def error_body(
     condition: str | None, message: str, href: str | None = None, code: str | None = None
 ) -> bytes:
@@ -61,6 +80,13 @@ def error_body(
     if code is not None:
         child(root, qn(OURS, "code"), code)
     return document(root)
+
+
+def child(parent: Element, name: str, text: str | None = None) -> Element:
+    made = SubElement(parent, name)
+    if text is not None:
+        made.text = text
+    return made
 
 
 def document(root: Element) -> bytes:

@@ -37,8 +37,9 @@ from calendar_service.asgi.context import (
     session_secret,
 )
 from calendar_service.calendar import calendar_edits as calendar_changes
-from calendar_service.dav import documents
-from calendar_service.interop.caldav import access, objects, xml
+from calendar_service.dav import documents, multistatus
+from calendar_service.interop.caldav import access, objects
+from calendar_service.interop.caldav.names import c, d
 from calendar_service.interop.caldav.resources import ROOT, parse_path
 from calendar_service.interop.ical.feeds import etag_matches
 from calendar_service.interop.ical.reading import ReadFile, read_file
@@ -46,6 +47,7 @@ from calendar_service.operations import catalog as operations
 from calendar_service.operations.catalog import Operation
 from calendar_service.operations.gateway import Arguments, Outcome, finished, perform, permits
 from calendar_service.platform import service_secrets
+from calendar_service.platform.deferred import Later
 from calendar_service.platform.errors import (
     AuthError,
     CalendarError,
@@ -123,10 +125,12 @@ async def _perform(
     args: Arguments,
     *,
     refused: CalendarError | None = None,
+    then: Callable[[Any], Any] | None = None,
 ) -> Outcome[Any]:
     """``op`` through ``gateway.perform``; without a ``principal``, signed in within the
     same transaction (``access.signed_in``), or the long way (``_sign_in``) when that lets
-    the request not in."""
+    the request not in. ``then``: the front's step after the work the operation left for
+    later (a ``Later``), on the same thread."""
     options: dict[str, Any] = {
         "ctx": call_context(request, op.name, "caldav"),
         "op": op,
@@ -145,10 +149,16 @@ async def _perform(
                 now=utcnow(),
                 then=functools.partial(_performed, options=options),
             )
-            return await finished(outcome)
+            return await _finished(outcome, then)
         except access.SignInNeeded:
             principal = await _sign_in(request, svc)  # refused there, or let in after all
     outcome = await svc.db.run_grouped(_performed, principal, options=options)
+    return await _finished(outcome, then)
+
+
+async def _finished(outcome: Outcome[Any], then: Callable[[Any], Any] | None) -> Outcome[Any]:
+    if then is not None and isinstance(outcome.value, Later):
+        outcome.value = outcome.value.then(then)
     return await finished(outcome)
 
 
@@ -189,11 +199,19 @@ async def _multistatus(
     **args: Any,
 ) -> Response:
     """``op`` on the request's path with its XML body (``read``: the body, or why it is
-    refused), answered with the core's multistatus."""
+    refused), answered with the core's multistatus, written here (``multistatus``)."""
     body, refused = read
     args = {"path": request.scope["path"], "body": body, **args}
-    outcome = await _perform(request, svc, principal, op, args, refused=refused)
-    return Response(outcome.value, 207, _headers(outcome), media_type=XML_MEDIA_TYPE)
+    outcome = await _perform(
+        request, svc, principal, op, args, refused=refused, then=multistatus.body
+    )
+    written = outcome.value
+    if not isinstance(written, bytes):  # answered within the transaction: written here
+        # at once when every response is written already (``Kept``), else off the loop
+        written = multistatus.written(outcome.value, kept_only=True)
+        if written is None:
+            written = await run_in_threadpool(multistatus.body, outcome.value)
+    return Response(written, 207, _headers(outcome), media_type=XML_MEDIA_TYPE)
 
 
 async def propfind(request: Request, svc: Services, principal: Principal | None) -> Response:
@@ -202,7 +220,7 @@ async def propfind(request: Request, svc: Services, principal: Principal | None)
     if depth not in ("0", "1") and refused is None:
         refused = DavRefused(
             "PROPFIND takes Depth 0 or 1 (infinity is refused, as RFC 4918 allows).",
-            xml.d("propfind-finite-depth"),
+            d("propfind-finite-depth"),
         )
     token_key = await service_key(request, service_secrets.page_token_key)
     return await _multistatus(
@@ -259,14 +277,14 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
         )
     if problem is None and media != ICS_MEDIA_TYPE:
         problem = DavRefused(
-            f"Send the object as '{ICS_MEDIA_TYPE}'.", xml.c("supported-calendar-data")
+            f"Send the object as '{ICS_MEDIA_TYPE}'.", c("supported-calendar-data")
         )
     parsed: ReadFile | None = None
     if problem is None and permits(principal, operations.CALDAV_PUT):  # parsing costs
         try:
             parsed = await run_in_threadpool(read_file, raw)
         except CalendarError as exc:
-            problem = DavRefused(exc.message, xml.c("valid-calendar-data"))
+            problem = DavRefused(exc.message, c("valid-calendar-data"))
     if_match = request.headers.get("if-match")
     if_none_match = request.headers.get("if-none-match")
 
@@ -356,7 +374,7 @@ def _error(exc: CalendarError, svc: Services) -> Response:
     status = exc.status
     condition = href = None
     if isinstance(exc, InsufficientScope):
-        status, condition = 403, xml.d("need-privileges")
+        status, condition = 403, d("need-privileges")
     elif isinstance(exc, AuthError):
         realm = "".join(ch for ch in svc.config.service_name if ch.isalnum() or ch in " -_.")
         headers["WWW-Authenticate"] = f'Basic realm="{realm}", charset="UTF-8"'

@@ -206,6 +206,11 @@ STDLIB_HTTP = frozenset(
     {"http.client", "http.server", "urllib.request", "wsgiref", "socketserver", "xmlrpc"}
 )
 
+# XML, parsed or written, is the CalDAV front's (``dav/``): the core deals in resources and
+# their properties as plain values (``interop/caldav/names.py``). defusedxml and lxml are
+# third-party, which ``LIBRARIES`` refuses the core already.
+STDLIB_XML = frozenset({"xml", "pyexpat"})
+
 # What each layer may import of ours (its own layer always), and which frameworks.
 ALLOWED: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "migrations": (frozenset(), frozenset()),
@@ -326,6 +331,8 @@ def _offences(source: str, module: str, layer: str, *, is_package: bool = False)
             name == http or name.startswith(f"{http}.") for http in STDLIB_HTTP
         ):
             found.append(f"{name} (a {layer} module does no HTTP)")
+        elif libraries is not None and layer == "core" and top in STDLIB_XML:
+            found.append(f"{name} (the core reads and writes no XML: the CalDAV front does)")
         elif (
             libraries is not None
             and top not in PACKAGES
@@ -492,6 +499,20 @@ def test_the_core_may_use_no_library_it_does_not_name_nor_the_standard_librarys_
         "dateutil, email_validator, icalendar, idna, orjson, pydantic, regex, "
         f"sqlalchemy, sqlmodel; see LIBRARIES in {HERE})",
         "urllib.request (a core module does no HTTP)",
+    ]
+
+
+def test_the_core_imports_no_xml_library() -> None:
+    planted = "from xml.etree.ElementTree import Element\nimport defusedxml\nimport lxml.etree\n"
+    assert _offences(planted, "calendar_service.interop.caldav.planted", "core") == [
+        "defusedxml (a core module imports no third-party package but alembic, argon2, "
+        "dateutil, email_validator, icalendar, idna, orjson, pydantic, regex, "
+        f"sqlalchemy, sqlmodel; see LIBRARIES in {HERE})",
+        "lxml.etree (a core module imports no third-party package but alembic, argon2, "
+        "dateutil, email_validator, icalendar, idna, orjson, pydantic, regex, "
+        f"sqlalchemy, sqlmodel; see LIBRARIES in {HERE})",
+        "xml.etree.ElementTree (the core reads and writes no XML: the CalDAV front does)",
+        "xml.etree.ElementTree.Element (the core reads and writes no XML: the CalDAV front does)",
     ]
 
 

@@ -3,8 +3,9 @@ protocol's core, without HTTP (``dav.routes`` serves it), every read and write t
 same core functions as REST and MCP (``operations``: ``CALDAV_*``, run by
 ``gateway.perform``).
 
-- ``xml``: the WebDAV and CalDAV names (Clark notation) and the ``multistatus`` answers
-  (reading request bodies and writing ``DAV:error`` is the front's, ``dav.documents``);
+- ``names``: the WebDAV and CalDAV names (Clark notation), the request documents as read
+  (``Node``) and the ``multistatus`` answers as plain values (parsing and writing XML is
+  the front's: ``dav.documents``, ``dav.multistatus``);
 - ``access``: HTTP Basic sign-in with the owner's email and an app password, throttled as
   the sign-in page is;
 - ``objects``: one calendar object per event (a series with its exceptions): names, ETags,

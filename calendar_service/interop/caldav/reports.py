@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from xml.etree.ElementTree import Element
 
 from sqlalchemy import Connection
 
@@ -36,6 +35,16 @@ from calendar_service.calendar.events.listing import list_events_later
 from calendar_service.calendar.events.sync import current_position, sync_events
 from calendar_service.calendar.recurrence.ids import split_occurrence_id
 from calendar_service.interop.caldav import objects
+from calendar_service.interop.caldav.names import (
+    Found,
+    Gone,
+    Kept,
+    Multistatus,
+    Node,
+    Value,
+    c,
+    d,
+)
 from calendar_service.interop.caldav.resources import (
     SYNC_TOKEN_PREFIX,
     Place,
@@ -46,7 +55,6 @@ from calendar_service.interop.caldav.resources import (
     object_properties,
     sync_token,
 )
-from calendar_service.interop.caldav.xml import Multistatus, c, d, escape_text
 from calendar_service.interop.ical.export import reminder_of
 from calendar_service.platform.deferred import Later, finish
 from calendar_service.platform.errors import (
@@ -70,9 +78,9 @@ def report(
     *,
     principal: Principal,
     path: str,
-    body: Element | None,
+    body: Node | None,
     token_key: bytes,
-) -> bytes | Later:
+) -> Multistatus | Later:
     """The ``multistatus`` answer to the REPORT ``body`` on ``path``, as a ``Later`` when
     there is work left to do."""
     if body is None:
@@ -80,7 +88,7 @@ def report(
             "A REPORT needs a body: calendar-query, calendar-multiget or sync-collection."
         )
     place = locate(conn, principal=principal, path=path)
-    kinds: dict[str, Callable[..., bytes | Later]] = {
+    kinds: dict[str, Callable[..., Multistatus | Later]] = {
         c("calendar-query"): _query,
         c("calendar-multiget"): _multiget,
         d("sync-collection"): _sync,
@@ -116,7 +124,7 @@ def _time(value: str | None, what: str) -> datetime | None:
         ) from None
 
 
-def _range(range_element: Element, what: str) -> Window:
+def _range(range_element: Node, what: str) -> Window:
     low = _time(range_element.get("start"), what)
     high = _time(range_element.get("end"), what)
     if low is None and high is None:
@@ -150,7 +158,7 @@ class TextMatch:
         return found != self.negate
 
 
-def _text_match(prop: Element) -> TextMatch:
+def _text_match(prop: Node) -> TextMatch:
     name = (prop.get("name") or "").upper()
     tests = list(prop)
     match = tests[0] if len(tests) == 1 else None
@@ -166,7 +174,7 @@ def _text_match(prop: Element) -> TextMatch:
     return TextMatch(_TEXTS[name], match.text or "", collation == "i;ascii-casemap", negate)
 
 
-def _filter(body: Element) -> tuple[bool, Window, list[TextMatch]]:
+def _filter(body: Node) -> tuple[bool, Window, list[TextMatch]]:
     """Whether any object can match (a query for to-dos cannot), the window, and the text
     matches an object must pass."""
     found = body.find(c("filter"))
@@ -242,15 +250,15 @@ def _by_object(listed: dict[str, Any]) -> tuple[dict[str, list[dict[str, Any]]],
 
 
 def _query(
-    conn: Connection, principal: Principal, place: Place, body: Element, key: bytes
-) -> bytes | Later:
+    conn: Connection, principal: Principal, place: Place, body: Node, key: bytes
+) -> Multistatus | Later:
     calendar = place.calendar
     assert calendar is not None
     wanted = Wanted.of_prop(body.find(d("prop")))
     possible, window, texts = _filter(body)
     expand = _expand(wanted)
     if not possible:
-        return Later(lambda: Multistatus().body())
+        return Multistatus()
     low, high = window
     exact = _listed(conn, principal, calendar, window, key) if low and high else None
     if isinstance(exact, dict) and "nextPageToken" not in exact and expand is None:
@@ -267,7 +275,7 @@ def _query(
     if expand is not None:
         expanding = exact if expand == window else _listed(conn, principal, calendar, expand, key)
 
-    def made() -> bytes:
+    def made() -> Multistatus:
         chosen = candidates
         if exact is not None:
             listed, last = _by_object(finish(exact))
@@ -283,11 +291,6 @@ def _query(
     return Later(made)
 
 
-# A calendar-query's ``DAV:response`` of an object, by its ETag, the calendar's path and what
-# was asked for: most of a week's objects were answered already, at their version.
-_RESPONSES = Lru(16384, most_weight=64 * 1024 * 1024)
-
-
 def _from_list(
     conn: Connection,
     place: Place,
@@ -295,55 +298,46 @@ def _from_list(
     events: list[dict[str, Any]],
     wanted: Wanted,
     texts: Sequence[TextMatch],
-) -> bytes | Later:
+) -> Multistatus:
     """A time range's objects from the list's whole page (``events``): each single event
-    answered from its public object (no second read of its row; its response kept by ETag),
-    each series that occurs in the window read with its changed occurrences (``load``, or
-    kept: ``_series_objects``). When every response is kept already (a week asked for
-    before, at the same versions), the answer is put together at once; otherwise what is
-    missing is written later, off the event loop."""
+    answered from its public object (no second read of its row), each series that occurs in
+    the window read with its changed occurrences (``load``, or kept: ``_series_objects``).
+    Each response is made only when asked for (``Kept``), keyed by what its object's ETag is
+    made of, the calendar's path and what was asked for: the front keeps it written, and
+    answers a week asked for before, at the same versions, at once."""
     singles = [e for e in events if "recurringEventId" not in e]
     series_ids = {e["recurringEventId"] for e in events if "recurringEventId" in e}
     reminder = reminder_of(conn, calendar=calendar)
     uids = objects.uids_of(conn, calendar=calendar, event_ids=[e["id"] for e in singles])
     series = _series_objects(conn, calendar, series_ids, reminder) if series_ids else []
     shape = (wanted.names, wanted.allprop, wanted.propname, wanted.calendar_data is not None)
+    status = Multistatus()
+    for event in singles:
+        event_id = event["id"]
+        uid, named = uids.get(event_id, (event_id, None))
+        # What its ETag is made of (``objects.listed_etag``), without the digest; and its name.
+        made_of = (event_id, event["updatedAt"], uid, calendar.time_zone, reminder, named)
 
-    def made(kept_only: bool = False) -> bytes | None:
-        status = Multistatus()
-        for event in singles:
-            event_id = event["id"]
-            uid, named = uids.get(event_id, (event_id, None))
-            # What its ETag is made of (``objects.listed_etag``), without the digest; and its
-            # name.
-            made_of = (event_id, event["updatedAt"], uid, calendar.time_zone, reminder, named)
-            response: str | None = None
-            if not texts:
-                response = _RESPONSES.get((made_of, place.path, shape))
-            if response is None:
-                if kept_only:
-                    return None
-                etag = objects.listed_etag(uid, event, calendar, reminder)
-                obj = objects.listed(event, uid, calendar, reminder, etag, named)
-                if texts and not all(t.holds(obj) for t in texts):
-                    continue
-                response = _response(place, calendar, obj, wanted, None)
-                _RESPONSES.put((made_of, place.path, shape), response, weight=len(response))
-            status.raw(response)
-        for obj in series:
+        def single(
+            event: dict[str, Any] = event, uid: str = uid, named: str | None = named
+        ) -> Found | None:
+            etag = objects.listed_etag(uid, event, calendar, reminder)
+            obj = objects.listed(event, uid, calendar, reminder, etag, named)
             if texts and not all(t.holds(obj) for t in texts):
-                continue
-            response = _RESPONSES.get((obj.etag, place.path, shape))
-            if response is None:
-                if kept_only:
-                    return None
-                response = _response(place, calendar, obj, wanted, None)
-                _RESPONSES.put((obj.etag, place.path, shape), response, weight=len(response))
-            status.raw(response)
-        return status.body()
+                return None
+            return _response(place, calendar, obj, wanted, None)
 
-    at_once = None if texts else made(kept_only=True)
-    return at_once if at_once is not None else Later(made)
+        key = None if texts else (made_of, place.path, shape)
+        status.responses.append(Kept(key, single))
+    for obj in series:
+        if texts and not all(t.holds(obj) for t in texts):
+            continue
+
+        def one(obj: objects.DavObject = obj) -> Found:
+            return _response(place, calendar, obj, wanted, None)
+
+        status.responses.append(Kept((obj.etag, place.path, shape), one))
+    return status
 
 
 # A calendar's series objects, by the calendar's series version (``calendars.series_version``,
@@ -376,20 +370,16 @@ def _response(
     obj: objects.DavObject,
     wanted: Wanted,
     occurrences: dict[str, list[dict[str, Any]]] | None,
-) -> str:
+) -> Found:
     """An object's ``DAV:response`` (with its text, if asked for)."""
-    extra: dict[str, Element | str] = {}
+    extra: dict[str, Value] = {}
     if wanted.calendar_data is not None:
         if occurrences is not None:
             data = objects.expanded(obj, occurrences.get(obj.event_id, []))
         else:
             data = objects.render(obj, calendar)
-        extra[c("calendar-data")] = (
-            f"<cal:calendar-data>{escape_text(data.decode())}</cal:calendar-data>"
-        )
-    status = Multistatus()
-    answer(status, place.path + obj.name, object_properties(obj), wanted, extra)
-    return status.parts[-1]
+        extra[c("calendar-data")] = data.decode()
+    return answer(place.path + obj.name, object_properties(obj), wanted, extra)
 
 
 def _answer(
@@ -400,21 +390,18 @@ def _answer(
     occurrences: dict[str, list[dict[str, Any]]] | None,
     missing: Sequence[str] = (),
     token: str | None = None,
-) -> bytes:
+) -> Multistatus:
     """The multistatus of ``found`` objects (with their text, if asked for), then
     ``missing`` hrefs (404) and the sync ``token``."""
-    status = Multistatus()
+    status = Multistatus(sync_token=token)
     for obj in found:
-        status.raw(_response(place, calendar, obj, wanted, occurrences))
-    for href in missing:
-        status.status(href, 404)
-    if token is not None:
-        status.sync_token(token)
-    return status.body()
+        status.responses.append(_response(place, calendar, obj, wanted, occurrences))
+    status.responses.extend(Gone(href) for href in missing)
+    return status
 
 
 def _multiget(
-    conn: Connection, principal: Principal, place: Place, body: Element, key: bytes
+    conn: Connection, principal: Principal, place: Place, body: Node, key: bytes
 ) -> Later:
     calendar = place.calendar
     assert calendar is not None
@@ -438,14 +425,14 @@ def _multiget(
     missing += [href.strip() for event_id, href in ids.items() if event_id not in found]
     expanding = None if expand is None else _listed(conn, principal, calendar, expand, key)
 
-    def made() -> bytes:
+    def made() -> Multistatus:
         occurrences = None if expanding is None else _by_object(finish(expanding))[0]
         return _answer(place, calendar, found.values(), wanted, occurrences, missing)
 
     return Later(made)
 
 
-def _sync(conn: Connection, principal: Principal, place: Place, body: Element, key: bytes) -> Later:
+def _sync(conn: Connection, principal: Principal, place: Place, body: Node, key: bytes) -> Later:
     calendar = place.calendar
     assert calendar is not None
     wanted = Wanted.of_prop(body.find(d("prop")))

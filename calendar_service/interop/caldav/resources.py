@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from datetime import date
 from email.utils import format_datetime
 from urllib.parse import unquote, urlsplit
-from xml.etree.ElementTree import Element
 
 from icalendar import Calendar, Timezone
 from sqlalchemy import Connection, func, or_, select
@@ -32,14 +31,17 @@ from calendar_service.access.keys import WRITE, Principal
 from calendar_service.calendar.calendars import CalendarRow, accessible_calendars
 from calendar_service.calendar.events.sync import Position, current_position, encode_sync_token
 from calendar_service.interop.caldav import objects
-from calendar_service.interop.caldav.xml import (
+from calendar_service.interop.caldav.names import (
     APPLE,
     CS,
+    Found,
+    Href,
+    MediaType,
     Multistatus,
+    Node,
+    Value,
     c,
-    child,
     d,
-    element,
     qn,
 )
 from calendar_service.platform.deferred import Later
@@ -171,32 +173,11 @@ def href_path(href: str) -> str:
 # Properties
 
 
-def _href(path: str) -> Element:
-    return element(d("href"), path)
-
-
-def _privileges(principal: Principal) -> Element:
-    names = ["read", "read-current-user-privilege-set"]
+def _privileges(principal: Principal) -> tuple[str, ...]:
+    names: tuple[str, ...] = ("read", "read-current-user-privilege-set")
     if principal.permission == WRITE:
-        names += ["write", "write-content", "bind", "unbind"]
-    made = Element(d("current-user-privilege-set"))
-    for name in names:
-        child(child(made, d("privilege")), d(name))
-    return made
-
-
-def _resourcetype(*kinds: str) -> Element:
-    made = Element(d("resourcetype"))
-    for kind in kinds:
-        child(made, kind)
-    return made
-
-
-def _reports(*names: str) -> Element:
-    made = Element(d("supported-report-set"))
-    for name in names:
-        child(child(child(made, d("supported-report")), d("report")), name)
-    return made
+        names += ("write", "write-content", "bind", "unbind")
+    return tuple(d(name) for name in names)
 
 
 @functools.lru_cache(maxsize=256)
@@ -253,19 +234,15 @@ def sync_token(key: bytes, principal: Principal, position: Position, calendar: C
     return SYNC_TOKEN_PREFIX + encode_sync_token(key, principal, position, [calendar.id])
 
 
-Producer = Callable[[], Element]
+Producer = Callable[[], Value]
 
 
 def _common(facts: Facts) -> dict[str, Producer]:
     user_id = facts.principal.user_id
     return {
-        d("current-user-principal"): lambda: element(
-            d("current-user-principal"), None, _href(principal_path(user_id))
-        ),
-        d("principal-collection-set"): lambda: element(
-            d("principal-collection-set"), None, _href(PRINCIPALS)
-        ),
-        d("owner"): lambda: element(d("owner"), None, _href(principal_path(user_id))),
+        d("current-user-principal"): lambda: Href(principal_path(user_id)),
+        d("principal-collection-set"): lambda: Href(PRINCIPALS),
+        d("owner"): lambda: Href(principal_path(user_id)),
         d("current-user-privilege-set"): lambda: _privileges(facts.principal),
     }
 
@@ -275,23 +252,17 @@ def properties(facts: Facts, place: Place) -> dict[str, Producer]:
     user_id = facts.principal.user_id
     props = _common(facts)
     if place.kind in ("root", "principals"):
-        props[d("resourcetype")] = lambda: _resourcetype(d("collection"))
-        props[d("displayname")] = lambda: element(d("displayname"), "Calendars")
+        props[d("resourcetype")] = lambda: (d("collection"),)
+        props[d("displayname")] = lambda: "Calendars"
     elif place.kind == "principal":
-        props[d("resourcetype")] = lambda: _resourcetype(d("collection"), d("principal"))
-        props[d("displayname")] = lambda: element(d("displayname"), facts.owner_email())
-        props[d("principal-URL")] = lambda: element(
-            d("principal-URL"), None, _href(principal_path(user_id))
-        )
-        props[c("calendar-home-set")] = lambda: element(
-            c("calendar-home-set"), None, _href(home_path(user_id))
-        )
-        props[c("calendar-user-address-set")] = lambda: element(
-            c("calendar-user-address-set"), None, _href("mailto:" + facts.owner_email())
-        )
+        props[d("resourcetype")] = lambda: (d("collection"), d("principal"))
+        props[d("displayname")] = facts.owner_email
+        props[d("principal-URL")] = lambda: Href(principal_path(user_id))
+        props[c("calendar-home-set")] = lambda: Href(home_path(user_id))
+        props[c("calendar-user-address-set")] = lambda: Href("mailto:" + facts.owner_email())
     elif place.kind == "home":
-        props[d("resourcetype")] = lambda: _resourcetype(d("collection"))
-        props[d("displayname")] = lambda: element(d("displayname"), "Calendars")
+        props[d("resourcetype")] = lambda: (d("collection"),)
+        props[d("displayname")] = lambda: "Calendars"
     elif place.kind == "calendar":
         assert place.calendar is not None
         props.update(_calendar_properties(facts, place.calendar))
@@ -299,42 +270,32 @@ def properties(facts: Facts, place: Place) -> dict[str, Producer]:
 
 
 def _calendar_properties(facts: Facts, calendar: CalendarRow) -> dict[str, Producer]:
-    comps = Element(c("supported-calendar-component-set"))
-    child(comps, c("comp")).set("name", "VEVENT")
-    data = Element(c("supported-calendar-data"))
-    kind = child(data, c("calendar-data"))
-    kind.set("content-type", "text/calendar")
-    kind.set("version", "2.0")
     props: dict[str, Producer] = {
-        d("resourcetype"): lambda: _resourcetype(d("collection"), c("calendar")),
-        d("displayname"): lambda: element(d("displayname"), calendar.name),
-        c("calendar-timezone"): lambda: element(
-            c("calendar-timezone"), zone_text(calendar.time_zone)
+        d("resourcetype"): lambda: (d("collection"), c("calendar")),
+        d("displayname"): lambda: calendar.name,
+        c("calendar-timezone"): lambda: zone_text(calendar.time_zone),
+        c("supported-calendar-component-set"): lambda: ("VEVENT",),
+        c("supported-calendar-data"): lambda: (MediaType("text/calendar", "2.0"),),
+        c("max-resource-size"): lambda: str(objects.MAX_OBJECT),
+        d("supported-report-set"): lambda: (
+            c("calendar-query"),
+            c("calendar-multiget"),
+            d("sync-collection"),
         ),
-        c("supported-calendar-component-set"): lambda: comps,
-        c("supported-calendar-data"): lambda: data,
-        c("max-resource-size"): lambda: element(c("max-resource-size"), str(objects.MAX_OBJECT)),
-        d("supported-report-set"): lambda: _reports(
-            c("calendar-query"), c("calendar-multiget"), d("sync-collection")
-        ),
-        qn(CS, "getctag"): lambda: element(qn(CS, "getctag"), facts.ctag(calendar)),
-        d("sync-token"): lambda: element(d("sync-token"), facts.sync_token(calendar)),
+        qn(CS, "getctag"): lambda: facts.ctag(calendar),
+        d("sync-token"): lambda: facts.sync_token(calendar),
     }
     if calendar.color:
-        props[qn(APPLE, "calendar-color")] = lambda: element(
-            qn(APPLE, "calendar-color"), calendar.color
-        )
+        props[qn(APPLE, "calendar-color")] = lambda: calendar.color
     return props
 
 
 def object_properties(obj: objects.DavObject) -> dict[str, Producer]:
     return {
-        d("getetag"): lambda: element(d("getetag"), obj.etag),
-        d("getcontenttype"): lambda: element(d("getcontenttype"), objects.MEDIA_TYPE),
-        d("resourcetype"): lambda: Element(d("resourcetype")),
-        d("getlastmodified"): lambda: element(
-            d("getlastmodified"), format_datetime(obj.updated, usegmt=True)
-        ),
+        d("getetag"): lambda: obj.etag,
+        d("getcontenttype"): lambda: objects.MEDIA_TYPE,
+        d("resourcetype"): lambda: (),
+        d("getlastmodified"): lambda: format_datetime(obj.updated, usegmt=True),
     }
 
 
@@ -350,10 +311,10 @@ class Wanted:
     names: tuple[str, ...] = ()
     allprop: bool = False
     propname: bool = False
-    calendar_data: Element | None = None  # a report's CALDAV:calendar-data element
+    calendar_data: Node | None = None  # a report's CALDAV:calendar-data element
 
     @classmethod
-    def of(cls, root: Element | None) -> Wanted:
+    def of(cls, root: Node | None) -> Wanted:
         """From a ``DAV:propfind`` document (an empty body is ``allprop``)."""
         if root is None:
             return cls(allprop=True)
@@ -367,7 +328,7 @@ class Wanted:
         return cls.of_prop(prop)
 
     @classmethod
-    def of_prop(cls, prop: Element | None) -> Wanted:
+    def of_prop(cls, prop: Node | None) -> Wanted:
         if prop is None:
             return cls(allprop=True)
         names = tuple(dict.fromkeys(p.tag for p in prop))
@@ -375,32 +336,28 @@ class Wanted:
 
 
 def answer(
-    status: Multistatus,
     href: str,
     known: dict[str, Producer],
     wanted: Wanted,
-    extra: dict[str, Element | str] | None = None,
-) -> None:
+    extra: dict[str, Value] | None = None,
+) -> Found:
     """One resource's ``DAV:response``: ``known`` properties (and ``extra``, made already:
-    calendar data, an element or its XML text) as asked for by ``wanted``."""
+    calendar data) as asked for by ``wanted``."""
     extra = extra or {}
     if wanted.propname:
-        status.propstats(href, [Element(n) for n in (*known, *extra)], [])
-        return
+        return Found(href, [(n, None) for n in (*known, *extra)])
     if wanted.allprop:
-        found = [make() for name, make in known.items() if name not in _NOT_ALL]
-        status.propstats(href, found, [])
-        return
-    chosen: list[Element | str] = []
+        return Found(href, [(n, make()) for n, make in known.items() if n not in _NOT_ALL])
+    chosen: list[tuple[str, Value]] = []
     missing: list[str] = []
     for name in wanted.names:
         if name in extra:
-            chosen.append(extra[name])
+            chosen.append((name, extra[name]))
         elif name in known:
-            chosen.append(known[name]())
+            chosen.append((name, known[name]()))
         else:
             missing.append(name)
-    status.propstats(href, chosen, missing)
+    return Found(href, chosen, missing)
 
 
 def propfind(
@@ -409,12 +366,12 @@ def propfind(
     principal: Principal,
     path: str,
     depth: str,
-    body: Element | None,
+    body: Node | None,
     token_key: bytes,
-) -> bytes | Later:
+) -> Multistatus | Later:
     """A ``PROPFIND`` of ``path`` at ``depth`` (``0`` or ``1``; the front refuses
     ``infinity``): the ``multistatus`` answer; of a calendar's objects, a ``Later`` (their
-    properties need no database: the XML of thousands is written off the event loop)."""
+    properties need no database: those of thousands are made off the event loop)."""
     wanted = Wanted.of(body)
     place = locate(conn, principal=principal, path=path)
     facts = Facts(conn, principal, token_key)
@@ -422,24 +379,26 @@ def propfind(
     if place.kind == "object":
         assert place.calendar is not None and place.name is not None
         obj = _object(conn, place.calendar, place.name)
-        answer(status, place.path, object_properties(obj), wanted)
-        return status.body()
-    answer(status, place.path, properties(facts, place), wanted)
+        status.responses.append(answer(place.path, object_properties(obj), wanted))
+        return status
+    status.responses.append(answer(place.path, properties(facts, place), wanted))
     if depth == "1":
         for child_place in _children(conn, principal, place):
-            answer(status, child_place.path, properties(facts, child_place), wanted)
+            status.responses.append(
+                answer(child_place.path, properties(facts, child_place), wanted)
+            )
         if place.kind == "calendar":
             assert place.calendar is not None
             base = place.path
             found = objects.load_all(conn, calendar=place.calendar).values()
 
-            def made() -> bytes:
+            def made() -> Multistatus:
                 for obj in found:
-                    answer(status, base + obj.name, object_properties(obj), wanted)
-                return status.body()
+                    status.responses.append(answer(base + obj.name, object_properties(obj), wanted))
+                return status
 
             return Later(made)
-    return status.body()
+    return status
 
 
 def named_object(conn: Connection, calendar: CalendarRow, name: str) -> objects.DavObject | None:
@@ -515,7 +474,9 @@ def get_object(conn: Connection, *, principal: Principal, path: str) -> Later:
     return Later(lambda: (obj, objects.render(obj, calendar)))
 
 
-def proppatch(conn: Connection, *, principal: Principal, path: str, body: Element | None) -> bytes:
+def proppatch(
+    conn: Connection, *, principal: Principal, path: str, body: Node | None
+) -> Multistatus:
     """``PROPPATCH``: no property is changed over CalDAV (rename or recolour a calendar on
     the settings pages); each one asked for is answered 403 (RFC 4918 §9.2), the resource
     left as it was."""
@@ -523,6 +484,5 @@ def proppatch(conn: Connection, *, principal: Principal, path: str, body: Elemen
     if body is None or body.tag != d("propertyupdate"):
         raise BadRequest("A PROPPATCH body must be a DAV:propertyupdate element.")
     names = [p.tag for part in body for prop in part.findall(d("prop")) for p in prop]
-    status = Multistatus()
-    status.propstats(place.path, [Element(n) for n in dict.fromkeys(names)], [], status=403)
-    return status.body()
+    refused = Found(place.path, [(n, None) for n in dict.fromkeys(names)], status=403)
+    return Multistatus([refused])

@@ -34,7 +34,6 @@ import hashlib
 import re
 from datetime import datetime
 from typing import Any
-from xml.etree.ElementTree import Element
 
 from sqlalchemy import Connection, insert, select, update
 
@@ -44,13 +43,13 @@ from calendar_service.calendar.calendar_edits import delete_calendar_step
 from calendar_service.calendar.events.existing import delete_event
 from calendar_service.governance import proposals
 from calendar_service.interop.caldav import objects
+from calendar_service.interop.caldav.names import Node, c, d
 from calendar_service.interop.caldav.resources import (
     calendar_named,
     locate,
     named_object,
     parse_path,
 )
-from calendar_service.interop.caldav.xml import c, d
 from calendar_service.interop.ical.importing import import_events, lock_calendar
 from calendar_service.interop.ical.reading import ReadFile
 from calendar_service.journal.change_record import Via
@@ -250,7 +249,7 @@ def _may_manage_calendars(principal: Principal, doing: str) -> None:
         )
 
 
-def _mkcalendar_props(body: Element | None) -> dict[str, Element]:
+def _mkcalendar_props(body: Node | None) -> dict[str, Node]:
     """The properties a MKCALENDAR body sets, by name (none without a body)."""
     if body is None:
         return {}
@@ -264,7 +263,7 @@ def _mkcalendar_props(body: Element | None) -> dict[str, Element]:
     }
 
 
-def _zone(prop: Element | None, default: str) -> str:
+def _zone(prop: Node | None, default: str) -> str:
     """The IANA zone of a ``CALDAV:calendar-timezone`` (a VTIMEZONE), or ``default``."""
     if prop is None:
         return default
@@ -285,7 +284,7 @@ def make_calendar(
     principal: Principal,
     via: Via,
     path: str,
-    body: Element | None,
+    body: Node | None,
     now: datetime,
 ) -> dict[str, Any]:
     """``MKCALENDAR`` at ``path`` (see the module's docstring); returns the calendar
