@@ -20,9 +20,7 @@ from xml.etree.ElementTree import Element, ParseError
 import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
-from calendar_service.dav.documents import within_bounds
-from calendar_service.dav.multistatus import escape_text
-from calendar_service.interop.caldav.names import CALDAV, CS, DAV
+from calendar_service.interop.caldav.names import CALDAV, CS, DAV, escape_text, within_bounds
 
 MAX_ELEMENTS = 1_000_000
 MAX_DEPTH = 32

@@ -14,7 +14,7 @@ import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
 from calendar_service.dav.multistatus import PREFIXES
-from calendar_service.interop.caldav.names import OURS, d, qn
+from calendar_service.interop.caldav.names import OURS, d, qn, within_bounds
 from calendar_service.platform.errors import BadRequest
 
 for _uri, _prefix in PREFIXES.items():
@@ -49,21 +49,6 @@ def _check_bounds(root: Element) -> None:
             f"The XML body is nested deeper than {MAX_DEPTH} elements or has more than "
             f"{MAX_ELEMENTS}: send a smaller request."
         )
-
-
-def within_bounds(root: Element, *, depth: int, elements: int) -> bool:
-    """Whether the document is nested at most ``depth`` deep with at most ``elements``
-    elements, walked without recursion (and stopped as soon as it is not): a request body's
-    bounds here, a remote server's answer's in ``webhooks.caldav_client``."""
-    count = 0
-    stack = [(root, 1)]
-    while stack:
-        element, level = stack.pop()
-        count += 1
-        if level > depth or count > elements:
-            return False
-        stack.extend((inner, level + 1) for inner in element)
-    return True
 
 
 def error_body(

@@ -27,6 +27,7 @@ from calendar_service.interop.caldav.names import (
     Value,
     c,
     d,
+    escape_text,
 )
 from calendar_service.platform.lru import Lru
 
@@ -50,17 +51,6 @@ _OPEN = (
     + ">"
 )
 _CLOSE = "</d:multistatus>"
-
-
-def escape_text(text: str) -> str:
-    """Character data, escaped as ElementTree escapes it (``&``, ``<``, ``>``)."""
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    if "<" in text:
-        text = text.replace("<", "&lt;")
-    if ">" in text:
-        text = text.replace(">", "&gt;")
-    return text
 
 
 def _escape_attribute(text: str) -> str:

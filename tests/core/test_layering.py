@@ -506,10 +506,10 @@ def test_the_core_imports_no_xml_library() -> None:
     planted = "from xml.etree.ElementTree import Element\nimport defusedxml\nimport lxml.etree\n"
     assert _offences(planted, "calendar_service.interop.caldav.planted", "core") == [
         "defusedxml (a core module imports no third-party package but alembic, argon2, "
-        "dateutil, email_validator, icalendar, idna, orjson, pydantic, regex, "
+        "cryptography, dateutil, email_validator, icalendar, idna, orjson, pydantic, regex, "
         f"sqlalchemy, sqlmodel; see LIBRARIES in {HERE})",
         "lxml.etree (a core module imports no third-party package but alembic, argon2, "
-        "dateutil, email_validator, icalendar, idna, orjson, pydantic, regex, "
+        "cryptography, dateutil, email_validator, icalendar, idna, orjson, pydantic, regex, "
         f"sqlalchemy, sqlmodel; see LIBRARIES in {HERE})",
         "xml.etree.ElementTree (the core reads and writes no XML: the CalDAV front does)",
         "xml.etree.ElementTree.Element (the core reads and writes no XML: the CalDAV front does)",

@@ -2,14 +2,16 @@
 preconditions (Clark notation: ``d("getetag")``, ``c("calendar-data")``), the shape of a
 request document as the core reads it (``Node``: the front parses the bytes), and the answers
 the core gives (``Multistatus``: responses of properties as plain values). The front
-(``dav.multistatus``, ``dav.documents``) parses request bodies and writes every XML answer.
+(``dav.multistatus``, ``dav.documents``) parses request bodies and writes every XML answer;
+the two helpers both it and the connected-calendar client use, which need no XML library, are
+here: ``escape_text`` (character data escaped) and ``within_bounds`` (a parsed document's size).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 DAV = "DAV:"
 CALDAV = "urn:ietf:params:xml:ns:caldav"
@@ -112,3 +114,29 @@ class Multistatus:
 
     responses: list[Found | Gone | Kept] = field(default_factory=list)
     sync_token: str | None = None
+
+
+def escape_text(text: str) -> str:
+    """Character data, escaped as ElementTree escapes it (``&``, ``<``, ``>``)."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
+
+
+def within_bounds(root: Any, *, depth: int, elements: int) -> bool:
+    """Whether the document is nested at most ``depth`` deep with at most ``elements``
+    elements, walked without recursion (and stopped as soon as it is not): a request body's
+    bounds (``dav.documents``), a remote server's answer's (``webhooks.caldav_client``)."""
+    count = 0
+    stack = [(root, 1)]
+    while stack:
+        element, level = stack.pop()
+        count += 1
+        if level > depth or count > elements:
+            return False
+        stack.extend((inner, level + 1) for inner in element)
+    return True
