@@ -6,6 +6,7 @@ episode asserts the calendar's final state and prints the characters the "model"
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from typing import Any
 import httpx
 from mcp import Client
 
+from calendar_service.calendar.rules import set_rules
 from calendar_service.governance.approving import approve
 from calendar_service.platform.timeutil import utcnow
 from tests.mcp_tools.clients import connect, text_of
@@ -204,3 +206,95 @@ async def test_a_model_that_guesses_recovers_from_each_refusal_by_reading_it(
             {"eventId": event["id"], "startsAt": "2027-03-11T09:00", "endsAt": "2027-03-11T09:45"},
         )
     assert moved["startsAt"].startswith("2027-03-11T09:00")
+
+
+async def test_the_first_slot_offered_keeps_the_rules_and_a_refusal_s_suggestion_is_booked(
+    server: RunningServer, factory: Factory, api: httpx.Client
+) -> None:
+    owner = factory.owner(time_zone="Europe/Berlin")
+    _, secret = factory.key(owner)
+    standup = {"title": "Standup", "startsAt": "2027-03-01T10:00", "endsAt": "2027-03-01T10:30"}
+    assert api.post(EVENTS, json=standup, headers=bearer(secret)).status_code == 201
+    hours = [{"start": "10:00", "end": "16:00"}]
+    rules = {
+        "workingHours": {day: hours for day in ("mon", "tue", "wed", "thu", "fri")},
+        "bufferMinutes": 15,
+        "maxMeetingsPerDay": 2,
+    }
+    factory.db.call(set_rules, user_id=owner.id, value=rules, now=utcnow())
+
+    async with agent(server, secret, "keep the owner's rules") as model:
+        assert "getSchedulingRules" in await model.start()
+        # The model plans with the rules before it proposes a time.
+        known = await model.must("getSchedulingRules", {})
+        assert known["bindsThisKey"] is True and known["rules"]["bufferMinutes"] == 15
+        # "Book 30 minutes with Ana on Monday": the first slot offered keeps every rule.
+        free = await model.must("findFreeTime", {**WEEK, "durationMinutes": 30, "limit": 3})
+        first = free["slots"][0]
+        booked = await model.must(
+            "createCalendarEvent", {"title": "Call with Ana", **first, "ifFree": True}
+        )
+        # "And an early breakfast meeting on Monday at 8": refused, naming the rule, with times
+        # that keep them all; the model books the first of those instead.
+        ok, refusal = await model.call(
+            "createCalendarEvent",
+            {"title": "Breakfast", "startsAt": "2027-03-01T08:00", "endsAt": "2027-03-01T08:30"},
+        )
+        assert not ok and "workingHours" in refusal
+        suggested = re.findall(r"try (\S+) to (\S+)", refusal)
+        assert suggested, refusal
+        starts, ends = suggested[0]
+        kept = await model.must(
+            "createCalendarEvent", {"title": "Breakfast", "startsAt": starts, "endsAt": ends}
+        )
+
+    # After the standup (10:00-10:30) and its 15 minutes.
+    assert first["startsAt"] == "2027-03-01T10:45:00+01:00"
+    assert booked["startsAt"] == first["startsAt"]
+    # Monday holds two meetings already (the most the owner allows): the suggestion is later.
+    assert kept["startsAt"] >= "2027-03-02T10:00:00+01:00"
+    listed = api.get(EVENTS, params=WEEK, headers=bearer(secret)).json()["events"]
+    assert sorted(e["title"] for e in listed) == ["Breakfast", "Call with Ana", "Standup"]
+
+
+async def test_a_scheduling_link_handed_out_is_booked_by_a_guest_and_seen_by_the_model(
+    server: RunningServer, factory: Factory, api: httpx.Client
+) -> None:
+    owner = factory.owner(time_zone="Europe/Berlin")
+    _, secret = factory.key(owner)
+
+    async with agent(server, secret, "hand out a scheduling link") as model:
+        assert "createSchedulingLink" in await model.start()
+        # "Find 30 minutes with Dana next week; she is not on this service."
+        link = await model.must(
+            "createSchedulingLink",
+            {
+                "title": "Intro call",
+                "durationMinutes": 30,
+                "guest": {"name": "Dana Scully", "email": "dana@example.com"},
+                **WEEK,
+            },
+        )
+        # Dana opens the link (in her own zone) and books the first slot offered.
+        token = str(link["url"]).rsplit("/", 1)[1]
+        slots = api.get(
+            f"/api/v1/book/{token}/slots", params={"timeZone": "America/New_York"}
+        ).json()["slots"]
+        guest = {
+            "startsAt": slots[0]["startsAt"],
+            "name": "Dana Scully",
+            "email": "dana@example.com",
+        }
+        booked = api.post(f"/api/v1/book/{token}", json=guest)
+        assert booked.status_code == 201, booked.text
+        # Later, the model finds the meeting by its words.
+        found = await model.must(
+            "searchCalendarEvents", {"query": "intro Dana", "timeMin": WEEK["timeMin"]}
+        )
+
+    event_id = booked.json()["booking"]["eventId"]
+    assert [e["id"] for e in found["events"]] == [event_id]
+    assert slots[0]["startsAt"].endswith("-05:00")  # in the guest's zone
+    shown = api.get(f"{EVENTS}/{event_id}", headers=bearer(secret)).json()
+    assert shown["title"] == "Intro call with Dana Scully"
+    assert [a["email"] for a in shown["attendees"]] == ["dana@example.com"]
