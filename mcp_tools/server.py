@@ -461,6 +461,11 @@ def _undo_args(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"change_id": undo.change_id, "force": bool(undo.force), "now": utcnow()}
 
 
+def _no_args(arguments: dict[str, Any]) -> dict[str, Any]:
+    parse_model(shapes.NoArguments, arguments)
+    return {}
+
+
 def _availability_args(arguments: dict[str, Any]) -> dict[str, Any]:
     # The arguments are the operation's body, checked by the core as REST's is.
     return {"body": dict(arguments)}
@@ -529,7 +534,7 @@ TOOLS = (
              examples=FREE_TIME_EXAMPLES),
     ToolSpec(operations.GET_RULES, "The owner's rules", RULES_DOC,
              shapes.no_arguments_schema,
-             shapes.RULES_OUTPUT, _READS, lambda _: {}, examples=({},)),
+             shapes.RULES_OUTPUT, _READS, _no_args, examples=({},)),
     ToolSpec(operations.LIST_CHANGES, "List changes",     LIST_CHANGES_DOC,
              shapes.changes_schema,
              shapes.CHANGES_OUTPUT, _READS,  _changes_args, examples=CHANGES_EXAMPLES,

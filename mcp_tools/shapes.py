@@ -154,6 +154,10 @@ class ChangesArguments(_Arguments):
     )
 
 
+class NoArguments(_Arguments):
+    """A tool that takes none: anything sent is refused, named as sent."""
+
+
 class UndoArguments(_Arguments):
     change_id: str = PydanticField(description="The change's id (chg_…).")
     force: bool | None = PydanticField(

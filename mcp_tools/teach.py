@@ -49,7 +49,11 @@ def taught(
 
 def _field(error: FieldError, *, tool: str, accepted: Sequence[str]) -> FieldError:
     name, message = error["field"], error["message"]
-    if message == UNKNOWN:
+    # Unknown: the core's words for it ("is not a field of a scheduling link", the tools'
+    # UNKNOWN) say what the name is not; the model needs what the tool takes instead.
+    if message == UNKNOWN or (name not in accepted and message.startswith("is not a ")):
+        if not accepted:
+            return FieldError(name, f"is not an argument of {tool}, which takes none: send {{}}.")
         close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.6)
         guess = f" Did you mean `{close[0]}`?" if close else ""
         return FieldError(

@@ -10,6 +10,7 @@ from tests.mcp_tools.clients import connect, structured, text_of
 from tests.support import Factory, RunningServer
 
 WINDOW = {"timeMin": "2026-03-02", "timeMax": "2026-03-05"}
+LINK = {"title": "Intro call", "timeMin": "2027-03-02", "timeMax": "2027-03-05"}  # ahead
 TIMES = {"startsAt": "2026-03-02T09:00", "endsAt": "2026-03-02T10:00"}
 TAKES_A_DATE = "Work out words such as 'next Monday'"
 FIND_BY_WORDS = "call searchCalendarEvents with query 'Dentist', then retry with the id found"
@@ -79,6 +80,35 @@ MISTAKES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
         "createCalendarEvent",
         {"title": "Dentist", **TIMES, "timeZone": "CET+1"},
         ("- timeZone: must be an IANA time zone such as America/New_York",),
+    ),
+    # The owner's rules and scheduling links.
+    (
+        "getSchedulingRules",
+        {"user": "me"},
+        ("- user: is not an argument of getSchedulingRules, which takes none: send {}.",),
+    ),
+    (
+        "createSchedulingLink",
+        {**LINK, "duration": 30},
+        (
+            "- duration: is not an argument of createSchedulingLink. Did you mean "
+            "`durationMinutes`?",
+        ),
+    ),
+    (
+        "createSchedulingLink",
+        {**LINK, "durationMinutes": 0},
+        ("- durationMinutes: must be a whole",),
+    ),
+    (
+        "createSchedulingLink",
+        {**LINK, "durationMinutes": 30, "uses": 500},
+        ("- uses: must be a whole number from 1 to 100",),
+    ),
+    (
+        "createSchedulingLink",
+        {**LINK, "durationMinutes": 30, "timeMin": "next Monday"},
+        ("- timeMin: must be", TAKES_A_DATE),
     ),
 ]
 
