@@ -8,13 +8,13 @@ document deeper than ``MAX_DEPTH`` or with more than ``MAX_ELEMENTS`` elements i
 
 from __future__ import annotations
 
-from xml.etree.ElementTree import Element, ParseError, SubElement, register_namespace, tostring
+from xml.etree.ElementTree import Element, ParseError, register_namespace
 
 import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
-from calendar_service.dav.multistatus import PREFIXES
-from calendar_service.interop.caldav.names import OURS, d, qn, within_bounds
+from calendar_service.dav.multistatus import PREFIXES, error_text
+from calendar_service.interop.caldav.names import within_bounds
 from calendar_service.platform.errors import BadRequest
 
 for _uri, _prefix in PREFIXES.items():
@@ -54,28 +54,8 @@ def _check_bounds(root: Element) -> None:
 def error_body(
     condition: str | None, message: str, href: str | None = None, code: str | None = None
 ) -> bytes:
-    """``DAV:error`` (RFC 4918 §16) with the precondition's element, if any, the message and
-    the error's ``code`` (in our namespace, as sabre/dav does with its own)."""
-    root = Element(d("error"))
-    if condition is not None:
-        cond = child(root, condition)
-        if href is not None:
-            child(cond, d("href"), href)
-    child(root, qn(OURS, "message"), message)
-    if code is not None:
-        child(root, qn(OURS, "code"), code)
-    return document(root)
-
-
-def child(parent: Element, name: str, text: str | None = None) -> Element:
-    made = SubElement(parent, name)
-    if text is not None:
-        made.text = text
-    return made
-
-
-def document(root: Element) -> bytes:
-    return tostring(root, encoding="utf-8", xml_declaration=True)
+    """``DAV:error`` (RFC 4918 §16): ``multistatus.error_text``."""
+    return error_text(condition, message, href, code)
 
 
 __all__ = ["MAX_BODY", "MAX_DEPTH", "MAX_ELEMENTS", "error_body", "parse"]

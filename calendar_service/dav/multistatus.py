@@ -28,6 +28,7 @@ from calendar_service.interop.caldav.names import (
     c,
     d,
     escape_text,
+    qn,
 )
 from calendar_service.platform.lru import Lru
 
@@ -51,6 +52,23 @@ _OPEN = (
     + ">"
 )
 _CLOSE = "</d:multistatus>"
+_DECLARED = "".join(f' xmlns:{p}="{uri}"' for uri, p in PREFIXES.items())
+
+
+def error_text(
+    condition: str | None, message: str, href: str | None = None, code: str | None = None
+) -> bytes:
+    """``DAV:error`` (RFC 4918 §16) with the precondition's element, if any (and the ``href``
+    it names), the message and the error's ``code`` (in our namespace, as sabre/dav does with
+    its own), written with the multistatus' prefixes: never with ElementTree's, which are the
+    process's (any library imported beside it may register its own)."""
+    inner = ""
+    if condition is not None:
+        inner = _element(condition, "" if href is None else _element(d("href"), escape_text(href)))
+    inner += _element(qn(OURS, "message"), escape_text(message))
+    if code is not None:
+        inner += _element(qn(OURS, "code"), escape_text(code))
+    return f"<?xml version='1.0' encoding='utf-8'?>\n<d:error{_DECLARED}>{inner}</d:error>".encode()
 
 
 def _escape_attribute(text: str) -> str:

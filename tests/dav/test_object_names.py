@@ -9,12 +9,15 @@ import base64
 import http.client
 from datetime import UTC, datetime
 from urllib.parse import quote
+from xml.etree.ElementTree import register_namespace
 
 import caldav
+import defusedxml.ElementTree as SafeET
 import httpx
 import pytest
 from sqlalchemy import select
 
+from calendar_service.dav import documents
 from calendar_service.governance.proposals import proposals_t
 from tests.dav.support import (
     App,
@@ -239,3 +242,18 @@ def test_a_named_object_that_waited_for_approval_is_at_its_name_once_approved(
         app.calendar(),
         app.calendar() + "waited for you.ics",
     }
+
+
+def test_a_dav_error_keeps_its_prefixes_whatever_a_library_beside_it_registers() -> None:
+    # ElementTree's prefixes are the process's: a client library imported beside the server
+    # (the caldav library, xandikos) registers its own. DAV:error is written with ours.
+    register_namespace("Z", "DAV:")
+    try:
+        body = documents.error_body(
+            f"{C}no-uid-conflict", "Taken <here>", "/dav/a b.ics", "dav_precondition"
+        )
+    finally:
+        register_namespace("d", "DAV:")
+    assert b"<cal:no-uid-conflict><d:href>/dav/a b.ics</d:href></cal:no-uid-conflict>" in body
+    assert b"Taken &lt;here&gt;" in body and b"Z:" not in body
+    assert SafeET.fromstring(body).tag == "{DAV:}error"
