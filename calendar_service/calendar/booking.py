@@ -213,6 +213,13 @@ def _answer(link: OpenLink, found: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
+def _zone_refused(time_zone: Any) -> FieldError | None:
+    """The refusal of a ``timeZone`` that is given and not an IANA zone, else ``None``."""
+    if time_zone is None or (isinstance(time_zone, str) and is_valid_zone(time_zone)):
+        return None
+    return FieldError("timeZone", "must be an IANA time zone such as Europe/Berlin")
+
+
 def link_slots(
     conn: Connection,
     *,
@@ -225,9 +232,9 @@ def link_slots(
     """``GET /api/v1/book/{token}/slots``: ``{title, durationMinutes, timeZone, slots}``, the
     slots in ``time_zone`` (default: the link's calendar's), a ``Later`` when series must be
     expanded (off the event loop, after the transaction)."""
-    if time_zone is not None and not (isinstance(time_zone, str) and is_valid_zone(time_zone)):
-        message = "must be an IANA time zone such as Europe/Berlin"
-        raise ValidationFailed([FieldError("timeZone", message)])
+    refused = _zone_refused(time_zone)
+    if refused is not None:  # before the link: a bad zone is a 400 whatever became of it
+        raise ValidationFailed([refused])
     link = open_link(conn, token=token, now=now)
     return slots_of(conn, link, now=now, time_min=time_min, time_max=time_max, time_zone=time_zone)
 
@@ -242,13 +249,9 @@ def slots_of(
     time_zone: Any = None,
 ) -> dict[str, Any] | Later:
     """``link_slots`` of a link already open (a booking's, to reschedule it)."""
-    errors: list[FieldError] = []
-    tz_name = link.zone_name
-    if time_zone is not None:
-        if isinstance(time_zone, str) and is_valid_zone(time_zone):
-            tz_name = time_zone
-        else:
-            errors.append(FieldError("timeZone", "must be an IANA time zone such as Europe/Berlin"))
+    refused = _zone_refused(time_zone)
+    errors = [] if refused is None else [refused]
+    tz_name = link.zone_name if time_zone is None or refused is not None else str(time_zone)
     tz = zone(tz_name) if not errors else link.tz
     low = _bound(time_min, "timeMin", tz, errors)
     high = _bound(time_max, "timeMax", tz, errors)
