@@ -41,7 +41,8 @@ from calendar_service.calendar.connected import (
 )
 from calendar_service.calendar.event_input import parse_untrusted
 from calendar_service.calendar.events.busy import Busy, busy_later
-from calendar_service.calendar.rule_check import slot_filter
+from calendar_service.calendar.rule_check import Meetings, SlotFilter, slack, slot_filter
+from calendar_service.calendar.rules import rules_of
 from calendar_service.platform.deferred import Later, finish
 from calendar_service.platform.errors import FieldError, InsufficientScope, ValidationFailed
 from calendar_service.platform.models.availability import FreeBusyQuery, FreeTimeQuery, WorkingHours
@@ -363,7 +364,20 @@ def find_free_time_later(
     length = timedelta(minutes=duration)
     # The owner's rules for agents that bind this key, in the zone of the calendar it books in.
     target_tz = zone(calendars[0].time_zone) if calendars else tz
-    rules = slot_filter(conn, principal=principal, tz=target_tz, low=low, high=high, now=utcnow())
+    now = utcnow()
+    bound = rules_of(principal)
+    # Asked of every calendar of the owner (and their connected ones), the busy read serves
+    # the rules too, read over the days around the window they look at, all-day events told
+    # apart (not meetings); else the rules read the owner's meetings themselves.
+    shared = bound is not None and principal.calendar_id is None and data.calendar_ids is None
+    shared = shared and not asked
+    own_filter = None
+    if bound is not None and not shared:
+        own_filter = slot_filter(
+            conn, principal=principal, tz=target_tz, low=low, high=high, now=now
+        )
+    read = (low - slack(bound), high + slack(bound)) if shared and bound is not None else window
+    all_day: set[str] | None = set() if shared else None
     known: list[tuple[str, str, list[CalendarRow]]] = []
     unknown: list[str] = []
     if asked:
@@ -371,15 +385,18 @@ def find_free_time_later(
     # The owner's connected calendars always count: a slot is free only if the whole day is.
     if data.calendar_ids is not None and "calendarIds" not in bad:
         sources = counted_sources(conn, user_id=principal.user_id)
-    outside = connected_busy(conn, sources=sources, low=low, high=high)
+    outside = connected_busy(conn, sources=sources, low=read[0], high=read[1])
     for _, user_id, _ in known:  # theirs too: never more than the times
         their_sources = counted_sources(conn, user_id=user_id)
         outside += connected_busy(conn, sources=their_sources, low=low, high=high)
-    now = utcnow()
 
     def answer(items: list[Busy]) -> dict[str, Any]:
         busy = merged(items + outside, low, high)
         free: Iterable[tuple[datetime, datetime]] = _free(busy, low, high)
+        rules = own_filter
+        if all_day is not None and bound is not None:
+            meetings = Meetings([b for b in items if b[3] not in all_day] + outside)
+            rules = SlotFilter(bound, target_tz, now, meetings)
         if rules is not None:  # only where a meeting may be at all
             free = rules.clip(free)
         if hours is not None:
@@ -403,7 +420,15 @@ def find_free_time_later(
         return found
 
     if not known:
-        return _answered(conn, principal, calendars, window, answer)
+        items = busy_later(
+            conn,
+            user_id=principal.user_id,
+            calendars=calendars,
+            low=read[0],
+            high=read[1],
+            all_day=all_day,
+        )
+        return items.then(answer) if isinstance(items, Later) else answer(items)
     parts = [busy_later(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)]
     for _, user_id, theirs in known:  # their busy time: never more than that
         parts.append(busy_later(conn, user_id=user_id, calendars=theirs, low=low, high=high))

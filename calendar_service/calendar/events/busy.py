@@ -109,9 +109,12 @@ def busy_later(
     low: datetime,
     high: datetime,
     timed: bool = False,
+    all_day: set[str] | None = None,
 ) -> list[Busy] | Later:
     """``busy_of``, or a ``Later`` that gives it without the database when series must be
-    expanded (for the availability operations, whose fronts run it off the event loop)."""
+    expanded (for the availability operations, whose fronts run it off the event loop).
+    ``all_day``: a set that gets the event ids of the all-day items (once the ``Later`` is
+    done), so that one read serves the busy time and the owner's rules' meetings."""
     if not calendars:
         return []
     dialect = conn.dialect.name
@@ -125,11 +128,14 @@ def busy_later(
         "low_floor": to_db(window_floor(low, longest), dialect),
         "high": to_db(high, dialect),
     }
+    rows = busy_statement(size, timed, all_day is not None).all(conn, **params, **window)
     found: list[Busy] = [
         (r[0], r[1], r[2], r[3], r[4])
-        for r in busy_statement(size, timed).all(conn, **params, **window)
+        for r in rows
         if r[2] > r[1]  # zero-length events take no time
     ]
+    if all_day is not None:
+        all_day.update(r[3] for r in rows if r[5])
     # The list's search for series in the window (from memory while a calendar's series are
     # unchanged); when it asks the database for all the owner's calendars, only ours count.
     one = len(calendars) == 1
@@ -154,6 +160,7 @@ def busy_later(
         budget=BUDGET,
         later=True,
         timed=timed,
+        all_day=all_day,
     )
 
     def all_of(occurrences: list[Busy]) -> list[Busy]:
@@ -218,6 +225,7 @@ def busy_occurrences(
     budget: int,
     later: bool = False,
     timed: bool = False,
+    all_day: set[str] | None = None,
 ) -> list[Busy] | Later:
     """Every occurrence of the opaque series among ``series_keys`` (``queries.SERIES_KEYS``)
     that overlaps ``[low, high)``, in no order and without paging (for
@@ -238,7 +246,13 @@ def busy_occurrences(
     if not plans:
         return []
     found = functools.partial(
-        _busy_entries, plans, skipped_starts(series_keys), low=low, high=high, budget=budget
+        _busy_entries,
+        plans,
+        skipped_starts(series_keys),
+        low=low,
+        high=high,
+        budget=budget,
+        all_day=all_day,
     )
     if not later:
         return found(may_expand=True)
@@ -256,44 +270,64 @@ def _busy_entries(
     high: datetime,
     budget: int,
     may_expand: bool,
+    all_day: set[str] | None = None,
 ) -> list[Busy]:
-    """``busy_occurrences`` once the plans are known (no database)."""
+    """``busy_occurrences`` once the plans are known (no database); ``all_day`` gets the ids
+    of the entries of all-day series."""
     share = max(budget // len(plans), SHARE_FLOOR)
-    low_text, high_text = utc_text(low), utc_text(high)
+    texts = (utc_text(low), utc_text(high))
     found: list[Busy] = []
     for plan in plans:
-        calendar_id, title = plan.template["calendarId"], plan.template["title"]
-        skip = skipped.get(plan.id, ())
-        series = Series(
-            plan,
-            since=EARLIEST,
-            low=None,
-            high_text=None,
-            budget=Budget(share),
-            may_expand=may_expand,
+        entries = _plan_entries(
+            plan, skipped.get(plan.id, ()), (low, high), texts, share, may_expand
         )
-        first = max(low - plan.longest, EARLIEST)
-        first_text = utc_text(first)
-        index = max(0, (first - plan.anchor) // plan.step)
-        while True:
-            chunk_start = plan.anchor + index * plan.step
-            if chunk_start >= high or chunk_start > LATEST:
-                break
-            if plan.ends is not None and chunk_start >= plan.ends:
-                break
-            chunk = series.whole_chunk(chunk_start, index)
-            entries = series.partial if chunk is None else chunk[1]
-            for entry in entries:
-                start_text, end_text = entry[0], entry[1]
-                if start_text < first_text or start_text >= high_text or end_text <= low_text:
-                    continue
-                if start_text not in skip:
-                    found.append(
-                        (calendar_id, start_text, end_text, f"{plan.id}_{entry[2]}", title)
-                    )
-            if chunk is None:
-                paused = series.paused or low
-                found.append((calendar_id, utc_text(max(paused, low)), high_text, plan.id, title))
-                break
-            index += 1
+        if all_day is not None and plan.rule.all_day:
+            all_day.update(b[3] for b in entries)
+        found.extend(entries)
+    return found
+
+
+def _plan_entries(
+    plan: Plan,
+    skip: Any,
+    window: tuple[datetime, datetime],
+    texts: tuple[str, str],
+    share: int,
+    may_expand: bool,
+) -> list[Busy]:
+    """One series' busy entries in ``window`` (``_busy_entries``; ``texts``: its bounds as
+    stored UTC text)."""
+    (low, high), (low_text, high_text) = window, texts
+    calendar_id, title = plan.template["calendarId"], plan.template["title"]
+    found: list[Busy] = []
+    series = Series(
+        plan,
+        since=EARLIEST,
+        low=None,
+        high_text=None,
+        budget=Budget(share),
+        may_expand=may_expand,
+    )
+    first = max(low - plan.longest, EARLIEST)
+    first_text = utc_text(first)
+    index = max(0, (first - plan.anchor) // plan.step)
+    while True:
+        chunk_start = plan.anchor + index * plan.step
+        if chunk_start >= high or chunk_start > LATEST:
+            break
+        if plan.ends is not None and chunk_start >= plan.ends:
+            break
+        chunk = series.whole_chunk(chunk_start, index)
+        entries = series.partial if chunk is None else chunk[1]
+        for entry in entries:
+            start_text, end_text = entry[0], entry[1]
+            if start_text < first_text or start_text >= high_text or end_text <= low_text:
+                continue
+            if start_text not in skip:
+                found.append((calendar_id, start_text, end_text, f"{plan.id}_{entry[2]}", title))
+        if chunk is None:
+            paused = series.paused or low
+            found.append((calendar_id, utc_text(max(paused, low)), high_text, plan.id, title))
+            break
+        index += 1
     return found
