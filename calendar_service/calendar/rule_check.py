@@ -444,19 +444,26 @@ def _check_event(
     tz = zone(next(c.time_zone for c in calendars if c.id == event["calendarId"]))
     user_id = principal.user_id
     start, end = _instant(event["startsAt"]), _instant(event["endsAt"])
-    slack = timedelta(days=2) + (rules.buffer or timedelta(0))
+    around = slack(rules)
     if not event.get("recurrence"):
-        meetings = Meetings(
-            meetings_of(
-                conn, user_id=user_id, low=start - slack, high=end + slack, calendars=calendars
-            )
+        event_id = event["id"]
+        items = meetings_of(
+            conn, user_id=user_id, low=start - around, high=end + around, calendars=calendars
         )
-        found = broken(rules, tz, start, end, now=now, meetings=meetings, skip=event["id"])
-        return found, (start, end, tz, event["id"])
+        # Most writes keep the rules: the quick check first (``SlotFilter``: ``passes``).
+        if SlotFilter(rules, tz, now, Meetings(b for b in items if b[3] != event_id)).keeps(
+            start, end
+        ):
+            return [], (start, end, tz, event_id)
+        meetings = Meetings(items)
+        found = broken(rules, tz, start, end, now=now, meetings=meetings, skip=event_id)
+        return found, (start, end, tz, event_id)
     low = max(now, start) - (end - start)
     high = max(now, start) + rules.horizon
     meetings = Meetings(
-        meetings_of(conn, user_id=user_id, low=low - slack, high=high + slack, calendars=calendars)
+        meetings_of(
+            conn, user_id=user_id, low=low - around, high=high + around, calendars=calendars
+        )
     )
     prefix = event["id"] + "_"
     own = [m for m in meetings.items if m[2].startswith(prefix) and low < m[1] and m[0] < high]

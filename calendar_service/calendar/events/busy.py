@@ -83,7 +83,8 @@ def meetings_of(
     It runs after the write it checks, in the same transaction, which may yet be rolled back
     (a refusal, a dry run): the calendars' ``series_version`` is left unread, so that the
     series found are not kept in memory (``queries.window_series``) under a version that the
-    rollback takes back and a later write numbers again."""
+    rollback takes back and a later write numbers again (but 0, a calendar without series:
+    ``owner_calendars``)."""
     if calendars is None:
         calendars = owner_calendars(conn, user_id=user_id)
     found = busy_of(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=True)
@@ -97,8 +98,13 @@ def owner_calendars(
 ) -> list[CalendarRow]:
     """Every calendar of the owner, for ``meetings_of`` (its ``calendars``: read once for
     several reads of meetings); ``before_writes``: for a transaction that has written nothing
-    (``findFreeTime``), whose series may then be read from memory."""
-    return every_calendar(conn, user_id=user_id, versions=before_writes)
+    (``findFreeTime``), whose series may then be read from memory. After a write, a calendar
+    whose ``series_version`` is 0 keeps it (it never had a series, this transaction's writes
+    counted: no series to ask the database for); any other version is left unread."""
+    found = every_calendar(conn, user_id=user_id, versions=True)
+    if before_writes:
+        return found
+    return [c if c.series_version == 0 else c._replace(series_version=None) for c in found]
 
 
 def busy_later(
