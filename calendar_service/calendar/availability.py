@@ -41,7 +41,13 @@ from calendar_service.calendar.connected import (
 )
 from calendar_service.calendar.event_input import parse_untrusted
 from calendar_service.calendar.events.busy import Busy, busy_later
-from calendar_service.calendar.rule_check import Meetings, SlotFilter, slack, slot_filter
+from calendar_service.calendar.rule_check import (
+    Meetings,
+    SlotFilter,
+    instant,
+    slack,
+    slot_filter,
+)
 from calendar_service.calendar.rules import rules_of
 from calendar_service.platform.deferred import Later, finish
 from calendar_service.platform.errors import FieldError, InsufficientScope, ValidationFailed
@@ -449,22 +455,17 @@ def _attendees(value: Any, errors: list[FieldError]) -> list[str] | None:
 
 def _free(
     busy: Sequence[tuple[str, str]], low: datetime, high: datetime
-) -> list[tuple[datetime, datetime]]:
-    """The complement of ``busy`` (merged, in order) within ``[low, high)``."""
-    free: list[tuple[datetime, datetime]] = []
+) -> Iterator[tuple[datetime, datetime]]:
+    """The complement of ``busy`` (merged, in order) within ``[low, high)``, lazily: a search
+    that stops at its first slots reads only the busy times before them."""
     at = low
     for start_text, end_text in busy:
-        start, end = _instant(start_text), _instant(end_text)
+        start, end = instant(start_text), instant(end_text)
         if start > at:
-            free.append((at, start))
+            yield at, start
         at = max(at, end)
     if at < high:
-        free.append((at, high))
-    return free
-
-
-def _instant(text: str) -> datetime:
-    return datetime.fromisoformat(text).astimezone(UTC)
+        yield at, high
 
 
 def _local_day(instant: datetime, tz: tzinfo) -> date:

@@ -88,10 +88,14 @@ class Meetings:
         return sum(1 for _, _, i in self.items[first:last] if i != skip)
 
 
-@functools.lru_cache(maxsize=65536)
-def _instant(text: str) -> datetime:
-    """A stored UTC text as an instant (kept: the same meetings are read again and again)."""
+@functools.lru_cache(maxsize=16384)
+def instant(text: str) -> datetime:
+    """A stored UTC text as an instant (kept: the same busy times are read again and again;
+    ``availability`` reads them with it too)."""
     return datetime.fromisoformat(text).astimezone(UTC)
+
+
+_instant = instant
 
 
 @functools.lru_cache(maxsize=8192)
@@ -808,6 +812,7 @@ __all__ = [
     "Verdict",
     "broken",
     "check_write",
+    "instant",
     "passes",
     "slack",
     "slot_filter",
