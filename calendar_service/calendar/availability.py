@@ -318,7 +318,9 @@ def _hours(value: Any, errors: list[FieldError], bad: set[str]) -> Hours | None:
     return Hours(start, end, frozenset(days))
 
 
-def _whole(value: Any, field: str, low: int, high: int, errors: list[FieldError]) -> int | None:
+def whole_number(
+    value: Any, field: str, low: int, high: int, errors: list[FieldError]
+) -> int | None:
     """A whole number in ``[low, high]``: JSON's ``30`` or ``30.0`` (JSON Schema's integer),
     never ``true`` or ``"30"``."""
     if isinstance(value, float) and value.is_integer():
@@ -356,11 +358,11 @@ def find_free_time_later(
     duration = (
         None
         if "durationMinutes" in bad
-        else _whole(data.duration_minutes, "durationMinutes", 1, MAX_DURATION, errors)
+        else whole_number(data.duration_minutes, "durationMinutes", 1, MAX_DURATION, errors)
     )
     limit = DEFAULT_SLOTS if most is None else most
     if data.limit is not None and "limit" not in bad:
-        limit = _whole(data.limit, "limit", 1, MAX_SLOTS, errors) or DEFAULT_SLOTS
+        limit = whole_number(data.limit, "limit", 1, MAX_SLOTS, errors) or DEFAULT_SLOTS
     hours = _hours(data.working_hours, errors, bad)
     window = _window(data.time_min, data.time_max, tz, errors, bad)
     asked = None if "attendees" in bad else _attendees(data.attendees, errors)
