@@ -2,7 +2,7 @@
 
 Each request signs in with HTTP Basic (the owner's email and an app password:
 ``caldav.access``; in the operation's own transaction, ``access.signed_in``, unless it brings
-a body larger than ``_PARSE_INLINE`` or is a PUT), then runs its operation
+a body larger than ``_PARSE_INLINE``), then runs its operation
 (``operations.CALDAV_*``) through ``gateway.perform`` like any REST call: the key's
 permission and calendar scope, its rate budget and its call history (transport ``caldav``).
 What a request brings that cannot be taken (too large, not XML, not iCalendar, ``Depth:
@@ -263,7 +263,10 @@ async def get(request: Request, svc: Services, principal: Principal | None) -> R
 
 
 async def put(request: Request, svc: Services, principal: Principal | None) -> Response:
-    assert principal is not None  # signed in first: what it may write decides the parsing
+    """A calendar object written (``writing.put_object``) in the request's one transaction:
+    a body up to ``_PARSE_INLINE`` comes before the sign-in, which is then made in that
+    transaction, and is read as iCalendar there once the key may write (microseconds: on
+    the loop); a larger one is read off the loop once signed in, for a key that may write."""
     path = request.scope["path"]
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     # What the body cannot be is said once the preconditions hold (``writing.put_object``).
@@ -279,8 +282,10 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
         problem = DavRefused(
             f"Send the object as '{ICS_MEDIA_TYPE}'.", c("supported-calendar-data")
         )
+    if principal is None and len(raw) > _PARSE_INLINE:  # more than its Content-Length said
+        principal = await _sign_in(request, svc)
     parsed: ReadFile | None = None
-    if problem is None and permits(principal, operations.CALDAV_PUT):  # parsing costs
+    if problem is None and principal is not None and permits(principal, operations.CALDAV_PUT):
         try:
             parsed = await run_in_threadpool(read_file, raw)
         except CalendarError as exc:
@@ -289,13 +294,20 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
     if_none_match = request.headers.get("if-none-match")
 
     def args() -> dict[str, Any]:
+        # Called by ``gateway.perform`` once the key may write: a small body is read here.
+        data, refused = parsed, problem
+        if refused is None and data is None:
+            try:
+                data = read_file(raw)
+            except CalendarError as exc:
+                refused = DavRefused(exc.message, c("valid-calendar-data"))
         return {
             "path": path,
-            "data": parsed,
+            "data": data,
             "if_match": if_match,
             "if_none_match": if_none_match,
             "now": utcnow(),
-            "problem": problem,
+            "problem": refused,
         }
 
     # Created (201) or replaced (204): the answer of the PUT's one transaction.
@@ -414,7 +426,7 @@ class CalDav:
             small = "transfer-encoding" not in request.headers and (
                 length is None or (length.isdigit() and int(length) <= _PARSE_INLINE)
             )
-            if method == "PUT" or not small:
+            if not small:
                 principal = await _sign_in(request, svc)
             return await handler(request, svc, principal)
         except ClientDisconnect:
