@@ -37,7 +37,7 @@ from calendar_service.asgi.context import (
     session_secret,
 )
 from calendar_service.calendar import calendar_edits as calendar_changes
-from calendar_service.dav import documents, multistatus
+from calendar_service.dav import asking, documents, multistatus
 from calendar_service.interop.caldav import access, objects
 from calendar_service.interop.caldav.names import c, d
 from calendar_service.interop.caldav.resources import ROOT, parse_path
@@ -190,20 +190,36 @@ async def _xml_body(request: Request) -> tuple[Element | None, CalendarError | N
         return None, exc
 
 
+def _reading(
+    read: tuple[Element | None, CalendarError | None], asks: Callable[[Element | None], Any]
+) -> dict[str, Any]:
+    """The core's ``asked`` and ``problem`` arguments: what the document ``read`` asks, read
+    by ``asks`` (``asking``), or why it cannot be answered. A body that could not be read
+    at all is refused before (the ``refused`` of ``gateway.perform``)."""
+    body, refused = read
+    if refused is not None:
+        return {"asked": None, "problem": None}
+    try:
+        return {"asked": asks(body), "problem": None}
+    except CalendarError as exc:
+        return {"asked": None, "problem": exc}
+
+
 async def _multistatus(
     request: Request,
     svc: Services,
     principal: Principal | None,
     op: Operation,
     read: tuple[Element | None, CalendarError | None],
+    asks: Callable[[Element | None], Any],
     **args: Any,
 ) -> Response:
-    """``op`` on the request's path with its XML body (``read``: the body, or why it is
-    refused), answered with the core's multistatus, written here (``multistatus``)."""
-    body, refused = read
-    args = {"path": request.scope["path"], "body": body, **args}
+    """``op`` on the request's path with what its XML body asks (``read``: the body, or why
+    it is refused; ``asks`` reads it), answered with the core's multistatus, written here
+    (``multistatus``)."""
+    args = {"path": request.scope["path"], **_reading(read, asks), **args}
     outcome = await _perform(
-        request, svc, principal, op, args, refused=refused, then=multistatus.body
+        request, svc, principal, op, args, refused=read[1], then=multistatus.body
     )
     written = outcome.value
     if not isinstance(written, bytes):  # answered within the transaction: written here
@@ -229,6 +245,7 @@ async def propfind(request: Request, svc: Services, principal: Principal | None)
         principal,
         operations.CALDAV_PROPFIND,
         (body, refused),
+        asking.propfind,
         depth=depth,
         token_key=token_key,
     )
@@ -236,14 +253,16 @@ async def propfind(request: Request, svc: Services, principal: Principal | None)
 
 async def proppatch(request: Request, svc: Services, principal: Principal | None) -> Response:
     read = await _xml_body(request)
-    return await _multistatus(request, svc, principal, operations.CALDAV_PROPPATCH, read)
+    return await _multistatus(
+        request, svc, principal, operations.CALDAV_PROPPATCH, read, asking.proppatch
+    )
 
 
 async def report(request: Request, svc: Services, principal: Principal | None) -> Response:
     read = await _xml_body(request)
     token_key = await service_key(request, service_secrets.page_token_key)
     return await _multistatus(
-        request, svc, principal, operations.CALDAV_REPORT, read, token_key=token_key
+        request, svc, principal, operations.CALDAV_REPORT, read, asking.report, token_key=token_key
     )
 
 
@@ -317,13 +336,14 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
 
 async def mkcalendar(request: Request, svc: Services, principal: Principal | None) -> Response:
     """RFC 4791 §5.3.1: a calendar at the path asked (``caldav.writing.make_calendar``)."""
-    body, refused = await _xml_body(request)
+    read = await _xml_body(request)
+    asked = _reading(read, asking.mkcalendar)
 
     def args() -> dict[str, Any]:
-        return {"path": request.scope["path"], "body": body, "now": utcnow()}
+        return {"path": request.scope["path"], **asked, "now": utcnow()}
 
     outcome = await _perform(
-        request, svc, principal, operations.CALDAV_MKCALENDAR, args, refused=refused
+        request, svc, principal, operations.CALDAV_MKCALENDAR, args, refused=read[1]
     )
     return Response(None, outcome.status, _headers(outcome))
 
