@@ -370,7 +370,13 @@ class ConnectionPoller:
         if fetched.status != 200:
             raise refusal(fetched.status, "ics")
         tz = await self._zone(job.user_id)
-        busy = await asyncio.to_thread(connected.busy_of_text, fetched.body, tz=tz, now=utcnow())
+        busy = await asyncio.to_thread(
+            connected.busy_of_text,
+            fetched.body,
+            tz=tz,
+            now=utcnow(),
+            details=job.visibility == "details",
+        )
         await self.db.run_off_loop(
             _in_transaction(store.record_ics),
             job=job,
@@ -461,7 +467,9 @@ class ConnectionPoller:
                 data = answer.text("{urn:ietf:params:xml:ns:caldav}calendar-data")
                 if answer.status != 200 or data is None:
                     continue
-                busy = await asyncio.to_thread(_read_object, data.encode(), tz)
+                busy = await asyncio.to_thread(
+                    _read_object, data.encode(), tz, job.visibility == "details"
+                )
                 changed[answer.href] = (answer.text("{DAV:}getetag"), busy)
         await self.db.run_off_loop(
             _in_transaction(store.record_caldav),
@@ -485,10 +493,11 @@ class ConnectionPoller:
         return _multistatus(found.body).answers
 
 
-def _read_object(data: bytes, tz: tzinfo) -> connected.Busy:
-    """One CalDAV object's busy time; an object that cannot be read gives none (counted)."""
+def _read_object(data: bytes, tz: tzinfo, details: bool) -> connected.Busy:
+    """One CalDAV object's busy time (and its events, with ``details``); an object that
+    cannot be read gives none (counted)."""
     try:
-        return connected.busy_of_text(data, tz=tz, now=utcnow())
+        return connected.busy_of_text(data, tz=tz, now=utcnow(), details=details)
     except CalendarError:
         return connected.Busy(skipped=1)
 

@@ -220,6 +220,32 @@ def sync(
     _print(_poll_now([connection_id]), as_json)
 
 
+@connections_app.command("visibility")
+def visibility(
+    connection_id: Annotated[str, typer.Argument(help="conn_…")],
+    shown: Annotated[str, typer.Argument(help="busy or details", metavar="busy|details")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Show a connected calendar's times only (busy) or its events too, read-only (details);
+    details reads it whole at once."""
+    from calendar_service.cli.common import run
+    from calendar_service.delivery import connections as store
+
+    run(
+        lambda conn: store.set_visibility(
+            conn, user_id=None, connection_id=connection_id, visibility=shown, now=utcnow()
+        )
+    )
+    _print(_poll_now([connection_id]) if shown == "details" else _listed(connection_id), as_json)
+
+
+def _listed(connection_id: str) -> list[dict[str, Any]]:
+    from calendar_service.cli.common import run
+    from calendar_service.delivery import connections as store
+
+    return [run(lambda conn: store.get_connection(conn, user_id=None, connection_id=connection_id))]
+
+
 @connections_app.command("remove")
 def remove(
     connection_id: Annotated[str, typer.Argument(help="conn_…")], as_json: JsonFlag = False
