@@ -15,6 +15,7 @@ import pytest
 from sqlalchemy import select
 
 from calendar_service.calendar.calendar_edits import delete_calendar_step, update_calendar
+from calendar_service.calendar.rules import set_rules
 from calendar_service.cli.asgi_app import create_app
 from calendar_service.delivery import connections as store
 from calendar_service.platform.config import Config
@@ -405,3 +406,47 @@ def test_the_owner_cannot_delete_a_mirror_calendar_but_may_rename_it(
     )
     assert (renamed["name"], renamed["readOnly"]) == ("Work (Google)", True)
     assert renamed["source"] == {"connectionId": connection_id, "kind": "ics"}
+
+
+def test_the_rules_do_not_count_a_connected_all_day_event_as_a_meeting(
+    live: tuple[Config, Database, RunningServer], factory: Factory
+) -> None:
+    """``maxMeetingsPerDay: 1``: a day with a connected all-day event still takes a meeting;
+    a day with a connected timed meeting does not."""
+    config, db, running = live
+    owner = factory.owner()
+    _, writer = factory.key(owner)
+    holiday, busy_day = day(4), day(5)
+    all_day = (
+        f"BEGIN:VEVENT\r\nUID:holiday\r\nDTSTAMP:20260101T000000Z\r\n"
+        f"DTSTART;VALUE=DATE:{holiday.strftime('%Y%m%d')}\r\n"
+        f"DTEND;VALUE=DATE:{(holiday + timedelta(days=1)).strftime('%Y%m%d')}\r\n"
+        "SUMMARY:Holiday\r\nEND:VEVENT\r\n"
+    )
+    meeting = busy_day.replace(hour=8)
+    source = calendar(all_day, vevent("m", meeting, meeting + timedelta(hours=1)))
+    db.call(set_rules, user_id=owner.id, value={"maxMeetingsPerDay": 1}, now=utcnow())
+    with (
+        ics_server(source.encode()) as served,
+        httpx.Client(base_url=running.url, timeout=30) as client,
+    ):
+        connection_id = add_ics(db, config, owner, served.url)
+        assert synced_after(db, owner, connection_id, None)["events"] == 2
+
+        def create(on: Any) -> httpx.Response:
+            start = on.replace(hour=14)
+            body = {
+                "title": "Agent's meeting",
+                "startsAt": start.isoformat(),
+                "endsAt": (start + timedelta(hours=1)).isoformat(),
+            }
+            return client.post(EVENTS, json=body, headers=bearer(writer))
+
+        assert create(holiday).status_code == 201
+        refused = create(busy_day)
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["code"] == "rule_violation"
+        assert [e["rule"] for e in refused.json()["errors"]] == ["maxMeetingsPerDay"]
+        # The all-day event is busy time still: free/busy shows the whole day.
+        found = free_busy(client, writer, holiday, holiday + timedelta(days=1))
+        assert connected_busy(found, connection_id)
