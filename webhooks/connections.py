@@ -41,7 +41,12 @@ from calendar_service.delivery import connections as store
 from calendar_service.interop.ical import connected
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database, atomic
-from calendar_service.platform.errors import CalendarError, WebhookTargetRefused
+from calendar_service.platform.errors import (
+    CalendarError,
+    FieldError,
+    ValidationFailed,
+    WebhookTargetRefused,
+)
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.models.calendars import calendars_t
 from calendar_service.platform.sealed import sealing_key
@@ -206,6 +211,29 @@ async def discover(
         return remote.calendars_in(home, _multistatus(found.body))
     finally:
         await client.close()
+
+
+async def discover_calendars(
+    url: str,
+    *,
+    username: str,
+    password: str,
+    allow_local: bool,
+    field: str = "url",
+    verify: ssl.SSLContext | bool = True,
+) -> list[tuple[str, str]]:
+    """``discover`` for the owner's surfaces (the CLI, the settings pages): the account's
+    calendars of events as (collection URL, name); a failure, or none found, is a
+    ``ValidationFailed`` naming ``field``."""
+    try:
+        found = await discover(
+            url, username=username, password=password, allow_local=allow_local, verify=verify
+        )
+    except PollFailed as exc:
+        raise ValidationFailed([FieldError(field, f"no CalDAV account found: {exc}")]) from None
+    if not found:
+        raise ValidationFailed([FieldError(field, "the account holds no calendar of events")])
+    return [(f.url, f.name) for f in found]
 
 
 async def _href_prop(client: Remote, url: str, prop: str) -> str | None:

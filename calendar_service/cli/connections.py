@@ -130,7 +130,7 @@ def add_caldav(
     base URL, each connected one read once and printed."""
     from calendar_service.delivery import connections as store
     from calendar_service.delivery import webhook_targets
-    from webhooks.connections import PollFailed, discover
+    from webhooks.connections import discover_calendars
 
     config = Config.from_env()
     checked = store.check_source_url(
@@ -147,19 +147,17 @@ def add_caldav(
         raise ValidationFailed(
             [FieldError("password", "give the app password on stdin or in --password-file")]
         )
-    try:
-        found = asyncio.run(
-            discover(
+    found = [
+        store.Picked(*f)
+        for f in asyncio.run(
+            discover_calendars(
                 checked,
                 username=username,
                 password=password,
                 allow_local=config.webhook_allow_local,
             )
         )
-    except PollFailed as exc:
-        raise ValidationFailed([FieldError("url", f"no CalDAV account found: {exc}")]) from None
-    if not found:
-        raise ValidationFailed([FieldError("url", "the account holds no calendar of events")])
+    ]
     picked = found
     if calendar:
         by_name = {f.name: f for f in found}
@@ -183,7 +181,7 @@ def add_caldav(
                 url=checked,
                 username=username,
                 password=password,
-                calendars=[store.Picked(f.url, f.name) for f in picked],
+                calendars=picked,
                 visibility=visibility,
                 key=_key(conn, config),
                 now=utcnow(),
