@@ -450,3 +450,23 @@ def test_the_rules_do_not_count_a_connected_all_day_event_as_a_meeting(
         # The all-day event is busy time still: free/busy shows the whole day.
         found = free_busy(client, writer, holiday, holiday + timedelta(days=1))
         assert connected_busy(found, connection_id)
+
+
+def test_caldav_shows_a_mirror_calendar_without_write_privileges(
+    live: tuple[Config, Database, RunningServer],
+    factory: Factory,
+    details: tuple[Owner, str, str, str],
+) -> None:
+    running = live[2]
+    owner, _, mirror, _ = details
+    app = app_account(factory, owner)
+    with httpx.Client(base_url=running.url, timeout=30) as client:
+        asked = "<d:current-user-privilege-set/><d:displayname/>"
+        home = responses(propfind(client, app, app.home, asked, depth="1"))
+    privileges = {
+        href: {p.tag for p in entry["found"]["{DAV:}current-user-privilege-set"].iter()}
+        for href, entry in home.items()
+        if "{DAV:}current-user-privilege-set" in entry["found"]
+    }
+    assert "{DAV:}write" not in privileges[app.calendar(mirror)]
+    assert "{DAV:}write" in privileges[app.calendar()]
