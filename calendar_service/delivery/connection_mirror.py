@@ -245,53 +245,49 @@ def _insert_event(
                 "recurrence_ends_at": _stored(columns["recurrence_ends_at"], dialect),
             }
     event_id = new_id("ev")
-    stored_now = to_db(now, dialect)
     INSERT.run(
         conn,
+        **_row(mirror.id, desired, now, dialect),
         id=event_id,
-        calendar_id=mirror.id,
-        title=desired.title,
-        starts_at=to_db(desired.start, dialect),
-        ends_at=to_db(desired.end, dialect),
-        all_day=desired.all_day,
-        description=desired.description,
-        location=desired.location,
-        created_at=stored_now,
-        updated_at=stored_now,
         recurring_event_id=None,
         original_starts_at=None,
-        status=CONFIRMED,
-        transparency=desired.transparency,
         time_zone=desired.time_zone if series["recurrence"] is not None else None,
-        attendees=None,
         **series,
     )
     bump_longest(conn, mirror, desired.start, desired.end)
     for o in desired.overrides if series["recurrence"] is not None else ():
-        conn.execute(
-            insert(events_t).values(
-                id=occurrence_id(event_id, o.original, all_day=desired.all_day, tz=tz),
-                calendar_id=mirror.id,
-                title=o.title,
-                starts_at=o.start,
-                ends_at=o.end,
-                all_day=o.all_day,
-                description=o.description,
-                location=o.location,
-                created_at=now,
-                updated_at=now,
-                recurrence=None,
-                recurrence_last_start=None,
-                recurrence_ends_at=None,
-                recurring_event_id=event_id,
-                original_starts_at=o.original,
-                status=CONFIRMED,
-                transparency=o.transparency,
-                attendees=None,
-            )
+        INSERT.run(
+            conn,
+            **_row(mirror.id, o, now, dialect),
+            id=occurrence_id(event_id, o.original, all_day=desired.all_day, tz=tz),
+            recurring_event_id=event_id,
+            original_starts_at=to_db(o.original, dialect),
+            time_zone=None,
+            recurrence=None,
+            recurrence_last_start=None,
+            recurrence_ends_at=None,
         )
         bump_longest(conn, mirror, o.start, o.end)
     return event_id
+
+
+def _row(calendar_id: str, shown: Any, now: datetime, dialect: str) -> dict[str, Any]:
+    """The columns an event (``Desired``) and a changed occurrence (``Occurrence``) share."""
+    stored_now = to_db(now, dialect)
+    return {
+        "calendar_id": calendar_id,
+        "title": shown.title,
+        "starts_at": to_db(shown.start, dialect),
+        "ends_at": to_db(shown.end, dialect),
+        "all_day": shown.all_day,
+        "description": shown.description,
+        "location": shown.location,
+        "created_at": stored_now,
+        "updated_at": stored_now,
+        "status": CONFIRMED,
+        "transparency": shown.transparency,
+        "attendees": None,
+    }
 
 
 def _stored(value: datetime | None, dialect: str) -> datetime | str | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,7 +15,6 @@ from sqlalchemy import select
 
 from calendar_service.calendar.calendar_edits import delete_calendar_step, update_calendar
 from calendar_service.calendar.rules import set_rules
-from calendar_service.cli.asgi_app import create_app
 from calendar_service.delivery import connections as store
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
@@ -25,7 +23,6 @@ from calendar_service.platform.models.calendars import calendars_t
 from calendar_service.platform.models.connections import connection_events_t
 from calendar_service.platform.models.events import events_t
 from calendar_service.platform.timeutil import utcnow
-from tests.conftest import make_config
 from tests.connections.sources import ics_server
 from tests.connections.test_polling import (
     FREE_BUSY,
@@ -45,9 +42,6 @@ from tests.support import (
     Owner,
     RunningServer,
     bearer,
-    fresh_database_url,
-    migrated_database,
-    run_server,
     wait_for,
 )
 
@@ -55,20 +49,7 @@ EVENTS = "/api/v1/calendar/events"
 LINKS = "/api/v1/calendar/schedulingLinks"
 WEEKLY = "RRULE:FREQ=WEEKLY;COUNT=4\r\n"
 
-
-@pytest.fixture(scope="module")
-def live(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[Config, Database, RunningServer]]:
-    with fresh_database_url(Path(tmp_path_factory.mktemp("details"))) as url:
-        config = make_config(url, connection_poll=timedelta(seconds=1))
-        with migrated_database(config) as db, run_server(create_app(config, db=db)) as running:
-            yield config, db, running
-
-
-@pytest.fixture
-def factory(live: tuple[Config, Database, RunningServer]) -> Factory:
-    return Factory(live[1])
+pytestmark = pytest.mark.database  # its app and database: the fixtures of conftest.py
 
 
 def mirror_id(db: Database, connection_id: str) -> str | None:
@@ -157,13 +138,7 @@ def test_a_details_calendar_is_listed_read_only_searched_synced_and_follows_its_
         rows_after = _mapped(db, connection_id)
         assert rows_after["standup"] == rows_before["standup"]  # unchanged: not written again
         # details -> busy: the mirror goes, the busy time stays; busy -> details: it is back.
-        db.call(
-            store.set_visibility,
-            user_id=owner.id,
-            connection_id=connection_id,
-            visibility="busy",
-            now=utcnow(),
-        )
+        show(db, owner, connection_id, "busy")
         assert mirror_id(db, connection_id) is None
         assert _events_of(db, mirror) == 0
         everything, _ = listed(client, reader, **window)
@@ -171,13 +146,7 @@ def test_a_details_calendar_is_listed_read_only_searched_synced_and_follows_its_
         assert not any("Board" in t for t in titles(everything))
         busy = free_busy(client, reader, start - timedelta(hours=1), start + timedelta(hours=2))
         assert [utc(s) for s, _ in connected_busy(busy, connection_id)] == [start]
-        db.call(
-            store.set_visibility,
-            user_id=owner.id,
-            connection_id=connection_id,
-            visibility="details",
-            now=utcnow(),
-        )
+        show(db, owner, connection_id, "details")
         again = wait_for(lambda: mirror_id(db, connection_id), what="a mirror")
         wait_for(
             lambda: len(listed(client, reader, **window, calendarIds=again)[0]["events"]) == 4,
@@ -187,6 +156,16 @@ def test_a_details_calendar_is_listed_read_only_searched_synced_and_follows_its_
         db.call(store.remove_connection, user_id=owner.id, connection_id=connection_id)
         assert mirror_id(db, connection_id) is None and _events_of(db, again) == 0
         assert _mapped(db, connection_id) == {}
+
+
+def show(db: Database, owner: Owner, connection_id: str, visibility: str) -> None:
+    db.call(
+        store.set_visibility,
+        user_id=owner.id,
+        connection_id=connection_id,
+        visibility=visibility,
+        now=utcnow(),
+    )
 
 
 def _mapped(db: Database, connection_id: str) -> dict[str, str]:
