@@ -36,7 +36,7 @@ from calendar_service.platform.ids import new_id
 from calendar_service.platform.models import to_db
 from calendar_service.platform.models.calendars import calendars_t
 from calendar_service.platform.models.connections import connection_events_t
-from calendar_service.platform.models.events import events_t
+from calendar_service.platform.models.events import event_sync_t, events_t
 from calendar_service.platform.timeutil import zone
 
 Details = Sequence[Desired]
@@ -109,7 +109,17 @@ def drop_mirror(conn: Connection, *, connection_id: str) -> None:
     )
     if mirror is None:
         return
+    owner = conn.execute(
+        select(calendars_t.c.user_id).where(calendars_t.c.id == mirror.id)
+    ).scalar_one()
     conn.execute(delete(events_t).where(events_t.c.calendar_id == mirror.id))
+    # The triggers filed the tombstones under the calendar: a key of all the owner's calendars
+    # finds them under the owner once it is gone (``events.sync``), as for a deleted calendar.
+    conn.execute(
+        update(event_sync_t)
+        .where(event_sync_t.c.calendar_id == mirror.id)
+        .values(calendar_id=owner)
+    )
     conn.execute(delete(calendars_t).where(calendars_t.c.id == mirror.id))
 
 

@@ -137,8 +137,12 @@ def test_a_details_calendar_is_listed_read_only_searched_synced_and_follows_its_
         ]
         rows_after = _mapped(db, connection_id)
         assert rows_after["standup"] == rows_before["standup"]  # unchanged: not written again
-        # details -> busy: the mirror goes, the busy time stays; busy -> details: it is back.
+        # details -> busy: the mirror goes (a sync of all calendars says its events are gone),
+        # the busy time stays; busy -> details: it is back.
+        whole = listed(client, reader, **window)[0]["nextSyncToken"]
         show(db, owner, connection_id, "busy")
+        gone, _ = listed(client, reader, syncToken=whole)
+        assert len([e for e in gone["events"] if e["status"] == "cancelled"]) == 3
         assert mirror_id(db, connection_id) is None
         assert _events_of(db, mirror) == 0
         everything, _ = listed(client, reader, **window)
