@@ -135,6 +135,9 @@ def test_a_details_calendar_is_listed_read_only_searched_synced_and_follows_its_
         assert [e.get("title") for e in changed["events"] if e.get("status") != "cancelled"] == [
             "Board meeting (moved room)"
         ]
+        # The poller's writes are not a change of the owner's or a key's: no change log rows.
+        logged = client.get("/api/v1/calendar/changes", headers=bearer(reader))
+        assert logged.status_code == 200 and logged.json()["changes"] == [], logged.text
         rows_after = _mapped(db, connection_id)
         assert rows_after["standup"] == rows_before["standup"]  # unchanged: not written again
         # details -> busy: the mirror goes (a sync of all calendars says its events are gone),
