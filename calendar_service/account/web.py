@@ -248,7 +248,9 @@ class FormPage:
         *,
         values: dict[str, str] | None = None,
         refused: ValidationFailed | None = None,
+        context: dict[str, Any] | None = None,
     ) -> HTMLResponse:
+        """``context``: more for the template (a step of a form in two steps)."""
         data = await account(request).services.db.run(
             self.load, user_id=owner.user_id, now=utcnow()
         )
@@ -258,6 +260,7 @@ class FormPage:
             {
                 **data,
                 **self.extra(),
+                **(context or {}),
                 "section": self.section,
                 "values": values or self.blank,
                 "errors": {} if refused is None else field_errors(refused, self.names),

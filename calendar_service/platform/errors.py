@@ -35,6 +35,7 @@ answered as an opaque 500.
     ├── AlreadyUndone           409     already_undone (an undo of a change undone before)
     ├── ProposalNotPending      409     proposal_not_pending (approved, rejected, expired…)
     ├── DefaultCalendarKept     409     default_calendar (the default calendar is not deleted)
+    ├── ReadOnlyCalendar        409     read_only_calendar (a connected calendar's events)
     ├── IdempotencyInFlight     409     idempotency_in_flight
     ├── WebhookDisabled         409     webhook_disabled
     ├── SlotTaken               409     slot_taken (a link's slot no longer free), slots=[…]
@@ -439,6 +440,23 @@ class DefaultCalendarKept(CalendarError):
         "The default calendar cannot be deleted: events created without a calendar go "
         "there. Delete its events one by one, or rename it."
     )
+
+
+class ReadOnlyCalendar(CalendarError):
+    """A write to a connected calendar's mirror (``visibility: details``): only the poller
+    writes its events, from the source."""
+
+    code = "read_only_calendar"
+    status = 409
+    title = "Read-only calendar"
+
+    def __init__(self, name: str, connection_id: str) -> None:
+        super().__init__(
+            f"The calendar {name!r} is read-only: it shows the connected calendar "
+            f"{connection_id!r}, whose events are changed where they are kept. Nothing was "
+            "written; write to another calendar (calendarId), or change the event at its "
+            "source."
+        )
 
 
 class IdempotencyInFlight(CalendarError):

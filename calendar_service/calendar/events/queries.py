@@ -505,6 +505,8 @@ _EVENT_CALENDAR = (  # the event's calendar, read with it (CalendarRow's fields,
     calendars_t.c.time_zone.label("calendar_time_zone"),
     calendars_t.c.is_default.label("calendar_is_default"),
     calendars_t.c.max_event_seconds.label("calendar_max_event_seconds"),
+    calendars_t.c.connection_id.label("calendar_connection_id"),
+    calendars_t.c.connection_kind.label("calendar_connection_kind"),
 )
 
 
@@ -526,6 +528,8 @@ def load_in_scope(
         row.calendar_time_zone,
         bool(row.calendar_is_default),
         row.calendar_max_event_seconds,
+        connection_id=row.calendar_connection_id,
+        connection_kind=row.calendar_connection_kind,
     )
     return row, calendar
 

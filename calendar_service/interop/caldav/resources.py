@@ -292,6 +292,11 @@ def _calendar_properties(facts: Facts, calendar: CalendarRow) -> dict[str, Produ
     }
     if calendar.color:
         props[qn(APPLE, "calendar-color")] = lambda: calendar.color
+    if calendar.connection_id is not None:  # a connected calendar's mirror: read-only
+        props[d("current-user-privilege-set")] = lambda: (
+            d("read"),
+            d("read-current-user-privilege-set"),
+        )
     return props
 
 
