@@ -59,20 +59,41 @@ from typing import Any, ClassVar
 
 
 class CalendarError(Exception):
+    """The base every error shares: a subclass declares its data (``code``, ``status``,
+    ``title``, the values it carries) and writes a constructor only to word its message."""
+
     code: ClassVar[str] = "error"
     status: ClassVar[int] = 500
     title: ClassVar[str] = "Error"
     fixed_message: ClassVar[str] = ""
     """The message of an error that always says the same: raised without one."""
+    extras: ClassVar[tuple[str, ...]] = ()
+    """The values it carries beside its message, as attributes, in the order the constructor
+    takes them after the message (or by name); one not given is ``None``."""
+    shown: ClassVar[tuple[str, ...]] = ()
+    """Those of ``extras`` its body (``to_dict``) carries too, named in camelCase."""
 
-    def __init__(self, message: str | None = None) -> None:
+    def __init__(self, message: str | None = None, *values: Any, **named: Any) -> None:
         if message is None:
             message = self.fixed_message
+        unknown = set(named) - set(self.extras)
+        if len(values) > len(self.extras) or unknown:
+            raise TypeError(f"{type(self).__name__} takes {self.extras}, not {values} {named}")
         super().__init__(message)
         self.message = message
+        given = dict(zip(self.extras, values, strict=False)) | named
+        for name in self.extras:
+            setattr(self, name, given.get(name))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message}
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        for name in self.shown:
+            value = getattr(self, name)
+            first, *rest = name.split("_")
+            body[first + "".join(word.title() for word in rest)] = (
+                list(value) if isinstance(value, list) else value
+            )
+        return body
 
 
 class ConfigError(CalendarError):
@@ -91,16 +112,15 @@ class ValidationFailed(CalendarError):
     code = "validation_error"
     status = 400
     title = "Invalid request"
+    extras = ("errors",)
+    shown = ("errors",)
+    errors: list[FieldError]
 
     def __init__(self, errors: list[FieldError], message: str | None = None) -> None:
-        self.errors = errors
         if message is None:
             fields = ", ".join(dict.fromkeys(e["field"] for e in errors))
             message = f"The request has invalid fields: {fields}." if fields else "Invalid request."
-        super().__init__(message)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "errors": list(self.errors)}
+        super().__init__(message, errors)
 
 
 class InvalidICalendar(ValidationFailed):
@@ -150,13 +170,15 @@ class KeyInUrl(BadRequest):
 class DuplicateHeader(BadRequest):
     code = "duplicate_header"
     title = "Duplicate header"
+    extras = ("header",)
+    header: str
 
     def __init__(self, header: str, count: int) -> None:
         super().__init__(
             f"The request carries {count} {header} headers; send exactly one "
-            f"(which of them to use would be a guess)."
+            f"(which of them to use would be a guess).",
+            header,
         )
-        self.header = header
 
 
 class WebhookTargetRefused(BadRequest):
@@ -169,13 +191,15 @@ class SubscriptionLimit(BadRequest):
 
     code = "subscription_limit"
     title = "Too many subscriptions"
+    extras = ("most",)
+    most: int
 
     def __init__(self, most: int) -> None:
         super().__init__(
             f"This API key already has {most} webhook subscriptions, the most a key may have: "
-            "delete one it no longer needs (deleteSubscription) first."
+            "delete one it no longer needs (deleteSubscription) first.",
+            most,
         )
-        self.most = most
 
 
 class MailNotConfigured(BadRequest):
@@ -320,10 +344,8 @@ class InsufficientScope(AuthError):
     title = "Insufficient scope"
     bearer_error = "insufficient_scope"
     bearer_description = "The key may not do this or reach this calendar."
-
-    def __init__(self, message: str, required_scope: str | None = None) -> None:
-        super().__init__(message)
-        self.required_scope = required_scope
+    extras = ("required_scope",)
+    required_scope: str | None
 
 
 class NotFound(CalendarError):
@@ -339,13 +361,9 @@ class Conflict(CalendarError):
     code = "conflict"
     status = 409
     title = "Time not free"
-
-    def __init__(self, message: str, conflicts: list[dict[str, Any]]) -> None:
-        super().__init__(message)
-        self.conflicts = conflicts
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "conflicts": list(self.conflicts)}
+    extras = ("conflicts",)
+    shown = ("conflicts",)
+    conflicts: list[dict[str, Any]]
 
 
 class RuleViolation(CalendarError):
@@ -357,6 +375,10 @@ class RuleViolation(CalendarError):
     code = "rule_violation"
     status = 409
     title = "Against the owner's rules"
+    extras = ("errors", "suggestions")
+    shown = ("errors", "suggestions")
+    errors: list[dict[str, str]]
+    suggestions: list[dict[str, str]]
 
     def __init__(
         self, errors: list[dict[str, str]], suggestions: list[dict[str, str]] | None = None
@@ -365,17 +387,10 @@ class RuleViolation(CalendarError):
         first = errors[0]["message"] if errors else ""
         super().__init__(
             f"The owner's rules for agents refuse this time ({rules}): {first} "
-            "Pick one of the suggestions, or ask findFreeTime for times that keep the rules."
+            "Pick one of the suggestions, or ask findFreeTime for times that keep the rules.",
+            errors,
+            suggestions or [],
         )
-        self.errors = errors
-        self.suggestions = suggestions or []
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **super().to_dict(),
-            "errors": list(self.errors),
-            "suggestions": list(self.suggestions),
-        }
 
 
 class ChangedSince(Conflict):
@@ -384,13 +399,9 @@ class ChangedSince(Conflict):
     message too; undo them first, or force the undo."""
 
     title = "Changed since"
-
-    def __init__(self, message: str, changes: list[dict[str, Any]]) -> None:
-        super().__init__(message, [])
-        self.changes = changes
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "changes": list(self.changes)}
+    extras = ("changes",)
+    shown = ("changes",)
+    changes: list[dict[str, Any]]
 
 
 class AlreadyUndone(CalendarError):
@@ -399,16 +410,16 @@ class AlreadyUndone(CalendarError):
     code = "already_undone"
     status = 409
     title = "Already undone"
+    extras = ("undone_by",)
+    shown = ("undone_by",)
+    undone_by: str
 
     def __init__(self, change_id: str, undone_by: str) -> None:
         super().__init__(
             f"Change {change_id} has already been undone, by change {undone_by}. To make it "
-            f"again, undo {undone_by}."
+            f"again, undo {undone_by}.",
+            undone_by,
         )
-        self.undone_by = undone_by
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "undoneBy": self.undone_by}
 
 
 class ProposalNotPending(CalendarError):
@@ -418,13 +429,9 @@ class ProposalNotPending(CalendarError):
     code = "proposal_not_pending"
     status = 409
     title = "Proposal not pending"
-
-    def __init__(self, message: str, proposal_status: str) -> None:
-        super().__init__(message)
-        self.proposal_status = proposal_status
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "proposalStatus": self.proposal_status}
+    extras = ("proposal_status",)
+    shown = ("proposal_status",)
+    proposal_status: str
 
 
 class DefaultCalendarKept(CalendarError):
@@ -462,13 +469,9 @@ class SlotTaken(CalendarError):
     code = "slot_taken"
     status = 409
     title = "Slot taken"
-
-    def __init__(self, message: str, slots: list[dict[str, Any]]) -> None:
-        super().__init__(message)
-        self.slots = slots
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "slots": list(self.slots)}
+    extras = ("slots",)
+    shown = ("slots",)
+    slots: list[dict[str, Any]]
 
 
 class LinkGone(CalendarError):
@@ -504,11 +507,9 @@ class DavRefused(CalendarError):
     code = "dav_precondition"
     status = 403
     title = "Forbidden"
-
-    def __init__(self, message: str, condition: str | None = None, href: str | None = None):
-        super().__init__(message)
-        self.condition = condition
-        self.href = href
+    extras = ("condition", "href")
+    condition: str | None
+    href: str | None
 
 
 class DavStale(DavRefused):
@@ -554,13 +555,15 @@ class SignInLocked(CalendarError):
     code = "sign_in_locked"
     status = 429
     title = "Too many failed sign-ins"
+    extras = ("retry_after",)
+    retry_after: int
 
     def __init__(self, retry_after: int) -> None:
         super().__init__(
             f"Too many failed sign-ins for this email or network address: try again in "
-            f"{retry_after} seconds."
+            f"{retry_after} seconds.",
+            retry_after,
         )
-        self.retry_after = retry_after
 
 
 class PayloadTooLarge(CalendarError):
@@ -590,15 +593,19 @@ class RateLimited(CalendarError):
     code = "rate_limited"
     status = 429
     title = "Too many requests"
+    extras = ("retry_after", "limit", "period")
+    retry_after: int
+    limit: int
+    period: int
 
     def __init__(self, retry_after: int, limit: int, period: int) -> None:
         super().__init__(
             f"This API key made more than {limit} requests in {period} seconds; "
-            f"retry after {retry_after} seconds."
+            f"retry after {retry_after} seconds.",
+            retry_after,
+            limit,
+            period,
         )
-        self.retry_after = retry_after
-        self.limit = limit
-        self.period = period
 
 
 class InviteLimit(CalendarError):
@@ -608,11 +615,13 @@ class InviteLimit(CalendarError):
     code = "invite_limit"
     status = 429
     title = "Too many invitations"
+    extras = ("most",)
+    most: int
 
     def __init__(self, most: int, sent: int, asked: int) -> None:
         super().__init__(
             f"This API key has invited {sent} recipients in the last 24 hours and asks for "
             f"{asked} more: at most {most} a day (CALENDAR_INVITES_PER_DAY). Nothing was "
-            "changed; send it with sendUpdates=none, or later."
+            "changed; send it with sendUpdates=none, or later.",
+            most,
         )
-        self.most = most
