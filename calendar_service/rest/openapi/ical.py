@@ -20,6 +20,7 @@ from calendar_service.rest.openapi.refs import (
     SCHEMA,
     WRITE_NOTE,
     json_content,
+    parameter,
     ref_headers,
 )
 from calendar_service.rest.openapi.responses import errors, problem_response
@@ -101,20 +102,19 @@ def schemas() -> dict[str, Any]:
 
 def parameters() -> dict[str, Any]:
     return {
-        "importCalendarId": {
-            "name": "calendarId",
-            "in": "query",
-            "description": "The calendar to import into (default: the key's calendar, or the "
+        "importCalendarId": parameter(
+            "calendarId",
+            "query",
+            "The calendar to import into (default: the key's calendar, or the "
             "owner's default calendar for an all-calendars key).",
-            "schema": {"type": "string", "pattern": TEXT_PATTERN},
-        },
-        "importCalendar": {
-            "name": "calendar",
-            "in": "query",
-            "description": "The calendar to import into, by name (with calendarId: both must "
-            "name the same one).",
-            "schema": {"type": "string", "pattern": TEXT_PATTERN},
-        },
+            {"type": "string", "pattern": TEXT_PATTERN},
+        ),
+        "importCalendar": parameter(
+            "calendar",
+            "query",
+            "The calendar to import into, by name (with calendarId: both must name the same one).",
+            {"type": "string", "pattern": TEXT_PATTERN},
+        ),
     }
 
 

@@ -17,6 +17,7 @@ from calendar_service.rest.openapi.refs import (
     RATE_DOC,
     SCHEMA,
     json_content,
+    parameter,
     ref_headers,
 )
 from calendar_service.rest.openapi.responses import errors
@@ -91,14 +92,13 @@ def schemas() -> dict[str, Any]:
 
 def parameters() -> dict[str, Any]:
     return {
-        "proposalId": {
-            "name": "proposalId",
-            "in": "path",
-            "required": True,
-            "description": "The proposal's id, as a write that waited answered it (`id`).",
-            "schema": {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN},
-            "example": _PROPOSAL_ID,
-        }
+        "proposalId": parameter(
+            "proposalId",
+            "path",
+            "The proposal's id, as a write that waited answered it (`id`).",
+            {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN},
+            example=_PROPOSAL_ID,
+        )
     }
 
 
