@@ -13,7 +13,7 @@ from calendar_service.operations import catalog as operations
 from calendar_service.platform.schema_patterns import BOUND_PATTERN, TEXT_PATTERN
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE, problem_example
-from calendar_service.rest.openapi.parameters import page_size
+from calendar_service.rest.openapi.parameters import page_size, parameter
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     PARAMETER,
@@ -21,7 +21,6 @@ from calendar_service.rest.openapi.refs import (
     SCHEMA,
     WRITE_NOTE,
     json_content,
-    parameter,
     ref_headers,
 )
 from calendar_service.rest.openapi.responses import errors, problem_response

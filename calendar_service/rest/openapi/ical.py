@@ -14,13 +14,13 @@ from calendar_service.platform.schema_patterns import TEXT_PATTERN
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.events import TAG
 from calendar_service.rest.openapi.examples import problem_example
+from calendar_service.rest.openapi.parameters import parameter
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     RATE_DOC,
     SCHEMA,
     WRITE_NOTE,
     json_content,
-    parameter,
     ref_headers,
 )
 from calendar_service.rest.openapi.responses import errors, problem_response

@@ -13,6 +13,7 @@ from calendar_service.operations import catalog as operations
 from calendar_service.platform.models import links as models
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.links import BOOK_API, LINKS_PATH
+from calendar_service.rest.openapi.parameters import parameter
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     RATE_DOC,
@@ -20,7 +21,6 @@ from calendar_service.rest.openapi.refs import (
     SCHEMA,
     WRITE_NOTE,
     json_content,
-    parameter,
     ref_headers,
     renamed,
 )

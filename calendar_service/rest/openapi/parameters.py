@@ -1,4 +1,5 @@
-"""The parameters the operations share (``components.parameters``): the event's id in the path,
+"""The parameters the operations share (``components.parameters``), each made by ``parameter``
+(one builder for every part of the document): the event's id in the path,
 the list's window and pages, the scope of a change, the Idempotency-Key header.
 
 Which operation takes which query parameter is said once, in ``rest/parameters.py``: the routes
@@ -21,13 +22,25 @@ from calendar_service.platform.schema_patterns import (
     TITLE_PATTERN,
 )
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
-from calendar_service.rest.openapi.refs import parameter
 
 _BOUND_DOC = (
     " A date-time (offset optional: without one it is read in the time zone of the key's "
     "calendar, or of the default calendar for an all-calendars key) or a date (that day's "
     f"midnight). {RANGE_DOC} Omitted or empty: unbounded."
 )
+
+
+def parameter(
+    name: str, where: str, description: str, schema: dict[str, Any], **extra: Any
+) -> dict[str, Any]:
+    """A parameter object: ``where`` is ``path`` (then required), ``query`` or ``header``;
+    ``extra``: ``required`` where it is said of a query or header parameter, its ``example``."""
+    head: dict[str, Any] = {"name": name, "in": where}
+    if where == "path":
+        head["required"] = True
+    elif "required" in extra:
+        head["required"] = extra.pop("required")
+    return {**head, "description": description, "schema": schema, **extra}
 
 
 def parameters() -> dict[str, Any]:

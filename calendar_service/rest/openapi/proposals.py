@@ -11,13 +11,13 @@ from calendar_service.operations import catalog as operations
 from calendar_service.platform.schema_patterns import TEXT_PATTERN
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
+from calendar_service.rest.openapi.parameters import parameter
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     PARAMETER,
     RATE_DOC,
     SCHEMA,
     json_content,
-    parameter,
     ref_headers,
 )
 from calendar_service.rest.openapi.responses import errors

@@ -49,16 +49,3 @@ def ref_headers(*names: str) -> dict[str, Any]:
 def json_content(schema: str, **extra: Any) -> dict[str, Any]:
     """A JSON body of the component schema ``schema`` (``extra``: its examples)."""
     return {"application/json": {"schema": {"$ref": SCHEMA.format(schema)}, **extra}}
-
-
-def parameter(
-    name: str, where: str, description: str, schema: dict[str, Any], **extra: Any
-) -> dict[str, Any]:
-    """A parameter object: ``where`` is ``path`` (then required), ``query`` or ``header``;
-    ``extra``: ``required`` where it is said of a query or header parameter, its ``example``."""
-    head: dict[str, Any] = {"name": name, "in": where}
-    if where == "path":
-        head["required"] = True
-    elif "required" in extra:
-        head["required"] = extra.pop("required")
-    return {**head, "description": description, "schema": schema, **extra}

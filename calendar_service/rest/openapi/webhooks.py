@@ -14,12 +14,12 @@ from calendar_service.journal.webhook_outbox import BOOKING_CREATED
 from calendar_service.operations import catalog as operations
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
+from calendar_service.rest.openapi.parameters import parameter
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     RATE_DOC,
     SCHEMA,
     json_content,
-    parameter,
     ref_headers,
     renamed,
 )
