@@ -13,7 +13,7 @@ from calendar_service.operations import catalog as operations
 from calendar_service.platform.schema_patterns import BOUND_PATTERN, TEXT_PATTERN
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE, problem_example
-from calendar_service.rest.openapi.parameters import page_size, parameter
+from calendar_service.rest.openapi.parameters import id_parameter, page_size, parameter
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     PARAMETER,
@@ -142,12 +142,10 @@ def _dry_run() -> dict[str, Any]:
 
 def parameters() -> dict[str, Any]:
     return {
-        "changeId": parameter(
+        "changeId": id_parameter(
             "changeId",
-            "path",
             "The change's id, as returned in `id` (and in Calendar-Change-Id).",
-            {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN},
-            example=_CHANGE_ID,
+            _CHANGE_ID,
         ),
         "dryRun": parameter(
             "dryRun",

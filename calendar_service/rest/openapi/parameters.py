@@ -43,14 +43,16 @@ def parameter(
     return {**head, "description": description, "schema": schema, **extra}
 
 
+def id_parameter(name: str, description: str, example: Any) -> dict[str, Any]:
+    """The id of what the path names (an event, a change, a proposal)."""
+    schema = {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN}
+    return parameter(name, "path", description, schema, example=example)
+
+
 def parameters() -> dict[str, Any]:
     return {
-        "eventId": parameter(
-            "eventId",
-            "path",
-            "The event's id, as returned in `id`.",
-            {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN},
-            example=EVENT_EXAMPLE["id"],
+        "eventId": id_parameter(
+            "eventId", "The event's id, as returned in `id`.", EVENT_EXAMPLE["id"]
         ),
         **_window(),
         **_pages(),
