@@ -115,8 +115,10 @@ def _asked(
 def _calendars(
     conn: Connection, principal: Principal, ids: Sequence[str] | None, errors: list[FieldError]
 ) -> list[CalendarRow]:
-    """The calendars asked for (default: all the key reaches, the default one first)."""
-    reachable = accessible_calendars(conn, principal=principal)
+    """The calendars asked for (default: all the key reaches, the default one first). A
+    connected calendar's read-only mirror is not one of them: its busy time is the
+    connection's (``conn_…``), counted once."""
+    reachable = [c for c in accessible_calendars(conn, principal=principal) if not c.connection_id]
     if ids is None:
         return reachable
     if not ids:
@@ -394,6 +396,10 @@ def find_free_time_later(
     if data.calendar_ids is not None and "calendarIds" not in bad:
         sources = counted_sources(conn, user_id=principal.user_id)
     outside = connected_busy(conn, sources=sources, low=read[0], high=read[1])
+    # The rules' meetings in connected calendars: not the busy time only all-day events give.
+    timed_outside = []
+    if shared and sources:
+        timed_outside = connected_busy(conn, sources=sources, low=read[0], high=read[1], timed=True)
     for _, user_id, _ in known:  # theirs too: never more than the times
         their_sources = counted_sources(conn, user_id=user_id)
         outside += connected_busy(conn, sources=their_sources, low=low, high=high)
@@ -403,7 +409,7 @@ def find_free_time_later(
         free: Iterable[tuple[datetime, datetime]] = _free(busy, low, high)
         rules = own_filter
         if all_day is not None and bound is not None:
-            meetings = Meetings([b for b in items if b[3] not in all_day] + outside)
+            meetings = Meetings([b for b in items if b[3] not in all_day] + timed_outside)
             rules = SlotFilter(bound, target_tz, now, meetings)
         if rules is not None:  # only where a meeting may be at all
             free = rules.clip(free)

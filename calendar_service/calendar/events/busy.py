@@ -93,8 +93,8 @@ def meetings_of(
     if not getattr(calendars, "connected", True):  # read with them: the owner has none
         return found
     # The owner's connected calendars count too (``calendar.connected``): their busy times,
-    # all of them (a connected calendar keeps no titles, nor which of its events are all-day).
-    return found + busy_of_owner(conn, user_id=user_id, low=low, high=high)
+    # but those of all-day events (as here: not meetings).
+    return found + busy_of_owner(conn, user_id=user_id, low=low, high=high, timed=True)
 
 
 class OwnerCalendars(list[CalendarRow]):
@@ -129,15 +129,23 @@ def owner_calendars(
     several reads of meetings); ``before_writes``: for a transaction that has written nothing
     (``findFreeTime``), whose series may then be read from memory. After a write, a calendar
     whose ``series_version`` is 0 keeps it (it never had a series, this transaction's writes
-    counted: no series to ask the database for); any other version is left unread."""
+    counted: no series to ask the database for); any other version is left unread. A
+    connected calendar's mirror is left out: its busy time is counted as its connection's."""
     rows = _OWNER_CALENDARS.all(conn, user_id=user_id)
     found = OwnerCalendars(
         CalendarRow(
-            r[0], r[1], r[2], bool(r[3]), r[4], r[5] if before_writes or r[5] == 0 else None, r[6]
+            r[0],
+            r[1],
+            r[2],
+            bool(r[3]),
+            r[4],
+            r[5] if before_writes or r[5] == 0 else None,
+            *r[6:9],
         )
         for r in rows
+        if not r[7]  # mirrors: counted as their connection
     )
-    found.connected = bool(rows[0][7]) if rows else True
+    found.connected = bool(rows[0][9]) if rows else True
     return found
 
 
