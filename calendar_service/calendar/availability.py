@@ -41,7 +41,14 @@ from calendar_service.calendar.connected import (
 )
 from calendar_service.calendar.event_input import parse_untrusted
 from calendar_service.calendar.events.busy import Busy, busy_later
-from calendar_service.calendar.rule_check import slot_filter
+from calendar_service.calendar.rule_check import (
+    Meetings,
+    SlotFilter,
+    instant,
+    slack,
+    slot_filter,
+)
+from calendar_service.calendar.rules import rules_of
 from calendar_service.platform.deferred import Later, finish
 from calendar_service.platform.errors import FieldError, InsufficientScope, ValidationFailed
 from calendar_service.platform.models.availability import FreeBusyQuery, FreeTimeQuery, WorkingHours
@@ -313,7 +320,9 @@ def _hours(value: Any, errors: list[FieldError], bad: set[str]) -> Hours | None:
     return Hours(start, end, frozenset(days))
 
 
-def _whole(value: Any, field: str, low: int, high: int, errors: list[FieldError]) -> int | None:
+def whole_number(
+    value: Any, field: str, low: int, high: int, errors: list[FieldError]
+) -> int | None:
     """A whole number in ``[low, high]``: JSON's ``30`` or ``30.0`` (JSON Schema's integer),
     never ``true`` or ``"30"``."""
     if isinstance(value, float) and value.is_integer():
@@ -351,11 +360,11 @@ def find_free_time_later(
     duration = (
         None
         if "durationMinutes" in bad
-        else _whole(data.duration_minutes, "durationMinutes", 1, MAX_DURATION, errors)
+        else whole_number(data.duration_minutes, "durationMinutes", 1, MAX_DURATION, errors)
     )
     limit = DEFAULT_SLOTS if most is None else most
     if data.limit is not None and "limit" not in bad:
-        limit = _whole(data.limit, "limit", 1, MAX_SLOTS, errors) or DEFAULT_SLOTS
+        limit = whole_number(data.limit, "limit", 1, MAX_SLOTS, errors) or DEFAULT_SLOTS
     hours = _hours(data.working_hours, errors, bad)
     window = _window(data.time_min, data.time_max, tz, errors, bad)
     asked = None if "attendees" in bad else _attendees(data.attendees, errors)
@@ -365,7 +374,20 @@ def find_free_time_later(
     length = timedelta(minutes=duration)
     # The owner's rules for agents that bind this key, in the zone of the calendar it books in.
     target_tz = zone(calendars[0].time_zone) if calendars else tz
-    rules = slot_filter(conn, principal=principal, tz=target_tz, low=low, high=high, now=utcnow())
+    now = utcnow()
+    bound = rules_of(principal)
+    # Asked of every calendar of the owner (and their connected ones), the busy read serves
+    # the rules too, read over the days around the window they look at, all-day events told
+    # apart (not meetings); else the rules read the owner's meetings themselves.
+    shared = bound is not None and principal.calendar_id is None and data.calendar_ids is None
+    shared = shared and not asked
+    own_filter = None
+    if bound is not None and not shared:
+        own_filter = slot_filter(
+            conn, principal=principal, tz=target_tz, low=low, high=high, now=now
+        )
+    read = (low - slack(bound), high + slack(bound)) if shared and bound is not None else window
+    all_day: set[str] | None = set() if shared else None
     known: list[tuple[str, str, list[CalendarRow]]] = []
     unknown: list[str] = []
     if asked:
@@ -373,15 +395,22 @@ def find_free_time_later(
     # The owner's connected calendars always count: a slot is free only if the whole day is.
     if data.calendar_ids is not None and "calendarIds" not in bad:
         sources = counted_sources(conn, user_id=principal.user_id)
-    outside = connected_busy(conn, sources=sources, low=low, high=high)
+    outside = connected_busy(conn, sources=sources, low=read[0], high=read[1])
+    # The rules' meetings in connected calendars: not the busy time only all-day events give.
+    timed_outside = []
+    if shared and sources:
+        timed_outside = connected_busy(conn, sources=sources, low=read[0], high=read[1], timed=True)
     for _, user_id, _ in known:  # theirs too: never more than the times
         their_sources = counted_sources(conn, user_id=user_id)
         outside += connected_busy(conn, sources=their_sources, low=low, high=high)
-    now = utcnow()
 
     def answer(items: list[Busy]) -> dict[str, Any]:
         busy = merged(items + outside, low, high)
         free: Iterable[tuple[datetime, datetime]] = _free(busy, low, high)
+        rules = own_filter
+        if all_day is not None and bound is not None:
+            meetings = Meetings([b for b in items if b[3] not in all_day] + timed_outside)
+            rules = SlotFilter(bound, target_tz, now, meetings)
         if rules is not None:  # only where a meeting may be at all
             free = rules.clip(free)
         if hours is not None:
@@ -405,7 +434,15 @@ def find_free_time_later(
         return found
 
     if not known:
-        return _answered(conn, principal, calendars, window, answer)
+        items = busy_later(
+            conn,
+            user_id=principal.user_id,
+            calendars=calendars,
+            low=read[0],
+            high=read[1],
+            all_day=all_day,
+        )
+        return items.then(answer) if isinstance(items, Later) else answer(items)
     parts = [busy_later(conn, user_id=principal.user_id, calendars=calendars, low=low, high=high)]
     for _, user_id, theirs in known:  # their busy time: never more than that
         parts.append(busy_later(conn, user_id=user_id, calendars=theirs, low=low, high=high))
@@ -426,22 +463,17 @@ def _attendees(value: Any, errors: list[FieldError]) -> list[str] | None:
 
 def _free(
     busy: Sequence[tuple[str, str]], low: datetime, high: datetime
-) -> list[tuple[datetime, datetime]]:
-    """The complement of ``busy`` (merged, in order) within ``[low, high)``."""
-    free: list[tuple[datetime, datetime]] = []
+) -> Iterator[tuple[datetime, datetime]]:
+    """The complement of ``busy`` (merged, in order) within ``[low, high)``, lazily: a search
+    that stops at its first slots reads only the busy times before them."""
     at = low
     for start_text, end_text in busy:
-        start, end = _instant(start_text), _instant(end_text)
+        start, end = instant(start_text), instant(end_text)
         if start > at:
-            free.append((at, start))
+            yield at, start
         at = max(at, end)
     if at < high:
-        free.append((at, high))
-    return free
-
-
-def _instant(text: str) -> datetime:
-    return datetime.fromisoformat(text).astimezone(UTC)
+        yield at, high
 
 
 def _local_day(instant: datetime, tz: tzinfo) -> date:

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, and_, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, insert, or_, select, update
 
 from calendar_service.access.keys import (
     APPROVAL_NONE,
@@ -39,6 +39,7 @@ from calendar_service.journal.change_table import GUEST
 from calendar_service.journal.invitations import MailPolicy
 from calendar_service.journal.mail_queue import PENDING, mail_t
 from calendar_service.journal.webhook_outbox import BOOKING_CREATED, enqueue
+from calendar_service.platform.db import Statement
 from calendar_service.platform.deferred import Later
 from calendar_service.platform.emails import check_email
 from calendar_service.platform.errors import (
@@ -53,6 +54,7 @@ from calendar_service.platform.errors import (
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.inputs import check_text
 from calendar_service.platform.models import TITLE_MAX, calendars_t, endpoints_t, keys_t
+from calendar_service.platform.models.columns import from_db
 from calendar_service.platform.models.links import bookings_t, links_t
 from calendar_service.platform.timeutil import (
     format_in,
@@ -95,6 +97,10 @@ _LINK = select(
     .outerjoin(_ZONE, _ZONE.c.id == links_t.c.calendar_id)
 )
 _LINK_NAMES = tuple(c.name for c in links_t.c)
+_LINK_TIMES = frozenset(("time_min", "time_max", "expires_at", "created_at", "revoked_at"))
+# Read straight from the driver (``db.Statement``): the page's one statement before its slots.
+_BY_TOKEN = Statement(_LINK.where(links_t.c.token_hash == bindparam("token_hash")))
+_BY_ID = Statement(_LINK.where(links_t.c.id == bindparam("link_id")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +112,16 @@ class _Found:
 
 
 def _found(result: Any) -> _Found | None:
+    """A link read by ``_BY_TOKEN`` or ``_BY_ID`` (driver values: date-times through
+    ``from_db``)."""
     if result is None:
         return None
-    values = result._mapping
-    row = SimpleNamespace(**{n: values[f"link_{n}"] for n in _LINK_NAMES}, zone=values["link_zone"])
+    first = len(KEY_COLUMNS)
+    values = {
+        name: from_db(value) if name in _LINK_TIMES and value is not None else value
+        for name, value in zip(_LINK_NAMES, result[first:], strict=False)
+    }
+    row = SimpleNamespace(**values, zone=result[first + len(_LINK_NAMES)])
     return _Found(row, key_row_of(result))
 
 
@@ -117,7 +129,7 @@ def _row_of_token(conn: Connection, token: str) -> _Found | None:
     if not isinstance(token, str) or not token or len(token) > TOKEN_MOST:
         return None
     hashed = token_hash(token)
-    found = _found(conn.execute(_LINK.where(links_t.c.token_hash == hashed)).first())
+    found = _found(_BY_TOKEN.first(conn, token_hash=hashed))
     if found is None or not hmac.compare_digest(found.row.token_hash, hashed):
         return None
     return found
@@ -514,7 +526,7 @@ def managed(conn: Connection, *, manage_token: str, now: datetime) -> Managed:
         raise NotFound("There is no booking at this address: check the link you were sent.")
     if row.cancelled_at is not None:
         raise LinkGone("This booking was cancelled.")
-    found = _found(conn.execute(_LINK.where(links_t.c.id == row.link_id)).one())
+    found = _found(_BY_ID.first(conn, link_id=row.link_id))
     assert found is not None
     return Managed(row, _opened(found, now, using=False))
 

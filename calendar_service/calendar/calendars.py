@@ -190,18 +190,6 @@ _ACCESSIBLE_ONE = Statement(
 )
 
 
-def every_calendar(conn: Connection, *, user_id: str, versions: bool = False) -> list[CalendarRow]:
-    """Every calendar of the owner (the statement the list runs), without its
-    ``series_version`` unless ``versions``: a read made after a write in a transaction that
-    may be rolled back (``events.busy.meetings_of`` after a write) must keep nothing in memory
-    under a version the rollback takes back; one made before any write may."""
-    rows = _ACCESSIBLE_ALL.all(conn, user_id=user_id)
-    return [
-        CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5] if versions else None, *r[6:9])
-        for r in rows
-    ]
-
-
 def accessible_calendars(conn: Connection, *, principal: Principal) -> list[CalendarRow]:
     """The calendars this key may reach: the owner's, narrowed to one for a one-calendar key."""
     if principal.calendar_id is None:

@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, select, update
 
 from calendar_service.access.keys import APPROVAL_NONE, Principal
-from calendar_service.calendar.availability import MAX_DURATION, MAX_WINDOW
+from calendar_service.calendar.availability import MAX_DURATION, MAX_WINDOW, whole_number
 from calendar_service.calendar.calendars import resolve_target
 from calendar_service.calendar.event_input import check_title
 from calendar_service.platform.emails import check_email
@@ -89,15 +89,6 @@ def check_guest_name(value: Any, field: str, errors: list[FieldError]) -> str | 
     return name
 
 
-def _whole(value: Any, field: str, low: int, high: int, errors: list[FieldError]) -> int | None:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
-        return value
-    errors.append(FieldError(field, f"must be a whole number from {low} to {high}"))
-    return None
-
-
 def _instant(value: Any, field: str, tz: Any, errors: list[FieldError]) -> datetime | None:
     if not isinstance(value, str) or check_text(field, value):
         errors.append(FieldError(field, "must be an RFC 3339 date-time"))
@@ -141,7 +132,7 @@ def create_link(
             errors.extend(exc.errors)
     tz = zone(calendar.time_zone) if calendar is not None else zone("UTC")
     title = check_title(body.get("title"), errors)
-    duration = _whole(body.get("durationMinutes"), "durationMinutes", 1, MAX_DURATION, errors)
+    duration = whole_number(body.get("durationMinutes"), "durationMinutes", 1, MAX_DURATION, errors)
     low = _instant(body.get("timeMin"), "timeMin", tz, errors)
     high = _instant(body.get("timeMax"), "timeMax", tz, errors)
     if low is not None and high is not None:
@@ -174,7 +165,9 @@ def create_link(
                 guest_email = check_email(guest["email"], "guest.email", errors)
             if guest.get("name") is not None:
                 guest_name = check_guest_name(guest["name"], "guest.name", errors)
-    uses = 1 if body.get("uses") is None else _whole(body["uses"], "uses", 1, MOST_USES, errors)
+    uses = (
+        1 if body.get("uses") is None else whole_number(body["uses"], "uses", 1, MOST_USES, errors)
+    )
     expires = high
     if body.get("expiresAt") is not None:
         expires = _instant(body["expiresAt"], "expiresAt", tz, errors)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import bisect
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
@@ -77,13 +77,25 @@ class Meetings:
         last = bisect.bisect_left(self.starts, high)
         return [(s, e) for s, e, i in self.items[first:last] if e > low and s < high and i != skip]
 
+    def near(self, low: datetime, high: datetime) -> bool:
+        """Whether a meeting overlaps ``[low, high)``."""
+        first = bisect.bisect_left(self.starts, low - self.longest)
+        last = bisect.bisect_left(self.starts, high)
+        return any(e > low and s < high for s, e, _ in self.items[first:last])
+
     def starting(self, low: datetime, high: datetime, skip: str | None) -> int:
         first, last = bisect.bisect_left(self.starts, low), bisect.bisect_left(self.starts, high)
         return sum(1 for _, _, i in self.items[first:last] if i != skip)
 
 
-def _instant(text: str) -> datetime:
+@functools.lru_cache(maxsize=16384)
+def instant(text: str) -> datetime:
+    """A stored UTC text as an instant (kept: the same busy times are read again and again;
+    ``availability`` reads them with it too)."""
     return datetime.fromisoformat(text).astimezone(UTC)
+
+
+_instant = instant
 
 
 @functools.lru_cache(maxsize=8192)
@@ -436,19 +448,26 @@ def _check_event(
     tz = zone(next(c.time_zone for c in calendars if c.id == event["calendarId"]))
     user_id = principal.user_id
     start, end = _instant(event["startsAt"]), _instant(event["endsAt"])
-    slack = timedelta(days=2) + (rules.buffer or timedelta(0))
+    around = slack(rules)
     if not event.get("recurrence"):
-        meetings = Meetings(
-            meetings_of(
-                conn, user_id=user_id, low=start - slack, high=end + slack, calendars=calendars
-            )
+        event_id = event["id"]
+        items = meetings_of(
+            conn, user_id=user_id, low=start - around, high=end + around, calendars=calendars
         )
-        found = broken(rules, tz, start, end, now=now, meetings=meetings, skip=event["id"])
-        return found, (start, end, tz, event["id"])
+        # Most writes keep the rules: the quick check first (``SlotFilter``: ``passes``).
+        if SlotFilter(rules, tz, now, Meetings(b for b in items if b[3] != event_id)).keeps(
+            start, end
+        ):
+            return [], (start, end, tz, event_id)
+        meetings = Meetings(items)
+        found = broken(rules, tz, start, end, now=now, meetings=meetings, skip=event_id)
+        return found, (start, end, tz, event_id)
     low = max(now, start) - (end - start)
     high = max(now, start) + rules.horizon
     meetings = Meetings(
-        meetings_of(conn, user_id=user_id, low=low - slack, high=high + slack, calendars=calendars)
+        meetings_of(
+            conn, user_id=user_id, low=low - around, high=high + around, calendars=calendars
+        )
     )
     prefix = event["id"] + "_"
     own = [m for m in meetings.items if m[2].startswith(prefix) and low < m[1] and m[0] < high]
@@ -533,28 +552,95 @@ def _quarter(instant: datetime, tz: tzinfo) -> datetime:
     )
 
 
-@dataclass(slots=True)
 class SlotFilter:
     """What ``findFreeTime`` keeps of its free time under the rules binding the key:
     ``clip`` cuts free intervals to the times a meeting may lie in at all (working hours, not
     on a no-meeting day, after the notice, within the days ahead), ``keeps`` says whether a
-    meeting at ``[start, end)`` keeps every rule."""
+    meeting at ``[start, end)`` keeps every rule: what ``passes`` says, from what is worked
+    out once for each local day a candidate touches (its working spans joined with the day
+    before's, its meetings' count, minutes and joined spans, those near its focus window), so
+    that the next candidate on that day costs a few comparisons."""
 
-    rules: Rules
-    tz: tzinfo
-    now: datetime
-    meetings: Meetings
+    __slots__ = ("_facts", "_last", "_latest", "_soonest", "meetings", "now", "rules", "tz")
+
+    def __init__(self, rules: Rules, tz: tzinfo, now: datetime, meetings: Meetings) -> None:
+        self.rules, self.tz, self.now, self.meetings = rules, tz, now, meetings
+        self._soonest = now + rules.min_notice if rules.min_notice is not None else None
+        self._latest = (
+            now + timedelta(days=rules.max_days_ahead) if rules.max_days_ahead is not None else None
+        )
+        self._facts: dict[date, _DayFacts] = {}
+        self._last: _DayFacts | None = None
 
     def keeps(self, start: datetime, end: datetime) -> bool:
-        return passes(self.rules, self.tz, start, end, now=self.now, meetings=self.meetings)
+        rules = self.rules
+        if rules.max_duration is not None and end - start > rules.max_duration:
+            return False
+        if self._soonest is not None and start < self._soonest:
+            return False
+        if self._latest is not None and start > self._latest:
+            return False
+        day = self._last
+        if day is None or not day.low <= start < day.high or end > day.high:  # another day
+            first = start.astimezone(self.tz).date()
+            if max((end - _TICK).astimezone(self.tz).date(), first) != first:
+                return self._keeps_across(start, end)
+            day = self._last = self._day(first)
+        if day.off:
+            return False
+        if rules.hours is not None:
+            for s, e in day.hours:
+                if s <= start and end <= e:
+                    break
+            else:
+                return False
+        buffer = rules.buffer
+        if buffer is not None:
+            low, high = start - buffer, end + buffer
+            for s, e in day.close:
+                if e > low and s < high:
+                    return False
+        if rules.max_meetings is not None and day.count + 1 > rules.max_meetings:
+            return False
+        if rules.max_minutes is not None and day.minutes_with(start, end) > rules.max_minutes:
+            return False
+        return day.focus is None or day.focus_kept(start, end)
 
-    def clip(self, free: Iterable[Span]) -> list[Span]:
+    def _keeps_across(self, start: datetime, end: datetime) -> bool:
+        """``keeps`` for a meeting across midnight (local days of its own)."""
         rules, tz = self.rules, self.tz
-        floor = self.now + rules.min_notice if rules.min_notice is not None else None
-        ceiling = None
-        if rules.max_days_ahead is not None:
-            ceiling = self.now + timedelta(days=rules.max_days_ahead)
-        out: list[Span] = []
+        days = _days(start, end, tz)
+        if rules.no_meeting_days and any(d.weekday() in rules.no_meeting_days for d in days):
+            return False
+        if rules.hours is not None and not _within_hours(rules, tz, start, end):
+            return False
+        if rules.buffer is not None and self.meetings.near(
+            start - rules.buffer, end + rules.buffer
+        ):
+            return False
+        if rules.max_meetings is not None and self._day(days[0]).count + 1 > rules.max_meetings:
+            return False
+        for facts in map(self._day, days):
+            if rules.max_minutes is not None and facts.minutes_with(start, end) > rules.max_minutes:
+                return False
+            if facts.focus is not None and not facts.focus_kept(start, end):
+                return False
+        return True
+
+    def _day(self, day: date) -> _DayFacts:
+        found = self._facts.get(day)
+        if found is None:
+            found = self._facts[day] = _DayFacts(self.rules, self.tz, day, self.meetings)
+        return found
+
+    def clip(self, free: Iterable[Span]) -> Iterator[Span]:
+        """``free`` (in order, disjoint) cut lazily: a search that stops at its first slots
+        works out the allowed spans of the days it reaches only."""
+        rules = self.rules
+        floor, ceiling = self._soonest, self._latest
+        allowed = None
+        if rules.hours is not None or rules.no_meeting_days:
+            allowed = _Ahead(rules, self.tz)
         for start, end in free:
             if floor is not None:
                 start = max(start, floor)
@@ -562,29 +648,132 @@ class SlotFilter:
                 end = min(end, ceiling + DAY)  # a meeting starts by then, lasts a day at most
             if start >= end:
                 continue
-            if rules.hours is None and not rules.no_meeting_days:
-                out.append((start, end))
+            if allowed is None:
+                yield start, end
                 continue
-            for a, b in _allowed(rules, tz, start, end):
-                if max(a, start) < min(b, end):
-                    out.append((max(a, start), min(b, end)))
+            yield from allowed.within(start, end)
+
+
+class _Ahead:
+    """The spans a meeting may lie in by working hours and no-meeting days (``_allowed``),
+    joined across midnight, worked out a local day at a time as ``within`` is asked of later
+    and later intervals."""
+
+    __slots__ = ("_day", "_done", "_spans", "rules", "tz")
+
+    def __init__(self, rules: Rules, tz: tzinfo) -> None:
+        self.rules, self.tz = rules, tz
+        self._spans: list[Span] = []  # joined, in order; the last may grow yet
+        self._day: date | None = None  # the last day whose spans are in
+        self._done = 0  # spans before this one end before every interval asked from now on
+
+    def within(self, start: datetime, end: datetime) -> list[Span]:
+        """The parts of ``[start, end)`` in the allowed spans (``start`` at or after the
+        previous call's)."""
+        if self._day is None:
+            self._day = start.astimezone(self.tz).date() - 2 * DAY
+        last = end.astimezone(self.tz).date()
+        rules, tz, spans = self.rules, self.tz, self._spans
+        while self._day < last:
+            self._day += DAY
+            if self._day.weekday() in rules.no_meeting_days:
+                continue
+            if rules.hours is None:
+                new = [(_at(self._day, timedelta(0), tz), _at(self._day, DAY, tz))]
+            else:
+                new = _working_spans(rules, self._day, tz)
+            for s, e in new:
+                if spans and s <= spans[-1][1]:
+                    spans[-1] = (spans[-1][0], max(spans[-1][1], e))
+                else:
+                    spans.append((s, e))
+        while self._done < len(spans) and spans[self._done][1] <= start:
+            self._done += 1
+        out = []
+        for a, b in spans[self._done :]:
+            if a >= end:
+                break
+            if max(a, start) < min(b, end):
+                out.append((max(a, start), min(b, end)))
         return out
 
 
-def _allowed(rules: Rules, tz: tzinfo, low: datetime, high: datetime) -> list[Span]:
-    """The spans of ``[low, high)`` a meeting may lie in by working hours and no-meeting
-    days (joined across midnight), on the local days they touch."""
-    day = low.astimezone(tz).date() - DAY
-    last = high.astimezone(tz).date()
-    spans: list[Span] = []
-    while day <= last:
-        if day.weekday() not in rules.no_meeting_days:
-            if rules.hours is None:
-                spans.append((_at(day, timedelta(0), tz), _at(day, DAY, tz)))
-            else:
-                spans.extend(_working_spans(rules, day, tz))
-        day += DAY
-    return _union(spans)
+_TICK = timedelta(microseconds=1)
+
+
+class _DayFacts:
+    """What ``SlotFilter`` works out once for a local day: its bounds, whether it is a
+    no-meeting day (``off``), its working spans joined with the day before's, the meetings
+    that start on it, those on it joined (clipped to it) and their length, and, when it keeps
+    a focus block, its focus window and the meetings overlapping it."""
+
+    __slots__ = (
+        "close",
+        "count",
+        "focus",
+        "high",
+        "hours",
+        "joined",
+        "length",
+        "low",
+        "near",
+        "off",
+        "taken",
+    )
+
+    def __init__(self, rules: Rules, tz: tzinfo, day: date, meetings: Meetings) -> None:
+        self.low, self.high = low, high = _at(day, timedelta(0), tz), _at(day, DAY, tz)
+        self.off = day.weekday() in rules.no_meeting_days
+        self.hours: list[Span] = []
+        if rules.hours is not None:
+            self.hours = _union(
+                [*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)]
+            )
+        self.count = meetings.starting(low, high, None)
+        near = rules.buffer or timedelta(0)  # those a buffer around a meeting on it reaches
+        self.close = meetings.overlapping(low - near, high + near, None)
+        self.joined = [
+            (max(s, low), min(e, high)) for s, e in _union(meetings.overlapping(low, high, None))
+        ]
+        self.taken = sum((e - s for s, e in self.joined), start=timedelta(0))
+        self.focus: Span | None = None
+        self.near: list[Span] = []
+        self.length = timedelta(0)
+        if rules.focus is not None and rules.working_day(day.weekday()):
+            self.length, a, b = rules.focus
+            self.focus = (_at(day, a, tz), _at(day, b, tz))
+            self.near = meetings.overlapping(*self.focus, None)
+
+    def minutes_with(self, start: datetime, end: datetime) -> int:
+        """``_minutes_on`` this day with a meeting at ``[start, end)``."""
+        a, b = max(start, self.low), min(end, self.high)
+        extra = b - a if a < b else timedelta(0)
+        for s, e in self.joined:
+            if s < b and e > a:
+                extra -= min(b, e) - max(a, s)
+        return int((self.taken + extra).total_seconds() // 60)
+
+    def focus_kept(self, start: datetime, end: datetime) -> bool:
+        """Not ``_focus_broken`` on this day by a meeting at ``[start, end)``."""
+        assert self.focus is not None
+        low, high = self.focus
+        if not (start < high and end > low):
+            return True
+        at, longest = low, timedelta(0)
+        for s, e in _union([*self.near, (start, end)]):
+            longest = max(longest, s - at)
+            at = max(at, e)
+        return max(longest, high - at) >= self.length
+
+
+def slack(rules: Rules) -> timedelta:
+    """How far either side of a window the meetings the rules look at are read: the local
+    days a time in it touches begin at most 25 hours before it (a day DST makes longer) and
+    end at most 25 hours after, and a buffer reaches beyond them."""
+    return _DAY_REACH + (rules.buffer or timedelta(0))
+
+
+_DAY_REACH = timedelta(hours=26)
 
 
 def slot_filter(
@@ -599,15 +788,19 @@ def slot_filter(
     """For ``findFreeTime`` (and a scheduling link's slots): what keeps the rules that bind
     ``principal`` within ``[low, high)`` (``tz``: the zone of the calendar it would go in);
     ``None`` when no rule binds it. Only in a transaction that has written nothing yet (its
-    series may be read from memory, under versions no rollback takes back)."""
+    series may be read from memory, under versions no rollback takes back). ``findFreeTime``
+    that reads every calendar of the owner itself makes its own (``SlotFilter``, from its
+    busy read: ``events.busy.busy_later``'s ``all_day``)."""
     rules = rules_of(principal)
     if rules is None:
         return None
-    slack = timedelta(days=2) + (rules.buffer or timedelta(0))
+    around = slack(rules)
     user_id = principal.user_id
     calendars = owner_calendars(conn, user_id=user_id, before_writes=True)  # a read: no write
     meetings = Meetings(
-        meetings_of(conn, user_id=user_id, low=low - slack, high=high + slack, calendars=calendars)
+        meetings_of(
+            conn, user_id=user_id, low=low - around, high=high + around, calendars=calendars
+        )
     )
     return SlotFilter(rules, tz, now, meetings)
 
@@ -619,7 +812,9 @@ __all__ = [
     "Verdict",
     "broken",
     "check_write",
+    "instant",
     "passes",
+    "slack",
     "slot_filter",
     "suggestions",
 ]

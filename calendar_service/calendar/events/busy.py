@@ -16,10 +16,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, exists, select
 
 from calendar_service.access.keys import READ, WRITE, Principal
-from calendar_service.calendar.calendars import CalendarRow, every_calendar
+from calendar_service.calendar.calendars import CalendarRow
 from calendar_service.calendar.connected import busy_of_owner
 from calendar_service.calendar.events.chunks import (
     PLANS,
@@ -36,9 +36,11 @@ from calendar_service.calendar.events.queries import (
     window_series,
 )
 from calendar_service.calendar.recurrence import READ_BUDGET, Budget
+from calendar_service.platform.db import Statement
 from calendar_service.platform.deferred import Later, finish
-from calendar_service.platform.models.calendars import calendars_t
+from calendar_service.platform.models.calendars import ROW_COLUMNS, calendars_t
 from calendar_service.platform.models.columns import to_db
+from calendar_service.platform.models.connections import connections_t
 from calendar_service.platform.timeutil import EARLIEST, LATEST, format_in, utc_text, zone
 
 BUDGET = 4 * READ_BUDGET
@@ -83,23 +85,68 @@ def meetings_of(
     It runs after the write it checks, in the same transaction, which may yet be rolled back
     (a refusal, a dry run): the calendars' ``series_version`` is left unread, so that the
     series found are not kept in memory (``queries.window_series``) under a version that the
-    rollback takes back and a later write numbers again."""
+    rollback takes back and a later write numbers again (but 0, a calendar without series:
+    ``owner_calendars``)."""
     if calendars is None:
         calendars = owner_calendars(conn, user_id=user_id)
     found = busy_of(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=True)
+    if not getattr(calendars, "connected", True):  # read with them: the owner has none
+        return found
     # The owner's connected calendars count too (``calendar.connected``): their busy times,
     # but those of all-day events (as here: not meetings).
     return found + busy_of_owner(conn, user_id=user_id, low=low, high=high, timed=True)
 
 
+class OwnerCalendars(list[CalendarRow]):
+    """Every calendar of the owner (``owner_calendars``), and whether the owner has a
+    connected calendar that counts for availability (``connected``)."""
+
+    connected: bool = True
+
+
+# ``calendars.every_calendar``'s statement, and whether the owner has a connected calendar
+# that counts (an index probe in the same statement: the rules of an owner without one read
+# no connected busy time, one statement fewer).
+_OWNER_CALENDARS = Statement(
+    select(
+        *ROW_COLUMNS,
+        exists()
+        .where(
+            connections_t.c.user_id == bindparam("user_id"),
+            connections_t.c.counts_for_availability.is_(True),
+        )
+        .label("connected"),
+    )
+    .where(calendars_t.c.user_id == bindparam("user_id"))
+    .order_by(calendars_t.c.is_default.desc(), calendars_t.c.name)
+)
+
+
 def owner_calendars(
     conn: Connection, *, user_id: str, before_writes: bool = False
-) -> list[CalendarRow]:
+) -> OwnerCalendars:
     """Every calendar of the owner, for ``meetings_of`` (its ``calendars``: read once for
     several reads of meetings); ``before_writes``: for a transaction that has written nothing
-    (``findFreeTime``), whose series may then be read from memory."""
-    found = every_calendar(conn, user_id=user_id, versions=before_writes)
-    return [c for c in found if not c.connection_id]  # mirrors: counted as their connection
+    (``findFreeTime``), whose series may then be read from memory. After a write, a calendar
+    whose ``series_version`` is 0 keeps it (it never had a series, this transaction's writes
+    counted: no series to ask the database for); any other version is left unread. A
+    connected calendar's mirror is left out: its busy time is counted as its connection's."""
+    rows = _OWNER_CALENDARS.all(conn, user_id=user_id)
+    found = OwnerCalendars(
+        CalendarRow(
+            r[0],
+            r[1],
+            r[2],
+            bool(r[3]),
+            r[4],
+            r[5] if before_writes or r[5] == 0 else None,
+            *r[6:9],
+        )
+        for r in rows
+        if not r[7]  # mirrors: counted as their connection
+    )
+    found.connected = bool(rows[0][9]) if rows else True
+    return found
 
 
 def busy_later(
@@ -110,9 +157,12 @@ def busy_later(
     low: datetime,
     high: datetime,
     timed: bool = False,
+    all_day: set[str] | None = None,
 ) -> list[Busy] | Later:
     """``busy_of``, or a ``Later`` that gives it without the database when series must be
-    expanded (for the availability operations, whose fronts run it off the event loop)."""
+    expanded (for the availability operations, whose fronts run it off the event loop).
+    ``all_day``: a set that gets the event ids of the all-day items (once the ``Later`` is
+    done), so that one read serves the busy time and the owner's rules' meetings."""
     if not calendars:
         return []
     dialect = conn.dialect.name
@@ -126,11 +176,14 @@ def busy_later(
         "low_floor": to_db(window_floor(low, longest), dialect),
         "high": to_db(high, dialect),
     }
+    rows = busy_statement(size, timed, all_day is not None).all(conn, **params, **window)
     found: list[Busy] = [
         (r[0], r[1], r[2], r[3], r[4])
-        for r in busy_statement(size, timed).all(conn, **params, **window)
+        for r in rows
         if r[2] > r[1]  # zero-length events take no time
     ]
+    if all_day is not None:
+        all_day.update(r[3] for r in rows if r[5])
     # The list's search for series in the window (from memory while a calendar's series are
     # unchanged); when it asks the database for all the owner's calendars, only ours count.
     one = len(calendars) == 1
@@ -155,6 +208,7 @@ def busy_later(
         budget=BUDGET,
         later=True,
         timed=timed,
+        all_day=all_day,
     )
 
     def all_of(occurrences: list[Busy]) -> list[Busy]:
@@ -219,6 +273,7 @@ def busy_occurrences(
     budget: int,
     later: bool = False,
     timed: bool = False,
+    all_day: set[str] | None = None,
 ) -> list[Busy] | Later:
     """Every occurrence of the opaque series among ``series_keys`` (``queries.SERIES_KEYS``)
     that overlaps ``[low, high)``, in no order and without paging (for
@@ -239,7 +294,13 @@ def busy_occurrences(
     if not plans:
         return []
     found = functools.partial(
-        _busy_entries, plans, skipped_starts(series_keys), low=low, high=high, budget=budget
+        _busy_entries,
+        plans,
+        skipped_starts(series_keys),
+        low=low,
+        high=high,
+        budget=budget,
+        all_day=all_day,
     )
     if not later:
         return found(may_expand=True)
@@ -257,44 +318,64 @@ def _busy_entries(
     high: datetime,
     budget: int,
     may_expand: bool,
+    all_day: set[str] | None = None,
 ) -> list[Busy]:
-    """``busy_occurrences`` once the plans are known (no database)."""
+    """``busy_occurrences`` once the plans are known (no database); ``all_day`` gets the ids
+    of the entries of all-day series."""
     share = max(budget // len(plans), SHARE_FLOOR)
-    low_text, high_text = utc_text(low), utc_text(high)
+    texts = (utc_text(low), utc_text(high))
     found: list[Busy] = []
     for plan in plans:
-        calendar_id, title = plan.template["calendarId"], plan.template["title"]
-        skip = skipped.get(plan.id, ())
-        series = Series(
-            plan,
-            since=EARLIEST,
-            low=None,
-            high_text=None,
-            budget=Budget(share),
-            may_expand=may_expand,
+        entries = _plan_entries(
+            plan, skipped.get(plan.id, ()), (low, high), texts, share, may_expand
         )
-        first = max(low - plan.longest, EARLIEST)
-        first_text = utc_text(first)
-        index = max(0, (first - plan.anchor) // plan.step)
-        while True:
-            chunk_start = plan.anchor + index * plan.step
-            if chunk_start >= high or chunk_start > LATEST:
-                break
-            if plan.ends is not None and chunk_start >= plan.ends:
-                break
-            chunk = series.whole_chunk(chunk_start, index)
-            entries = series.partial if chunk is None else chunk[1]
-            for entry in entries:
-                start_text, end_text = entry[0], entry[1]
-                if start_text < first_text or start_text >= high_text or end_text <= low_text:
-                    continue
-                if start_text not in skip:
-                    found.append(
-                        (calendar_id, start_text, end_text, f"{plan.id}_{entry[2]}", title)
-                    )
-            if chunk is None:
-                paused = series.paused or low
-                found.append((calendar_id, utc_text(max(paused, low)), high_text, plan.id, title))
-                break
-            index += 1
+        if all_day is not None and plan.rule.all_day:
+            all_day.update(b[3] for b in entries)
+        found.extend(entries)
+    return found
+
+
+def _plan_entries(
+    plan: Plan,
+    skip: Any,
+    window: tuple[datetime, datetime],
+    texts: tuple[str, str],
+    share: int,
+    may_expand: bool,
+) -> list[Busy]:
+    """One series' busy entries in ``window`` (``_busy_entries``; ``texts``: its bounds as
+    stored UTC text)."""
+    (low, high), (low_text, high_text) = window, texts
+    calendar_id, title = plan.template["calendarId"], plan.template["title"]
+    found: list[Busy] = []
+    series = Series(
+        plan,
+        since=EARLIEST,
+        low=None,
+        high_text=None,
+        budget=Budget(share),
+        may_expand=may_expand,
+    )
+    first = max(low - plan.longest, EARLIEST)
+    first_text = utc_text(first)
+    index = max(0, (first - plan.anchor) // plan.step)
+    while True:
+        chunk_start = plan.anchor + index * plan.step
+        if chunk_start >= high or chunk_start > LATEST:
+            break
+        if plan.ends is not None and chunk_start >= plan.ends:
+            break
+        chunk = series.whole_chunk(chunk_start, index)
+        entries = series.partial if chunk is None else chunk[1]
+        for entry in entries:
+            start_text, end_text = entry[0], entry[1]
+            if start_text < first_text or start_text >= high_text or end_text <= low_text:
+                continue
+            if start_text not in skip:
+                found.append((calendar_id, start_text, end_text, f"{plan.id}_{entry[2]}", title))
+        if chunk is None:
+            paused = series.paused or low
+            found.append((calendar_id, utc_text(max(paused, low)), high_text, plan.id, title))
+            break
+        index += 1
     return found

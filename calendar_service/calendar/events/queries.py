@@ -221,12 +221,14 @@ _BUSY_COLUMNS = (
 
 
 @functools.cache
-def busy_statement(calendars: int, timed: bool = False) -> Statement:
+def busy_statement(calendars: int, timed: bool = False, flagged: bool = False) -> Statement:
     """The window query (``_in_window``, both bounds) of ``calendars`` calendars
     (``calendar_0``...), opaque rows only: what is busy, for ``availability``. In no order.
-    ``timed``: not all-day events either (meetings, for the owner's rules)."""
+    ``timed``: not all-day events either (meetings, for the owner's rules); ``flagged``: each
+    row's ``all_day`` after its columns (what the rules leave out of the same read)."""
     ids: list[BindParameter[Any]] = [bindparam(f"calendar_{i}") for i in range(calendars)]
-    query = select(*_BUSY_COLUMNS).where(
+    columns = (*_BUSY_COLUMNS, events_t.c.all_day) if flagged else _BUSY_COLUMNS
+    query = select(*columns).where(
         events_t.c.calendar_id.in_(ids), events_t.c.transparency == "opaque"
     )
     if timed:

@@ -62,7 +62,7 @@ class FreeTimeQuery(Input):
         description=_FREE_BOUND_DOC + " Exclusive; at most 92 days after timeMin.",
         json_schema_extra=INPUT_TIME,
     )
-    # Any: the core reads it (``availability._whole``) as JSON Schema's integer, which takes
+    # Any: the core reads it (``availability.whole_number``) as JSON Schema's integer, which takes
     # 30.0 too; 30.5, true and "30" are refused there.
     duration_minutes: Any = PydanticField(
         description="How long the free time must be: 1 to 1440 minutes.",
