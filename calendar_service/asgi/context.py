@@ -53,7 +53,10 @@ class Services:
 
 
 def services(request: Request) -> Services:
-    return request.app.state.services
+    # By item, not attribute: Starlette's State answers attributes through __getattr__, after
+    # the ordinary lookup has failed (an AttributeError formatted and dropped, each read).
+    services: Services = request.app.state["services"]
+    return services
 
 
 async def service_key(request: Request, make: Callable[..., bytes]) -> bytes:
@@ -61,10 +64,11 @@ async def service_key(request: Request, make: Callable[..., bytes]) -> bytes:
     ``reply_link_key``), read (or made) once per app and kept on its state by ``make``'s
     name."""
     state = request.app.state
-    key: bytes | None = getattr(state, make.__name__, None)
-    if key is None:
+    try:
+        key: bytes = state[make.__name__]  # by item: see ``services``
+    except KeyError:
         key = await services(request).db.run(make, now=utcnow())
-        setattr(state, make.__name__, key)
+        state[make.__name__] = key
     return key
 
 
