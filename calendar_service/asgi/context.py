@@ -219,13 +219,13 @@ async def read_json_body(request: Request) -> bytes:
 
     A client that hangs up before the whole body arrived raises Starlette's
     ``ClientDisconnect``: nothing is done or recorded for it (``web.boundary``)."""
-    content_type = request.headers.get("content-type", "")
+    content_type = header(request.scope, b"content-type") or ""
     media = content_type.split(";", 1)[0].strip().lower()
     if media and media != "application/json" and not media.endswith("+json"):
         raise UnsupportedMediaType(
             f"Send the body as JSON with 'Content-Type: application/json' (got {media!r})."
         )
-    length = request.headers.get("content-length")
+    length = header(request.scope, b"content-length")
     if length is not None and length.isdigit() and int(length) > MAX_BODY:
         raise PayloadTooLarge(f"The body is larger than {MAX_BODY} bytes (1 MiB).")
     chunks = []

@@ -24,6 +24,7 @@ from calendar_service.asgi.context import (
     Query,
     bearer_token,
     call_context,
+    header,
     key_in_url,
     read_json_body,
     record_refusal,
@@ -217,8 +218,12 @@ async def _mail(request: Request) -> dict[str, Any]:
     return {"send_updates": send, "mail": MailPolicy.of(services(request).config, key)}
 
 
+_IDEMPOTENCY_KEY = idempotency.HEADER.lower().encode("latin-1")
+
+
 async def create_calendar_event(request: Request) -> Response:
-    idem_key = request.headers.get(idempotency.HEADER)
+    # Not request.headers: its Headers object, and a KeyError raised and caught without one.
+    idem_key = header(request.scope, _IDEMPOTENCY_KEY)
     raw, refused = await _body(request)
     # The hot path (no sendUpdates) awaits nothing more.
     mail = await _mail(request) if request.scope["query_string"].find(b"sendUpdates") >= 0 else {}
