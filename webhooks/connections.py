@@ -41,7 +41,12 @@ from calendar_service.delivery import connections as store
 from calendar_service.interop.ical import connected
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database, atomic
-from calendar_service.platform.errors import CalendarError, WebhookTargetRefused
+from calendar_service.platform.errors import (
+    CalendarError,
+    FieldError,
+    ValidationFailed,
+    WebhookTargetRefused,
+)
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.models.calendars import calendars_t
 from calendar_service.platform.sealed import sealing_key
@@ -208,6 +213,29 @@ async def discover(
         await client.close()
 
 
+async def discover_calendars(
+    url: str,
+    *,
+    username: str,
+    password: str,
+    allow_local: bool,
+    field: str = "url",
+    verify: ssl.SSLContext | bool = True,
+) -> list[tuple[str, str]]:
+    """``discover`` for the owner's surfaces (the CLI, the settings pages): the account's
+    calendars of events as (collection URL, name); a failure, or none found, is a
+    ``ValidationFailed`` naming ``field``."""
+    try:
+        found = await discover(
+            url, username=username, password=password, allow_local=allow_local, verify=verify
+        )
+    except PollFailed as exc:
+        raise ValidationFailed([FieldError(field, f"no CalDAV account found: {exc}")]) from None
+    if not found:
+        raise ValidationFailed([FieldError(field, "the account holds no calendar of events")])
+    return [(f.url, f.name) for f in found]
+
+
 async def _href_prop(client: Remote, url: str, prop: str) -> str | None:
     found = await client.dav("PROPFIND", url, depth="0", body=remote.propfind_body(prop))
     if found.status in (401, 403):
@@ -370,7 +398,13 @@ class ConnectionPoller:
         if fetched.status != 200:
             raise refusal(fetched.status, "ics")
         tz = await self._zone(job.user_id)
-        busy = await asyncio.to_thread(connected.busy_of_text, fetched.body, tz=tz, now=utcnow())
+        busy = await asyncio.to_thread(
+            connected.busy_of_text,
+            fetched.body,
+            tz=tz,
+            now=utcnow(),
+            details=job.visibility == "details",
+        )
         await self.db.run_off_loop(
             _in_transaction(store.record_ics),
             job=job,
@@ -461,7 +495,9 @@ class ConnectionPoller:
                 data = answer.text("{urn:ietf:params:xml:ns:caldav}calendar-data")
                 if answer.status != 200 or data is None:
                     continue
-                busy = await asyncio.to_thread(_read_object, data.encode(), tz)
+                busy = await asyncio.to_thread(
+                    _read_object, data.encode(), tz, job.visibility == "details"
+                )
                 changed[answer.href] = (answer.text("{DAV:}getetag"), busy)
         await self.db.run_off_loop(
             _in_transaction(store.record_caldav),
@@ -485,10 +521,11 @@ class ConnectionPoller:
         return _multistatus(found.body).answers
 
 
-def _read_object(data: bytes, tz: tzinfo) -> connected.Busy:
-    """One CalDAV object's busy time; an object that cannot be read gives none (counted)."""
+def _read_object(data: bytes, tz: tzinfo, details: bool) -> connected.Busy:
+    """One CalDAV object's busy time (and its events, with ``details``); an object that
+    cannot be read gives none (counted)."""
     try:
-        return connected.busy_of_text(data, tz=tz, now=utcnow())
+        return connected.busy_of_text(data, tz=tz, now=utcnow(), details=details)
     except CalendarError:
         return connected.Busy(skipped=1)
 

@@ -22,10 +22,8 @@ MAX_DOCUMENT = 64 * 1024
 TIMEOUT_SECONDS = 5.0
 
 
-class DocumentRefused(CalendarError):
-    code = "document_refused"
-    status = 400
-    title = "Document refused"
+class DocumentRefused(CalendarError, code="document_refused", status=400, title="Document refused"):
+    """A document not fetched: not an https URL, answered other than 200, or over 64 KiB."""
 
 
 async def fetch_document(

@@ -426,10 +426,10 @@ def _key_row(found: Any) -> KeyRow:
         None if revoked_at is None else from_db(revoked_at),
         secret_hash,
         found[7],
-        None if found[8] is None else (*found[8:11], bool(found[11]), *found[12:15]),
-        found[15],
-        bool(found[16]),
+        None if found[8] is None else (*found[8:11], bool(found[11]), *found[12:17]),
         found[17],
+        bool(found[18]),
+        found[19],
     )
 
 

@@ -29,7 +29,8 @@ may import the core and the plumbing (``asgi``), no other front.
 Jinja2 templates, no JavaScript needed (one small script adds copy buttons), nothing loaded
 from elsewhere. See docs/settings.md for the decisions behind sessions, CSRF and throttling.
 
-    web.py            the pages' plumbing: templates, cookies, the signed-in owner, CSRF, errors
+    web.py            the pages' plumbing: their app (``pages_app``), templates, cookies, the
+                      signed-in owner, CSRF, errors
     signin.py         signing in and out (the throttle and the sessions are the core's:
                       ``calendar_service.access.signin``,
                       ``calendar_service.access.owner_sessions``)
@@ -52,7 +53,6 @@ from elsewhere. See docs/settings.md for the decisions behind sessions, CSRF and
 from __future__ import annotations
 
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -76,16 +76,11 @@ from calendar_service.account import (
     webhook_pages,
 )
 from calendar_service.account.web import (
-    HANDLERS,
     HERE,
-    Account,
-    SecurityHeaders,
-    make_env,
     owner_page,
+    pages_app,
     root,
-    unexpected_error,
 )
-from calendar_service.asgi.boundary import ErrorBoundary
 from calendar_service.asgi.context import Services
 
 
@@ -118,18 +113,7 @@ def account_routes() -> list[BaseRoute]:
 
 def create_account_app(services: Services) -> Starlette:
     """The settings pages as an ASGI app, to be mounted at ``/settings``."""
-    app = Starlette(
-        routes=account_routes(),
-        # A Starlette app re-raises what its 500 handler answered, which would drop the
-        # connection: the boundary answers the error page and keeps it (web.boundary).
-        middleware=[
-            Middleware(SecurityHeaders),
-            Middleware(ErrorBoundary, respond=unexpected_error),
-        ],
-        exception_handlers=HANDLERS,
-    )
-    app.state.account = Account(services=services, env=make_env())
-    return app
+    return pages_app(account_routes(), services)
 
 
 __all__ = ["account_routes", "create_account_app"]

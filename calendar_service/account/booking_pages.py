@@ -24,23 +24,17 @@ from urllib.parse import quote, urlencode
 from zoneinfo import ZoneInfo, available_timezones
 
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service.account.web import (
-    HANDLERS,
-    Account,
-    SecurityHeaders,
     cross_site,
     form,
-    make_env,
+    pages_app,
     render,
     tokens_match,
-    unexpected_error,
 )
-from calendar_service.asgi.boundary import ErrorBoundary
 from calendar_service.asgi.context import Services, services
 from calendar_service.asgi.guests import guest_write, mail_policy, spend_budget
 from calendar_service.calendar import booking
@@ -346,14 +340,6 @@ def booking_routes() -> list[BaseRoute]:
 
 def create_booking_app(services: Services) -> Starlette:
     """The scheduling links' page as an ASGI app, to be mounted at ``/book``."""
-    app = Starlette(
-        routes=booking_routes(),
-        middleware=[
-            Middleware(SecurityHeaders),
-            Middleware(ErrorBoundary, respond=unexpected_error),
-        ],
-        exception_handlers=HANDLERS,
-    )
-    app.state.account = Account(services=services, env=make_env())
+    app = pages_app(booking_routes(), services)
     app.state.services = services  # what ``asgi.guests`` reads, as on the REST app
     return app

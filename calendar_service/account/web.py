@@ -21,15 +21,18 @@ from urllib.parse import parse_qsl, quote
 
 from itsdangerous import BadSignature, TimestampSigner
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from starlette.applications import Starlette
 from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import Message, Receive, Scope, Send
 
 from calendar_service.access import owner_sessions
 from calendar_service.access.owner_sessions import OwnerSessionInfo
+from calendar_service.asgi.boundary import ErrorBoundary
 from calendar_service.asgi.context import Services, request_id, session_secret
 from calendar_service.asgi.methods import allow_header
 from calendar_service.asgi.middleware import HttpMiddleware
@@ -248,7 +251,9 @@ class FormPage:
         *,
         values: dict[str, str] | None = None,
         refused: ValidationFailed | None = None,
+        context: dict[str, Any] | None = None,
     ) -> HTMLResponse:
+        """``context``: more for the template (a step of a form in two steps)."""
         data = await account(request).services.db.run(
             self.load, user_id=owner.user_id, now=utcnow()
         )
@@ -258,6 +263,7 @@ class FormPage:
             {
                 **data,
                 **self.extra(),
+                **(context or {}),
                 "section": self.section,
                 "values": values or self.blank,
                 "errors": {} if refused is None else field_errors(refused, self.names),
@@ -457,6 +463,23 @@ HANDLERS: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
     HTTPException: http_error,
     CsrfRefused: csrf_refused,
 }
+
+
+def pages_app(routes: list[BaseRoute], services: Services) -> Starlette:
+    """An ASGI app of pages (the settings at ``/settings``, the scheduling links' at ``/book``):
+    their security headers, error pages and templates. A Starlette app re-raises what its 500
+    handler answered, which would drop the connection: the boundary answers the error page and
+    keeps it (``asgi.boundary``)."""
+    app = Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(ErrorBoundary, respond=unexpected_error),
+        ],
+        exception_handlers=HANDLERS,
+    )
+    app.state.account = Account(services=services, env=make_env())
+    return app
 
 
 def _text(value: str | UploadFile | None) -> str | None:

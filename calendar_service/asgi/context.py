@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import NoReturn
 from urllib.parse import unquote
@@ -42,6 +42,9 @@ class Services:
     config: Config
     db: Database
     limiter: RateLimiter
+    # CalDAV discovery for the settings pages (``webhooks.connections.discover_calendars``,
+    # given by ``create_app``): ``(url, username, password) -> [(collection URL, name)]``.
+    discover_caldav: Callable[[str, str, str], Awaitable[list[tuple[str, str]]]] | None = None
     # This process's runner of undo jobs (the settings pages' *Undo work*), run by the lifespan.
     undo_jobs: UndoJobs = field(init=False)
     # Scheduling links' public page and API: a budget per link and per client address.

@@ -108,8 +108,10 @@ def _asked(
 def _calendars(
     conn: Connection, principal: Principal, ids: Sequence[str] | None, errors: list[FieldError]
 ) -> list[CalendarRow]:
-    """The calendars asked for (default: all the key reaches, the default one first)."""
-    reachable = accessible_calendars(conn, principal=principal)
+    """The calendars asked for (default: all the key reaches, the default one first). A
+    connected calendar's read-only mirror is not one of them: its busy time is the
+    connection's (``conn_…``), counted once."""
+    reachable = [c for c in accessible_calendars(conn, principal=principal) if not c.connection_id]
     if ids is None:
         return reachable
     if not ids:

@@ -47,6 +47,7 @@ from calendar_service.calendar.calendars import (
     calendar_public,
     check_calendar_fields,
     check_color,
+    check_writable,
 )
 from calendar_service.calendar.events.queries import EVENT_COLUMNS, bump_longest
 from calendar_service.calendar.events.series import CANCELLED, recurrence_columns
@@ -77,6 +78,8 @@ _CALENDAR = (
     calendars_t.c.max_event_seconds,
     calendars_t.c.user_id,
     calendars_t.c.color,
+    calendars_t.c.connection_id,
+    calendars_t.c.connection_kind,
 )
 
 
@@ -94,7 +97,8 @@ def _calendar(
     row = conn.execute(query).first()
     if row is None:
         raise NotFound(f"No calendar {calendar_id!r}.")
-    return CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4], color=row[6]), row[5]
+    found = CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4], None, *row[6:9])
+    return found, row[5]
 
 
 def calendar_contents(conn: Connection, *, user_id: str | None, calendar_id: str) -> dict[str, Any]:
@@ -256,6 +260,7 @@ def delete_calendar_step(
     calendar, owner = _calendar(conn, user_id=user_id, calendar_id=calendar_id, lock=True)
     if calendar.is_default:
         raise DefaultCalendarKept()
+    check_writable(calendar)  # a connection's mirror goes with the connection (or ``busy``)
     conn.execute(
         update(keys_t)
         .where(keys_t.c.calendar_id == calendar.id, keys_t.c.revoked_at.is_(None))

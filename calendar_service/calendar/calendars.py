@@ -16,6 +16,7 @@ from calendar_service.platform.errors import (
     FieldError,
     InsufficientScope,
     NotFound,
+    ReadOnlyCalendar,
     ValidationFailed,
 )
 from calendar_service.platform.ids import new_id
@@ -34,13 +35,28 @@ _COLOR = re.compile(COLOR_PATTERN)  # a calendar's colour, stored in lower case
 
 def calendar_public(row: Any) -> dict[str, Any]:
     """The public calendar object (``CalendarPublic``), from any row with its attributes."""
-    return {
+    found = {
         "id": row.id,
         "name": row.name,
         "timeZone": row.time_zone,
         "isDefault": bool(row.is_default),
         "color": row.color,
+        "readOnly": False,
     }
+    connection_id = getattr(row, "connection_id", None)
+    if connection_id is not None:
+        found["readOnly"] = True
+        found["source"] = {"connectionId": connection_id, "kind": row.connection_kind}
+    return found
+
+
+def check_writable(calendar: Any) -> None:
+    """The one check every write takes (``resolve_target`` for what is created,
+    ``events.series.load_target`` for what is changed or deleted, the calendar edits): a
+    connected calendar's mirror (``connection_id``) is written by its poller only, 409
+    ``read_only_calendar`` otherwise."""
+    if getattr(calendar, "connection_id", None) is not None:
+        raise ReadOnlyCalendar(calendar.name, calendar.connection_id)
 
 
 def check_calendar_fields(
@@ -160,6 +176,9 @@ class CalendarRow(NamedTuple):
     # None where it was not read: the list then asks the database for the series.
     series_version: int | None = None
     color: str | None = None  # "#rrggbb", or None: none chosen
+    # A connected calendar's mirror (read-only): its connection and kind (``check_writable``).
+    connection_id: str | None = None
+    connection_kind: str | None = None
 
 
 _OWNED = select(*ROW_COLUMNS).where(calendars_t.c.user_id == bindparam("user_id"))
@@ -178,7 +197,7 @@ def every_calendar(conn: Connection, *, user_id: str, versions: bool = False) ->
     under a version the rollback takes back; one made before any write may."""
     rows = _ACCESSIBLE_ALL.all(conn, user_id=user_id)
     return [
-        CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5] if versions else None, r[6])
+        CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5] if versions else None, *r[6:9])
         for r in rows
     ]
 
@@ -193,7 +212,7 @@ def accessible_calendars(conn: Connection, *, principal: Principal) -> list[Cale
         rows = _ACCESSIBLE_ONE.all(
             conn, user_id=principal.user_id, calendar_id=principal.calendar_id
         )
-    return [CalendarRow(r[0], r[1], r[2], bool(r[3]), r[4], r[5], r[6]) for r in rows]
+    return [CalendarRow(r[0], r[1], r[2], bool(r[3]), *r[4:9]) for r in rows]
 
 
 MAX_CHOSEN = 50
@@ -292,10 +311,15 @@ def resolve_target(
     A one-calendar key is answered from its own calendar alone: any other id or name is
     outside its reach, whether the owner has such a calendar or not, so its errors can neither
     name the owner's other calendars nor tell which of them exist.
+
+    A connected calendar's read-only mirror is refused: 409 ``read_only_calendar``.
     """
     if principal.calendar_id is not None:
-        return _keys_target(conn, principal, calendar_id, calendar_name)
-    return _owners_target(conn, principal, calendar_id, calendar_name)
+        target = _keys_target(conn, principal, calendar_id, calendar_name)
+    else:
+        target = _owners_target(conn, principal, calendar_id, calendar_name)
+    check_writable(target)
+    return target
 
 
 def _keys_target(
@@ -378,7 +402,7 @@ def _row(found: Any) -> CalendarRow | None:
     """A ``ROW_COLUMNS`` row as the driver gives it, as a ``CalendarRow``."""
     if found is None:
         return None
-    return CalendarRow(found[0], found[1], found[2], bool(found[3]), *found[4:7])
+    return CalendarRow(found[0], found[1], found[2], bool(found[3]), *found[4:9])
 
 
 def _own_calendar(
@@ -412,4 +436,4 @@ def get_calendar_row(conn: Connection, *, calendar_id: str) -> CalendarRow:
     row = _BY_ID.first(conn, calendar_id=calendar_id)
     if row is None:
         raise NotFound(f"No calendar {calendar_id!r}.")
-    return CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4], color=row[6])
+    return CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4], None, *row[6:9])

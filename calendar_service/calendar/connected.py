@@ -50,14 +50,15 @@ _SOURCES = Statement(
     .order_by(connections_t.c.created_at, connections_t.c.id)
 )
 
-_BUSY = Statement(
-    select(connection_busy_t.c.starts_at, connection_busy_t.c.ends_at).where(
-        connection_busy_t.c.connection_id == bindparam("connection_id"),
-        connection_busy_t.c.starts_at >= bindparam("floor"),
-        connection_busy_t.c.starts_at < bindparam("high"),
-        connection_busy_t.c.ends_at > bindparam("low"),
-    )
+_BUSY_QUERY = select(connection_busy_t.c.starts_at, connection_busy_t.c.ends_at).where(
+    connection_busy_t.c.connection_id == bindparam("connection_id"),
+    connection_busy_t.c.starts_at >= bindparam("floor"),
+    connection_busy_t.c.starts_at < bindparam("high"),
+    connection_busy_t.c.ends_at > bindparam("low"),
 )
+_BUSY = Statement(_BUSY_QUERY)
+# Meetings (the owner's rules): not the busy time only all-day events give.
+_TIMED_BUSY = Statement(_BUSY_QUERY.where(connection_busy_t.c.all_day.is_(False)))
 
 
 def counted_sources(conn: Connection, *, user_id: str) -> list[SourceRow]:
@@ -66,26 +67,36 @@ def counted_sources(conn: Connection, *, user_id: str) -> list[SourceRow]:
 
 
 def connected_busy(
-    conn: Connection, *, sources: list[SourceRow], low: datetime, high: datetime
+    conn: Connection,
+    *,
+    sources: list[SourceRow],
+    low: datetime,
+    high: datetime,
+    timed: bool = False,
 ) -> list[Busy]:
     """The busy intervals of ``sources`` overlapping ``[low, high)`` (``Busy`` tuples with the
-    connection's id as the calendar's, no event id, no title)."""
+    connection's id as the calendar's, no event id, no title); ``timed``: not those only
+    all-day events give."""
+    statement = _TIMED_BUSY if timed else _BUSY
     found: list[Busy] = []
     low_text, high_text = utc_text(low), utc_text(high)
     for source in sources:
         floor = utc_text(low - timedelta(seconds=source.longest_seconds))
-        for start, end in _BUSY.all(
+        for start, end in statement.all(
             conn, connection_id=source.id, floor=floor, high=high_text, low=low_text
         ):
             found.append((source.id, start, end, "", ""))
     return found
 
 
-def busy_of_owner(conn: Connection, *, user_id: str, low: datetime, high: datetime) -> list[Busy]:
-    """Every connected busy interval of the owner overlapping ``[low, high)``: for the
-    owner's rules, which count connected busy time beside the calendars'."""
+def busy_of_owner(
+    conn: Connection, *, user_id: str, low: datetime, high: datetime, timed: bool = False
+) -> list[Busy]:
+    """Every connected busy interval of the owner overlapping ``[low, high)`` (``timed``: but
+    those only all-day events give, which are not meetings): for ``ifFree`` and the owner's
+    rules, which count connected busy time beside the calendars'."""
     sources = counted_sources(conn, user_id=user_id)
-    return connected_busy(conn, sources=sources, low=low, high=high)
+    return connected_busy(conn, sources=sources, low=low, high=high, timed=timed)
 
 
 def source_public(source: SourceRow, *, now: datetime) -> dict[str, Any]:

@@ -103,6 +103,10 @@ def sharers(
         if found is None:
             unknown.append(email)
             continue
-        calendars = accessible_calendars(conn, principal=owner_principal(str(found)))
+        calendars = [  # a connected calendar's mirror counts as its connection, once
+            c
+            for c in accessible_calendars(conn, principal=owner_principal(str(found)))
+            if not c.connection_id
+        ]
         known.append((email, str(found), calendars))
     return known, unknown

@@ -45,6 +45,7 @@ from calendar_service.rest import feed, invitations, links, openapi, routes, sub
 from calendar_service.rest.errors import HANDLERS, unexpected_error
 from mcp_tools.http import MCP_PATH, mcp_http
 from mcp_tools.oauth import oauth_server
+from webhooks.connections import discover_calendars
 from webhooks.documents import fetch_document
 from webhooks.housekeeping import housekeeping_job
 from webhooks.http11 import WebhookClient
@@ -97,7 +98,14 @@ def create_app(
     server's own app) hides the objects alive after startup from the garbage collector (see
     ``_freeze_startup_objects``)."""
     database = db or Database(config)
-    svc = Services(config=config, db=database, limiter=RateLimiter(*config.rate_limit))
+    svc = Services(
+        config=config,
+        db=database,
+        limiter=RateLimiter(*config.rate_limit),
+        discover_caldav=lambda url, username, password: discover_calendars(
+            url, username=username, password=password, allow_local=config.webhook_allow_local
+        ),
+    )
     fetch = functools.partial(fetch_document, allow_local=config.webhook_allow_local)
     auth = oauth_server(svc, resource_path=MCP_PATH, fetch_document=fetch)
     mcp = mcp_http(

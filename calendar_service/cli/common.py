@@ -39,6 +39,12 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")
 UserOption = Annotated[str, typer.Option("--user", help="Owner email.")]
 
 
+def owner_check(refused: str) -> Any:
+    """An optional ``--user``: the owner's email, so that the command refuses ``refused`` (what
+    belongs to another owner) rather than act on it."""
+    return typer.Option("--user", help=f"Owner email: refuse {refused}.")
+
+
 def open_database(config: Config | None = None) -> Database:
     """The configured database, migrated to the latest schema."""
     from calendar_service.platform.db import Database

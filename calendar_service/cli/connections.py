@@ -130,7 +130,7 @@ def add_caldav(
     base URL, each connected one read once and printed."""
     from calendar_service.delivery import connections as store
     from calendar_service.delivery import webhook_targets
-    from webhooks.connections import PollFailed, discover
+    from webhooks.connections import discover_calendars
 
     config = Config.from_env()
     checked = store.check_source_url(
@@ -147,19 +147,17 @@ def add_caldav(
         raise ValidationFailed(
             [FieldError("password", "give the app password on stdin or in --password-file")]
         )
-    try:
-        found = asyncio.run(
-            discover(
+    found = [
+        store.Picked(*f)
+        for f in asyncio.run(
+            discover_calendars(
                 checked,
                 username=username,
                 password=password,
                 allow_local=config.webhook_allow_local,
             )
         )
-    except PollFailed as exc:
-        raise ValidationFailed([FieldError("url", f"no CalDAV account found: {exc}")]) from None
-    if not found:
-        raise ValidationFailed([FieldError("url", "the account holds no calendar of events")])
+    ]
     picked = found
     if calendar:
         by_name = {f.name: f for f in found}
@@ -183,7 +181,7 @@ def add_caldav(
                 url=checked,
                 username=username,
                 password=password,
-                calendars=[store.Picked(f.url, f.name) for f in picked],
+                calendars=picked,
                 visibility=visibility,
                 key=_key(conn, config),
                 now=utcnow(),
@@ -218,6 +216,32 @@ def sync(
         )
     )
     _print(_poll_now([connection_id]), as_json)
+
+
+@connections_app.command("visibility")
+def visibility(
+    connection_id: Annotated[str, typer.Argument(help="conn_…")],
+    shown: Annotated[str, typer.Argument(help="busy or details", metavar="busy|details")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Show a connected calendar's times only (busy) or its events too, read-only (details);
+    details reads it whole at once."""
+    from calendar_service.cli.common import run
+    from calendar_service.delivery import connections as store
+
+    run(
+        lambda conn: store.set_visibility(
+            conn, user_id=None, connection_id=connection_id, visibility=shown, now=utcnow()
+        )
+    )
+    _print(_poll_now([connection_id]) if shown == "details" else _listed(connection_id), as_json)
+
+
+def _listed(connection_id: str) -> list[dict[str, Any]]:
+    from calendar_service.cli.common import run
+    from calendar_service.delivery import connections as store
+
+    return [run(lambda conn: store.get_connection(conn, user_id=None, connection_id=connection_id))]
 
 
 @connections_app.command("remove")

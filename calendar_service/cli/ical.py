@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
+from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_check, owner_id, run
 from calendar_service.platform.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.platform.timeutil import utcnow
 
@@ -82,9 +82,7 @@ def _not_theirs(user: str | None, feed_id: str) -> NotFound:
 @feeds_app.command("revoke")
 def feeds_revoke(
     feed_id: Annotated[str, typer.Argument(help="The feed's id (feed_…), not its URL.")],
-    user: Annotated[
-        str | None, typer.Option("--user", help="Owner email: refuse a feed of anyone else.")
-    ] = None,
+    user: Annotated[str | None, owner_check("a feed of anyone else")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Revoke a feed: its URL answers 404 from the next fetch on."""

@@ -14,6 +14,7 @@ from calendar_service.cli.common import (
     UserOption,
     emit,
     open_database,
+    owner_check,
     owner_id,
     run,
     usage,
@@ -156,9 +157,7 @@ def calendars_update(
         ),
     ] = None,
     color: Annotated[str | None, typer.Option(help='New colour as #rrggbb; "" for none.')] = None,
-    user: Annotated[
-        str | None, typer.Option("--user", help="Owner email: refuse another owner's calendar.")
-    ] = None,
+    user: Annotated[str | None, owner_check("another owner's calendar")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Rename a calendar, change its time zone or its colour."""
@@ -196,9 +195,7 @@ def _deletes(found: dict[str, Any]) -> str:
 def calendars_delete(
     calendar_id: Annotated[str, typer.Argument(metavar="CALENDAR_ID")],
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
-    user: Annotated[
-        str | None, typer.Option("--user", help="Owner email: refuse another owner's calendar.")
-    ] = None,
+    user: Annotated[str | None, owner_check("another owner's calendar")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Delete a calendar with its events; its feeds and one-calendar keys are revoked.
@@ -446,9 +443,7 @@ def keys_update(
 @keys_app.command("revoke")
 def keys_revoke(
     key_id: Annotated[str, typer.Argument(help="The key's id (key_…), not its secret.")],
-    user: Annotated[
-        str | None, typer.Option("--user", help="Owner email: refuse a key of anyone else.")
-    ] = None,
+    user: Annotated[str | None, owner_check("a key of anyone else")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Revoke a key: it is refused from the next request on."""

@@ -2,7 +2,7 @@
 
 Each request signs in with HTTP Basic (the owner's email and an app password:
 ``caldav.access``; in the operation's own transaction, ``access.signed_in``, unless it brings
-a body larger than ``_PARSE_INLINE`` or is a PUT), then runs its operation
+a body larger than ``_PARSE_INLINE``), then runs its operation
 (``operations.CALDAV_*``) through ``gateway.perform`` like any REST call: the key's
 permission and calendar scope, its rate budget and its call history (transport ``caldav``).
 What a request brings that cannot be taken (too large, not XML, not iCalendar, ``Depth:
@@ -37,7 +37,7 @@ from calendar_service.asgi.context import (
     session_secret,
 )
 from calendar_service.calendar import calendar_edits as calendar_changes
-from calendar_service.dav import documents, multistatus
+from calendar_service.dav import asking, documents, multistatus
 from calendar_service.interop.caldav import access, objects
 from calendar_service.interop.caldav.names import c, d
 from calendar_service.interop.caldav.resources import ROOT, parse_path
@@ -190,20 +190,36 @@ async def _xml_body(request: Request) -> tuple[Element | None, CalendarError | N
         return None, exc
 
 
+def _reading(
+    read: tuple[Element | None, CalendarError | None], asks: Callable[[Element | None], Any]
+) -> dict[str, Any]:
+    """The core's ``asked`` and ``problem`` arguments: what the document ``read`` asks, read
+    by ``asks`` (``asking``), or why it cannot be answered. A body that could not be read
+    at all is refused before (the ``refused`` of ``gateway.perform``)."""
+    body, refused = read
+    if refused is not None:
+        return {"asked": None, "problem": None}
+    try:
+        return {"asked": asks(body), "problem": None}
+    except CalendarError as exc:
+        return {"asked": None, "problem": exc}
+
+
 async def _multistatus(
     request: Request,
     svc: Services,
     principal: Principal | None,
     op: Operation,
     read: tuple[Element | None, CalendarError | None],
+    asks: Callable[[Element | None], Any],
     **args: Any,
 ) -> Response:
-    """``op`` on the request's path with its XML body (``read``: the body, or why it is
-    refused), answered with the core's multistatus, written here (``multistatus``)."""
-    body, refused = read
-    args = {"path": request.scope["path"], "body": body, **args}
+    """``op`` on the request's path with what its XML body asks (``read``: the body, or why
+    it is refused; ``asks`` reads it), answered with the core's multistatus, written here
+    (``multistatus``)."""
+    args = {"path": request.scope["path"], **_reading(read, asks), **args}
     outcome = await _perform(
-        request, svc, principal, op, args, refused=refused, then=multistatus.body
+        request, svc, principal, op, args, refused=read[1], then=multistatus.body
     )
     written = outcome.value
     if not isinstance(written, bytes):  # answered within the transaction: written here
@@ -229,6 +245,7 @@ async def propfind(request: Request, svc: Services, principal: Principal | None)
         principal,
         operations.CALDAV_PROPFIND,
         (body, refused),
+        asking.propfind,
         depth=depth,
         token_key=token_key,
     )
@@ -236,14 +253,16 @@ async def propfind(request: Request, svc: Services, principal: Principal | None)
 
 async def proppatch(request: Request, svc: Services, principal: Principal | None) -> Response:
     read = await _xml_body(request)
-    return await _multistatus(request, svc, principal, operations.CALDAV_PROPPATCH, read)
+    return await _multistatus(
+        request, svc, principal, operations.CALDAV_PROPPATCH, read, asking.proppatch
+    )
 
 
 async def report(request: Request, svc: Services, principal: Principal | None) -> Response:
     read = await _xml_body(request)
     token_key = await service_key(request, service_secrets.page_token_key)
     return await _multistatus(
-        request, svc, principal, operations.CALDAV_REPORT, read, token_key=token_key
+        request, svc, principal, operations.CALDAV_REPORT, read, asking.report, token_key=token_key
     )
 
 
@@ -263,7 +282,10 @@ async def get(request: Request, svc: Services, principal: Principal | None) -> R
 
 
 async def put(request: Request, svc: Services, principal: Principal | None) -> Response:
-    assert principal is not None  # signed in first: what it may write decides the parsing
+    """A calendar object written (``writing.put_object``) in the request's one transaction:
+    a body up to ``_PARSE_INLINE`` comes before the sign-in, which is then made in that
+    transaction, and is read as iCalendar there once the key may write (microseconds: on
+    the loop); a larger one is read off the loop once signed in, for a key that may write."""
     path = request.scope["path"]
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     # What the body cannot be is said once the preconditions hold (``writing.put_object``).
@@ -279,8 +301,10 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
         problem = DavRefused(
             f"Send the object as '{ICS_MEDIA_TYPE}'.", c("supported-calendar-data")
         )
+    if principal is None and len(raw) > _PARSE_INLINE:  # more than its Content-Length said
+        principal = await _sign_in(request, svc)
     parsed: ReadFile | None = None
-    if problem is None and permits(principal, operations.CALDAV_PUT):  # parsing costs
+    if problem is None and principal is not None and permits(principal, operations.CALDAV_PUT):
         try:
             parsed = await run_in_threadpool(read_file, raw)
         except CalendarError as exc:
@@ -289,13 +313,20 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
     if_none_match = request.headers.get("if-none-match")
 
     def args() -> dict[str, Any]:
+        # Called by ``gateway.perform`` once the key may write: a small body is read here.
+        data, refused = parsed, problem
+        if refused is None and data is None:
+            try:
+                data = read_file(raw)
+            except CalendarError as exc:
+                refused = DavRefused(exc.message, c("valid-calendar-data"))
         return {
             "path": path,
-            "data": parsed,
+            "data": data,
             "if_match": if_match,
             "if_none_match": if_none_match,
             "now": utcnow(),
-            "problem": problem,
+            "problem": refused,
         }
 
     # Created (201) or replaced (204): the answer of the PUT's one transaction.
@@ -305,13 +336,14 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
 
 async def mkcalendar(request: Request, svc: Services, principal: Principal | None) -> Response:
     """RFC 4791 §5.3.1: a calendar at the path asked (``caldav.writing.make_calendar``)."""
-    body, refused = await _xml_body(request)
+    read = await _xml_body(request)
+    asked = _reading(read, asking.mkcalendar)
 
     def args() -> dict[str, Any]:
-        return {"path": request.scope["path"], "body": body, "now": utcnow()}
+        return {"path": request.scope["path"], **asked, "now": utcnow()}
 
     outcome = await _perform(
-        request, svc, principal, operations.CALDAV_MKCALENDAR, args, refused=refused
+        request, svc, principal, operations.CALDAV_MKCALENDAR, args, refused=read[1]
     )
     return Response(None, outcome.status, _headers(outcome))
 
@@ -414,7 +446,7 @@ class CalDav:
             small = "transfer-encoding" not in request.headers and (
                 length is None or (length.isdigit() and int(length) <= _PARSE_INLINE)
             )
-            if method == "PUT" or not small:
+            if not small:
                 principal = await _sign_in(request, svc)
             return await handler(request, svc, principal)
         except ClientDisconnect:

@@ -10,5 +10,7 @@ calendar, governance, interop. ``webhooks/`` (beside this package) sends what it
 - ``triggers/``: time triggers (an event starting, ending, minutes before);
 - ``mail/``: invitation mail sent and its replies received;
 - ``connections``: connected calendars (sources read from outside servers under the same SSRF
-  rules): added, listed, removed, claimed for a poll, what a poll found recorded.
+  rules): added, listed, removed, claimed for a poll, what a poll found recorded;
+- ``connection_mirror``: a connected calendar shown in full (``visibility: details``): its
+  read-only mirror calendar and the events the poller writes there.
 """

@@ -15,6 +15,9 @@ them; the poller (``webhooks.connections``) claims the ones due and records what
   shows ``status: failing`` and ``last_error``, and the owner's webhook gets
   ``calendar.connection.failing`` once an outage and ``calendar.connection.recovered`` after.
 - What the poller writes is not the owner's change: no change log, no event webhooks.
+- ``visibility: details``: a read-only calendar of the owner mirrors the connection
+  (``connection_mirror``), made and filled when the visibility becomes ``details``, removed
+  with its events when it becomes ``busy`` again or the connection goes.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import Connection, delete, insert, or_, select, update
 
 from calendar_service.delivery import webhook_targets
+from calendar_service.delivery.connection_mirror import drop_mirror, make_mirror, write_mirror
 from calendar_service.delivery.webhook_targets import Resolve
 from calendar_service.interop.ical.connected import Busy
 from calendar_service.journal.webhook_outbox import record_notification
@@ -169,6 +173,8 @@ def add_ics(
         ),
         now,
     )
+    if visibility == "details":
+        make_mirror(conn, connection=_row(conn, user_id, connection_id), now=now)
     return get_connection(conn, user_id=user_id, connection_id=connection_id)
 
 
@@ -221,6 +227,9 @@ def add_caldav(
                 now,
             )
         )
+    if visibility == "details":
+        for i in ids:
+            make_mirror(conn, connection=_row(conn, user_id, i), now=now)
     return [get_connection(conn, user_id=user_id, connection_id=i) for i in ids]
 
 
@@ -296,17 +305,27 @@ def request_sync(
 
 
 def set_visibility(
-    conn: Connection, *, user_id: str, connection_id: str, visibility: Any
+    conn: Connection, *, user_id: str | None, connection_id: str, visibility: Any, now: datetime
 ) -> dict[str, Any]:
-    _row(conn, user_id, connection_id)
+    """``details``: a read-only mirror calendar is made, and the source read again whole at
+    once to fill it; ``busy``: the mirror and its events go (the busy time stays)."""
+    row = _row(conn, user_id, connection_id)
     if visibility not in VISIBILITIES:
         raise ValidationFailed([FieldError("visibility", "must be busy or details")])
-    conn.execute(
-        update(connections_t)
-        .where(connections_t.c.id == connection_id)
-        .values(visibility=visibility)
-    )
+    values: dict[str, Any] = {"visibility": visibility}
+    if visibility == "details" and row.visibility != "details":
+        make_mirror(conn, connection=row, now=now)
+        values |= _READ_AGAIN | {"next_poll_at": now}
+    elif visibility == "busy":
+        drop_mirror(conn, connection_id=connection_id)
+    conn.execute(update(connections_t).where(connections_t.c.id == connection_id).values(**values))
     return get_connection(conn, user_id=user_id, connection_id=connection_id)
+
+
+_READ_AGAIN: dict[str, Any] = dict(
+    etag=None, last_modified=None, sync_token=None, ctag=None, expanded_at=None
+)
+"""A connection's validators forgotten: its next poll reads the whole source."""
 
 
 def remove_connection(conn: Connection, *, user_id: str | None, connection_id: str) -> None:
@@ -315,6 +334,7 @@ def remove_connection(conn: Connection, *, user_id: str | None, connection_id: s
     this waits for that poll and then deletes what it wrote too."""
     _row(conn, user_id, connection_id)
     conn.execute(delete(connections_t).where(connections_t.c.id == connection_id))
+    drop_mirror(conn, connection_id=connection_id)
     conn.execute(
         delete(connection_busy_t).where(connection_busy_t.c.connection_id == connection_id)
     )
@@ -342,6 +362,7 @@ class PollJob:
     last_modified: str | None
     sync_token: str | None
     ctag: str | None
+    visibility: str  # details: the events are read too, for the mirror calendar
     has_copy: bool
     full: bool  # re-read even if unchanged: the expansion horizon must move on
     objects: dict[str, str | None]  # caldav: href → ETag, as last read
@@ -418,6 +439,7 @@ def claim_due(
                 last_modified=row.last_modified,
                 sync_token=row.sync_token,
                 ctag=row.ctag,
+                visibility=row.visibility,
                 has_copy=row.synced_at is not None,
                 full=expanded is None or now - expanded > REEXPAND_AFTER,
                 objects=objects,
@@ -447,7 +469,13 @@ def _done_values(conn: Connection, now: datetime, every: timedelta) -> dict[str,
     )
 
 
-def _succeeded(conn: Connection, row: Any, now: datetime, every: timedelta, **values: Any) -> None:
+def _succeeded(
+    conn: Connection, row: Any, now: datetime, every: timedelta, job: PollJob, **values: Any
+) -> None:
+    values = _done_values(conn, now, every) | values
+    if row.visibility == "details" and job.visibility != "details":
+        # Made ``details`` while this poll read busy time only: read it all again at once.
+        values |= _READ_AGAIN | {"next_poll_at": now}
     if row.failing_notified:
         record_notification(
             conn,
@@ -464,7 +492,6 @@ def _succeeded(conn: Connection, row: Any, now: datetime, every: timedelta, **va
             last_error=None,
             failing_notified=False,
             synced_at=now,
-            **_done_values(conn, now, every),
             **values,
         )
     )
@@ -478,13 +505,19 @@ def record_unchanged(
     row = _held(conn, job.id, owner)
     if row is None:
         return False
-    _succeeded(conn, row, now, every)
+    _succeeded(conn, row, now, every, job)
     return True
 
 
 def _insert_busy(conn: Connection, connection_id: str, href: str, busy: Busy) -> None:
     rows = [
-        {"connection_id": connection_id, "href": href, "starts_at": s, "ends_at": e}
+        {
+            "connection_id": connection_id,
+            "href": href,
+            "starts_at": s,
+            "ends_at": e,
+            "all_day": busy.all_day_only((s, e)),
+        }
         for s, e in sorted(busy.intervals)
     ]
     for i in range(0, len(rows), 5000):
@@ -508,11 +541,14 @@ def record_ics(
         return False
     conn.execute(delete(connection_busy_t).where(connection_busy_t.c.connection_id == job.id))
     _insert_busy(conn, job.id, "", busy)
+    if row.visibility == "details" and job.visibility == "details":
+        write_mirror(conn, connection_id=job.id, changed={"": busy.details}, now=now)
     _succeeded(
         conn,
         row,
         now,
         every,
+        job,
         etag=etag,
         last_modified=last_modified,
         events=busy.events,
@@ -560,13 +596,21 @@ def record_caldav(
         )
         _insert_busy(conn, job.id, href, busy)
         longest = max(longest, busy.longest)
+    if row.visibility == "details" and job.visibility == "details":
+        write_mirror(
+            conn,
+            connection_id=job.id,
+            changed={href: busy.details for href, (_, busy) in changed.items()},
+            removed=gone - changed.keys(),
+            now=now,
+        )
     events = len(job.objects.keys() - gone - changed.keys()) + len(changed)
     values: dict[str, Any] = dict(
         sync_token=sync_token, ctag=ctag, events=events, longest_seconds=longest
     )
     if full:
         values["expanded_at"] = now
-    _succeeded(conn, row, now, every, **values)
+    _succeeded(conn, row, now, every, job, **values)
     return True
 
 

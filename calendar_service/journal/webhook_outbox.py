@@ -12,7 +12,6 @@ from typing import Any
 import orjson
 from sqlalchemy import (
     Connection,
-    Integer,
     String,
     and_,
     bindparam,
@@ -26,7 +25,7 @@ from sqlalchemy import (
 
 from calendar_service.platform.db import Statement
 from calendar_service.platform.db.channels import OUTBOX_DIRTY
-from calendar_service.platform.db.dialects import dialect_function
+from calendar_service.platform.db.dialects import position_in
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.models.columns import UTCDateTime, to_db
 from calendar_service.platform.models.keys import keys_t
@@ -51,17 +50,8 @@ DISABLED_ERROR = "webhook disabled when the change was made"
 _e, _k = endpoints_t.c, keys_t.c
 
 
-# Not ``LIKE``: a bound pattern makes SQLite prepare the statement again at every run (its
-# LIKE optimization depends on the pattern).
-position_in = dialect_function(  # lower case: used like a SQL function
-    "position_in",
-    Integer(),
-    sqlite="instr({args})",
-    postgresql="strpos({args})",
-    doc="Where a text occurs in another (1-based; 0: not in it).",
-)
-
-
+# Not ``LIKE`` (``position_in``): a bound pattern makes SQLite prepare the statement again at
+# every run (its LIKE optimization depends on the pattern).
 def _contains(column: Any, name: str) -> Any:
     """Whether a JSON list of strings holds the (quoted) string bound as ``name``."""
     return position_in(column, bindparam(name, type_=String())) > 0

@@ -35,6 +35,7 @@ answered as an opaque 500.
     ├── AlreadyUndone           409     already_undone (an undo of a change undone before)
     ├── ProposalNotPending      409     proposal_not_pending (approved, rejected, expired…)
     ├── DefaultCalendarKept     409     default_calendar (the default calendar is not deleted)
+    ├── ReadOnlyCalendar        409     read_only_calendar (a connected calendar's events)
     ├── IdempotencyInFlight     409     idempotency_in_flight
     ├── WebhookDisabled         409     webhook_disabled
     ├── SlotTaken               409     slot_taken (a link's slot no longer free), slots=[…]
@@ -59,25 +60,58 @@ from typing import Any, ClassVar
 
 
 class CalendarError(Exception):
+    """The base every error shares: a subclass declares its data (``code``, ``status``,
+    ``title``, the values it carries) and writes a constructor only to word its message."""
+
     code: ClassVar[str] = "error"
     status: ClassVar[int] = 500
     title: ClassVar[str] = "Error"
+    """``code``, ``status`` and ``title``: a subclass's, given where it is declared
+    (``class NotFound(CalendarError, code="not_found", status=404, title="Not found")``)."""
     fixed_message: ClassVar[str] = ""
     """The message of an error that always says the same: raised without one."""
+    extras: ClassVar[tuple[str, ...]] = ()
+    """The values it carries beside its message, as attributes, in the order the constructor
+    takes them after the message (or by name); one not given is ``None``."""
+    shown: ClassVar[tuple[str, ...]] = ()
+    """Those of ``extras`` its body (``to_dict``) carries too, named in camelCase."""
 
-    def __init__(self, message: str | None = None) -> None:
+    def __init_subclass__(
+        cls, *, code: str | None = None, status: int | None = None, title: str | None = None
+    ) -> None:
+        super().__init_subclass__()
+        if code is not None:
+            cls.code = code
+        if status is not None:
+            cls.status = status
+        if title is not None:
+            cls.title = title
+
+    def __init__(self, message: str | None = None, *values: Any, **named: Any) -> None:
         if message is None:
             message = self.fixed_message
+        unknown = set(named) - set(self.extras)
+        if len(values) > len(self.extras) or unknown:
+            raise TypeError(f"{type(self).__name__} takes {self.extras}, not {values} {named}")
         super().__init__(message)
         self.message = message
+        given = dict(zip(self.extras, values, strict=False)) | named
+        for name in self.extras:
+            setattr(self, name, given.get(name))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message}
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        for name in self.shown:
+            value = getattr(self, name)
+            first, *rest = name.split("_")
+            body[first + "".join(word.title() for word in rest)] = (
+                list(value) if isinstance(value, list) else value
+            )
+        return body
 
 
-class ConfigError(CalendarError):
-    code = "config_error"
-    title = "Configuration error"
+class ConfigError(CalendarError, code="config_error", title="Configuration error"):
+    pass
 
 
 class FieldError(dict[str, str]):
@@ -87,41 +121,31 @@ class FieldError(dict[str, str]):
         super().__init__(field=field, message=message)
 
 
-class ValidationFailed(CalendarError):
-    code = "validation_error"
-    status = 400
-    title = "Invalid request"
+class ValidationFailed(CalendarError, code="validation_error", status=400, title="Invalid request"):
+    extras = ("errors",)
+    shown = ("errors",)
+    errors: list[FieldError]
 
     def __init__(self, errors: list[FieldError], message: str | None = None) -> None:
-        self.errors = errors
         if message is None:
             fields = ", ".join(dict.fromkeys(e["field"] for e in errors))
             message = f"The request has invalid fields: {fields}." if fields else "Invalid request."
-        super().__init__(message)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "errors": list(self.errors)}
+        super().__init__(message, errors)
 
 
-class InvalidICalendar(ValidationFailed):
+class InvalidICalendar(ValidationFailed, code="invalid_icalendar", title="Not iCalendar"):
     """An import's body or file that is not iCalendar text (RFC 5545), or cannot be read
     whole: cut short, nested too deep."""
-
-    code = "invalid_icalendar"
-    title = "Not iCalendar"
 
     def __init__(self, message: str, *, field_name: str = "body") -> None:
         super().__init__([FieldError(field_name, message)], message)
 
 
-class UnknownParameter(ValidationFailed):
+class UnknownParameter(ValidationFailed, code="unknown_parameter", title="Unknown query parameter"):
     """Query parameters an operation does not take (a typo such as ``timemin``, or a filter
     it does not have): refused, as unknown body fields are, rather than ignored, which would
     answer for every calendar and all time. ``errors``: one per parameter, ``field`` its
     name."""
-
-    code = "unknown_parameter"
-    title = "Unknown query parameter"
 
     def __init__(self, errors: list[FieldError]) -> None:
         names = list(dict.fromkeys(e["field"] for e in errors))
@@ -129,16 +153,11 @@ class UnknownParameter(ValidationFailed):
         super().__init__(errors, f"Unknown query parameter{plural}: {', '.join(names)}.")
 
 
-class BadRequest(CalendarError):
-    code = "bad_request"
-    status = 400
-    title = "Bad request"
+class BadRequest(CalendarError, code="bad_request", status=400, title="Bad request"):
+    pass
 
 
-class KeyInUrl(BadRequest):
-    code = "api_key_in_url"
-    title = "API key in the URL"
-
+class KeyInUrl(BadRequest, code="api_key_in_url", title="API key in the URL"):
     def __init__(self, parameter: str) -> None:
         super().__init__(
             f"Do not put an API key in the URL (query parameter {parameter!r}): URLs end up in "
@@ -147,42 +166,40 @@ class KeyInUrl(BadRequest):
         )
 
 
-class DuplicateHeader(BadRequest):
-    code = "duplicate_header"
-    title = "Duplicate header"
+class DuplicateHeader(BadRequest, code="duplicate_header", title="Duplicate header"):
+    extras = ("header",)
+    header: str
 
     def __init__(self, header: str, count: int) -> None:
         super().__init__(
             f"The request carries {count} {header} headers; send exactly one "
-            f"(which of them to use would be a guess)."
+            f"(which of them to use would be a guess).",
+            header,
         )
-        self.header = header
 
 
-class WebhookTargetRefused(BadRequest):
-    code = "webhook_target_refused"
-    title = "Webhook target refused"
+class WebhookTargetRefused(
+    BadRequest, code="webhook_target_refused", title="Webhook target refused"
+):
+    pass
 
 
-class SubscriptionLimit(BadRequest):
+class SubscriptionLimit(BadRequest, code="subscription_limit", title="Too many subscriptions"):
     """A key that already has the most webhook subscriptions a key may have asks for more."""
 
-    code = "subscription_limit"
-    title = "Too many subscriptions"
+    extras = ("most",)
+    most: int
 
     def __init__(self, most: int) -> None:
         super().__init__(
             f"This API key already has {most} webhook subscriptions, the most a key may have: "
-            "delete one it no longer needs (deleteSubscription) first."
+            "delete one it no longer needs (deleteSubscription) first.",
+            most,
         )
-        self.most = most
 
 
-class MailNotConfigured(BadRequest):
+class MailNotConfigured(BadRequest, code="mail_not_configured", title="Mail not configured"):
     """``sendUpdates=all`` on a service that has no SMTP server set."""
-
-    code = "mail_not_configured"
-    title = "Mail not configured"
 
     fixed_message = (
         "This service sends no email: its operator has not set CALENDAR_SMTP_URL. Nothing "
@@ -191,19 +208,14 @@ class MailNotConfigured(BadRequest):
     )
 
 
-class InboundMailRefused(BadRequest):
+class InboundMailRefused(BadRequest, code="inbound_mail_refused", title="Inbound mail refused"):
     """An inbound message (an iMIP ``REPLY``) that cannot be applied: nothing was changed."""
 
-    code = "inbound_mail_refused"
-    title = "Inbound mail refused"
 
-
-class MayNotInvite(CalendarError):
+class MayNotInvite(
+    CalendarError, code="may_not_invite", status=403, title="May not send invitations"
+):
     """A key (or connected app) not made with ``--may-invite`` asks to send invitations."""
-
-    code = "may_not_invite"
-    status = 403
-    title = "May not send invitations"
 
     fixed_message = (
         "This API key may not send email invitations (sendUpdates=all): nothing was "
@@ -212,27 +224,23 @@ class MayNotInvite(CalendarError):
     )
 
 
-class AuthError(CalendarError):
+class AuthError(CalendarError, status=401, title="Unauthorized"):
     """A 401. ``bearer_error`` and ``bearer_description`` make its ``WWW-Authenticate``
     challenge (RFC 6750 §3): fixed ASCII texts per reason, never the message, which may name
     a calendar (any text, "Личное" or one with quotes and line breaks): header values carry
     no user text."""
 
-    status = 401
-    title = "Unauthorized"
     bearer_error: ClassVar[str] = "invalid_token"
     bearer_description: ClassVar[str] = "The access token is not valid."
 
 
-class MissingKey(AuthError):
-    code = "missing_api_key"
+class MissingKey(AuthError, code="missing_api_key"):
     bearer_description = "No API key was sent."
 
     fixed_message = "No API key: send 'Authorization: Bearer <API_KEY>'."
 
 
-class MalformedKey(AuthError):
-    code = "malformed_api_key"
+class MalformedKey(AuthError, code="malformed_api_key"):
     bearer_description = "The API key is malformed."
 
     def __init__(self, detail: str = "") -> None:
@@ -243,18 +251,16 @@ class MalformedKey(AuthError):
         )
 
 
-class UnknownKey(AuthError):
-    code = "unknown_api_key"
+class UnknownKey(AuthError, code="unknown_api_key"):
     bearer_description = "The API key is not known."
 
     fixed_message = "The API key is not known to this service."
 
 
-class WrongAppPassword(AuthError):
+class WrongAppPassword(AuthError, code="wrong_app_password"):
     """HTTP Basic (CalDAV): no owner with that email has an app password with that secret
     (a wrong email, a wrong or mistyped secret, a key that is no app password)."""
 
-    code = "wrong_app_password"
     bearer_description = "Wrong email or app password."
 
     fixed_message = (
@@ -264,15 +270,14 @@ class WrongAppPassword(AuthError):
     )
 
 
-class ExpiredKey(AuthError):
-    code = "expired_api_key"
+class ExpiredKey(AuthError, code="expired_api_key"):
     bearer_description = "The API key has expired."
 
     def __init__(self, expired_at: str) -> None:
         super().__init__(f"The API key expired at {expired_at}; ask its owner for a new one.")
 
 
-class RevokedKey(AuthError):
+class RevokedKey(AuthError, code="revoked_api_key"):
     """A revoked key, or a revoked grant of a connected app (``app``), saying who revoked it:
     ``by`` is its ``api_keys.revoked_by`` (``keys.REVOKED_BY``): ``owner``, ``app`` (the app
     that held the grant revoked it, RFC 7009), ``reuse`` (the service, when a used code or
@@ -280,7 +285,6 @@ class RevokedKey(AuthError):
     before the reason was kept: a key's was its owner (nobody else could revoke one then), a
     grant's is not known (its message names every possibility)."""
 
-    code = "revoked_api_key"
     bearer_description = "The API key has been revoked."
     _KEYS: ClassVar[dict[str, str]] = {
         "owner": "The API key has been revoked by its owner.",
@@ -304,59 +308,48 @@ class RevokedKey(AuthError):
             super().__init__(self._KEYS.get(by or "owner", self._KEYS["owner"]))
 
 
-class InvalidAccessToken(AuthError):
+class InvalidAccessToken(AuthError, code="invalid_access_token"):
     """An OAuth access token refused at ``/mcp``: unknown, expired, or for another resource
     (RFC 6750 ``invalid_token``; the client refreshes it or starts the flow again)."""
 
-    code = "invalid_access_token"
     bearer_description = "The access token is unknown, expired or for another resource."
 
     def __init__(self, reason: str) -> None:
         super().__init__(f"The access token {reason}: refresh it or authorize again.")
 
 
-class InsufficientScope(AuthError):
-    code = "insufficient_scope"
-    title = "Insufficient scope"
+class InsufficientScope(AuthError, code="insufficient_scope", title="Insufficient scope"):
     bearer_error = "insufficient_scope"
     bearer_description = "The key may not do this or reach this calendar."
-
-    def __init__(self, message: str, required_scope: str | None = None) -> None:
-        super().__init__(message)
-        self.required_scope = required_scope
+    extras = ("required_scope",)
+    required_scope: str | None
 
 
-class NotFound(CalendarError):
-    code = "not_found"
-    status = 404
-    title = "Not found"
+class NotFound(CalendarError, code="not_found", status=404, title="Not found"):
+    pass
 
 
-class Conflict(CalendarError):
+class Conflict(CalendarError, code="conflict", status=409, title="Time not free"):
     """``ifFree``: the time asked for overlaps busy events (``conflicts``: their times, and ids
     and titles only where the key may read them)."""
 
-    code = "conflict"
-    status = 409
-    title = "Time not free"
-
-    def __init__(self, message: str, conflicts: list[dict[str, Any]]) -> None:
-        super().__init__(message)
-        self.conflicts = conflicts
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "conflicts": list(self.conflicts)}
+    extras = ("conflicts",)
+    shown = ("conflicts",)
+    conflicts: list[dict[str, Any]]
 
 
-class RuleViolation(CalendarError):
+class RuleViolation(
+    CalendarError, code="rule_violation", status=409, title="Against the owner's rules"
+):
     """A key's write that breaks the owner's rules for agents (``calendar.rules``), whose
     ``onViolation`` is ``refuse``: ``errors`` names each rule broken (``{rule, message}``,
     ``rule`` as in the rules object), ``suggestions`` up to 3 nearest times of the same length
     that pass every rule (``{startsAt, endsAt}``)."""
 
-    code = "rule_violation"
-    status = 409
-    title = "Against the owner's rules"
+    extras = ("errors", "suggestions")
+    shown = ("errors", "suggestions")
+    errors: list[dict[str, str]]
+    suggestions: list[dict[str, str]]
 
     def __init__(
         self, errors: list[dict[str, str]], suggestions: list[dict[str, str]] | None = None
@@ -365,75 +358,53 @@ class RuleViolation(CalendarError):
         first = errors[0]["message"] if errors else ""
         super().__init__(
             f"The owner's rules for agents refuse this time ({rules}): {first} "
-            "Pick one of the suggestions, or ask findFreeTime for times that keep the rules."
+            "Pick one of the suggestions, or ask findFreeTime for times that keep the rules.",
+            errors,
+            suggestions or [],
         )
-        self.errors = errors
-        self.suggestions = suggestions or []
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **super().to_dict(),
-            "errors": list(self.errors),
-            "suggestions": list(self.suggestions),
-        }
 
 
-class ChangedSince(Conflict):
+class ChangedSince(Conflict, title="Changed since"):
     """An undo of a change whose event is no longer as the change left it: ``changes`` are
     the later changes of that event (``{id, at, kind, eventId}``), newest first, named in the
     message too; undo them first, or force the undo."""
 
-    title = "Changed since"
-
-    def __init__(self, message: str, changes: list[dict[str, Any]]) -> None:
-        super().__init__(message, [])
-        self.changes = changes
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "changes": list(self.changes)}
+    extras = ("changes",)
+    shown = ("changes",)
+    changes: list[dict[str, Any]]
 
 
-class AlreadyUndone(CalendarError):
+class AlreadyUndone(CalendarError, code="already_undone", status=409, title="Already undone"):
     """An undo of a change that an earlier undo undid already (``undone_by``)."""
 
-    code = "already_undone"
-    status = 409
-    title = "Already undone"
+    extras = ("undone_by",)
+    shown = ("undone_by",)
+    undone_by: str
 
     def __init__(self, change_id: str, undone_by: str) -> None:
         super().__init__(
             f"Change {change_id} has already been undone, by change {undone_by}. To make it "
-            f"again, undo {undone_by}."
+            f"again, undo {undone_by}.",
+            undone_by,
         )
-        self.undone_by = undone_by
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "undoneBy": self.undone_by}
 
 
-class ProposalNotPending(CalendarError):
+class ProposalNotPending(
+    CalendarError, code="proposal_not_pending", status=409, title="Proposal not pending"
+):
     """Approving or rejecting a proposal (a write that waited for the owner) that is no longer
     pending: decided already, or expired. ``proposal_status`` says which."""
 
-    code = "proposal_not_pending"
-    status = 409
-    title = "Proposal not pending"
-
-    def __init__(self, message: str, proposal_status: str) -> None:
-        super().__init__(message)
-        self.proposal_status = proposal_status
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "proposalStatus": self.proposal_status}
+    extras = ("proposal_status",)
+    shown = ("proposal_status",)
+    proposal_status: str
 
 
-class DefaultCalendarKept(CalendarError):
+class DefaultCalendarKept(
+    CalendarError, code="default_calendar", status=409, title="Default calendar"
+):
     """The owner's default calendar cannot be deleted: keys without a calendar and events sent
     without one go there."""
-
-    code = "default_calendar"
-    status = 409
-    title = "Default calendar"
 
     fixed_message = (
         "The default calendar cannot be deleted: events created without a calendar go "
@@ -441,52 +412,50 @@ class DefaultCalendarKept(CalendarError):
     )
 
 
-class IdempotencyInFlight(CalendarError):
-    code = "idempotency_in_flight"
-    status = 409
-    title = "Request in progress"
+class ReadOnlyCalendar(
+    CalendarError, code="read_only_calendar", status=409, title="Read-only calendar"
+):
+    """A write to a connected calendar's mirror (``visibility: details``): only the poller
+    writes its events, from the source."""
 
+    def __init__(self, name: str, connection_id: str) -> None:
+        super().__init__(
+            f"The calendar {name!r} is read-only: it shows the connected calendar "
+            f"{connection_id!r}, whose events are changed where they are kept. Nothing was "
+            "written; write to another calendar (calendarId), or change the event at its "
+            "source."
+        )
+
+
+class IdempotencyInFlight(
+    CalendarError, code="idempotency_in_flight", status=409, title="Request in progress"
+):
     fixed_message = "A request with this Idempotency-Key is still being processed; retry shortly."
 
 
-class WebhookDisabled(CalendarError):
-    code = "webhook_disabled"
-    status = 409
-    title = "Webhook disabled"
+class WebhookDisabled(CalendarError, code="webhook_disabled", status=409, title="Webhook disabled"):
+    pass
 
 
-class SlotTaken(CalendarError):
+class SlotTaken(CalendarError, code="slot_taken", status=409, title="Slot taken"):
     """A scheduling link's booking of a time that is no longer free (taken by another guest or
     a meeting made meanwhile, or outside the link's window): ``slots``, the free ones now."""
 
-    code = "slot_taken"
-    status = 409
-    title = "Slot taken"
-
-    def __init__(self, message: str, slots: list[dict[str, Any]]) -> None:
-        super().__init__(message)
-        self.slots = slots
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "slots": list(self.slots)}
+    extras = ("slots",)
+    shown = ("slots",)
+    slots: list[dict[str, Any]]
 
 
-class LinkGone(CalendarError):
+class LinkGone(CalendarError, code="link_gone", status=410, title="Link no longer valid"):
     """A scheduling link (or a booking's manage link) that was used up, expired, revoked, or
     whose key was revoked: it takes no more bookings."""
 
-    code = "link_gone"
-    status = 410
-    title = "Link no longer valid"
 
-
-class SyncTokenExpired(CalendarError):
+class SyncTokenExpired(
+    CalendarError, code="sync_token_expired", status=410, title="Sync token expired"
+):
     """A sync token older than the changes kept (``CALENDAR_SYNC_RETENTION_DAYS``): the
     client lists again from scratch (Google Calendar answers the same with 410 Gone)."""
-
-    code = "sync_token_expired"
-    status = 410
-    title = "Sync token expired"
 
     def __init__(self, days: int) -> None:
         super().__init__(
@@ -495,124 +464,102 @@ class SyncTokenExpired(CalendarError):
         )
 
 
-class DavRefused(CalendarError):
+class DavRefused(CalendarError, code="dav_precondition", status=403, title="Forbidden"):
     """A CalDAV (WebDAV) request refused on a precondition: ``condition`` is the element the
     RFCs name for it (Clark notation, ``{urn:ietf:params:xml:ns:caldav}valid-calendar-data``),
     put in the answer's ``DAV:error`` body; ``href``: a path the element carries (the object
     a ``no-uid-conflict`` names)."""
 
-    code = "dav_precondition"
-    status = 403
-    title = "Forbidden"
-
-    def __init__(self, message: str, condition: str | None = None, href: str | None = None):
-        super().__init__(message)
-        self.condition = condition
-        self.href = href
+    extras = ("condition", "href")
+    condition: str | None
+    href: str | None
 
 
-class DavStale(DavRefused):
+class DavStale(DavRefused, code="dav_precondition_failed", status=412, title="Precondition failed"):
     """``If-Match`` names another version of the object, or ``If-None-Match: *`` one that
     exists (RFC 9110 §13.1): 412."""
 
-    code = "dav_precondition_failed"
-    status = 412
-    title = "Precondition failed"
 
-
-class DavNotAllowed(DavRefused):
+class DavNotAllowed(DavRefused, code="dav_not_allowed", status=405, title="Method not allowed"):
     """A MKCALENDAR where something is already (RFC 4791 §5.3.1.2, ``DAV:resource-must-be-null``):
     405."""
 
-    code = "dav_not_allowed"
-    status = 405
-    title = "Method not allowed"
 
-
-class DavConflict(DavRefused):
+class DavConflict(DavRefused, code="dav_conflict", status=409, title="Conflict"):
     """A MKCALENDAR anywhere but directly in the calendar home (RFC 4791 §5.3.1.2,
     ``CALDAV:calendar-collection-location-ok``): 409."""
 
-    code = "dav_conflict"
-    status = 409
-    title = "Conflict"
 
-
-class DavBadName(DavRefused):
+class DavBadName(DavRefused, code="dav_bad_name", status=400, title="Bad object name"):
     """A CalDAV object name no object can have (too long, ``.`` or ``..``, a ``/`` or a
     control character): 400."""
 
-    code = "dav_bad_name"
-    status = 400
-    title = "Bad object name"
 
-
-class SignInLocked(CalendarError):
+class SignInLocked(
+    CalendarError, code="sign_in_locked", status=429, title="Too many failed sign-ins"
+):
     """HTTP Basic sign-in (CalDAV) refused while too many wrong passwords were given for
     the email or from the address, as on the sign-in page (``signin``)."""
 
-    code = "sign_in_locked"
-    status = 429
-    title = "Too many failed sign-ins"
+    extras = ("retry_after",)
+    retry_after: int
 
     def __init__(self, retry_after: int) -> None:
         super().__init__(
             f"Too many failed sign-ins for this email or network address: try again in "
-            f"{retry_after} seconds."
+            f"{retry_after} seconds.",
+            retry_after,
         )
-        self.retry_after = retry_after
 
 
-class PayloadTooLarge(CalendarError):
-    code = "payload_too_large"
-    status = 413
-    title = "Payload too large"
+class PayloadTooLarge(
+    CalendarError, code="payload_too_large", status=413, title="Payload too large"
+):
+    pass
 
 
-class UnsupportedMediaType(CalendarError):
-    code = "unsupported_media_type"
-    status = 415
-    title = "Unsupported media type"
+class UnsupportedMediaType(
+    CalendarError, code="unsupported_media_type", status=415, title="Unsupported media type"
+):
+    pass
 
 
-class IdempotencyMismatch(CalendarError):
-    code = "idempotency_key_reused"
-    status = 422
-    title = "Idempotency key reused"
-
+class IdempotencyMismatch(
+    CalendarError, code="idempotency_key_reused", status=422, title="Idempotency key reused"
+):
     fixed_message = (
         "This Idempotency-Key was already used with a different request body; "
         "use a new key for a new request."
     )
 
 
-class RateLimited(CalendarError):
-    code = "rate_limited"
-    status = 429
-    title = "Too many requests"
+class RateLimited(CalendarError, code="rate_limited", status=429, title="Too many requests"):
+    extras = ("retry_after", "limit", "period")
+    retry_after: int
+    limit: int
+    period: int
 
     def __init__(self, retry_after: int, limit: int, period: int) -> None:
         super().__init__(
             f"This API key made more than {limit} requests in {period} seconds; "
-            f"retry after {retry_after} seconds."
+            f"retry after {retry_after} seconds.",
+            retry_after,
+            limit,
+            period,
         )
-        self.retry_after = retry_after
-        self.limit = limit
-        self.period = period
 
 
-class InviteLimit(CalendarError):
+class InviteLimit(CalendarError, code="invite_limit", status=429, title="Too many invitations"):
     """A key's invitations of the last day would exceed ``CALENDAR_INVITES_PER_DAY``
     recipients."""
 
-    code = "invite_limit"
-    status = 429
-    title = "Too many invitations"
+    extras = ("most",)
+    most: int
 
     def __init__(self, most: int, sent: int, asked: int) -> None:
         super().__init__(
             f"This API key has invited {sent} recipients in the last 24 hours and asks for "
             f"{asked} more: at most {most} a day (CALENDAR_INVITES_PER_DAY). Nothing was "
-            "changed; send it with sendUpdates=none, or later."
+            "changed; send it with sendUpdates=none, or later.",
+            most,
         )
-        self.most = most

@@ -22,7 +22,7 @@ from calendar_service.platform.deferred import Later
 from calendar_service.platform.errors import FieldError, UnknownParameter
 from calendar_service.platform.inputs import parse_json_body
 from calendar_service.platform.timeutil import utcnow
-from calendar_service.rest.routes import _body, _perform, _respond
+from calendar_service.rest.routes import _body, _on_item, _perform, _respond
 
 LINKS_PATH = "/api/v1/calendar/schedulingLinks"
 BOOK_API = "/api/v1/book"
@@ -47,13 +47,7 @@ async def list_scheduling_links(request: Request) -> Response:
 
 
 async def delete_scheduling_link(request: Request) -> Response:
-    link_id = request.path_params["link_id"]
-
-    def args() -> dict[str, Any]:
-        return {"link_id": link_id, "now": utcnow()}
-
-    outcome = await _perform(request, operations.DELETE_LINK, args)
-    return _respond(outcome, None)
+    return await _on_item(request, operations.DELETE_LINK, "link_id", answer=False)
 
 
 def _json(value: Any, status: int = 200, rate: RateState | None = None) -> Response:
@@ -79,10 +73,24 @@ def _query(request: Request, known: tuple[str, ...]) -> Query:
     return query
 
 
-async def link_slots(request: Request) -> Response:
+async def _guest(request: Request, known: tuple[str, ...] = ()) -> tuple[str, RateState, Query]:
+    """A guest's call: the link's (or booking's) token in the path, its budget spent, its query
+    checked (``known``: the parameters it takes)."""
     token = request.path_params["token"]
     rate = await spend_budget(request, token)
-    query = _query(request, SLOT_PARAMETERS)
+    return token, rate, _query(request, known)
+
+
+async def _guest_body(request: Request) -> bytes:
+    """A guest's body, refused (413, 415) as any body is."""
+    raw, refused = await _body(request)
+    if refused is not None:
+        raise refused
+    return raw
+
+
+async def link_slots(request: Request) -> Response:
+    token, rate, query = await _guest(request, SLOT_PARAMETERS)
     found = await services(request).db.run(
         booking.link_slots,
         token=token,
@@ -95,13 +103,8 @@ async def link_slots(request: Request) -> Response:
 
 
 async def book(request: Request) -> Response:
-    token = request.path_params["token"]
-    rate = await spend_budget(request, token)
-    _query(request, ())
-    raw, refused = await _body(request)
-    if refused is not None:
-        raise refused
-    body = parse_json_body(raw)
+    token, rate, _ = await _guest(request)
+    body = parse_json_body(await _guest_body(request))
     booking.check_booking(body)  # a bad body is a 400 whatever became of the link
     base = services(request).config.base_url
     mail = await mail_policy(request)
@@ -116,17 +119,13 @@ async def book(request: Request) -> Response:
 
 
 async def get_booking(request: Request) -> Response:
-    token = request.path_params["token"]
-    rate = await spend_budget(request, token)
-    _query(request, ())
+    token, rate, _ = await _guest(request)
     found = await services(request).db.run(booking.booking_public, manage_token=token, now=utcnow())
     return _json(found, rate=rate)
 
 
 async def cancel_booking(request: Request) -> Response:
-    token = request.path_params["token"]
-    rate = await spend_budget(request, token)
-    _query(request, ())
+    token, rate, _ = await _guest(request)
     mail = await mail_policy(request)
 
     def args() -> dict[str, Any]:
@@ -140,12 +139,8 @@ async def cancel_booking(request: Request) -> Response:
 
 
 async def reschedule_booking(request: Request) -> Response:
-    token = request.path_params["token"]
-    rate = await spend_budget(request, token)
-    _query(request, ())
-    raw, refused = await _body(request)
-    if refused is not None:
-        raise refused
+    token, rate, _ = await _guest(request)
+    raw = await _guest_body(request)
     mail = await mail_policy(request)
 
     def args() -> dict[str, Any]:

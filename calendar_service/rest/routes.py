@@ -198,6 +198,18 @@ async def list_calendar_events(request: Request) -> Response:
     return _respond(outcome, outcome.value)
 
 
+async def _on_item(request: Request, op: Operation, name: str, *, answer: bool) -> Response:
+    """``op`` on the one item the path names (``name``: the path parameter, and the core's
+    argument), now: its answer the core's value (``answer``) or none (204)."""
+    item = request.path_params[name]
+
+    def args() -> dict[str, Any]:
+        return {name: item, "now": utcnow()}
+
+    outcome = await _perform(request, op, args)
+    return _respond(outcome, outcome.value if answer else None)
+
+
 async def _body(request: Request) -> tuple[bytes, CalendarError | None]:
     """The raw body, or why it is refused (too large, not JSON): the body is read before the
     key is checked, and its error is recorded with the key (``perform``'s ``refused``)."""
@@ -388,9 +400,7 @@ async def undo_change(request: Request) -> Response:
 
 
 async def get_proposal(request: Request) -> Response:
-    args = {"proposal_id": request.path_params["proposal_id"], "now": utcnow()}
-    outcome = await _perform(request, operations.GET_PROPOSAL, args)
-    return _respond(outcome, outcome.value)
+    return await _on_item(request, operations.GET_PROPOSAL, "proposal_id", answer=True)
 
 
 async def get_scheduling_rules(request: Request) -> Response:

@@ -22,7 +22,7 @@ from calendar_service.operations.gateway import may_perform
 from calendar_service.platform.errors import CalendarError
 from calendar_service.platform.inputs import parse_json_body
 from calendar_service.platform.timeutil import utcnow
-from calendar_service.rest.routes import _body, _perform, _respond
+from calendar_service.rest.routes import _body, _on_item, _perform, _respond
 
 SUBSCRIPTIONS_PATH = "/api/v1/webhooks/subscriptions"
 
@@ -71,23 +71,11 @@ async def list_subscriptions(request: Request) -> Response:
 
 
 async def delete_subscription(request: Request) -> Response:
-    subscription_id = request.path_params["subscription_id"]
-
-    def args() -> dict[str, Any]:
-        return {"subscription_id": subscription_id, "now": utcnow()}
-
-    outcome = await _perform(request, operations.UNSUBSCRIBE, args)
-    return _respond(outcome, None)
+    return await _on_item(request, operations.UNSUBSCRIBE, "subscription_id", answer=False)
 
 
 async def send_samples(request: Request) -> Response:
-    subscription_id = request.path_params["subscription_id"]
-
-    def args() -> dict[str, Any]:
-        return {"subscription_id": subscription_id, "now": utcnow()}
-
-    outcome = await _perform(request, operations.TEST_SUBSCRIPTION, args)
-    return _respond(outcome, outcome.value)
+    return await _on_item(request, operations.TEST_SUBSCRIPTION, "subscription_id", answer=True)
 
 
 def routes() -> list[BaseRoute]:

@@ -43,6 +43,7 @@ def test_a_calendar_is_renamed_and_re_zoned_and_the_api_shows_it_at_once(
         "timeZone": "Europe/Berlin",
         "isDefault": False,
         "color": None,
+        "readOnly": False,
     }
     listed = api.get(EVENTS, headers=bearer(secret)).json()
     assert [(e["calendar"], e["startsAt"]) for e in listed["events"]] == [
@@ -114,6 +115,7 @@ def test_a_deleted_calendar_takes_its_events_and_its_keys_stop_working(
         "timeZone": "UTC",
         "isDefault": False,
         "color": None,
+        "readOnly": False,
         "deletedEvents": 2,
         "revokedKeys": 1,
         "revokedFeeds": 0,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,14 +13,12 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from calendar_service.cli.asgi_app import create_app
 from calendar_service.delivery import connections as store
 from calendar_service.platform.config import Config
 from calendar_service.platform.db import Database
 from calendar_service.platform.models.connections import connection_busy_t
 from calendar_service.platform.sealed import sealing_key
 from calendar_service.platform.timeutil import utcnow
-from tests.conftest import make_config
 from tests.connections.sources import (
     PASSWORD,
     USER,
@@ -36,15 +33,14 @@ from tests.support import (
     Owner,
     RunningServer,
     bearer,
-    fresh_database_url,
-    migrated_database,
-    run_server,
     wait_for,
 )
 from webhooks.connections import discover
 
 FREE_BUSY = "/api/v1/calendar/freeBusy"
 FREE_TIME = "/api/v1/calendar/freeTime"
+
+pytestmark = pytest.mark.database  # its app and database: the fixtures of conftest.py
 
 
 def day(offset: int) -> datetime:
@@ -71,23 +67,6 @@ def calendar(*events: str) -> str:
         + "".join(events)
         + "END:VCALENDAR\r\n"
     )
-
-
-@pytest.fixture(scope="module")
-def live(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[Config, Database, RunningServer]]:
-    """The whole app (its worker polling connected calendars every second) on a database of
-    its own: no other server's worker polls these connections at another pace."""
-    with fresh_database_url(Path(tmp_path_factory.mktemp("live"))) as url:
-        config = make_config(url, connection_poll=timedelta(seconds=1))
-        with migrated_database(config) as db, run_server(create_app(config, db=db)) as running:
-            yield config, db, running
-
-
-@pytest.fixture
-def factory(live: tuple[Config, Database, RunningServer]) -> Factory:
-    return Factory(live[1])
 
 
 def add_ics(db: Database, config: Config, owner: Owner, url: str, **options: Any) -> str:

@@ -448,6 +448,18 @@ def test_every_core_folder_has_a_floor() -> None:
     assert named == set(CORE_FLOORS), f"name each core folder in CORE_FLOORS in {HERE}"
 
 
+def test_the_core_tests_mirror_the_core() -> None:
+    """``tests/core/`` has a folder for each core package, and each of its folders is one of
+    the core's (``tests/core/delivery/triggers/`` tests ``calendar_service/delivery/triggers/``
+    directly); the fronts' tests stay under the fronts' folders."""
+    tests = ROOT / "tests" / "core"
+    folders = {p.parent.relative_to(tests).as_posix() for p in tests.rglob("*/__init__.py")}
+    missing = sorted(set(CORE_FLOORS) - folders)
+    strays = sorted(f for f in folders if not (ROOT / "calendar_service" / f).is_dir())
+    assert not missing, f"no tests/core/ folder for the core packages {missing}"
+    assert not strays, f"tests/core/ folders that mirror no core package: {strays}"
+
+
 def test_each_core_package_imports_only_the_floors_below_it() -> None:
     upward = []
     for path in _our_files():

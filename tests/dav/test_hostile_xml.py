@@ -59,6 +59,27 @@ def test_unsupported_filters_are_refused(api: httpx.Client, factory: Factory) ->
     assert "supported-filter" in answer.text
 
 
+def test_what_a_document_asks_is_refused_once_the_resource_is_found(
+    api: httpx.Client, factory: Factory
+) -> None:
+    """The front reads what a document asks (``dav.asking``); what cannot be answered is
+    raised by the core after it found the path: an unsupported filter is 403 on a calendar,
+    404 where there is no calendar."""
+    app = app_account(factory)
+    body = (
+        '<?xml version="1.0"?><c:calendar-query xmlns:d="DAV:" '
+        'xmlns:c="urn:ietf:params:xml:ns:caldav"><c:filter><c:comp-filter name="VCALENDAR">'
+        '<c:comp-filter name="VEVENT"><c:time-range start="2026" end="20260101T000000Z"/>'
+        "</c:comp-filter></c:comp-filter></c:filter></c:calendar-query>"
+    )
+    on_calendar = dav(api, app, "REPORT", app.calendar(), body)
+    assert on_calendar.status_code == 403 and "valid-filter" in on_calendar.text
+    missing = app.calendar().rstrip("/") + "-gone/"
+    assert dav(api, app, "REPORT", missing, body).status_code == 404
+    proppatch = dav(api, app, "PROPPATCH", missing, "<d:nope xmlns:d='DAV:'/>")
+    assert proppatch.status_code == 404
+
+
 def test_odd_requests_get_a_clear_4xx_never_a_5xx(api: httpx.Client, factory: Factory) -> None:
     app = app_account(factory)
     cal = app.calendar()

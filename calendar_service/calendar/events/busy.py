@@ -88,8 +88,8 @@ def meetings_of(
         calendars = owner_calendars(conn, user_id=user_id)
     found = busy_of(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=True)
     # The owner's connected calendars count too (``calendar.connected``): their busy times,
-    # all of them (a connected calendar keeps no titles, nor which of its events are all-day).
-    return found + busy_of_owner(conn, user_id=user_id, low=low, high=high)
+    # but those of all-day events (as here: not meetings).
+    return found + busy_of_owner(conn, user_id=user_id, low=low, high=high, timed=True)
 
 
 def owner_calendars(
@@ -98,7 +98,8 @@ def owner_calendars(
     """Every calendar of the owner, for ``meetings_of`` (its ``calendars``: read once for
     several reads of meetings); ``before_writes``: for a transaction that has written nothing
     (``findFreeTime``), whose series may then be read from memory."""
-    return every_calendar(conn, user_id=user_id, versions=before_writes)
+    found = every_calendar(conn, user_id=user_id, versions=before_writes)
+    return [c for c in found if not c.connection_id]  # mirrors: counted as their connection
 
 
 def busy_later(

@@ -18,7 +18,6 @@ from typing import Any
 from sqlalchemy import (
     BindParameter,
     Connection,
-    String,
     and_,
     bindparam,
     case,
@@ -36,7 +35,7 @@ from calendar_service.access.keys import Principal
 from calendar_service.calendar.calendars import CalendarRow, calendars_t, within_reach
 from calendar_service.calendar.events.search import matched_condition, search_matches
 from calendar_service.platform.db import Statement
-from calendar_service.platform.db.dialects import dialect_function
+from calendar_service.platform.db.dialects import joined_texts
 from calendar_service.platform.errors import NotFound
 from calendar_service.platform.lru import Lru
 from calendar_service.platform.models import (
@@ -264,15 +263,6 @@ def _in_calendars(query: Any, among: int) -> Any:
     # an all-calendars key reaches every calendar of its owner
     owned = select(calendars_t.c.id).where(calendars_t.c.user_id == bindparam("user_id"))
     return query.where(events_t.c.calendar_id.in_(owned.scalar_subquery()))
-
-
-joined_texts = dialect_function(  # lower case: used like a SQL function
-    "joined_texts",
-    String(),
-    sqlite="group_concat({args}, ',')",
-    postgresql="string_agg({args}, ',')",
-    doc="An aggregate: the texts of a group joined with commas (NULL for none).",
-)
 
 
 _exception = events_t.alias("exception")
@@ -505,6 +495,8 @@ _EVENT_CALENDAR = (  # the event's calendar, read with it (CalendarRow's fields,
     calendars_t.c.time_zone.label("calendar_time_zone"),
     calendars_t.c.is_default.label("calendar_is_default"),
     calendars_t.c.max_event_seconds.label("calendar_max_event_seconds"),
+    calendars_t.c.connection_id.label("calendar_connection_id"),
+    calendars_t.c.connection_kind.label("calendar_connection_kind"),
 )
 
 
@@ -526,6 +518,8 @@ def load_in_scope(
         row.calendar_time_zone,
         bool(row.calendar_is_default),
         row.calendar_max_event_seconds,
+        connection_id=row.calendar_connection_id,
+        connection_kind=row.calendar_connection_kind,
     )
     return row, calendar
 

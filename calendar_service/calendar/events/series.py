@@ -20,7 +20,7 @@ import orjson
 from sqlalchemy import Connection, delete, select
 
 from calendar_service.access.keys import Principal
-from calendar_service.calendar.calendars import CalendarRow
+from calendar_service.calendar.calendars import CalendarRow, check_writable
 from calendar_service.calendar.events.queries import EVENT_COLUMNS, events_t, load_in_scope
 from calendar_service.calendar.events.shapes import Row, occurrence_public
 from calendar_service.calendar.recurrence import (
@@ -75,13 +75,19 @@ def load_target(
 
     ``for_change``: the caller is about to change what the id names, so the series (or the
     single event) is locked first (``lock_series``) and what is read is what stays true until
-    the transaction ends."""
+    the transaction ends; a connected calendar's event is refused (409 ``read_only_calendar``:
+    ``calendars.check_writable``)."""
     if for_change:
         lock_series(conn, event_id)
     try:
         row, calendar = load_in_scope(conn, principal=principal, event_id=event_id)
     except NotFound:
-        return _computed_occurrence(conn, principal=principal, event_id=event_id)
+        target = _computed_occurrence(conn, principal=principal, event_id=event_id)
+        if for_change:
+            check_writable(target.calendar)
+        return target
+    if for_change:
+        check_writable(calendar)
     tz = zone(calendar.time_zone)
     if row.recurring_event_id is None:
         return Target("series" if row.recurrence is not None else "event", calendar, tz, row)

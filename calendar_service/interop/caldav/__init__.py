@@ -3,9 +3,10 @@ protocol's core, without HTTP (``dav.routes`` serves it), every read and write t
 same core functions as REST and MCP (``operations``: ``CALDAV_*``, run by
 ``gateway.perform``).
 
-- ``names``: the WebDAV and CalDAV names (Clark notation), the request documents as read
-  (``Node``) and the ``multistatus`` answers as plain values (parsing and writing XML is
-  the front's: ``dav.documents``, ``dav.multistatus``);
+- ``names``: the WebDAV and CalDAV names (Clark notation) and the ``multistatus`` answers as
+  plain values; ``asked``: what a request asks (a PROPFIND's properties, a report's filter),
+  as plain values (parsing XML, reading what it asks and writing the answers is the
+  front's: ``dav.documents``, ``dav.asking``, ``dav.multistatus``);
 - ``access``: HTTP Basic sign-in with the owner's email and an app password, throttled as
   the sign-in page is;
 - ``objects``: one calendar object per event (a series with its exceptions): names, ETags,

@@ -1,17 +1,17 @@
 """What the CalDAV core deals in, without XML: the WebDAV and CalDAV names of properties and
-preconditions (Clark notation: ``d("getetag")``, ``c("calendar-data")``), the shape of a
-request document as the core reads it (``Node``: the front parses the bytes), and the answers
-the core gives (``Multistatus``: responses of properties as plain values). The front
-(``dav.multistatus``, ``dav.documents``) parses request bodies and writes every XML answer;
+preconditions (Clark notation: ``d("getetag")``, ``c("calendar-data")``) and the answers the
+core gives (``Multistatus``: responses of properties as plain values; what a request asks is
+``asked``'s). The front (``dav.documents``, ``dav.asking``, ``dav.multistatus``) parses
+request bodies, reads what they ask and writes every XML answer;
 the two helpers both it and the connected-calendar client use, which need no XML library, are
 here: ``escape_text`` (character data escaped) and ``within_bounds`` (a parsed document's size).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 DAV = "DAV:"
 CALDAV = "urn:ietf:params:xml:ns:caldav"
@@ -31,29 +31,6 @@ def d(name: str) -> str:
 
 def c(name: str) -> str:
     return qn(CALDAV, name)
-
-
-class Node(Protocol):
-    """An element of a request document, as the front parsed it (an ElementTree element):
-    what the core reads of it."""
-
-    @property
-    def tag(self) -> str: ...
-
-    @property
-    def text(self) -> str | None: ...
-
-    def find(self, path: str) -> Node | None: ...
-
-    def findall(self, path: str) -> Sequence[Node]: ...
-
-    def findtext(self, path: str) -> str | None: ...
-
-    def get(self, key: str) -> str | None: ...
-
-    def __iter__(self) -> Iterator[Node]: ...
-
-    def __len__(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)

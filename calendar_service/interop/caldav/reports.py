@@ -20,10 +20,7 @@ loop (a ``later.Later``, which ``gateway.finished`` runs on a thread).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection
@@ -35,20 +32,19 @@ from calendar_service.calendar.events.listing import list_events_later
 from calendar_service.calendar.events.sync import current_position, sync_events
 from calendar_service.calendar.recurrence.ids import split_occurrence_id
 from calendar_service.interop.caldav import objects
-from calendar_service.interop.caldav.names import (
-    Found,
-    Gone,
-    Kept,
-    Multistatus,
-    Node,
-    Value,
-    c,
-    d,
+from calendar_service.interop.caldav.asked import (
+    CalendarQuery,
+    Multiget,
+    Report,
+    SyncCollection,
+    TextMatch,
+    Wanted,
+    Window,
 )
+from calendar_service.interop.caldav.names import Found, Gone, Kept, Multistatus, Value, c, d
 from calendar_service.interop.caldav.resources import (
     SYNC_TOKEN_PREFIX,
     Place,
-    Wanted,
     answer,
     href_path,
     locate,
@@ -70,156 +66,29 @@ from calendar_service.platform.timeutil import format_utc
 MAX_SYNC_PAGES = 40  # of MAX_LIMIT changes each
 MAX_HREFS = 5000  # in one multiget
 
-Window = tuple[datetime | None, datetime | None]
-
 
 def report(
     conn: Connection,
     *,
     principal: Principal,
     path: str,
-    body: Node | None,
+    asked: Report | None,
+    problem: CalendarError | None,
     token_key: bytes,
 ) -> Multistatus | Later:
-    """The ``multistatus`` answer to the REPORT ``body`` on ``path``, as a ``Later`` when
-    there is work left to do."""
-    if body is None:
-        raise BadRequest(
-            "A REPORT needs a body: calendar-query, calendar-multiget or sync-collection."
-        )
+    """The ``multistatus`` answer to the REPORT ``asked`` on ``path`` (``problem``: what its
+    document asks that cannot be answered), as a ``Later`` when there is work left to do."""
     place = locate(conn, principal=principal, path=path)
-    kinds: dict[str, Callable[..., Multistatus | Later]] = {
-        c("calendar-query"): _query,
-        c("calendar-multiget"): _multiget,
-        d("sync-collection"): _sync,
-    }
-    run = kinds.get(body.tag)
-    if run is None:
-        raise DavRefused(
-            "Reports supported: calendar-query, calendar-multiget, sync-collection.",
-            d("supported-report"),
-        )
+    if problem is not None:
+        raise problem
+    assert asked is not None
     if place.kind != "calendar" or place.calendar is None:
         raise DavRefused("Ask a calendar collection for this report.", d("supported-report"))
-    return run(conn, principal, place, body, token_key)
-
-
-_UTC_TIME = re.compile(r"[0-9]{8}T[0-9]{6}Z")
-
-
-def _time(value: str | None, what: str) -> datetime | None:
-    if value is None:
-        return None
-    text = value.strip()
-    try:
-        if not _UTC_TIME.fullmatch(text):
-            raise ValueError(text)
-        return datetime(
-            int(text[0:4]), int(text[4:6]), int(text[6:8]),
-            int(text[9:11]), int(text[11:13]), int(text[13:15]), tzinfo=UTC,
-        )  # fmt: skip
-    except ValueError:
-        raise DavRefused(
-            f"The {what} must be a UTC date-time such as 20260101T000000Z.", c("valid-filter")
-        ) from None
-
-
-def _range(range_element: Node, what: str) -> Window:
-    low = _time(range_element.get("start"), what)
-    high = _time(range_element.get("end"), what)
-    if low is None and high is None:
-        raise DavRefused(f"The {what} needs a start or an end.", c("valid-filter"))
-    if low is not None and high is not None and high <= low:
-        raise DavRefused(f"The {what} must end after it starts.", c("valid-filter"))
-    return low, high
-
-
-_TEXTS = {"UID": "uid", "SUMMARY": "title", "DESCRIPTION": "description", "LOCATION": "location"}
-_UNSUPPORTED = (
-    "Filters supported: comp-filter, time-range, and text-match on UID, SUMMARY, DESCRIPTION "
-    "and LOCATION."
-)
-
-
-@dataclass(frozen=True, slots=True)
-class TextMatch:
-    """A ``prop-filter`` with a ``text-match`` (RFC 4791 §9.7.5): a substring of the
-    property, ``i;ascii-casemap`` (the default) or ``i;octet``; ``negate``: must not hold."""
-
-    field: str  # "uid", or a row's column
-    text: str
-    casemap: bool
-    negate: bool
-
-    def holds(self, obj: objects.DavObject) -> bool:
-        values = [obj.uid] if self.field == "uid" else [getattr(r, self.field) for r in obj.rows]
-        wanted = self.text.lower() if self.casemap else self.text
-        found = any(wanted in (v.lower() if self.casemap else v) for v in values if v is not None)
-        return found != self.negate
-
-
-def _text_match(prop: Node) -> TextMatch:
-    name = (prop.get("name") or "").upper()
-    tests = list(prop)
-    match = tests[0] if len(tests) == 1 else None
-    if name not in _TEXTS or match is None or match.tag != c("text-match"):
-        raise DavRefused(_UNSUPPORTED, c("supported-filter"))
-    collation = match.get("collation") or "i;ascii-casemap"
-    if collation not in ("i;ascii-casemap", "i;octet"):
-        raise DavRefused(
-            "text-match collations supported: i;ascii-casemap, i;octet.",
-            c("supported-collation"),
-        )
-    negate = (match.get("negate-condition") or "no").lower() == "yes"
-    return TextMatch(_TEXTS[name], match.text or "", collation == "i;ascii-casemap", negate)
-
-
-def _filter(body: Node) -> tuple[bool, Window, list[TextMatch]]:
-    """Whether any object can match (a query for to-dos cannot), the window, and the text
-    matches an object must pass."""
-    found = body.find(c("filter"))
-    top = None if found is None else found.find(c("comp-filter"))
-    if (
-        found is None
-        or top is None
-        or len(found) != 1
-        or (top.get("name") or "").upper() != "VCALENDAR"
-    ):
-        raise DavRefused(
-            "A calendar-query's filter is one comp-filter named VCALENDAR.", c("valid-filter")
-        )
-    window: Window = (None, None)
-    texts: list[TextMatch] = []
-    possible = True
-    for inner in top:
-        if inner.tag == c("is-not-defined"):
-            possible = False
-        elif inner.tag != c("comp-filter"):
-            raise DavRefused(_UNSUPPORTED, c("supported-filter"))
-        elif (inner.get("name") or "").upper() != "VEVENT":
-            possible = False  # only events here
-        else:
-            for test in inner:
-                if test.tag == c("time-range"):
-                    window = _range(test, "time-range")
-                elif test.tag == c("is-not-defined"):
-                    possible = False
-                elif test.tag == c("prop-filter"):
-                    texts.append(_text_match(test))
-                else:
-                    raise DavRefused(_UNSUPPORTED, c("supported-filter"))
-    return possible, window, texts
-
-
-def _expand(wanted: Wanted) -> Window | None:
-    data = wanted.calendar_data
-    found = None if data is None else data.find(c("expand"))
-    if found is None:
-        return None
-    low, high = _range(found, "expand")
-    if low is None or high is None:
-        raise DavRefused("expand needs a start and an end.", c("valid-filter"))
-    return low, high
+    if isinstance(asked, CalendarQuery):
+        return _query(conn, principal, place, asked, token_key)
+    if isinstance(asked, Multiget):
+        return _multiget(conn, principal, place, asked, token_key)
+    return _sync(conn, principal, place, asked, token_key)
 
 
 def _listed(
@@ -250,14 +119,12 @@ def _by_object(listed: dict[str, Any]) -> tuple[dict[str, list[dict[str, Any]]],
 
 
 def _query(
-    conn: Connection, principal: Principal, place: Place, body: Node, key: bytes
+    conn: Connection, principal: Principal, place: Place, asked: CalendarQuery, key: bytes
 ) -> Multistatus | Later:
     calendar = place.calendar
     assert calendar is not None
-    wanted = Wanted.of_prop(body.find(d("prop")))
-    possible, window, texts = _filter(body)
-    expand = _expand(wanted)
-    if not possible:
+    wanted, window, texts, expand = asked.wanted, asked.window, asked.texts, asked.wanted.expand
+    if not asked.possible:
         return Multistatus()
     low, high = window
     exact = _listed(conn, principal, calendar, window, key) if low and high else None
@@ -310,7 +177,7 @@ def _from_list(
     reminder = reminder_of(conn, calendar=calendar)
     uids = objects.uids_of(conn, calendar=calendar, event_ids=[e["id"] for e in singles])
     series = _series_objects(conn, calendar, series_ids, reminder) if series_ids else []
-    shape = (wanted.names, wanted.allprop, wanted.propname, wanted.calendar_data is not None)
+    shape = (wanted.names, wanted.allprop, wanted.propname, wanted.calendar_data)
     status = Multistatus()
     for event in singles:
         event_id = event["id"]
@@ -373,7 +240,7 @@ def _response(
 ) -> Found:
     """An object's ``DAV:response`` (with its text, if asked for)."""
     extra: dict[str, Value] = {}
-    if wanted.calendar_data is not None:
+    if wanted.calendar_data:
         if occurrences is not None:
             data = objects.expanded(obj, occurrences.get(obj.event_id, []))
         else:
@@ -401,13 +268,11 @@ def _answer(
 
 
 def _multiget(
-    conn: Connection, principal: Principal, place: Place, body: Node, key: bytes
+    conn: Connection, principal: Principal, place: Place, asked: Multiget, key: bytes
 ) -> Later:
     calendar = place.calendar
     assert calendar is not None
-    wanted = Wanted.of_prop(body.find(d("prop")))
-    expand = _expand(wanted)
-    hrefs = [h.text or "" for h in body.findall(d("href"))]
+    wanted, hrefs, expand = asked.wanted, asked.hrefs, asked.wanted.expand
     if len(hrefs) > MAX_HREFS:
         raise BadRequest(f"A calendar-multiget names at most {MAX_HREFS} objects.")
     ids: dict[str, str] = {}  # event id: href asked for
@@ -418,11 +283,11 @@ def _multiget(
         named = bool(name) and "/" not in name
         event_id = objects.event_id_named(conn, calendar=calendar, name=name) if named else None
         if event_id is None:
-            missing.append(href.strip())
+            missing.append(href)
         else:
             ids[event_id] = href
     found = objects.load(conn, calendar=calendar, event_ids=ids)
-    missing += [href.strip() for event_id, href in ids.items() if event_id not in found]
+    missing += [href for event_id, href in ids.items() if event_id not in found]
     expanding = None if expand is None else _listed(conn, principal, calendar, expand, key)
 
     def made() -> Multistatus:
@@ -432,11 +297,12 @@ def _multiget(
     return Later(made)
 
 
-def _sync(conn: Connection, principal: Principal, place: Place, body: Node, key: bytes) -> Later:
+def _sync(
+    conn: Connection, principal: Principal, place: Place, asked: SyncCollection, key: bytes
+) -> Later:
     calendar = place.calendar
     assert calendar is not None
-    wanted = Wanted.of_prop(body.find(d("prop")))
-    given = (body.findtext(d("sync-token")) or "").strip()
+    wanted, given = asked.wanted, asked.token
     chosen = [calendar.id]
     if not given:  # the first sync: everything, and where it stands
         position = current_position(conn)

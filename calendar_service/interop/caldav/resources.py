@@ -31,6 +31,7 @@ from calendar_service.access.keys import WRITE, Principal
 from calendar_service.calendar.calendars import CalendarRow, accessible_calendars
 from calendar_service.calendar.events.sync import Position, current_position, encode_sync_token
 from calendar_service.interop.caldav import objects
+from calendar_service.interop.caldav.asked import Wanted
 from calendar_service.interop.caldav.names import (
     APPLE,
     CS,
@@ -38,14 +39,18 @@ from calendar_service.interop.caldav.names import (
     Href,
     MediaType,
     Multistatus,
-    Node,
     Value,
     c,
     d,
     qn,
 )
 from calendar_service.platform.deferred import Later
-from calendar_service.platform.errors import BadRequest, DavBadName, DavRefused, NotFound
+from calendar_service.platform.errors import (
+    CalendarError,
+    DavBadName,
+    DavRefused,
+    NotFound,
+)
 from calendar_service.platform.models.calendars import calendars_t
 from calendar_service.platform.models.events import event_sync_t
 from calendar_service.platform.models.owners import users_t
@@ -287,6 +292,11 @@ def _calendar_properties(facts: Facts, calendar: CalendarRow) -> dict[str, Produ
     }
     if calendar.color:
         props[qn(APPLE, "calendar-color")] = lambda: calendar.color
+    if calendar.connection_id is not None:  # a connected calendar's mirror: read-only
+        props[d("current-user-privilege-set")] = lambda: (
+            d("read"),
+            d("read-current-user-privilege-set"),
+        )
     return props
 
 
@@ -301,38 +311,6 @@ def object_properties(obj: objects.DavObject) -> dict[str, Producer]:
 
 # Not in ``allprop`` (RFC 4791 §5.2 asks servers to leave the heavier ones out).
 _NOT_ALL = frozenset({c("calendar-timezone"), d("current-user-privilege-set")})
-
-
-@dataclass(frozen=True, slots=True)
-class Wanted:
-    """What a PROPFIND (or a report's ``DAV:prop``) asks for: ``names`` (Clark), or every
-    property (``allprop``), or their names only (``propname``)."""
-
-    names: tuple[str, ...] = ()
-    allprop: bool = False
-    propname: bool = False
-    calendar_data: Node | None = None  # a report's CALDAV:calendar-data element
-
-    @classmethod
-    def of(cls, root: Node | None) -> Wanted:
-        """From a ``DAV:propfind`` document (an empty body is ``allprop``)."""
-        if root is None:
-            return cls(allprop=True)
-        if root.tag != d("propfind"):
-            raise BadRequest("A PROPFIND body must be a DAV:propfind element.")
-        if root.find(d("propname")) is not None:
-            return cls(propname=True)
-        prop = root.find(d("prop"))
-        if prop is None:
-            return cls(allprop=True)
-        return cls.of_prop(prop)
-
-    @classmethod
-    def of_prop(cls, prop: Node | None) -> Wanted:
-        if prop is None:
-            return cls(allprop=True)
-        names = tuple(dict.fromkeys(p.tag for p in prop))
-        return cls(names, calendar_data=prop.find(c("calendar-data")))
 
 
 def answer(
@@ -366,14 +344,19 @@ def propfind(
     principal: Principal,
     path: str,
     depth: str,
-    body: Node | None,
+    asked: Wanted | None,
+    problem: CalendarError | None,
     token_key: bytes,
 ) -> Multistatus | Later:
     """A ``PROPFIND`` of ``path`` at ``depth`` (``0`` or ``1``; the front refuses
-    ``infinity``): the ``multistatus`` answer; of a calendar's objects, a ``Later`` (their
+    ``infinity``) asking for ``asked`` (``problem``: what its document asks that cannot be
+    answered): the ``multistatus`` answer; of a calendar's objects, a ``Later`` (their
     properties need no database: those of thousands are made off the event loop)."""
-    wanted = Wanted.of(body)
     place = locate(conn, principal=principal, path=path)
+    if problem is not None:
+        raise problem
+    assert asked is not None
+    wanted = asked
     facts = Facts(conn, principal, token_key)
     status = Multistatus()
     if place.kind == "object":
@@ -446,7 +429,6 @@ __all__ = [
     "SYNC_TOKEN_PREFIX",
     "Facts",
     "Place",
-    "Wanted",
     "answer",
     "calendar_named",
     "calendar_path",
@@ -475,14 +457,19 @@ def get_object(conn: Connection, *, principal: Principal, path: str) -> Later:
 
 
 def proppatch(
-    conn: Connection, *, principal: Principal, path: str, body: Node | None
+    conn: Connection,
+    *,
+    principal: Principal,
+    path: str,
+    asked: tuple[str, ...] | None,
+    problem: CalendarError | None,
 ) -> Multistatus:
-    """``PROPPATCH``: no property is changed over CalDAV (rename or recolour a calendar on
-    the settings pages); each one asked for is answered 403 (RFC 4918 §9.2), the resource
-    left as it was."""
+    """``PROPPATCH`` of the properties named ``asked``: no property is changed over CalDAV
+    (rename or recolour a calendar on the settings pages); each one asked for is answered
+    403 (RFC 4918 §9.2), the resource left as it was."""
     place = locate(conn, principal=principal, path=path)
-    if body is None or body.tag != d("propertyupdate"):
-        raise BadRequest("A PROPPATCH body must be a DAV:propertyupdate element.")
-    names = [p.tag for part in body for prop in part.findall(d("prop")) for p in prop]
-    refused = Found(place.path, [(n, None) for n in dict.fromkeys(names)], status=403)
+    if problem is not None:
+        raise problem
+    assert asked is not None
+    refused = Found(place.path, [(n, None) for n in asked], status=403)
     return Multistatus([refused])

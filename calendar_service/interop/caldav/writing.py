@@ -43,7 +43,8 @@ from calendar_service.calendar.calendar_edits import delete_calendar_step
 from calendar_service.calendar.events.existing import delete_event
 from calendar_service.governance import proposals
 from calendar_service.interop.caldav import objects
-from calendar_service.interop.caldav.names import Node, c, d
+from calendar_service.interop.caldav.asked import NewCalendar
+from calendar_service.interop.caldav.names import c, d
 from calendar_service.interop.caldav.resources import (
     calendar_named,
     locate,
@@ -54,7 +55,6 @@ from calendar_service.interop.ical.importing import import_events, lock_calendar
 from calendar_service.interop.ical.reading import ReadFile
 from calendar_service.journal.change_record import Via
 from calendar_service.platform.errors import (
-    BadRequest,
     CalendarError,
     DavConflict,
     DavNotAllowed,
@@ -249,25 +249,11 @@ def _may_manage_calendars(principal: Principal, doing: str) -> None:
         )
 
 
-def _mkcalendar_props(body: Node | None) -> dict[str, Node]:
-    """The properties a MKCALENDAR body sets, by name (none without a body)."""
-    if body is None:
-        return {}
-    if body.tag != c("mkcalendar"):
-        raise BadRequest("A MKCALENDAR body must be a CALDAV:mkcalendar element.")
-    return {
-        p.tag: p
-        for part in body.findall(d("set"))
-        for prop in part.findall(d("prop"))
-        for p in prop
-    }
-
-
-def _zone(prop: Node | None, default: str) -> str:
-    """The IANA zone of a ``CALDAV:calendar-timezone`` (a VTIMEZONE), or ``default``."""
-    if prop is None:
+def _zone(text: str | None, default: str) -> str:
+    """The IANA zone of a ``CALDAV:calendar-timezone``'s text (a VTIMEZONE), or ``default``."""
+    if text is None:
         return default
-    found = _TZID.search((prop.text or "").replace("\r\n ", "").replace("\n ", ""))
+    found = _TZID.search(text.replace("\r\n ", "").replace("\n ", ""))
     zone = found.group(1).strip() if found else ""
     if not is_valid_zone(zone):
         raise DavRefused(
@@ -284,10 +270,12 @@ def make_calendar(
     principal: Principal,
     via: Via,
     path: str,
-    body: Node | None,
+    asked: NewCalendar | None,
+    problem: CalendarError | None,
     now: datetime,
 ) -> dict[str, Any]:
-    """``MKCALENDAR`` at ``path`` (see the module's docstring); returns the calendar
+    """``MKCALENDAR`` at ``path`` setting what ``asked`` says (``problem``: what its body
+    asks that cannot be done); returns the calendar
     (``calendars.calendar_public``). A ``supported-calendar-component-set`` is taken whatever
     it names: the calendar keeps events (its set says VEVENT; a to-do PUT into it is refused
     as in any calendar here)."""
@@ -317,13 +305,14 @@ def make_calendar(
         raise DavNotAllowed(
             "A calendar is at this path already: choose another name.", d("resource-must-be-null")
         )
-    props = _mkcalendar_props(body)
+    if problem is not None:
+        raise problem
+    assert asked is not None
     default = calendars.resolve_target(
         conn, principal=principal, calendar_id=None, calendar_name=None
     )
-    zone = _zone(props.get(c("calendar-timezone")), default.time_zone)
-    shown = props.get(d("displayname"))
-    name = ((shown.text if shown is not None else None) or "").strip() or segment
+    zone = _zone(asked.time_zone_text, default.time_zone)
+    name = (asked.display_name or "").strip() or segment
     try:
         return calendars.create_calendar(
             conn, user_id=principal.user_id, name=name, time_zone=zone, now=now, dav_name=segment

@@ -49,28 +49,40 @@ SERIES_BUDGET = 4 * READ_BUDGET
 @dataclass(slots=True)
 class Busy:
     """What a text gives: its busy intervals (UTC text, in no order, each once), the events
-    (UIDs) read, those left out, and the longest interval (seconds)."""
+    (UIDs) read, those left out, and the longest interval (seconds); the intervals that only
+    all-day events give (``all_day_only``); with ``details``, the events as the import reads
+    them (``desired.Desired``), for a connection shown in full."""
 
     intervals: set[tuple[str, str]] = field(default_factory=set)
     events: int = 0
     skipped: int = 0
     longest: int = 0
+    all_day: set[tuple[str, str]] = field(default_factory=set)
+    timed: set[tuple[str, str]] = field(default_factory=set)
+    details: list[Desired] = field(default_factory=list)
 
-    def add(self, start: datetime, end: datetime) -> None:
+    def add(self, start: datetime, end: datetime, all_day: bool = False) -> None:
         if end <= start:
             return  # zero-length events take no time
-        self.intervals.add((utc_text(start), utc_text(end)))
+        key = (utc_text(start), utc_text(end))
+        self.intervals.add(key)
+        (self.all_day if all_day else self.timed).add(key)
         self.longest = max(self.longest, int((end - start).total_seconds()) + 1)
+
+    def all_day_only(self, interval: tuple[str, str]) -> bool:
+        """Whether only all-day events give ``interval`` (busy, but not a meeting)."""
+        return interval in self.all_day and interval not in self.timed
 
 
 class TooManyIntervals(ValueError):
     pass
 
 
-def busy_of_text(data: bytes, *, tz: tzinfo, now: datetime) -> Busy:
+def busy_of_text(data: bytes, *, tz: tzinfo, now: datetime, details: bool = False) -> Busy:
     """The busy time ``data`` gives within the horizon around ``now``; floating times are
-    read in ``tz`` (the owner's default calendar's zone). Raises ``InvalidICalendar`` or
-    ``PayloadTooLarge`` (a file that cannot be read at all) or ``TooManyIntervals``."""
+    read in ``tz`` (the owner's default calendar's zone); ``details``: the events too. Raises
+    ``InvalidICalendar`` or ``PayloadTooLarge`` (a file that cannot be read at all) or
+    ``TooManyIntervals``."""
     read = read_file(data, field_name="source", max_bytes=MAX_BYTES, max_events=MAX_EVENTS)
     low, high = now - HORIZON_BEFORE, now + HORIZON_AFTER
     found = Busy()
@@ -86,6 +98,8 @@ def busy_of_text(data: bytes, *, tz: tzinfo, now: datetime) -> Busy:
         found.events += 1
         for desired in wanted:
             _add_desired(found, desired, tz, low, high)
+        if details:
+            found.details.extend(wanted)
         if len(found.intervals) > MAX_INTERVALS:
             raise TooManyIntervals(
                 f"the calendar gives more than {MAX_INTERVALS} busy times in the next "
@@ -97,7 +111,7 @@ def busy_of_text(data: bytes, *, tz: tzinfo, now: datetime) -> Busy:
 def _add_desired(found: Busy, desired: Desired, tz: tzinfo, low: datetime, high: datetime) -> None:
     if desired.stored_recurrence is None:
         if desired.transparency == "opaque" and desired.end > low and desired.start < high:
-            found.add(desired.start, desired.end)
+            found.add(desired.start, desired.end, desired.all_day)
         return
     local = tz if desired.time_zone is None else zone(desired.time_zone)
     rule = stored_rule(tuple(orjson.loads(desired.stored_recurrence)), desired.all_day)
@@ -106,7 +120,7 @@ def _add_desired(found: Busy, desired: Desired, tz: tzinfo, low: datetime, high:
     changed = {o.original: o for o in desired.overrides}
     for o in desired.overrides:
         if o.transparency == "opaque" and o.end > low and o.start < high:
-            found.add(o.start, o.end)
+            found.add(o.start, o.end, o.all_day)
     if desired.transparency != "opaque":
         return
     longest = desired.end - desired.start + timedelta(days=2)
@@ -118,6 +132,6 @@ def _add_desired(found: Busy, desired: Desired, tz: tzinfo, low: datetime, high:
                 continue
             end = end_of(start, local, desired.all_day, length)
             if end > low:
-                found.add(start, end)
+                found.add(start, end, desired.all_day)
     except Paused as paused:
         found.add(max(paused.at, low), high)

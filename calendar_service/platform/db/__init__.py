@@ -13,7 +13,8 @@ One concept per module:
 ``group``         SQLite's group commit (``Database.run_grouped``) and what a rerun asks of a call
 ``checkpoint``    SQLite's WAL checkpoints, on a thread of their own
 ``channels``      the keys of the notes left on a connection's ``info``
-``dialects``      ``dialect_function``: a SQL function spelled once for SQLite, once for PostgreSQL
+``dialects``      ``dialect_function``: a SQL function spelled once for SQLite, once for PostgreSQL;
+                  the ones the core shares (``joined_texts``, ``position_in``)
 
 The names below are the ones the rest of the service uses.
 """

@@ -30,6 +30,13 @@ class Calendar(SQLModel, table=True):
         ),
         # The owner's default calendar in one step (an all-calendars key's create; 0031).
         Index("ix_calendars_user_default", "user_id", "is_default"),
+        Index(
+            "uq_calendars_connection_id",
+            "connection_id",
+            unique=True,
+            sqlite_where=text("connection_id IS NOT NULL"),
+            postgresql_where=text("connection_id IS NOT NULL"),
+        ),
     )
 
     id: str = Field(primary_key=True, max_length=40)
@@ -52,6 +59,11 @@ class Calendar(SQLModel, table=True):
     # The name a calendar app made it under over CalDAV (MKCALENDAR: its path segment under
     # the calendar home, ``caldav.resources``), or NULL: it is served at its id.
     dav_name: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # A connected calendar shown with ``visibility: details`` (docs/connections.md): its
+    # connection (``conn_…``) and kind (``ics`` | ``caldav``). Such a calendar is read-only:
+    # only the poller writes its events. NULL: the owner's own calendar.
+    connection_id: str | None = Field(default=None, max_length=40)
+    connection_kind: str | None = Field(default=None, max_length=10)
 
 
 calendars_t = table_of(Calendar)
@@ -65,6 +77,8 @@ ROW_COLUMNS = (
     calendars_t.c.max_event_seconds,
     calendars_t.c.series_version,
     calendars_t.c.color,
+    calendars_t.c.connection_id,
+    calendars_t.c.connection_kind,
 )
 
 
@@ -75,6 +89,13 @@ def _color_branch(schema: dict[str, Any]) -> None:
             branch["pattern"] = COLOR_PATTERN
 
 
+class CalendarSource(Wire):
+    """The connected calendar a read-only calendar mirrors."""
+
+    connection_id: str = PydanticField(description="The connected calendar (conn_…).")
+    kind: str = PydanticField(description="ics or caldav.")
+
+
 class CalendarPublic(Wire):
     id: str
     name: str
@@ -83,4 +104,14 @@ class CalendarPublic(Wire):
     color: str | None = PydanticField(
         description="The calendar's colour as #rrggbb (lower case), or null: none chosen.",
         json_schema_extra=_color_branch,
+    )
+    read_only: bool = PydanticField(
+        default=False,
+        description="True for a connected calendar shown in full: its events are read, never "
+        "written (writes are 409 read_only_calendar).",
+    )
+    source: CalendarSource | None = PydanticField(
+        default=None,
+        description="Where a read-only calendar's events come from; absent for the owner's "
+        "own calendars.",
     )

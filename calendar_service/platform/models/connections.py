@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from pydantic import Field as PydanticField
-from sqlalchemy import BigInteger, Column, Index, Text
+from sqlalchemy import BigInteger, Boolean, Column, Index, Text, false
 from sqlmodel import Field, SQLModel
 
 from calendar_service.platform.models.columns import table_of, utc_field
@@ -70,11 +70,30 @@ class ConnectionBusy(SQLModel, table=True):
     href: str = Field(sa_column=Column(Text, primary_key=True))
     starts_at: str = Field(sa_column=Column(Text, primary_key=True))
     ends_at: str = Field(sa_column=Column(Text, primary_key=True))
+    # An all-day event's time: busy, but not a meeting for the owner's rules.
+    all_day: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
+
+
+class ConnectionEvent(SQLModel, table=True):
+    """A ``details`` connection's event (or series) as the poller wrote it in the mirror
+    calendar: the source object (``href``, ``""`` for an ``ics`` file) and UID it came from,
+    and a digest of what it was (unchanged: not written again)."""
+
+    __tablename__ = "connection_events"
+
+    connection_id: str = Field(primary_key=True, max_length=40)
+    href: str = Field(sa_column=Column(Text, primary_key=True))
+    uid_hash: str = Field(primary_key=True, max_length=64)
+    event_id: str = Field(max_length=80)
+    digest: str = Field(max_length=64)
 
 
 connections_t = table_of(Connection)
 connection_objects_t = table_of(ConnectionObject)
 connection_busy_t = table_of(ConnectionBusy)
+connection_events_t = table_of(ConnectionEvent)
 
 
 class Source(Wire):

@@ -17,6 +17,7 @@ changes.py       the change log's operations (list, undo), the dry run, the chan
 links.py         the Scheduling links operations: the key's, and the public booking API
 proposals.py     a write that waits for the owner (202, the proposal) and getProposal
 rules.py         getSchedulingRules, the rules' schema, 409 rule_violation on the writes
+read_only.py     409 read_only_calendar on the writes (a connected calendar shown in full)
 schemas.py       the component schemas, from the models, named as the API names them
 bodies.py        the Events bodies' schemas: what the core checks beyond types
 parameters.py    the parameter components (which operation takes which: ``rest/parameters.py``)

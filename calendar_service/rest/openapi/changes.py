@@ -8,12 +8,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from calendar_service.calendar.events import DEFAULT_LIMIT, MAX_LIMIT
 from calendar_service.governance.change_shapes import Actor, ChangeList, ChangePublic
 from calendar_service.operations import catalog as operations
 from calendar_service.platform.schema_patterns import BOUND_PATTERN, TEXT_PATTERN
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE, problem_example
+from calendar_service.rest.openapi.parameters import id_parameter, page_size, parameter
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     PARAMETER,
@@ -142,83 +142,69 @@ def _dry_run() -> dict[str, Any]:
 
 def parameters() -> dict[str, Any]:
     return {
-        "changeId": {
-            "name": "changeId",
-            "in": "path",
-            "required": True,
-            "description": "The change's id, as returned in `id` (and in Calendar-Change-Id).",
-            "schema": {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN},
-            "example": _CHANGE_ID,
-        },
-        "dryRun": {
-            "name": "dryRun",
-            "in": "query",
-            "description": "`true`: run every check of the write (validation, scope, ifFree) "
+        "changeId": id_parameter(
+            "changeId",
+            "The change's id, as returned in `id` (and in Calendar-Change-Id).",
+            _CHANGE_ID,
+        ),
+        "dryRun": parameter(
+            "dryRun",
+            "query",
+            "`true`: run every check of the write (validation, scope, ifFree) "
             "and answer 200 with the change it would make (DryRun), writing nothing: no event, "
             "change, webhook, idempotency record or sync change. Recorded in the call history "
             "as a dry run.",
-            "schema": {"type": "boolean", "default": False},
-        },
-        "sendUpdates": {
-            "name": "sendUpdates",
-            "in": "query",
-            "description": "`all`: the event's attendees get an email (iMIP): an invitation "
+            {"type": "boolean", "default": False},
+        ),
+        "sendUpdates": parameter(
+            "sendUpdates",
+            "query",
+            "`all`: the event's attendees get an email (iMIP): an invitation "
             "on a create and on a change of time, place or attendees, a cancellation to those "
             "removed and to all on a delete. Needs a key made with --may-invite and a service "
             "with SMTP set (else 403 may_not_invite, 400 mail_not_configured); at most "
             "CALENDAR_INVITES_PER_DAY recipients a key a day (429 invite_limit). `none` (the "
             "default, as Google Calendar's): nobody is emailed.",
-            "schema": {"type": "string", "enum": ["none", "all"], "default": "none"},
-            "example": "all",
-        },
-        "force": {
-            "name": "force",
-            "in": "query",
-            "description": "`true`: undo even though the event changed since the change (what "
+            {"type": "string", "enum": ["none", "all"], "default": "none"},
+            example="all",
+        ),
+        "force": parameter(
+            "force",
+            "query",
+            "`true`: undo even though the event changed since the change (what "
             "the later changes did is lost); without it that is a 409 `conflict` naming them.",
-            "schema": {"type": "boolean", "default": False},
-        },
-        "since": {
-            "name": "since",
-            "in": "query",
-            "description": "Only changes made at or after this date-time (RFC 3339; without an "
+            {"type": "boolean", "default": False},
+        ),
+        "since": parameter(
+            "since",
+            "query",
+            "Only changes made at or after this date-time (RFC 3339; without an "
             "offset, UTC) or date (its midnight, UTC).",
-            "schema": {"type": "string", "pattern": BOUND_PATTERN},
-            "example": "2026-03-02T00:00:00Z",
-        },
-        "changesEventId": {
-            "name": "eventId",
-            "in": "query",
-            "description": "Only the changes of this event: an event's, a series' (with its "
+            {"type": "string", "pattern": BOUND_PATTERN},
+            example="2026-03-02T00:00:00Z",
+        ),
+        "changesEventId": parameter(
+            "eventId",
+            "query",
+            "Only the changes of this event: an event's, a series' (with its "
             "occurrences' and the series a change of following occurrences started) or an "
             "occurrence's id.",
-            "schema": {"type": "string", "pattern": TEXT_PATTERN},
-        },
-        "changesCalendarId": {
-            "name": "calendarId",
-            "in": "query",
-            "description": "Only the changes of this calendar (a one-calendar key: its own; "
+            {"type": "string", "pattern": TEXT_PATTERN},
+        ),
+        "changesCalendarId": parameter(
+            "calendarId",
+            "query",
+            "Only the changes of this calendar (a one-calendar key: its own; "
             "another is a 401 `insufficient_scope`).",
-            "schema": {"type": "string", "pattern": TEXT_PATTERN},
-        },
-        "changesLimit": {
-            "name": "limit",
-            "in": "query",
-            "description": f"Page size, 1 to {MAX_LIMIT}; empty means the default.",
-            "schema": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": MAX_LIMIT,
-                "default": DEFAULT_LIMIT,
-            },
-        },
-        "changesPageToken": {
-            "name": "pageToken",
-            "in": "query",
-            "description": "The previous page's nextPageToken, with the same filters. Any "
-            "other value is a 400.",
-            "schema": {"type": "string", "pattern": TEXT_PATTERN},
-        },
+            {"type": "string", "pattern": TEXT_PATTERN},
+        ),
+        "changesLimit": page_size(),
+        "changesPageToken": parameter(
+            "pageToken",
+            "query",
+            "The previous page's nextPageToken, with the same filters. Any other value is a 400.",
+            {"type": "string", "pattern": TEXT_PATTERN},
+        ),
     }
 
 

@@ -18,6 +18,7 @@ from calendar_service.rest.openapi import (
     ical,
     links,
     proposals,
+    read_only,
     rules,
     webhooks,
 )
@@ -52,6 +53,7 @@ def build_openapi(base_url: str) -> dict[str, Any]:
     component_schemas.update(webhooks.schemas())
     paths.update(links.paths())
     component_schemas.update(links.schemas())
+    read_only.adjust(paths)
     return {
         "openapi": "3.1.0",
         "info": {

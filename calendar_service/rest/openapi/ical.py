@@ -14,6 +14,7 @@ from calendar_service.platform.schema_patterns import TEXT_PATTERN
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.events import TAG
 from calendar_service.rest.openapi.examples import problem_example
+from calendar_service.rest.openapi.parameters import parameter
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     RATE_DOC,
@@ -101,20 +102,19 @@ def schemas() -> dict[str, Any]:
 
 def parameters() -> dict[str, Any]:
     return {
-        "importCalendarId": {
-            "name": "calendarId",
-            "in": "query",
-            "description": "The calendar to import into (default: the key's calendar, or the "
+        "importCalendarId": parameter(
+            "calendarId",
+            "query",
+            "The calendar to import into (default: the key's calendar, or the "
             "owner's default calendar for an all-calendars key).",
-            "schema": {"type": "string", "pattern": TEXT_PATTERN},
-        },
-        "importCalendar": {
-            "name": "calendar",
-            "in": "query",
-            "description": "The calendar to import into, by name (with calendarId: both must "
-            "name the same one).",
-            "schema": {"type": "string", "pattern": TEXT_PATTERN},
-        },
+            {"type": "string", "pattern": TEXT_PATTERN},
+        ),
+        "importCalendar": parameter(
+            "calendar",
+            "query",
+            "The calendar to import into, by name (with calendarId: both must name the same one).",
+            {"type": "string", "pattern": TEXT_PATTERN},
+        ),
     }
 
 

@@ -13,6 +13,7 @@ from calendar_service.operations import catalog as operations
 from calendar_service.platform.models import links as models
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.links import BOOK_API, LINKS_PATH
+from calendar_service.rest.openapi.parameters import parameter
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     RATE_DOC,
@@ -72,23 +73,21 @@ def paths() -> dict[str, Any]:
 
 
 def _link_id() -> dict[str, Any]:
-    return {
-        "name": "linkId",
-        "in": "path",
-        "required": True,
-        "description": "A scheduling link of this key (link_…).",
-        "schema": {"type": "string", "maxLength": 40},
-    }
+    return parameter(
+        "linkId",
+        "path",
+        "A scheduling link of this key (link_…).",
+        {"type": "string", "maxLength": 40},
+    )
 
 
 def _token() -> dict[str, Any]:
-    return {
-        "name": "token",
-        "in": "path",
-        "required": True,
-        "description": "The link's token: the last part of its url.",
-        "schema": {"type": "string", "maxLength": 100},
-    }
+    return parameter(
+        "token",
+        "path",
+        "The link's token: the last part of its url.",
+        {"type": "string", "maxLength": 100},
+    )
 
 
 def _create() -> dict[str, Any]:
@@ -179,13 +178,7 @@ def _slots() -> dict[str, Any]:
         "timeZone (default: the link's calendar's): its window from now on, narrowed to "
         "timeMin and timeMax (dates or date-times, read in timeZone)." + _PUBLIC,
         "parameters": [
-            {
-                "name": name,
-                "in": "query",
-                "required": False,
-                "description": text,
-                "schema": {"type": "string", "maxLength": 100},
-            }
+            parameter(name, "query", text, {"type": "string", "maxLength": 100}, required=False)
             for name, text in (
                 ("timeMin", "Slots from (a date or an RFC 3339 date-time)."),
                 ("timeMax", "Slots until (a date or an RFC 3339 date-time)."),

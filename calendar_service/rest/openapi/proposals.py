@@ -8,9 +8,9 @@ from typing import Any
 
 from calendar_service.governance.change_shapes import ProposalPublic
 from calendar_service.operations import catalog as operations
-from calendar_service.platform.schema_patterns import TEXT_PATTERN
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
+from calendar_service.rest.openapi.parameters import id_parameter
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     PARAMETER,
@@ -91,14 +91,11 @@ def schemas() -> dict[str, Any]:
 
 def parameters() -> dict[str, Any]:
     return {
-        "proposalId": {
-            "name": "proposalId",
-            "in": "path",
-            "required": True,
-            "description": "The proposal's id, as a write that waited answered it (`id`).",
-            "schema": {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN},
-            "example": _PROPOSAL_ID,
-        }
+        "proposalId": id_parameter(
+            "proposalId",
+            "The proposal's id, as a write that waited answered it (`id`).",
+            _PROPOSAL_ID,
+        )
     }
 
 

@@ -14,6 +14,7 @@ from calendar_service.journal.webhook_outbox import BOOKING_CREATED
 from calendar_service.operations import catalog as operations
 from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
+from calendar_service.rest.openapi.parameters import parameter
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     RATE_DOC,
@@ -75,13 +76,12 @@ def paths() -> dict[str, Any]:
 
 
 def _subscription_id() -> dict[str, Any]:
-    return {
-        "name": "subscriptionId",
-        "in": "path",
-        "required": True,
-        "description": "A subscription of this key (sub_…).",
-        "schema": {"type": "string", "maxLength": 40},
-    }
+    return parameter(
+        "subscriptionId",
+        "path",
+        "A subscription of this key (sub_…).",
+        {"type": "string", "maxLength": 40},
+    )
 
 
 def _create() -> dict[str, Any]:
@@ -375,13 +375,7 @@ def webhooks() -> dict[str, Any]:
                 "is retried on the schedule (the same webhook-id). docs/webhooks.md says how to "
                 "verify the signatures.",
                 "parameters": [
-                    {
-                        "name": name,
-                        "in": "header",
-                        "required": True,
-                        "description": text,
-                        "schema": {"type": "string"},
-                    }
+                    parameter(name, "header", text, {"type": "string"}, required=True)
                     for name, text in _DELIVERY_HEADERS.items()
                 ],
                 "requestBody": {

@@ -322,6 +322,7 @@ def test_a_calendar_is_renamed_trimmed_and_every_key_sees_the_new_name_at_once(
         "timeZone": "UTC",
         "isDefault": False,
         "color": None,
+        "readOnly": False,
     }
     one = principal_for(db, factory, owner, calendar_id=work)  # each request reads its key anew
     for principal in (one, everything):
@@ -571,6 +572,7 @@ def test_deleting_a_calendar_takes_its_events_feeds_and_keys_with_webhooks_and_t
         "timeZone": "UTC",
         "isDefault": False,
         "color": None,
+        "readOnly": False,
         "events": 2,
         "feeds": 1,
         "keys": 2,  # the factory's and principal_for's

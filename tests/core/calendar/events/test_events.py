@@ -179,6 +179,7 @@ def test_the_list_names_the_calendars_the_key_reaches(
             "timeZone": "UTC",
             "isDefault": True,
             "color": None,
+            "readOnly": False,
         },
         {
             "id": work,
@@ -186,6 +187,7 @@ def test_the_list_names_the_calendars_the_key_reaches(
             "timeZone": "Europe/Berlin",
             "isDefault": False,
             "color": None,
+            "readOnly": False,
         },
     ]
     assert result["events"] == []

@@ -1,6 +1,6 @@
-"""The pieces of invitations that need no database: attendees as sent, what a change tells
-whom, the message made of it (parsed back with ``email`` and ``icalendar``), signed links
-(docs/invitations.md)."""
+"""The pieces of invitations that need no database: attendees as sent, the message made of a
+change (parsed back with ``email`` and ``icalendar``); what a change tells whom and the signed
+links are the journal's (``tests/core/journal/test_invitations.py``; docs/invitations.md)."""
 
 from __future__ import annotations
 
@@ -16,30 +16,12 @@ from icalendar import Calendar
 from calendar_service.calendar.attendees import check_attendees
 from calendar_service.delivery.mail.messages import build
 from calendar_service.delivery.mail.replies import when_words
-from calendar_service.journal.invitations import plan
-from calendar_service.journal.reply_links import make_token, read_token, reply_links
+from calendar_service.journal.reply_links import reply_links
 from calendar_service.platform.emails import mail_address
 from calendar_service.platform.errors import FieldError
+from tests.core.journal.test_invitations import event
 
 NOW = datetime(2027, 3, 1, 12, 0, tzinfo=UTC)
-ORGANIZER = {"email": "owner@example.com", "name": "owner@example.com"}
-
-
-def event(**extra: Any) -> dict[str, Any]:
-    return {
-        "id": "ev_1",
-        "title": "Planning",
-        "startsAt": "2027-03-02T10:00:00+01:00",
-        "endsAt": "2027-03-02T10:30:00+01:00",
-        "allDay": False,
-        "description": None,
-        "location": None,
-        "transparency": "opaque",
-        "organizer": ORGANIZER,
-        "attendees": [{"email": "ana@example.org", "responseStatus": "needsAction"}],
-        "sequence": 0,
-        **extra,
-    }
 
 
 def test_attendees_are_checked_normalized_and_keep_their_answers() -> None:
@@ -71,34 +53,6 @@ def test_a_bad_attendee_is_refused_by_field(attendee: dict[str, Any]) -> None:
     errors: list[FieldError] = []
     assert check_attendees([attendee], errors) is None
     assert errors and errors[0]["field"].startswith("attendees.0")
-
-
-def test_what_each_change_tells_whom() -> None:
-    created = plan({"id": "chg_1", "kind": "created", "before": None, "after": event()})
-    assert [(m, [r["email"] for r in rs]) for m, _, rs in created] == [
-        ("REQUEST", ["ana@example.org"])
-    ]
-    titled = plan(
-        {"id": "c", "kind": "updated", "before": event(), "after": event(title="Renamed")}
-    )
-    assert titled == []
-    bob = {"email": "bob@example.org", "responseStatus": "needsAction"}
-    swapped = plan(
-        {
-            "id": "c",
-            "kind": "updated",
-            "before": event(),
-            "after": event(
-                attendees=[bob, {**ORGANIZER, "responseStatus": "accepted"}], sequence=1
-            ),
-        }
-    )
-    assert [(m, [r["email"] for r in rs]) for m, _, rs in swapped] == [
-        ("CANCEL", ["ana@example.org"]),
-        ("REQUEST", ["bob@example.org"]),  # never the organizer
-    ]
-    deleted = plan({"id": "c", "kind": "deleted", "before": event(), "after": None})
-    assert [m for m, _, _ in deleted] == ["CANCEL"]
 
 
 HOSTILE = [
@@ -145,16 +99,6 @@ def test_a_message_keeps_hostile_text_out_of_headers_and_markup(title: str) -> N
     assert str(cal["METHOD"]) == "REQUEST"
     assert calendar_part.get_param("method") == "REQUEST"
     assert Calendar.from_ical(attachment.get_payload(decode=True)).to_ical() == cal.to_ical()
-
-
-def test_a_link_token_is_read_back_only_as_signed() -> None:
-    key = b"k" * 32
-    token = make_token(key=key, event_id="ev_1", email="ana@example.org", sequence=3)
-    assert read_token(key, token) == ("ev_1", "ana@example.org", 3)
-    assert read_token(b"x" * 32, token) is None
-    payload, signature = token.split(".")
-    assert read_token(key, payload[:-1] + "A." + signature) is None
-    assert read_token(key, "garbage") is None
 
 
 def test_a_series_invitation_repeats_in_its_zone_and_an_all_day_one_in_dates() -> None:

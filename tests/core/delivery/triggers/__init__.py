@@ -1,0 +1,1 @@
+"""Tests of the time triggers, planned and fired by the core."""

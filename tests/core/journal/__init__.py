@@ -1,0 +1,1 @@
+"""Tests of the core's journal: what a write records beside its rows."""
