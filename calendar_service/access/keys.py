@@ -272,7 +272,9 @@ class Principal(NamedTuple):
     calendar_id: str | None  # None: all of the owner's calendars
     expires_at: datetime
     # For a one-calendar key: that calendar's row (``calendars.CalendarRow`` order), read in
-    # the same query as the key, so scoped requests need no second read.
+    # the same query as the key, so scoped requests need no second read. For a key of all
+    # calendars read by ``identify``: the owner's default calendar, where its creates go when
+    # they name none (``calendars.resolve_target``).
     calendar: tuple[Any, ...] | None = None
     approval: str = APPROVAL_NONE  # which of its writes wait for the owner (APPROVALS)
     may_invite: bool = False  # whether it may send email invitations (sendUpdates=all)
@@ -359,8 +361,9 @@ class KeyRow(NamedTuple):
     revoked_at: datetime | None
     secret_hash: str
     revoked_by: str | None
-    # A one-calendar key's calendar (``calendars.CalendarRow`` order); None for a key of all
-    # calendars, or one whose calendar no longer exists.
+    # A one-calendar key's calendar (``calendars.CalendarRow`` order), None once it no longer
+    # exists; for a key of all calendars, the owner's default calendar (``identify``,
+    # ``key_row_by_id``) or None (``key_row_of``).
     calendar: tuple[Any, ...] | None
     approval: str = APPROVAL_NONE
     may_invite: bool = False
@@ -385,11 +388,25 @@ KEY_COLUMNS = (
 """What a key row is read from, first in a statement (``key_row_of``), with ``keys_t`` outer
 joined to ``calendars_t`` on the key's calendar and owner."""
 
+# An all-calendars key's default calendar, read with the key: its creates that name no
+# calendar go there, and reading it apart cost such a create a statement (~18k instructions).
+# ``coalesce`` evaluates it only for a key without a calendar of its own.
+_DEFAULT = calendars_t.alias("owner_default")
+_DEFAULT_ID = (
+    select(_DEFAULT.c.id)
+    .where(_DEFAULT.c.user_id == keys_t.c.user_id, _DEFAULT.c.is_default == true())
+    .limit(1)  # one, as the statement it replaced read (PostgreSQL refuses a second)
+    .correlate(keys_t)
+    .scalar_subquery()
+)
 # Read on every request, straight from the driver (see db.Statement); never cached.
 _KEY_WITH_CALENDAR = select(*KEY_COLUMNS).select_from(
     keys_t.outerjoin(
         calendars_t,
-        and_(calendars_t.c.id == keys_t.c.calendar_id, calendars_t.c.user_id == keys_t.c.user_id),
+        and_(
+            calendars_t.c.id == func.coalesce(keys_t.c.calendar_id, _DEFAULT_ID),
+            calendars_t.c.user_id == keys_t.c.user_id,
+        ),
     )
 )
 _IDENTIFY = Statement(_KEY_WITH_CALENDAR.where(keys_t.c.secret_hash == bindparam("digest")))

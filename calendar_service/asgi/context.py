@@ -56,7 +56,10 @@ class Services:
 
 
 def services(request: Request) -> Services:
-    return request.app.state.services
+    # By item, not attribute: Starlette's State answers attributes through __getattr__, after
+    # the ordinary lookup has failed (an AttributeError formatted and dropped, each read).
+    services: Services = request.app.state["services"]
+    return services
 
 
 async def service_key(request: Request, make: Callable[..., bytes]) -> bytes:
@@ -64,10 +67,11 @@ async def service_key(request: Request, make: Callable[..., bytes]) -> bytes:
     ``reply_link_key``), read (or made) once per app and kept on its state by ``make``'s
     name."""
     state = request.app.state
-    key: bytes | None = getattr(state, make.__name__, None)
-    if key is None:
+    try:
+        key: bytes = state[make.__name__]  # by item: see ``services``
+    except KeyError:
         key = await services(request).db.run(make, now=utcnow())
-        setattr(state, make.__name__, key)
+        state[make.__name__] = key
     return key
 
 
@@ -218,13 +222,13 @@ async def read_json_body(request: Request) -> bytes:
 
     A client that hangs up before the whole body arrived raises Starlette's
     ``ClientDisconnect``: nothing is done or recorded for it (``web.boundary``)."""
-    content_type = request.headers.get("content-type", "")
+    content_type = header(request.scope, b"content-type") or ""
     media = content_type.split(";", 1)[0].strip().lower()
     if media and media != "application/json" and not media.endswith("+json"):
         raise UnsupportedMediaType(
             f"Send the body as JSON with 'Content-Type: application/json' (got {media!r})."
         )
-    length = request.headers.get("content-length")
+    length = header(request.scope, b"content-length")
     if length is not None and length.isdigit() and int(length) > MAX_BODY:
         raise PayloadTooLarge(f"The body is larger than {MAX_BODY} bytes (1 MiB).")
     chunks = []

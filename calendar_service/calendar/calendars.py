@@ -305,7 +305,7 @@ def resolve_target(
     if principal.calendar_id is not None:
         target = _keys_target(conn, principal, calendar_id, calendar_name)
     else:
-        target = _owners_target(conn, principal.user_id, calendar_id, calendar_name)
+        target = _owners_target(conn, principal, calendar_id, calendar_name)
     check_writable(target)
     return target
 
@@ -328,10 +328,11 @@ def _keys_target(
 
 
 def _owners_target(
-    conn: Connection, owner: str, calendar_id: str | None, calendar_name: str | None
+    conn: Connection, principal: Principal, calendar_id: str | None, calendar_name: str | None
 ) -> Any:
     """``resolve_target`` for a key that reaches all the owner's calendars: the one named
-    (by id, name or both), locked, or the default."""
+    (by id, name or both), locked, or the default (read with the key, if it was)."""
+    owner = principal.user_id
     by_id = by_name = None
     errors: list[FieldError] = []
     if calendar_id is not None:
@@ -356,6 +357,8 @@ def _owners_target(
             ],
         )
     target = by_id or by_name
+    if target is None and principal.calendar is not None:  # read with the key
+        return CalendarRow(*principal.calendar)
     if target is None:
         target = _row(_DEFAULT.first(conn, owner=owner))
         if target is None:

@@ -77,7 +77,10 @@ class Statement:
         # Python calls: about a third of what a statement cost here before the driver.
         if conn._has_events or conn.engine._has_events or conn._echo:
             return conn.exec_driver_sql(sql, values)
-        raw: Any = conn.connection.dbapi_connection
+        # The pool's connection as ``conn.connection`` gives it, without that property's
+        # Python call (it only revalidates a connection that has none).
+        fairy = conn._dbapi_connection
+        raw: Any = (conn.connection if fairy is None else fairy).dbapi_connection
         if not getattr(raw, "in_transaction", False) and not conn.in_transaction():
             conn.begin()  # autobegin, as Connection.execute does
         return raw.execute(sql, values)

@@ -135,6 +135,19 @@ def test_a_one_calendar_key_names_a_calendar_of_its_owner(db: Database, factory:
     assert principal.calendar_id == work
 
 
+def test_a_key_is_read_with_its_calendar_or_for_all_calendars_the_default(
+    db: Database, factory: Factory
+) -> None:
+    """Where a create that names no calendar goes, read with the key (``resolve_target``)."""
+    owner = factory.owner()
+    work = factory.calendar(owner, name="Work")
+    _, one = factory.key(owner, calendar_id=work)
+    _, every = factory.key(owner)
+    assert db.call(keys.identify, secret=one).calendar[:2] == (work, "Work")
+    default = db.call(keys.identify, secret=every).calendar
+    assert default is not None and default[0] == owner.default_calendar_id and default[3] is True
+
+
 # ---------------------------------------------------------------------------------------------
 # Identifying and authorizing
 
