@@ -509,20 +509,25 @@ def suggestions(
 ) -> list[dict[str, str]]:
     """Up to ``SUGGESTIONS`` times of the length of ``span``, the nearest to it first looked
     for (on the quarter hours of the calendar's zone, within ``SUGGESTION_REACH`` either
-    side, never in the past), that pass every rule; in time order."""
+    side, never in the past), that pass every rule; in time order. A time past
+    ``maxDaysAhead`` is looked for from the last start the rule allows, the nearest that can
+    pass, however far ahead the time asked was."""
     start, end = span
     length = end - start
+    centre = start
+    if rules.max_days_ahead is not None:
+        centre = min(start, now + timedelta(days=rules.max_days_ahead))
     reach = SUGGESTION_REACH + timedelta(days=2) + (rules.buffer or timedelta(0))
     meetings = Meetings(
         meetings_of(
             conn,
             user_id=principal.user_id,
-            low=start - reach,
-            high=end + reach,
+            low=centre - reach,
+            high=centre + length + reach,
             calendars=calendars,
         )
     )
-    base = _quarter(start, tz)
+    base = _quarter(centre, tz)
     found: list[datetime] = []
     steps = int(SUGGESTION_REACH / SUGGESTION_STEP)
     for k in range(steps + 1):

@@ -294,6 +294,27 @@ async def test_suggestions_keep_every_rule_and_a_write_there_succeeds(
     assert (await create(s, times)).status == 201
 
 
+@pytest.mark.parametrize("weeks", [4, 9, 52])
+async def test_a_time_past_the_horizon_is_offered_the_last_times_it_allows(
+    db: Database, factory: Factory, weeks: int
+) -> None:
+    """Past ``maxDaysAhead``, however far the time asked is, the suggestions are the nearest
+    times that can pass: the last ones within the horizon."""
+    case = next(c for c in CASES if c.rule == "maxDaysAhead")
+    s = setup(db, factory, case)
+    asked = ahead(24 * 7 * weeks)
+    with pytest.raises(RuleViolation) as refused:
+        await create(s, asked)
+    suggested = refused.value.suggestions
+    assert len(suggested) == 3
+    limit = utcnow() + timedelta(days=10)
+    starts = [datetime.fromisoformat(slot["startsAt"]) for slot in suggested]
+    assert all(limit - timedelta(hours=2) <= start <= limit for start in starts), starts
+    slot = suggested[-1]
+    times = (datetime.fromisoformat(slot["startsAt"]), datetime.fromisoformat(slot["endsAt"]))
+    assert (await create(s, times)).status == 201
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.rule for c in CASES])
 async def test_the_owner_an_exempt_key_and_an_app_password_are_not_bound(
     db: Database, factory: Factory, case: Case
