@@ -204,24 +204,18 @@ async def add_caldav(request: Request, owner: OwnerSessionInfo) -> Response:
     return see_other(request, "/connections", notice="caldav-added")
 
 
-@owner_page
-async def change_visibility(request: Request, owner: OwnerSessionInfo) -> Response:
-    data = await form(request)
-    await account(request).services.db.run(
-        store.set_visibility,
-        user_id=owner.user_id,
-        connection_id=request.path_params["connection_id"],
-        visibility=str(data.get("visibility", "")),
-        now=utcnow(),
-    )
-    return see_other(request, "/connections", notice="visibility-changed")
-
-
 def _remove(conn: Connection, *, user_id: str, connection_id: str, now: datetime) -> None:
     store.remove_connection(conn, user_id=user_id, connection_id=connection_id)
 
 
 def routes() -> list[BaseRoute]:
+    change_visibility = owner_action(
+        store.set_visibility,
+        param="connection_id",
+        fields=("visibility",),
+        back="/connections",
+        notice="visibility-changed",
+    )
     sync = owner_action(
         store.request_sync, param="connection_id", back="/connections", notice="connection-syncing"
     )

@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute, Route
 from calendar_service.access import keys
 from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account.changes_view import KINDS, title_of
-from calendar_service.account.web import account, form, owner_page, render, see_other
+from calendar_service.account.web import account, form, owner_action, owner_page, render, see_other
 from calendar_service.asgi.context import request_id
 from calendar_service.calendar import calendars
 from calendar_service.governance import undo_jobs
@@ -190,21 +190,14 @@ async def undo_progress(request: Request, owner: OwnerSessionInfo) -> Response:
     )
 
 
-@owner_page
-async def set_approval(request: Request, owner: OwnerSessionInfo) -> Response:
-    data = await form(request)
-    key_id = request.path_params["key_id"]
-    await account(request).services.db.run(
-        keys.set_approval,
-        user_id=owner.user_id,
-        key_id=key_id,
-        approval=str(data.get("approval") or ""),
-        now=utcnow(),
-    )
-    return see_other(request, f"/keys/{key_id}/calls", notice="approval-saved")
-
-
 def routes() -> list[BaseRoute]:
+    set_approval = owner_action(
+        keys.set_approval,
+        param="key_id",
+        fields=("approval",),
+        back="/keys/{key_id}/calls",
+        notice="approval-saved",
+    )
     return [
         Route("/keys/{key_id}/undo", confirm_undo, methods=["GET"]),
         Route("/keys/{key_id}/undo", undo_work, methods=["POST"]),

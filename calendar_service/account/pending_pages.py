@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection
@@ -20,7 +21,7 @@ from starlette.routing import BaseRoute, Route
 
 from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account.changes_view import KINDS, diff, title_of
-from calendar_service.account.web import account, owner_action, owner_page, render, see_other
+from calendar_service.account.web import account, owner_action, owner_page, render
 from calendar_service.governance import proposals
 from calendar_service.governance.approving import approve
 from calendar_service.platform.timeutil import utcnow
@@ -71,19 +72,13 @@ async def pending_page(request: Request, owner: OwnerSessionInfo) -> Response:
     )
 
 
-@owner_page
-async def approve_proposal(request: Request, owner: OwnerSessionInfo) -> Response:
-    done = await account(request).services.db.run(
-        approve,
-        user_id=owner.user_id,
-        proposal_id=request.path_params["proposal_id"],
-        now=utcnow(),
-        transport="settings",
-    )
-    return see_other(request, "/pending", notice=done["status"])
-
-
 def routes() -> list[BaseRoute]:
+    approve_proposal = owner_action(
+        functools.partial(approve, transport="settings"),
+        param="proposal_id",
+        back="/pending",
+        notice=itemgetter("status"),
+    )
     reject_proposal = owner_action(
         functools.partial(proposals.reject, transport="settings"),
         param="proposal_id",

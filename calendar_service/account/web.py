@@ -363,17 +363,30 @@ def owner_view(
 
 
 def owner_action(
-    change: Callable[..., Any], *, param: str, back: str, notice: str
+    change: Callable[..., Any],
+    *,
+    param: str | None = None,
+    fields: tuple[str, ...] = (),
+    back: str,
+    notice: str | Callable[[Any], str],
 ) -> Callable[[Request], Awaitable[Response]]:
-    """A POST that applies ``change(conn, user_id=…, <param>=…, now=…)`` to the owner's
-    object the path's ``param`` names (another owner's is a 404), then goes ``back`` (a
-    settings path) saying ``notice``: revoking a key or a feed, redelivering a webhook."""
+    """A POST that applies ``change(conn, user_id=…, <param>=…, <fields>=…, now=…)`` to the
+    owner's object the path's ``param`` names (another owner's is a 404), with the form's
+    ``fields`` (text, empty when not sent), then goes ``back`` (a settings path, formatted
+    with the path's parameters) saying ``notice`` (or what ``notice`` makes of the result):
+    revoking a key or a feed, redelivering a webhook, approving a proposal."""
 
     async def act(request: Request, owner: OwnerSessionInfo) -> Response:
-        await account(request).services.db.run(
-            change, user_id=owner.user_id, now=utcnow(), **{param: request.path_params[param]}
+        path = request.path_params
+        values = {param: path[param]} if param is not None else {}
+        if fields:
+            data = await form(request)
+            values.update({name: str(data.get(name) or "") for name in fields})
+        done = await account(request).services.db.run(
+            change, user_id=owner.user_id, now=utcnow(), **values
         )
-        return see_other(request, back, notice=notice)
+        said = notice(done) if callable(notice) else notice
+        return see_other(request, back.format(**path), notice=said)
 
     return owner_page(act)
 

@@ -150,14 +150,6 @@ async def rotate(request: Request, owner: OwnerSessionInfo) -> Response:
 
 
 @owner_page
-async def send_test(request: Request, owner: OwnerSessionInfo) -> Response:
-    await account(request).services.db.run(
-        webhook_config.send_test_event, user_id=owner.user_id, now=utcnow()
-    )
-    return see_other(request, "/webhook", notice="test-sent")
-
-
-@owner_page
 async def enable(request: Request, owner: OwnerSessionInfo) -> Response:
     resend = bool((await form(request)).get("redeliver_failed"))
     await account(request).services.db.run(
@@ -232,6 +224,7 @@ async def subscription_page(request: Request, owner: OwnerSessionInfo) -> Respon
 
 
 def routes() -> list[BaseRoute]:
+    send_test = owner_action(webhook_config.send_test_event, back="/webhook", notice="test-sent")
     redeliver = owner_action(
         webhook_config.redeliver, param="delivery_id", back="/webhook", notice="redelivered"
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -68,10 +69,33 @@ def _poll_now(ids: list[str]) -> list[dict[str, Any]]:
         db.close()
 
 
-def _key(conn: Any, config: Config) -> bytes:
+def _checked(url: str) -> tuple[Config, str]:
+    """The configuration, and ``url`` checked as a connection's source."""
+    from calendar_service.delivery import connections as store
+    from calendar_service.delivery import webhook_targets
+
+    config = Config.from_env()
+    allow_local = config.webhook_allow_local
+    return config, store.check_source_url(
+        url, allow_local=allow_local, resolve=webhook_targets.system_resolve
+    )
+
+
+def _add(config: Config, user: str, add: Callable[..., Any], **fields: Any) -> Any:
+    """``add`` (``add_ics`` or ``add_caldav``) for the owner ``user``, in one transaction, with
+    the key that seals the connections' credentials."""
     from calendar_service.platform.sealed import sealing_key
 
-    return sealing_key(conn, configured=config.connection_key, now=utcnow())
+    def work(conn: Any) -> Any:
+        user_id = owner_id(conn, user)
+        key = sealing_key(conn, configured=config.connection_key, now=utcnow())
+        return add(conn, user_id=user_id, key=key, now=utcnow(), **fields)
+
+    db = open_database(config)
+    try:
+        return db.call(work)
+    finally:
+        db.close()
 
 
 @connections_app.command("add-ics")
@@ -85,27 +109,9 @@ def add_ics(
     """Connect an iCalendar URL (Google's secret address, Outlook's published calendar,
     iCloud's public link, a holiday feed), read it once, and print it."""
     from calendar_service.delivery import connections as store
-    from calendar_service.delivery import webhook_targets
 
-    config = Config.from_env()
-    checked = store.check_source_url(
-        url, allow_local=config.webhook_allow_local, resolve=webhook_targets.system_resolve
-    )
-    db = open_database(config)
-    try:
-        added = db.call(
-            lambda conn: store.add_ics(
-                conn,
-                user_id=owner_id(conn, user),
-                url=checked,
-                name=name,
-                visibility=visibility,
-                key=_key(conn, config),
-                now=utcnow(),
-            )
-        )
-    finally:
-        db.close()
+    config, checked = _checked(url)
+    added = _add(config, user, store.add_ics, url=checked, name=name, visibility=visibility)
     _print(_poll_now([added["id"]]), as_json)
 
 
@@ -129,13 +135,9 @@ def add_caldav(
     password is read from standard input or --password-file, the calendars found from the
     base URL, each connected one read once and printed."""
     from calendar_service.delivery import connections as store
-    from calendar_service.delivery import webhook_targets
     from webhooks.connections import discover_calendars
 
-    config = Config.from_env()
-    checked = store.check_source_url(
-        url, allow_local=config.webhook_allow_local, resolve=webhook_targets.system_resolve
-    )
+    config, checked = _checked(url)
     if password_file is not None:
         try:
             password = password_file.read_text(encoding="utf-8").strip("\r\n")
@@ -172,23 +174,16 @@ def add_caldav(
                 ]
             )
         picked = [by_name[n] for n in dict.fromkeys(calendar)]
-    db = open_database(config)
-    try:
-        added = db.call(
-            lambda conn: store.add_caldav(
-                conn,
-                user_id=owner_id(conn, user),
-                url=checked,
-                username=username,
-                password=password,
-                calendars=picked,
-                visibility=visibility,
-                key=_key(conn, config),
-                now=utcnow(),
-            )
-        )
-    finally:
-        db.close()
+    added = _add(
+        config,
+        user,
+        store.add_caldav,
+        url=checked,
+        username=username,
+        password=password,
+        calendars=picked,
+        visibility=visibility,
+    )
     _print(_poll_now([a["id"] for a in added]), as_json)
 
 

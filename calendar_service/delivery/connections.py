@@ -476,25 +476,7 @@ def _succeeded(
     if row.visibility == "details" and job.visibility != "details":
         # Made ``details`` while this poll read busy time only: read it all again at once.
         values |= _READ_AGAIN | {"next_poll_at": now}
-    if row.failing_notified:
-        record_notification(
-            conn,
-            user_id=row.user_id,
-            event_type=RECOVERED,
-            data={"connection": connection_public(row) | {"status": "ok"}},
-            now=now,
-        )
-    conn.execute(
-        update(connections_t)
-        .where(connections_t.c.id == row.id)
-        .values(
-            status="ok",
-            last_error=None,
-            failing_notified=False,
-            synced_at=now,
-            **values,
-        )
-    )
+    _settle(conn, row, None, now, synced_at=now, **values)
 
 
 def record_unchanged(
@@ -629,19 +611,27 @@ def record_failure(
 def _fail(
     conn: Connection, row: Any, owner: str, reason: str, now: datetime, every: timedelta
 ) -> None:
-    reason = reason[:ERROR_MAX]
-    if not row.failing_notified:
-        shown = connection_public(row) | {"status": "failing", "lastError": reason}
+    _settle(conn, row, reason[:ERROR_MAX], now, **_done_values(conn, now, every))
+
+
+def _settle(conn: Connection, row: Any, error: str | None, now: datetime, **values: Any) -> None:
+    """A poll's end: ``ok``, or ``failing`` with ``error``, and ``values``; the owner's webhook
+    told when it changes (an outage once, and its end)."""
+    failing = error is not None
+    status = "failing" if failing else "ok"
+    if row.failing_notified != failing:
+        shown = connection_public(row) | {"status": status}
+        if failing:
+            shown["lastError"] = error
         record_notification(
-            conn, user_id=row.user_id, event_type=FAILING, data={"connection": shown}, now=now
+            conn,
+            user_id=row.user_id,
+            event_type=FAILING if failing else RECOVERED,
+            data={"connection": shown},
+            now=now,
         )
     conn.execute(
         update(connections_t)
         .where(connections_t.c.id == row.id)
-        .values(
-            status="failing",
-            last_error=reason,
-            failing_notified=True,
-            **_done_values(conn, now, every),
-        )
+        .values(status=status, last_error=error, failing_notified=failing, **values)
     )

@@ -3,10 +3,10 @@ transaction, with the unit of rows it touched (``journal.change_record.Unit``) a
 and after, and the event as the API showed it.
 
 ``Edit`` is a change in the making: made with the unit's rows before (read, or taken from what
-the caller already holds), finished once everything is written: the rows after are read, and
-the change recorded if anything changed (a PATCH that sends no field writes nothing, and is no
-change). A create knows its one row and records it without reading (``log_created``: every
-create runs it).
+the caller already holds); once everything is written, ``rows`` reads them after, and the
+caller records the change (``journal.change_record.record``) if anything changed (a PATCH that
+sends no field writes nothing, and is no change). A create knows its one row and records it
+without reading (``log_created``: every create runs it).
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ def unit_of(row: Any) -> tuple[list[str], list[str]]:
 
 
 class Edit:
-    """A change being made to one unit: ``finish`` records it once it is written."""
+    """A change being made to one unit: once it is written, ``rows`` says what ``record``
+    keeps of it."""
 
     __slots__ = ("before", "ids", "series")
 
@@ -72,46 +73,16 @@ class Edit:
             return cls(conn, ids, series, [plain(row)])
         return cls(conn, ids, series)
 
-    def finish(
-        self,
-        conn: Connection,
-        *,
-        via: Via,
-        user_id: str,
-        kind: str,
-        event_id: str,
-        calendar_id: str,
-        now: datetime,
-        before: dict[str, Any] | None,
-        after: dict[str, Any] | None,
-        recurring_event_id: str | None = None,
-        new_series_id: str | None = None,
-        detail: dict[str, Any] | None = None,
-    ) -> dict[str, Any] | None:
-        """Record the change, unless nothing was written; ``new_series_id``: a series it made
-        beside (a split), whose rows join the unit."""
+    def rows(self, conn: Connection, new_series_id: str | None = None) -> str | None:
+        """The unit as the change records it (``record``'s ``rows``), or ``None`` when nothing
+        was written; ``new_series_id``: a series it made beside (a split), whose rows join the
+        unit."""
         ids, series = list(self.ids), list(self.series)
         if new_series_id is not None:
             ids.append(new_series_id)
             series.append(new_series_id)
         unit = Unit(ids, series, self.before, read_rows(conn, ids, series))
-        if not unit.changed():
-            return None
-        return record(
-            conn,
-            via=via,
-            user_id=user_id,
-            kind=kind,
-            event_id=event_id,
-            calendar_id=calendar_id,
-            now=now,
-            before=before,
-            after=after,
-            rows=unit.encoded(),
-            recurring_event_id=recurring_event_id,
-            new_series_id=new_series_id,
-            detail=detail,
-        )
+        return unit.encoded() if unit.changed() else None
 
 
 def log_created(

@@ -68,7 +68,7 @@ from calendar_service.calendar.events.writes import after_write
 from calendar_service.calendar.recurrence import count_before, dates_split, with_count, with_until
 from calendar_service.journal import change_table as change
 from calendar_service.journal import invitations
-from calendar_service.journal.change_record import Via, default_via, plain
+from calendar_service.journal.change_record import Via, default_via, plain, record
 from calendar_service.journal.invitations import MailPolicy
 from calendar_service.journal.webhook_outbox import CREATED, DELETED, UPDATED
 from calendar_service.platform.errors import FieldError, ValidationFailed
@@ -289,7 +289,11 @@ class _Log:
         assert self.edit is not None
         if new_series is not None:
             self.detail["newSeries"] = new_series
-        self.edit.finish(
+        new_series_id = None if new_series is None else new_series["id"]
+        rows = self.edit.rows(self.conn, new_series_id)
+        if rows is None:
+            return
+        record(
             self.conn,
             via=self.via,
             user_id=self.principal.user_id,
@@ -299,8 +303,9 @@ class _Log:
             now=self.now,
             before=self.before,
             after=after,
+            rows=rows,
             recurring_event_id=of,
-            new_series_id=None if new_series is None else new_series["id"],
+            new_series_id=new_series_id,
             detail=self.detail or None,
         )
 

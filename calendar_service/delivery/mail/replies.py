@@ -47,7 +47,7 @@ from calendar_service.calendar.events.changelog import Edit
 from calendar_service.calendar.events.queries import load_in_scope
 from calendar_service.calendar.events.shapes import Row, event_public
 from calendar_service.calendar.events.writes import after_write
-from calendar_service.journal.change_record import Via
+from calendar_service.journal.change_record import Via, record
 from calendar_service.journal.change_table import ATTENDEE
 from calendar_service.journal.change_table import UPDATED as CHANGE_UPDATED
 from calendar_service.journal.reply_links import RESPONSES, read_token
@@ -192,20 +192,23 @@ def _apply(
         now=now,
     )
     via = Via(ATTENDEE, None, transport)
-    change = edit.finish(
-        conn,
-        via=via,
-        user_id=principal.user_id,
-        kind=CHANGE_UPDATED,
-        event_id=row.id,
-        calendar_id=calendar.id,
-        now=now,
-        before=before,
-        after=after,
-        recurring_event_id=row.recurring_event_id,
-        detail={"reply": {"email": mine[0]["email"], "responseStatus": response}},
-    )
-    change_id = None if change is None else change["id"]
+    rows = edit.rows(conn)
+    change_id = None
+    if rows is not None:
+        change_id = record(
+            conn,
+            via=via,
+            user_id=principal.user_id,
+            kind=CHANGE_UPDATED,
+            event_id=row.id,
+            calendar_id=calendar.id,
+            now=now,
+            before=before,
+            after=after,
+            rows=rows,
+            recurring_event_id=row.recurring_event_id,
+            detail={"reply": {"email": mine[0]["email"], "responseStatus": response}},
+        )["id"]
     return {**answer, "changed": True, "outcome": RECORDED, "changeId": change_id}
 
 

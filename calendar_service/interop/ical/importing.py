@@ -47,7 +47,7 @@ from calendar_service.calendar.events.writes import after_write
 from calendar_service.calendar.recurrence import occurrence_id
 from calendar_service.interop.ical.desired import Desired, Report, wanted_events
 from calendar_service.interop.ical.reading import ReadFile, read_file
-from calendar_service.journal.change_record import Via, default_via
+from calendar_service.journal.change_record import Via, default_via, record
 from calendar_service.journal.change_table import CREATED as CREATED_CHANGE
 from calendar_service.journal.change_table import UPDATED as UPDATED_CHANGE
 from calendar_service.journal.webhook_outbox import UPDATED
@@ -259,17 +259,20 @@ def _log(
     after: dict[str, Any],
     now: datetime,
 ) -> None:
-    edit.finish(
-        conn,
-        via=via,
-        user_id=principal.user_id,
-        kind=kind,
-        event_id=event_id,
-        calendar_id=calendar.id,
-        now=now,
-        before=before,
-        after=after,
-    )
+    rows = edit.rows(conn)
+    if rows is not None:
+        record(
+            conn,
+            via=via,
+            user_id=principal.user_id,
+            kind=kind,
+            event_id=event_id,
+            calendar_id=calendar.id,
+            now=now,
+            before=before,
+            after=after,
+            rows=rows,
+        )
 
 
 def _event_fields(desired: Desired) -> dict[str, Any]:

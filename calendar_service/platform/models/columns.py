@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Column, DateTime, String, Table
+from sqlalchemy import Column, DateTime, Integer, String, Table
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
@@ -70,6 +70,11 @@ utc_text_of = dialect_function(  # lower case: used like a SQL function
 def utc_field(nullable: bool = False, index: bool = False) -> Any:
     """A table model's ``UTCDateTime`` column."""
     return Field(sa_column=Column(UTCDateTime(), nullable=nullable, index=index))
+
+
+def serial_id() -> Any:
+    """A history table's ``id``: an integer primary key the database numbers."""
+    return Field(default=None, sa_column=Column(Integer, primary_key=True))
 
 
 def table_of(model: type[SQLModel]) -> Table:

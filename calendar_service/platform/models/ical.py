@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Column, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy import Column, Index, String, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
-from calendar_service.platform.models.columns import table_of, utc_field
+from calendar_service.platform.models.columns import serial_id, table_of, utc_field
 
 
 class IcalFeed(SQLModel, table=True):
@@ -33,7 +33,7 @@ class IcalFeedFetch(SQLModel, table=True):
     __tablename__ = "ical_feed_fetches"
     __table_args__ = (Index("ix_ical_feed_fetches_feed_at", "feed_id", "at"),)
 
-    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    id: int | None = serial_id()
     feed_id: str = Field(foreign_key="ical_feeds.id", max_length=40)
     at: datetime = utc_field()
     status: int  # 200, or 304 (the client's copy was current)
@@ -61,7 +61,7 @@ class IcalUid(SQLModel, table=True):
         ),
     )
 
-    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    id: int | None = serial_id()
     calendar_id: str = Field(foreign_key="calendars.id", max_length=40)
     uid_hash: str = Field(max_length=64)  # sha256 hex of the UID (and RECURRENCE-ID)
     uid: str = Field(sa_column=Column(Text, nullable=False))

@@ -10,7 +10,6 @@ from sqlalchemy import (
     Column,
     Float,
     Index,
-    Integer,
     String,
     Text,
     UniqueConstraint,
@@ -18,7 +17,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-from calendar_service.platform.models.columns import table_of, utc_field
+from calendar_service.platform.models.columns import serial_id, table_of, utc_field
 
 
 class ApiKey(SQLModel, table=True):
@@ -83,7 +82,7 @@ class Call(SQLModel, table=True):
     # Retention purges through it too (history.purge_calls).
     __table_args__ = (Index("ix_calls_key_at", "key_id", "at"),)
 
-    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    id: int | None = serial_id()
     key_id: str = Field(foreign_key="api_keys.id", max_length=40)
     at: datetime = utc_field()
     transport: str = Field(max_length=8)  # "rest" | "mcp"
@@ -105,7 +104,7 @@ class IdempotencyRecord(SQLModel, table=True):
     __tablename__ = "idempotency_keys"
     __table_args__ = (UniqueConstraint("key_id", "idem_key", name="uq_idempotency_key"),)
 
-    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    id: int | None = serial_id()
     key_id: str = Field(foreign_key="api_keys.id", max_length=40)
     idem_key: str = Field(max_length=255)
     fingerprint: str = Field(max_length=64)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Column, Index, Integer, String
+from sqlalchemy import Column, Index, String
 from sqlmodel import Field, SQLModel
 
-from calendar_service.platform.models.columns import table_of, utc_field
+from calendar_service.platform.models.columns import serial_id, table_of, utc_field
 
 
 class User(SQLModel, table=True):
@@ -40,7 +40,7 @@ class SignInFailure(SQLModel, table=True):
     __tablename__ = "sign_in_failures"
     __table_args__ = (Index("ix_sign_in_failures_bucket_at", "bucket", "at"),)
 
-    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    id: int | None = serial_id()
     bucket: str = Field(max_length=64)  # sha256 hex of "email:…" or "addr:…", never the text
     at: datetime = utc_field(index=True)
 

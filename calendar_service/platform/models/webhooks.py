@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Column, Index, Integer, Text, text
+from sqlalchemy import Column, Index, Text, text
 from sqlmodel import Field, SQLModel
 
-from calendar_service.platform.models.columns import table_of, utc_field
+from calendar_service.platform.models.columns import serial_id, table_of, utc_field
 
 OWNER_ENDPOINT = text("key_id IS NULL")
 # An endpoint's status: ``active``, ``disabled``, ``deleted``.
@@ -80,7 +80,7 @@ class WebhookDelivery(SQLModel, table=True):
 class WebhookAttempt(SQLModel, table=True):
     __tablename__ = "webhook_attempts"
 
-    id: int | None = Field(default=None, sa_column=Column(Integer, primary_key=True))
+    id: int | None = serial_id()
     delivery_id: str = Field(foreign_key="webhook_deliveries.id", index=True, max_length=40)
     at: datetime = utc_field()
     status_code: int | None = None

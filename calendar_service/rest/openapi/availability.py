@@ -18,7 +18,7 @@ from calendar_service.operations import catalog as operations
 from calendar_service.platform.models import availability as shapes
 from calendar_service.platform.schema_patterns import BOUND_PATTERN, RANGE_DOC, TEXT_PATTERN
 from calendar_service.rest import parameters as query_parameters
-from calendar_service.rest.openapi.refs import OK_HEADERS, RATE_DOC, json_content, ref_headers
+from calendar_service.rest.openapi.refs import RATE_DOC, answer, json_content
 from calendar_service.rest.openapi.responses import errors
 
 TAG = "Availability"
@@ -144,11 +144,7 @@ def paths() -> dict[str, Any]:
 
 
 def _answer(description: str, schema: str) -> dict[str, Any]:
-    return {
-        "description": description,
-        "headers": ref_headers(*OK_HEADERS),
-        "content": json_content(schema),
-    }
+    return answer(description, json_content(schema))
 
 
 def _free_busy() -> dict[str, Any]:

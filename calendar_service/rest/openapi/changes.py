@@ -20,7 +20,10 @@ from calendar_service.rest.openapi.refs import (
     RATE_DOC,
     SCHEMA,
     WRITE_NOTE,
+    answer,
     json_content,
+    link,
+    operation,
     ref_headers,
 )
 from calendar_service.rest.openapi.responses import errors, problem_response
@@ -231,42 +234,39 @@ def paths() -> dict[str, Any]:
 
 
 def _list() -> dict[str, Any]:
-    return {
-        "operationId": "listChanges",
-        "tags": [TAG],
-        "summary": "List the changes the key can reach",
-        "description": "Every change to the events of the calendars the key reaches, newest "
+    return operation(
+        "listChanges",
+        TAG,
+        "List the changes the key can reach",
+        "Every change to the events of the calendars the key reaches, newest "
         "first: what it did (`kind`, the event `before` and `after`, as the API showed it), "
         "who made it (`actor`: a key, a connected app, the owner) and through what "
         "(`transport`, `requestId` as in the key's call history). Paged by `limit`; when more "
         "remain the body carries nextPageToken. Kept as long as the call history "
         "(CALENDAR_CALL_HISTORY_DAYS). Needs a key with `calendar:read`; a `freebusy` key sees "
         "none (401)." + RATE_DOC,
-        "parameters": query_parameters.refs(operations.LIST_CHANGES.name),
-        "responses": {
-            "200": {
-                "description": "A page of changes.",
-                "headers": ref_headers(*OK_HEADERS),
-                "content": json_content("ChangeList"),
-                "links": {
-                    "NextPage": {
-                        "operationId": "listChanges",
-                        "description": "The next page, if any (send the same filters).",
-                        "parameters": {"pageToken": "$response.body#/nextPageToken"},
-                    }
-                },
-            },
+        {
+            "200": answer(
+                "A page of changes.",
+                json_content("ChangeList"),
+                NextPage=link(
+                    "listChanges",
+                    "The next page, if any (send the same filters).",
+                    pageToken="$response.body#/nextPageToken",
+                ),
+            ),
             **errors(),
         },
-    }
+        parameters=query_parameters.refs(operations.LIST_CHANGES.name),
+    )
 
 
 def _undo() -> dict[str, Any]:
-    return {
-        "operationId": "undoChange",
-        "tags": [TAG],
-        "summary": "Undo a change",
-        "description": "Puts the event back as it was before the change: a created event is "
+    return operation(
+        "undoChange",
+        TAG,
+        "Undo a change",
+        "Puts the event back as it was before the change: a created event is "
         "deleted; a deleted event or series comes back with its id, its changed and "
         "cancelled occurrences and their ids; a changed one takes its fields back "
         "(`updatedAt` says when). A change of an occurrence and the following ones is undone "
@@ -277,13 +277,10 @@ def _undo() -> dict[str, Any]:
         "already is a 409 `already_undone`; a change the key does not reach, a 404."
         + WRITE_NOTE
         + RATE_DOC,
-        "parameters": query_parameters.refs(operations.UNDO_CHANGE.name),
-        "responses": {
-            "200": {
-                "description": "The undo, a change of its own (or, with dryRun, the change it "
-                "would make).",
-                "headers": ref_headers(*CHANGE_HEADERS),
-                "content": {
+        {
+            "200": answer(
+                "The undo, a change of its own (or, with dryRun, the change it would make).",
+                {
                     "application/json": {
                         "schema": {
                             "oneOf": [
@@ -293,7 +290,8 @@ def _undo() -> dict[str, Any]:
                         }
                     }
                 },
-            },
+                headers=CHANGE_HEADERS,
+            ),
             **errors("404"),
             "409": problem_response(
                 "The event changed since the change (`conflict`: `changes` names the later "
@@ -319,7 +317,8 @@ def _undo() -> dict[str, Any]:
                 ),
             ),
         },
-    }
+        parameters=query_parameters.refs(operations.UNDO_CHANGE.name),
+    )
 
 
 def adjust(doc_paths: dict[str, Any], schemas_out: dict[str, Any]) -> None:
@@ -327,11 +326,10 @@ def adjust(doc_paths: dict[str, Any], schemas_out: dict[str, Any]) -> None:
     with an undo's refusals."""
     events = doc_paths["/calendar/events"]
     item = doc_paths["/calendar/events/{eventId}"]
-    dry = {
-        "description": "A dry run (`dryRun=true`): the change it would make; nothing written.",
-        "headers": ref_headers(*OK_HEADERS),
-        "content": json_content("DryRun"),
-    }
+    dry = answer(
+        "A dry run (`dryRun=true`): the change it would make; nothing written.",
+        json_content("DryRun"),
+    )
     created = events["post"]["responses"]
     created["201"]["headers"] = ref_headers(*created["201"]["headers"], CHANGE_ID_HEADER)
     created["200"] = dry
@@ -348,8 +346,8 @@ def adjust(doc_paths: dict[str, Any], schemas_out: dict[str, Any]) -> None:
     deleted = item["delete"]["responses"]
     deleted["204"]["headers"] = ref_headers(*deleted["204"]["headers"], CHANGE_ID_HEADER)
     deleted["200"] = dry
-    for operation in (events["post"], item["patch"], item["delete"]):
-        operation["responses"] = dict(sorted(operation["responses"].items()))
+    for written in (events["post"], item["patch"], item["delete"]):
+        written["responses"] = dict(sorted(written["responses"].items()))
     imported = doc_paths["/calendar/events/import"]["post"]["responses"]["200"]
     imported["content"] = {
         "application/json": {

@@ -14,8 +14,10 @@ from calendar_service.rest.openapi.refs import (
     PARAMETER,
     RATE_DOC,
     WRITE_NOTE,
+    answer,
     json_content,
-    ref_headers,
+    link,
+    operation,
 )
 from calendar_service.rest.openapi.responses import errors
 from calendar_service.rest.routes import EVENTS_PATH
@@ -44,11 +46,11 @@ def paths() -> dict[str, Any]:
 
 def _list() -> dict[str, Any]:
     """The list (and sync) of the calendars' events."""
-    return {
-        "operationId": "listCalendarEvents",
-        "tags": [TAG],
-        "summary": "List the calendars and events the key can reach",
-        "description": "The calendars the key can reach (or those of them calendarIds names), "
+    return operation(
+        "listCalendarEvents",
+        TAG,
+        "List the calendars and events the key can reach",
+        "The calendars the key can reach (or those of them calendarIds names), "
         "and their events that overlap "
         "[timeMin, timeMax): `endsAt > timeMin` and `startsAt < timeMax`. Ordered by startsAt, "
         "then id, in pages of `limit`; when more remain the body carries nextPageToken. "
@@ -58,45 +60,51 @@ def _list() -> dict[str, Any]:
         "as syncToken, it gets every change made since (incremental sync, docs/sync.md). "
         "With q, a search: only the events whose words match (docs/api.md, Search), from now "
         "on when timeMin is omitted." + RATE_DOC,
-        "parameters": query_parameters.refs(operations.LIST.name),
-        "responses": {
-            "200": {
-                "description": "The calendars and a page of their events.",
-                "headers": ref_headers(*OK_HEADERS),
-                "content": json_content("EventList"),
-                "links": {
-                    "NextPage": _link(
-                        "listCalendarEvents",
-                        "The next page, if any (send the same timeMin and timeMax with it).",
-                        pageToken="$response.body#/nextPageToken",
-                    ),
-                    "Sync": _link(
-                        "listCalendarEvents",
-                        "Later: every change since this list or sync (on its last page).",
-                        syncToken="$response.body#/nextSyncToken",
-                    ),
-                },
-            },
+        {
+            "200": answer(
+                "The calendars and a page of their events.",
+                json_content("EventList"),
+                NextPage=link(
+                    "listCalendarEvents",
+                    "The next page, if any (send the same timeMin and timeMax with it).",
+                    pageToken="$response.body#/nextPageToken",
+                ),
+                Sync=link(
+                    "listCalendarEvents",
+                    "Later: every change since this list or sync (on its last page).",
+                    syncToken="$response.body#/nextSyncToken",
+                ),
+            ),
             **errors("410"),
         },
-    }
+        parameters=query_parameters.refs(operations.LIST.name),
+    )
 
 
 def _create() -> dict[str, Any]:
     """A new event, safe to retry with an Idempotency-Key."""
-    return {
-        "operationId": "createCalendarEvent",
-        "tags": [TAG],
-        "summary": "Create an event",
-        "description": "Creates an event in the calendar named by calendarId or calendar (by "
+    return operation(
+        "createCalendarEvent",
+        TAG,
+        "Create an event",
+        "Creates an event in the calendar named by calendarId or calendar (by "
         "default the key's calendar, or the owner's default calendar for an all-calendars "
         "key). Answers with the event and its URL in Location. Send an Idempotency-Key to make "
         "retries safe." + WRITE_NOTE + RATE_DOC,
-        "parameters": [
+        {
+            "201": _event_answer(
+                "The created event (or, for a replayed Idempotency-Key, the event the first "
+                "request created).",
+                "created",
+                headers=("Location", *OK_HEADERS, "Idempotent-Replayed"),
+            ),
+            **errors("403", "409", "413", "415", "422"),
+        },
+        parameters=[
             {"$ref": PARAMETER.format("Idempotency-Key")},
             *query_parameters.refs(operations.CREATE.name),
         ],
-        "requestBody": {
+        body={
             "required": True,
             "description": "The new event.",
             "content": json_content(
@@ -126,46 +134,41 @@ def _create() -> dict[str, Any]:
                 },
             ),
         },
-        "responses": {
-            "201": _event_answer(
-                "The created event (or, for a replayed Idempotency-Key, the event the first "
-                "request created).",
-                "created",
-                headers=("Location", *OK_HEADERS, "Idempotent-Replayed"),
-            ),
-            **errors("403", "409", "413", "415", "422"),
-        },
-    }
+    )
 
 
 def _get() -> dict[str, Any]:
     """One event."""
-    return {
-        "operationId": "getCalendarEvent",
-        "tags": [TAG],
-        "summary": "Get one event",
-        "description": "The event, if it is in a calendar the key can reach." + RATE_DOC,
-        "parameters": query_parameters.refs(operations.GET.name),
-        "responses": {
+    return operation(
+        "getCalendarEvent",
+        TAG,
+        "Get one event",
+        "The event, if it is in a calendar the key can reach." + RATE_DOC,
+        {
             "200": _event_answer("The event.", "read"),
             **errors("404"),
         },
-    }
+        parameters=query_parameters.refs(operations.GET.name),
+    )
 
 
 def _update() -> dict[str, Any]:
     """A change of some of an event's fields."""
-    return {
-        "operationId": "updateCalendarEvent",
-        "tags": [TAG],
-        "summary": "Change some fields of an event",
-        "description": "Changes only the fields sent (JSON merge semantics: `null` clears "
+    return operation(
+        "updateCalendarEvent",
+        TAG,
+        "Change some fields of an event",
+        "Changes only the fields sent (JSON merge semantics: `null` clears "
         "description or location); the event as changed is validated as a whole. For a "
         "series, a change of its rule or times drops the changed or cancelled occurrences the "
         "new rule no longer produces; `recurrence: null` makes it a single event. For an "
         "occurrence id, see scope." + WRITE_NOTE + RATE_DOC,
-        "parameters": query_parameters.refs(operations.UPDATE.name),
-        "requestBody": {
+        {
+            "200": _event_answer("The event as changed.", "changed"),
+            **errors("403", "404", "413", "415"),
+        },
+        parameters=query_parameters.refs(operations.UPDATE.name),
+        body={
             "required": True,
             "description": "The fields to change.",
             "content": json_content(
@@ -192,44 +195,33 @@ def _update() -> dict[str, Any]:
                 },
             ),
         },
-        "responses": {
-            "200": _event_answer("The event as changed.", "changed"),
-            **errors("403", "404", "413", "415"),
-        },
-    }
+    )
 
 
 def _delete() -> dict[str, Any]:
     """An event's deletion."""
-    return {
-        "operationId": "deleteCalendarEvent",
-        "tags": [TAG],
-        "summary": "Delete an event",
-        "description": "Deletes the event (a series with its changed occurrences); the "
+    return operation(
+        "deleteCalendarEvent",
+        TAG,
+        "Delete an event",
+        "Deletes the event (a series with its changed occurrences); the "
         "owner's webhook hears of it with the event as it was. For an occurrence id, cancels "
         "that occurrence (scope=this), or ends the series before it (scope=following)."
         + WRITE_NOTE
         + RATE_DOC,
-        "parameters": query_parameters.refs(operations.DELETE.name),
-        "responses": {
-            "204": {
-                "description": "Deleted.",
-                "headers": ref_headers(*OK_HEADERS),
-                "links": {
-                    "GetDeletedEvent": _link(
-                        "getCalendarEvent",
-                        "A deleted event is gone (404).",
-                        eventId="$request.path.eventId",
-                    )
-                },
-            },
+        {
+            "204": answer(
+                "Deleted.",
+                GetDeletedEvent=link(
+                    "getCalendarEvent",
+                    "A deleted event is gone (404).",
+                    eventId="$request.path.eventId",
+                ),
+            ),
             **errors("403", "404"),
         },
-    }
-
-
-def _link(operation: str, description: str, **parameters: str) -> dict[str, Any]:
-    return {"operationId": operation, "description": description, "parameters": parameters}
+        parameters=query_parameters.refs(operations.DELETE.name),
+    )
 
 
 def _event_answer(
@@ -237,23 +229,18 @@ def _event_answer(
 ) -> dict[str, Any]:
     """A response carrying one event, with the links from it to reading, changing and
     deleting it."""
-    return {
-        "description": description,
-        "headers": ref_headers(*headers),
-        "content": json_content("Event"),
-        "links": _event_links(source),
-    }
+    return answer(description, json_content("Event"), headers=headers, **_event_links(source))
 
 
 def _event_links(source: str) -> dict[str, Any]:
     links = {
-        "GetEvent": _link(
+        "GetEvent": link(
             "getCalendarEvent", f"Read the {source} event.", eventId="$response.body#/id"
         ),
-        "UpdateEvent": _link(
+        "UpdateEvent": link(
             "updateCalendarEvent", f"Change the {source} event.", eventId="$response.body#/id"
         ),
-        "DeleteEvent": _link(
+        "DeleteEvent": link(
             "deleteCalendarEvent", f"Delete the {source} event.", eventId="$response.body#/id"
         ),
     }

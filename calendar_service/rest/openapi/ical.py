@@ -20,8 +20,9 @@ from calendar_service.rest.openapi.refs import (
     RATE_DOC,
     SCHEMA,
     WRITE_NOTE,
+    answer,
     json_content,
-    ref_headers,
+    operation,
 )
 from calendar_service.rest.openapi.responses import errors, problem_response
 from calendar_service.rest.routes import ICS_MEDIA_TYPE, IMPORT_PATH
@@ -120,11 +121,11 @@ def parameters() -> dict[str, Any]:
 
 def path() -> tuple[str, dict[str, Any]]:
     """The import's path (relative to the ``/api/v1`` server) and its path item."""
-    operation = {
-        "operationId": "importCalendarEvents",
-        "tags": [TAG],
-        "summary": "Import an iCalendar (.ics) file",
-        "description": "Imports the VEVENTs of an .ics file (as Google Calendar, Apple "
+    importing = operation(
+        "importCalendarEvents",
+        TAG,
+        "Import an iCalendar (.ics) file",
+        "Imports the VEVENTs of an .ics file (as Google Calendar, Apple "
         "Calendar or Outlook export it) into one calendar: single events, series with their "
         "RRULE, EXDATE and RDATE, changed occurrences (RECURRENCE-ID) and cancelled ones, "
         "all-day events; times in the zone the file names (IANA, Windows zone names, or the "
@@ -133,8 +134,9 @@ def path() -> tuple[str, dict[str, Any]]:
         "nothing of it is written; what came in only in part is in `warnings`. Each event "
         "made or changed is sent to the owner's webhook like any other change. At most "
         f"{_MIB} MiB and {MAX_EVENTS} VEVENTs a request." + WRITE_NOTE + RATE_DOC,
-        "parameters": query_parameters.refs(operations.IMPORT.name),
-        "requestBody": {
+        _responses(),
+        parameters=query_parameters.refs(operations.IMPORT.name),
+        body={
             "required": True,
             "description": "The .ics file, as it is (RFC 5545 text, UTF-8).",
             "content": {
@@ -144,20 +146,19 @@ def path() -> tuple[str, dict[str, Any]]:
                 }
             },
         },
-        "responses": _responses(),
-    }
-    return IMPORT_PATH.removeprefix("/api/v1"), {"post": operation}
+    )
+    return IMPORT_PATH.removeprefix("/api/v1"), {"post": importing}
 
 
 def _responses() -> dict[str, Any]:
     # The import's own 413 and 415 take the places of the shared ones (the file's limits,
     # its media type); a key already in a dict keeps its place when its value is replaced.
     return {
-        "200": {
-            "description": "What the import did.",
-            "headers": ref_headers(*_IMPORT_HEADERS),
-            "content": json_content("ImportReport", example=_EXAMPLE_REPORT),
-        },
+        "200": answer(
+            "What the import did.",
+            json_content("ImportReport", example=_EXAMPLE_REPORT),
+            headers=_IMPORT_HEADERS,
+        ),
         **errors("413", "415"),
         "413": problem_response(
             f"The file is larger than {_MIB} MiB or holds more than {MAX_EVENTS} events.",

@@ -15,13 +15,14 @@ from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.links import BOOK_API, LINKS_PATH
 from calendar_service.rest.openapi.parameters import parameter
 from calendar_service.rest.openapi.refs import (
-    OK_HEADERS,
     RATE_DOC,
     RESPONSE,
     SCHEMA,
     WRITE_NOTE,
+    answer,
     json_content,
-    ref_headers,
+    link,
+    operation,
     renamed,
 )
 from calendar_service.rest.openapi.responses import errors, problem_response
@@ -91,11 +92,11 @@ def _token() -> dict[str, Any]:
 
 
 def _create() -> dict[str, Any]:
-    return {
-        "operationId": operations.CREATE_LINK.name,
-        "tags": [TAG],
-        "summary": "Make a scheduling link",
-        "description": "A link a person opens to book one of this key's free slots of "
+    return operation(
+        operations.CREATE_LINK.name,
+        TAG,
+        "Make a scheduling link",
+        "A link a person opens to book one of this key's free slots of "
         "durationMinutes within [timeMin, timeMax) (findFreeTime's, over every calendar the key "
         "reaches), into calendarId. Its url is in this answer only. It takes `uses` bookings "
         "(default 1) until expiresAt (default timeMax), and stops at once when deleted, when "
@@ -103,62 +104,56 @@ def _create() -> dict[str, Any]:
         "whose writes wait for the owner's approval may not make links (400)."
         + WRITE_NOTE
         + RATE_DOC,
-        "parameters": query_parameters.refs(operations.CREATE_LINK.name),
-        "requestBody": {
+        {
+            "201": answer(
+                "The link, with its url (shown this once).",
+                json_content("SchedulingLink", example=LINK_EXAMPLE),
+                DeleteSchedulingLink=link(
+                    operations.DELETE_LINK.name, "Stop the link.", linkId="$response.body#/id"
+                ),
+            ),
+            **errors(),
+        },
+        parameters=query_parameters.refs(operations.CREATE_LINK.name),
+        body={
             "required": True,
             "content": json_content("SchedulingLinkCreate", example=CREATE_EXAMPLE),
         },
-        "responses": {
-            "201": {
-                "description": "The link, with its url (shown this once).",
-                "headers": ref_headers(*OK_HEADERS),
-                "content": json_content("SchedulingLink", example=LINK_EXAMPLE),
-                "links": {
-                    "DeleteSchedulingLink": {
-                        "operationId": operations.DELETE_LINK.name,
-                        "description": "Stop the link.",
-                        "parameters": {"linkId": "$response.body#/id"},
-                    }
-                },
-            },
-            **errors(),
-        },
-    }
+    )
 
 
 def _list() -> dict[str, Any]:
     shown = {k: v for k, v in LINK_EXAMPLE.items() if k != "url"}
-    return {
-        "operationId": operations.LIST_LINKS.name,
-        "tags": [TAG],
-        "summary": "List this key's scheduling links",
-        "description": "The key's own links, newest first, without their urls; deleted ones "
+    return operation(
+        operations.LIST_LINKS.name,
+        TAG,
+        "List this key's scheduling links",
+        "The key's own links, newest first, without their urls; deleted ones "
         "left out." + WRITE_NOTE + RATE_DOC,
-        "parameters": query_parameters.refs(operations.LIST_LINKS.name),
-        "responses": {
-            "200": {
-                "description": "The key's links.",
-                "headers": ref_headers(*OK_HEADERS),
-                "content": json_content("SchedulingLinkList", example={"schedulingLinks": [shown]}),
-            },
+        {
+            "200": answer(
+                "The key's links.",
+                json_content("SchedulingLinkList", example={"schedulingLinks": [shown]}),
+            ),
             **errors(),
         },
-    }
+        parameters=query_parameters.refs(operations.LIST_LINKS.name),
+    )
 
 
 def _delete() -> dict[str, Any]:
-    return {
-        "operationId": operations.DELETE_LINK.name,
-        "tags": [TAG],
-        "summary": "Delete one of this key's scheduling links",
-        "description": "Its page takes no more bookings (410 `link_gone`); bookings made stay. "
+    return operation(
+        operations.DELETE_LINK.name,
+        TAG,
+        "Delete one of this key's scheduling links",
+        "Its page takes no more bookings (410 `link_gone`); bookings made stay. "
         "Another key's link is not found (404)." + WRITE_NOTE + RATE_DOC,
-        "parameters": query_parameters.refs(operations.DELETE_LINK.name),
-        "responses": {
-            "204": {"description": "Deleted.", "headers": ref_headers(*OK_HEADERS)},
+        {
+            "204": answer("Deleted."),
             **errors("404"),
         },
-    }
+        parameters=query_parameters.refs(operations.DELETE_LINK.name),
+    )
 
 
 def _public_errors(*codes: str) -> dict[str, Any]:
@@ -169,27 +164,17 @@ def _public_errors(*codes: str) -> dict[str, Any]:
 
 
 def _slots() -> dict[str, Any]:
-    return {
-        "operationId": "listBookingSlots",
-        "tags": [TAG],
-        "security": [],
-        "summary": "The free slots of a scheduling link",
-        "description": "The link's slots free now, earliest first, on a 15-minute grid, in "
+    return operation(
+        "listBookingSlots",
+        TAG,
+        "The free slots of a scheduling link",
+        "The link's slots free now, earliest first, on a 15-minute grid, in "
         "timeZone (default: the link's calendar's): its window from now on, narrowed to "
         "timeMin and timeMax (dates or date-times, read in timeZone)." + _PUBLIC,
-        "parameters": [
-            parameter(name, "query", text, {"type": "string", "maxLength": 100}, required=False)
-            for name, text in (
-                ("timeMin", "Slots from (a date or an RFC 3339 date-time)."),
-                ("timeMax", "Slots until (a date or an RFC 3339 date-time)."),
-                ("timeZone", "An IANA time zone, such as Europe/Berlin."),
-            )
-        ],
-        "responses": {
-            "200": {
-                "description": "The slots.",
-                "headers": ref_headers(*OK_HEADERS),
-                "content": json_content(
+        {
+            "200": answer(
+                "The slots.",
+                json_content(
                     "BookingSlots",
                     example={
                         "title": "Intro call",
@@ -203,19 +188,27 @@ def _slots() -> dict[str, Any]:
                         ],
                     },
                 ),
-            },
+            ),
             **_public_errors(),
         },
-    }
+        security=[],
+        parameters=[
+            parameter(name, "query", text, {"type": "string", "maxLength": 100}, required=False)
+            for name, text in (
+                ("timeMin", "Slots from (a date or an RFC 3339 date-time)."),
+                ("timeMax", "Slots until (a date or an RFC 3339 date-time)."),
+                ("timeZone", "An IANA time zone, such as Europe/Berlin."),
+            )
+        ],
+    )
 
 
 def _book() -> dict[str, Any]:
-    return {
-        "operationId": operations.BOOK.name,
-        "tags": [TAG],
-        "security": [],
-        "summary": "Book a slot of a scheduling link",
-        "description": "One event in the link's calendar, the guest its attendee (invited by "
+    return operation(
+        operations.BOOK.name,
+        TAG,
+        "Book a slot of a scheduling link",
+        "One event in the link's calendar, the guest its attendee (invited by "
         "mail when the service has SMTP and the key may invite), made by the guest (actor "
         "`guest`, transport `link`) as a write of the link's key: in its change log and call "
         "history, with the webhooks `calendar.event.created` and `calendar.booking.created`. "
@@ -223,22 +216,10 @@ def _book() -> dict[str, Any]:
         "outside the window): 409 `slot_taken` with the fresh `slots`; two guests on one slot: "
         "exactly one wins. Used up, expired or revoked: 410 `link_gone`. manageUrl is the "
         "guest's page to reschedule or cancel." + _PUBLIC,
-        "requestBody": {
-            "required": True,
-            "content": json_content(
-                "BookingCreate",
-                example={
-                    "startsAt": "2026-03-02T09:00:00+01:00",
-                    "name": "Dana Scully",
-                    "email": "dana@example.com",
-                },
-            ),
-        },
-        "responses": {
-            "201": {
-                "description": "Booked.",
-                "headers": ref_headers(*OK_HEADERS),
-                "content": json_content(
+        {
+            "201": answer(
+                "Booked.",
+                json_content(
                     "BookingCreated",
                     example={
                         "booking": {
@@ -250,10 +231,22 @@ def _book() -> dict[str, Any]:
                         }
                     },
                 ),
-            },
+            ),
             **_public_errors("409", "413", "415"),
         },
-    }
+        security=[],
+        body={
+            "required": True,
+            "content": json_content(
+                "BookingCreate",
+                example={
+                    "startsAt": "2026-03-02T09:00:00+01:00",
+                    "name": "Dana Scully",
+                    "email": "dana@example.com",
+                },
+            ),
+        },
+    )
 
 
 def responses() -> dict[str, Any]:

@@ -16,7 +16,9 @@ from calendar_service.rest.openapi.refs import (
     PARAMETER,
     RATE_DOC,
     SCHEMA,
+    answer,
     json_content,
+    operation,
     ref_headers,
 )
 from calendar_service.rest.openapi.responses import errors
@@ -109,22 +111,20 @@ def paths() -> dict[str, Any]:
 
 
 def _get() -> dict[str, Any]:
-    return {
-        "operationId": "getProposal",
-        "tags": [TAG],
-        "summary": "Get a proposal: a write that waits for the owner",
-        "description": "A write of a key whose writes wait for the owner's approval answers "
+    return operation(
+        "getProposal",
+        TAG,
+        "Get a proposal: a write that waits for the owner",
+        "A write of a key whose writes wait for the owner's approval answers "
         "202 with a proposal; this is how the key learns what became of it: `pending` "
         "(waiting), `approved` (made: `changeIds`), `rejected`, `expired` (not decided within "
         "CALENDAR_PROPOSAL_TTL, 7 days by default) or `failed` (approved, but the event had "
         "changed since: nothing was made, `reason` says why). Only the key that made it "
         "reaches it; any other id is a 404." + RATE_DOC,
-        "parameters": query_parameters.refs(operations.GET_PROPOSAL.name),
-        "responses": {
-            "200": {
-                "description": "The proposal.",
-                "headers": ref_headers(*OK_HEADERS),
-                "content": json_content(
+        {
+            "200": answer(
+                "The proposal.",
+                json_content(
                     "Proposal",
                     examples={
                         "pending": {"value": PROPOSAL_EXAMPLE},
@@ -132,10 +132,11 @@ def _get() -> dict[str, Any]:
                         "failed": {"value": FAILED_EXAMPLE},
                     },
                 ),
-            },
+            ),
             **errors("404"),
         },
-    }
+        parameters=query_parameters.refs(operations.GET_PROPOSAL.name),
+    )
 
 
 def adjust(doc_paths: dict[str, Any], schemas_out: dict[str, Any]) -> None:
@@ -158,9 +159,9 @@ def adjust(doc_paths: dict[str, Any], schemas_out: dict[str, Any]) -> None:
         doc_paths["/calendar/events/import"]["post"],
         doc_paths["/calendar/changes/{changeId}/undo"]["post"],
     )
-    for operation in writes:
-        operation["responses"]["202"] = waiting
-        operation["responses"] = dict(sorted(operation["responses"].items()))
+    for write in writes:
+        write["responses"]["202"] = waiting
+        write["responses"] = dict(sorted(write["responses"].items()))
     create = doc_paths["/calendar/events"]["post"]["responses"]
     create["202"] = {
         **waiting,

@@ -49,3 +49,52 @@ def ref_headers(*names: str) -> dict[str, Any]:
 def json_content(schema: str, **extra: Any) -> dict[str, Any]:
     """A JSON body of the component schema ``schema`` (``extra``: its examples)."""
     return {"application/json": {"schema": {"$ref": SCHEMA.format(schema)}, **extra}}
+
+
+def operation(
+    operation_id: str,
+    tag: str,
+    summary: str,
+    description: str,
+    responses: dict[str, Any],
+    *,
+    parameters: list[Any] | None = None,
+    body: dict[str, Any] | None = None,
+    security: list[Any] | None = None,
+) -> dict[str, Any]:
+    """One operation of a path, its keys in the document's order (``security``: only where
+    it differs from the document's, ``[]`` for a public one)."""
+    out: dict[str, Any] = {"operationId": operation_id, "tags": [tag]}
+    if security is not None:
+        out["security"] = security
+    out["summary"] = summary
+    out["description"] = description
+    if parameters is not None:
+        out["parameters"] = parameters
+    if body is not None:
+        out["requestBody"] = body
+    out["responses"] = responses
+    return out
+
+
+def link(operation_id: str, description: str, **parameters: str) -> dict[str, Any]:
+    """An OpenAPI link of an answer: the operation it leads to, with ``parameters`` taken
+    from the answer (``$response.body#/id``)."""
+    return {"operationId": operation_id, "description": description, "parameters": parameters}
+
+
+def answer(
+    description: str,
+    content: dict[str, Any] | None = None,
+    *,
+    headers: tuple[str, ...] = OK_HEADERS,
+    **links: Any,
+) -> dict[str, Any]:
+    """A successful answer with ``headers`` (by default those of every one), its ``content``
+    and the OpenAPI ``links`` to the operations it leads to."""
+    out: dict[str, Any] = {"description": description, "headers": ref_headers(*headers)}
+    if content is not None:
+        out["content"] = content
+    if links:
+        out["links"] = links
+    return out

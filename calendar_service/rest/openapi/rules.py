@@ -12,11 +12,11 @@ from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.availability import TAG
 from calendar_service.rest.openapi.examples import problem_example
 from calendar_service.rest.openapi.refs import (
-    OK_HEADERS,
     RATE_DOC,
     SCHEMA,
+    answer,
     json_content,
-    ref_headers,
+    operation,
 )
 from calendar_service.rest.openapi.responses import errors, problem_response, responses
 from calendar_service.rest.routes import RULES_PATH
@@ -132,29 +132,28 @@ def paths() -> dict[str, Any]:
 
 
 def _get() -> dict[str, Any]:
-    return {
-        "operationId": "getSchedulingRules",
-        "tags": [TAG],
-        "summary": "The owner's rules for agents",
-        "description": "The owner's rules for agents (working hours, buffers, meetings and "
+    return operation(
+        "getSchedulingRules",
+        TAG,
+        "The owner's rules for agents",
+        "The owner's rules for agents (working hours, buffers, meetings and "
         "minutes a day, focus time, no-meeting days, notice, how far ahead, longest meeting) "
         "and whether they bind the calling key, so that an agent can plan: findFreeTime "
         "offers only times that keep them, and a write that breaks them is refused (409 "
         "`rule_violation`, with suggestions) or waits for the owner. Any key may call it."
         + RATE_DOC,
-        "parameters": query_parameters.refs(operations.GET_RULES.name),
-        "responses": {
-            "200": {
-                "description": "The rules, and whether they bind this key.",
-                "headers": ref_headers(*OK_HEADERS),
-                "content": json_content(
+        {
+            "200": answer(
+                "The rules, and whether they bind this key.",
+                json_content(
                     "SchedulingRules",
                     example={"rules": RULES_EXAMPLE, "bindsThisKey": True},
                 ),
-            },
+            ),
             **errors(),
         },
-    }
+        parameters=query_parameters.refs(operations.GET_RULES.name),
+    )
 
 
 def adjust(doc_paths: dict[str, Any], schemas_out: dict[str, Any]) -> None:
@@ -167,8 +166,8 @@ def adjust(doc_paths: dict[str, Any], schemas_out: dict[str, Any]) -> None:
         doc_paths["/calendar/changes/{changeId}/undo"]["post"],
     )
     shared = responses()
-    for operation in writes:
-        answers = operation["responses"]
+    for write in writes:
+        answers = write["responses"]
         described = problem_response(_VIOLATION_DOC, VIOLATION_EXAMPLE)
         earlier = answers.get("409")
         if earlier is not None:  # another 409 as well (ifFree's conflict, an undo's)
@@ -184,7 +183,7 @@ def adjust(doc_paths: dict[str, Any], schemas_out: dict[str, Any]) -> None:
                 },
             }
         answers["409"] = described
-        operation["responses"] = dict(sorted(answers.items()))
+        write["responses"] = dict(sorted(answers.items()))
     rule_errors = {
         "type": "array",
         "items": {

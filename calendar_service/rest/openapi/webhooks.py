@@ -19,7 +19,10 @@ from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     RATE_DOC,
     SCHEMA,
+    answer,
     json_content,
+    link,
+    operation,
     ref_headers,
     renamed,
 )
@@ -85,23 +88,17 @@ def _subscription_id() -> dict[str, Any]:
 
 
 def _create() -> dict[str, Any]:
-    return {
-        "operationId": "createSubscription",
-        "tags": [TAG],
-        "summary": "Subscribe a URL to webhook deliveries",
-        "description": "Makes a webhook endpoint of this key: the events it reaches (or those "
+    return operation(
+        "createSubscription",
+        TAG,
+        "Subscribe a URL to webhook deliveries",
+        "Makes a webhook endpoint of this key: the events it reaches (or those "
         "of calendarIds) are sent to url as they change and as they start (minutesBefore) or "
         "end, each signed with the subscription's own secret, shown in this answer only. The "
         "URL must be https on a public address (checked now and before every delivery). At "
         f"most {subscriptions.MOST_PER_KEY} subscriptions a key (400 `subscription_limit`). "
         "Deliveries stop at once when the key is revoked or expires." + _KEY_NOTE + RATE_DOC,
-        "parameters": query_parameters.refs(operations.SUBSCRIBE.name),
-        "requestBody": {
-            "required": True,
-            "description": "Where to send what.",
-            "content": json_content("SubscriptionCreate", examples=CREATE_EXAMPLES),
-        },
-        "responses": {
+        {
             "201": {
                 "description": "The subscription, with its signing secret (shown this once).",
                 "headers": {
@@ -120,84 +117,84 @@ def _create() -> dict[str, Any]:
                     },
                 ),
                 "links": {
-                    "DeleteSubscription": {
-                        "operationId": "deleteSubscription",
-                        "description": "Unsubscribe (what Zapier calls on turning a Zap off).",
-                        "parameters": {"subscriptionId": "$response.body#/id"},
-                    },
-                    "TestSubscription": {
-                        "operationId": "testSubscription",
-                        "description": "Send a signed sample of each type it receives.",
-                        "parameters": {"subscriptionId": "$response.body#/id"},
-                    },
+                    "DeleteSubscription": link(
+                        "deleteSubscription",
+                        "Unsubscribe (what Zapier calls on turning a Zap off).",
+                        subscriptionId="$response.body#/id",
+                    ),
+                    "TestSubscription": link(
+                        "testSubscription",
+                        "Send a signed sample of each type it receives.",
+                        subscriptionId="$response.body#/id",
+                    ),
                 },
             },
             **errors(),
         },
-    }
+        parameters=query_parameters.refs(operations.SUBSCRIBE.name),
+        body={
+            "required": True,
+            "description": "Where to send what.",
+            "content": json_content("SubscriptionCreate", examples=CREATE_EXAMPLES),
+        },
+    )
 
 
 def _list() -> dict[str, Any]:
-    return {
-        "operationId": "listSubscriptions",
-        "tags": [TAG],
-        "summary": "List this key's subscriptions",
-        "description": "The key's own subscriptions, oldest first, without their secrets."
-        + _KEY_NOTE
-        + RATE_DOC,
-        "parameters": query_parameters.refs(operations.LIST_SUBSCRIPTIONS.name),
-        "responses": {
-            "200": {
-                "description": "The key's subscriptions.",
-                "headers": ref_headers(*OK_HEADERS),
-                "content": json_content(
-                    "SubscriptionList", example={"subscriptions": [SUBSCRIPTION_EXAMPLE]}
-                ),
-            },
+    return operation(
+        "listSubscriptions",
+        TAG,
+        "List this key's subscriptions",
+        "The key's own subscriptions, oldest first, without their secrets." + _KEY_NOTE + RATE_DOC,
+        {
+            "200": answer(
+                "The key's subscriptions.",
+                json_content("SubscriptionList", example={"subscriptions": [SUBSCRIPTION_EXAMPLE]}),
+            ),
             **errors(),
         },
-    }
+        parameters=query_parameters.refs(operations.LIST_SUBSCRIPTIONS.name),
+    )
 
 
 def _delete() -> dict[str, Any]:
-    return {
-        "operationId": "deleteSubscription",
-        "tags": [TAG],
-        "summary": "Delete one of this key's subscriptions",
-        "description": "Nothing more is sent to it (its deliveries not yet sent fail). Another "
+    return operation(
+        "deleteSubscription",
+        TAG,
+        "Delete one of this key's subscriptions",
+        "Nothing more is sent to it (its deliveries not yet sent fail). Another "
         "key's subscription is not found (404)." + _KEY_NOTE + RATE_DOC,
-        "parameters": query_parameters.refs(operations.UNSUBSCRIBE.name),
-        "responses": {
-            "204": {"description": "Deleted.", "headers": ref_headers(*OK_HEADERS)},
+        {
+            "204": answer("Deleted."),
             **errors("404"),
         },
-    }
+        parameters=query_parameters.refs(operations.UNSUBSCRIBE.name),
+    )
 
 
 def _test() -> dict[str, Any]:
-    return {
-        "operationId": "testSubscription",
-        "tags": [TAG],
-        "summary": "Send a signed sample of each type the subscription receives",
-        "description": "Queues one delivery of each event type the subscription receives, "
+    return operation(
+        "testSubscription",
+        TAG,
+        "Send a signed sample of each type the subscription receives",
+        "Queues one delivery of each event type the subscription receives, "
         "about a made-up event (`data.test` is true), signed and sent like any other: what a "
         "receiver needs to check its signature handling and see the payloads. 409 "
         "`webhook_disabled` while it is disabled." + _KEY_NOTE + RATE_DOC,
-        "parameters": query_parameters.refs(operations.TEST_SUBSCRIPTION.name),
-        "responses": {
-            "202": {
-                "description": "The deliveries queued, one per type; sent within seconds.",
-                "headers": ref_headers(*OK_HEADERS),
-                "content": json_content(
+        {
+            "202": answer(
+                "The deliveries queued, one per type; sent within seconds.",
+                json_content(
                     "SampleDeliveries",
                     example={
                         "deliveries": [{"id": "evt_2Jd8fK1mQ4rT7vX0zB3nC5", "eventType": STARTING}]
                     },
                 ),
-            },
+            ),
             **errors("404", "409"),
         },
-    }
+        parameters=query_parameters.refs(operations.TEST_SUBSCRIPTION.name),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,25 +364,23 @@ def webhooks() -> dict[str, Any]:
         if event_type == BOOKING_CREATED:
             envelope = "WebhookBooking"
         found[event_type] = {
-            "post": {
-                "operationId": _operation_id(event_type),
-                "tags": [TAG],
-                "summary": event_type,
-                "description": description + " Answer 2xx within 10 seconds; anything else "
-                "is retried on the schedule (the same webhook-id). docs/webhooks.md says how to "
-                "verify the signatures.",
-                "parameters": [
+            "post": operation(
+                _operation_id(event_type),
+                TAG,
+                event_type,
+                description + " Answer 2xx within 10 seconds; anything else is retried on the "
+                "schedule (the same webhook-id). docs/webhooks.md says how to verify the "
+                "signatures.",
+                # Not "2XX": the receiver's answer carries none of the API's headers.
+                {"default": {"description": "Any 2xx: received; anything else is retried."}},
+                parameters=[
                     parameter(name, "header", text, {"type": "string"}, required=True)
                     for name, text in _DELIVERY_HEADERS.items()
                 ],
-                "requestBody": {
+                body={
                     "required": True,
                     "content": {"application/json": {"schema": {"$ref": SCHEMA.format(envelope)}}},
                 },
-                # Not "2XX": the receiver's answer carries none of the API's headers.
-                "responses": {
-                    "default": {"description": "Any 2xx: received; anything else is retried."}
-                },
-            }
+            )
         }
     return found
