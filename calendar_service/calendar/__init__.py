@@ -6,7 +6,10 @@ sharing, attendees. May import: platform, access, journal.
 - ``calendar_edits``: a calendar changed or deleted, with its change-log rows;
 - ``availability``: free/busy and finding a free time;
 - ``rules``: the owner's rules for agents, checked as sent, stored and read;
-- ``rule_check``: the one check of a key's write against them, suggestions, findFreeTime's filter;
+- ``rule_verdict``: the rules applied to times, without the database (a time's broken rules,
+  whether it passes, what findFreeTime keeps of free time);
+- ``rule_check``: the one check of a key's write against them, suggestions, findFreeTime's
+  filter for a key;
 - ``links``: scheduling links a key makes (create, list, delete; the owner's view);
 - ``booking``: a guest's slots, booking, reschedule and cancel through a link;
 - ``connected``: the owner's connected calendars as availability counts them (busy time,

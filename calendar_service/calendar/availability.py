@@ -41,13 +41,8 @@ from calendar_service.calendar.connected import (
 )
 from calendar_service.calendar.event_input import parse_untrusted
 from calendar_service.calendar.events.busy import Busy, busy_later
-from calendar_service.calendar.rule_check import (
-    Meetings,
-    SlotFilter,
-    instant,
-    slack,
-    slot_filter,
-)
+from calendar_service.calendar.rule_check import slot_filter
+from calendar_service.calendar.rule_verdict import Meetings, SlotFilter, instant, slack
 from calendar_service.calendar.rules import rules_of
 from calendar_service.platform.deferred import Later, finish
 from calendar_service.platform.errors import FieldError, InsufficientScope, ValidationFailed

@@ -9,7 +9,7 @@ out has no working hours), ``bufferMinutes``, ``maxMeetingsPerDay``,
 naming every bad field as sent; ``set_rules`` replaces the owner's rules (an empty object
 clears them; events already there stand, the next write to them is checked);
 ``rules_of`` reads them for a check, one read by the owner's id; ``rules_public`` is
-``getSchedulingRules``' answer for a key. ``rule_check`` evaluates them.
+``getSchedulingRules``' answer for a key. ``rule_verdict`` and ``rule_check`` evaluate them.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ Clock = timedelta  # a wall-clock time as the time since the local midnight (00:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Rules:
-    """The rules read for evaluation (``rule_check``): each ``None`` when unset."""
+    """The rules read for evaluation (``rule_verdict``): each ``None`` when unset."""
 
     shown: dict[str, Any]  # the rules object as stored and shown
     hours: dict[int, tuple[tuple[Clock, Clock], ...]] | None  # weekday (Monday 0) → intervals
@@ -76,7 +76,7 @@ class Rules:
     max_days_ahead: int | None
     max_duration: timedelta | None
     on_violation: str
-    # What ``rule_check`` works out once for a day and zone: its working spans.
+    # What ``rule_verdict`` works out once for a day and zone: its working spans.
     memo: dict[Any, Any] = field(default_factory=dict)
 
     @property

@@ -373,6 +373,10 @@ class ChangedSince(Conflict, title="Changed since"):
     shown = ("changes",)
     changes: list[dict[str, Any]]
 
+    def __init__(self, message: str, changes: list[dict[str, Any]]) -> None:
+        super().__init__(message, changes)
+        self.conflicts = []  # a Conflict's busy times: none (it is the change log's conflict)
+
 
 class AlreadyUndone(CalendarError, code="already_undone", status=409, title="Already undone"):
     """An undo of a change that an earlier undo undid already (``undone_by``)."""

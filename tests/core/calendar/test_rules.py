@@ -14,7 +14,7 @@ import pytest
 
 from calendar_service.access import keys
 from calendar_service.calendar import events
-from calendar_service.calendar.rule_check import Meetings, broken
+from calendar_service.calendar.rule_verdict import Meetings, broken
 from calendar_service.calendar.rules import parsed, read_rules, set_rules, stored_rules
 from calendar_service.governance import approving
 from calendar_service.operations import catalog as operations

@@ -1,5 +1,5 @@
-"""``rule_check.SlotFilter`` (what ``findFreeTime`` keeps under the owner's rules) says what
-``rule_check.passes`` says of every time, and its ``clip`` keeps what the rules' hours, days,
+"""``rule_verdict.SlotFilter`` (what ``findFreeTime`` keeps under the owner's rules) says what
+``rule_verdict.passes`` says of every time, and its ``clip`` keeps what the rules' hours, days,
 notice and days ahead allow of free time: hypothesis draws rule sets, meetings (across
 midnight and the DST days of Berlin too) and candidate times. Pure: no database."""
 
@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calendar_service.calendar.rule_check import Meetings, SlotFilter, passes
+from calendar_service.calendar.rule_verdict import Meetings, SlotFilter, passes
 from calendar_service.calendar.rules import WEEKDAYS, parsed, read_rules
 from calendar_service.platform.timeutil import utc_text, zone
 from tests.core.calendar.test_rules_free_time import rule_sets

@@ -1,0 +1,585 @@
+"""The owner's rules for agents applied to times, without the database (``calendar.rules``
+holds them; docs/rules.md): ``broken`` is the rules' verdict on one time, in words a person
+and a model can act on, ``passes`` whether it keeps them all, and ``SlotFilter`` what
+``findFreeTime`` keeps of its free time (the times a meeting may lie in at all, and each
+candidate checked as ``passes`` checks it, from facts worked out once a local day).
+``rule_check`` reads what they need and applies them to writes and to free time."""
+
+from __future__ import annotations
+
+import bisect
+import functools
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+
+from calendar_service.calendar.events.busy import Busy
+from calendar_service.calendar.rules import WEEKDAYS, Rules
+from calendar_service.platform.timeutil import format_in, localize
+
+MAX_OCCURRENCES = 400
+"""Occurrences of one series a check looks at, at most (a daily series over 90 days is 90)."""
+
+DAY = timedelta(days=1)
+
+"""How far before and after the time asked the suggestions are looked for."""
+_DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+Span = tuple[datetime, datetime]
+
+
+@dataclass(slots=True)
+class Verdict:
+    """What the rules say of a write: ``errors`` (``{rule, message}``, each rule once) and
+    ``suggestions`` (``{startsAt, endsAt}``); ``rules`` the owner's."""
+
+    rules: Rules
+    errors: list[dict[str, str]] = field(default_factory=list)
+    suggestions: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def asks(self) -> bool:
+        """Whether the owner asked to decide such writes (``onViolation: ask``)."""
+        return self.rules.on_violation == "ask"
+
+
+class Meetings:
+    """The owner's meetings as (start, end, id), sorted by start, for the pure checks."""
+
+    def __init__(self, items: Iterable[Busy]) -> None:
+        found = sorted((_instant(b[1]), _instant(b[2]), b[3]) for b in items if b[2] > b[1])
+        self.items = found
+        self.starts = [m[0] for m in found]
+        self.longest = max((m[1] - m[0] for m in found), default=timedelta(0))
+
+    def overlapping(self, low: datetime, high: datetime, skip: str | None) -> list[Span]:
+        """The meetings overlapping ``[low, high)``, but the one whose id is ``skip``."""
+        first = bisect.bisect_left(self.starts, low - self.longest)
+        last = bisect.bisect_left(self.starts, high)
+        return [(s, e) for s, e, i in self.items[first:last] if e > low and s < high and i != skip]
+
+    def near(self, low: datetime, high: datetime) -> bool:
+        """Whether a meeting overlaps ``[low, high)``."""
+        first = bisect.bisect_left(self.starts, low - self.longest)
+        last = bisect.bisect_left(self.starts, high)
+        return any(e > low and s < high for s, e, _ in self.items[first:last])
+
+    def starting(self, low: datetime, high: datetime, skip: str | None) -> int:
+        first, last = bisect.bisect_left(self.starts, low), bisect.bisect_left(self.starts, high)
+        return sum(1 for _, _, i in self.items[first:last] if i != skip)
+
+
+@functools.lru_cache(maxsize=16384)
+def instant(text: str) -> datetime:
+    """A stored UTC text as an instant (kept: the same busy times are read again and again;
+    ``availability`` reads them with it too)."""
+    return datetime.fromisoformat(text).astimezone(UTC)
+
+
+_instant = instant
+
+
+@functools.lru_cache(maxsize=8192)
+def _at(day: date, clock: timedelta, tz: tzinfo) -> datetime:
+    """``clock`` (00:00 to 24:00) on the local ``day``, in UTC (a wall time in a spring gap
+    moves forward by the gap; 24:00 is the next midnight)."""
+    wall = datetime.combine(day, time()) + clock
+    return localize(wall, tz).astimezone(UTC)
+
+
+def _days(start: datetime, end: datetime, tz: tzinfo) -> list[date]:
+    """The local days ``[start, end)`` touches (its start's day for a zero-length one)."""
+    first = start.astimezone(tz).date()
+    last = max((end - timedelta(microseconds=1)).astimezone(tz).date(), first)
+    return [first + timedelta(days=n) for n in range((last - first).days + 1)]
+
+
+def _day_text(day: date) -> str:
+    return f"{_DAY_NAMES[day.weekday()]} {day.isoformat()}"
+
+
+def _clock_text(clock: timedelta) -> str:
+    minutes = int(clock.total_seconds()) // 60
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def _union(spans: Sequence[Span]) -> list[Span]:
+    merged: list[Span] = []
+    for s, e in sorted(spans):
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+        else:
+            merged.append((s, e))
+    return merged
+
+
+def broken(
+    rules: Rules,
+    tz: tzinfo,
+    start: datetime,
+    end: datetime,
+    *,
+    now: datetime,
+    meetings: Meetings,
+    skip: str | None,
+    series: bool = False,
+) -> list[tuple[str, str]]:
+    """The rules a meeting at ``[start, end)`` (UTC) breaks, as ``(rule, message)`` in the
+    order of ``rules.RULE_NAMES``, among the owner's ``meetings`` (the one whose id is
+    ``skip`` is this meeting itself) in the calendar's zone ``tz``. ``series``: an occurrence
+    of a series (``maxDaysAhead`` binds its first one only)."""
+    found: list[tuple[str, str]] = []
+    days = _days(start, end, tz)
+
+    def when() -> str:
+        return f"{start.astimezone(tz):%Y-%m-%d %H:%M} ({getattr(tz, 'key', 'UTC')})"
+
+    if rules.hours is not None and not _within_hours(rules, tz, start, end):
+        day = days[0]
+        spans = rules.hours.get(day.weekday(), ())
+        hours = ", ".join(f"{_clock_text(a)}-{_clock_text(b)}" for a, b in spans)
+        found.append(
+            (
+                "workingHours",
+                f"{when()} to {end.astimezone(tz):%H:%M} is outside the owner's working hours"
+                + (
+                    f" on {_DAY_NAMES[day.weekday()]}s ({hours})."
+                    if hours
+                    else f" ({_DAY_NAMES[day.weekday()]} has none)."
+                ),
+            )
+        )
+    if rules.buffer is not None:
+        near = meetings.overlapping(start - rules.buffer, end + rules.buffer, skip)
+        if near:
+            s, e = near[0]
+            buffer = int(rules.buffer.total_seconds() // 60)
+            found.append(
+                (
+                    "bufferMinutes",
+                    f"{when()} leaves less than {buffer} minutes between it and the meeting "
+                    f"{format_in(s, tz)} to {format_in(e, tz)}; the owner keeps {buffer} "
+                    "minutes free before and after each meeting.",
+                )
+            )
+    if rules.max_meetings is not None:
+        day = days[0]
+        low, high = _at(day, timedelta(0), tz), _at(day, timedelta(days=1), tz)
+        count = meetings.starting(low, high, skip) + 1
+        if count > rules.max_meetings:
+            found.append(
+                (
+                    "maxMeetingsPerDay",
+                    f"It would be meeting {count} on {_day_text(day)}; the owner allows "
+                    f"{rules.max_meetings} a day.",
+                )
+            )
+    if rules.max_minutes is not None:
+        for day in days:
+            minutes = _minutes_on(day, tz, start, end, meetings, skip)
+            if minutes > rules.max_minutes:
+                found.append(
+                    (
+                        "maxMeetingMinutesPerDay",
+                        f"It would make {minutes} minutes of meetings on {_day_text(day)}; "
+                        f"the owner allows {rules.max_minutes} a day.",
+                    )
+                )
+                break
+    if rules.focus is not None:
+        for day in days:
+            message = _focus_broken(rules, tz, day, start, end, meetings, skip)
+            if message is not None:
+                found.append(("focus", message))
+                break
+    if rules.no_meeting_days:
+        for day in days:
+            if day.weekday() in rules.no_meeting_days:
+                found.append(
+                    (
+                        "noMeetingDays",
+                        f"{_day_text(day)} is a {WEEKDAYS[day.weekday()]}, a day the owner "
+                        "keeps free of meetings.",
+                    )
+                )
+                break
+    if rules.min_notice is not None and start < now + rules.min_notice:
+        notice = int(rules.min_notice.total_seconds() // 60)
+        found.append(
+            (
+                "minNoticeMinutes",
+                f"{when()} is less than {notice} minutes from now; the owner wants at least "
+                f"{notice} minutes' notice.",
+            )
+        )
+    if (
+        rules.max_days_ahead is not None
+        and not series
+        and start > now + timedelta(days=rules.max_days_ahead)
+    ):
+        found.append(
+            (
+                "maxDaysAhead",
+                f"{when()} is more than {rules.max_days_ahead} days ahead; the owner allows "
+                f"booking up to {rules.max_days_ahead} days ahead.",
+            )
+        )
+    if rules.max_duration is not None and end - start > rules.max_duration:
+        limit = int(rules.max_duration.total_seconds() // 60)
+        minutes = int((end - start).total_seconds() // 60)
+        found.append(
+            (
+                "maxDurationMinutes",
+                f"It lasts {minutes} minutes; the owner allows meetings of at most {limit}.",
+            )
+        )
+    return found
+
+
+def _within_hours(rules: Rules, tz: tzinfo, start: datetime, end: datetime) -> bool:
+    """Whether ``[start, end)`` lies within the working hours (those of consecutive days
+    joined: a meeting may cross midnight only from one working span into the next)."""
+    first = start.astimezone(tz).date() - timedelta(days=1)
+    last = end.astimezone(tz).date()
+    spans: list[Span] = []
+    day = first
+    while day <= last:
+        spans.extend(_working_spans(rules, day, tz))
+        day += timedelta(days=1)
+    return any(s <= start and end <= e for s, e in _union(spans))
+
+
+def _working_spans(rules: Rules, day: date, tz: tzinfo) -> list[Span]:
+    """The working hours of the local ``day``, as instants (worked out once per rules)."""
+    key = ("hours", day, tz)
+    found: list[Span] | None = rules.memo.get(key)
+    if found is None:
+        assert rules.hours is not None
+        found = [(_at(day, a, tz), _at(day, b, tz)) for a, b in rules.hours.get(day.weekday(), ())]
+        if len(rules.memo) < 4096:
+            rules.memo[key] = found
+    return found
+
+
+def _focus_broken(
+    rules: Rules,
+    tz: tzinfo,
+    day: date,
+    start: datetime,
+    end: datetime,
+    meetings: Meetings,
+    skip: str | None,
+) -> str | None:
+    """Why the meeting breaks the focus rule on ``day``, or ``None``: on a working day whose
+    focus window it overlaps, no free block of the length asked would be left there."""
+    assert rules.focus is not None
+    length, a, b = rules.focus
+    if not rules.working_day(day.weekday()):
+        return None
+    low, high = _at(day, a, tz), _at(day, b, tz)
+    if not (start < high and end > low):
+        return None
+    taken = _union([*meetings.overlapping(low, high, skip), (start, end)])
+    at, longest = low, timedelta(0)
+    for s, e in taken:
+        longest = max(longest, s - at)
+        at = max(at, e)
+    longest = max(longest, high - at)
+    if longest >= length:
+        return None
+    minutes = int(length.total_seconds() // 60)
+    return (
+        f"It would leave no free block of {minutes} minutes between {_clock_text(a)} and "
+        f"{_clock_text(b)} on {_day_text(day)}; the owner keeps one for focus on working days."
+    )
+
+
+def passes(
+    rules: Rules,
+    tz: tzinfo,
+    start: datetime,
+    end: datetime,
+    *,
+    now: datetime,
+    meetings: Meetings,
+    skip: str | None = None,
+) -> bool:
+    """Whether a meeting at ``[start, end)`` would keep every rule: ``broken`` says none, the
+    rules that need no counting tried first (``findFreeTime`` asks of many times)."""
+    if rules.max_duration is not None and end - start > rules.max_duration:
+        return False
+    if rules.min_notice is not None and start < now + rules.min_notice:
+        return False
+    if rules.max_days_ahead is not None and start > now + timedelta(days=rules.max_days_ahead):
+        return False
+    if rules.no_meeting_days and any(
+        d.weekday() in rules.no_meeting_days for d in _days(start, end, tz)
+    ):
+        return False
+    if rules.hours is not None and not _within_hours(rules, tz, start, end):
+        return False
+    buffer = rules.buffer
+    if buffer is not None and meetings.overlapping(start - buffer, end + buffer, skip):
+        return False
+    days = _days(start, end, tz)
+    if rules.max_meetings is not None:
+        low, high = _at(days[0], timedelta(0), tz), _at(days[0], DAY, tz)
+        if meetings.starting(low, high, skip) + 1 > rules.max_meetings:
+            return False
+    if rules.max_minutes is not None:
+        for day in days:
+            if _minutes_on(day, tz, start, end, meetings, skip) > rules.max_minutes:
+                return False
+    if rules.focus is not None:
+        for day in days:
+            if _focus_broken(rules, tz, day, start, end, meetings, skip) is not None:
+                return False
+    return True
+
+
+def _minutes_on(
+    day: date, tz: tzinfo, start: datetime, end: datetime, meetings: Meetings, skip: str | None
+) -> int:
+    """Minutes of meetings on the local ``day`` with one at ``[start, end)`` (overlaps once)."""
+    low, high = _at(day, timedelta(0), tz), _at(day, DAY, tz)
+    busy = [*meetings.overlapping(low, high, skip), (start, end)]
+    taken = sum(((min(e, high) - max(s, low)) for s, e in _union(busy)), start=timedelta(0))
+    return int(taken.total_seconds() // 60)
+
+
+class SlotFilter:
+    """What ``findFreeTime`` keeps of its free time under the rules binding the key:
+    ``clip`` cuts free intervals to the times a meeting may lie in at all (working hours, not
+    on a no-meeting day, after the notice, within the days ahead), ``keeps`` says whether a
+    meeting at ``[start, end)`` keeps every rule: what ``passes`` says, from what is worked
+    out once for each local day a candidate touches (its working spans joined with the day
+    before's, its meetings' count, minutes and joined spans, those near its focus window), so
+    that the next candidate on that day costs a few comparisons."""
+
+    __slots__ = ("_facts", "_last", "_latest", "_soonest", "meetings", "now", "rules", "tz")
+
+    def __init__(self, rules: Rules, tz: tzinfo, now: datetime, meetings: Meetings) -> None:
+        self.rules, self.tz, self.now, self.meetings = rules, tz, now, meetings
+        self._soonest = now + rules.min_notice if rules.min_notice is not None else None
+        self._latest = (
+            now + timedelta(days=rules.max_days_ahead) if rules.max_days_ahead is not None else None
+        )
+        self._facts: dict[date, _DayFacts] = {}
+        self._last: _DayFacts | None = None
+
+    def keeps(self, start: datetime, end: datetime) -> bool:
+        rules = self.rules
+        if rules.max_duration is not None and end - start > rules.max_duration:
+            return False
+        if self._soonest is not None and start < self._soonest:
+            return False
+        if self._latest is not None and start > self._latest:
+            return False
+        day = self._last
+        if day is None or not day.low <= start < day.high or end > day.high:  # another day
+            first = start.astimezone(self.tz).date()
+            if max((end - _TICK).astimezone(self.tz).date(), first) != first:
+                return self._keeps_across(start, end)
+            day = self._last = self._day(first)
+        if day.off:
+            return False
+        if rules.hours is not None:
+            for s, e in day.hours:
+                if s <= start and end <= e:
+                    break
+            else:
+                return False
+        buffer = rules.buffer
+        if buffer is not None:
+            low, high = start - buffer, end + buffer
+            for s, e in day.close:
+                if e > low and s < high:
+                    return False
+        if rules.max_meetings is not None and day.count + 1 > rules.max_meetings:
+            return False
+        if rules.max_minutes is not None and day.minutes_with(start, end) > rules.max_minutes:
+            return False
+        return day.focus is None or day.focus_kept(start, end)
+
+    def _keeps_across(self, start: datetime, end: datetime) -> bool:
+        """``keeps`` for a meeting across midnight (local days of its own)."""
+        rules, tz = self.rules, self.tz
+        days = _days(start, end, tz)
+        if rules.no_meeting_days and any(d.weekday() in rules.no_meeting_days for d in days):
+            return False
+        if rules.hours is not None and not _within_hours(rules, tz, start, end):
+            return False
+        if rules.buffer is not None and self.meetings.near(
+            start - rules.buffer, end + rules.buffer
+        ):
+            return False
+        if rules.max_meetings is not None and self._day(days[0]).count + 1 > rules.max_meetings:
+            return False
+        for facts in map(self._day, days):
+            if rules.max_minutes is not None and facts.minutes_with(start, end) > rules.max_minutes:
+                return False
+            if facts.focus is not None and not facts.focus_kept(start, end):
+                return False
+        return True
+
+    def _day(self, day: date) -> _DayFacts:
+        found = self._facts.get(day)
+        if found is None:
+            found = self._facts[day] = _DayFacts(self.rules, self.tz, day, self.meetings)
+        return found
+
+    def clip(self, free: Iterable[Span]) -> Iterator[Span]:
+        """``free`` (in order, disjoint) cut lazily: a search that stops at its first slots
+        works out the allowed spans of the days it reaches only."""
+        rules = self.rules
+        floor, ceiling = self._soonest, self._latest
+        allowed = None
+        if rules.hours is not None or rules.no_meeting_days:
+            allowed = _Ahead(rules, self.tz)
+        for start, end in free:
+            if floor is not None:
+                start = max(start, floor)
+            if ceiling is not None:
+                end = min(end, ceiling + DAY)  # a meeting starts by then, lasts a day at most
+            if start >= end:
+                continue
+            if allowed is None:
+                yield start, end
+                continue
+            yield from allowed.within(start, end)
+
+
+class _Ahead:
+    """The spans a meeting may lie in by working hours and no-meeting days (``_allowed``),
+    joined across midnight, worked out a local day at a time as ``within`` is asked of later
+    and later intervals."""
+
+    __slots__ = ("_day", "_done", "_spans", "rules", "tz")
+
+    def __init__(self, rules: Rules, tz: tzinfo) -> None:
+        self.rules, self.tz = rules, tz
+        self._spans: list[Span] = []  # joined, in order; the last may grow yet
+        self._day: date | None = None  # the last day whose spans are in
+        self._done = 0  # spans before this one end before every interval asked from now on
+
+    def within(self, start: datetime, end: datetime) -> list[Span]:
+        """The parts of ``[start, end)`` in the allowed spans (``start`` at or after the
+        previous call's)."""
+        if self._day is None:
+            self._day = start.astimezone(self.tz).date() - 2 * DAY
+        last = end.astimezone(self.tz).date()
+        rules, tz, spans = self.rules, self.tz, self._spans
+        while self._day < last:
+            self._day += DAY
+            if self._day.weekday() in rules.no_meeting_days:
+                continue
+            if rules.hours is None:
+                new = [(_at(self._day, timedelta(0), tz), _at(self._day, DAY, tz))]
+            else:
+                new = _working_spans(rules, self._day, tz)
+            for s, e in new:
+                if spans and s <= spans[-1][1]:
+                    spans[-1] = (spans[-1][0], max(spans[-1][1], e))
+                else:
+                    spans.append((s, e))
+        while self._done < len(spans) and spans[self._done][1] <= start:
+            self._done += 1
+        out = []
+        for a, b in spans[self._done :]:
+            if a >= end:
+                break
+            if max(a, start) < min(b, end):
+                out.append((max(a, start), min(b, end)))
+        return out
+
+
+_TICK = timedelta(microseconds=1)
+
+
+class _DayFacts:
+    """What ``SlotFilter`` works out once for a local day: its bounds, whether it is a
+    no-meeting day (``off``), its working spans joined with the day before's, the meetings
+    that start on it, those on it joined (clipped to it) and their length, and, when it keeps
+    a focus block, its focus window and the meetings overlapping it."""
+
+    __slots__ = (
+        "close",
+        "count",
+        "focus",
+        "high",
+        "hours",
+        "joined",
+        "length",
+        "low",
+        "near",
+        "off",
+        "taken",
+    )
+
+    def __init__(self, rules: Rules, tz: tzinfo, day: date, meetings: Meetings) -> None:
+        self.low, self.high = low, high = _at(day, timedelta(0), tz), _at(day, DAY, tz)
+        self.off = day.weekday() in rules.no_meeting_days
+        self.hours: list[Span] = []
+        if rules.hours is not None:
+            self.hours = _union(
+                [*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)]
+            )
+        self.count = meetings.starting(low, high, None)
+        near = rules.buffer or timedelta(0)  # those a buffer around a meeting on it reaches
+        self.close = meetings.overlapping(low - near, high + near, None)
+        self.joined = [
+            (max(s, low), min(e, high)) for s, e in _union(meetings.overlapping(low, high, None))
+        ]
+        self.taken = sum((e - s for s, e in self.joined), start=timedelta(0))
+        self.focus: Span | None = None
+        self.near: list[Span] = []
+        self.length = timedelta(0)
+        if rules.focus is not None and rules.working_day(day.weekday()):
+            self.length, a, b = rules.focus
+            self.focus = (_at(day, a, tz), _at(day, b, tz))
+            self.near = meetings.overlapping(*self.focus, None)
+
+    def minutes_with(self, start: datetime, end: datetime) -> int:
+        """``_minutes_on`` this day with a meeting at ``[start, end)``."""
+        a, b = max(start, self.low), min(end, self.high)
+        extra = b - a if a < b else timedelta(0)
+        for s, e in self.joined:
+            if s < b and e > a:
+                extra -= min(b, e) - max(a, s)
+        return int((self.taken + extra).total_seconds() // 60)
+
+    def focus_kept(self, start: datetime, end: datetime) -> bool:
+        """Not ``_focus_broken`` on this day by a meeting at ``[start, end)``."""
+        assert self.focus is not None
+        low, high = self.focus
+        if not (start < high and end > low):
+            return True
+        at, longest = low, timedelta(0)
+        for s, e in _union([*self.near, (start, end)]):
+            longest = max(longest, s - at)
+            at = max(at, e)
+        return max(longest, high - at) >= self.length
+
+
+_DAY_REACH = timedelta(hours=26)
+
+
+def slack(rules: Rules) -> timedelta:
+    """How far either side of a window the meetings the rules look at are read: the local
+    days a time in it touches begin at most 25 hours before it (a day DST makes longer) and
+    end at most 25 hours after, and a buffer reaches beyond them."""
+    return _DAY_REACH + (rules.buffer or timedelta(0))
+
+
+__all__ = [
+    "DAY",
+    "MAX_OCCURRENCES",
+    "Meetings",
+    "SlotFilter",
+    "Span",
+    "Verdict",
+    "broken",
+    "instant",
+    "passes",
+    "slack",
+]
