@@ -232,41 +232,44 @@ def _zone_refused(time_zone: Any) -> FieldError | None:
     return FieldError("timeZone", "must be an IANA time zone such as Europe/Berlin")
 
 
+@dataclass(frozen=True, slots=True)
+class SlotWindow:
+    """What a guest asks of a link's slots, as given (``timeMin``, ``timeMax``, ``timeZone``;
+    each may be left out): those in ``[time_min, time_max)``, shown in ``time_zone`` (default:
+    the link's calendar's)."""
+
+    time_min: Any = None
+    time_max: Any = None
+    time_zone: Any = None
+
+
+ALL_SLOTS = SlotWindow()
+
+
 def link_slots(
-    conn: Connection,
-    *,
-    token: str,
-    now: datetime,
-    time_min: Any = None,
-    time_max: Any = None,
-    time_zone: Any = None,
+    conn: Connection, *, token: str, now: datetime, window: SlotWindow = ALL_SLOTS
 ) -> dict[str, Any] | Later:
     """``GET /api/v1/book/{token}/slots``: ``{title, durationMinutes, timeZone, slots}``, the
-    slots in ``time_zone`` (default: the link's calendar's), a ``Later`` when series must be
-    expanded (off the event loop, after the transaction)."""
-    refused = _zone_refused(time_zone)
+    slots ``window`` asks for, a ``Later`` when series must be expanded (off the event loop,
+    after the transaction)."""
+    refused = _zone_refused(window.time_zone)
     if refused is not None:  # before the link: a bad zone is a 400 whatever became of it
         raise ValidationFailed([refused])
     link = open_link(conn, token=token, now=now)
-    return slots_of(conn, link, now=now, time_min=time_min, time_max=time_max, time_zone=time_zone)
+    return slots_of(conn, link, now=now, window=window)
 
 
 def slots_of(
-    conn: Connection,
-    link: OpenLink,
-    *,
-    now: datetime,
-    time_min: Any = None,
-    time_max: Any = None,
-    time_zone: Any = None,
+    conn: Connection, link: OpenLink, *, now: datetime, window: SlotWindow
 ) -> dict[str, Any] | Later:
     """``link_slots`` of a link already open (a booking's, to reschedule it)."""
+    time_zone = window.time_zone
     refused = _zone_refused(time_zone)
     errors = [] if refused is None else [refused]
     tz_name = link.zone_name if time_zone is None or refused is not None else str(time_zone)
     tz = zone(tz_name) if not errors else link.tz
-    low = _bound(time_min, "timeMin", tz, errors)
-    high = _bound(time_max, "timeMax", tz, errors)
+    low = _bound(window.time_min, "timeMin", tz, errors)
+    high = _bound(window.time_max, "timeMax", tz, errors)
     if errors:
         raise ValidationFailed(errors)
     found = _free_later(conn, link, _window(link, now, low, high), tz_name)
@@ -637,17 +640,11 @@ def reschedule_booking(
 
 
 def managed_slots(
-    conn: Connection,
-    *,
-    manage_token: str,
-    now: datetime,
-    time_min: Any = None,
-    time_max: Any = None,
-    time_zone: Any = None,
+    conn: Connection, *, manage_token: str, now: datetime, window: SlotWindow = ALL_SLOTS
 ) -> dict[str, Any] | Later:
     """The slots a booking may be moved to (its link's, whether or not a use is left)."""
     link = managed(conn, manage_token=manage_token, now=now).link
-    return slots_of(conn, link, now=now, time_min=time_min, time_max=time_max, time_zone=time_zone)
+    return slots_of(conn, link, now=now, window=window)
 
 
 def link_facts(conn: Connection, *, token: str, now: datetime) -> dict[str, Any]:
