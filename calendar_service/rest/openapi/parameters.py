@@ -43,6 +43,12 @@ def parameter(
     return {**head, "description": description, "schema": schema, **extra}
 
 
+def path_text(name: str, description: str, most: int) -> dict[str, Any]:
+    """A path parameter of at most ``most`` characters (a link's id or token, a
+    subscription's id)."""
+    return parameter(name, "path", description, {"type": "string", "maxLength": most})
+
+
 def id_parameter(name: str, description: str, example: Any) -> dict[str, Any]:
     """The id of what the path names (an event, a change, a proposal)."""
     schema = {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN}
