@@ -143,7 +143,7 @@ def _dry_run() -> dict[str, Any]:
 
 def parameters() -> dict[str, Any]:
     return {
-        "changeId": id_parameter(
+        **id_parameter(
             "changeId",
             "The change's id, as returned in `id` (and in Calendar-Change-Id).",
             _CHANGE_ID,

@@ -90,13 +90,9 @@ def schemas() -> dict[str, Any]:
 
 
 def parameters() -> dict[str, Any]:
-    return {
-        "proposalId": id_parameter(
-            "proposalId",
-            "The proposal's id, as a write that waited answered it (`id`).",
-            _PROPOSAL_ID,
-        )
-    }
+    return id_parameter(
+        "proposalId", "The proposal's id, as a write that waited answered it (`id`).", _PROPOSAL_ID
+    )
 
 
 def paths() -> dict[str, Any]:
