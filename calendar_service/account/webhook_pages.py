@@ -22,8 +22,8 @@ from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account.web import (
     account,
     form,
-    owner_action,
     owner_page,
+    owner_post,
     render,
     see_other,
 )
@@ -224,40 +224,34 @@ async def subscription_page(request: Request, owner: OwnerSessionInfo) -> Respon
 
 
 def routes() -> list[BaseRoute]:
-    send_test = owner_action(webhook_config.send_test_event, back="/webhook", notice="test-sent")
-    redeliver = owner_action(
-        webhook_config.redeliver, param="delivery_id", back="/webhook", notice="redelivered"
-    )
-    delete_subscription = owner_action(
-        subscriptions.owner_delete_subscription,
-        param="subscription_id",
-        back="/webhook",
-        notice="subscription-deleted",
-    )
-    enable_subscription = owner_action(
-        subscriptions.owner_enable_subscription,
-        param="subscription_id",
-        back="/webhook",
-        notice="subscription-enabled",
-    )
+    subscription = "/webhook/subscriptions/{subscription_id}"
     return [
         Route("/webhook", webhook_page, methods=["GET"]),
         Route("/webhook", set_url, methods=["POST"]),
         Route("/webhook/rotate", rotate, methods=["POST"]),
-        Route("/webhook/test", send_test, methods=["POST"]),
+        owner_post(
+            "/webhook/test", webhook_config.send_test_event, back="/webhook", notice="test-sent"
+        ),
         Route("/webhook/enable", enable, methods=["POST"]),
         Route("/webhook/triggers", set_triggers, methods=["POST"]),
-        Route("/webhook/subscriptions/{subscription_id}", subscription_page, methods=["GET"]),
-        Route(
-            "/webhook/subscriptions/{subscription_id}/delete",
-            delete_subscription,
-            methods=["POST"],
+        Route(subscription, subscription_page, methods=["GET"]),
+        owner_post(
+            subscription + "/delete",
+            subscriptions.owner_delete_subscription,
+            back="/webhook",
+            notice="subscription-deleted",
         ),
-        Route(
-            "/webhook/subscriptions/{subscription_id}/enable",
-            enable_subscription,
-            methods=["POST"],
+        owner_post(
+            subscription + "/enable",
+            subscriptions.owner_enable_subscription,
+            back="/webhook",
+            notice="subscription-enabled",
         ),
         Route("/webhook/deliveries/{delivery_id}", delivery_page, methods=["GET"]),
-        Route("/webhook/deliveries/{delivery_id}/redeliver", redeliver, methods=["POST"]),
+        owner_post(
+            "/webhook/deliveries/{delivery_id}/redeliver",
+            webhook_config.redeliver,
+            back="/webhook",
+            notice="redelivered",
+        ),
     ]
