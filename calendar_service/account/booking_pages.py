@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from typing import Any
 from urllib.parse import quote, urlencode
 from zoneinfo import ZoneInfo, available_timezones
@@ -215,11 +216,12 @@ async def _gone_or_error(request: Request, exc: CalendarError) -> Response:
     )
 
 
-async def link_page(request: Request) -> Response:
+async def _page(request: Request, *, manage: bool) -> Response:
+    """The link's free slots (``manage``: the booking, with its reschedule form)."""
     token = request.path_params["token"]
     try:
         await spend_budget(request, token)
-        return await _slots_page(request, token, manage=False)
+        return await _slots_page(request, token, manage=manage)
     except CalendarError as exc:
         return await _gone_or_error(request, exc)
 
@@ -278,23 +280,6 @@ async def _slot_form(request: Request, *, manage: bool) -> Response:
     return RedirectResponse(f"/book/manage/{where}{query}", 303)
 
 
-async def book_slot(request: Request) -> Response:
-    return await _slot_form(request, manage=False)
-
-
-async def manage_page(request: Request) -> Response:
-    token = request.path_params["token"]
-    try:
-        await spend_budget(request, token)
-        return await _slots_page(request, token, manage=True)
-    except CalendarError as exc:
-        return await _gone_or_error(request, exc)
-
-
-async def reschedule(request: Request) -> Response:
-    return await _slot_form(request, manage=True)
-
-
 async def cancel(request: Request) -> Response:
     token = request.path_params["token"]
     try:
@@ -330,11 +315,11 @@ async def cancel(request: Request) -> Response:
 
 def booking_routes() -> list[BaseRoute]:
     return [
-        Route("/manage/{token}", manage_page, methods=["GET"]),
-        Route("/manage/{token}/reschedule", reschedule, methods=["POST"]),
+        Route("/manage/{token}", partial(_page, manage=True), methods=["GET"]),
+        Route("/manage/{token}/reschedule", partial(_slot_form, manage=True), methods=["POST"]),
         Route("/manage/{token}/cancel", cancel, methods=["POST"]),
-        Route("/{token}", link_page, methods=["GET"]),
-        Route("/{token}", book_slot, methods=["POST"]),
+        Route("/{token}", partial(_page, manage=False), methods=["GET"]),
+        Route("/{token}", partial(_slot_form, manage=False), methods=["POST"]),
     ]
 
 

@@ -34,8 +34,8 @@ from calendar_service.account.web import (
     account,
     field_errors,
     form,
+    owner_get,
     owner_page,
-    owner_view,
     render,
     see_other,
 )
@@ -221,12 +221,12 @@ async def update_calendar(request: Request, owner: OwnerSessionInfo) -> Response
     return see_other(request, "/calendars", notice="calendar-updated")
 
 
-@owner_page
-async def confirm_delete_calendar(request: Request, owner: OwnerSessionInfo) -> Response:
-    calendar = await _path_calendar(request, owner)
+def _deletable(conn: Connection, *, user_id: str, calendar_id: str) -> dict[str, Any]:
+    """The calendar and what deleting it takes; the default calendar is kept (refused)."""
+    calendar = calendar_changes.calendar_contents(conn, user_id=user_id, calendar_id=calendar_id)
     if calendar["isDefault"]:
         raise DefaultCalendarKept()
-    return render(request, "calendar_delete.html", {"section": "calendars", "calendar": calendar})
+    return calendar
 
 
 @owner_page
@@ -519,24 +519,27 @@ def _via(request: Request, owner: OwnerSessionInfo) -> Via:
 
 
 def routes() -> list[BaseRoute]:
-    confirm_delete = owner_view(
-        _event_shown,
-        param="event_id",
-        template="event_delete.html",
-        section="calendars",
-        name="event",
-    )
     return [
         PAGE.route("/calendars"),
         Route("/calendars", create_calendar, methods=["POST"]),
         Route("/calendars/{calendar_id}/edit", edit_calendar, methods=["GET"]),
         Route("/calendars/{calendar_id}", update_calendar, methods=["POST"]),
-        Route("/calendars/{calendar_id}/delete", confirm_delete_calendar, methods=["GET"]),
+        owner_get(
+            "/calendars/{calendar_id}/delete",
+            _deletable,
+            template="calendar_delete.html",
+            section="calendars",
+        ),
         Route("/calendars/{calendar_id}/delete", delete_calendar, methods=["POST"]),
         Route("/events/new", new_event, methods=["GET"]),
         Route("/events", create_event, methods=["POST"]),
         Route("/events/{event_id}/edit", edit_event, methods=["GET"]),
         Route("/events/{event_id}", update_event, methods=["POST"]),
-        Route("/events/{event_id}/delete", confirm_delete, methods=["GET"]),
+        owner_get(
+            "/events/{event_id}/delete",
+            _event_shown,
+            template="event_delete.html",
+            section="calendars",
+        ),
         Route("/events/{event_id}/delete", delete_event, methods=["POST"]),
     ]

@@ -3,7 +3,6 @@ URL shown once, revoke with confirmation) and each feed's fetch history."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -17,9 +16,9 @@ from calendar_service.account.web import (
     FormPage,
     account,
     form,
-    owner_action,
+    owner_get,
     owner_page,
-    owner_view,
+    owner_post,
     render,
     see_other,
 )
@@ -92,19 +91,16 @@ def _load(conn: Connection, *, user_id: str, feed_id: str) -> dict[str, Any]:
     return feed
 
 
-def _view(load: Callable[..., Any], template: str) -> Callable[[Request], Awaitable[Response]]:
-    return owner_view(load, param="feed_id", template=template, section="feeds", name="feed")
-
-
 def routes() -> list[BaseRoute]:
-    history = _view(_load, "feed.html")
-    confirm = _view(feeds.get_feed, "feed_revoke.html")
-    revoke = owner_action(feeds.revoke_feed, param="feed_id", back="/feeds", notice="feed-revoked")
     return [
         PAGE.route("/feeds"),
         Route("/feeds", create_feed, methods=["POST"]),
         Route("/feeds/reminder", set_reminder, methods=["POST"]),
-        Route("/feeds/{feed_id}", history, methods=["GET"]),
-        Route("/feeds/{feed_id}/revoke", confirm, methods=["GET"]),
-        Route("/feeds/{feed_id}/revoke", revoke, methods=["POST"]),
+        owner_get("/feeds/{feed_id}", _load, template="feed.html", section="feeds"),
+        owner_get(
+            "/feeds/{feed_id}/revoke", feeds.get_feed, template="feed_revoke.html", section="feeds"
+        ),
+        owner_post(
+            "/feeds/{feed_id}/revoke", feeds.revoke_feed, back="/feeds", notice="feed-revoked"
+        ),
     ]

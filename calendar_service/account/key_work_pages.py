@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute, Route
 from calendar_service.access import keys
 from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account.changes_view import KINDS, title_of
-from calendar_service.account.web import account, form, owner_action, owner_page, render, see_other
+from calendar_service.account.web import account, form, owner_page, owner_post, render, see_other
 from calendar_service.asgi.context import request_id
 from calendar_service.calendar import calendars
 from calendar_service.governance import undo_jobs
@@ -84,20 +84,11 @@ def _preview(
     return {"key": key, "count": found["count"], "changes": [_shown(c) for c in found["changes"]]}
 
 
-def _start(
-    conn: Connection,
-    *,
-    user_id: str,
-    key_id: str,
-    since: str,
-    revoke: bool,
-    via: Via,
-    now: datetime,
-) -> dict[str, Any]:
+def _start(conn: Connection, **job: Any) -> dict[str, Any]:
+    """``undo_jobs.start_undo_job`` in a transaction of its own (``run_off_loop`` opens
+    none)."""
     with atomic(conn):
-        return undo_jobs.start_undo_job(
-            conn, user_id=user_id, key_id=key_id, since=since, revoke=revoke, via=via, now=now
-        )
+        return undo_jobs.start_undo_job(conn, **job)
 
 
 def _job_page(
@@ -191,16 +182,15 @@ async def undo_progress(request: Request, owner: OwnerSessionInfo) -> Response:
 
 
 def routes() -> list[BaseRoute]:
-    set_approval = owner_action(
-        keys.set_approval,
-        param="key_id",
-        fields=("approval",),
-        back="/keys/{key_id}/calls",
-        notice="approval-saved",
-    )
     return [
         Route("/keys/{key_id}/undo", confirm_undo, methods=["GET"]),
         Route("/keys/{key_id}/undo", undo_work, methods=["POST"]),
         Route("/keys/{key_id}/undo/{job_id}", undo_progress, methods=["GET"]),
-        Route("/keys/{key_id}/approval", set_approval, methods=["POST"]),
+        owner_post(
+            "/keys/{key_id}/approval",
+            keys.set_approval,
+            fields=("approval",),
+            back="/keys/{key_id}/calls",
+            notice="approval-saved",
+        ),
     ]

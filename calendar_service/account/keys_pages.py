@@ -16,9 +16,9 @@ from calendar_service.account.web import (
     FormPage,
     account,
     form,
-    owner_action,
+    owner_get,
     owner_page,
-    owner_view,
+    owner_post,
     render,
 )
 from calendar_service.calendar import calendars
@@ -127,13 +127,9 @@ def _load_key(conn: Connection, *, user_id: str, key_id: str) -> dict[str, Any]:
 
 
 def routes() -> list[BaseRoute]:
-    confirm = owner_view(
-        _load_key, param="key_id", template="key_revoke.html", section="keys", name="key"
-    )
-    revoke = owner_action(keys.revoke_key, param="key_id", back="/keys", notice="key-revoked")
     return [
         PAGE.route("/keys"),
         Route("/keys", create_key, methods=["POST"]),
-        Route("/keys/{key_id}/revoke", confirm, methods=["GET"]),
-        Route("/keys/{key_id}/revoke", revoke, methods=["POST"]),
+        owner_get("/keys/{key_id}/revoke", _load_key, template="key_revoke.html", section="keys"),
+        owner_post("/keys/{key_id}/revoke", keys.revoke_key, back="/keys", notice="key-revoked"),
     ]

@@ -8,7 +8,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from calendar_service.access.owner_sessions import OwnerSessionInfo
-from calendar_service.account.web import account, owner_action, owner_page, render
+from calendar_service.account.web import account, owner_page, owner_post, render
 from calendar_service.calendar import links
 from calendar_service.platform.timeutil import utcnow
 
@@ -27,8 +27,9 @@ async def links_page(request: Request, owner: OwnerSessionInfo) -> Response:
 
 
 def routes() -> list[BaseRoute]:
-    revoke = owner_action(links.revoke_link, param="link_id", back="/links", notice="link-revoked")
     return [
         Route("/links", links_page, methods=["GET"]),
-        Route("/links/{link_id}/revoke", revoke, methods=["POST"]),
+        owner_post(
+            "/links/{link_id}/revoke", links.revoke_link, back="/links", notice="link-revoked"
+        ),
     ]

@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Route
 
 from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account.changes_view import KINDS, diff, title_of
-from calendar_service.account.web import account, owner_action, owner_page, render
+from calendar_service.account.web import account, owner_page, owner_post, render
 from calendar_service.governance import proposals
 from calendar_service.governance.approving import approve
 from calendar_service.platform.timeutil import utcnow
@@ -73,20 +73,18 @@ async def pending_page(request: Request, owner: OwnerSessionInfo) -> Response:
 
 
 def routes() -> list[BaseRoute]:
-    approve_proposal = owner_action(
-        functools.partial(approve, transport="settings"),
-        param="proposal_id",
-        back="/pending",
-        notice=itemgetter("status"),
-    )
-    reject_proposal = owner_action(
-        functools.partial(proposals.reject, transport="settings"),
-        param="proposal_id",
-        back="/pending",
-        notice="rejected",
-    )
     return [
         Route("/pending", pending_page, methods=["GET"]),
-        Route("/pending/{proposal_id}/approve", approve_proposal, methods=["POST"]),
-        Route("/pending/{proposal_id}/reject", reject_proposal, methods=["POST"]),
+        owner_post(
+            "/pending/{proposal_id}/approve",
+            functools.partial(approve, transport="settings"),
+            back="/pending",
+            notice=itemgetter("status"),
+        ),
+        owner_post(
+            "/pending/{proposal_id}/reject",
+            functools.partial(proposals.reject, transport="settings"),
+            back="/pending",
+            notice="rejected",
+        ),
     ]

@@ -391,6 +391,38 @@ def owner_action(
     return owner_page(act)
 
 
+def owner_get(path: str, load: Callable[..., Any], *, template: str, section: str) -> Route:
+    """The GET route of ``path``: ``owner_view`` of the object the path names, shown under
+    its name (``{key_id}``: ``key``)."""
+    param = _named(path)
+    if param is None or not param.endswith("_id"):
+        raise ValueError(f"{path} names no object to show")
+    name = param.removesuffix("_id")
+    view = owner_view(load, param=param, template=template, section=section, name=name)
+    return Route(path, view, methods=["GET"])
+
+
+def owner_post(
+    path: str,
+    change: Callable[..., Any],
+    *,
+    fields: tuple[str, ...] = (),
+    back: str,
+    notice: str | Callable[[Any], str],
+) -> Route:
+    """The POST route of ``path``: ``owner_action`` on the object the path names, if any."""
+    act = owner_action(change, param=_named(path), fields=fields, back=back, notice=notice)
+    return Route(path, act, methods=["POST"])
+
+
+def _named(path: str) -> str | None:
+    """The parameter of the one object ``path`` names (``/keys/{key_id}/revoke``: ``key_id``)."""
+    names = re.findall(r"{(\w+)}", path)
+    if len(names) > 1:
+        raise ValueError(f"{path} names more than one object")
+    return names[0] if names else None
+
+
 # ---------------------------------------------------------------------------------------------
 # Headers and errors
 

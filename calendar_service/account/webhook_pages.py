@@ -22,8 +22,8 @@ from calendar_service.access.owner_sessions import OwnerSessionInfo
 from calendar_service.account.web import (
     account,
     form,
-    owner_action,
     owner_page,
+    owner_post,
     render,
     see_other,
 )
@@ -62,34 +62,40 @@ def _page_data(conn: Connection, *, user_id: str) -> dict[str, Any]:
 
 
 async def _webhook_page(
-    request: Request,
-    owner: OwnerSessionInfo,
-    *,
-    url: str | None = None,
-    error: str | None = None,
-    triggers: str | None = None,
-    triggers_error: str | None = None,
-    status_code: int = 200,
+    request: Request, owner: OwnerSessionInfo, refused: tuple[str, str, str] | None = None
 ) -> Response:
+    """The page; ``refused``: a form the core refused (400), its input's name (``url`` or
+    ``minutes_before``), what was typed in it and the error shown beside it."""
     data = await account(request).services.db.run(_page_data, user_id=owner.user_id)
-    endpoint = data["endpoint"]
-    if triggers is None:
-        triggers = ", ".join(str(m) for m in (endpoint or {}).get("minutesBefore") or [])
+    endpoint = data["endpoint"] or {}
+    values = {
+        "url": endpoint.get("url", ""),
+        "minutes_before": ", ".join(str(m) for m in endpoint.get("minutesBefore") or []),
+    }
+    errors: dict[str, str] = {}
+    if refused is not None:
+        name, typed, error = refused
+        values[name] = typed
+        errors[name] = error
     return render(
         request,
         "webhook.html",
         {
             **data,
             "section": "webhook",
-            "url": url if url is not None else (endpoint["url"] if endpoint else ""),
-            "error": error,
-            "triggers_value": triggers,
-            "triggers_error": triggers_error,
+            "url": values["url"],
+            "error": errors.get("url"),
+            "triggers_value": values["minutes_before"],
+            "triggers_error": errors.get("minutes_before"),
             "signature_header": account(request).services.config.signature_header,
             "notice": NOTICES.get(request.query_params.get("notice", "")),
         },
-        status_code=status_code,
+        status_code=200 if refused is None else 400,
     )
+
+
+def _said(exc: ValidationFailed) -> str:
+    return "; ".join(e["message"] for e in exc.errors) or exc.message
 
 
 @owner_page
@@ -132,12 +138,9 @@ async def set_url(request: Request, owner: OwnerSessionInfo) -> Response:
             webhook_config.set_endpoint, user_id=owner.user_id, target=target, now=utcnow()
         )
     except ValidationFailed as exc:
-        message = "; ".join(e["message"] for e in exc.errors) or exc.message
-        return await _webhook_page(
-            request, owner, url=url, error=f"The URL {message}.", status_code=400
-        )
+        return await _webhook_page(request, owner, ("url", url, f"The URL {_said(exc)}."))
     except WebhookTargetRefused as exc:
-        return await _webhook_page(request, owner, url=url, error=exc.message, status_code=400)
+        return await _webhook_page(request, owner, ("url", url, exc.message))
     return _secret_page(request, endpoint, secret, rotated=False)
 
 
@@ -189,14 +192,8 @@ async def set_triggers(request: Request, owner: OwnerSessionInfo) -> Response:
             now=utcnow(),
         )
     except ValidationFailed as exc:
-        message = "; ".join(e["message"] for e in exc.errors) or exc.message
-        return await _webhook_page(
-            request,
-            owner,
-            triggers=typed,
-            triggers_error=f"Minutes before {message}.",
-            status_code=400,
-        )
+        refused = ("minutes_before", typed, f"Minutes before {_said(exc)}.")
+        return await _webhook_page(request, owner, refused)
     return see_other(request, "/webhook", notice="triggers-set")
 
 
@@ -224,40 +221,34 @@ async def subscription_page(request: Request, owner: OwnerSessionInfo) -> Respon
 
 
 def routes() -> list[BaseRoute]:
-    send_test = owner_action(webhook_config.send_test_event, back="/webhook", notice="test-sent")
-    redeliver = owner_action(
-        webhook_config.redeliver, param="delivery_id", back="/webhook", notice="redelivered"
-    )
-    delete_subscription = owner_action(
-        subscriptions.owner_delete_subscription,
-        param="subscription_id",
-        back="/webhook",
-        notice="subscription-deleted",
-    )
-    enable_subscription = owner_action(
-        subscriptions.owner_enable_subscription,
-        param="subscription_id",
-        back="/webhook",
-        notice="subscription-enabled",
-    )
+    subscription = "/webhook/subscriptions/{subscription_id}"
     return [
         Route("/webhook", webhook_page, methods=["GET"]),
         Route("/webhook", set_url, methods=["POST"]),
         Route("/webhook/rotate", rotate, methods=["POST"]),
-        Route("/webhook/test", send_test, methods=["POST"]),
+        owner_post(
+            "/webhook/test", webhook_config.send_test_event, back="/webhook", notice="test-sent"
+        ),
         Route("/webhook/enable", enable, methods=["POST"]),
         Route("/webhook/triggers", set_triggers, methods=["POST"]),
-        Route("/webhook/subscriptions/{subscription_id}", subscription_page, methods=["GET"]),
-        Route(
-            "/webhook/subscriptions/{subscription_id}/delete",
-            delete_subscription,
-            methods=["POST"],
+        Route(subscription, subscription_page, methods=["GET"]),
+        owner_post(
+            subscription + "/delete",
+            subscriptions.owner_delete_subscription,
+            back="/webhook",
+            notice="subscription-deleted",
         ),
-        Route(
-            "/webhook/subscriptions/{subscription_id}/enable",
-            enable_subscription,
-            methods=["POST"],
+        owner_post(
+            subscription + "/enable",
+            subscriptions.owner_enable_subscription,
+            back="/webhook",
+            notice="subscription-enabled",
         ),
         Route("/webhook/deliveries/{delivery_id}", delivery_page, methods=["GET"]),
-        Route("/webhook/deliveries/{delivery_id}/redeliver", redeliver, methods=["POST"]),
+        owner_post(
+            "/webhook/deliveries/{delivery_id}/redeliver",
+            webhook_config.redeliver,
+            back="/webhook",
+            notice="redelivered",
+        ),
     ]

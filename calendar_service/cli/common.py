@@ -67,6 +67,12 @@ def run(fn: Callable[..., T], /, **kwargs: Any) -> T:
         db.close()
 
 
+def run_as(email: str, fn: Callable[..., T], /, **kwargs: Any) -> T:
+    """``run`` of ``fn(conn, user_id=…, **kwargs)`` for the owner with this email (NotFound
+    when there is none)."""
+    return run(lambda conn: fn(conn, user_id=owner_id(conn, email), **kwargs))
+
+
 def owner_id(conn: Any, email: str) -> str:
     """The id of the owner with this email (NotFound when there is none)."""
     from calendar_service.access import owners as users

@@ -8,7 +8,15 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_check, owner_id, run
+from calendar_service.cli.common import (
+    JsonFlag,
+    UserOption,
+    emit,
+    owner_check,
+    owner_id,
+    run,
+    run_as,
+)
 from calendar_service.platform.errors import FieldError, NotFound, ValidationFailed
 from calendar_service.platform.timeutil import utcnow
 
@@ -56,7 +64,7 @@ def feeds_list(user: UserOption, as_json: JsonFlag = False) -> None:
     """List an owner's feeds (never their URLs: only the token's first characters)."""
     from calendar_service.interop.ical import feeds
 
-    items = run(lambda conn: feeds.list_feeds(conn, user_id=owner_id(conn, user)))
+    items = run_as(user, feeds.list_feeds)
 
     def text() -> None:
         for f in items:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
+from calendar_service.cli.common import JsonFlag, UserOption, emit, run, run_as
 from calendar_service.platform.timeutil import utcnow
 
 mail_app = typer.Typer(
@@ -27,11 +27,7 @@ def mail_list(
     """The owner's messages, newest first: recipient, method, status and attempts."""
     from calendar_service.delivery.mail import sending as outbox
 
-    items = run(
-        lambda conn: outbox.list_mail(
-            conn, user_id=owner_id(conn, user), limit=max(1, min(limit, 1000))
-        )
-    )
+    items = run_as(user, outbox.list_mail, limit=max(1, min(limit, 1000)))
 
     def text() -> None:
         for m in items:

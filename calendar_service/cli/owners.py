@@ -17,6 +17,7 @@ from calendar_service.cli.common import (
     owner_check,
     owner_id,
     run,
+    run_as,
     usage,
 )
 from calendar_service.platform.errors import (
@@ -107,17 +108,14 @@ def calendars_create(
     """Create a calendar for an owner."""
     from calendar_service.calendar import calendars as calendars_core
 
-    def work(conn: Any) -> dict[str, Any]:
-        return calendars_core.create_calendar(
-            conn,
-            user_id=owner_id(conn, user),
-            name=name,
-            time_zone=time_zone,
-            color=color,
-            now=utcnow(),
-        )
-
-    cal = run(work)
+    cal = run_as(
+        user,
+        calendars_core.create_calendar,
+        name=name,
+        time_zone=time_zone,
+        color=color,
+        now=utcnow(),
+    )
     emit(cal, as_json, f"created calendar {cal['name']!r} ({cal['id']}, {cal['timeZone']})")
 
 
@@ -390,7 +388,7 @@ def keys_list(
     """List an owner's keys (never their secrets)."""
     from calendar_service.access import keys
 
-    items = run(lambda conn: keys.list_keys(conn, user_id=owner_id(conn, user), now=utcnow()))
+    items = run_as(user, keys.list_keys, now=utcnow())
 
     def line(k: dict[str, Any]) -> str:
         scope = k["calendarId"] or "all"
@@ -432,11 +430,7 @@ def keys_update(
     from calendar_service.access import keys
 
     key_id = check_key_id(key_id)
-    record = run(
-        lambda conn: keys.set_approval(
-            conn, user_id=owner_id(conn, user), key_id=key_id, approval=approval, now=utcnow()
-        )
-    )
+    record = run_as(user, keys.set_approval, key_id=key_id, approval=approval, now=utcnow())
     emit(record, as_json, f"key {record['id']}: approval {record['approval']}")
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from calendar_service.cli.common import JsonFlag, UserOption, emit, owner_id, run
+from calendar_service.cli.common import JsonFlag, UserOption, emit, run_as
 from calendar_service.platform.errors import FieldError, ValidationFailed
 from calendar_service.platform.timeutil import utcnow
 
@@ -38,7 +38,7 @@ def rules_show(user: UserOption, as_json: JsonFlag = False) -> None:
     """Print the owner's rules for agents."""
     from calendar_service.calendar.rules import stored_rules
 
-    shown = run(lambda conn: stored_rules(conn, user_id=owner_id(conn, user)))
+    shown = run_as(user, stored_rules)
     emit({"rules": shown}, as_json, lambda: _text(shown))
 
 
@@ -61,7 +61,5 @@ def rules_set(
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "is not a JSON object"
         raise ValidationFailed([FieldError(field, str(reason))]) from None
-    shown = run(
-        lambda conn: set_rules(conn, user_id=owner_id(conn, user), value=value, now=utcnow())
-    )
+    shown = run_as(user, set_rules, value=value, now=utcnow())
     emit({"rules": shown}, as_json, lambda: _text(shown))

@@ -13,6 +13,7 @@ from calendar_service.cli.common import (
     open_database,
     owner_id,
     run,
+    run_as,
     usage,
 )
 from calendar_service.platform.config import Config
@@ -110,7 +111,7 @@ def webhook_show(user: UserOption, as_json: JsonFlag = False) -> None:
     """Show the owner's webhook (never its secret)."""
     from calendar_service.delivery import webhook_settings as webhook_config
 
-    endpoint = run(lambda conn: webhook_config.get_endpoint(conn, user_id=owner_id(conn, user)))
+    endpoint = run_as(user, webhook_config.get_endpoint)
 
     def text() -> None:
         typer.echo(f"{endpoint['id']}  {endpoint['url']}  {endpoint['status']}")
@@ -130,9 +131,7 @@ def webhook_rotate(user: UserOption, as_json: JsonFlag = False) -> None:
     """Issue a new signing secret (shown once); the old one keeps signing for 24 hours."""
     from calendar_service.delivery import webhook_settings as webhook_config
 
-    endpoint, secret = run(
-        lambda conn: webhook_config.rotate_secret(conn, user_id=owner_id(conn, user), now=utcnow())
-    )
+    endpoint, secret = run_as(user, webhook_config.rotate_secret, now=utcnow())
     emit({**endpoint, "secret": secret}, as_json, lambda: _print_secret(endpoint, secret))
 
 
@@ -147,10 +146,8 @@ def webhook_enable(
     """Enable a webhook that was disabled (after 410 Gone or days of failures)."""
     from calendar_service.delivery import webhook_settings as webhook_config
 
-    endpoint = run(
-        lambda conn: webhook_config.enable_endpoint(
-            conn, user_id=owner_id(conn, user), now=utcnow(), redeliver_failed=redeliver_failed
-        )
+    endpoint = run_as(
+        user, webhook_config.enable_endpoint, now=utcnow(), redeliver_failed=redeliver_failed
     )
     emit(
         endpoint,

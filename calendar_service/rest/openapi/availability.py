@@ -18,10 +18,14 @@ from calendar_service.operations import catalog as operations
 from calendar_service.platform.models import availability as shapes
 from calendar_service.platform.schema_patterns import BOUND_PATTERN, RANGE_DOC, TEXT_PATTERN
 from calendar_service.rest import parameters as query_parameters
-from calendar_service.rest.openapi.refs import RATE_DOC, answer, json_content
+from calendar_service.rest.openapi.refs import RATE_DOC, Tag, answer, json_content
 from calendar_service.rest.openapi.responses import errors
 
-TAG = "Availability"
+TAG = Tag(
+    "Availability",
+    "When calendars are busy or free, without the events' titles: for scheduling agents. "
+    "Keys with the `freebusy` permission may call these and nothing else.",
+)
 # Local clock times: 00:00 to 23:59, and 24:00 for an end.
 _CLOCK = "^(?:[01][0-9]|2[0-3]):[0-5][0-9]$"
 _END_CLOCK = "^(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]|24:00)$"
@@ -124,11 +128,6 @@ def _working_hours(hours: dict[str, Any]) -> None:
     )
 
 
-TAG_DOC = {
-    "name": TAG,
-    "description": "When calendars are busy or free, without the events' titles: for "
-    "scheduling agents. Keys with the `freebusy` permission may call these and nothing else.",
-}
 _KEYS_DOC = (
     " Any key may call it: read, write, and `freebusy` keys, which may call nothing else "
     "(and so never see a title)."
@@ -150,7 +149,7 @@ def _answer(description: str, schema: str) -> dict[str, Any]:
 def _free_busy() -> dict[str, Any]:
     return {
         "operationId": "queryFreeBusy",
-        "tags": [TAG],
+        "tags": [TAG.name],
         "summary": "When calendars are busy",
         "description": "The busy intervals of each calendar asked for (default: every calendar "
         "the key reaches), within [timeMin, timeMax), at most "
@@ -184,7 +183,7 @@ def _free_busy() -> dict[str, Any]:
 def _free_time() -> dict[str, Any]:
     return {
         "operationId": "findFreeTime",
-        "tags": [TAG],
+        "tags": [TAG.name],
         "summary": "Find time when every calendar is free",
         "description": "Start times, earliest first, at which every calendar asked for is free "
         "for durationMinutes, within workingHours if given, found and shown in timeZone "

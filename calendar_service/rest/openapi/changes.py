@@ -11,31 +11,29 @@ from pydantic import BaseModel
 from calendar_service.governance.change_shapes import Actor, ChangeList, ChangePublic
 from calendar_service.operations import catalog as operations
 from calendar_service.platform.schema_patterns import BOUND_PATTERN, TEXT_PATTERN
-from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE, problem_example
 from calendar_service.rest.openapi.parameters import id_parameter, page_size, parameter
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
-    PARAMETER,
     RATE_DOC,
     SCHEMA,
     WRITE_NOTE,
+    Tag,
     answer,
     json_content,
-    link,
-    operation,
+    named_by,
+    next_page,
     ref_headers,
 )
 from calendar_service.rest.openapi.responses import errors, problem_response
 from calendar_service.rest.routes import CHANGE_ID_HEADER, CHANGES_PATH
 
-TAG = "Changes"
-TAG_DOC = {
-    "name": TAG,
-    "description": "What was changed in the calendars a key reaches, by whom and through "
-    "what, the event before and after; and undoing a change. Every write answers with its "
-    f"change's id ({CHANGE_ID_HEADER}) and takes `dryRun=true`.",
-}
+TAG = Tag(
+    "Changes",
+    "What was changed in the calendars a key reaches, by whom and through what, the event "
+    "before and after; and undoing a change. Every write answers with its change's id "
+    f"({CHANGE_ID_HEADER}) and takes `dryRun=true`.",
+)
 CHANGE_HEADERS = (*OK_HEADERS, CHANGE_ID_HEADER)
 _CHANGE_ID = "chg_066133a21e8c4d5f3b2a1c0d9e8f7a6b"
 _BEFORE = {**EVENT_EXAMPLE, "title": "Design review", "location": "Room 4"}
@@ -145,7 +143,7 @@ def _dry_run() -> dict[str, Any]:
 
 def parameters() -> dict[str, Any]:
     return {
-        "changeId": id_parameter(
+        **id_parameter(
             "changeId",
             "The change's id, as returned in `id` (and in Calendar-Change-Id).",
             _CHANGE_ID,
@@ -226,17 +224,13 @@ def paths() -> dict[str, Any]:
     collection = CHANGES_PATH.removeprefix("/api/v1")
     return {
         collection: {"get": _list()},
-        collection + "/{changeId}/undo": {
-            "parameters": [{"$ref": PARAMETER.format("changeId")}],
-            "post": _undo(),
-        },
+        collection + "/{changeId}/undo": named_by("changeId", post=_undo()),
     }
 
 
 def _list() -> dict[str, Any]:
-    return operation(
-        "listChanges",
-        TAG,
+    return TAG.operation(
+        operations.LIST_CHANGES,
         "List the changes the key can reach",
         "Every change to the events of the calendars the key reaches, newest "
         "first: what it did (`kind`, the event `before` and `after`, as the API showed it), "
@@ -249,22 +243,16 @@ def _list() -> dict[str, Any]:
             "200": answer(
                 "A page of changes.",
                 json_content("ChangeList"),
-                NextPage=link(
-                    "listChanges",
-                    "The next page, if any (send the same filters).",
-                    pageToken="$response.body#/nextPageToken",
-                ),
+                NextPage=next_page("listChanges", "The next page, if any (send the same filters)."),
             ),
             **errors(),
         },
-        parameters=query_parameters.refs(operations.LIST_CHANGES.name),
     )
 
 
 def _undo() -> dict[str, Any]:
-    return operation(
-        "undoChange",
-        TAG,
+    return TAG.operation(
+        operations.UNDO_CHANGE,
         "Undo a change",
         "Puts the event back as it was before the change: a created event is "
         "deleted; a deleted event or series comes back with its id, its changed and "
@@ -317,7 +305,6 @@ def _undo() -> dict[str, Any]:
                 ),
             ),
         },
-        parameters=query_parameters.refs(operations.UNDO_CHANGE.name),
     )
 
 

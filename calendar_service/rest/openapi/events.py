@@ -7,27 +7,32 @@ from __future__ import annotations
 from typing import Any
 
 from calendar_service.operations import catalog as operations
-from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import create_examples
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     PARAMETER,
     RATE_DOC,
     WRITE_NOTE,
+    Tag,
     answer,
     json_content,
     link,
-    operation,
+    named_by,
+    next_page,
 )
 from calendar_service.rest.openapi.responses import errors
 from calendar_service.rest.routes import EVENTS_PATH
 
-TAG = "Events"
-TAG_DOC = {
-    "name": TAG,
-    "description": "Events in the calendars an API key can reach. Write operations "
-    "need `calendar:write`; every change is sent to the owner's webhook.",
-}
+TAG = Tag(
+    "Events",
+    "Events in the calendars an API key can reach. Write operations need `calendar:write`; "
+    "every change is sent to the owner's webhook.",
+)
+# The attendees of the examples of a create and of a change.
+_ATTENDEES = [
+    {"email": "ana@example.com", "name": "Ana Lima"},
+    {"email": "bob@example.org", "optional": True},
+]
 
 
 def paths() -> dict[str, Any]:
@@ -35,20 +40,16 @@ def paths() -> dict[str, Any]:
     collection = EVENTS_PATH.removeprefix("/api/v1")
     return {
         collection: {"get": _list(), "post": _create()},
-        collection + "/{eventId}": {
-            "parameters": [{"$ref": PARAMETER.format("eventId")}],
-            "get": _get(),
-            "patch": _update(),
-            "delete": _delete(),
-        },
+        collection + "/{eventId}": named_by(
+            "eventId", get=_get(), patch=_update(), delete=_delete()
+        ),
     }
 
 
 def _list() -> dict[str, Any]:
     """The list (and sync) of the calendars' events."""
-    return operation(
-        "listCalendarEvents",
-        TAG,
+    return TAG.operation(
+        operations.LIST,
         "List the calendars and events the key can reach",
         "The calendars the key can reach (or those of them calendarIds names), "
         "and their events that overlap "
@@ -64,10 +65,9 @@ def _list() -> dict[str, Any]:
             "200": answer(
                 "The calendars and a page of their events.",
                 json_content("EventList"),
-                NextPage=link(
+                NextPage=next_page(
                     "listCalendarEvents",
                     "The next page, if any (send the same timeMin and timeMax with it).",
-                    pageToken="$response.body#/nextPageToken",
                 ),
                 Sync=link(
                     "listCalendarEvents",
@@ -77,15 +77,13 @@ def _list() -> dict[str, Any]:
             ),
             **errors("410"),
         },
-        parameters=query_parameters.refs(operations.LIST.name),
     )
 
 
 def _create() -> dict[str, Any]:
     """A new event, safe to retry with an Idempotency-Key."""
-    return operation(
-        "createCalendarEvent",
-        TAG,
+    return TAG.operation(
+        operations.CREATE,
         "Create an event",
         "Creates an event in the calendar named by calendarId or calendar (by "
         "default the key's calendar, or the owner's default calendar for an all-calendars "
@@ -100,10 +98,7 @@ def _create() -> dict[str, Any]:
             ),
             **errors("403", "409", "413", "415", "422"),
         },
-        parameters=[
-            {"$ref": PARAMETER.format("Idempotency-Key")},
-            *query_parameters.refs(operations.CREATE.name),
-        ],
+        before=({"$ref": PARAMETER.format("Idempotency-Key")},),
         body={
             "required": True,
             "description": "The new event.",
@@ -125,10 +120,7 @@ def _create() -> dict[str, Any]:
                             "startsAt": "2026-03-02T10:00:00+01:00",
                             "endsAt": "2026-03-02T10:30:00+01:00",
                             "location": "Room 4",
-                            "attendees": [
-                                {"email": "ana@example.com", "name": "Ana Lima"},
-                                {"email": "bob@example.org", "optional": True},
-                            ],
+                            "attendees": _ATTENDEES,
                         },
                     },
                 },
@@ -139,24 +131,21 @@ def _create() -> dict[str, Any]:
 
 def _get() -> dict[str, Any]:
     """One event."""
-    return operation(
-        "getCalendarEvent",
-        TAG,
+    return TAG.operation(
+        operations.GET,
         "Get one event",
         "The event, if it is in a calendar the key can reach." + RATE_DOC,
         {
             "200": _event_answer("The event.", "read"),
             **errors("404"),
         },
-        parameters=query_parameters.refs(operations.GET.name),
     )
 
 
 def _update() -> dict[str, Any]:
     """A change of some of an event's fields."""
-    return operation(
-        "updateCalendarEvent",
-        TAG,
+    return TAG.operation(
+        operations.UPDATE,
         "Change some fields of an event",
         "Changes only the fields sent (JSON merge semantics: `null` clears "
         "description or location); the event as changed is validated as a whole. For a "
@@ -167,7 +156,6 @@ def _update() -> dict[str, Any]:
             "200": _event_answer("The event as changed.", "changed"),
             **errors("403", "404", "413", "415"),
         },
-        parameters=query_parameters.refs(operations.UPDATE.name),
         body={
             "required": True,
             "description": "The fields to change.",
@@ -185,12 +173,7 @@ def _update() -> dict[str, Any]:
                     "clearLocation": {"summary": "Clear the location", "value": {"location": None}},
                     "invite": {
                         "summary": "Invite two people (with ?sendUpdates=all, by email)",
-                        "value": {
-                            "attendees": [
-                                {"email": "ana@example.com", "name": "Ana Lima"},
-                                {"email": "bob@example.org", "optional": True},
-                            ]
-                        },
+                        "value": {"attendees": _ATTENDEES},
                     },
                 },
             ),
@@ -200,9 +183,8 @@ def _update() -> dict[str, Any]:
 
 def _delete() -> dict[str, Any]:
     """An event's deletion."""
-    return operation(
-        "deleteCalendarEvent",
-        TAG,
+    return TAG.operation(
+        operations.DELETE,
         "Delete an event",
         "Deletes the event (a series with its changed occurrences); the "
         "owner's webhook hears of it with the event as it was. For an occurrence id, cancels "
@@ -220,7 +202,6 @@ def _delete() -> dict[str, Any]:
             ),
             **errors("403", "404"),
         },
-        parameters=query_parameters.refs(operations.DELETE.name),
     )
 
 

@@ -11,7 +11,6 @@ from typing import Any
 from calendar_service.interop.ical.reading import MAX_BYTES, MAX_EVENTS
 from calendar_service.operations import catalog as operations
 from calendar_service.platform.schema_patterns import TEXT_PATTERN
-from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.events import TAG
 from calendar_service.rest.openapi.examples import problem_example
 from calendar_service.rest.openapi.parameters import parameter
@@ -22,7 +21,6 @@ from calendar_service.rest.openapi.refs import (
     WRITE_NOTE,
     answer,
     json_content,
-    operation,
 )
 from calendar_service.rest.openapi.responses import errors, problem_response
 from calendar_service.rest.routes import ICS_MEDIA_TYPE, IMPORT_PATH
@@ -121,9 +119,8 @@ def parameters() -> dict[str, Any]:
 
 def path() -> tuple[str, dict[str, Any]]:
     """The import's path (relative to the ``/api/v1`` server) and its path item."""
-    importing = operation(
-        "importCalendarEvents",
-        TAG,
+    importing = TAG.operation(
+        operations.IMPORT,
         "Import an iCalendar (.ics) file",
         "Imports the VEVENTs of an .ics file (as Google Calendar, Apple "
         "Calendar or Outlook export it) into one calendar: single events, series with their "
@@ -135,7 +132,6 @@ def path() -> tuple[str, dict[str, Any]]:
         "made or changed is sent to the owner's webhook like any other change. At most "
         f"{_MIB} MiB and {MAX_EVENTS} VEVENTs a request." + WRITE_NOTE + RATE_DOC,
         _responses(),
-        parameters=query_parameters.refs(operations.IMPORT.name),
         body={
             "required": True,
             "description": "The .ics file, as it is (RFC 5545 text, UTF-8).",

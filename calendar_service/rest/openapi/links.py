@@ -5,36 +5,32 @@ their schemas."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import BaseModel
+from typing import Any
 
 from calendar_service.operations import catalog as operations
 from calendar_service.platform.models import links as models
-from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.links import BOOK_API, LINKS_PATH
-from calendar_service.rest.openapi.parameters import parameter
+from calendar_service.rest.openapi.parameters import parameter, path_text
 from calendar_service.rest.openapi.refs import (
     RATE_DOC,
     RESPONSE,
-    SCHEMA,
     WRITE_NOTE,
+    Tag,
     answer,
     json_content,
     link,
+    model_schemas,
     operation,
-    renamed,
 )
 from calendar_service.rest.openapi.responses import errors, problem_response
 
-TAG = "Scheduling links"
-TAG_DOC = {
-    "name": TAG,
-    "description": "Links a write key hands a person who is not on this service to pick a "
-    "free time (as Calendly's and Cal.com's): the key makes, lists and deletes its own; the "
-    "page (/book/{token}) and any site of the owner's book through the two public operations, "
+TAG = Tag(
+    "Scheduling links",
+    "Links a write key hands a person who is not on this service to pick a free time (as "
+    "Calendly's and Cal.com's): the key makes, lists and deletes its own; the page "
+    "(/book/{token}) and any site of the owner's book through the two public operations, "
     "which take no key: the token in the path is the link's only secret.",
-}
+)
 LINK_EXAMPLE = {
     "id": "link_4kR8nW2qT6yB0dF3hJ5mP7",
     "url": "https://calendar.example.com/book/3q2Fv8Lk0pZ7mN4sR1tW9xY6bC5dE8gH",
@@ -74,27 +70,16 @@ def paths() -> dict[str, Any]:
 
 
 def _link_id() -> dict[str, Any]:
-    return parameter(
-        "linkId",
-        "path",
-        "A scheduling link of this key (link_…).",
-        {"type": "string", "maxLength": 40},
-    )
+    return path_text("linkId", "A scheduling link of this key (link_…).", 40)
 
 
 def _token() -> dict[str, Any]:
-    return parameter(
-        "token",
-        "path",
-        "The link's token: the last part of its url.",
-        {"type": "string", "maxLength": 100},
-    )
+    return path_text("token", "The link's token: the last part of its url.", 100)
 
 
 def _create() -> dict[str, Any]:
-    return operation(
-        operations.CREATE_LINK.name,
-        TAG,
+    return TAG.operation(
+        operations.CREATE_LINK,
         "Make a scheduling link",
         "A link a person opens to book one of this key's free slots of "
         "durationMinutes within [timeMin, timeMax) (findFreeTime's, over every calendar the key "
@@ -114,7 +99,6 @@ def _create() -> dict[str, Any]:
             ),
             **errors(),
         },
-        parameters=query_parameters.refs(operations.CREATE_LINK.name),
         body={
             "required": True,
             "content": json_content("SchedulingLinkCreate", example=CREATE_EXAMPLE),
@@ -124,9 +108,8 @@ def _create() -> dict[str, Any]:
 
 def _list() -> dict[str, Any]:
     shown = {k: v for k, v in LINK_EXAMPLE.items() if k != "url"}
-    return operation(
-        operations.LIST_LINKS.name,
-        TAG,
+    return TAG.operation(
+        operations.LIST_LINKS,
         "List this key's scheduling links",
         "The key's own links, newest first, without their urls; deleted ones "
         "left out." + WRITE_NOTE + RATE_DOC,
@@ -137,14 +120,12 @@ def _list() -> dict[str, Any]:
             ),
             **errors(),
         },
-        parameters=query_parameters.refs(operations.LIST_LINKS.name),
     )
 
 
 def _delete() -> dict[str, Any]:
-    return operation(
-        operations.DELETE_LINK.name,
-        TAG,
+    return TAG.operation(
+        operations.DELETE_LINK,
         "Delete one of this key's scheduling links",
         "Its page takes no more bookings (410 `link_gone`); bookings made stay. "
         "Another key's link is not found (404)." + WRITE_NOTE + RATE_DOC,
@@ -152,7 +133,6 @@ def _delete() -> dict[str, Any]:
             "204": answer("Deleted."),
             **errors("404"),
         },
-        parameters=query_parameters.refs(operations.DELETE_LINK.name),
     )
 
 
@@ -166,7 +146,7 @@ def _public_errors(*codes: str) -> dict[str, Any]:
 def _slots() -> dict[str, Any]:
     return operation(
         "listBookingSlots",
-        TAG,
+        TAG.name,
         "The free slots of a scheduling link",
         "The link's slots free now, earliest first, on a 15-minute grid, in "
         "timeZone (default: the link's calendar's): its window from now on, narrowed to "
@@ -206,7 +186,7 @@ def _slots() -> dict[str, Any]:
 def _book() -> dict[str, Any]:
     return operation(
         operations.BOOK.name,
-        TAG,
+        TAG.name,
         "Book a slot of a scheduling link",
         "One event in the link's calendar, the guest its attendee (invited by "
         "mail when the service has SMTP and the key may invite), made by the guest (actor "
@@ -266,28 +246,14 @@ def responses() -> dict[str, Any]:
 
 
 def schemas() -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    names = {"SchedulingLinkPublic": "SchedulingLink", "GuestPublic": "Guest"}
-    listed: tuple[tuple[type[BaseModel], Literal["validation", "serialization"]], ...] = (
-        (models.SchedulingLinkCreate, "validation"),
-        (models.SchedulingLinkPublic, "serialization"),
-        (models.SchedulingLinkList, "serialization"),
-        (models.BookingSlots, "serialization"),
-        (models.BookingCreate, "validation"),
-        (models.BookingCreated, "serialization"),
+    return model_schemas(
+        (
+            (models.SchedulingLinkCreate, "validation"),
+            (models.SchedulingLinkPublic, "serialization"),
+            (models.SchedulingLinkList, "serialization"),
+            (models.BookingSlots, "serialization"),
+            (models.BookingCreate, "validation"),
+            (models.BookingCreated, "serialization"),
+        ),
+        {"SchedulingLinkPublic": "SchedulingLink", "GuestPublic": "Guest"},
     )
-    for model, mode in listed:
-        schema = model.model_json_schema(
-            by_alias=True, ref_template=SCHEMA.replace("{}", "{model}"), mode=mode
-        )
-        for name, inner in schema.pop("$defs", {}).items():
-            out[names.get(name, name)] = _untitled(inner)
-        out[names.get(model.__name__, model.__name__)] = _untitled(schema)
-    return renamed(out, names)
-
-
-def _untitled(schema: dict[str, Any]) -> dict[str, Any]:
-    schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
-        prop.pop("title", None)
-    return schema

@@ -43,17 +43,22 @@ def parameter(
     return {**head, "description": description, "schema": schema, **extra}
 
 
+def path_text(name: str, description: str, most: int) -> dict[str, Any]:
+    """A path parameter of at most ``most`` characters (a link's id or token, a
+    subscription's id)."""
+    return parameter(name, "path", description, {"type": "string", "maxLength": most})
+
+
 def id_parameter(name: str, description: str, example: Any) -> dict[str, Any]:
-    """The id of what the path names (an event, a change, a proposal)."""
+    """The id of what the path names (an event, a change, a proposal): the component, under
+    the parameter's name."""
     schema = {"type": "string", "minLength": 1, "pattern": TEXT_PATTERN}
-    return parameter(name, "path", description, schema, example=example)
+    return {name: parameter(name, "path", description, schema, example=example)}
 
 
 def parameters() -> dict[str, Any]:
     return {
-        "eventId": id_parameter(
-            "eventId", "The event's id, as returned in `id`.", EVENT_EXAMPLE["id"]
-        ),
+        **id_parameter("eventId", "The event's id, as returned in `id`.", EVENT_EXAMPLE["id"]),
         **_window(),
         **_pages(),
         **_changes(),

@@ -8,23 +8,21 @@ from typing import Any
 
 from calendar_service.governance.change_shapes import ProposalPublic
 from calendar_service.operations import catalog as operations
-from calendar_service.rest import parameters as query_parameters
+from calendar_service.rest.openapi.changes import TAG
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
 from calendar_service.rest.openapi.parameters import id_parameter
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
-    PARAMETER,
     RATE_DOC,
     SCHEMA,
     answer,
     json_content,
-    operation,
+    named_by,
     ref_headers,
 )
 from calendar_service.rest.openapi.responses import errors
 from calendar_service.rest.routes import PROPOSALS_PATH
 
-TAG = "Changes"
 _PROPOSAL_ID = "prop_3Jk9Lm2Np4Qr6St8Uv0Wx2Yz"
 PROPOSAL_EXAMPLE = {
     "id": _PROPOSAL_ID,
@@ -92,28 +90,19 @@ def schemas() -> dict[str, Any]:
 
 
 def parameters() -> dict[str, Any]:
-    return {
-        "proposalId": id_parameter(
-            "proposalId",
-            "The proposal's id, as a write that waited answered it (`id`).",
-            _PROPOSAL_ID,
-        )
-    }
+    return id_parameter(
+        "proposalId", "The proposal's id, as a write that waited answered it (`id`).", _PROPOSAL_ID
+    )
 
 
 def paths() -> dict[str, Any]:
-    return {
-        PROPOSALS_PATH.removeprefix("/api/v1") + "/{proposalId}": {
-            "parameters": [{"$ref": PARAMETER.format("proposalId")}],
-            "get": _get(),
-        }
-    }
+    item = PROPOSALS_PATH.removeprefix("/api/v1") + "/{proposalId}"
+    return {item: named_by("proposalId", get=_get())}
 
 
 def _get() -> dict[str, Any]:
-    return operation(
-        "getProposal",
-        TAG,
+    return TAG.operation(
+        operations.GET_PROPOSAL,
         "Get a proposal: a write that waits for the owner",
         "A write of a key whose writes wait for the owner's approval answers "
         "202 with a proposal; this is how the key learns what became of it: `pending` "
@@ -135,7 +124,6 @@ def _get() -> dict[str, Any]:
             ),
             **errors("404"),
         },
-        parameters=query_parameters.refs(operations.GET_PROPOSAL.name),
     )
 
 

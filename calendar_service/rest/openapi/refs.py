@@ -3,7 +3,14 @@ answer carries, a JSON body of a named schema, the sentence on the key's budget.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from calendar_service.operations.catalog import Operation
+from calendar_service.rest import parameters as query_parameters
 
 SCHEMA = "#/components/schemas/{}"
 RESPONSE = "#/components/responses/{}"
@@ -42,6 +49,36 @@ def renamed(node: Any, names: dict[str, str]) -> Any:
     return node
 
 
+def model_schemas(
+    models: Iterable[tuple[type[BaseModel], Literal["validation", "serialization"]]],
+    names: dict[str, str],
+) -> dict[str, Any]:
+    """The schemas of ``models`` (each as it is read or as it is written) and of the models
+    they hold, without pydantic's titles, named as ``names`` renames them."""
+    out: dict[str, Any] = {}
+    for model, mode in models:
+        schema = model.model_json_schema(
+            by_alias=True, ref_template=SCHEMA.replace("{}", "{model}"), mode=mode
+        )
+        for name, inner in schema.pop("$defs", {}).items():
+            out[names.get(name, name)] = _untitled(inner)
+        out[names.get(model.__name__, model.__name__)] = _untitled(schema)
+    return renamed(out, names)
+
+
+def _untitled(schema: dict[str, Any]) -> dict[str, Any]:
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
+
+
+def named_by(parameter: str, **methods: Any) -> dict[str, Any]:
+    """The path item of a path that names ``parameter`` (a component), with ``methods``'
+    operations."""
+    return {"parameters": [{"$ref": PARAMETER.format(parameter)}], **methods}
+
+
 def ref_headers(*names: str) -> dict[str, Any]:
     return {name: {"$ref": HEADER.format(name)} for name in names}
 
@@ -77,10 +114,51 @@ def operation(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Tag:
+    """A tag of the document (``doc``: its entry in ``tags``) and the operations filed under
+    it."""
+
+    name: str
+    description: str = ""
+
+    @property
+    def doc(self) -> dict[str, str]:
+        return {"name": self.name, "description": self.description}
+
+    def operation(
+        self,
+        served: Operation,
+        summary: str,
+        description: str,
+        responses: dict[str, Any],
+        *,
+        before: tuple[dict[str, Any], ...] = (),
+        body: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The operation of the catalog's ``served``: its id the catalog's name, its parameters
+        ``before`` (a header's) and the query parameters ``rest/parameters.py`` lists for it."""
+        parameters = [*before, *query_parameters.refs(served.name)]
+        return operation(
+            served.name,
+            self.name,
+            summary,
+            description,
+            responses,
+            parameters=parameters,
+            body=body,
+        )
+
+
 def link(operation_id: str, description: str, **parameters: str) -> dict[str, Any]:
     """An OpenAPI link of an answer: the operation it leads to, with ``parameters`` taken
     from the answer (``$response.body#/id``)."""
     return {"operationId": operation_id, "description": description, "parameters": parameters}
+
+
+def next_page(operation_id: str, description: str) -> dict[str, Any]:
+    """The link from a page of a list to the next (``nextPageToken``)."""
+    return link(operation_id, description, pageToken="$response.body#/nextPageToken")
 
 
 def answer(

@@ -8,7 +8,6 @@ from typing import Any
 
 from calendar_service.calendar.rules import WEEKDAYS
 from calendar_service.operations import catalog as operations
-from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.availability import TAG
 from calendar_service.rest.openapi.examples import problem_example
 from calendar_service.rest.openapi.refs import (
@@ -16,7 +15,6 @@ from calendar_service.rest.openapi.refs import (
     SCHEMA,
     answer,
     json_content,
-    operation,
 )
 from calendar_service.rest.openapi.responses import errors, problem_response, responses
 from calendar_service.rest.routes import RULES_PATH
@@ -132,9 +130,8 @@ def paths() -> dict[str, Any]:
 
 
 def _get() -> dict[str, Any]:
-    return operation(
-        "getSchedulingRules",
-        TAG,
+    return TAG.operation(
+        operations.GET_RULES,
         "The owner's rules for agents",
         "The owner's rules for agents (working hours, buffers, meetings and "
         "minutes a day, focus time, no-meeting days, notice, how far ahead, longest meeting) "
@@ -152,7 +149,6 @@ def _get() -> dict[str, Any]:
             ),
             **errors(),
         },
-        parameters=query_parameters.refs(operations.GET_RULES.name),
     )
 
 

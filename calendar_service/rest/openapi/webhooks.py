@@ -4,39 +4,36 @@ OpenAPI 3.1's ``webhooks``, one per event type, with the payload each carries.""
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import BaseModel
+from typing import Any
 
 from calendar_service.delivery import subscriptions
 from calendar_service.delivery.triggers.kinds import CHANGE_TYPES, ENDED, STARTING
 from calendar_service.journal.webhook_outbox import BOOKING_CREATED
 from calendar_service.operations import catalog as operations
-from calendar_service.rest import parameters as query_parameters
 from calendar_service.rest.openapi.examples import EVENT_EXAMPLE
-from calendar_service.rest.openapi.parameters import parameter
+from calendar_service.rest.openapi.parameters import parameter, path_text
 from calendar_service.rest.openapi.refs import (
     OK_HEADERS,
     RATE_DOC,
     SCHEMA,
+    Tag,
     answer,
     json_content,
     link,
+    model_schemas,
     operation,
     ref_headers,
-    renamed,
 )
 from calendar_service.rest.openapi.responses import errors
 from calendar_service.rest.subscriptions import SUBSCRIPTIONS_PATH
 
-TAG = "Webhooks"
-TAG_DOC = {
-    "name": TAG,
-    "description": "A key's own webhook subscriptions (REST hooks, as Zapier's and n8n's "
-    "instant triggers make them): changes to the events the key reaches, and time triggers "
-    "(an event starting in N minutes, an event ended), signed with the subscription's "
-    "secret (Standard Webhooks). Needs a read or read-and-write key.",
-}
+TAG = Tag(
+    "Webhooks",
+    "A key's own webhook subscriptions (REST hooks, as Zapier's and n8n's instant triggers "
+    "make them): changes to the events the key reaches, and time triggers (an event starting "
+    "in N minutes, an event ended), signed with the subscription's secret (Standard "
+    "Webhooks). Needs a read or read-and-write key.",
+)
 _KEY_NOTE = " Needs a key with `calendar:read` (a read or read-and-write key)."
 
 SUBSCRIPTION_EXAMPLE = {
@@ -79,18 +76,12 @@ def paths() -> dict[str, Any]:
 
 
 def _subscription_id() -> dict[str, Any]:
-    return parameter(
-        "subscriptionId",
-        "path",
-        "A subscription of this key (sub_…).",
-        {"type": "string", "maxLength": 40},
-    )
+    return path_text("subscriptionId", "A subscription of this key (sub_…).", 40)
 
 
 def _create() -> dict[str, Any]:
-    return operation(
-        "createSubscription",
-        TAG,
+    return TAG.operation(
+        operations.SUBSCRIBE,
         "Subscribe a URL to webhook deliveries",
         "Makes a webhook endpoint of this key: the events it reaches (or those "
         "of calendarIds) are sent to url as they change and as they start (minutesBefore) or "
@@ -131,7 +122,6 @@ def _create() -> dict[str, Any]:
             },
             **errors(),
         },
-        parameters=query_parameters.refs(operations.SUBSCRIBE.name),
         body={
             "required": True,
             "description": "Where to send what.",
@@ -141,9 +131,8 @@ def _create() -> dict[str, Any]:
 
 
 def _list() -> dict[str, Any]:
-    return operation(
-        "listSubscriptions",
-        TAG,
+    return TAG.operation(
+        operations.LIST_SUBSCRIPTIONS,
         "List this key's subscriptions",
         "The key's own subscriptions, oldest first, without their secrets." + _KEY_NOTE + RATE_DOC,
         {
@@ -153,14 +142,12 @@ def _list() -> dict[str, Any]:
             ),
             **errors(),
         },
-        parameters=query_parameters.refs(operations.LIST_SUBSCRIPTIONS.name),
     )
 
 
 def _delete() -> dict[str, Any]:
-    return operation(
-        "deleteSubscription",
-        TAG,
+    return TAG.operation(
+        operations.UNSUBSCRIBE,
         "Delete one of this key's subscriptions",
         "Nothing more is sent to it (its deliveries not yet sent fail). Another "
         "key's subscription is not found (404)." + _KEY_NOTE + RATE_DOC,
@@ -168,14 +155,12 @@ def _delete() -> dict[str, Any]:
             "204": answer("Deleted."),
             **errors("404"),
         },
-        parameters=query_parameters.refs(operations.UNSUBSCRIBE.name),
     )
 
 
 def _test() -> dict[str, Any]:
-    return operation(
-        "testSubscription",
-        TAG,
+    return TAG.operation(
+        operations.TEST_SUBSCRIPTION,
         "Send a signed sample of each type the subscription receives",
         "Queues one delivery of each event type the subscription receives, "
         "about a made-up event (`data.test` is true), signed and sent like any other: what a "
@@ -193,7 +178,6 @@ def _test() -> dict[str, Any]:
             ),
             **errors("404", "409"),
         },
-        parameters=query_parameters.refs(operations.TEST_SUBSCRIPTION.name),
     )
 
 
@@ -202,18 +186,14 @@ def _test() -> dict[str, Any]:
 
 
 def schemas() -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    models: tuple[tuple[type[BaseModel], Literal["validation", "serialization"]], ...] = (
-        (subscriptions.SubscriptionCreate, "validation"),
-        (subscriptions.SubscriptionPublic, "serialization"),
-        (subscriptions.SubscriptionList, "serialization"),
+    out = model_schemas(
+        (
+            (subscriptions.SubscriptionCreate, "validation"),
+            (subscriptions.SubscriptionPublic, "serialization"),
+            (subscriptions.SubscriptionList, "serialization"),
+        ),
+        {"SubscriptionPublic": "Subscription"},
     )
-    for model, mode in models:
-        schema = model.model_json_schema(
-            by_alias=True, ref_template=SCHEMA.replace("{}", "{model}"), mode=mode
-        )
-        schema.pop("$defs", None)
-        out[_NAMES.get(model.__name__, model.__name__)] = _untitled(schema)
     out["SubscriptionCreate"]["examples"] = [e["value"] for e in CREATE_EXAMPLES.values()]
     out["SampleDeliveries"] = {
         "type": "object",
@@ -234,17 +214,7 @@ def schemas() -> dict[str, Any]:
         "required": ["deliveries"],
     }
     out.update(_payload_schemas())
-    return renamed(out, _NAMES)
-
-
-_NAMES = {"SubscriptionPublic": "Subscription"}
-
-
-def _untitled(schema: dict[str, Any]) -> dict[str, Any]:
-    schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
-        prop.pop("title", None)
-    return schema
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,7 +336,7 @@ def webhooks() -> dict[str, Any]:
         found[event_type] = {
             "post": operation(
                 _operation_id(event_type),
-                TAG,
+                TAG.name,
                 event_type,
                 description + " Answer 2xx within 10 seconds; anything else is retried on the "
                 "schedule (the same webhook-id). docs/webhooks.md says how to verify the "
