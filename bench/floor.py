@@ -6,7 +6,8 @@ through our ASGI app in one process under ``valgrind --tool=callgrind``, on two 
 bulk-seeded database (``bench.seed``: ``list`` and ``create``, a one-calendar write key) and
 the database built through the API (``bench.api_seed``: ``create_api``, a create through the
 all-calendars write key that built it, into the default calendar; ``create_api_one``, for
-comparison and not guarded, the same through a write key of the default calendar alone).
+comparison and not guarded, the same through a write key of the default calendar alone;
+``list_api``, not guarded, the list of the default calendar with a read key of it).
 Callgrind collects only inside ``sys.call_tracing`` (``--toggle-collect``), which wraps the
 measured requests alone, in this thread alone: the start-up, the seeding, the warm-up requests
 and the WAL checkpointer's thread are not counted. Each kind is its own dump
@@ -21,6 +22,11 @@ hold exactly one lease ahead per ``LEASE_EVERY`` of them).
 database (10,000 events), the API-built one at the benchmark's size (100,000 events; built
 once in about two minutes and kept while the schema is unchanged), in about two minutes.
 ``--events 100000 --requests 300`` counts the bulk benchmark's own shape.
+
+``--warmup K`` (analysis) measures after K requests into the same database: the growth curve
+of a create (K against instructions). ``--concurrency N`` keeps N requests in flight, so that
+their commits are grouped as under load (``db.Database.run_grouped``); the guard's are one at a
+time.
 
 ``--inclusive MODULE:NAME[,...]`` (analysis) also counts the instructions spent inside Python
 functions (or ``Class.method``, or an attribute of an object such as ``operations:LIST.run``;
@@ -55,11 +61,20 @@ ROOT = Path(__file__).resolve().parents[1]
 BUDGET = ROOT / "bench" / "budget.json"
 DB_DIR = ROOT / "bench" / "results" / "db"
 GUARDED = ("list", "create", "create_api")  # the kinds bench/budget.json holds
-KINDS = (*GUARDED, "create_api_one")
+# In the order they are measured on their database: a list before the creates that add to its
+# calendar.
+KINDS = ("list", "create", "list_api", "create_api", "create_api_one")
 # Each kind's database (bulk: bench.seed; api: bench.api_seed) and the key it sends.
-_SHAPE = {"list": "bulk", "create": "bulk", "create_api": "api", "create_api_one": "api"}
+_SHAPE = {
+    "list": "bulk",
+    "create": "bulk",
+    "list_api": "api",
+    "create_api": "api",
+    "create_api_one": "api",
+}
 _SECRET = {
     "list": "read_secret",
+    "list_api": "read_secret",  # a read key of the default calendar (bench.api_seed)
     "create": "write_secret",  # one-calendar key (bench.seed)
     "create_api": "write_secret",  # all-calendars key (bench.api_seed)
     "create_api_one": "one_calendar_write_secret",
@@ -84,6 +99,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--warmup", type=int, default=GUARD["warmup"])
     p.add_argument("--requests", type=int, default=GUARD["requests"])
+    p.add_argument(
+        "--concurrency", type=int, default=1, help="requests in flight at a time (default 1)"
+    )
     p.add_argument(
         "--check", action="store_true", help=f"compare with {BUDGET.name}; exit 1 past it"
     )
@@ -114,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
         shape = budget["shape"]
         a.events, a.warmup, a.requests = shape["events"], shape["warmup"], shape["requests"]
         a.api_events = shape["api_events"]
-        a.kinds = GUARDED
+        a.kinds, a.concurrency = GUARDED, 1
     counts = count(
         kinds=a.kinds,
         events=a.events,
@@ -123,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
         requests=a.requests,
         inclusive=a.inclusive,
         keep=a.keep,
+        concurrency=a.concurrency,
     )
     if a.json:
         print(json.dumps(counts, indent=1))
@@ -181,6 +200,7 @@ def count(
     api_events: int = GUARD["api_events"],
     inclusive: str | None = None,
     keep: Path | None = None,
+    concurrency: int = 1,
 ) -> dict[str, dict[str, Any]]:
     """Instructions per request by kind (and, given ``inclusive``, those inside it), from one
     run of this module under callgrind per database shape."""
@@ -188,11 +208,11 @@ def count(
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
     found: dict[str, dict[str, Any]] = {}
     for shape in ("bulk", "api"):
-        these = tuple(k for k in kinds if _SHAPE[k] == shape)
+        these = tuple(k for k in KINDS if k in kinds and _SHAPE[k] == shape)
         if these:
             meta = _seeded(events) if shape == "bulk" else _built(api_events)
             kept = None if keep is None else keep / shape
-            found.update(_count(these, meta, warmup, requests, inclusive, kept))
+            found.update(_count(these, meta, warmup, requests, inclusive, kept, concurrency))
     return {kind: found[kind] for kind in kinds}
 
 
@@ -203,6 +223,7 @@ def _count(
     requests: int,
     inclusive: str | None,
     keep: Path | None,
+    concurrency: int = 1,
 ) -> dict[str, dict[str, Any]]:
     """``count`` on one database (``meta``): one run under callgrind, a dump per kind."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -223,6 +244,7 @@ def _count(
             f"--warmup={warmup}",
             f"--requests={requests}",
             f"--kind={','.join(kinds)}",
+            f"--concurrency={concurrency}",
         ]
         if inclusive:
             cmd.append(f"--inclusive={inclusive}")
@@ -324,11 +346,11 @@ def _serve_measured(a: argparse.Namespace) -> None:
         lifespan = runner.run(inprocess._started(app))
         for kind in a.kinds:
             token = getattr(meta, _SECRET[kind])
-            work = load.Workload.ours("list" if kind == "list" else "create", token)
+            work = load.Workload.ours("list" if kind.startswith("list") else "create", token)
             batch = inprocess.requests(work, a.warmup + a.requests)
-            statuses = runner.run(inprocess.drive(app, batch[: a.warmup], token))
+            statuses = runner.run(inprocess.drive(app, batch[: a.warmup], token, a.concurrency))
             _instrumentation("on")
-            measured = inprocess.drive(app, batch[a.warmup :], token)
+            measured = inprocess.drive(app, batch[a.warmup :], token, a.concurrency)
             statuses += sys.call_tracing(runner.run, (measured,))
             _instrumentation("off")
             bad = {status: n for status, n in statuses.items() if status >= 300}

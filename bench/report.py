@@ -21,9 +21,15 @@ def median(values: list[float]) -> float:
 
 def line(label: str, r: dict[str, Any]) -> str:
     err = f"  errors {r['errors']}" if r["errors"] else ""
+    split = ""
+    if "cpu_user_us_per_req" in r:  # Runner.measure's rows
+        split = (
+            f" ({r['cpu_user_us_per_req']} user, {r['cpu_sys_us_per_req']} sys; "
+            f"{r['reads_per_req']} reads, {r['writes_per_req']} writes)"
+        )
     return (
         f"  {label:<22} {r['rps']:>9,.0f} req/s   p50 {r['p50_ms']:>7.2f} ms   "
-        f"p99 {r['p99_ms']:>7.2f} ms   cpu {r.get('cpu_us_per_req', 0):>5} us/req   "
+        f"p99 {r['p99_ms']:>7.2f} ms   cpu {r.get('cpu_us_per_req', 0):>5} us/req{split}   "
         f"machine {r.get('machine_busy_pct', 0):>3}% busy   "
         f"({r['requests']:,} requests){err}"
     )
@@ -67,8 +73,13 @@ def compared(runs: dict[str, list[dict[str, Any]]], top: str, base: str) -> dict
 
 
 def _medians(results: list[dict[str, Any]]) -> dict[str, float]:
-    keys = ("rps", "p50_ms", "p99_ms", "cpu_us_per_req", "machine_busy_pct")
+    keys = ["rps", "p50_ms", "p99_ms", "cpu_us_per_req", "machine_busy_pct"]
+    keys += [key for key in _SPLIT if results and key in results[0]]
     return {key: round(median([r.get(key, 0) for r in results]), 2) for key in keys}
+
+
+# Runner.measure's split of the CPU per request, and the read and write calls per request.
+_SPLIT = ("cpu_user_us_per_req", "cpu_sys_us_per_req", "reads_per_req", "writes_per_req")
 
 
 def chart(summary: dict[str, Any], path: Path, machine: str) -> Path | None:
