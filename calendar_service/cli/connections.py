@@ -243,9 +243,15 @@ def _listed(connection_id: str) -> list[dict[str, Any]]:
 def remove(
     connection_id: Annotated[str, typer.Argument(help="conn_…")], as_json: JsonFlag = False
 ) -> None:
-    """Remove a connected calendar, its stored secret and its copy."""
+    """Remove a connected calendar and its stored secret; its copy is hidden at once and
+    deleted in steps by the service (``serve`` or ``worker``)."""
     from calendar_service.cli.common import run
     from calendar_service.delivery import connections as store
+    from calendar_service.platform.timeutil import utcnow
 
-    run(lambda conn: store.remove_connection(conn, user_id=None, connection_id=connection_id))
+    run(
+        lambda conn: store.remove_connection(
+            conn, user_id=None, connection_id=connection_id, now=utcnow()
+        )
+    )
     emit({"removed": connection_id}, as_json, f"removed {connection_id}")
