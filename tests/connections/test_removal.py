@@ -6,6 +6,7 @@ a time takes, and another finishes when the first dies. The steps are made small
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from tests.connections.test_details import listed, mirror_id, show
 from tests.connections.test_polling import add_ics, calendar, day, vevent
 from tests.support import (
     Factory,
+    Owner,
     RunningServer,
     fresh_database_url,
     migrated_database,
@@ -77,6 +79,22 @@ def _source() -> bytes:
     ).encode()
 
 
+@contextmanager
+def _connected(
+    live: tuple[Config, Database, RunningServer], factory: Factory
+) -> Iterator[tuple[Owner, str, httpx.Client, str]]:
+    """An owner, a read key of theirs, a client of the app and a ``details`` connection."""
+    config, db, running = live
+    owner = factory.owner()
+    _, reader = factory.key(owner, permission="read")
+    with (
+        ics_server(_source()) as source,
+        httpx.Client(base_url=running.url, timeout=30) as client,
+    ):
+        connection_id = add_ics(db, config, owner, source.url, name="Work", visibility="details")
+        yield owner, reader, client, connection_id
+
+
 def _count(db: Database, table: Any, *where: Any) -> int:
     return len(db.call(lambda c: c.execute(select(table).where(*where)).all()))
 
@@ -107,6 +125,12 @@ def _detach_and_claim(db: Database, work: Any) -> str:
     return str(db.call(both))
 
 
+def _switch(conn: Any, user_id: str, connection_id: str, visibility: str) -> None:
+    store.set_visibility(
+        conn, user_id=user_id, connection_id=connection_id, visibility=visibility, now=utcnow()
+    )
+
+
 def _step(db: Database, removal_id: str) -> bool | None:
     return db.call(
         removals.step,
@@ -121,25 +145,13 @@ def _step(db: Database, removal_id: str) -> bool | None:
 def test_busy_again_hides_the_mirror_at_once_and_a_runner_deletes_it_in_steps(
     live: tuple[Config, Database, RunningServer], factory: Factory
 ) -> None:
-    config, db, running = live
-    owner = factory.owner()
-    _, reader = factory.key(owner, permission="read")
-    with (
-        ics_server(_source()) as source,
-        httpx.Client(base_url=running.url, timeout=30) as client,
-    ):
-        connection_id = add_ics(db, config, owner, source.url, name="Work", visibility="details")
+    db = live[1]
+    with _connected(live, factory) as (owner, reader, client, connection_id):
         mirror = _filled(db, client, reader, connection_id)
         before = listed(client, reader, **_window())[0]["nextSyncToken"]
         removal_id = _detach_and_claim(
             db,
-            lambda conn: store.set_visibility(
-                conn,
-                user_id=owner.id,
-                connection_id=connection_id,
-                visibility="busy",
-                now=utcnow(),
-            ),
+            lambda conn: _switch(conn, owner.id, connection_id, "busy"),
         )
         # Hidden at once: no key lists or searches it, nor names it; its events are all there.
         assert mirror_id(db, connection_id) is None
@@ -183,34 +195,16 @@ def test_busy_again_hides_the_mirror_at_once_and_a_runner_deletes_it_in_steps(
 def test_removal_and_a_new_mirror_meanwhile_and_the_copy_go_in_steps(
     live: tuple[Config, Database, RunningServer], factory: Factory
 ) -> None:
-    config, db, running = live
-    owner = factory.owner()
-    _, reader = factory.key(owner, permission="read")
-    with (
-        ics_server(_source()) as source,
-        httpx.Client(base_url=running.url, timeout=30) as client,
-    ):
+    db = live[1]
+    with _connected(live, factory) as (owner, reader, client, connection_id):
         # Busy again and, before its job runs, details again: the new mirror fills while the
         # old one is deleted (the old mapping names none of its events).
-        connection_id = add_ics(db, config, owner, source.url, name="Home", visibility="details")
         first = _filled(db, client, reader, connection_id)
         _detach_and_claim(
             db,
             lambda conn: (
-                store.set_visibility(
-                    conn,
-                    user_id=owner.id,
-                    connection_id=connection_id,
-                    visibility="busy",
-                    now=utcnow(),
-                ),
-                store.set_visibility(
-                    conn,
-                    user_id=owner.id,
-                    connection_id=connection_id,
-                    visibility="details",
-                    now=utcnow(),
-                ),
+                _switch(conn, owner.id, connection_id, "busy"),
+                _switch(conn, owner.id, connection_id, "details"),
             ),
         )
         second = _filled(db, client, reader, connection_id)
