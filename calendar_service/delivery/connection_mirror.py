@@ -148,23 +148,16 @@ def write_mirror(
                 continue  # unchanged: not written again
             if old is not None:
                 _delete_events(conn, mirror.id, [old[0]])
-            event_id = _insert_event(conn, mirror, tz, desired, now)
+            now_mapped = {
+                "event_id": _insert_event(conn, mirror, tz, desired, now),
+                "digest": digest,
+            }
+            key = {"connection_id": connection_id, "href": href, "uid_hash": uid_hash}
             if old is None:
-                conn.execute(
-                    insert(connection_events_t).values(
-                        connection_id=connection_id,
-                        href=href,
-                        uid_hash=uid_hash,
-                        event_id=event_id,
-                        digest=digest,
-                    )
-                )
+                conn.execute(insert(connection_events_t).values(key | now_mapped))
             else:
-                conn.execute(
-                    update(connection_events_t)
-                    .where(c.connection_id == connection_id, c.href == href, c.uid_hash == uid_hash)
-                    .values(event_id=event_id, digest=digest)
-                )
+                where = [c[name] == value for name, value in key.items()]
+                conn.execute(update(connection_events_t).where(*where).values(now_mapped))
 
 
 def _hash(text: str) -> str:

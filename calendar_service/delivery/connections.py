@@ -278,10 +278,10 @@ def list_connections(conn: Connection, *, user_id: str) -> list[dict[str, Any]]:
 
 
 def _row(conn: Connection, user_id: str | None, connection_id: str) -> Any:
-    query = select(connections_t).where(connections_t.c.id == connection_id)
-    if user_id is not None:
-        query = query.where(connections_t.c.user_id == user_id)
-    row = conn.execute(query).first()
+    where = [connections_t.c.id == connection_id]
+    if user_id is not None:  # the owner's only (None: the operator's CLI, the poller)
+        where.append(connections_t.c.user_id == user_id)
+    row = conn.execute(select(connections_t).where(*where)).first()
     if row is None:
         raise NotFound(f"No connected calendar {connection_id!r}: see connections list.")
     return row
@@ -369,6 +369,11 @@ class PollJob:
 
 
 REEXPAND_AFTER = timedelta(days=7)
+_AS_STORED = (
+    "id", "user_id", "kind", "username", "collection_url",
+    "etag", "last_modified", "sync_token", "ctag", "visibility",
+)  # fmt: skip
+"""``PollJob``'s fields read as the connection's row has them."""
 
 
 def claim_due(
@@ -428,18 +433,9 @@ def claim_due(
             continue
         jobs.append(
             PollJob(
-                id=row.id,
-                user_id=row.user_id,
-                kind=row.kind,
+                **{name: getattr(row, name) for name in _AS_STORED},
                 url=url,
-                username=row.username,
                 password=password,
-                collection_url=row.collection_url,
-                etag=row.etag,
-                last_modified=row.last_modified,
-                sync_token=row.sync_token,
-                ctag=row.ctag,
-                visibility=row.visibility,
                 has_copy=row.synced_at is not None,
                 full=expanded is None or now - expanded > REEXPAND_AFTER,
                 objects=objects,
