@@ -25,7 +25,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, or_, select, tuple_, update
+from sqlalchemy import Connection, delete, func, insert, or_, select, tuple_, update
 
 from calendar_service.calendar.calendar_edits import delete_calendar_step, revoke_calendar_access
 from calendar_service.delivery.connection_mirror import mirror_of
@@ -153,7 +153,7 @@ def _delete_copy(conn: Connection, job: Any, most: int) -> bool:
 
 def pending(conn: Connection, *, connection_id: str | None = None) -> int:
     """How many removals are not done (of ``connection_id``'s, if given)."""
-    query = select(mirror_removals_t.c.id)
+    query = select(func.count()).select_from(mirror_removals_t)
     if connection_id is not None:
         query = query.where(mirror_removals_t.c.connection_id == connection_id)
-    return len(conn.execute(query).all())
+    return int(conn.execute(query).scalar_one())
