@@ -33,7 +33,7 @@ from calendar_service.platform.timeutil import utcnow
 from tests.conftest import make_config
 from tests.connections.sources import ics_server
 from tests.connections.test_details import listed, mirror_id, show
-from tests.connections.test_polling import add_ics, calendar, day, vevent
+from tests.connections.test_polling import add_ics, calendar, day, free_busy, vevent
 from tests.support import (
     Factory,
     Owner,
@@ -227,6 +227,8 @@ def test_removal_and_a_new_mirror_meanwhile_and_the_copy_go_in_steps(
         with pytest.raises(NotFound):
             db.call(store.get_connection, user_id=owner.id, connection_id=connection_id)
         assert listed(client, reader, **_window())[0]["events"] == []
+        counted = free_busy(client, reader, day(1), day(5))["calendars"]
+        assert connection_id not in [c["id"] for c in counted]  # its busy rows left no trace
         steps = 0
         while _step(db, removal_id):
             steps += 1
