@@ -31,14 +31,13 @@ from sqlalchemy import (
 )
 
 from calendar_service.access import call_history as history
-from calendar_service.platform.db import Statement
+from calendar_service.platform.db import Statement, owned_row
 from calendar_service.platform.errors import (
     ExpiredKey,
     FieldError,
     InsufficientScope,
     MalformedKey,
     MissingKey,
-    NotFound,
     RevokedKey,
     UnknownKey,
     ValidationFailed,
@@ -660,13 +659,8 @@ def list_keys(conn: Connection, *, user_id: str, now: datetime) -> list[dict[str
 
 def get_key(conn: Connection, *, user_id: str | None, key_id: str) -> dict[str, Any]:
     """One key of ``user_id`` (``None``: any owner, for the operator's CLI)."""
-    query = select(keys_t).where(keys_t.c.id == key_id)
-    if user_id is not None:
-        query = query.where(keys_t.c.user_id == user_id)
-    row = conn.execute(query).mappings().first()
-    if row is None:
-        raise NotFound(f"No API key {key_id!r}.")
-    return dict(row)
+    row = owned_row(conn, keys_t, key_id, user_id=user_id, missing=f"No API key {key_id!r}.")
+    return dict(row._mapping)
 
 
 def revoke_key(

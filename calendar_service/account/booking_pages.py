@@ -149,11 +149,11 @@ async def _slots_page(
     tz_name = asked or home_zone or "UTC"
     start = _week_start(values.get("from") or request.query_params.get("from"), tz_name)
     end = start + timedelta(days=DAYS_SHOWN)
-    window = {"time_min": start.isoformat(), "time_max": end.isoformat(), "time_zone": asked}
+    window = booking.SlotWindow(start.isoformat(), end.isoformat(), asked)
     if manage:
-        found = await db.run(booking.managed_slots, manage_token=token, now=now, **window)
+        found = await db.run(booking.managed_slots, manage_token=token, now=now, window=window)
     else:
-        found = await db.run(booking.link_slots, token=token, now=now, **window)
+        found = await db.run(booking.link_slots, token=token, now=now, window=window)
     found = await _done(found)
     if asked is None:
         tz_name = found["timeZone"]

@@ -232,41 +232,44 @@ def _zone_refused(time_zone: Any) -> FieldError | None:
     return FieldError("timeZone", "must be an IANA time zone such as Europe/Berlin")
 
 
+@dataclass(frozen=True, slots=True)
+class SlotWindow:
+    """What a guest asks of a link's slots, as given (``timeMin``, ``timeMax``, ``timeZone``;
+    each may be left out): those in ``[time_min, time_max)``, shown in ``time_zone`` (default:
+    the link's calendar's)."""
+
+    time_min: Any = None
+    time_max: Any = None
+    time_zone: Any = None
+
+
+ALL_SLOTS = SlotWindow()
+
+
 def link_slots(
-    conn: Connection,
-    *,
-    token: str,
-    now: datetime,
-    time_min: Any = None,
-    time_max: Any = None,
-    time_zone: Any = None,
+    conn: Connection, *, token: str, now: datetime, window: SlotWindow = ALL_SLOTS
 ) -> dict[str, Any] | Later:
     """``GET /api/v1/book/{token}/slots``: ``{title, durationMinutes, timeZone, slots}``, the
-    slots in ``time_zone`` (default: the link's calendar's), a ``Later`` when series must be
-    expanded (off the event loop, after the transaction)."""
-    refused = _zone_refused(time_zone)
+    slots ``window`` asks for, a ``Later`` when series must be expanded (off the event loop,
+    after the transaction)."""
+    refused = _zone_refused(window.time_zone)
     if refused is not None:  # before the link: a bad zone is a 400 whatever became of it
         raise ValidationFailed([refused])
     link = open_link(conn, token=token, now=now)
-    return slots_of(conn, link, now=now, time_min=time_min, time_max=time_max, time_zone=time_zone)
+    return slots_of(conn, link, now=now, window=window)
 
 
 def slots_of(
-    conn: Connection,
-    link: OpenLink,
-    *,
-    now: datetime,
-    time_min: Any = None,
-    time_max: Any = None,
-    time_zone: Any = None,
+    conn: Connection, link: OpenLink, *, now: datetime, window: SlotWindow
 ) -> dict[str, Any] | Later:
     """``link_slots`` of a link already open (a booking's, to reschedule it)."""
+    time_zone = window.time_zone
     refused = _zone_refused(time_zone)
     errors = [] if refused is None else [refused]
     tz_name = link.zone_name if time_zone is None or refused is not None else str(time_zone)
     tz = zone(tz_name) if not errors else link.tz
-    low = _bound(time_min, "timeMin", tz, errors)
-    high = _bound(time_max, "timeMax", tz, errors)
+    low = _bound(window.time_min, "timeMin", tz, errors)
+    high = _bound(window.time_max, "timeMax", tz, errors)
     if errors:
         raise ValidationFailed(errors)
     found = _free_later(conn, link, _window(link, now, low, high), tz_name)
@@ -305,7 +308,16 @@ def check_booking(body: Any) -> None:
     _guest(body, UTC)
 
 
-def _guest(body: Any, tz: tzinfo) -> tuple[str, str, datetime]:
+@dataclass(frozen=True, slots=True)
+class _Guest:
+    """Who books, and the slot's start: a booking's body, checked (``_guest``)."""
+
+    name: str
+    email: str
+    start: datetime
+
+
+def _guest(body: Any, tz: tzinfo) -> _Guest:
     """The booking's body: ``{startsAt, name, email}``, every bad field named."""
     if not isinstance(body, dict):
         raise ValidationFailed([FieldError("body", "must be a JSON object")])
@@ -319,7 +331,7 @@ def _guest(body: Any, tz: tzinfo) -> tuple[str, str, datetime]:
         errors.append(FieldError("startsAt", "must be one of the link's slots (its startsAt)"))
     if errors or name is None or email is None or start is None:
         raise ValidationFailed(errors)
-    return name, email, start
+    return _Guest(name, email, start)
 
 
 def _send(principal: Principal, mail: MailPolicy | None) -> str | None:
@@ -330,24 +342,22 @@ def _send(principal: Principal, mail: MailPolicy | None) -> str | None:
 def _make_event(
     conn: Connection,
     link: OpenLink,
+    guest: _Guest,
     *,
-    name: str,
-    email: str,
-    start: datetime,
     now: datetime,
     via: Any,
     mail: MailPolicy | None,
 ) -> dict[str, Any]:
     """The booking's event, created with ``ifFree``; ``slot_taken`` if the time was taken."""
     row = link.row
-    title = f"{row.title} with {name}"
+    title = f"{row.title} with {guest.name}"
     body: dict[str, Any] = {
         "title": title if len(title) <= TITLE_MAX else row.title,
-        "startsAt": format_utc(start),
-        "endsAt": format_utc(start + timedelta(minutes=row.duration_minutes)),
+        "startsAt": format_utc(guest.start),
+        "endsAt": format_utc(guest.start + timedelta(minutes=row.duration_minutes)),
         "calendarId": row.calendar_id,
         "ifFree": True,
-        "attendees": [{"email": email, "name": name}],
+        "attendees": [{"email": guest.email, "name": guest.name}],
     }
     if row.description:
         body["description"] = row.description
@@ -397,8 +407,8 @@ def book(
     link = open_link(conn, token=token, now=now)
     if link.row.key_id != principal.key_id:  # the front opened this very link
         raise NotFound("There is no scheduling link at this address.")
-    name, email, start = _guest(body, link.tz)
-    if not _offered(conn, link, start, now):
+    guest = _guest(body, link.tz)
+    if not _offered(conn, link, guest.start, now):
         raise _taken(conn, link, now)
     taken = conn.execute(
         update(links_t)
@@ -416,9 +426,7 @@ def book(
             "sent it for a new one."
         )
     _as_guest(via, link.row.id)
-    event = _make_event(
-        conn, link, name=name, email=email, start=start, now=now, via=via, mail=mail
-    )
+    event = _make_event(conn, link, guest, now=now, via=via, mail=mail)
     manage = new_token()
     booking_id = new_id("bk")
     conn.execute(
@@ -427,8 +435,8 @@ def book(
             link_id=link.row.id,
             event_id=event["id"],
             manage_hash=token_hash(manage),
-            guest_email=email,
-            guest_name=name,
+            guest_email=guest.email,
+            guest_name=guest.name,
             created_at=now,
             cancelled_at=None,
         )
@@ -436,12 +444,12 @@ def book(
     booking = {
         "id": booking_id,
         "eventId": event["id"],
-        "startsAt": format_in(start, link.tz),
-        "endsAt": format_in(start + timedelta(minutes=link.row.duration_minutes), link.tz),
+        "startsAt": format_in(guest.start, link.tz),
+        "endsAt": format_in(guest.start + timedelta(minutes=link.row.duration_minutes), link.tz),
         "manageUrl": f"{base_url}{MANAGE_PATH}{manage}",
     }
-    _mail_manage_link(conn, event_id=event["id"], email=email, url=booking["manageUrl"])
-    _notify(conn, link, booking, event, guest={"name": name, "email": email}, now=now)
+    _mail_manage_link(conn, event_id=event["id"], email=guest.email, url=booking["manageUrl"])
+    _notify(conn, link, booking, event, guest={"name": guest.name, "email": guest.email}, now=now)
     return {"booking": booking}
 
 
@@ -547,6 +555,29 @@ def booking_public(conn: Connection, *, manage_token: str, now: datetime) -> dic
     }
 
 
+def _drop_event(
+    conn: Connection,
+    principal: Principal,
+    event_id: str,
+    *,
+    now: datetime,
+    via: Any,
+    mail: MailPolicy | None,
+) -> None:
+    """A booking's event deleted as the guest's change (cancelled or moved); the owner may
+    have deleted it already: the booking goes on all the same."""
+    with contextlib.suppress(NotFound):
+        delete_event(
+            conn,
+            principal=principal,
+            event_id=event_id,
+            now=now,
+            via=via,
+            send_updates=_send(principal, mail),
+            mail=mail,
+        )
+
+
 def cancel_booking(
     conn: Connection,
     *,
@@ -561,17 +592,7 @@ def cancel_booking(
     found = managed(conn, manage_token=manage_token, now=now)
     link = found.link
     _as_guest(via, link.row.id)
-    # The owner may have deleted it already: the booking is cancelled all the same.
-    with contextlib.suppress(NotFound):
-        delete_event(
-            conn,
-            principal=principal,
-            event_id=found.booking.event_id,
-            now=now,
-            via=via,
-            send_updates=_send(principal, mail),
-            mail=mail,
-        )
+    _drop_event(conn, principal, found.booking.event_id, now=now, via=via, mail=mail)
     conn.execute(
         update(bookings_t).where(bookings_t.c.id == found.booking.id).values(cancelled_at=now)
     )
@@ -599,31 +620,14 @@ def reschedule_booking(
     link = found.link
     row = found.booking
     fields = {"startsAt": body.get("startsAt") if isinstance(body, dict) else None}
-    _, _, start = _guest({**fields, "name": row.guest_name, "email": row.guest_email}, link.tz)
+    guest = _guest({**fields, "name": row.guest_name, "email": row.guest_email}, link.tz)
     _as_guest(via, link.row.id)
-    with contextlib.suppress(NotFound):
-        delete_event(
-            conn,
-            principal=principal,
-            event_id=row.event_id,
-            now=now,
-            via=via,
-            send_updates=_send(principal, mail),
-            mail=mail,
-        )
-    if not _offered(conn, link, start, now):
+    _drop_event(conn, principal, row.event_id, now=now, via=via, mail=mail)
+    if not _offered(conn, link, guest.start, now):
         raise _taken(conn, link, now)
-    event = _make_event(
-        conn,
-        link,
-        name=row.guest_name,
-        email=row.guest_email,
-        start=start,
-        now=now,
-        via=via,
-        mail=mail,
-    )
+    event = _make_event(conn, link, guest, now=now, via=via, mail=mail)
     conn.execute(update(bookings_t).where(bookings_t.c.id == row.id).values(event_id=event["id"]))
+    start = guest.start
     end = start + timedelta(minutes=link.row.duration_minutes)
     return {
         "booking": {
@@ -636,17 +640,11 @@ def reschedule_booking(
 
 
 def managed_slots(
-    conn: Connection,
-    *,
-    manage_token: str,
-    now: datetime,
-    time_min: Any = None,
-    time_max: Any = None,
-    time_zone: Any = None,
+    conn: Connection, *, manage_token: str, now: datetime, window: SlotWindow = ALL_SLOTS
 ) -> dict[str, Any] | Later:
     """The slots a booking may be moved to (its link's, whether or not a use is left)."""
     link = managed(conn, manage_token=manage_token, now=now).link
-    return slots_of(conn, link, now=now, time_min=time_min, time_max=time_max, time_zone=time_zone)
+    return slots_of(conn, link, now=now, window=window)
 
 
 def link_facts(conn: Connection, *, token: str, now: datetime) -> dict[str, Any]:

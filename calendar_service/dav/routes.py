@@ -1,8 +1,9 @@
 """CalDAV over HTTP: ``/.well-known/caldav`` and everything under ``/caldav/``.
 
 Each request signs in with HTTP Basic (the owner's email and an app password:
-``caldav.access``; in the operation's own transaction, ``access.signed_in``, unless it brings
-a body larger than ``_PARSE_INLINE``), then runs its operation
+``caldav.access``) in the operation's own transaction (``access.signed_in``; one that brings a
+body larger than ``_PARSE_INLINE`` is let in by a sign-in first, before its body is read), then
+runs its operation
 (``operations.CALDAV_*``) through ``gateway.perform`` like any REST call: the key's
 permission and calendar scope, its rate budget and its call history (transport ``caldav``).
 What a request brings that cannot be taken (too large, not XML, not iCalendar, ``Depth:
@@ -120,17 +121,18 @@ async def _sign_in(request: Request, svc: Services) -> Principal:
 async def _perform(
     request: Request,
     svc: Services,
-    principal: Principal | None,
     op: Operation,
     args: Arguments,
     *,
     refused: CalendarError | None = None,
     then: Callable[[Any], Any] | None = None,
 ) -> Outcome[Any]:
-    """``op`` through ``gateway.perform``; without a ``principal``, signed in within the
-    same transaction (``access.signed_in``), or the long way (``_sign_in``) when that lets
-    the request not in. ``then``: the front's step after the work the operation left for
-    later (a ``Later``), on the same thread."""
+    """``op`` through ``gateway.perform``, signed in within the same transaction
+    (``access.signed_in``), or the long way (``_sign_in``) when that lets the request not in.
+    A request let in before (a large body is read only once signed in) is signed in again
+    here: the key's state, its permission and the write are one transaction, so a key revoked
+    while its body was read writes nothing. ``then``: the front's step after the work the
+    operation left for later (a ``Later``), on the same thread."""
     options: dict[str, Any] = {
         "ctx": call_context(request, op.name, "caldav"),
         "op": op,
@@ -139,19 +141,17 @@ async def _perform(
         "limiter": svc.limiter,
         "proposal_ttl": svc.config.proposal_ttl,
     }
-    outcome: Outcome[Any]
-    if principal is None:
-        asked = await _asked(request, svc)
-        try:
-            outcome = await svc.db.run_grouped(
-                access.signed_in,
-                asked=asked,
-                now=utcnow(),
-                then=functools.partial(_performed, options=options),
-            )
-            return await _finished(outcome, then)
-        except access.SignInNeeded:
-            principal = await _sign_in(request, svc)  # refused there, or let in after all
+    asked = await _asked(request, svc)
+    try:
+        outcome: Outcome[Any] = await svc.db.run_grouped(
+            access.signed_in,
+            asked=asked,
+            now=utcnow(),
+            then=functools.partial(_performed, options=options),
+        )
+        return await _finished(outcome, then)
+    except access.SignInNeeded:
+        principal = await _sign_in(request, svc)  # refused there, or let in after all
     outcome = await svc.db.run_grouped(_performed, principal, options=options)
     return await _finished(outcome, then)
 
@@ -218,9 +218,7 @@ async def _multistatus(
     it is refused; ``asks`` reads it), answered with the core's multistatus, written here
     (``multistatus``)."""
     args = {"path": request.scope["path"], **_reading(read, asks), **args}
-    outcome = await _perform(
-        request, svc, principal, op, args, refused=read[1], then=multistatus.body
-    )
+    outcome = await _perform(request, svc, op, args, refused=read[1], then=multistatus.body)
     written = outcome.value
     if not isinstance(written, bytes):  # answered within the transaction: written here
         # at once when every response is written already (``Kept``), else off the loop
@@ -267,9 +265,7 @@ async def report(request: Request, svc: Services, principal: Principal | None) -
 
 
 async def get(request: Request, svc: Services, principal: Principal | None) -> Response:
-    outcome = await _perform(
-        request, svc, principal, operations.CALDAV_GET, {"path": request.scope["path"]}
-    )
+    outcome = await _perform(request, svc, operations.CALDAV_GET, {"path": request.scope["path"]})
     obj, text = outcome.value
     headers = _headers(outcome, ETag=obj.etag)
     headers["Last-Modified"] = obj.updated.strftime("%a, %d %b %Y %H:%M:%S GMT")
@@ -330,7 +326,7 @@ async def put(request: Request, svc: Services, principal: Principal | None) -> R
         }
 
     # Created (201) or replaced (204): the answer of the PUT's one transaction.
-    outcome = await _perform(request, svc, principal, operations.CALDAV_PUT, args)
+    outcome = await _perform(request, svc, operations.CALDAV_PUT, args)
     return Response(None, outcome.status, _headers(outcome))
 
 
@@ -342,9 +338,7 @@ async def mkcalendar(request: Request, svc: Services, principal: Principal | Non
     def args() -> dict[str, Any]:
         return {"path": request.scope["path"], **asked, "now": utcnow()}
 
-    outcome = await _perform(
-        request, svc, principal, operations.CALDAV_MKCALENDAR, args, refused=read[1]
-    )
+    outcome = await _perform(request, svc, operations.CALDAV_MKCALENDAR, args, refused=read[1])
     return Response(None, outcome.status, _headers(outcome))
 
 
@@ -355,7 +349,7 @@ async def _delete_calendar(
     its history), then the others, each a transaction of its own, as the settings pages
     delete a calendar."""
     args = {"path": request.scope["path"], "now": utcnow()}
-    outcome = await _perform(request, svc, principal, operations.CALDAV_DELETE_CALENDAR, args)
+    outcome = await _perform(request, svc, operations.CALDAV_DELETE_CALENDAR, args)
     done = outcome.value["done"]
     while not done:
         step = await svc.db.run(
@@ -382,7 +376,7 @@ async def delete(request: Request, svc: Services, principal: Principal | None) -
     def args() -> dict[str, Any]:
         return {"path": path, "if_match": if_match, "if_none_match": if_none_match, "now": utcnow()}
 
-    outcome = await _perform(request, svc, principal, operations.CALDAV_DELETE, args)
+    outcome = await _perform(request, svc, operations.CALDAV_DELETE, args)
     return Response(None, outcome.status, _headers(outcome))
 
 

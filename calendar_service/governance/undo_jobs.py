@@ -47,6 +47,7 @@ from calendar_service.access import keys
 from calendar_service.governance.change_list import change_public, change_rows_by_seq, since_instant
 from calendar_service.governance.undo import key_changes, undo_row
 from calendar_service.journal.change_record import Via
+from calendar_service.platform.db import owned_row
 from calendar_service.platform.errors import CalendarError, NotFound
 from calendar_service.platform.ids import new_id
 from calendar_service.platform.models import UTCDateTime
@@ -159,12 +160,7 @@ def undo_job(conn: Connection, *, user_id: str | None, job_id: str) -> dict[str,
     """The job ``job_id`` of the owner ``user_id`` (``None``: anyone's, the CLI) as the pages
     show it: ``{id, keyId, state, total, done, undone, refused, since?, createdAt,
     finishedAt?}`` (``done``: undone and refused). 404 if there is none."""
-    query = select(undo_jobs_t).where(undo_jobs_t.c.id == job_id)
-    if user_id is not None:
-        query = query.where(undo_jobs_t.c.user_id == user_id)
-    row = conn.execute(query).first()
-    if row is None:
-        raise NotFound(f"No undo job {job_id!r}.")
+    row = owned_row(conn, undo_jobs_t, job_id, user_id=user_id, missing=f"No undo job {job_id!r}.")
     job: dict[str, Any] = {
         "id": row.id,
         "userId": row.user_id,

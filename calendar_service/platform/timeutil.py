@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
@@ -28,6 +28,7 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _UTC_SECONDS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z")
 _OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})$")
 _Day = TypeVar("_Day", bound=date)
+_Point = TypeVar("_Point", datetime, str)  # an instant, or one as stored UTC text
 
 MIN_YEAR = 1900
 MAX_YEAR = 2200
@@ -333,3 +334,14 @@ def midnight(day: date, tz: tzinfo) -> datetime:
 
 
 ONE_DAY = timedelta(days=1)
+
+
+def union_of(spans: Iterable[tuple[_Point, _Point]]) -> list[tuple[_Point, _Point]]:
+    """``spans`` (start, end) in time order, those that overlap or touch made one."""
+    merged: list[tuple[_Point, _Point]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged

@@ -95,9 +95,9 @@ async def link_slots(request: Request) -> Response:
         booking.link_slots,
         token=token,
         now=utcnow(),
-        time_min=query.last.get("timeMin"),
-        time_max=query.last.get("timeMax"),
-        time_zone=query.last.get("timeZone"),
+        window=booking.SlotWindow(
+            query.last.get("timeMin"), query.last.get("timeMax"), query.last.get("timeZone")
+        ),
     )
     return _json(await done(found), rate=rate)
 

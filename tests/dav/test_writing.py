@@ -202,6 +202,52 @@ def test_a_body_over_the_limit_is_413(api: httpx.Client, factory: Factory) -> No
     assert put(api, app, app.calendar() + "big.ics", big).status_code == 413
 
 
+def test_a_large_put_is_signed_in_again_in_its_write(
+    api: httpx.Client, factory: Factory, db: Database
+) -> None:
+    """A body over 16 KiB is read only once its app is signed in; the write signs in again in
+    its own transaction, so a key revoked while the body was on its way writes nothing (401),
+    and the same PUT by a live key is written (201)."""
+    import threading
+    from collections.abc import Iterator
+
+    from sqlalchemy import event
+
+    from calendar_service.access import keys
+    from calendar_service.platform.timeutil import utcnow
+
+    app, rest = _app_with_rest(factory)
+    large = ics("large", extra="DESCRIPTION:" + "x" * (20 * 1024)).encode()
+    signed_in = threading.Event()
+
+    def reading_keys(conn: object, cursor: object, statement: str, *rest: object) -> None:
+        if "api_keys" in statement:
+            signed_in.set()
+
+    def body() -> Iterator[bytes]:  # chunked: the app signs in before it reads the body
+        yield large[:1024]
+        assert signed_in.wait(30)
+        db.call(keys.revoke_key, user_id=app.owner.id, key_id=app.key_id, now=utcnow())
+        yield large[1024:]
+
+    event.listen(db.engine, "before_cursor_execute", reading_keys)
+    try:
+        refused = api.put(
+            app.calendar() + "large.ics",
+            content=body(),
+            headers={"Content-Type": "text/calendar"},
+            auth=app.auth,
+        )
+    finally:
+        event.remove(db.engine, "before_cursor_execute", reading_keys)
+    assert refused.status_code == 401, refused.text
+    assert _events(api, rest) == []
+
+    live = app_account(factory, owner=app.owner)
+    assert put(api, live, live.calendar() + "large.ics", large.decode()).status_code == 201
+    assert [e["description"] for e in _events(api, rest)] == ["x" * (20 * 1024)]
+
+
 def test_changes_over_caldav_queue_webhooks_and_can_wait_for_approval(
     api: httpx.Client, factory: Factory, db: Database
 ) -> None:

@@ -44,7 +44,7 @@ from calendar_service.calendar.calendars import (
     chosen_calendars,
 )
 from calendar_service.calendar.event_input import parse_list_params, parse_single_events
-from calendar_service.calendar.events.occurrences import Page, page_with_series
+from calendar_service.calendar.events.occurrences import Page, Window, page_with_series
 from calendar_service.calendar.events.queries import (
     SEARCH_SERIES,
     SEARCH_WINDOW,
@@ -312,11 +312,7 @@ def _window_page(
         series,
         calendars,
         load=functools.partial(series_rows, conn),
-        low=low,
-        high=high,
-        texts=(low_text, high_text),
-        after=after_key,
-        size=size,
+        window=Window(low, high, (low_text, high_text), after_key, size),
         single_events=single_events,
         later=later,
     )

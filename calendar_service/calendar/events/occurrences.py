@@ -40,9 +40,9 @@ from calendar_service.calendar.events.chunks import (
     PLANS,
     SHARE_FLOOR,
     Entry,
-    MustExpand,
     Plan,
     Series,
+    now_or_later,
     series_row,
     sized,
     skipped_starts,
@@ -66,6 +66,21 @@ _SHOWN = itemgetter(3)  # an occurrence item's object (``shapes.Prepared``)
 _AFTER_ALL = "~"  # sorts after every stored UTC text
 _ID_VERSION = itemgetter(0, 3)
 Page = tuple[list[dict[str, Any]], tuple[str, str] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """What a page asks for: the events overlapping ``[low, high)`` (``texts``: the two as
+    stored text), from the page token's place ``after`` (the last event before's start text
+    and id), at most ``size`` of them."""
+
+    low: datetime | None
+    high: datetime | None
+    texts: tuple[str | None, str | None]
+    after: tuple[str, str] | None
+    size: int
+
+
 """A page's events and where the next one starts (``(start text, id)``, or ``None``)."""
 
 
@@ -87,52 +102,33 @@ def page_with_series(
     calendars: Sequence[Any],
     *,
     load: Callable[[Sequence[str]], list[Any]],
-    low: datetime | None,
-    high: datetime | None,
-    texts: tuple[str | None, str | None],
-    after: tuple[str, str] | None,
-    size: int,
+    window: Window,
     single_events: bool,
     later: bool = False,
 ) -> Page | Later:
     """The page (events) and where the next one starts (``(start text, id)``, or ``None``)
-    from the window query's ``rows`` (at most ``size + 1``) and the candidate series
+    from the window query's ``rows`` (at most ``window.size + 1``) and the candidate series
     (``queries.SERIES_KEYS``, with their exceptions' original starts); ``load`` reads series'
     rows by id (``queries.series_rows``), for versions of them new to the process.
-    ``texts``: ``low`` and ``high`` as stored text. ``single_events=False``: the series
-    themselves.
+    ``single_events=False``: the series themselves.
 
     ``later``: a page that needs series expanded (chunks not kept) is returned as a ``Later``
     that makes it without the database, to be run off the event loop; a page read from
     memory is made at once."""
     by_calendar = {c.id: (c.name, zone(c.time_zone)) for c in calendars}
     if not single_events:
+        after = window.after
         items: list[Item] = [(r[3], r[0], _ROW, r) for r in rows]
         wanted = [k[0] for k in series_keys if after is None or (k[2], k[0]) > after]
         for values in load(wanted):
             items.append((values[3], values[0], _SERIES, series_row(values)))
         items.sort()  # (start, id) order: see Item
-        return _page(items, None, size, calendars, by_calendar)
+        return _page(items, None, window.size, calendars, by_calendar)
     found_set, skipped = _SETS.plans(series_keys, by_calendar, load)
     page = functools.partial(
-        _occurrence_page,
-        rows,
-        found_set,
-        skipped,
-        calendars,
-        by_calendar,
-        low=low,
-        high=high,
-        texts=texts,
-        after=after,
-        size=size,
+        _occurrence_page, rows, found_set, skipped, calendars, by_calendar, window
     )
-    if not later:
-        return page(may_expand=True)
-    try:  # from memory, on the spot: the hot path
-        return page(may_expand=False)
-    except MustExpand:
-        return Later(functools.partial(page, may_expand=True))
+    return now_or_later(page, later=later)
 
 
 def _occurrence_page(
@@ -141,20 +137,17 @@ def _occurrence_page(
     skipped: dict[str, set[str]],
     calendars: Sequence[Any],
     by_calendar: dict[str, tuple[str, tzinfo]],
+    window: Window,
     *,
-    low: datetime | None,
-    high: datetime | None,
-    texts: tuple[str | None, str | None],
-    after: tuple[str, str] | None,
-    size: int,
     may_expand: bool,
 ) -> Page:
     """``page_with_series``' page of occurrences, once the series' plans are known (no
     database); ``may_expand=False``: from kept chunks only (``MustExpand`` otherwise)."""
+    low, high, after, size = window.low, window.high, window.after, window.size
     # Where the page starts: its token's start (an occurrence overlapping ``low`` may start
     # before it: each series looks back by its own length, ``Series``).
     since = max(EARLIEST, from_utc_text(after[0]) if after else EARLIEST)
-    low_text, high_text = texts
+    low_text, high_text = window.texts
     end = high or LATEST + timedelta(days=1)
     plans = found_set.plans
     row_starts = list(map(_ROW_START, rows))  # in the rows' (start, id) order

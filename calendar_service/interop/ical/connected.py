@@ -30,7 +30,7 @@ from calendar_service.calendar.recurrence import (
     stored_rule,
 )
 from calendar_service.interop.ical.desired import Desired, Report, wanted_events
-from calendar_service.interop.ical.reading import read_file
+from calendar_service.interop.ical.reading import Bounds, read_file
 from calendar_service.platform.errors import ValidationFailed
 from calendar_service.platform.timeutil import utc_text, zone
 
@@ -38,6 +38,7 @@ MAX_BYTES = 10 * 1024 * 1024
 """The largest file a poll reads."""
 MAX_EVENTS = 20_000
 """VEVENTs a source may hold."""
+_BOUNDS = Bounds(MAX_BYTES, MAX_EVENTS)
 MAX_INTERVALS = 200_000
 """Busy intervals one source may give within the horizon."""
 HORIZON_BEFORE = timedelta(days=7)
@@ -83,7 +84,7 @@ def busy_of_text(data: bytes, *, tz: tzinfo, now: datetime, details: bool = Fals
     read in ``tz`` (the owner's default calendar's zone); ``details``: the events too. Raises
     ``InvalidICalendar`` or ``PayloadTooLarge`` (a file that cannot be read at all) or
     ``TooManyIntervals``."""
-    read = read_file(data, field_name="source", max_bytes=MAX_BYTES, max_events=MAX_EVENTS)
+    read = read_file(data, field_name="source", bounds=_BOUNDS)
     low, high = now - HORIZON_BEFORE, now + HORIZON_AFTER
     found = Busy()
     for plan in read.plans:

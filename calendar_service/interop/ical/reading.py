@@ -132,17 +132,23 @@ class ReadFile:
     zone_work: int = 0  # the work its VTIMEZONEs cost (``zones.Work``), at most MAX_ZONE_WORK
 
 
-def check_shape(
-    data: bytes,
-    *,
-    field_name: str = "body",
-    max_bytes: int = MAX_BYTES,
-    max_events: int = MAX_EVENTS,
-) -> None:
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """How large a file may be: at most ``max_bytes`` long, holding ``max_events`` VEVENTs."""
+
+    max_bytes: int = MAX_BYTES
+    max_events: int = MAX_EVENTS
+
+
+IMPORT_BOUNDS = Bounds()
+"""An import's (``MAX_BYTES``, ``MAX_EVENTS``); a connected calendar's poll has its own."""
+
+
+def check_shape(data: bytes, *, field_name: str = "body", bounds: Bounds = IMPORT_BOUNDS) -> None:
     """Refuse, before parsing, what is not an iCalendar file or is too big to import: no
     ``BEGIN:VCALENDAR``, a component left open or closed twice, nesting deeper than
-    ``MAX_DEPTH``, more than ``max_events`` VEVENTs, more than ``max_bytes`` (a connected
-    calendar's poll passes its own bounds)."""
+    ``MAX_DEPTH``, more VEVENTs or bytes than ``bounds`` allow."""
+    max_bytes, max_events = bounds.max_bytes, bounds.max_events
     if len(data) > max_bytes:
         raise PayloadTooLarge(
             f"The file is larger than {max_bytes // (1024 * 1024)} MiB: split it (for example "
@@ -242,16 +248,10 @@ class _Calendar(Calendar):
         return _Parser(st, cls._get_component_factory(), cls.types_factory)
 
 
-def read_file(
-    data: bytes,
-    *,
-    field_name: str = "body",
-    max_bytes: int = MAX_BYTES,
-    max_events: int = MAX_EVENTS,
-) -> ReadFile:
+def read_file(data: bytes, *, field_name: str = "body", bounds: Bounds = IMPORT_BOUNDS) -> ReadFile:
     """The file's UIDs, planned (``InvalidICalendar`` or ``PayloadTooLarge`` for a file
     that cannot be imported at all)."""
-    check_shape(data, field_name=field_name, max_bytes=max_bytes, max_events=max_events)
+    check_shape(data, field_name=field_name, bounds=bounds)
     try:
         calendars = _Calendar.from_ical(data.removeprefix(b"\xef\xbb\xbf"), multiple=True)
     except Exception as exc:  # the parser's, on input it could not take: a 400, never a 500

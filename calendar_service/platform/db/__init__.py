@@ -8,6 +8,7 @@ One concept per module:
                   one that keeps or undoes them as it decides, ``tentative`` (approvals);
                   ``Group``: one shared by the calls of a group commit
 ``statement``     ``Statement``: the statements every request runs, compiled once, run on the driver
+``rows``          ``owned_row``: one row by its id, of one owner (or of anyone, for the CLI)
 ``database``      ``Database``: runs core calls for the async fronts (inline on SQLite)
 ``thread_connections`` the connection each calling thread keeps between calls
 ``group``         SQLite's group commit (``Database.run_grouped``) and what a rerun asks of a call
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from calendar_service.platform.db.database import Database
 from calendar_service.platform.db.engine import make_engine, sqlite_path
+from calendar_service.platform.db.rows import owned_row
 from calendar_service.platform.db.statement import Statement
 from calendar_service.platform.db.transactions import atomic, rolled_back, tentative
 
@@ -31,6 +33,7 @@ __all__ = [
     "Statement",
     "atomic",
     "make_engine",
+    "owned_row",
     "rolled_back",
     "sqlite_path",
     "tentative",
