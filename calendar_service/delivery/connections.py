@@ -37,9 +37,9 @@ from calendar_service.delivery.connection_removals import detach
 from calendar_service.delivery.webhook_targets import Resolve
 from calendar_service.interop.ical.connected import Busy
 from calendar_service.journal.webhook_outbox import record_notification
+from calendar_service.platform.db.rows import owned_row
 from calendar_service.platform.errors import (
     FieldError,
-    NotFound,
     ValidationFailed,
     WebhookTargetRefused,
 )
@@ -278,13 +278,8 @@ def list_connections(conn: Connection, *, user_id: str) -> list[dict[str, Any]]:
 
 
 def _row(conn: Connection, user_id: str | None, connection_id: str) -> Any:
-    where = [connections_t.c.id == connection_id]
-    if user_id is not None:  # the owner's only (None: the operator's CLI, the poller)
-        where.append(connections_t.c.user_id == user_id)
-    row = conn.execute(select(connections_t).where(*where)).first()
-    if row is None:
-        raise NotFound(f"No connected calendar {connection_id!r}: see connections list.")
-    return row
+    missing = f"No connected calendar {connection_id!r}: see connections list."
+    return owned_row(conn, connections_t, connection_id, user_id=user_id, missing=missing)
 
 
 def get_connection(conn: Connection, *, user_id: str | None, connection_id: str) -> dict[str, Any]:
