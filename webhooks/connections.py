@@ -4,7 +4,8 @@ the settings pages.
 ``ConnectionPoller.tick`` (an interval job of ``webhooks.scheduler``, in ``serve`` and in
 ``worker``) claims the connections due (``delivery.connections.claim_due``: a lease, so one
 host polls each at a time; a dead host's lease runs out after ``LEASE`` and another claims
-it), then polls each:
+it), then polls each. It also runs the removals of mirror calendars (``remove_mirrors``,
+``delivery.connection_removals``), a step a transaction, one host per job.
 
 - ``ics``: one GET, conditional (``If-None-Match`` with the last ETag, ``If-Modified-Since``
   with the last ``Last-Modified``); 304 changes no copy. A changed file is read off the event
@@ -37,6 +38,7 @@ from typing import Any
 import httpx
 from sqlalchemy import Connection, select
 
+from calendar_service.delivery import connection_removals as removals
 from calendar_service.delivery import connections as store
 from calendar_service.interop.ical import connected
 from calendar_service.platform.config import Config
@@ -65,6 +67,8 @@ MAX_XML_BODY = 32 * 1024 * 1024
 MAX_REDIRECTS = 3
 TICK_SECONDS = 1.0
 CONCURRENT_POLLS = 4
+REMOVAL_PAUSE_SECONDS = 0.02
+"""Between two steps of a mirror's removal: other connections' writes take SQLite's lock."""
 
 
 class PollFailed(Exception):
@@ -278,6 +282,7 @@ class ConnectionPoller:
         self._key: bytes | None = None
         self._running: set[asyncio.Task[None]] = set()
         self._ticking = False
+        self._removing: asyncio.Task[None] | None = None
         self.polls = 0
         self.requests = 0  # sent by this poller's polls (benchmarks)
 
@@ -293,6 +298,8 @@ class ConnectionPoller:
             return
         self._ticking = True
         try:
+            if self._removing is None or self._removing.done():
+                self._removing = asyncio.get_running_loop().create_task(self.remove_mirrors())
             free = CONCURRENT_POLLS - len(self._running)
             if free <= 0:
                 return
@@ -308,6 +315,24 @@ class ConnectionPoller:
             logger.exception("claiming connected calendars failed")
         finally:
             self._ticking = False
+
+    async def remove_mirrors(self) -> None:
+        """Run the removals of mirrors no live runner holds (``connection_removals``), one
+        after another, a step at a time: each step one transaction off the event loop, then
+        the requests that waited for it and a pause in which others take SQLite's lock."""
+        try:
+            while removal_id := await self.db.run(removals.claim, runner=self.owner, now=utcnow()):
+                while await self.db.run_off_loop(
+                    _in_transaction(removals.step),
+                    removal_id=removal_id,
+                    runner=self.owner,
+                    now=utcnow(),
+                    most=self.config.connection_removal_step,
+                ):
+                    await self.db.let_waiting_through()
+                    await asyncio.sleep(REMOVAL_PAUSE_SECONDS)
+        except Exception:  # the lease runs out, and a runner takes the job up again
+            logger.exception("removing a connected calendar's mirror failed")
 
     async def poll_now(self, connection_id: str) -> bool:
         """Poll one connection in this process now (``connections sync``, and after adding
@@ -325,6 +350,10 @@ class ConnectionPoller:
         return bool(jobs)
 
     async def close(self) -> None:
+        if self._removing is not None:
+            self._removing.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._removing
         for task in list(self._running):
             task.cancel()
         for task in list(self._running):
@@ -530,8 +559,8 @@ def _read_object(data: bytes, tz: tzinfo, details: bool) -> connected.Busy:
         return connected.Busy(skipped=1)
 
 
-def _in_transaction(fn: Callable[..., bool]) -> Callable[..., bool]:
-    def run(conn: Connection, **kwargs: Any) -> bool:
+def _in_transaction(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(conn: Connection, **kwargs: Any) -> Any:
         with atomic(conn):
             return fn(conn, **kwargs)
 

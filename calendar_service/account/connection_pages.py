@@ -205,7 +205,7 @@ async def add_caldav(request: Request, owner: OwnerSessionInfo) -> Response:
 
 
 def _remove(conn: Connection, *, user_id: str, connection_id: str, now: datetime) -> None:
-    store.remove_connection(conn, user_id=user_id, connection_id=connection_id)
+    store.remove_connection(conn, user_id=user_id, connection_id=connection_id, now=now)
 
 
 def routes() -> list[BaseRoute]:

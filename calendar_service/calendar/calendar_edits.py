@@ -253,24 +253,23 @@ def delete_calendar_step(
     calendar_id: str,
     now: datetime,
     most: int = DELETE_STEP,
+    detached_owner: str | None = None,
 ) -> dict[str, Any]:
     """One step of deleting a calendar (see the module's docstring): at most ``most`` single
     events and series go, each with its ``calendar.event.deleted`` webhook. Returns
-    ``{calendar, deletedEvents, done}``; once ``done``, the calendar is gone."""
+    ``{calendar, deletedEvents, done}``; once ``done``, the calendar is gone.
+
+    ``detached_owner``: the job removing a connection's detached mirror
+    (``delivery.connection_removals``; no front passes it), whose tombstones are filed under
+    that owner; as the poller's writes into a mirror, its deletions queue no webhooks."""
     calendar, owner = _calendar(conn, user_id=user_id, calendar_id=calendar_id, lock=True)
     if calendar.is_default:
         raise DefaultCalendarKept()
-    check_writable(calendar)  # a connection's mirror goes with the connection (or ``busy``)
-    conn.execute(
-        update(keys_t)
-        .where(keys_t.c.calendar_id == calendar.id, keys_t.c.revoked_at.is_(None))
-        .values(revoked_at=now, revoked_by=REVOKED_BY_CALENDAR)
-    )
-    conn.execute(
-        update(feeds_t)
-        .where(feeds_t.c.calendar_id == calendar.id, feeds_t.c.revoked_at.is_(None))
-        .values(revoked_at=now)
-    )
+    if detached_owner is None:
+        check_writable(calendar)  # a connection's mirror goes with the connection (or ``busy``)
+    else:
+        owner = detached_owner
+    revoke_calendar_access(conn, calendar_id=calendar.id, now=now)
     c = events_t.c
     rows = conn.execute(
         select(*EVENT_COLUMNS)
@@ -284,7 +283,7 @@ def delete_calendar_step(
             conn.execute(delete(events_t).where(c.recurring_event_id.in_(series)))
         conn.execute(delete(events_t).where(c.id.in_([row.id for row in rows])))
         tz = zone(calendar.time_zone)
-        for row in rows:
+        for row in rows if detached_owner is None else ():
             event = event_public(row, calendar_name=calendar.name, tz=tz)
             record_change(conn, user_id=owner, event_type=DELETED, event=event, now=now)
     done = len(rows) < most
@@ -300,6 +299,20 @@ def delete_calendar_step(
     if done:
         _delete_calendar_row(conn, calendar, now)
     return {"calendar": calendar_public(calendar), "deletedEvents": len(rows), "done": done}
+
+
+def revoke_calendar_access(conn: Connection, *, calendar_id: str, now: datetime) -> None:
+    """The calendar's one-calendar keys, connected apps and feeds revoked (its deletion)."""
+    conn.execute(
+        update(keys_t)
+        .where(keys_t.c.calendar_id == calendar_id, keys_t.c.revoked_at.is_(None))
+        .values(revoked_at=now, revoked_by=REVOKED_BY_CALENDAR)
+    )
+    conn.execute(
+        update(feeds_t)
+        .where(feeds_t.c.calendar_id == calendar_id, feeds_t.c.revoked_at.is_(None))
+        .values(revoked_at=now)
+    )
 
 
 def _delete_calendar_row(conn: Connection, calendar: CalendarRow, now: datetime) -> None:

@@ -3,16 +3,18 @@
 ``add-ics`` and ``add-caldav`` check the URL against the SSRF rules, seal the secrets, and read
 the new calendar once at once (so the answer says whether it works); ``sync`` reads one now;
 ``list`` shows each with its status (URLs masked, never a password); ``remove`` deletes the
-connection, its secrets and its copy. The worker (``serve`` or ``worker``) keeps them fresh.
+connection and its secrets, and its copy a step at a time in this process (as ``visibility
+busy`` its mirror: ``delivery.connection_removals``). The worker (``serve`` or ``worker``)
+keeps them fresh.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -20,6 +22,11 @@ from calendar_service.cli.common import JsonFlag, UserOption, emit, open_databas
 from calendar_service.platform.config import Config
 from calendar_service.platform.errors import FieldError, ValidationFailed
 from calendar_service.platform.timeutil import utcnow
+
+if TYPE_CHECKING:
+    from webhooks.connections import ConnectionPoller
+
+T = TypeVar("T")
 
 connections_app = typer.Typer(
     help="Calendars kept elsewhere (an iCalendar URL, a CalDAV account) that count as busy time.",
@@ -52,19 +59,32 @@ def _print(found: list[dict[str, Any]], as_json: bool) -> None:
 def _poll_now(ids: list[str]) -> list[dict[str, Any]]:
     """Read the connections once in this process, then show them as they are now."""
     from calendar_service.delivery import connections as store
+
+    async def work(poller: ConnectionPoller) -> list[dict[str, Any]]:
+        for connection_id in ids:
+            await poller.poll_now(connection_id)
+        return [
+            await poller.db.run(store.get_connection, user_id=None, connection_id=i) for i in ids
+        ]
+
+    return _with_poller(work)
+
+
+def _remove_now() -> None:
+    """Run the removals of mirrors (``delivery.connection_removals``) no live runner holds to
+    their end in this process, a step at a time (a service running meanwhile takes none of
+    them: this process holds them)."""
+    _with_poller(lambda poller: poller.remove_mirrors())
+
+
+def _with_poller(work: Callable[[ConnectionPoller], Coroutine[Any, Any, T]]) -> T:
+    """``work`` with a connection poller of this process, on the configured database."""
     from webhooks.connections import ConnectionPoller
 
     config = Config.from_env()
     db = open_database(config)
-
-    async def work() -> None:
-        poller = ConnectionPoller(db, config)
-        for connection_id in ids:
-            await poller.poll_now(connection_id)
-
     try:
-        asyncio.run(work())
-        return [db.call(store.get_connection, user_id=None, connection_id=i) for i in ids]
+        return asyncio.run(work(ConnectionPoller(db, config)))
     finally:
         db.close()
 
@@ -210,6 +230,7 @@ def sync(
             conn, user_id=None, connection_id=connection_id, now=utcnow()
         )
     )
+    _remove_now()
     _print(_poll_now([connection_id]), as_json)
 
 
@@ -229,6 +250,8 @@ def visibility(
             conn, user_id=None, connection_id=connection_id, visibility=shown, now=utcnow()
         )
     )
+    if shown == "busy":
+        _remove_now()
     _print(_poll_now([connection_id]) if shown == "details" else _listed(connection_id), as_json)
 
 
@@ -243,9 +266,16 @@ def _listed(connection_id: str) -> list[dict[str, Any]]:
 def remove(
     connection_id: Annotated[str, typer.Argument(help="conn_…")], as_json: JsonFlag = False
 ) -> None:
-    """Remove a connected calendar, its stored secret and its copy."""
+    """Remove a connected calendar, its stored secret and its copy (hidden at once, then
+    deleted a step at a time)."""
     from calendar_service.cli.common import run
     from calendar_service.delivery import connections as store
+    from calendar_service.platform.timeutil import utcnow
 
-    run(lambda conn: store.remove_connection(conn, user_id=None, connection_id=connection_id))
+    run(
+        lambda conn: store.remove_connection(
+            conn, user_id=None, connection_id=connection_id, now=utcnow()
+        )
+    )
+    _remove_now()
     emit({"removed": connection_id}, as_json, f"removed {connection_id}")

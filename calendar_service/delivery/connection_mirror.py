@@ -4,8 +4,9 @@ list, search, sync, feeds and CalDAV show them with no code of their own.
 
 - The mirror is a row of ``calendars`` with ``connection_id`` (and ``connection_kind``) set:
   ``calendars.check_writable`` refuses every write of a key or app to it (409
-  ``read_only_calendar``). It is made when a connection gets ``details`` (``make_mirror``) and
-  goes, with its events, when it gets ``busy`` again or is removed (``drop_mirror``).
+  ``read_only_calendar``). It is made when a connection gets ``details`` (``make_mirror``);
+  when it gets ``busy`` again or is removed, it is detached at once and deleted in steps
+  (``connection_removals``).
 - The poller writes its events in the poll's transaction (``write_mirror``), from what the
   iCalendar import reads (``interop.ical.desired``: the same titles, descriptions, locations,
   times, rules and changed occurrences an import stores). ``connection_events`` maps each
@@ -36,7 +37,7 @@ from calendar_service.platform.ids import new_id
 from calendar_service.platform.models import to_db
 from calendar_service.platform.models.calendars import calendars_t
 from calendar_service.platform.models.connections import connection_events_t
-from calendar_service.platform.models.events import event_sync_t, events_t
+from calendar_service.platform.models.events import events_t
 from calendar_service.platform.timeutil import zone
 
 Details = Sequence[Desired]
@@ -101,28 +102,6 @@ def make_mirror(conn: Connection, *, connection: Any, now: datetime) -> str:
     return calendar_id
 
 
-def drop_mirror(conn: Connection, *, connection_id: str) -> None:
-    """The mirror calendar, its events and their mapping go (``busy`` again, or removed)."""
-    mirror = mirror_of(conn, connection_id)
-    conn.execute(
-        delete(connection_events_t).where(connection_events_t.c.connection_id == connection_id)
-    )
-    if mirror is None:
-        return
-    owner = conn.execute(
-        select(calendars_t.c.user_id).where(calendars_t.c.id == mirror.id)
-    ).scalar_one()
-    conn.execute(delete(events_t).where(events_t.c.calendar_id == mirror.id))
-    # The triggers filed the tombstones under the calendar: a key of all the owner's calendars
-    # finds them under the owner once it is gone (``events.sync``), as for a deleted calendar.
-    conn.execute(
-        update(event_sync_t)
-        .where(event_sync_t.c.calendar_id == mirror.id)
-        .values(calendar_id=owner)
-    )
-    conn.execute(delete(calendars_t).where(calendars_t.c.id == mirror.id))
-
-
 def write_mirror(
     conn: Connection,
     *,
@@ -139,6 +118,14 @@ def write_mirror(
         return
     tz = zone(mirror.time_zone)
     c = connection_events_t.c
+    # A new mirror (none of its events written yet) after an earlier one was detached: the
+    # mapping left of that one (which its removal deletes in steps) names no event here.
+    fresh = (
+        conn.execute(
+            select(events_t.c.id).where(events_t.c.calendar_id == mirror.id).limit(1)
+        ).first()
+        is None
+    )
     for href in removed:
         _delete_mapped(conn, connection_id, mirror.id, href, None)
     for href, details in changed.items():
@@ -157,27 +144,20 @@ def write_mirror(
         for uid_hash, desired in wanted.items():
             digest = _digest(desired)
             old = mapped.get(uid_hash)
-            if old is not None and old[1] == digest:
+            if old is not None and old[1] == digest and not fresh:
                 continue  # unchanged: not written again
             if old is not None:
                 _delete_events(conn, mirror.id, [old[0]])
-            event_id = _insert_event(conn, mirror, tz, desired, now)
+            now_mapped = {
+                "event_id": _insert_event(conn, mirror, tz, desired, now),
+                "digest": digest,
+            }
+            key = {"connection_id": connection_id, "href": href, "uid_hash": uid_hash}
             if old is None:
-                conn.execute(
-                    insert(connection_events_t).values(
-                        connection_id=connection_id,
-                        href=href,
-                        uid_hash=uid_hash,
-                        event_id=event_id,
-                        digest=digest,
-                    )
-                )
+                conn.execute(insert(connection_events_t).values(key | now_mapped))
             else:
-                conn.execute(
-                    update(connection_events_t)
-                    .where(c.connection_id == connection_id, c.href == href, c.uid_hash == uid_hash)
-                    .values(event_id=event_id, digest=digest)
-                )
+                where = [c[name] == value for name, value in key.items()]
+                conn.execute(update(connection_events_t).where(*where).values(now_mapped))
 
 
 def _hash(text: str) -> str:

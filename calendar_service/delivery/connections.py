@@ -16,8 +16,9 @@ them; the poller (``webhooks.connections``) claims the ones due and records what
   ``calendar.connection.failing`` once an outage and ``calendar.connection.recovered`` after.
 - What the poller writes is not the owner's change: no change log, no event webhooks.
 - ``visibility: details``: a read-only calendar of the owner mirrors the connection
-  (``connection_mirror``), made and filled when the visibility becomes ``details``, removed
-  with its events when it becomes ``busy`` again or the connection goes.
+  (``connection_mirror``), made and filled when the visibility becomes ``details``; when it
+  becomes ``busy`` again or the connection goes, hidden at once and deleted in steps by a
+  job (``connection_removals``), with the copy of a removed connection.
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ from urllib.parse import urlsplit
 from sqlalchemy import Connection, delete, insert, or_, select, update
 
 from calendar_service.delivery import webhook_targets
-from calendar_service.delivery.connection_mirror import drop_mirror, make_mirror, write_mirror
+from calendar_service.delivery.connection_mirror import make_mirror, write_mirror
+from calendar_service.delivery.connection_removals import detach
 from calendar_service.delivery.webhook_targets import Resolve
 from calendar_service.interop.ical.connected import Busy
 from calendar_service.journal.webhook_outbox import record_notification
+from calendar_service.platform.db.rows import owned_row
 from calendar_service.platform.errors import (
     FieldError,
-    NotFound,
     ValidationFailed,
     WebhookTargetRefused,
 )
@@ -276,13 +278,8 @@ def list_connections(conn: Connection, *, user_id: str) -> list[dict[str, Any]]:
 
 
 def _row(conn: Connection, user_id: str | None, connection_id: str) -> Any:
-    query = select(connections_t).where(connections_t.c.id == connection_id)
-    if user_id is not None:
-        query = query.where(connections_t.c.user_id == user_id)
-    row = conn.execute(query).first()
-    if row is None:
-        raise NotFound(f"No connected calendar {connection_id!r}: see connections list.")
-    return row
+    missing = f"No connected calendar {connection_id!r}: see connections list."
+    return owned_row(conn, connections_t, connection_id, user_id=user_id, missing=missing)
 
 
 def get_connection(conn: Connection, *, user_id: str | None, connection_id: str) -> dict[str, Any]:
@@ -308,7 +305,8 @@ def set_visibility(
     conn: Connection, *, user_id: str | None, connection_id: str, visibility: Any, now: datetime
 ) -> dict[str, Any]:
     """``details``: a read-only mirror calendar is made, and the source read again whole at
-    once to fill it; ``busy``: the mirror and its events go (the busy time stays)."""
+    once to fill it; ``busy``: the mirror is hidden at once and a job deletes it with its
+    events (``connection_removals``; the busy time stays)."""
     row = _row(conn, user_id, connection_id)
     if visibility not in VISIBILITIES:
         raise ValidationFailed([FieldError("visibility", "must be busy or details")])
@@ -317,7 +315,7 @@ def set_visibility(
         make_mirror(conn, connection=row, now=now)
         values |= _READ_AGAIN | {"next_poll_at": now}
     elif visibility == "busy":
-        drop_mirror(conn, connection_id=connection_id)
+        detach(conn, connection_id=connection_id, user_id=row.user_id, removed=False, now=now)
     conn.execute(update(connections_t).where(connections_t.c.id == connection_id).values(**values))
     return get_connection(conn, user_id=user_id, connection_id=connection_id)
 
@@ -328,19 +326,16 @@ _READ_AGAIN: dict[str, Any] = dict(
 """A connection's validators forgotten: its next poll reads the whole source."""
 
 
-def remove_connection(conn: Connection, *, user_id: str | None, connection_id: str) -> None:
-    """Remove the connection, its sealed secrets and its copy (busy time and objects). The
+def remove_connection(
+    conn: Connection, *, user_id: str | None, connection_id: str, now: datetime
+) -> None:
+    """Remove the connection with its sealed secrets at once; its copy (mirror, busy time,
+    objects) is hidden at once and deleted in steps (``connection_removals``). The
     connection's row goes first: a poll recording meanwhile holds it locked (``_held``), so
-    this waits for that poll and then deletes what it wrote too."""
-    _row(conn, user_id, connection_id)
+    this waits for that poll, whose writes the job then deletes too."""
+    row = _row(conn, user_id, connection_id)
     conn.execute(delete(connections_t).where(connections_t.c.id == connection_id))
-    drop_mirror(conn, connection_id=connection_id)
-    conn.execute(
-        delete(connection_busy_t).where(connection_busy_t.c.connection_id == connection_id)
-    )
-    conn.execute(
-        delete(connection_objects_t).where(connection_objects_t.c.connection_id == connection_id)
-    )
+    detach(conn, connection_id=connection_id, user_id=row.user_id, removed=True, now=now)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,6 +364,11 @@ class PollJob:
 
 
 REEXPAND_AFTER = timedelta(days=7)
+_AS_STORED = (
+    "id", "user_id", "kind", "username", "collection_url",
+    "etag", "last_modified", "sync_token", "ctag", "visibility",
+)  # fmt: skip
+"""``PollJob``'s fields read as the connection's row has them."""
 
 
 def claim_due(
@@ -428,18 +428,9 @@ def claim_due(
             continue
         jobs.append(
             PollJob(
-                id=row.id,
-                user_id=row.user_id,
-                kind=row.kind,
+                **{name: getattr(row, name) for name in _AS_STORED},
                 url=url,
-                username=row.username,
                 password=password,
-                collection_url=row.collection_url,
-                etag=row.etag,
-                last_modified=row.last_modified,
-                sync_token=row.sync_token,
-                ctag=row.ctag,
-                visibility=row.visibility,
                 has_copy=row.synced_at is not None,
                 full=expanded is None or now - expanded > REEXPAND_AFTER,
                 objects=objects,

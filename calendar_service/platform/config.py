@@ -100,6 +100,9 @@ class Config:
     # with (None: one the service makes and keeps, ``service_secrets``).
     connection_poll: timedelta = timedelta(minutes=5)
     connection_key: str | None = None
+    # Events a step of a connection's mirror removal deletes (``delivery.connection_removals``);
+    # not a setting of the environment: tests lower it.
+    connection_removal_step: int = 500
 
     @property
     def mail_configured(self) -> bool:

@@ -144,10 +144,10 @@ def test_a_details_calendar_is_listed_read_only_searched_synced_and_follows_its_
         # the busy time stays; busy -> details: it is back.
         whole = listed(client, reader, **window)[0]["nextSyncToken"]
         show(db, owner, connection_id, "busy")
+        assert mirror_id(db, connection_id) is None
+        wait_for(lambda: _events_of(db, mirror) == 0, what="the mirror deleted")
         gone, _ = listed(client, reader, syncToken=whole)
         assert len([e for e in gone["events"] if e["status"] == "cancelled"]) == 3
-        assert mirror_id(db, connection_id) is None
-        assert _events_of(db, mirror) == 0
         everything, _ = listed(client, reader, **window)
         assert "Work" not in [c["name"] for c in everything["calendars"]]
         assert not any("Board" in t for t in titles(everything))
@@ -160,9 +160,12 @@ def test_a_details_calendar_is_listed_read_only_searched_synced_and_follows_its_
             what="the mirror filled again",
         )
         # Removing the connection removes its calendar and events.
-        db.call(store.remove_connection, user_id=owner.id, connection_id=connection_id)
-        assert mirror_id(db, connection_id) is None and _events_of(db, again) == 0
-        assert _mapped(db, connection_id) == {}
+        db.call(
+            store.remove_connection, user_id=owner.id, connection_id=connection_id, now=utcnow()
+        )
+        assert mirror_id(db, connection_id) is None
+        wait_for(lambda: _events_of(db, again) == 0, what="the mirror deleted")
+        wait_for(lambda: _mapped(db, connection_id) == {}, what="the mapping deleted")
 
 
 def show(db: Database, owner: Owner, connection_id: str, visibility: str) -> None:

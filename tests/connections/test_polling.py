@@ -161,7 +161,9 @@ def test_an_ics_source_is_busy_time_and_an_unchanged_one_costs_one_304_and_no_co
                 ),
                 what="the move to be seen",
             )
-        db.call(store.remove_connection, user_id=owner.id, connection_id=connection_id)
+        db.call(
+            store.remove_connection, user_id=owner.id, connection_id=connection_id, now=utcnow()
+        )
 
 
 def add_caldav(db: Database, config: Config, owner: Owner, server: DavServer) -> list[str]:

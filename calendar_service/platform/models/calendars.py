@@ -40,7 +40,9 @@ class Calendar(SQLModel, table=True):
     )
 
     id: str = Field(primary_key=True, max_length=40)
-    user_id: str = Field(foreign_key="users.id", index=True, max_length=40)
+    # NULL: a connection's mirror detached for its removal (``delivery.connection_removals``):
+    # no reader of an owner's calendars finds it while a job deletes it in steps (0033).
+    user_id: str = Field(foreign_key="users.id", index=True, max_length=40, nullable=True)
     name: str = Field(max_length=200)
     time_zone: str = Field(default="UTC", max_length=64)
     is_default: bool = False

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from pydantic import Field as PydanticField
-from sqlalchemy import BigInteger, Boolean, Column, Index, Text, false
+from sqlalchemy import BigInteger, Boolean, Column, Index, Integer, Text, false
 from sqlmodel import Field, SQLModel
 
 from calendar_service.platform.models.columns import table_of, utc_field
@@ -90,10 +90,30 @@ class ConnectionEvent(SQLModel, table=True):
     digest: str = Field(max_length=64)
 
 
+class MirrorRemoval(SQLModel, table=True):
+    """A connection's mirror being removed in steps (``delivery.connection_removals``, 0033):
+    its owner, the detached calendar still to delete (NULL: gone), the connection whose
+    copy goes too (``removed``: its busy rows and objects; always its event mapping, unless
+    it has a mirror again), and the runner that holds it until ``lease_until``."""
+
+    __tablename__ = "mirror_removals"
+
+    id: str = Field(primary_key=True, max_length=40)
+    user_id: str = Field(max_length=40)
+    connection_id: str = Field(max_length=40)
+    calendar_id: str | None = Field(default=None, max_length=40, nullable=True)
+    removed: bool = False
+    steps: int = Field(default=0, sa_column=Column(Integer, nullable=False))
+    created_at: datetime = utc_field()
+    runner: str | None = Field(default=None, max_length=80, nullable=True)
+    lease_until: datetime | None = utc_field(nullable=True)
+
+
 connections_t = table_of(Connection)
 connection_objects_t = table_of(ConnectionObject)
 connection_busy_t = table_of(ConnectionBusy)
 connection_events_t = table_of(ConnectionEvent)
+mirror_removals_t = table_of(MirrorRemoval)
 
 
 class Source(Wire):
