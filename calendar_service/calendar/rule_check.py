@@ -35,7 +35,9 @@ from calendar_service.calendar.rule_verdict import (
     Verdict,
     broken,
     instant,
+    keeps_one,
     passes,
+    reach,
     slack,
 )
 from calendar_service.calendar.rules import Rules, rules_of
@@ -128,22 +130,19 @@ def _check_event(
     tz = zone(next(c.time_zone for c in calendars if c.id == event["calendarId"]))
     user_id = principal.user_id
     start, end = instant(event["startsAt"]), instant(event["endsAt"])
-    around = slack(rules)
     if not event.get("recurrence"):
         event_id = event["id"]
-        items = meetings_of(
-            conn, user_id=user_id, low=start - around, high=end + around, calendars=calendars
-        )
-        # Most writes keep the rules: the quick check first (``SlotFilter``: ``passes``).
-        if SlotFilter(rules, tz, now, Meetings(b for b in items if b[3] != event_id)).keeps(
-            start, end
-        ):
+        low, high = reach(rules, tz, start, end)  # the meetings the rules look at
+        items = meetings_of(conn, user_id=user_id, low=low, high=high, calendars=calendars)
+        # Most writes keep the rules: the quick check first (``passes``'s verdict).
+        if keeps_one(rules, tz, start, end, now=now, items=items, skip=event_id):
             return [], (start, end, tz, event_id)
         meetings = Meetings(items)
         found = broken(rules, tz, start, end, now=now, meetings=meetings, skip=event_id)
         return found, (start, end, tz, event_id)
     low = max(now, start) - (end - start)
     high = max(now, start) + rules.horizon
+    around = slack(rules)
     meetings = Meetings(
         meetings_of(
             conn, user_id=user_id, low=low - around, high=high + around, calendars=calendars

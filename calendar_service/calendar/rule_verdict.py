@@ -12,10 +12,11 @@ import functools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from typing import NamedTuple
 
 from calendar_service.calendar.events.busy import Busy
 from calendar_service.calendar.rules import WEEKDAYS, Rules
-from calendar_service.platform.timeutil import format_in, localize
+from calendar_service.platform.timeutil import format_in, localize, utc_text
 
 MAX_OCCURRENCES = 400
 """Occurrences of one series a check looks at, at most (a daily series over 90 days is 90)."""
@@ -279,13 +280,7 @@ def _focus_broken(
     low, high = _at(day, a, tz), _at(day, b, tz)
     if not (start < high and end > low):
         return None
-    taken = _union([*meetings.overlapping(low, high, skip), (start, end)])
-    at, longest = low, timedelta(0)
-    for s, e in taken:
-        longest = max(longest, s - at)
-        at = max(at, e)
-    longest = max(longest, high - at)
-    if longest >= length:
+    if _longest_free(low, high, meetings.overlapping(low, high, skip), start, end) >= length:
         return None
     minutes = int(length.total_seconds() // 60)
     return (
@@ -342,7 +337,11 @@ def _minutes_on(
 ) -> int:
     """Minutes of meetings on the local ``day`` with one at ``[start, end)`` (overlaps once)."""
     low, high = _at(day, timedelta(0), tz), _at(day, DAY, tz)
-    busy = [*meetings.overlapping(low, high, skip), (start, end)]
+    return _day_minutes(low, high, [*meetings.overlapping(low, high, skip), (start, end)])
+
+
+def _day_minutes(low: datetime, high: datetime, busy: list[Span]) -> int:
+    """Minutes of ``[low, high)`` that ``busy`` takes (overlaps once)."""
     taken = sum(((min(e, high) - max(s, low)) for s, e in _union(busy)), start=timedelta(0))
     return int(taken.total_seconds() // 60)
 
@@ -561,6 +560,123 @@ class _DayFacts:
         return max(longest, high - at) >= self.length
 
 
+class _OneDay(NamedTuple):
+    """What a write's check needs of a local day (``_one_day``), whatever the meetings."""
+
+    low: datetime  # its bounds
+    high: datetime
+    off: bool  # a no-meeting day
+    hours: list[Span]  # its working spans joined with the day before's
+    focus: Span | None  # its focus window, on a working day
+
+
+def _one_day(rules: Rules, tz: tzinfo, start: datetime) -> _OneDay:
+    """The local day ``start`` falls on, worked out once per rules (``Rules.memo``)."""
+    day = start.astimezone(tz).date()
+    key = ("day", day, tz)
+    found: _OneDay | None = rules.memo.get(key)
+    if found is None:
+        hours: list[Span] = []
+        if rules.hours is not None:
+            hours = _union([*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)])
+        focus = None
+        if rules.focus is not None and rules.working_day(day.weekday()):
+            focus = (_at(day, rules.focus[1], tz), _at(day, rules.focus[2], tz))
+        low, high = _at(day, timedelta(0), tz), _at(day, DAY, tz)
+        found = _OneDay(low, high, day.weekday() in rules.no_meeting_days, hours, focus)
+        if len(rules.memo) < 4096:
+            rules.memo[key] = found
+    return found
+
+
+def reach(rules: Rules, tz: tzinfo, start: datetime, end: datetime) -> Span:
+    """The times whose meetings ``passes`` and ``broken`` look at for one meeting at ``[start,
+    end)``: the local days it touches (their count and minutes, their focus windows) and its
+    buffer either side."""
+    buffer = rules.buffer or timedelta(0)
+    day = _one_day(rules, tz, start)
+    if end <= day.high:
+        return min(day.low, start - buffer), max(day.high, end + buffer)
+    last = max((end - _TICK).astimezone(tz).date(), day.low.astimezone(tz).date())
+    return min(day.low, start - buffer), max(_at(last, DAY, tz), end + buffer)
+
+
+def keeps_one(
+    rules: Rules,
+    tz: tzinfo,
+    start: datetime,
+    end: datetime,
+    *,
+    now: datetime,
+    items: Sequence[Busy],
+    skip: str,
+) -> bool:
+    """``passes`` for one meeting at ``[start, end)`` among ``items`` (``meetings_of``'s, in
+    any order, those overlapping ``reach`` at least; ``skip`` the meeting itself), without a
+    ``Meetings``: a write's check asks of one time only. A meeting within a local day is
+    checked against that day's facts (``_one_day``, kept) and the meetings near it; one
+    across midnight as ``passes`` checks it."""
+    day = _one_day(rules, tz, start)
+    if end > day.high:
+        return passes(rules, tz, start, end, now=now, meetings=Meetings(items), skip=skip)
+    if rules.max_duration is not None and end - start > rules.max_duration:
+        return False
+    if rules.min_notice is not None and start < now + rules.min_notice:
+        return False
+    if rules.max_days_ahead is not None and start > now + timedelta(days=rules.max_days_ahead):
+        return False
+    if day.off:
+        return False
+    if rules.hours is not None and not any(s <= start and end <= e for s, e in day.hours):
+        return False
+    buffer = rules.buffer or timedelta(0)
+    low, high = utc_text(min(day.low, start - buffer)), utc_text(max(day.high, end + buffer))
+    near = [
+        (_instant(b[1]), _instant(b[2]))
+        for b in items
+        if b[2] > low and b[1] < high and b[2] > b[1] and b[3] != skip
+    ]
+    if rules.buffer is not None:
+        a, b = start - buffer, end + buffer
+        if any(e > a and s < b for s, e in near):
+            return False
+    a, b = day.low, day.high
+    if (
+        rules.max_meetings is not None
+        and sum(1 for s, _ in near if a <= s < b) >= rules.max_meetings
+    ):
+        return False
+    if rules.max_minutes is not None:
+        busy = [*((s, e) for s, e in near if e > a and s < b), (start, end)]
+        if _day_minutes(a, b, busy) > rules.max_minutes:
+            return False
+    return day.focus is None or _focus_left(rules, day, start, end, near)
+
+
+def _focus_left(
+    rules: Rules, day: _OneDay, start: datetime, end: datetime, near: list[Span]
+) -> bool:
+    """Not ``_focus_broken`` on ``day`` (one with a focus window), with the meetings ``near``."""
+    assert rules.focus is not None and day.focus is not None
+    low, high = day.focus
+    if not (start < high and end > low):
+        return True
+    taken = [(s, e) for s, e in near if e > low and s < high]
+    return _longest_free(low, high, taken, start, end) >= rules.focus[0]
+
+
+def _longest_free(
+    low: datetime, high: datetime, taken: list[Span], start: datetime, end: datetime
+) -> timedelta:
+    """The longest free block of ``[low, high)`` with ``taken`` and a meeting at ``[start,
+    end)`` (the focus rule)."""
+    at, longest = low, timedelta(0)
+    for s, e in _union([*taken, (start, end)]):
+        longest = max(longest, s - at)
+        at = max(at, e)
+    return max(longest, high - at)
+
+
 _DAY_REACH = timedelta(hours=26)
 
 
@@ -580,6 +696,8 @@ __all__ = [
     "Verdict",
     "broken",
     "instant",
+    "keeps_one",
     "passes",
+    "reach",
     "slack",
 ]
