@@ -9,15 +9,21 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calendar_service.calendar import calendar_edits
 from calendar_service.calendar.events.busy import Busy
 from calendar_service.calendar.rule_verdict import Meetings, broken, keeps_one, passes, reach
 from calendar_service.calendar.rules import WEEKDAYS, parsed, read_rules
-from calendar_service.platform.timeutil import utc_text
+from calendar_service.platform.db import Database
+from calendar_service.platform.errors import RuleViolation
+from calendar_service.platform.timeutil import utc_text, utcnow
+from tests.core.calendar.test_rules import Case, create, local, monday, setup, span
 from tests.core.calendar.test_rules_free_time import rule_sets
 from tests.core.calendar.test_rules_slot_filter import BERLIN, NOW, QUARTER
+from tests.support import Factory
 
 ASKED = "asked"
 
@@ -66,3 +72,44 @@ def test_reach_is_the_local_days_and_the_buffer() -> None:
     assert low == datetime(2026, 3, 28, tzinfo=BERLIN)
     assert high == datetime(2026, 3, 30, tzinfo=BERLIN)  # a day of 23 hours
     assert high - low == timedelta(hours=47)
+
+
+def _rules(value: dict[str, Any]) -> Case:
+    return Case(
+        "",
+        value,
+        lambda m: [],
+        lambda m: span(m, "10:00", "11:00"),
+        lambda m: span(m, "10:00", "11:00"),
+    )
+
+
+async def test_a_meeting_longer_than_the_longest_last_read_counts(
+    db: Database, factory: Factory
+) -> None:
+    s = setup(db, factory, _rules({"bufferMinutes": 15}))
+    m = monday()
+    assert (await create(s, span(m, "10:00", "11:00"))).status == 201  # the longest: an hour
+    s.add((local(m, "12:00", -3), local(m, "09:00", 3)))  # Friday noon to Thursday 9:00, longer
+    with pytest.raises(RuleViolation) as refused:
+        await create(s, span(m, "10:00", "11:00", days=1))
+    assert [e["rule"] for e in refused.value.errors] == ["bufferMinutes"]
+
+
+async def test_a_calendar_moved_to_another_zone_counts_its_new_local_days(
+    db: Database, factory: Factory
+) -> None:
+    s = setup(db, factory, _rules({"maxMeetingsPerDay": 1}))
+    m = monday()
+    assert (await create(s, span(m, "10:00", "10:30"))).status == 201  # its zone: Berlin
+    s.add(span(m, "09:00", "09:30", days=1))  # Tuesday in Berlin and in Auckland
+    db.call(
+        calendar_edits.update_calendar,
+        user_id=s.owner.id,
+        calendar_id=s.calendar,
+        now=utcnow(),
+        time_zone="Pacific/Auckland",
+    )
+    with pytest.raises(RuleViolation) as refused:  # Monday 22:00 Berlin: Tuesday in Auckland
+        await create(s, span(m, "22:00", "22:15"))
+    assert [e["rule"] for e in refused.value.errors] == ["maxMeetingsPerDay"]
