@@ -145,7 +145,7 @@ def _check_event(
             calendars = owner_calendars(conn, user_id=user_id)
         return calendars, _check_series(conn, principal, calendars, rules, event, now)
     event_id = event["id"]
-    items = None
+    items, known = None, None
     if calendars is None:  # the first event's meetings are read with the calendars
         known = _ZONES.get(event["calendarId"])
         if known is not None:  # its calendar's zone when last read (checked below)
@@ -153,8 +153,10 @@ def _check_event(
         else:  # whatever the zone
             low, high = start - slack(rules), end + slack(rules)
         calendars, items = _calendars_and_meetings(conn, user_id=user_id, low=low, high=high)
-    tz = _zone_of(calendars, event["calendarId"])
-    near = reach(rules, tz, start, end)  # the meetings the rules look at
+    name = _zone_of(calendars, event["calendarId"])
+    tz = zone(name)
+    # The meetings the rules look at: those read, when read for the calendar's zone.
+    near = (low, high) if items is not None and name == known else reach(rules, tz, start, end)
     if items is None or near[0] < low or near[1] > high:
         items = meetings_of(conn, user_id=user_id, low=near[0], high=near[1], calendars=calendars)
     # Most writes keep the rules: the quick check first (``passes``'s verdict).
@@ -174,14 +176,14 @@ _HINTS_MOST = 4096
 _DAY_SECONDS = 86_400
 
 
-def _zone_of(calendars: Sequence[CalendarRow], calendar_id: str) -> tzinfo:
-    """The zone of the owner's calendar ``calendar_id``."""
+def _zone_of(calendars: Sequence[CalendarRow], calendar_id: str) -> str:
+    """The zone of the owner's calendar ``calendar_id`` (its name)."""
     name = next(c.time_zone for c in calendars if c.id == calendar_id)
     if _ZONES.get(calendar_id) != name:
         if len(_ZONES) >= _HINTS_MOST:
             _ZONES.clear()
         _ZONES[calendar_id] = name
-    return zone(name)
+    return name
 
 
 def _calendars_and_meetings(
@@ -233,7 +235,7 @@ def _check_series(
     now: datetime,
 ) -> _Found:
     """``_check_event`` for a series: occurrence by occurrence."""
-    tz = _zone_of(calendars, event["calendarId"])
+    tz = zone(_zone_of(calendars, event["calendarId"]))
     user_id = principal.user_id
     start, end = instant(event["startsAt"]), instant(event["endsAt"])
     low = max(now, start) - (end - start)

@@ -342,7 +342,9 @@ def _minutes_on(
 
 def _day_minutes(low: datetime, high: datetime, busy: list[Span]) -> int:
     """Minutes of ``[low, high)`` that ``busy`` takes (overlaps once)."""
-    taken = sum(((min(e, high) - max(s, low)) for s, e in _union(busy)), start=timedelta(0))
+    taken = _NONE
+    for s, e in _union(busy):
+        taken += min(e, high) - max(s, low)
     return int(taken.total_seconds() // 60)
 
 
@@ -629,40 +631,37 @@ def keeps_one(
         return False
     if rules.hours is not None and not any(s <= start and end <= e for s, e in day.hours):
         return False
-    buffer = rules.buffer or timedelta(0)
-    low, high = utc_text(min(day.low, start - buffer)), utc_text(max(day.high, end + buffer))
-    near = [
-        (_instant(b[1]), _instant(b[2]))
-        for b in items
-        if b[2] > low and b[1] < high and b[2] > b[1] and b[3] != skip
-    ]
-    if rules.buffer is not None:
-        a, b = start - buffer, end + buffer
-        if any(e > a and s < b for s, e in near):
+    buffer = rules.buffer or _NONE
+    near_low, near_high = start - buffer, end + buffer
+    low, high = day.low, day.high
+    low_text, high_text = utc_text(min(low, near_low)), utc_text(max(high, near_high))
+    count = 0  # the meetings that start on the day
+    on_day: list[Span] = []
+    for item in items:  # one pass: the texts compared first, instants only for those near
+        s_text, e_text = item[1], item[2]
+        if e_text <= low_text or s_text >= high_text or e_text <= s_text or item[3] == skip:
+            continue
+        s, e = _instant(s_text), _instant(e_text)
+        if rules.buffer is not None and e > near_low and s < near_high:
             return False
-    a, b = day.low, day.high
-    if (
-        rules.max_meetings is not None
-        and sum(1 for s, _ in near if a <= s < b) >= rules.max_meetings
-    ):
+        if e > low and s < high:
+            on_day.append((s, e))
+            count += s >= low
+    if rules.max_meetings is not None and count >= rules.max_meetings:
         return False
-    if rules.max_minutes is not None:
-        busy = [*((s, e) for s, e in near if e > a and s < b), (start, end)]
-        if _day_minutes(a, b, busy) > rules.max_minutes:
-            return False
-    return day.focus is None or _focus_left(rules, day, start, end, near)
-
-
-def _focus_left(
-    rules: Rules, day: _OneDay, start: datetime, end: datetime, near: list[Span]
-) -> bool:
-    """Not ``_focus_broken`` on ``day`` (one with a focus window), with the meetings ``near``."""
-    assert rules.focus is not None and day.focus is not None
+    on_day.append((start, end))
+    if rules.max_minutes is not None and _day_minutes(low, high, on_day) > rules.max_minutes:
+        return False
+    if day.focus is None or rules.focus is None:
+        return True
     low, high = day.focus
     if not (start < high and end > low):
         return True
-    taken = [(s, e) for s, e in near if e > low and s < high]
+    taken = [(s, e) for s, e in on_day if e > low and s < high]
     return _longest_free(low, high, taken, start, end) >= rules.focus[0]
+
+
+_NONE = timedelta(0)
 
 
 def _longest_free(
