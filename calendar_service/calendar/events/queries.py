@@ -264,8 +264,10 @@ def owner_meetings_statement() -> Statement:
         .label("connected"),
     ).where(*owned)
     meetings = _in_window(
-        select(*_BUSY_COLUMNS[:4], null(), null(), null(), null()).where(
-            events_t.c.calendar_id.in_(select(calendars_t.c.id).where(*owned).scalar_subquery()),
+        select(*_BUSY_COLUMNS[:4], null(), null(), null(), null())
+        .select_from(calendars_t.join(events_t, events_t.c.calendar_id == calendars_t.c.id))
+        .where(
+            *owned,
             events_t.c.transparency == "opaque",
             ~events_t.c.all_day,
         ),
