@@ -20,7 +20,7 @@ for a key.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from sqlalchemy import Connection
@@ -139,7 +139,9 @@ def _check_event(
     (each once, with the occurrence that breaks it first) and the time the suggestions
     replace: the event's, or its series' first breaking one."""
     user_id = principal.user_id
-    start, end = instant(event["startsAt"]), instant(event["endsAt"])
+    # Not ``instant``'s: a new event's times are seldom read again.
+    start = datetime.fromisoformat(event["startsAt"]).astimezone(UTC)
+    end = datetime.fromisoformat(event["endsAt"]).astimezone(UTC)
     if event.get("recurrence"):
         if calendars is None:
             calendars = owner_calendars(conn, user_id=user_id)

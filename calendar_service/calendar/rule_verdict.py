@@ -342,8 +342,13 @@ def _minutes_on(
 
 def _day_minutes(low: datetime, high: datetime, busy: list[Span]) -> int:
     """Minutes of ``[low, high)`` that ``busy`` takes (overlaps once)."""
+    return _minutes_of(low, high, _union(busy))
+
+
+def _minutes_of(low: datetime, high: datetime, joined: list[Span]) -> int:
+    """Minutes of ``[low, high)`` that ``joined`` (``_union``'s, each overlapping it) take."""
     taken = _NONE
-    for s, e in _union(busy):
+    for s, e in joined:
         taken += min(e, high) - max(s, low)
     return int(taken.total_seconds() // 60)
 
@@ -649,16 +654,13 @@ def keeps_one(
             count += s >= low
     if rules.max_meetings is not None and count >= rules.max_meetings:
         return False
-    on_day.append((start, end))
-    if rules.max_minutes is not None and _day_minutes(low, high, on_day) > rules.max_minutes:
+    joined = _union([*on_day, (start, end)])
+    if rules.max_minutes is not None and _minutes_of(low, high, joined) > rules.max_minutes:
         return False
     if day.focus is None or rules.focus is None:
         return True
     low, high = day.focus
-    if not (start < high and end > low):
-        return True
-    taken = [(s, e) for s, e in on_day if e > low and s < high]
-    return _longest_free(low, high, taken, start, end) >= rules.focus[0]
+    return not (start < high and end > low) or _longest_gap(low, high, joined) >= rules.focus[0]
 
 
 _NONE = timedelta(0)
@@ -669,10 +671,16 @@ def _longest_free(
 ) -> timedelta:
     """The longest free block of ``[low, high)`` with ``taken`` and a meeting at ``[start,
     end)`` (the focus rule)."""
-    at, longest = low, timedelta(0)
-    for s, e in _union([*taken, (start, end)]):
-        longest = max(longest, s - at)
-        at = max(at, e)
+    return _longest_gap(low, high, _union([*taken, (start, end)]))
+
+
+def _longest_gap(low: datetime, high: datetime, joined: list[Span]) -> timedelta:
+    """The longest block of ``[low, high)`` that ``joined`` (``_union``'s) leaves free."""
+    at, longest = low, _NONE
+    for s, e in joined:
+        if e > low and s < high:
+            longest = max(longest, s - at)
+            at = max(at, e)
     return max(longest, high - at)
 
 
