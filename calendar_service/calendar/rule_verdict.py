@@ -301,11 +301,7 @@ def passes(
 ) -> bool:
     """Whether a meeting at ``[start, end)`` would keep every rule: ``broken`` says none, the
     rules that need no counting tried first (``findFreeTime`` asks of many times)."""
-    if rules.max_duration is not None and end - start > rules.max_duration:
-        return False
-    if rules.min_notice is not None and start < now + rules.min_notice:
-        return False
-    if rules.max_days_ahead is not None and start > now + timedelta(days=rules.max_days_ahead):
+    if not _timely(rules, start, end, now):
         return False
     if rules.no_meeting_days and any(
         d.weekday() in rules.no_meeting_days for d in _days(start, end, tz)
@@ -330,6 +326,16 @@ def passes(
             if _focus_broken(rules, tz, day, start, end, meetings, skip) is not None:
                 return False
     return True
+
+
+def _timely(rules: Rules, start: datetime, end: datetime, now: datetime) -> bool:
+    """Whether a meeting at ``[start, end)`` keeps the rules that need no calendar: its
+    length, the notice and the days ahead."""
+    if rules.max_duration is not None and end - start > rules.max_duration:
+        return False
+    if rules.min_notice is not None and start < now + rules.min_notice:
+        return False
+    return rules.max_days_ahead is None or start <= now + timedelta(days=rules.max_days_ahead)
 
 
 def _minutes_on(
@@ -626,11 +632,7 @@ def keeps_one(
     day = _one_day(rules, tz, start)
     if end > day.high:
         return passes(rules, tz, start, end, now=now, meetings=Meetings(items), skip=skip)
-    if rules.max_duration is not None and end - start > rules.max_duration:
-        return False
-    if rules.min_notice is not None and start < now + rules.min_notice:
-        return False
-    if rules.max_days_ahead is not None and start > now + timedelta(days=rules.max_days_ahead):
+    if not _timely(rules, start, end, now):
         return False
     if day.off:
         return False
