@@ -5,12 +5,13 @@ made its rows (``operations.gateway`` after each write operation, ``governance.a
 before it applies a proposal, a scheduling link's booking): it looks at the changes the write
 recorded (``Via.made``), and for each event it creates or whose time it changes that is a
 meeting (neither all-day nor transparent), checks each rule against the owner's meetings in
-every calendar (``events.busy.meetings_of``, the one read of busy time the rules make), in
-the event's calendar's zone. A series is checked occurrence by occurrence from its first
-occurrence not past up to the horizon after it (``maxDaysAhead``, 90 days when unset), at most
-``MAX_OCCURRENCES`` of them. Whether the owner has set any rule is read with the key
-(``Principal.rules``): a write whose owner has none, or by a principal they do not bind, reads
-nothing more.
+every calendar (``events.busy.meetings_of``, the one read of busy time the rules make; for
+a single event, with the owner's calendars in one statement when the owner has no series
+and no connected calendar: ``_calendars_and_meetings``), in the event's calendar's zone. A
+series is checked occurrence by occurrence from its first occurrence not past up to the
+horizon after it (``maxDaysAhead``, 90 days when unset), at most ``MAX_OCCURRENCES`` of them.
+Whether the owner has set any rule is read with the key (``Principal.rules``): a write whose
+owner has none, or by a principal they do not bind, reads nothing more.
 
 The rules' verdict on a time is ``rule_verdict``'s (no database): here ``suggestions``, the
 nearest times of the same length that pass, and ``slot_filter``, what ``findFreeTime`` keeps
