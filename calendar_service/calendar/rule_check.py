@@ -5,12 +5,13 @@ made its rows (``operations.gateway`` after each write operation, ``governance.a
 before it applies a proposal, a scheduling link's booking): it looks at the changes the write
 recorded (``Via.made``), and for each event it creates or whose time it changes that is a
 meeting (neither all-day nor transparent), checks each rule against the owner's meetings in
-every calendar (``events.busy.meetings_of``, the one read of busy time the rules make), in
-the event's calendar's zone. A series is checked occurrence by occurrence from its first
-occurrence not past up to the horizon after it (``maxDaysAhead``, 90 days when unset), at most
-``MAX_OCCURRENCES`` of them. Whether the owner has set any rule is read with the key
-(``Principal.rules``): a write whose owner has none, or by a principal they do not bind, reads
-nothing more.
+every calendar (``events.busy.meetings_of``, the one read of busy time the rules make; for
+a single event, with the owner's calendars in one statement when the owner has no series
+and no connected calendar: ``_calendars_and_meetings``), in the event's calendar's zone. A
+series is checked occurrence by occurrence from its first occurrence not past up to the
+horizon after it (``maxDaysAhead``, 90 days when unset), at most ``MAX_OCCURRENCES`` of them.
+Whether the owner has set any rule is read with the key (``Principal.rules``): a write whose
+owner has none, or by a principal they do not bind, reads nothing more.
 
 The rules' verdict on a time is ``rule_verdict``'s (no database): here ``suggestions``, the
 nearest times of the same length that pass, and ``slot_filter``, what ``findFreeTime`` keeps
@@ -20,14 +21,20 @@ for a key.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from sqlalchemy import Connection
 
 from calendar_service.access.keys import Principal
 from calendar_service.calendar.calendars import CalendarRow
-from calendar_service.calendar.events.busy import meetings_of, owner_calendars
+from calendar_service.calendar.events.busy import (
+    Busy,
+    OwnerCalendars,
+    meetings_of,
+    owner_calendars,
+)
+from calendar_service.calendar.events.queries import owner_meetings_statement, window_floor
 from calendar_service.calendar.rule_verdict import (
     MAX_OCCURRENCES,
     Meetings,
@@ -35,11 +42,14 @@ from calendar_service.calendar.rule_verdict import (
     Verdict,
     broken,
     instant,
+    keeps_one,
     passes,
+    reach,
     slack,
 )
 from calendar_service.calendar.rules import Rules, rules_of
 from calendar_service.journal.change_table import CREATED, UPDATED
+from calendar_service.platform.models.columns import to_db
 from calendar_service.platform.timeutil import format_in, zone
 
 SUGGESTIONS = 3
@@ -94,9 +104,9 @@ def check_write(
         return None
     verdict = Verdict(rules)
     seen: set[str] = set()
-    calendars = owner_calendars(conn, user_id=principal.user_id)
+    calendars: OwnerCalendars | None = None  # read with the first event's meetings
     for event in events:
-        errors, first = _check_event(conn, principal, calendars, rules, event, now)
+        calendars, (errors, first) = _check_event(conn, principal, calendars, rules, event, now)
         for rule, message in errors:
             if rule not in seen:
                 seen.add(rule)
@@ -115,35 +125,125 @@ def check_write(
     return verdict if verdict.errors else None
 
 
+_Found = tuple[list[tuple[str, str]], tuple[datetime, datetime, tzinfo, str] | None]
+
+
 def _check_event(
+    conn: Connection,
+    principal: Principal,
+    calendars: OwnerCalendars | None,
+    rules: Rules,
+    event: dict[str, Any],
+    now: datetime,
+) -> tuple[OwnerCalendars, _Found]:
+    """The owner's calendars (``calendars``, or read now), and the rules ``event`` breaks
+    (each once, with the occurrence that breaks it first) and the time the suggestions
+    replace: the event's, or its series' first breaking one."""
+    user_id = principal.user_id
+    # Not ``instant``'s: a new event's times are seldom read again.
+    start = datetime.fromisoformat(event["startsAt"]).astimezone(UTC)
+    end = datetime.fromisoformat(event["endsAt"]).astimezone(UTC)
+    if event.get("recurrence"):
+        if calendars is None:
+            calendars = owner_calendars(conn, user_id=user_id)
+        return calendars, _check_series(conn, principal, calendars, rules, event, now)
+    event_id = event["id"]
+    items, known = None, None
+    if calendars is None:  # the first event's meetings are read with the calendars
+        known = _ZONES.get(event["calendarId"])
+        if known is not None:  # its calendar's zone when last read (checked below)
+            low, high = reach(rules, zone(known), start, end)
+        else:  # whatever the zone
+            low, high = start - slack(rules), end + slack(rules)
+        calendars, items = _calendars_and_meetings(conn, user_id=user_id, low=low, high=high)
+    name = _zone_of(calendars, event["calendarId"])
+    tz = zone(name)
+    # The meetings the rules look at: those read, when read for the calendar's zone.
+    near = (low, high) if items is not None and name == known else reach(rules, tz, start, end)
+    if items is None or near[0] < low or near[1] > high:
+        items = meetings_of(conn, user_id=user_id, low=near[0], high=near[1], calendars=calendars)
+    # Most writes keep the rules: the quick check first (``passes``'s verdict).
+    if keeps_one(rules, tz, start, end, now=now, items=items, skip=event_id):
+        return calendars, ([], (start, end, tz, event_id))
+    meetings = Meetings(items)
+    found = broken(rules, tz, start, end, now=now, meetings=meetings, skip=event_id)
+    return calendars, (found, (start, end, tz, event_id))
+
+
+# Hints for ``_calendars_and_meetings``, each checked against what is read with it (never
+# served as read): a calendar's zone (the window's local days), an owner's longest event
+# (how far before the window a meeting that reaches into it may start).
+_ZONES: dict[str, str] = {}
+_LONGEST: dict[str, int] = {}
+_HINTS_MOST = 4096
+_DAY_SECONDS = 86_400
+
+
+def _zone_of(calendars: Sequence[CalendarRow], calendar_id: str) -> str:
+    """The zone of the owner's calendar ``calendar_id`` (its name)."""
+    name = next(c.time_zone for c in calendars if c.id == calendar_id)
+    if _ZONES.get(calendar_id) != name:
+        if len(_ZONES) >= _HINTS_MOST:
+            _ZONES.clear()
+        _ZONES[calendar_id] = name
+    return name
+
+
+def _calendars_and_meetings(
+    conn: Connection, *, user_id: str, low: datetime, high: datetime
+) -> tuple[OwnerCalendars, list[Busy]]:
+    """``owner_calendars`` and ``meetings_of`` over ``[low, high)``, in one statement when the
+    owner has no series and no connected calendar that counts (``owner_meetings_statement``,
+    its window's floor from the owner's longest event when last read: read again with the
+    calendars' own when one is longer now)."""
+    dialect = conn.dialect.name
+    guess = _LONGEST.get(user_id, _DAY_SECONDS)
+    rows = owner_meetings_statement().all(
+        conn,
+        user_id=user_id,
+        low=to_db(low, dialect),
+        low_floor=to_db(window_floor(low, guess), dialect),
+        high=to_db(high, dialect),
+    )
+    calendars = OwnerCalendars()
+    items: list[Busy] = []
+    for r in rows:
+        if r[3] is None:  # a calendar
+            version = r[5] if r[5] == 0 else None  # as ``owner_calendars`` after writes
+            calendars.append(CalendarRow(r[0], r[2], r[1], bool(r[6]), r[4], version))
+            calendars.connected = bool(r[7])
+        elif r[2] > r[1]:  # zero-length events take no time
+            items.append((r[0], r[1], r[2], r[3], ""))
+    longest = max((c.max_event_seconds for c in calendars), default=0)
+    if _LONGEST.get(user_id) != longest:
+        if len(_LONGEST) >= _HINTS_MOST:
+            _LONGEST.clear()
+        _LONGEST[user_id] = longest
+    if (
+        not calendars
+        or calendars.connected
+        or longest > guess
+        or any(c.series_version != 0 for c in calendars)
+    ):  # their busy times, or the floor, as ``meetings_of`` reads them
+        items = meetings_of(conn, user_id=user_id, low=low, high=high, calendars=calendars)
+    return calendars, items
+
+
+def _check_series(
     conn: Connection,
     principal: Principal,
     calendars: Sequence[CalendarRow],
     rules: Rules,
     event: dict[str, Any],
     now: datetime,
-) -> tuple[list[tuple[str, str]], tuple[datetime, datetime, tzinfo, str] | None]:
-    """The rules ``event`` breaks (each once, with the occurrence that breaks it first), and
-    the time the suggestions replace: the event's, or its series' first breaking one."""
-    tz = zone(next(c.time_zone for c in calendars if c.id == event["calendarId"]))
+) -> _Found:
+    """``_check_event`` for a series: occurrence by occurrence."""
+    tz = zone(_zone_of(calendars, event["calendarId"]))
     user_id = principal.user_id
     start, end = instant(event["startsAt"]), instant(event["endsAt"])
-    around = slack(rules)
-    if not event.get("recurrence"):
-        event_id = event["id"]
-        items = meetings_of(
-            conn, user_id=user_id, low=start - around, high=end + around, calendars=calendars
-        )
-        # Most writes keep the rules: the quick check first (``SlotFilter``: ``passes``).
-        if SlotFilter(rules, tz, now, Meetings(b for b in items if b[3] != event_id)).keeps(
-            start, end
-        ):
-            return [], (start, end, tz, event_id)
-        meetings = Meetings(items)
-        found = broken(rules, tz, start, end, now=now, meetings=meetings, skip=event_id)
-        return found, (start, end, tz, event_id)
     low = max(now, start) - (end - start)
     high = max(now, start) + rules.horizon
+    around = slack(rules)
     meetings = Meetings(
         meetings_of(
             conn, user_id=user_id, low=low - around, high=high + around, calendars=calendars

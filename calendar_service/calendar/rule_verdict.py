@@ -12,10 +12,11 @@ import functools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from typing import NamedTuple
 
 from calendar_service.calendar.events.busy import Busy
 from calendar_service.calendar.rules import WEEKDAYS, Rules
-from calendar_service.platform.timeutil import format_in, localize
+from calendar_service.platform.timeutil import format_in, localize, utc_text
 
 MAX_OCCURRENCES = 400
 """Occurrences of one series a check looks at, at most (a daily series over 90 days is 90)."""
@@ -279,13 +280,7 @@ def _focus_broken(
     low, high = _at(day, a, tz), _at(day, b, tz)
     if not (start < high and end > low):
         return None
-    taken = _union([*meetings.overlapping(low, high, skip), (start, end)])
-    at, longest = low, timedelta(0)
-    for s, e in taken:
-        longest = max(longest, s - at)
-        at = max(at, e)
-    longest = max(longest, high - at)
-    if longest >= length:
+    if _longest_free(low, high, meetings.overlapping(low, high, skip), start, end) >= length:
         return None
     minutes = int(length.total_seconds() // 60)
     return (
@@ -306,11 +301,7 @@ def passes(
 ) -> bool:
     """Whether a meeting at ``[start, end)`` would keep every rule: ``broken`` says none, the
     rules that need no counting tried first (``findFreeTime`` asks of many times)."""
-    if rules.max_duration is not None and end - start > rules.max_duration:
-        return False
-    if rules.min_notice is not None and start < now + rules.min_notice:
-        return False
-    if rules.max_days_ahead is not None and start > now + timedelta(days=rules.max_days_ahead):
+    if not _timely(rules, start, end, now):
         return False
     if rules.no_meeting_days and any(
         d.weekday() in rules.no_meeting_days for d in _days(start, end, tz)
@@ -337,13 +328,34 @@ def passes(
     return True
 
 
+def _timely(rules: Rules, start: datetime, end: datetime, now: datetime) -> bool:
+    """Whether a meeting at ``[start, end)`` keeps the rules that need no calendar: its
+    length, the notice and the days ahead."""
+    if rules.max_duration is not None and end - start > rules.max_duration:
+        return False
+    if rules.min_notice is not None and start < now + rules.min_notice:
+        return False
+    return rules.max_days_ahead is None or start <= now + timedelta(days=rules.max_days_ahead)
+
+
 def _minutes_on(
     day: date, tz: tzinfo, start: datetime, end: datetime, meetings: Meetings, skip: str | None
 ) -> int:
     """Minutes of meetings on the local ``day`` with one at ``[start, end)`` (overlaps once)."""
     low, high = _at(day, timedelta(0), tz), _at(day, DAY, tz)
-    busy = [*meetings.overlapping(low, high, skip), (start, end)]
-    taken = sum(((min(e, high) - max(s, low)) for s, e in _union(busy)), start=timedelta(0))
+    return _day_minutes(low, high, [*meetings.overlapping(low, high, skip), (start, end)])
+
+
+def _day_minutes(low: datetime, high: datetime, busy: list[Span]) -> int:
+    """Minutes of ``[low, high)`` that ``busy`` takes (overlaps once)."""
+    return _minutes_of(low, high, _union(busy))
+
+
+def _minutes_of(low: datetime, high: datetime, joined: list[Span]) -> int:
+    """Minutes of ``[low, high)`` that ``joined`` (``_union``'s, each overlapping it) take."""
+    taken = _NONE
+    for s, e in joined:
+        taken += min(e, high) - max(s, low)
     return int(taken.total_seconds() // 60)
 
 
@@ -561,6 +573,119 @@ class _DayFacts:
         return max(longest, high - at) >= self.length
 
 
+class _OneDay(NamedTuple):
+    """What a write's check needs of a local day (``_one_day``), whatever the meetings."""
+
+    low: datetime  # its bounds
+    high: datetime
+    off: bool  # a no-meeting day
+    hours: list[Span]  # its working spans joined with the day before's
+    focus: Span | None  # its focus window, on a working day
+
+
+def _one_day(rules: Rules, tz: tzinfo, start: datetime) -> _OneDay:
+    """The local day ``start`` falls on, worked out once per rules (``Rules.memo``)."""
+    day = start.astimezone(tz).date()
+    key = ("day", day, tz)
+    found: _OneDay | None = rules.memo.get(key)
+    if found is None:
+        hours: list[Span] = []
+        if rules.hours is not None:
+            hours = _union([*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)])
+        focus = None
+        if rules.focus is not None and rules.working_day(day.weekday()):
+            focus = (_at(day, rules.focus[1], tz), _at(day, rules.focus[2], tz))
+        low, high = _at(day, timedelta(0), tz), _at(day, DAY, tz)
+        found = _OneDay(low, high, day.weekday() in rules.no_meeting_days, hours, focus)
+        if len(rules.memo) < 4096:
+            rules.memo[key] = found
+    return found
+
+
+def reach(rules: Rules, tz: tzinfo, start: datetime, end: datetime) -> Span:
+    """The times whose meetings ``passes`` and ``broken`` look at for one meeting at ``[start,
+    end)``: the local days it touches (their count and minutes, their focus windows) and its
+    buffer either side."""
+    buffer = rules.buffer or timedelta(0)
+    day = _one_day(rules, tz, start)
+    if end <= day.high:
+        return min(day.low, start - buffer), max(day.high, end + buffer)
+    last = max((end - _TICK).astimezone(tz).date(), day.low.astimezone(tz).date())
+    return min(day.low, start - buffer), max(_at(last, DAY, tz), end + buffer)
+
+
+def keeps_one(
+    rules: Rules,
+    tz: tzinfo,
+    start: datetime,
+    end: datetime,
+    *,
+    now: datetime,
+    items: Sequence[Busy],
+    skip: str,
+) -> bool:
+    """``passes`` for one meeting at ``[start, end)`` among ``items`` (``meetings_of``'s, in
+    any order, those overlapping ``reach`` at least; ``skip`` the meeting itself), without a
+    ``Meetings``: a write's check asks of one time only. A meeting within a local day is
+    checked against that day's facts (``_one_day``, kept) and the meetings near it; one
+    across midnight as ``passes`` checks it."""
+    day = _one_day(rules, tz, start)
+    if end > day.high:
+        return passes(rules, tz, start, end, now=now, meetings=Meetings(items), skip=skip)
+    if not _timely(rules, start, end, now):
+        return False
+    if day.off:
+        return False
+    if rules.hours is not None and not any(s <= start and end <= e for s, e in day.hours):
+        return False
+    buffer = rules.buffer or _NONE
+    near_low, near_high = start - buffer, end + buffer
+    low, high = day.low, day.high
+    low_text, high_text = utc_text(min(low, near_low)), utc_text(max(high, near_high))
+    count = 0  # the meetings that start on the day
+    on_day: list[Span] = []
+    for item in items:  # one pass: the texts compared first, instants only for those near
+        s_text, e_text = item[1], item[2]
+        if e_text <= low_text or s_text >= high_text or e_text <= s_text or item[3] == skip:
+            continue
+        s, e = _instant(s_text), _instant(e_text)
+        if rules.buffer is not None and e > near_low and s < near_high:
+            return False
+        if e > low and s < high:
+            on_day.append((s, e))
+            count += s >= low
+    if rules.max_meetings is not None and count >= rules.max_meetings:
+        return False
+    joined = _union([*on_day, (start, end)])
+    if rules.max_minutes is not None and _minutes_of(low, high, joined) > rules.max_minutes:
+        return False
+    if day.focus is None or rules.focus is None:
+        return True
+    low, high = day.focus
+    return not (start < high and end > low) or _longest_gap(low, high, joined) >= rules.focus[0]
+
+
+_NONE = timedelta(0)
+
+
+def _longest_free(
+    low: datetime, high: datetime, taken: list[Span], start: datetime, end: datetime
+) -> timedelta:
+    """The longest free block of ``[low, high)`` with ``taken`` and a meeting at ``[start,
+    end)`` (the focus rule)."""
+    return _longest_gap(low, high, _union([*taken, (start, end)]))
+
+
+def _longest_gap(low: datetime, high: datetime, joined: list[Span]) -> timedelta:
+    """The longest block of ``[low, high)`` that ``joined`` (``_union``'s) leaves free."""
+    at, longest = low, _NONE
+    for s, e in joined:
+        if e > low and s < high:
+            longest = max(longest, s - at)
+            at = max(at, e)
+    return max(longest, high - at)
+
+
 _DAY_REACH = timedelta(hours=26)
 
 
@@ -580,6 +705,8 @@ __all__ = [
     "Verdict",
     "broken",
     "instant",
+    "keeps_one",
     "passes",
+    "reach",
     "slack",
 ]

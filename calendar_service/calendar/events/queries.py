@@ -21,6 +21,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     case,
+    exists,
     func,
     insert,
     literal_column,
@@ -41,6 +42,7 @@ from calendar_service.platform.lru import Lru
 from calendar_service.platform.models import (
     SERIES_ROWS,
     UTCDateTime,
+    connections_t,
     events_t,
     users_t,
     utc_text_of,
@@ -234,6 +236,45 @@ def busy_statement(calendars: int, timed: bool = False, flagged: bool = False) -
     if timed:
         query = query.where(~events_t.c.all_day)
     return Statement(_in_window(query, low=True, high=True))
+
+
+@functools.cache
+def owner_meetings_statement() -> Statement:
+    """The owner's rules' read for a write (``rule_check``), one statement: every calendar of
+    the owner ``user_id`` but connected calendars' mirrors (id, zone, name, NULL, longest
+    event, series version, whether default, and ``connected``: whether the owner has a
+    connected calendar that counts), then their meetings in the window (``busy_statement``'s
+    timed rows: calendar id, start and end as stored UTC text, event id, NULLs; the event id
+    tells them apart). ``low_floor`` is ``low`` less a length that the caller checks against
+    the calendars' longest events read with them."""
+    owned = (calendars_t.c.user_id == bindparam("user_id"), calendars_t.c.connection_id.is_(None))
+    calendars = select(
+        calendars_t.c.id,
+        calendars_t.c.time_zone,
+        calendars_t.c.name,
+        null(),
+        calendars_t.c.max_event_seconds,
+        calendars_t.c.series_version,
+        calendars_t.c.is_default,
+        exists()
+        .where(
+            connections_t.c.user_id == bindparam("user_id"),
+            connections_t.c.counts_for_availability.is_(True),
+        )
+        .label("connected"),
+    ).where(*owned)
+    meetings = _in_window(
+        select(*_BUSY_COLUMNS[:4], null(), null(), null(), null())
+        .select_from(calendars_t.join(events_t, events_t.c.calendar_id == calendars_t.c.id))
+        .where(
+            *owned,
+            events_t.c.transparency == "opaque",
+            ~events_t.c.all_day,
+        ),
+        low=True,
+        high=True,
+    )
+    return Statement(union_all(calendars, meetings))
 
 
 def in_calendars_params(
