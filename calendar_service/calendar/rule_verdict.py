@@ -369,7 +369,8 @@ class SlotFilter:
 
     def keeps(self, start: datetime, end: datetime) -> bool:
         rules = self.rules
-        if rules.max_duration is not None and end - start > rules.max_duration:
+        length = end - start
+        if rules.max_duration is not None and length > rules.max_duration:
             return False
         if self._soonest is not None and start < self._soonest:
             return False
@@ -389,17 +390,25 @@ class SlotFilter:
                     break
             else:
                 return False
-        buffer = rules.buffer
-        if buffer is not None:
-            low, high = start - buffer, end + buffer
-            for s, e in day.close:
-                if e > low and s < high:
-                    return False
+        for s, e in day.fenced:  # the meetings a buffer reaches, widened by it
+            if e > start and s < end:
+                return False
         if rules.max_meetings is not None and day.count + 1 > rules.max_meetings:
             return False
-        if rules.max_minutes is not None and day.minutes_with(start, end) > rules.max_minutes:
+        if (
+            rules.max_minutes is not None
+            and length >= day.room  # else within the minutes left, however it overlaps
+            and day.minutes_with(start, end) > rules.max_minutes
+        ):
             return False
-        return day.focus is None or day.focus_kept(start, end)
+        focus = day.focus
+        if focus is not None and start < focus[1] and end > focus[0]:
+            for s, e in day.gaps:  # ``focus_kept``
+                if start >= s or end <= e:
+                    break
+            else:
+                return False
+        return True
 
     def _keeps_across(self, start: datetime, end: datetime) -> bool:
         """``keeps`` for a meeting across midnight (local days of its own)."""
@@ -494,6 +503,8 @@ class _Ahead:
 
 
 _TICK = timedelta(microseconds=1)
+_ZERO = timedelta(0)
+_MINUTE = timedelta(minutes=1)
 
 
 class _DayFacts:
@@ -503,21 +514,21 @@ class _DayFacts:
     a focus block, its focus window and the meetings overlapping it."""
 
     __slots__ = (
-        "close",
         "count",
+        "fenced",
         "focus",
+        "gaps",
         "high",
         "hours",
         "joined",
-        "length",
         "low",
-        "near",
         "off",
+        "room",
         "taken",
     )
 
     def __init__(self, rules: Rules, tz: tzinfo, day: date, meetings: Meetings) -> None:
-        self.low, self.high = low, high = _at(day, timedelta(0), tz), _at(day, DAY, tz)
+        self.low, self.high = low, high = _at(day, _ZERO, tz), _at(day, DAY, tz)
         self.off = day.weekday() in rules.no_meeting_days
         self.hours: list[Span] = []
         if rules.hours is not None:
@@ -525,19 +536,41 @@ class _DayFacts:
                 [*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)]
             )
         self.count = meetings.starting(low, high, None)
-        near = rules.buffer or timedelta(0)  # those a buffer around a meeting on it reaches
-        self.close = meetings.overlapping(low - near, high + near, None)
+        # The meetings a buffer around a meeting on this day reaches, widened by the buffer:
+        # a meeting at [start, end) keeps it when it overlaps none of them.
+        buffer = rules.buffer
+        self.fenced: list[Span] = []
+        if buffer is not None:
+            self.fenced = [
+                (s - buffer, e + buffer)
+                for s, e in meetings.overlapping(low - buffer, high + buffer, None)
+            ]
         self.joined = [
             (max(s, low), min(e, high)) for s, e in _union(meetings.overlapping(low, high, None))
         ]
-        self.taken = sum((e - s for s, e in self.joined), start=timedelta(0))
+        self.taken = sum((e - s for s, e in self.joined), start=_ZERO)
+        # Past ``maxMeetingMinutesPerDay`` only with a meeting of at least this length.
+        self.room = _ZERO
+        if rules.max_minutes is not None:
+            self.room = _MINUTE * (rules.max_minutes + 1) - self.taken
         self.focus: Span | None = None
-        self.near: list[Span] = []
-        self.length = timedelta(0)
+        self.gaps: list[Span] = []
         if rules.focus is not None and rules.working_day(day.weekday()):
-            self.length, a, b = rules.focus
-            self.focus = (_at(day, a, tz), _at(day, b, tz))
-            self.near = meetings.overlapping(*self.focus, None)
+            length, a, b = rules.focus
+            self.focus = focus_low, focus_high = _at(day, a, tz), _at(day, b, tz)
+            # The free blocks of the focus window (within the day) at least ``length`` long,
+            # each as the earliest start and the latest end a meeting may have to leave a
+            # long enough part of it: before it (``start >= s``) or after it (``end <= e``).
+            at = focus_low
+            for s, e in [*self.joined, _END]:
+                if s >= focus_high:
+                    s = focus_high
+                if s - at >= length:
+                    self.gaps.append((at + length, s - length))
+                if e > at:
+                    at = e
+                if at >= focus_high:
+                    break
 
     def minutes_with(self, start: datetime, end: datetime) -> int:
         """``_minutes_on`` this day with a meeting at ``[start, end)``."""
@@ -549,16 +582,16 @@ class _DayFacts:
         return int((self.taken + extra).total_seconds() // 60)
 
     def focus_kept(self, start: datetime, end: datetime) -> bool:
-        """Not ``_focus_broken`` on this day by a meeting at ``[start, end)``."""
+        """Not ``_focus_broken`` on this day by a meeting at ``[start, end)``: it misses the
+        focus window, or leaves a long enough part of one of its free blocks (``gaps``)."""
         assert self.focus is not None
         low, high = self.focus
         if not (start < high and end > low):
             return True
-        at, longest = low, timedelta(0)
-        for s, e in _union([*self.near, (start, end)]):
-            longest = max(longest, s - at)
-            at = max(at, e)
-        return max(longest, high - at) >= self.length
+        return any(start >= s or end <= e for s, e in self.gaps)
+
+
+_END = (datetime.max.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
 
 
 _DAY_REACH = timedelta(hours=26)
@@ -571,6 +604,15 @@ def slack(rules: Rules) -> timedelta:
     return _DAY_REACH + (rules.buffer or timedelta(0))
 
 
+def days_around(rules: Rules, tz: tzinfo, low: datetime, high: datetime) -> Span:
+    """What a ``SlotFilter`` of times within ``[low, high)`` reads meetings over: the local
+    days in ``tz`` they may touch, and the buffer either side (``_DayFacts`` looks no
+    further)."""
+    first, last = low.astimezone(tz).date(), (high - _TICK).astimezone(tz).date()
+    buffer = rules.buffer or timedelta(0)
+    return _at(first, timedelta(0), tz) - buffer, _at(last, DAY, tz) + buffer
+
+
 __all__ = [
     "DAY",
     "MAX_OCCURRENCES",
@@ -579,6 +621,7 @@ __all__ = [
     "Span",
     "Verdict",
     "broken",
+    "days_around",
     "instant",
     "passes",
     "slack",
