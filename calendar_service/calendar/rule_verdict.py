@@ -47,10 +47,11 @@ class Meetings:
     """The owner's meetings as (start, end, id), sorted by start, for the pure checks."""
 
     def __init__(self, items: Iterable[Busy]) -> None:
-        found = sorted((_instant(b[1]), _instant(b[2]), b[3]) for b in items if b[2] > b[1])
+        found = [(_instant(b[1]), _instant(b[2]), b[3]) for b in items if b[2] > b[1]]
+        found.sort()
         self.items = found
         self.starts = [m[0] for m in found]
-        self.longest = max((m[1] - m[0] for m in found), default=timedelta(0))
+        self.longest = max([e - s for s, e, _ in found], default=timedelta(0))
 
     def overlapping(self, low: datetime, high: datetime, skip: str | None) -> list[Span]:
         """The meetings overlapping ``[low, high)``, but the one whose id is ``skip``."""
@@ -497,8 +498,10 @@ class _Ahead:
         for a, b in spans[self._done :]:
             if a >= end:
                 break
-            if max(a, start) < min(b, end):
-                out.append((max(a, start), min(b, end)))
+            low = start if start > a else a
+            high = end if end < b else b
+            if low < high:
+                out.append((low, high))
         return out
 
 
