@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import bisect
 import functools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from calendar_service.calendar.events.busy import Busy
 from calendar_service.calendar.rules import WEEKDAYS, Rules
-from calendar_service.platform.timeutil import format_in, localize
+from calendar_service.platform.timeutil import format_in, joined, localize
 
 MAX_OCCURRENCES = 400
 """Occurrences of one series a check looks at, at most (a daily series over 90 days is 90)."""
@@ -102,16 +102,6 @@ def _day_text(day: date) -> str:
 def _clock_text(clock: timedelta) -> str:
     minutes = int(clock.total_seconds()) // 60
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
-
-
-def _union(spans: Sequence[Span]) -> list[Span]:
-    merged: list[Span] = []
-    for s, e in sorted(spans):
-        if merged and s <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
-        else:
-            merged.append((s, e))
-    return merged
 
 
 def broken(
@@ -247,7 +237,7 @@ def _within_hours(rules: Rules, tz: tzinfo, start: datetime, end: datetime) -> b
     while day <= last:
         spans.extend(_working_spans(rules, day, tz))
         day += timedelta(days=1)
-    return any(s <= start and end <= e for s, e in _union(spans))
+    return any(s <= start and end <= e for s, e in joined(spans))
 
 
 def _working_spans(rules: Rules, day: date, tz: tzinfo) -> list[Span]:
@@ -280,7 +270,7 @@ def _focus_broken(
     low, high = _at(day, a, tz), _at(day, b, tz)
     if not (start < high and end > low):
         return None
-    taken = _union([*meetings.overlapping(low, high, skip), (start, end)])
+    taken = joined([*meetings.overlapping(low, high, skip), (start, end)])
     at, longest = low, timedelta(0)
     for s, e in taken:
         longest = max(longest, s - at)
@@ -344,7 +334,7 @@ def _minutes_on(
     """Minutes of meetings on the local ``day`` with one at ``[start, end)`` (overlaps once)."""
     low, high = _at(day, timedelta(0), tz), _at(day, DAY, tz)
     busy = [*meetings.overlapping(low, high, skip), (start, end)]
-    taken = sum(((min(e, high) - max(s, low)) for s, e in _union(busy)), start=timedelta(0))
+    taken = sum(((min(e, high) - max(s, low)) for s, e in joined(busy)), start=timedelta(0))
     return int(taken.total_seconds() // 60)
 
 
@@ -535,7 +525,7 @@ class _DayFacts:
         self.off = day.weekday() in rules.no_meeting_days
         self.hours: list[Span] = []
         if rules.hours is not None:
-            self.hours = _union(
+            self.hours = joined(
                 [*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)]
             )
         self.count = meetings.starting(low, high, None)
@@ -549,7 +539,7 @@ class _DayFacts:
                 for s, e in meetings.overlapping(low - buffer, high + buffer, None)
             ]
         self.joined = [
-            (max(s, low), min(e, high)) for s, e in _union(meetings.overlapping(low, high, None))
+            (max(s, low), min(e, high)) for s, e in joined(meetings.overlapping(low, high, None))
         ]
         self.taken = sum((e - s for s, e in self.joined), start=_ZERO)
         # Past ``maxMeetingMinutesPerDay`` only with a meeting of at least this length.

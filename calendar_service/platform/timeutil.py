@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
@@ -333,3 +333,14 @@ def midnight(day: date, tz: tzinfo) -> datetime:
 
 
 ONE_DAY = timedelta(days=1)
+
+
+def joined(spans: Iterable[tuple[datetime, datetime]]) -> list[tuple[datetime, datetime]]:
+    """``spans`` (start, end) in order, those that overlap or touch made one."""
+    found: list[tuple[datetime, datetime]] = []
+    for start, end in sorted(spans):
+        if found and start <= found[-1][1]:
+            found[-1] = (found[-1][0], max(found[-1][1], end))
+        else:
+            found.append((start, end))
+    return found

@@ -24,7 +24,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -40,6 +40,7 @@ from calendar_service.calendar.recurrence import (
     occurrence_stamp,
     stored_rule,
 )
+from calendar_service.platform.deferred import Later
 from calendar_service.platform.lru import Lru
 from calendar_service.platform.timeutil import (
     EARLIEST,
@@ -216,8 +217,23 @@ def _plan(values: Sequence[Any], tz: tzinfo, name: str) -> Plan:
     )
 
 
+_T = TypeVar("_T")
+
+
 class MustExpand(Exception):
     """A page made from memory alone needs a chunk that is not kept (``page_with_series``)."""
+
+
+def now_or_later(make: Callable[..., _T], *, later: bool) -> _T | Later:
+    """``make(may_expand=...)``: at once, expanding what it must, unless ``later``; else from
+    kept chunks on the spot (the hot path), or a ``Later`` that expands the series when a
+    chunk is not kept (``MustExpand``), to be run off the event loop."""
+    if not later:
+        return make(may_expand=True)
+    try:
+        return make(may_expand=False)
+    except MustExpand:
+        return Later(functools.partial(make, may_expand=True))
 
 
 class Series:

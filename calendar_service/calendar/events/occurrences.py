@@ -40,9 +40,9 @@ from calendar_service.calendar.events.chunks import (
     PLANS,
     SHARE_FLOOR,
     Entry,
-    MustExpand,
     Plan,
     Series,
+    now_or_later,
     series_row,
     sized,
     skipped_starts,
@@ -127,12 +127,7 @@ def page_with_series(
         after=after,
         size=size,
     )
-    if not later:
-        return page(may_expand=True)
-    try:  # from memory, on the spot: the hot path
-        return page(may_expand=False)
-    except MustExpand:
-        return Later(functools.partial(page, may_expand=True))
+    return now_or_later(page, later=later)
 
 
 def _occurrence_page(

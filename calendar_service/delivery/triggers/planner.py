@@ -57,6 +57,7 @@ from calendar_service.platform.models import (
     keys_t,
 )
 from calendar_service.platform.models.webhooks import ENDPOINT_DELETED as DELETED
+from calendar_service.platform.timeutil import joined
 
 HORIZON = timedelta(hours=24)
 """How far ahead the plan reaches (due times)."""
@@ -366,13 +367,7 @@ def _stretches(
     spans = [(low + timedelta(minutes=m), high + timedelta(minutes=m)) for m in want.offsets]
     if want.ended:
         spans.append((low - longest(calendar), high))
-    merged: list[tuple[datetime, datetime]] = []
-    for start, before in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], before))
-        else:
-            merged.append((start, before))
-    return merged
+    return joined(spans)
 
 
 def _plan_stretch(
