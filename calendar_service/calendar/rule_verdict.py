@@ -67,6 +67,8 @@ class Meetings:
 
     def starting(self, low: datetime, high: datetime, skip: str | None) -> int:
         first, last = bisect.bisect_left(self.starts, low), bisect.bisect_left(self.starts, high)
+        if skip is None:
+            return last - first
         return sum(1 for _, _, i in self.items[first:last] if i != skip)
 
 
@@ -500,6 +502,28 @@ _ZERO = timedelta(0)
 _MINUTE = timedelta(minutes=1)
 
 
+def _frame(
+    rules: Rules, tz: tzinfo, day: date
+) -> tuple[datetime, datetime, bool, list[Span], Span | None]:
+    """What the rules make of the local ``day`` whatever the meetings (worked out once per
+    rules): its bounds, whether it is a no-meeting day, its working spans joined with the day
+    before's, and its focus window when it keeps one."""
+    key = ("frame", day, tz)
+    found = rules.memo.get(key)
+    if found is None:
+        hours: list[Span] = []
+        if rules.hours is not None:
+            hours = joined([*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)])
+        focus = None
+        if rules.focus is not None and rules.working_day(day.weekday()):
+            focus = (_at(day, rules.focus[1], tz), _at(day, rules.focus[2], tz))
+        off = day.weekday() in rules.no_meeting_days
+        found = (_at(day, _ZERO, tz), _at(day, DAY, tz), off, hours, focus)
+        if len(rules.memo) < 4096:
+            rules.memo[key] = found
+    return found
+
+
 class _DayFacts:
     """What ``SlotFilter`` works out once for a local day: its bounds, whether it is a
     no-meeting day (``off``), its working spans joined with the day before's, the meetings
@@ -521,13 +545,8 @@ class _DayFacts:
     )
 
     def __init__(self, rules: Rules, tz: tzinfo, day: date, meetings: Meetings) -> None:
-        self.low, self.high = low, high = _at(day, _ZERO, tz), _at(day, DAY, tz)
-        self.off = day.weekday() in rules.no_meeting_days
-        self.hours: list[Span] = []
-        if rules.hours is not None:
-            self.hours = joined(
-                [*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)]
-            )
+        self.low, self.high, self.off, self.hours, focus = _frame(rules, tz, day)
+        low, high = self.low, self.high
         self.count = meetings.starting(low, high, None)
         # The meetings a buffer around a meeting on this day reaches, widened by the buffer:
         # a meeting at [start, end) keeps it when it overlaps none of them.
@@ -546,11 +565,12 @@ class _DayFacts:
         self.room = _ZERO
         if rules.max_minutes is not None:
             self.room = _MINUTE * (rules.max_minutes + 1) - self.taken
-        self.focus: Span | None = None
+        self.focus = focus
         self.gaps: list[Span] = []
-        if rules.focus is not None and rules.working_day(day.weekday()):
-            length, a, b = rules.focus
-            self.focus = focus_low, focus_high = _at(day, a, tz), _at(day, b, tz)
+        if focus is not None:
+            assert rules.focus is not None
+            length = rules.focus[0]
+            focus_low, focus_high = focus
             # The free blocks of the focus window (within the day) at least ``length`` long,
             # each as the earliest start and the latest end a meeting may have to leave a
             # long enough part of it: before it (``start >= s``) or after it (``end <= e``).
