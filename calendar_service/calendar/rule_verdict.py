@@ -525,10 +525,13 @@ def _frame(
 
 
 class _DayFacts:
-    """What ``SlotFilter`` works out once for a local day: its bounds, whether it is a
-    no-meeting day (``off``), its working spans joined with the day before's, the meetings
-    that start on it, those on it joined (clipped to it) and their length, and, when it keeps
-    a focus block, its focus window and the meetings overlapping it."""
+    """What ``SlotFilter`` works out once for a local day: what the rules make of it
+    (``_frame``: bounds, ``off``, ``hours``, ``focus``), the meetings that start on it
+    (``count``), those a buffer reaches widened by it (``fenced``), those on it joined and
+    clipped to it (``joined``), their length (``taken``) and the length a meeting must reach
+    to break ``maxMeetingMinutesPerDay`` (``room``), and the free blocks of its focus window
+    long enough to keep one (``gaps``, each as the earliest start and the latest end of a
+    meeting that leave a long enough part of it)."""
 
     __slots__ = (
         "count",
