@@ -349,7 +349,17 @@ class SlotFilter:
     before's, its meetings' count, minutes and joined spans, those near its focus window), so
     that the next candidate on that day costs a few comparisons."""
 
-    __slots__ = ("_facts", "_last", "_latest", "_soonest", "meetings", "now", "rules", "tz")
+    __slots__ = (
+        "_facts",
+        "_last",
+        "_latest",
+        "_longest",
+        "_soonest",
+        "meetings",
+        "now",
+        "rules",
+        "tz",
+    )
 
     def __init__(self, rules: Rules, tz: tzinfo, now: datetime, meetings: Meetings) -> None:
         self.rules, self.tz, self.now, self.meetings = rules, tz, now, meetings
@@ -357,13 +367,13 @@ class SlotFilter:
         self._latest = (
             now + timedelta(days=rules.max_days_ahead) if rules.max_days_ahead is not None else None
         )
+        self._longest = rules.max_duration if rules.max_duration is not None else timedelta.max
         self._facts: dict[date, _DayFacts] = {}
         self._last: _DayFacts | None = None
 
     def keeps(self, start: datetime, end: datetime) -> bool:
-        rules = self.rules
         length = end - start
-        if rules.max_duration is not None and length > rules.max_duration:
+        if length > self._longest:
             return False
         if self._soonest is not None and start < self._soonest:
             return False
@@ -375,9 +385,9 @@ class SlotFilter:
             if max((end - _TICK).astimezone(self.tz).date(), first) != first:
                 return self._keeps_across(start, end)
             day = self._last = self._day(first)
-        if day.off:
+        if day.full:  # a no-meeting day, or as many meetings as the rules allow
             return False
-        if rules.hours is not None:
+        if day.hours is not None:
             for s, e in day.hours:
                 if s <= start and end <= e:
                     break
@@ -386,13 +396,8 @@ class SlotFilter:
         for s, e in day.fenced:  # the meetings a buffer reaches, widened by it
             if e > start and s < end:
                 return False
-        if rules.max_meetings is not None and day.count + 1 > rules.max_meetings:
-            return False
-        if (
-            rules.max_minutes is not None
-            and length >= day.room  # else within the minutes left, however it overlaps
-            and day.minutes_with(start, end) > rules.max_minutes
-        ):
+        # Counted against the day's minutes only when longer than the minutes left.
+        if length >= day.room and day.minutes_with(start, end) > (self.rules.max_minutes or 0):
             return False
         focus = day.focus
         if focus is not None and start < focus[1] and end > focus[0]:
@@ -504,14 +509,14 @@ _MINUTE = timedelta(minutes=1)
 
 def _frame(
     rules: Rules, tz: tzinfo, day: date
-) -> tuple[datetime, datetime, bool, list[Span], Span | None]:
+) -> tuple[datetime, datetime, bool, list[Span] | None, Span | None]:
     """What the rules make of the local ``day`` whatever the meetings (worked out once per
     rules): its bounds, whether it is a no-meeting day, its working spans joined with the day
-    before's, and its focus window when it keeps one."""
+    before's (``None`` without working hours), and its focus window when it keeps one."""
     key = ("frame", day, tz)
     found = rules.memo.get(key)
     if found is None:
-        hours: list[Span] = []
+        hours: list[Span] | None = None
         if rules.hours is not None:
             hours = joined([*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)])
         focus = None
@@ -537,6 +542,7 @@ class _DayFacts:
         "count",
         "fenced",
         "focus",
+        "full",
         "gaps",
         "high",
         "hours",
@@ -551,6 +557,9 @@ class _DayFacts:
         self.low, self.high, self.off, self.hours, focus = _frame(rules, tz, day)
         low, high = self.low, self.high
         self.count = meetings.starting(low, high, None)
+        self.full = self.off or (
+            rules.max_meetings is not None and self.count + 1 > rules.max_meetings
+        )
         # The meetings a buffer around a meeting on this day reaches, widened by the buffer:
         # a meeting at [start, end) keeps it when it overlaps none of them.
         buffer = rules.buffer
@@ -565,7 +574,7 @@ class _DayFacts:
         ]
         self.taken = sum((e - s for s, e in self.joined), start=_ZERO)
         # Past ``maxMeetingMinutesPerDay`` only with a meeting of at least this length.
-        self.room = _ZERO
+        self.room = timedelta.max
         if rules.max_minutes is not None:
             self.room = _MINUTE * (rules.max_minutes + 1) - self.taken
         self.focus = focus
