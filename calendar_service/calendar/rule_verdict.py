@@ -461,34 +461,35 @@ class _Ahead:
     joined across midnight, worked out a local day at a time as ``within`` is asked of later
     and later intervals."""
 
-    __slots__ = ("_day", "_done", "_spans", "rules", "tz")
+    __slots__ = ("_day", "_done", "_edge", "_spans", "rules", "tz")
 
     def __init__(self, rules: Rules, tz: tzinfo) -> None:
         self.rules, self.tz = rules, tz
         self._spans: list[Span] = []  # joined, in order; the last may grow yet
         self._day: date | None = None  # the last day whose spans are in
+        self._edge: datetime | None = None  # the end of that day
         self._done = 0  # spans before this one end before every interval asked from now on
 
     def within(self, start: datetime, end: datetime) -> list[Span]:
         """The parts of ``[start, end)`` in the allowed spans (``start`` at or after the
         previous call's)."""
-        if self._day is None:
-            self._day = start.astimezone(self.tz).date() - 2 * DAY
-        last = end.astimezone(self.tz).date()
         rules, tz, spans = self.rules, self.tz, self._spans
-        while self._day < last:
-            self._day += DAY
-            if self._day.weekday() in rules.no_meeting_days:
+        day, edge = self._day, self._edge
+        if day is None or edge is None:
+            day = start.astimezone(tz).date() - 2 * DAY
+            edge = _at(day, DAY, tz)
+        while edge <= end:  # the days up to the one ``end`` is in
+            day += DAY
+            low, edge, off, _, _ = _frame(rules, tz, day)
+            if off:
                 continue
-            if rules.hours is None:
-                new = [(_at(self._day, timedelta(0), tz), _at(self._day, DAY, tz))]
-            else:
-                new = _working_spans(rules, self._day, tz)
+            new = [(low, edge)] if rules.hours is None else _working_spans(rules, day, tz)
             for s, e in new:
                 if spans and s <= spans[-1][1]:
                     spans[-1] = (spans[-1][0], max(spans[-1][1], e))
                 else:
                     spans.append((s, e))
+        self._day, self._edge = day, edge
         while self._done < len(spans) and spans[self._done][1] <= start:
             self._done += 1
         out = []
