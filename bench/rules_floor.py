@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 
 from bench import floor
@@ -50,20 +50,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
-        cmd = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={out}",
-            "--instr-atstart=no",
-            "--collect-atstart=no",
-            "--toggle-collect=sys_call_tracing",
-            "--dump-after=sys_call_tracing",
-            "--dump-instr=no",
-            sys.executable,
-            "-m",
-            "bench.rules_floor",
-            "--inside",
-        ]
+        cmd = [*floor.callgrind(out, "bench.rules_floor"), "--inside"]
         if args.inclusive:
             cmd.append(f"--inclusive={args.inclusive}")
         env = {**os.environ, "PYTHONHASHSEED": "0", "CALENDAR_FLOOR_DIR": tmp}
@@ -95,7 +82,7 @@ def _serve_measured(inclusive: str | None) -> None:
     import uvloop
 
     from bench import inprocess
-    from bench.rules import RULES, _creates, _free_times, _weekdays
+    from bench.rules import _creates, _free_times, _weekdays, owners
 
     work = Path(os.environ["CALENDAR_FLOOR_DIR"])
     os.environ.update(
@@ -107,37 +94,9 @@ def _serve_measured(inclusive: str | None) -> None:
     if inclusive:
         for spec, (_, trampoline) in zip(inclusive.split(","), floor._TRAMPOLINES, strict=False):
             floor._wrap(spec, trampoline)
-    from calendar_service.access import keys
-    from calendar_service.calendar.calendars import create_owner
-    from calendar_service.calendar.rules import set_rules
     from calendar_service.cli.asgi_app import app_from_env
-    from calendar_service.platform.config import Config
-    from calendar_service.platform.db import Database
-    from calendar_service.platform.migrate import upgrade
-    from calendar_service.platform.timeutil import utcnow
 
-    db = Database(Config.from_env())
-    upgrade(db.engine)
-    secrets = {}
-    for name, rules in (("with", RULES), ("without", {})):
-        owner = db.call(
-            create_owner,
-            email=f"{name}-rules@example.com",
-            password=None,
-            now=utcnow(),
-            time_zone="Europe/Berlin",
-        )
-        db.call(set_rules, user_id=owner["id"], value=rules, now=utcnow())
-        _, secrets[name] = db.call(
-            keys.create_key,
-            user_id=owner["id"],
-            name="bench",
-            permission=keys.WRITE,
-            expires_at=utcnow() + timedelta(days=1),
-            calendar_id=None,
-            now=utcnow(),
-        )
-    db.close()
+    secrets = owners()
     days = _weekdays(date(2027, 3, 1), REQUESTS)  # fixed days: the same answers each run
     warm = [*_creates(days, 0), *_creates(days, 1), *_free_times(days, REQUESTS)]
     batches = {"create": _creates(days, 2), "findFreeTime": _free_times(days, REQUESTS)}
