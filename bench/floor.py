@@ -229,17 +229,7 @@ def _count(
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         cmd = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={out}",
-            "--instr-atstart=no",
-            "--collect-atstart=no",
-            "--toggle-collect=sys_call_tracing",
-            "--dump-after=sys_call_tracing",
-            "--dump-instr=no",
-            sys.executable,
-            "-m",
-            "bench.floor",
+            *callgrind(out, "bench.floor"),
             f"--inside={meta}",
             f"--warmup={warmup}",
             f"--requests={requests}",
@@ -267,6 +257,25 @@ def _count(
                     for spec, (through, _) in zip(inclusive.split(","), _TRAMPOLINES, strict=False)
                 }
     return found
+
+
+def callgrind(out: Path, module: str) -> list[str]:
+    """The command line that runs ``module`` under callgrind, counting only inside
+    ``sys.call_tracing`` (a dump each time it returns, ``out.N``), instrumentation off until
+    ``_instrumentation("on")``."""
+    return [
+        "valgrind",
+        "--tool=callgrind",
+        f"--callgrind-out-file={out}",
+        "--instr-atstart=no",
+        "--collect-atstart=no",
+        "--toggle-collect=sys_call_tracing",
+        "--dump-after=sys_call_tracing",
+        "--dump-instr=no",
+        sys.executable,
+        "-m",
+        module,
+    ]
 
 
 def _seeded(events: int) -> Path:

@@ -77,6 +77,42 @@ def _free_times(days: list[date], n: int) -> list[Request]:
     return out
 
 
+def owners() -> dict[str, str]:
+    """The two owners (Berlin) in the database ``CALENDAR_DATABASE_URL`` names, migrated
+    first: ``with`` the full rule set and ``without`` any; each one's all-calendars write key."""
+    from calendar_service.access import keys
+    from calendar_service.calendar.calendars import create_owner
+    from calendar_service.calendar.rules import set_rules
+    from calendar_service.platform.config import Config
+    from calendar_service.platform.db import Database
+    from calendar_service.platform.migrate import upgrade
+    from calendar_service.platform.timeutil import utcnow
+
+    db = Database(Config.from_env())
+    upgrade(db.engine)
+    secrets = {}
+    for name, rules in (("with", RULES), ("without", {})):
+        owner = db.call(
+            create_owner,
+            email=f"{name}-rules@example.com",
+            password=None,
+            now=utcnow(),
+            time_zone="Europe/Berlin",
+        )
+        db.call(set_rules, user_id=owner["id"], value=rules, now=utcnow())
+        _, secrets[name] = db.call(
+            keys.create_key,
+            user_id=owner["id"],
+            name="bench",
+            permission=keys.WRITE,
+            expires_at=utcnow() + timedelta(days=1),
+            calendar_id=None,
+            now=utcnow(),
+        )
+    db.close()
+    return secrets
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.rules", description=__doc__.split("\n")[0])
     p.add_argument("--requests", type=int, default=300, help="creates per owner and round")
@@ -89,38 +125,9 @@ def main(argv: list[str] | None = None) -> None:
             CALENDAR_RUN_WEBHOOKS="0",
             CALENDAR_RATE_LIMIT="1000000000/minute",
         )
-        from calendar_service.access import keys
-        from calendar_service.calendar.calendars import create_owner
-        from calendar_service.calendar.rules import set_rules
         from calendar_service.cli.asgi_app import app_from_env
-        from calendar_service.platform.config import Config
-        from calendar_service.platform.db import Database
-        from calendar_service.platform.migrate import upgrade
-        from calendar_service.platform.timeutil import utcnow
 
-        config = Config.from_env()
-        db = Database(config)
-        upgrade(db.engine)
-        secrets = {}
-        for name, rules in (("with", RULES), ("without", {})):
-            owner = db.call(
-                create_owner,
-                email=f"{name}-rules@example.com",
-                password=None,
-                now=utcnow(),
-                time_zone="Europe/Berlin",
-            )
-            db.call(set_rules, user_id=owner["id"], value=rules, now=utcnow())
-            _, secrets[name] = db.call(
-                keys.create_key,
-                user_id=owner["id"],
-                name="bench",
-                permission=keys.WRITE,
-                expires_at=utcnow() + timedelta(days=1),
-                calendar_id=None,
-                now=utcnow(),
-            )
-        db.close()
+        secrets = owners()
         laps = args.rounds // len(SLOTS) + 1  # each lap of the slots on days of its own
         days = _weekdays(date.today() + timedelta(days=2), args.requests * laps)
         app = app_from_env()

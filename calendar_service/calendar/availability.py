@@ -42,7 +42,7 @@ from calendar_service.calendar.connected import (
 from calendar_service.calendar.event_input import parse_untrusted
 from calendar_service.calendar.events.busy import Busy, busy_later
 from calendar_service.calendar.rule_check import slot_filter
-from calendar_service.calendar.rule_verdict import Meetings, SlotFilter, instant, slack
+from calendar_service.calendar.rule_verdict import Meetings, SlotFilter, days_around, instant
 from calendar_service.calendar.rules import rules_of
 from calendar_service.platform.deferred import Later, finish
 from calendar_service.platform.errors import FieldError, InsufficientScope, ValidationFailed
@@ -372,8 +372,9 @@ def find_free_time_later(
     now = utcnow()
     bound = rules_of(principal)
     # Asked of every calendar of the owner (and their connected ones), the busy read serves
-    # the rules too, read over the days around the window they look at, all-day events told
-    # apart (not meetings); else the rules read the owner's meetings themselves.
+    # the rules too, read over the local days of the window and the buffer (what they look
+    # at), all-day events told apart (not meetings); else the rules read the owner's meetings
+    # themselves.
     shared = bound is not None and principal.calendar_id is None and data.calendar_ids is None
     shared = shared and not asked
     own_filter = None
@@ -381,7 +382,7 @@ def find_free_time_later(
         own_filter = slot_filter(
             conn, principal=principal, tz=target_tz, low=low, high=high, now=now
         )
-    read = (low - slack(bound), high + slack(bound)) if shared and bound is not None else window
+    read = days_around(bound, target_tz, low, high) if shared and bound is not None else window
     all_day: set[str] | None = set() if shared else None
     known: list[tuple[str, str, list[CalendarRow]]] = []
     unknown: list[str] = []

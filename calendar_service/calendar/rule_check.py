@@ -41,6 +41,7 @@ from calendar_service.calendar.rule_verdict import (
     SlotFilter,
     Verdict,
     broken,
+    days_around,
     instant,
     keeps_one,
     passes,
@@ -355,14 +356,10 @@ def slot_filter(
     rules = rules_of(principal)
     if rules is None:
         return None
-    around = slack(rules)
     user_id = principal.user_id
     calendars = owner_calendars(conn, user_id=user_id, before_writes=True)  # a read: no write
-    meetings = Meetings(
-        meetings_of(
-            conn, user_id=user_id, low=low - around, high=high + around, calendars=calendars
-        )
-    )
+    low, high = days_around(rules, tz, low, high)
+    meetings = Meetings(meetings_of(conn, user_id=user_id, low=low, high=high, calendars=calendars))
     return SlotFilter(rules, tz, now, meetings)
 
 

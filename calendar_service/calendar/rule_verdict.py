@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import bisect
 import functools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import NamedTuple
 
 from calendar_service.calendar.events.busy import Busy
 from calendar_service.calendar.rules import WEEKDAYS, Rules
-from calendar_service.platform.timeutil import format_in, localize, utc_text
+from calendar_service.platform.timeutil import format_in, localize, union_of, utc_text
 
 MAX_OCCURRENCES = 400
 """Occurrences of one series a check looks at, at most (a daily series over 90 days is 90)."""
@@ -48,10 +48,11 @@ class Meetings:
     """The owner's meetings as (start, end, id), sorted by start, for the pure checks."""
 
     def __init__(self, items: Iterable[Busy]) -> None:
-        found = sorted((_instant(b[1]), _instant(b[2]), b[3]) for b in items if b[2] > b[1])
+        found = [(_instant(b[1]), _instant(b[2]), b[3]) for b in items if b[2] > b[1]]
+        found.sort()
         self.items = found
         self.starts = [m[0] for m in found]
-        self.longest = max((m[1] - m[0] for m in found), default=timedelta(0))
+        self.longest = max([e - s for s, e, _ in found], default=timedelta(0))
 
     def overlapping(self, low: datetime, high: datetime, skip: str | None) -> list[Span]:
         """The meetings overlapping ``[low, high)``, but the one whose id is ``skip``."""
@@ -67,6 +68,8 @@ class Meetings:
 
     def starting(self, low: datetime, high: datetime, skip: str | None) -> int:
         first, last = bisect.bisect_left(self.starts, low), bisect.bisect_left(self.starts, high)
+        if skip is None:
+            return last - first
         return sum(1 for _, _, i in self.items[first:last] if i != skip)
 
 
@@ -102,16 +105,6 @@ def _day_text(day: date) -> str:
 def _clock_text(clock: timedelta) -> str:
     minutes = int(clock.total_seconds()) // 60
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
-
-
-def _union(spans: Sequence[Span]) -> list[Span]:
-    merged: list[Span] = []
-    for s, e in sorted(spans):
-        if merged and s <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
-        else:
-            merged.append((s, e))
-    return merged
 
 
 def broken(
@@ -247,7 +240,7 @@ def _within_hours(rules: Rules, tz: tzinfo, start: datetime, end: datetime) -> b
     while day <= last:
         spans.extend(_working_spans(rules, day, tz))
         day += timedelta(days=1)
-    return any(s <= start and end <= e for s, e in _union(spans))
+    return any(s <= start and end <= e for s, e in union_of(spans))
 
 
 def _working_spans(rules: Rules, day: date, tz: tzinfo) -> list[Span]:
@@ -348,11 +341,11 @@ def _minutes_on(
 
 def _day_minutes(low: datetime, high: datetime, busy: list[Span]) -> int:
     """Minutes of ``[low, high)`` that ``busy`` takes (overlaps once)."""
-    return _minutes_of(low, high, _union(busy))
+    return _minutes_of(low, high, union_of(busy))
 
 
 def _minutes_of(low: datetime, high: datetime, joined: list[Span]) -> int:
-    """Minutes of ``[low, high)`` that ``joined`` (``_union``'s, each overlapping it) take."""
+    """Minutes of ``[low, high)`` that ``joined`` (``union_of``'s, each overlapping it) take."""
     taken = _NONE
     for s, e in joined:
         taken += min(e, high) - max(s, low)
@@ -368,7 +361,17 @@ class SlotFilter:
     before's, its meetings' count, minutes and joined spans, those near its focus window), so
     that the next candidate on that day costs a few comparisons."""
 
-    __slots__ = ("_facts", "_last", "_latest", "_soonest", "meetings", "now", "rules", "tz")
+    __slots__ = (
+        "_facts",
+        "_last",
+        "_latest",
+        "_longest",
+        "_soonest",
+        "meetings",
+        "now",
+        "rules",
+        "tz",
+    )
 
     def __init__(self, rules: Rules, tz: tzinfo, now: datetime, meetings: Meetings) -> None:
         self.rules, self.tz, self.now, self.meetings = rules, tz, now, meetings
@@ -376,12 +379,13 @@ class SlotFilter:
         self._latest = (
             now + timedelta(days=rules.max_days_ahead) if rules.max_days_ahead is not None else None
         )
+        self._longest = rules.max_duration if rules.max_duration is not None else timedelta.max
         self._facts: dict[date, _DayFacts] = {}
         self._last: _DayFacts | None = None
 
     def keeps(self, start: datetime, end: datetime) -> bool:
-        rules = self.rules
-        if rules.max_duration is not None and end - start > rules.max_duration:
+        length = end - start
+        if length > self._longest:
             return False
         if self._soonest is not None and start < self._soonest:
             return False
@@ -393,25 +397,28 @@ class SlotFilter:
             if max((end - _TICK).astimezone(self.tz).date(), first) != first:
                 return self._keeps_across(start, end)
             day = self._last = self._day(first)
-        if day.off:
+        if day.full:  # a no-meeting day, or as many meetings as the rules allow
             return False
-        if rules.hours is not None:
+        if day.hours is not None:
             for s, e in day.hours:
                 if s <= start and end <= e:
                     break
             else:
                 return False
-        buffer = rules.buffer
-        if buffer is not None:
-            low, high = start - buffer, end + buffer
-            for s, e in day.close:
-                if e > low and s < high:
-                    return False
-        if rules.max_meetings is not None and day.count + 1 > rules.max_meetings:
+        for s, e in day.fenced:  # the meetings a buffer reaches, widened by it
+            if e > start and s < end:
+                return False
+        # Counted against the day's minutes only when longer than the minutes left.
+        if length >= day.room and day.minutes_with(start, end) > (self.rules.max_minutes or 0):
             return False
-        if rules.max_minutes is not None and day.minutes_with(start, end) > rules.max_minutes:
-            return False
-        return day.focus is None or day.focus_kept(start, end)
+        focus = day.focus
+        if focus is not None and start < focus[1] and end > focus[0]:
+            for s, e in day.gaps:  # ``focus_kept``
+                if start >= s or end <= e:
+                    break
+            else:
+                return False
+        return True
 
     def _keeps_across(self, start: datetime, end: datetime) -> bool:
         """``keeps`` for a meeting across midnight (local days of its own)."""
@@ -466,90 +473,142 @@ class _Ahead:
     joined across midnight, worked out a local day at a time as ``within`` is asked of later
     and later intervals."""
 
-    __slots__ = ("_day", "_done", "_spans", "rules", "tz")
+    __slots__ = ("_day", "_done", "_edge", "_spans", "rules", "tz")
 
     def __init__(self, rules: Rules, tz: tzinfo) -> None:
         self.rules, self.tz = rules, tz
         self._spans: list[Span] = []  # joined, in order; the last may grow yet
         self._day: date | None = None  # the last day whose spans are in
+        self._edge: datetime | None = None  # the end of that day
         self._done = 0  # spans before this one end before every interval asked from now on
 
     def within(self, start: datetime, end: datetime) -> list[Span]:
         """The parts of ``[start, end)`` in the allowed spans (``start`` at or after the
         previous call's)."""
-        if self._day is None:
-            self._day = start.astimezone(self.tz).date() - 2 * DAY
-        last = end.astimezone(self.tz).date()
         rules, tz, spans = self.rules, self.tz, self._spans
-        while self._day < last:
-            self._day += DAY
-            if self._day.weekday() in rules.no_meeting_days:
+        day, edge = self._day, self._edge
+        if day is None or edge is None:
+            day = start.astimezone(tz).date() - 2 * DAY
+            edge = _at(day, DAY, tz)
+        while edge <= end:  # the days up to the one ``end`` is in
+            day += DAY
+            low, edge, off, _, _ = _frame(rules, tz, day)
+            if off:
                 continue
-            if rules.hours is None:
-                new = [(_at(self._day, timedelta(0), tz), _at(self._day, DAY, tz))]
-            else:
-                new = _working_spans(rules, self._day, tz)
+            new = [(low, edge)] if rules.hours is None else _working_spans(rules, day, tz)
             for s, e in new:
                 if spans and s <= spans[-1][1]:
                     spans[-1] = (spans[-1][0], max(spans[-1][1], e))
                 else:
                     spans.append((s, e))
+        self._day, self._edge = day, edge
         while self._done < len(spans) and spans[self._done][1] <= start:
             self._done += 1
         out = []
         for a, b in spans[self._done :]:
             if a >= end:
                 break
-            if max(a, start) < min(b, end):
-                out.append((max(a, start), min(b, end)))
+            low = start if start > a else a
+            high = end if end < b else b
+            if low < high:
+                out.append((low, high))
         return out
 
 
 _TICK = timedelta(microseconds=1)
+_ZERO = timedelta(0)
+_MINUTE = timedelta(minutes=1)
+
+
+def _frame(
+    rules: Rules, tz: tzinfo, day: date
+) -> tuple[datetime, datetime, bool, list[Span] | None, Span | None]:
+    """What the rules make of the local ``day`` whatever the meetings (worked out once per
+    rules): its bounds, whether it is a no-meeting day, its working spans joined with the day
+    before's (``None`` without working hours), and its focus window when it keeps one."""
+    key = ("frame", day, tz)
+    found = rules.memo.get(key)
+    if found is None:
+        hours: list[Span] | None = None
+        if rules.hours is not None:
+            hours = union_of([*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)])
+        focus = None
+        if rules.focus is not None and rules.working_day(day.weekday()):
+            focus = (_at(day, rules.focus[1], tz), _at(day, rules.focus[2], tz))
+        off = day.weekday() in rules.no_meeting_days
+        found = (_at(day, _ZERO, tz), _at(day, DAY, tz), off, hours, focus)
+        if len(rules.memo) < 4096:
+            rules.memo[key] = found
+    return found
 
 
 class _DayFacts:
-    """What ``SlotFilter`` works out once for a local day: its bounds, whether it is a
-    no-meeting day (``off``), its working spans joined with the day before's, the meetings
-    that start on it, those on it joined (clipped to it) and their length, and, when it keeps
-    a focus block, its focus window and the meetings overlapping it."""
+    """What ``SlotFilter`` works out once for a local day: what the rules make of it
+    (``_frame``: bounds, ``off``, ``hours``, ``focus``), the meetings that start on it
+    (``count``), those a buffer reaches widened by it (``fenced``), those on it joined and
+    clipped to it (``joined``), their length (``taken``) and the length a meeting must reach
+    to break ``maxMeetingMinutesPerDay`` (``room``), and the free blocks of its focus window
+    long enough to keep one (``gaps``, each as the earliest start and the latest end of a
+    meeting that leave a long enough part of it)."""
 
     __slots__ = (
-        "close",
         "count",
+        "fenced",
         "focus",
+        "full",
+        "gaps",
         "high",
         "hours",
         "joined",
-        "length",
         "low",
-        "near",
         "off",
+        "room",
         "taken",
     )
 
     def __init__(self, rules: Rules, tz: tzinfo, day: date, meetings: Meetings) -> None:
-        self.low, self.high = low, high = _at(day, timedelta(0), tz), _at(day, DAY, tz)
-        self.off = day.weekday() in rules.no_meeting_days
-        self.hours: list[Span] = []
-        if rules.hours is not None:
-            self.hours = _union(
-                [*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)]
-            )
+        self.low, self.high, self.off, self.hours, focus = _frame(rules, tz, day)
+        low, high = self.low, self.high
         self.count = meetings.starting(low, high, None)
-        near = rules.buffer or timedelta(0)  # those a buffer around a meeting on it reaches
-        self.close = meetings.overlapping(low - near, high + near, None)
+        self.full = self.off or (
+            rules.max_meetings is not None and self.count + 1 > rules.max_meetings
+        )
+        # The meetings a buffer around a meeting on this day reaches, widened by the buffer:
+        # a meeting at [start, end) keeps it when it overlaps none of them.
+        buffer = rules.buffer
+        self.fenced: list[Span] = []
+        if buffer is not None:
+            self.fenced = [
+                (s - buffer, e + buffer)
+                for s, e in meetings.overlapping(low - buffer, high + buffer, None)
+            ]
         self.joined = [
-            (max(s, low), min(e, high)) for s, e in _union(meetings.overlapping(low, high, None))
+            (max(s, low), min(e, high)) for s, e in union_of(meetings.overlapping(low, high, None))
         ]
-        self.taken = sum((e - s for s, e in self.joined), start=timedelta(0))
-        self.focus: Span | None = None
-        self.near: list[Span] = []
-        self.length = timedelta(0)
-        if rules.focus is not None and rules.working_day(day.weekday()):
-            self.length, a, b = rules.focus
-            self.focus = (_at(day, a, tz), _at(day, b, tz))
-            self.near = meetings.overlapping(*self.focus, None)
+        self.taken = sum((e - s for s, e in self.joined), start=_ZERO)
+        # Past ``maxMeetingMinutesPerDay`` only with a meeting of at least this length.
+        self.room = timedelta.max
+        if rules.max_minutes is not None:
+            self.room = _MINUTE * (rules.max_minutes + 1) - self.taken
+        self.focus = focus
+        self.gaps: list[Span] = []
+        if focus is not None:
+            assert rules.focus is not None
+            length = rules.focus[0]
+            focus_low, focus_high = focus
+            # The free blocks of the focus window (within the day) at least ``length`` long,
+            # each as the earliest start and the latest end a meeting may have to leave a
+            # long enough part of it: before it (``start >= s``) or after it (``end <= e``).
+            at = focus_low
+            for s, e in [*self.joined, _END]:
+                if s >= focus_high:
+                    s = focus_high
+                if s - at >= length:
+                    self.gaps.append((at + length, s - length))
+                if e > at:
+                    at = e
+                if at >= focus_high:
+                    break
 
     def minutes_with(self, start: datetime, end: datetime) -> int:
         """``_minutes_on`` this day with a meeting at ``[start, end)``."""
@@ -561,16 +620,16 @@ class _DayFacts:
         return int((self.taken + extra).total_seconds() // 60)
 
     def focus_kept(self, start: datetime, end: datetime) -> bool:
-        """Not ``_focus_broken`` on this day by a meeting at ``[start, end)``."""
+        """Not ``_focus_broken`` on this day by a meeting at ``[start, end)``: it misses the
+        focus window, or leaves a long enough part of one of its free blocks (``gaps``)."""
         assert self.focus is not None
         low, high = self.focus
         if not (start < high and end > low):
             return True
-        at, longest = low, timedelta(0)
-        for s, e in _union([*self.near, (start, end)]):
-            longest = max(longest, s - at)
-            at = max(at, e)
-        return max(longest, high - at) >= self.length
+        return any(start >= s or end <= e for s, e in self.gaps)
+
+
+_END = (datetime.max.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
 
 
 class _OneDay(NamedTuple):
@@ -591,7 +650,7 @@ def _one_day(rules: Rules, tz: tzinfo, start: datetime) -> _OneDay:
     if found is None:
         hours: list[Span] = []
         if rules.hours is not None:
-            hours = _union([*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)])
+            hours = union_of([*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)])
         focus = None
         if rules.focus is not None and rules.working_day(day.weekday()):
             focus = (_at(day, rules.focus[1], tz), _at(day, rules.focus[2], tz))
@@ -656,7 +715,7 @@ def keeps_one(
             count += s >= low
     if rules.max_meetings is not None and count >= rules.max_meetings:
         return False
-    joined = _union([*on_day, (start, end)])
+    joined = union_of([*on_day, (start, end)])
     if rules.max_minutes is not None and _minutes_of(low, high, joined) > rules.max_minutes:
         return False
     if day.focus is None or rules.focus is None:
@@ -673,11 +732,11 @@ def _longest_free(
 ) -> timedelta:
     """The longest free block of ``[low, high)`` with ``taken`` and a meeting at ``[start,
     end)`` (the focus rule)."""
-    return _longest_gap(low, high, _union([*taken, (start, end)]))
+    return _longest_gap(low, high, union_of([*taken, (start, end)]))
 
 
 def _longest_gap(low: datetime, high: datetime, joined: list[Span]) -> timedelta:
-    """The longest block of ``[low, high)`` that ``joined`` (``_union``'s) leaves free."""
+    """The longest block of ``[low, high)`` that ``joined`` (``union_of``'s) leaves free."""
     at, longest = low, _NONE
     for s, e in joined:
         if e > low and s < high:
@@ -696,6 +755,15 @@ def slack(rules: Rules) -> timedelta:
     return _DAY_REACH + (rules.buffer or timedelta(0))
 
 
+def days_around(rules: Rules, tz: tzinfo, low: datetime, high: datetime) -> Span:
+    """What a ``SlotFilter`` of times within ``[low, high)`` reads meetings over: the local
+    days in ``tz`` they may touch, and the buffer either side (``_DayFacts`` looks no
+    further)."""
+    first, last = low.astimezone(tz).date(), (high - _TICK).astimezone(tz).date()
+    buffer = rules.buffer or timedelta(0)
+    return _at(first, timedelta(0), tz) - buffer, _at(last, DAY, tz) + buffer
+
+
 __all__ = [
     "DAY",
     "MAX_OCCURRENCES",
@@ -704,6 +772,7 @@ __all__ = [
     "Span",
     "Verdict",
     "broken",
+    "days_around",
     "instant",
     "keeps_one",
     "passes",

@@ -12,5 +12,7 @@ calendar, governance, interop. ``webhooks/`` (beside this package) sends what it
 - ``connections``: connected calendars (sources read from outside servers under the same SSRF
   rules): added, listed, removed, claimed for a poll, what a poll found recorded;
 - ``connection_mirror``: a connected calendar shown in full (``visibility: details``): its
-  read-only mirror calendar and the events the poller writes there.
+  read-only mirror calendar and the events the poller writes there;
+- ``connection_removals``: a mirror's removal (busy again, or the connection removed) hidden at
+  once and deleted in steps by a job the poller runs.
 """

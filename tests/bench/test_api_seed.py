@@ -48,7 +48,7 @@ def test_the_guard_counts_the_api_built_create_and_refuses_an_unknown_kind(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert parse_args([]).kinds == GUARDED == ("list", "create", "create_api")
-    assert parse_args(["--kind", "create_api,create_api_one"]).kinds == KINDS[2:]
+    assert parse_args(["--kind", "create_api,create_api_one"]).kinds == KINDS[3:]
     with pytest.raises(SystemExit):
         parse_args(["--kind", "create,creat"])
     assert "unknown creat" in capsys.readouterr().err

@@ -24,9 +24,9 @@ from calendar_service.calendar.connected import busy_of_owner
 from calendar_service.calendar.events.chunks import (
     PLANS,
     SHARE_FLOOR,
-    MustExpand,
     Plan,
     Series,
+    now_or_later,
     skipped_starts,
 )
 from calendar_service.calendar.events.queries import (
@@ -51,23 +51,6 @@ Busy = tuple[str, str, str, str, str]
 """What takes time: calendar id, start and end (stored UTC text), event id, title."""
 
 
-def busy_of(
-    conn: Connection,
-    *,
-    user_id: str,
-    calendars: Sequence[Any],
-    low: datetime,
-    high: datetime,
-    timed: bool = False,
-) -> list[Busy]:
-    """Everything that takes time in ``calendars`` (rows with ``id``, ``time_zone``,
-    ``max_event_seconds``) and overlaps ``[low, high)``: opaque single events and changed
-    occurrences, and occurrences of opaque series, in no order. ``timed``: all-day events
-    left out (``meetings_of``)."""
-    found = busy_later(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=timed)
-    return finish(found)
-
-
 def meetings_of(
     conn: Connection,
     *,
@@ -89,7 +72,9 @@ def meetings_of(
     ``owner_calendars``)."""
     if calendars is None:
         calendars = owner_calendars(conn, user_id=user_id)
-    found = busy_of(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=True)
+    found = finish(
+        busy_later(conn, user_id=user_id, calendars=calendars, low=low, high=high, timed=True)
+    )
     if not getattr(calendars, "connected", True):  # read with them: the owner has none
         return found
     # The owner's connected calendars count too (``calendar.connected``): their busy times,
@@ -159,10 +144,14 @@ def busy_later(
     timed: bool = False,
     all_day: set[str] | None = None,
 ) -> list[Busy] | Later:
-    """``busy_of``, or a ``Later`` that gives it without the database when series must be
-    expanded (for the availability operations, whose fronts run it off the event loop).
-    ``all_day``: a set that gets the event ids of the all-day items (once the ``Later`` is
-    done), so that one read serves the busy time and the owner's rules' meetings."""
+    """Everything that takes time in ``calendars`` (rows with ``id``, ``time_zone``,
+    ``max_event_seconds``) and overlaps ``[low, high)``: opaque single events and changed
+    occurrences, and occurrences of opaque series, in no order; or a ``Later`` that gives it
+    without the database when series must be expanded (the availability operations' fronts
+    run it off the event loop; ``finish`` runs it at once). ``timed``: all-day events left
+    out (``meetings_of``). ``all_day``: a set that gets the event ids of the all-day items
+    (once the ``Later`` is done), so that one read serves the busy time and the owner's
+    rules' meetings."""
     if not calendars:
         return []
     dialect = conn.dialect.name
@@ -249,7 +238,9 @@ def conflicts(
         longest,
         version,
     )
-    items = busy_of(conn, user_id=principal.user_id, calendars=[locked], low=start, high=end)
+    items = finish(
+        busy_later(conn, user_id=principal.user_id, calendars=[locked], low=start, high=end)
+    )
     # The owner's connected calendars count too (``calendar.connected``): times only.
     items += busy_of_owner(conn, user_id=principal.user_id, low=start, high=end)
     tz = zone(calendar.time_zone)
@@ -302,12 +293,7 @@ def busy_occurrences(
         budget=budget,
         all_day=all_day,
     )
-    if not later:
-        return found(may_expand=True)
-    try:
-        return found(may_expand=False)
-    except MustExpand:
-        return Later(functools.partial(found, may_expand=True))
+    return now_or_later(found, later=later)
 
 
 def _busy_entries(
