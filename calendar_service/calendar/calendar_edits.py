@@ -274,7 +274,9 @@ def delete_calendar_step(
     rows = conn.execute(
         select(*EVENT_COLUMNS)
         .where(c.calendar_id == calendar.id, c.recurring_event_id.is_(None))
-        .order_by(c.id)
+        # In the calendar's start index (``ix_events_calendar_start``): a step reads its
+        # ``most`` rows, not every event the calendar still holds.
+        .order_by(c.starts_at, c.id)
         .limit(most)
     ).all()
     if rows:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import NamedTuple
@@ -531,7 +531,8 @@ def _frame(
     if found is None:
         hours: list[Span] | None = None
         if rules.hours is not None:
-            hours = union_of([*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)])
+            spans = [*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)]
+            hours = union_of(spans)
         focus = None
         if rules.focus is not None and rules.working_day(day.weekday()):
             focus = (_at(day, rules.focus[1], tz), _at(day, rules.focus[2], tz))
@@ -643,19 +644,14 @@ class _OneDay(NamedTuple):
 
 
 def _one_day(rules: Rules, tz: tzinfo, start: datetime) -> _OneDay:
-    """The local day ``start`` falls on, worked out once per rules (``Rules.memo``)."""
+    """The local day ``start`` falls on (``_frame``), as ``keeps_one`` reads it, kept once per
+    rules (``Rules.memo``)."""
     day = start.astimezone(tz).date()
     key = ("day", day, tz)
     found: _OneDay | None = rules.memo.get(key)
     if found is None:
-        hours: list[Span] = []
-        if rules.hours is not None:
-            hours = union_of([*_working_spans(rules, day - DAY, tz), *_working_spans(rules, day, tz)])
-        focus = None
-        if rules.focus is not None and rules.working_day(day.weekday()):
-            focus = (_at(day, rules.focus[1], tz), _at(day, rules.focus[2], tz))
-        low, high = _at(day, timedelta(0), tz), _at(day, DAY, tz)
-        found = _OneDay(low, high, day.weekday() in rules.no_meeting_days, hours, focus)
+        low, high, off, hours, focus = _frame(rules, tz, day)
+        found = _OneDay(low, high, off, hours or [], focus)
         if len(rules.memo) < 4096:
             rules.memo[key] = found
     return found
