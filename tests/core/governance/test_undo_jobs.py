@@ -90,7 +90,9 @@ def test_the_work_of_an_undo_is_the_same_at_the_end_of_a_long_job_as_at_its_star
     assert len(work) == 12 and progress["undone"] == 600  # twelve transactions of fifty
     # The undos of one job share no look-up that grows with the job (it grew with every undo
     # already made: they shared one instant, and the change log is indexed by instant).
-    assert max(work[-3:]) < 2 * min(work[:3]), work
+    # Medians of three: a plan the database picks once mid-job under load (autovacuum's new
+    # statistics) is one batch's; work that grows with the job is every late batch's.
+    assert sorted(work[-3:])[1] < 2 * sorted(work[:3])[1], work
 
 
 def test_a_job_keeps_what_each_change_came_to_and_ends_when_all_are_handled(
