@@ -520,14 +520,21 @@ _ZERO = timedelta(0)
 _MINUTE = timedelta(minutes=1)
 
 
-def _frame(
-    rules: Rules, tz: tzinfo, day: date
-) -> tuple[datetime, datetime, bool, list[Span] | None, Span | None]:
-    """What the rules make of the local ``day`` whatever the meetings (worked out once per
-    rules): its bounds, whether it is a no-meeting day, its working spans joined with the day
-    before's (``None`` without working hours), and its focus window when it keeps one."""
+class _Frame(NamedTuple):
+    """What the rules make of a local day whatever the meetings (``_frame``)."""
+
+    low: datetime  # its bounds
+    high: datetime
+    off: bool  # a no-meeting day
+    hours: list[Span] | None  # its working spans joined with the day before's; None: no hours
+    focus: Span | None  # its focus window, on a working day
+
+
+def _frame(rules: Rules, tz: tzinfo, day: date) -> _Frame:
+    """What the rules make of the local ``day`` (``_Frame``), worked out once per rules
+    (``Rules.memo``)."""
     key = ("frame", day, tz)
-    found = rules.memo.get(key)
+    found: _Frame | None = rules.memo.get(key)
     if found is None:
         hours: list[Span] | None = None
         if rules.hours is not None:
@@ -537,7 +544,7 @@ def _frame(
         if rules.focus is not None and rules.working_day(day.weekday()):
             focus = (_at(day, rules.focus[1], tz), _at(day, rules.focus[2], tz))
         off = day.weekday() in rules.no_meeting_days
-        found = (_at(day, _ZERO, tz), _at(day, DAY, tz), off, hours, focus)
+        found = _Frame(_at(day, _ZERO, tz), _at(day, DAY, tz), off, hours, focus)
         if len(rules.memo) < 4096:
             rules.memo[key] = found
     return found
@@ -633,36 +640,12 @@ class _DayFacts:
 _END = (datetime.max.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
 
 
-class _OneDay(NamedTuple):
-    """What a write's check needs of a local day (``_one_day``), whatever the meetings."""
-
-    low: datetime  # its bounds
-    high: datetime
-    off: bool  # a no-meeting day
-    hours: list[Span]  # its working spans joined with the day before's
-    focus: Span | None  # its focus window, on a working day
-
-
-def _one_day(rules: Rules, tz: tzinfo, start: datetime) -> _OneDay:
-    """The local day ``start`` falls on (``_frame``), as ``keeps_one`` reads it, kept once per
-    rules (``Rules.memo``)."""
-    day = start.astimezone(tz).date()
-    key = ("day", day, tz)
-    found: _OneDay | None = rules.memo.get(key)
-    if found is None:
-        low, high, off, hours, focus = _frame(rules, tz, day)
-        found = _OneDay(low, high, off, hours or [], focus)
-        if len(rules.memo) < 4096:
-            rules.memo[key] = found
-    return found
-
-
 def reach(rules: Rules, tz: tzinfo, start: datetime, end: datetime) -> Span:
     """The times whose meetings ``passes`` and ``broken`` look at for one meeting at ``[start,
     end)``: the local days it touches (their count and minutes, their focus windows) and its
     buffer either side."""
     buffer = rules.buffer or timedelta(0)
-    day = _one_day(rules, tz, start)
+    day = _frame(rules, tz, start.astimezone(tz).date())
     if end <= day.high:
         return min(day.low, start - buffer), max(day.high, end + buffer)
     last = max((end - _TICK).astimezone(tz).date(), day.low.astimezone(tz).date())
@@ -682,16 +665,16 @@ def keeps_one(
     """``passes`` for one meeting at ``[start, end)`` among ``items`` (``meetings_of``'s, in
     any order, those overlapping ``reach`` at least; ``skip`` the meeting itself), without a
     ``Meetings``: a write's check asks of one time only. A meeting within a local day is
-    checked against that day's facts (``_one_day``, kept) and the meetings near it; one
+    checked against that day's facts (``_frame``, kept) and the meetings near it; one
     across midnight as ``passes`` checks it."""
-    day = _one_day(rules, tz, start)
+    day = _frame(rules, tz, start.astimezone(tz).date())
     if end > day.high:
         return passes(rules, tz, start, end, now=now, meetings=Meetings(items), skip=skip)
     if not _timely(rules, start, end, now):
         return False
     if day.off:
         return False
-    if rules.hours is not None and not any(s <= start and end <= e for s, e in day.hours):
+    if day.hours is not None and not any(s <= start and end <= e for s, e in day.hours):
         return False
     buffer = rules.buffer or _NONE
     near_low, near_high = start - buffer, end + buffer
