@@ -200,7 +200,7 @@ def accessible_calendars(conn: Connection, *, principal: Principal) -> list[Cale
         rows = _ACCESSIBLE_ONE.all(
             conn, user_id=principal.user_id, calendar_id=principal.calendar_id
         )
-    return [CalendarRow(r[0], r[1], r[2], bool(r[3]), *r[4:9]) for r in rows]
+    return [calendar_row(r) for r in rows]
 
 
 MAX_CHOSEN = 50
@@ -386,11 +386,15 @@ _OWNERS_BY_NAME = Statement(
 _DEFAULT = Statement(_OWNERS.where(calendars_t.c.is_default == true()))
 
 
+def calendar_row(found: Sequence[Any], *, versions: bool = True) -> CalendarRow:
+    """A ``ROW_COLUMNS`` row as the driver gives it, as a ``CalendarRow``; without its
+    ``series_version`` unless ``versions`` (the list then asks the database for the series)."""
+    version = found[5] if versions else None
+    return CalendarRow(found[0], found[1], found[2], bool(found[3]), found[4], version, *found[6:9])
+
+
 def _row(found: Any) -> CalendarRow | None:
-    """A ``ROW_COLUMNS`` row as the driver gives it, as a ``CalendarRow``."""
-    if found is None:
-        return None
-    return CalendarRow(found[0], found[1], found[2], bool(found[3]), *found[4:9])
+    return None if found is None else calendar_row(found)
 
 
 def _own_calendar(
@@ -424,4 +428,4 @@ def get_calendar_row(conn: Connection, *, calendar_id: str) -> CalendarRow:
     row = _BY_ID.first(conn, calendar_id=calendar_id)
     if row is None:
         raise NotFound(f"No calendar {calendar_id!r}.")
-    return CalendarRow(row[0], row[1], row[2], bool(row[3]), row[4], None, *row[6:9])
+    return calendar_row(row, versions=False)

@@ -298,13 +298,13 @@ def suggestions(
     centre = start
     if rules.max_days_ahead is not None:
         centre = min(start, now + timedelta(days=rules.max_days_ahead))
-    reach = SUGGESTION_REACH + timedelta(days=2) + (rules.buffer or timedelta(0))
+    around = SUGGESTION_REACH + timedelta(days=2) + (rules.buffer or timedelta(0))
     meetings = Meetings(
         meetings_of(
             conn,
             user_id=principal.user_id,
-            low=centre - reach,
-            high=centre + length + reach,
+            low=centre - around,
+            high=centre + length + around,
             calendars=calendars,
         )
     )

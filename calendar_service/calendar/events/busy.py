@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, exists, select
 
 from calendar_service.access.keys import READ, WRITE, Principal
-from calendar_service.calendar.calendars import CalendarRow
+from calendar_service.calendar.calendars import CalendarRow, calendar_row
 from calendar_service.calendar.connected import busy_of_owner
 from calendar_service.calendar.events.chunks import (
     PLANS,
@@ -118,15 +118,7 @@ def owner_calendars(
     connected calendar's mirror is left out: its busy time is counted as its connection's."""
     rows = _OWNER_CALENDARS.all(conn, user_id=user_id)
     found = OwnerCalendars(
-        CalendarRow(
-            r[0],
-            r[1],
-            r[2],
-            bool(r[3]),
-            r[4],
-            r[5] if before_writes or r[5] == 0 else None,
-            *r[6:9],
-        )
+        calendar_row(r, versions=before_writes or r[5] == 0)
         for r in rows
         if not r[7]  # mirrors: counted as their connection
     )
