@@ -240,3 +240,44 @@ def test_removal_and_a_new_mirror_meanwhile_and_the_copy_go_in_steps(
         assert _count(db, connection_busy_t.c.href, busy) == 0
         gone, _ = listed(client, reader, syncToken=before)
         assert len([e for e in gone["events"] if e["status"] == "cancelled"]) == EVENTS
+
+
+def test_two_runners_claiming_at_once_never_both_hold_one_removal(db: Database) -> None:
+    """Two hosts' runners ask for a job at the same moment: one of them holds it (the claim is
+    one conditional update), the other gets another job or none. The job is parked until an
+    hour from now, and the two ask as of then: no other runner of the suite can take it."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sqlalchemy import update
+
+    later = utcnow() + timedelta(hours=1)
+
+    def parked(conn: Any) -> str:
+        made = removals.detach(
+            conn, connection_id="con_gone", user_id="usr_gone", removed=True, now=utcnow()
+        )
+        assert made is not None
+        conn.execute(
+            update(mirror_removals_t)
+            .where(mirror_removals_t.c.id == made)
+            .values(runner="parked", lease_until=later)
+        )
+        return made
+
+    removal_id = db.call(parked)
+    start = threading.Barrier(2)
+
+    def take(runner: str) -> str | None:
+        start.wait(10)
+        return db.call(removals.claim, runner=runner, now=later + timedelta(seconds=1))
+
+    with ThreadPoolExecutor(2) as pool:
+        taken = list(pool.map(take, ["host_a", "host_b"]))
+    assert taken.count(removal_id) == 1, taken
+    held = db.call(
+        lambda conn: conn.execute(
+            select(mirror_removals_t.c.runner).where(mirror_removals_t.c.id == removal_id)
+        ).scalar_one()
+    )
+    assert held == ["host_a", "host_b"][taken.index(removal_id)]
